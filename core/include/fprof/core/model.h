@@ -1,0 +1,176 @@
+// The neutral profile model: what the collector produces and every other layer reads. Nothing
+// here knows CUPTI, SQLite or a GUI. Field names carry their units (STYLE.md rule 4).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fprof::core {
+
+// Static properties of one GPU, as the CUDA driver reports them.
+struct DeviceInfo {
+  uint32_t process_id = 0;
+  uint32_t id = 0;  // CUDA device ordinal in the profiled process
+  std::string name;
+  std::string uuid;
+  int compute_major = 0;
+  int compute_minor = 0;
+  int sm_count = 0;
+  int max_threads_per_sm = 0;
+  int max_threads_per_block = 0;
+  int max_blocks_per_sm = 0;
+  int max_warps_per_sm = 0;  // derived: max_threads_per_sm / warp_size
+  int regs_per_sm = 0;
+  int regs_per_block = 0;
+  int warp_size = 32;
+  int64_t shared_per_sm_bytes = 0;
+  int64_t shared_per_block_bytes = 0;
+  int64_t shared_per_block_optin_bytes = 0;
+  int64_t reserved_shared_per_block_bytes = 0;
+  int64_t l2_bytes = 0;
+  int64_t global_memory_bytes = 0;
+  int memory_bus_width_bits = 0;
+  int64_t memory_clock_khz = 0;  // 0 where the driver does not report it
+  int64_t sm_clock_khz = 0;
+};
+
+// One process that was profiled (a merged database holds several).
+struct ProcessInfo {
+  uint32_t id = 0;  // row id in this database
+  int64_t pid = 0;
+  std::string host;
+  std::optional<int> rank;        // RANK / OMPI_COMM_WORLD_RANK / SLURM_PROCID
+  std::optional<int> local_rank;  // LOCAL_RANK / OMPI_COMM_WORLD_LOCAL_RANK / SLURM_LOCALID
+  std::string command_line;
+  int64_t start_unix_ns = 0;
+};
+
+// Numeric facts of one kernel execution (one launch; a graph launch yields one per kernel node).
+struct KernelLaunch {
+  uint32_t process_id = 0;
+  uint32_t device_id = 0;
+  uint32_t context_id = 0;
+  uint32_t stream_id = 0;
+  uint32_t correlation_id = 0;
+  uint32_t thread_id = 0;  // host thread that launched it (0 if unknown)
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  int32_t grid_x = 0, grid_y = 0, grid_z = 0;
+  int32_t block_x = 0, block_y = 0, block_z = 0;
+  int32_t cluster_x = 0, cluster_y = 0, cluster_z = 0;  // 0 = no cluster
+  int32_t registers_per_thread = 0;
+  int32_t static_shared_bytes = 0;
+  int32_t dynamic_shared_bytes = 0;
+  int64_t local_bytes_per_thread = 0;  // stack frame + spills, per thread
+  int64_t local_bytes_total = 0;       // local memory reserved for the launch
+  int64_t shared_carveout_bytes = 0;   // L1/shared split the driver chose (0 if unknown)
+  std::optional<double> theoretical_occupancy;  // 0..1, from launch config and device limits
+  std::optional<int> theoretical_blocks_per_sm;
+  uint32_t graph_id = 0;  // 0 = not a graph launch
+  uint64_t graph_node_id = 0;
+  std::optional<uint64_t> nvtx_range_key;  // innermost NVTX range open at launch (nvtx_range.id)
+
+  int64_t durationNs() const { return end_ns - start_ns; }
+  int64_t threadsPerBlock() const { return int64_t{block_x} * block_y * block_z; }
+  int64_t blocks() const { return int64_t{grid_x} * grid_y * grid_z; }
+};
+
+// What the collector produces for one kernel: the numbers plus its strings.
+struct KernelRecord : KernelLaunch {
+  std::string name;               // mangled, as the driver reports it
+  std::string demangled_name;     // equal to name where demangling fails (C kernels)
+  std::string occupancy_limiter;  // "warps", "registers", "shared", "blocks" or empty
+  std::string launch_api;         // e.g. "cudaLaunchKernel", "cuLaunchKernelEx"
+  std::string nvtx_path;          // "domain::outer/inner" path at launch, "" if none
+};
+
+// What a reader returns for one kernel: strings are ids into Profile::strings, so a million
+// kernels load and group quickly.
+struct KernelRow : KernelLaunch {
+  int64_t id = 0;
+  uint32_t name_id = 0;
+  uint32_t demangled_id = 0;
+  uint32_t occupancy_limiter_id = 0;
+  uint32_t launch_api_id = 0;
+  std::optional<uint32_t> nvtx_path_id;
+};
+
+// One argument of a kernel launch that may be a device pointer (8-byte parameters).
+struct KernelArgRecord {
+  uint32_t correlation_id = 0;  // joins the launch to its kernel record
+  uint32_t process_id = 0;
+  int32_t index = 0;
+  int32_t offset_bytes = 0;
+  int32_t size_bytes = 0;
+  uint64_t value = 0;
+};
+
+// One NVTX range. Push/pop ranges nest per thread; start/end ranges are process-wide.
+struct NvtxRangeRecord {
+  uint64_t key = 0;  // collector-assigned, unique per process
+  uint32_t process_id = 0;
+  std::optional<uint64_t> parent_key;
+  std::string domain;  // "" for the default domain
+  std::string message;
+  std::optional<uint64_t> payload;
+  uint32_t thread_id = 0;
+  int32_t depth = 0;
+  int64_t start_ns = 0;
+  std::optional<int64_t> end_ns;  // none if still open when the process ended
+  bool push_pop = true;           // false for start/end ranges
+};
+
+struct MemcpyRecord {
+  uint32_t process_id = 0;
+  uint32_t device_id = 0;
+  uint32_t context_id = 0;
+  uint32_t stream_id = 0;
+  uint32_t correlation_id = 0;
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  int64_t bytes = 0;
+  std::string copy_kind;  // "HtoD", "DtoH", "DtoD", "HtoH", "PtoP", ...
+  std::string src_kind;   // "pageable", "pinned", "device", "managed", ...
+  std::string dst_kind;
+  uint32_t graph_id = 0;
+};
+
+struct MemsetRecord {
+  uint32_t process_id = 0;
+  uint32_t device_id = 0;
+  uint32_t context_id = 0;
+  uint32_t stream_id = 0;
+  uint32_t correlation_id = 0;
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  int64_t bytes = 0;
+  uint32_t value = 0;
+  std::string memory_kind;
+  uint32_t graph_id = 0;
+};
+
+// A device-memory allocation or release.
+struct MemoryEventRecord {
+  uint32_t process_id = 0;
+  uint32_t device_id = 0;
+  uint32_t context_id = 0;
+  uint32_t stream_id = 0;  // 0 unless stream-ordered
+  uint32_t correlation_id = 0;
+  int64_t timestamp_ns = 0;
+  bool is_alloc = true;
+  uint64_t address = 0;
+  int64_t bytes = 0;
+  std::string memory_kind;  // "device", "managed", "pinned", ...
+};
+
+// Something the collector wants the user to know (degraded mode, dropped records, ...).
+struct CollectorEventRecord {
+  uint32_t process_id = 0;
+  int64_t timestamp_ns = 0;
+  std::string severity;  // "info", "warning", "error"
+  std::string message;
+};
+
+}  // namespace fprof::core

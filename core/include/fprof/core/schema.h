@@ -1,0 +1,46 @@
+// The .fprof schema, kept as data in one place: every table, column and view with its doc string.
+// The SQL that creates a database and docs/schema.md are both generated from it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace fprof::core {
+
+// Version 1: trace mode (kernels, NVTX, memcpy/memset, memory events, launch arguments).
+inline constexpr int kSchemaVersion = 1;
+// Oldest schema this build can read (older ones are migrated on open by `fprof upgrade`).
+inline constexpr int kOldestReadableSchemaVersion = 1;
+// Application id stored in the SQLite header so `file` and fprof can tell an fprof database.
+inline constexpr int kSqliteApplicationId = 0x46505246;  // "FPRF"
+
+struct ColumnDef {
+  std::string name;
+  std::string type;  // SQL type and constraints, e.g. "INTEGER NOT NULL"
+  std::string doc;
+};
+
+struct TableDef {
+  std::string name;
+  std::string doc;
+  std::vector<ColumnDef> columns;
+  std::vector<std::string> indexes;  // extra CREATE INDEX statements
+  std::string table_constraints;     // e.g. "PRIMARY KEY (a, b)"
+};
+
+struct ViewDef {
+  std::string name;
+  std::string doc;
+  std::string select_sql;
+};
+
+const std::vector<TableDef>& schemaTables();
+const std::vector<ViewDef>& schemaViews();
+
+// All statements that create an empty database of kSchemaVersion.
+std::string schemaCreateSql();
+
+// docs/schema.md, generated; a test checks the committed file equals this text.
+std::string schemaMarkdown();
+
+}  // namespace fprof::core

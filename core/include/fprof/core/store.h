@@ -1,0 +1,94 @@
+// Reading and writing .fprof databases. The writer batches records into transactions (WAL), so
+// a target that dies leaves a valid file holding every batch flushed before it died. The reader
+// checks what it opens and says in one sentence what is wrong with a bad file.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "fprof/core/expected.h"
+#include "fprof/core/model.h"
+
+struct sqlite3;
+
+namespace fprof::core {
+
+// Everything a .fprof database holds, loaded into memory.
+struct Profile {
+  std::string path;
+  int schema_version = 0;
+  std::map<std::string, std::string> metadata;
+  std::vector<ProcessInfo> processes;
+  std::vector<DeviceInfo> devices;
+  std::vector<std::string> strings;  // strings[id]; id 0 is ""
+  std::vector<KernelRow> kernels;    // ordered by start_ns
+  std::vector<KernelArgRecord> kernel_args;
+  std::vector<NvtxRangeRecord> nvtx_ranges;  // key = nvtx_range.id
+  std::vector<MemcpyRecord> memcpys;
+  std::vector<MemsetRecord> memsets;
+  std::vector<MemoryEventRecord> memory_events;  // ordered by timestamp
+  std::vector<CollectorEventRecord> collector_events;
+
+  const std::string& str(uint32_t id) const { return strings.at(id); }
+  const DeviceInfo* device(uint32_t process_id, uint32_t device_id) const;
+  std::string meta(const std::string& key, const std::string& fallback = "") const;
+};
+
+// Opens and validates a database, then loads it. Errors are one sentence naming the file.
+Expected<Profile> loadProfile(const std::string& path);
+
+// Only validates (cheap): is it SQLite, an fprof database, complete, of a readable version?
+Status checkDatabase(const std::string& path);
+
+class Writer {
+ public:
+  // Creates a new database at path. Fails if the file exists unless overwrite is set.
+  static Expected<std::unique_ptr<Writer>> create(const std::string& path, bool overwrite = false);
+  ~Writer();
+  Writer(const Writer&) = delete;
+  Writer& operator=(const Writer&) = delete;
+
+  Status setMetadata(const std::string& key, const std::string& value);
+  // Returns the process id to put in the process_id of this process's records.
+  Expected<uint32_t> addProcess(const ProcessInfo& process);
+  Status addDevice(const DeviceInfo& device);
+
+  // Records are buffered and written by flush(), one transaction per call.
+  void add(const KernelRecord& r) { kernels_.push_back(r); }
+  void add(const KernelArgRecord& r) { args_.push_back(r); }
+  void add(const NvtxRangeRecord& r) { ranges_.push_back(r); }  // same key again replaces it
+  void add(const MemcpyRecord& r) { memcpys_.push_back(r); }
+  void add(const MemsetRecord& r) { memsets_.push_back(r); }
+  void add(const MemoryEventRecord& r) { memory_events_.push_back(r); }
+  void add(const CollectorEventRecord& r) { events_.push_back(r); }
+  size_t pendingRecords() const;
+
+  Status flush();
+  // Flushes, checkpoints the WAL and leaves one self-contained file.
+  Status close();
+
+  const std::string& path() const { return path_; }
+
+ private:
+  Writer() = default;
+  Expected<uint32_t> intern(std::string_view s);
+  Status exec(const char* sql);
+
+  std::string path_;
+  sqlite3* db_ = nullptr;
+  std::unordered_map<std::string, uint32_t> string_ids_;
+  uint32_t next_string_id_ = 1;
+  std::vector<KernelRecord> kernels_;
+  std::vector<KernelArgRecord> args_;
+  std::vector<NvtxRangeRecord> ranges_;
+  std::vector<MemcpyRecord> memcpys_;
+  std::vector<MemsetRecord> memsets_;
+  std::vector<MemoryEventRecord> memory_events_;
+  std::vector<CollectorEventRecord> events_;
+};
+
+}  // namespace fprof::core

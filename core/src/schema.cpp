@@ -1,0 +1,258 @@
+// The schema as data (see schema.h). Change it here, bump kSchemaVersion, add a migration in
+// store_reader.cpp, and regenerate docs/schema.md with `fprof schema --markdown > docs/schema.md`.
+#include "fprof/core/schema.h"
+
+#include <sstream>
+
+namespace fprof::core {
+namespace {
+
+std::vector<TableDef> makeTables() {
+  return {
+      {"metadata",
+       "Key/value facts about the run: schema_version, fprof_version, mode (trace), created_unix_ns, "
+       "cupti_version, driver_version, dropped_records, and whatever the collector needs to say once.",
+       {{"key", "TEXT PRIMARY KEY", "Name of the fact."},
+        {"value", "TEXT NOT NULL", "Its value, as text."}},
+       {},
+       ""},
+      {"string",
+       "Interned strings (kernel names, NVTX paths): one row per distinct string.",
+       {{"id", "INTEGER PRIMARY KEY", "String id, referenced by *_id columns."},
+        {"value", "TEXT NOT NULL UNIQUE", "The string."}},
+       {},
+       ""},
+      {"process",
+       "One row per profiled process. A merged database holds one per rank.",
+       {{"id", "INTEGER PRIMARY KEY", "Process id within this database."},
+        {"pid", "INTEGER NOT NULL", "Operating-system process id."},
+        {"host", "TEXT NOT NULL", "Host name."},
+        {"rank", "INTEGER", "Global rank (RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID); NULL if none."},
+        {"local_rank", "INTEGER", "Rank on its host (LOCAL_RANK, ...); NULL if none."},
+        {"command_line", "TEXT NOT NULL", "The profiled command line, arguments space-separated."},
+        {"start_unix_ns", "INTEGER NOT NULL", "Wall-clock time the collector started, ns since 1970."}},
+       {},
+       ""},
+      {"device",
+       "One row per GPU a process used, with the limits that occupancy and ceilings are computed from.",
+       {{"process_id", "INTEGER NOT NULL", "Process that saw the device."},
+        {"id", "INTEGER NOT NULL", "CUDA device ordinal in that process."},
+        {"name", "TEXT NOT NULL", "Marketing name, e.g. 'NVIDIA H100 80GB HBM3'."},
+        {"uuid", "TEXT NOT NULL", "Device UUID ('' if unknown)."},
+        {"compute_major", "INTEGER NOT NULL", "Compute capability, major."},
+        {"compute_minor", "INTEGER NOT NULL", "Compute capability, minor."},
+        {"sm_count", "INTEGER NOT NULL", "Streaming multiprocessors."},
+        {"max_threads_per_sm", "INTEGER NOT NULL", "Resident threads per SM."},
+        {"max_threads_per_block", "INTEGER NOT NULL", "Threads per block."},
+        {"max_blocks_per_sm", "INTEGER NOT NULL", "Resident blocks per SM."},
+        {"max_warps_per_sm", "INTEGER NOT NULL", "Resident warps per SM."},
+        {"regs_per_sm", "INTEGER NOT NULL", "32-bit registers per SM."},
+        {"regs_per_block", "INTEGER NOT NULL", "32-bit registers per block."},
+        {"warp_size", "INTEGER NOT NULL", "Threads per warp."},
+        {"shared_per_sm_bytes", "INTEGER NOT NULL", "Shared memory per SM."},
+        {"shared_per_block_bytes", "INTEGER NOT NULL", "Shared memory per block without opt-in."},
+        {"shared_per_block_optin_bytes", "INTEGER NOT NULL", "Shared memory per block with opt-in."},
+        {"reserved_shared_per_block_bytes", "INTEGER NOT NULL", "Shared memory the system reserves per block."},
+        {"l2_bytes", "INTEGER NOT NULL", "L2 cache size."},
+        {"global_memory_bytes", "INTEGER NOT NULL", "Device memory size."},
+        {"memory_bus_width_bits", "INTEGER NOT NULL", "Memory bus width."},
+        {"memory_clock_khz", "INTEGER NOT NULL", "Peak memory clock (0 if not reported)."},
+        {"sm_clock_khz", "INTEGER NOT NULL", "Peak SM clock (0 if not reported)."}},
+       {},
+       "PRIMARY KEY (process_id, id)"},
+      {"nvtx_range",
+       "NVTX ranges (push/pop and start/end), all domains.",
+       {{"id", "INTEGER PRIMARY KEY", "Range id within this database."},
+        {"process_id", "INTEGER NOT NULL", "Process that opened it."},
+        {"parent_id", "INTEGER", "Enclosing push/pop range on the same thread; NULL at the top."},
+        {"domain", "TEXT NOT NULL", "NVTX domain ('' = default domain)."},
+        {"message", "TEXT NOT NULL", "Range message."},
+        {"payload", "INTEGER", "Integer payload, if one was given."},
+        {"thread_id", "INTEGER NOT NULL", "Host thread (push/pop ranges)."},
+        {"depth", "INTEGER NOT NULL", "Nesting depth, 0 at the top."},
+        {"start_ns", "INTEGER NOT NULL", "Push/start time, CUPTI clock (same as kernels)."},
+        {"end_ns", "INTEGER", "Pop/end time; NULL if still open at exit."},
+        {"push_pop", "INTEGER NOT NULL", "1 for push/pop ranges, 0 for start/end ranges."}},
+       {"CREATE INDEX nvtx_range_parent ON nvtx_range(parent_id)"},
+       ""},
+      {"kernel",
+       "One row per kernel execution (trace mode).",
+       {{"id", "INTEGER PRIMARY KEY", "Kernel id within this database."},
+        {"process_id", "INTEGER NOT NULL", "Process that launched it."},
+        {"device_id", "INTEGER NOT NULL", "CUDA device ordinal."},
+        {"context_id", "INTEGER NOT NULL", "CUDA context id."},
+        {"stream_id", "INTEGER NOT NULL", "CUDA stream id."},
+        {"correlation_id", "INTEGER NOT NULL", "CUPTI correlation id of the launch (joins kernel_arg)."},
+        {"thread_id", "INTEGER NOT NULL", "Launching host thread (0 if unknown)."},
+        {"start_ns", "INTEGER NOT NULL", "GPU start, CUPTI clock in ns."},
+        {"end_ns", "INTEGER NOT NULL", "GPU end, CUPTI clock in ns."},
+        {"duration_ns", "INTEGER NOT NULL", "end_ns - start_ns."},
+        {"name_id", "INTEGER NOT NULL REFERENCES string(id)", "Mangled kernel name."},
+        {"demangled_id", "INTEGER NOT NULL REFERENCES string(id)", "Demangled kernel name."},
+        {"grid_x", "INTEGER NOT NULL", "Grid size in blocks, x."},
+        {"grid_y", "INTEGER NOT NULL", "Grid size, y."},
+        {"grid_z", "INTEGER NOT NULL", "Grid size, z."},
+        {"block_x", "INTEGER NOT NULL", "Block size in threads, x."},
+        {"block_y", "INTEGER NOT NULL", "Block size, y."},
+        {"block_z", "INTEGER NOT NULL", "Block size, z."},
+        {"cluster_x", "INTEGER NOT NULL", "Thread-block cluster size, x (0 = no cluster)."},
+        {"cluster_y", "INTEGER NOT NULL", "Cluster size, y."},
+        {"cluster_z", "INTEGER NOT NULL", "Cluster size, z."},
+        {"registers_per_thread", "INTEGER NOT NULL", "Registers per thread."},
+        {"static_shared_bytes", "INTEGER NOT NULL", "Static shared memory per block."},
+        {"dynamic_shared_bytes", "INTEGER NOT NULL", "Dynamic shared memory per block."},
+        {"local_bytes_per_thread", "INTEGER NOT NULL", "Local memory per thread (stack frame, spills)."},
+        {"local_bytes_total", "INTEGER NOT NULL", "Local memory reserved for the launch."},
+        {"shared_carveout_bytes", "INTEGER NOT NULL", "Shared-memory carveout the driver configured (0 if unknown)."},
+        {"theoretical_occupancy", "REAL", "Resident warps / max warps per SM, 0..1; NULL if unknown."},
+        {"theoretical_blocks_per_sm", "INTEGER", "Resident blocks per SM; NULL if unknown."},
+        {"occupancy_limiter", "TEXT NOT NULL", "What limits occupancy: warps, registers, shared, blocks ('' if unknown)."},
+        {"graph_id", "INTEGER NOT NULL", "CUDA graph id (0 = not launched from a graph)."},
+        {"graph_node_id", "INTEGER NOT NULL", "CUDA graph node id (0 = none)."},
+        {"launch_api", "TEXT NOT NULL", "Outermost launch API, e.g. cudaLaunchKernel ('' for graph nodes)."},
+        {"nvtx_range_id", "INTEGER REFERENCES nvtx_range(id)", "Innermost NVTX range open at launch; NULL if none."},
+        {"nvtx_path_id", "INTEGER REFERENCES string(id)", "Full NVTX path at launch, 'domain::a/b'; NULL if none."}},
+       {"CREATE INDEX kernel_name ON kernel(name_id)", "CREATE INDEX kernel_start ON kernel(start_ns)",
+        "CREATE INDEX kernel_corr ON kernel(process_id, correlation_id)"},
+       ""},
+      {"kernel_arg",
+       "8-byte launch arguments of kernels (candidate device pointers), for producer->consumer data flow.",
+       {{"process_id", "INTEGER NOT NULL", "Process that launched the kernel."},
+        {"correlation_id", "INTEGER NOT NULL", "Launch correlation id (joins kernel)."},
+        {"arg_index", "INTEGER NOT NULL", "Parameter index."},
+        {"offset_bytes", "INTEGER NOT NULL", "Offset of the parameter in the parameter buffer."},
+        {"size_bytes", "INTEGER NOT NULL", "Parameter size."},
+        {"value", "INTEGER NOT NULL", "Parameter value (a device address if it is a pointer), as signed 64-bit."}},
+       {"CREATE INDEX kernel_arg_corr ON kernel_arg(process_id, correlation_id)"},
+       ""},
+      {"memcpy",
+       "Memory copies.",
+       {{"id", "INTEGER PRIMARY KEY", "Copy id."},
+        {"process_id", "INTEGER NOT NULL", "Process."},
+        {"device_id", "INTEGER NOT NULL", "Device."},
+        {"context_id", "INTEGER NOT NULL", "Context."},
+        {"stream_id", "INTEGER NOT NULL", "Stream."},
+        {"correlation_id", "INTEGER NOT NULL", "Correlation id of the API call."},
+        {"start_ns", "INTEGER NOT NULL", "Start, CUPTI clock."},
+        {"end_ns", "INTEGER NOT NULL", "End, CUPTI clock."},
+        {"bytes", "INTEGER NOT NULL", "Bytes copied."},
+        {"copy_kind", "TEXT NOT NULL", "HtoD, DtoH, DtoD, HtoH, PtoP, ..."},
+        {"src_kind", "TEXT NOT NULL", "Source memory kind."},
+        {"dst_kind", "TEXT NOT NULL", "Destination memory kind."},
+        {"graph_id", "INTEGER NOT NULL", "CUDA graph id (0 = none)."}},
+       {},
+       ""},
+      {"memset",
+       "Memory sets.",
+       {{"id", "INTEGER PRIMARY KEY", "Memset id."},
+        {"process_id", "INTEGER NOT NULL", "Process."},
+        {"device_id", "INTEGER NOT NULL", "Device."},
+        {"context_id", "INTEGER NOT NULL", "Context."},
+        {"stream_id", "INTEGER NOT NULL", "Stream."},
+        {"correlation_id", "INTEGER NOT NULL", "Correlation id of the API call."},
+        {"start_ns", "INTEGER NOT NULL", "Start, CUPTI clock."},
+        {"end_ns", "INTEGER NOT NULL", "End, CUPTI clock."},
+        {"bytes", "INTEGER NOT NULL", "Bytes set."},
+        {"value", "INTEGER NOT NULL", "Value written."},
+        {"memory_kind", "TEXT NOT NULL", "Memory kind."},
+        {"graph_id", "INTEGER NOT NULL", "CUDA graph id (0 = none)."}},
+       {},
+       ""},
+      {"memory_event",
+       "Device-memory allocations and frees, in time order.",
+       {{"id", "INTEGER PRIMARY KEY", "Event id."},
+        {"process_id", "INTEGER NOT NULL", "Process."},
+        {"device_id", "INTEGER NOT NULL", "Device."},
+        {"context_id", "INTEGER NOT NULL", "Context."},
+        {"stream_id", "INTEGER NOT NULL", "Stream (stream-ordered allocators), else 0."},
+        {"correlation_id", "INTEGER NOT NULL", "Correlation id of the API call."},
+        {"timestamp_ns", "INTEGER NOT NULL", "When, CUPTI clock."},
+        {"operation", "TEXT NOT NULL", "'alloc' or 'free'."},
+        {"address", "INTEGER NOT NULL", "Device address, as signed 64-bit."},
+        {"bytes", "INTEGER NOT NULL", "Size of the allocation."},
+        {"memory_kind", "TEXT NOT NULL", "device, managed, pinned, ..."}},
+       {"CREATE INDEX memory_event_address ON memory_event(address)"},
+       ""},
+      {"collector_event",
+       "Warnings and notes from the collector (degraded mode, dropped records, ...).",
+       {{"id", "INTEGER PRIMARY KEY", "Event id."},
+        {"process_id", "INTEGER NOT NULL", "Process."},
+        {"timestamp_ns", "INTEGER NOT NULL", "When, CUPTI clock (0 if before CUPTI started)."},
+        {"severity", "TEXT NOT NULL", "info, warning or error."},
+        {"message", "TEXT NOT NULL", "What happened and what to do."}},
+       {},
+       ""},
+  };
+}
+
+std::vector<ViewDef> makeViews() {
+  return {
+      {"kernel_view",
+       "Kernels with names and NVTX path resolved: the table to query by hand.",
+       "SELECT k.id, k.process_id, k.device_id, k.stream_id, k.correlation_id, k.start_ns, k.end_ns, "
+       "k.duration_ns, n.value AS name, d.value AS demangled_name, k.grid_x, k.grid_y, k.grid_z, "
+       "k.block_x, k.block_y, k.block_z, k.registers_per_thread, k.static_shared_bytes, "
+       "k.dynamic_shared_bytes, k.local_bytes_per_thread, k.theoretical_occupancy, k.occupancy_limiter, "
+       "k.graph_id, k.launch_api, k.nvtx_range_id, p.value AS nvtx_path "
+       "FROM kernel k JOIN string n ON n.id = k.name_id JOIN string d ON d.id = k.demangled_id "
+       "LEFT JOIN string p ON p.id = k.nvtx_path_id"},
+      {"kernel_summary",
+       "Per demangled kernel name: calls, total, mean, min and max duration, share of GPU kernel time.",
+       "SELECT d.value AS demangled_name, COUNT(*) AS calls, SUM(k.duration_ns) AS total_ns, "
+       "AVG(k.duration_ns) AS mean_ns, MIN(k.duration_ns) AS min_ns, MAX(k.duration_ns) AS max_ns, "
+       "100.0 * SUM(k.duration_ns) / (SELECT SUM(duration_ns) FROM kernel) AS percent_of_gpu_time "
+       "FROM kernel k JOIN string d ON d.id = k.demangled_id GROUP BY k.demangled_id "
+       "ORDER BY total_ns DESC"},
+      {"nvtx_summary",
+       "Per NVTX domain and message: count and total wall time of the ranges.",
+       "SELECT domain, message, COUNT(*) AS ranges, SUM(end_ns - start_ns) AS total_ns "
+       "FROM nvtx_range WHERE end_ns IS NOT NULL GROUP BY domain, message ORDER BY total_ns DESC"},
+  };
+}
+
+}  // namespace
+
+const std::vector<TableDef>& schemaTables() {
+  static const std::vector<TableDef> tables = makeTables();
+  return tables;
+}
+
+const std::vector<ViewDef>& schemaViews() {
+  static const std::vector<ViewDef> views = makeViews();
+  return views;
+}
+
+std::string schemaCreateSql() {
+  std::ostringstream sql;
+  for (const TableDef& t : schemaTables()) {
+    sql << "CREATE TABLE " << t.name << " (";
+    for (size_t i = 0; i < t.columns.size(); ++i) {
+      sql << (i ? ", " : "") << t.columns[i].name << ' ' << t.columns[i].type;
+    }
+    if (!t.table_constraints.empty()) sql << ", " << t.table_constraints;
+    sql << ");\n";
+    for (const std::string& idx : t.indexes) sql << idx << ";\n";
+  }
+  for (const ViewDef& v : schemaViews()) sql << "CREATE VIEW " << v.name << " AS " << v.select_sql << ";\n";
+  return sql.str();
+}
+
+std::string schemaMarkdown() {
+  std::ostringstream md;
+  md << "# The .fprof database schema (version " << kSchemaVersion << ")\n\n"
+     << "Generated from `core/src/schema.cpp` by `fprof schema --markdown`; a test fails when this file\n"
+     << "and the code disagree. A `.fprof` file is a SQLite database (application id 0x46505246);\n"
+     << "`metadata.schema_version` says which version of this schema it holds. Times are in ns on the\n"
+     << "CUPTI clock unless a column says otherwise; `*_id` columns naming strings point into `string`.\n\n";
+  for (const TableDef& t : schemaTables()) {
+    md << "## Table `" << t.name << "`\n\n" << t.doc << "\n\n| column | type | meaning |\n| --- | --- | --- |\n";
+    for (const ColumnDef& c : t.columns) md << "| `" << c.name << "` | " << c.type << " | " << c.doc << " |\n";
+    if (!t.table_constraints.empty()) md << "\nConstraint: `" << t.table_constraints << "`.\n";
+    md << '\n';
+  }
+  md << "## Views\n\n";
+  for (const ViewDef& v : schemaViews()) md << "### `" << v.name << "`\n\n" << v.doc << "\n\n";
+  return md.str();
+}
+
+}  // namespace fprof::core

@@ -1,0 +1,87 @@
+// Small RAII helpers over the SQLite C API, private to core.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "fprof/core/expected.h"
+
+namespace fprof::core::detail {
+
+class Statement {
+ public:
+  Statement() = default;
+  Statement(sqlite3* db, const char* sql) { rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr); }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+  Statement(Statement&& o) noexcept : stmt_(o.stmt_), rc_(o.rc_) { o.stmt_ = nullptr; }
+  Statement& operator=(Statement&& o) noexcept {
+    std::swap(stmt_, o.stmt_);
+    std::swap(rc_, o.rc_);
+    return *this;
+  }
+
+  bool ok() const { return rc_ == SQLITE_OK && stmt_ != nullptr; }
+  sqlite3_stmt* get() const { return stmt_; }
+
+  void bind(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
+  void bind(int i, uint64_t v) { sqlite3_bind_int64(stmt_, i, static_cast<int64_t>(v)); }
+  void bind(int i, int32_t v) { sqlite3_bind_int64(stmt_, i, v); }
+  void bind(int i, uint32_t v) { sqlite3_bind_int64(stmt_, i, v); }
+  void bind(int i, double v) { sqlite3_bind_double(stmt_, i, v); }
+  void bind(int i, std::string_view v) {
+    sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+  }
+  template <class T>
+  void bind(int i, const std::optional<T>& v) {
+    if (v) {
+      bind(i, *v);
+    } else {
+      sqlite3_bind_null(stmt_, i);
+    }
+  }
+  // Runs an insert/update; returns the SQLite result code (SQLITE_DONE on success).
+  int run() {
+    int rc = sqlite3_step(stmt_);
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+    return rc;
+  }
+  int step() { return sqlite3_step(stmt_); }
+
+  int64_t i64(int col) const { return sqlite3_column_int64(stmt_, col); }
+  double f64(int col) const { return sqlite3_column_double(stmt_, col); }
+  bool isNull(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+  std::string text(int col) const {
+    const unsigned char* t = sqlite3_column_text(stmt_, col);
+    return t ? std::string(reinterpret_cast<const char*>(t), static_cast<size_t>(sqlite3_column_bytes(stmt_, col)))
+             : std::string();
+  }
+  std::string_view textView(int col) const {
+    const unsigned char* t = sqlite3_column_text(stmt_, col);
+    return t ? std::string_view(reinterpret_cast<const char*>(t), static_cast<size_t>(sqlite3_column_bytes(stmt_, col)))
+             : std::string_view();
+  }
+  template <class T>
+  std::optional<T> opt(int col) const {
+    if (isNull(col)) return std::nullopt;
+    if constexpr (std::is_floating_point_v<T>) {
+      return static_cast<T>(f64(col));
+    } else {
+      return static_cast<T>(i64(col));
+    }
+  }
+
+ private:
+  sqlite3_stmt* stmt_ = nullptr;
+  int rc_ = SQLITE_ERROR;
+};
+
+inline std::string sqliteMessage(sqlite3* db) { return db ? sqlite3_errmsg(db) : "out of memory"; }
+
+}  // namespace fprof::core::detail

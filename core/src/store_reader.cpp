@@ -1,0 +1,361 @@
+// Opening, validating and loading .fprof databases (see store.h).
+#include <sqlite3.h>
+
+#include <array>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <unordered_map>
+
+#include "fprof/core/schema.h"
+#include "fprof/core/store.h"
+#include "sqlite_util.h"
+
+namespace fprof::core {
+
+using detail::Statement;
+
+const DeviceInfo* Profile::device(uint32_t process_id, uint32_t device_id) const {
+  for (const DeviceInfo& d : devices) {
+    if (d.process_id == process_id && d.id == device_id) return &d;
+  }
+  return nullptr;
+}
+
+std::string Profile::meta(const std::string& key, const std::string& fallback) const {
+  auto it = metadata.find(key);
+  return it == metadata.end() ? fallback : it->second;
+}
+
+namespace {
+
+uint32_t be32(const unsigned char* p) {
+  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
+}
+
+// Checks the file itself before SQLite sees it, so a wrong or damaged file gets a precise sentence.
+Status checkFile(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return makeError(path + ": no such file");
+  if (fs::is_directory(path, ec)) return makeError(path + ": is a directory, not an fprof database");
+  const auto size = fs::file_size(path, ec);
+  if (ec) return makeError(path + ": cannot read: " + ec.message());
+  if (size == 0) {
+    return makeError(path +
+                     ": empty file (0 bytes): the profiled program probably ended before the collector wrote "
+                     "anything");
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::array<unsigned char, 100> header{};
+  in.read(reinterpret_cast<char*>(header.data()), header.size());
+  if (static_cast<size_t>(in.gcount()) < 16 || std::memcmp(header.data(), "SQLite format 3\0", 16) != 0) {
+    return makeError(path + ": not an fprof database (not a SQLite file)");
+  }
+  if (static_cast<size_t>(in.gcount()) < header.size()) {
+    return makeError(path + ": truncated (" + std::to_string(size) + " bytes, shorter than a SQLite header)");
+  }
+  uint32_t page_size = (uint32_t{header[16]} << 8) | header[17];
+  if (page_size == 1) page_size = 65536;
+  const uint32_t page_count = be32(&header[28]);
+  // The in-header page count is valid only when the change counter matches "version-valid-for"
+  // and no WAL holds newer pages.
+  const bool count_valid = be32(&header[24]) == be32(&header[92]);
+  const bool has_wal = fs::exists(path + "-wal", ec) && fs::file_size(path + "-wal", ec) > 0;
+  if (count_valid && !has_wal && page_count > 0 && uint64_t{page_count} * page_size > size) {
+    return makeError(path + ": truncated (" + std::to_string(size) + " bytes, its header says " +
+                     std::to_string(uint64_t{page_count} * page_size) + "); the file was cut short while copying");
+  }
+  return {};
+}
+
+struct Db {
+  sqlite3* db = nullptr;
+  ~Db() { sqlite3_close(db); }
+};
+
+Status openAndCheck(const std::string& path, Db& h, int& version) {
+  if (Status s = checkFile(path); !s) return s;
+  if (sqlite3_open_v2(path.c_str(), &h.db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK) {
+    return makeError(path + ": cannot open: " + detail::sqliteMessage(h.db));
+  }
+  Statement has_meta(h.db, "SELECT value FROM metadata WHERE key = 'schema_version'");
+  if (!has_meta.ok()) {
+    const std::string msg = detail::sqliteMessage(h.db);
+    if (msg.find("no such table") != std::string::npos) {
+      return makeError(path + ": a SQLite database, but not an fprof database (no metadata table)");
+    }
+    return makeError(path + ": damaged database (" + msg + ")");
+  }
+  int rc = has_meta.step();
+  if (rc == SQLITE_DONE) return makeError(path + ": not an fprof database (no schema_version in metadata)");
+  if (rc != SQLITE_ROW) return makeError(path + ": damaged database (" + detail::sqliteMessage(h.db) + ")");
+  const std::string v = has_meta.text(0);
+  char* end = nullptr;
+  const long parsed = std::strtol(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || parsed <= 0) {
+    return makeError(path + ": damaged database (schema_version '" + v + "' is not a number)");
+  }
+  version = static_cast<int>(parsed);
+  if (version > kSchemaVersion) {
+    return makeError(path + ": schema version " + std::to_string(version) + " is newer than this fprof (" +
+                     std::to_string(kSchemaVersion) + "); upgrade fprof to read it");
+  }
+  if (version < kOldestReadableSchemaVersion) {
+    return makeError(path + ": schema version " + std::to_string(version) +
+                     " is older than this fprof can read (oldest " + std::to_string(kOldestReadableSchemaVersion) +
+                     "); re-record the profile");
+  }
+  return {};
+}
+
+template <class Fn>
+Status forEachRow(sqlite3* db, const std::string& path, const char* sql, Fn&& fn) {
+  Statement st(db, sql);
+  if (!st.ok()) return makeError(path + ": damaged database (" + detail::sqliteMessage(db) + ")");
+  int rc;
+  while ((rc = st.step()) == SQLITE_ROW) fn(st);
+  if (rc != SQLITE_DONE) return makeError(path + ": damaged database (" + detail::sqliteMessage(db) + ")");
+  return {};
+}
+
+}  // namespace
+
+Status checkDatabase(const std::string& path) {
+  Db h;
+  int version = 0;
+  return openAndCheck(path, h, version);
+}
+
+Expected<Profile> loadProfile(const std::string& path) {
+  Db h;
+  Profile p;
+  p.path = path;
+  if (Status s = openAndCheck(path, h, p.schema_version); !s) return Error{s.error()};
+
+  Status s = forEachRow(h.db, path, "SELECT key, value FROM metadata",
+                        [&](Statement& st) { p.metadata[st.text(0)] = st.text(1); });
+  if (!s) return Error{s.error()};
+
+  // Strings: ids are dense from 0 in files fprof writes; map any other id space densely too.
+  std::unordered_map<int64_t, uint32_t> remap;
+  std::unordered_map<std::string, uint32_t> text_ids;
+  s = forEachRow(h.db, path, "SELECT id, value FROM string ORDER BY id", [&](Statement& st) {
+    remap[st.i64(0)] = static_cast<uint32_t>(p.strings.size());
+    text_ids.emplace(st.text(1), static_cast<uint32_t>(p.strings.size()));
+    p.strings.push_back(st.text(1));
+  });
+  if (!s) return Error{s.error()};
+  if (p.strings.empty()) {
+    p.strings.emplace_back();
+    text_ids.emplace("", 0);
+  }
+  auto strId = [&](int64_t db_id) -> uint32_t {
+    auto it = remap.find(db_id);
+    return it == remap.end() ? 0 : it->second;
+  };
+  auto internText = [&](std::string_view t) -> uint32_t {
+    auto it = text_ids.find(std::string(t));
+    if (it != text_ids.end()) return it->second;
+    uint32_t id = static_cast<uint32_t>(p.strings.size());
+    p.strings.emplace_back(t);
+    text_ids.emplace(std::string(t), id);
+    return id;
+  };
+
+  s = forEachRow(h.db, path,
+                 "SELECT id, pid, host, rank, local_rank, command_line, start_unix_ns FROM process ORDER BY id",
+                 [&](Statement& st) {
+                   ProcessInfo pi;
+                   pi.id = static_cast<uint32_t>(st.i64(0));
+                   pi.pid = st.i64(1);
+                   pi.host = st.text(2);
+                   pi.rank = st.opt<int>(3);
+                   pi.local_rank = st.opt<int>(4);
+                   pi.command_line = st.text(5);
+                   pi.start_unix_ns = st.i64(6);
+                   p.processes.push_back(std::move(pi));
+                 });
+  if (!s) return Error{s.error()};
+
+  s = forEachRow(h.db, path,
+                 "SELECT process_id, id, name, uuid, compute_major, compute_minor, sm_count, max_threads_per_sm, "
+                 "max_threads_per_block, max_blocks_per_sm, max_warps_per_sm, regs_per_sm, regs_per_block, "
+                 "warp_size, shared_per_sm_bytes, shared_per_block_bytes, shared_per_block_optin_bytes, "
+                 "reserved_shared_per_block_bytes, l2_bytes, global_memory_bytes, memory_bus_width_bits, "
+                 "memory_clock_khz, sm_clock_khz FROM device ORDER BY process_id, id",
+                 [&](Statement& st) {
+                   DeviceInfo d;
+                   int i = 0;
+                   d.process_id = static_cast<uint32_t>(st.i64(i++));
+                   d.id = static_cast<uint32_t>(st.i64(i++));
+                   d.name = st.text(i++);
+                   d.uuid = st.text(i++);
+                   for (int* f : {&d.compute_major, &d.compute_minor, &d.sm_count, &d.max_threads_per_sm,
+                                  &d.max_threads_per_block, &d.max_blocks_per_sm, &d.max_warps_per_sm,
+                                  &d.regs_per_sm, &d.regs_per_block, &d.warp_size}) {
+                     *f = static_cast<int>(st.i64(i++));
+                   }
+                   for (int64_t* f : {&d.shared_per_sm_bytes, &d.shared_per_block_bytes,
+                                      &d.shared_per_block_optin_bytes, &d.reserved_shared_per_block_bytes,
+                                      &d.l2_bytes, &d.global_memory_bytes}) {
+                     *f = st.i64(i++);
+                   }
+                   d.memory_bus_width_bits = static_cast<int>(st.i64(i++));
+                   d.memory_clock_khz = st.i64(i++);
+                   d.sm_clock_khz = st.i64(i++);
+                   p.devices.push_back(std::move(d));
+                 });
+  if (!s) return Error{s.error()};
+
+  s = forEachRow(
+      h.db, path,
+      "SELECT id, process_id, device_id, context_id, stream_id, correlation_id, thread_id, start_ns, end_ns, "
+      "name_id, demangled_id, grid_x, grid_y, grid_z, block_x, block_y, block_z, cluster_x, cluster_y, cluster_z, "
+      "registers_per_thread, static_shared_bytes, dynamic_shared_bytes, local_bytes_per_thread, local_bytes_total, "
+      "shared_carveout_bytes, theoretical_occupancy, theoretical_blocks_per_sm, occupancy_limiter, graph_id, "
+      "graph_node_id, launch_api, nvtx_range_id, nvtx_path_id FROM kernel ORDER BY start_ns, id",
+      [&](Statement& st) {
+        KernelRow k;
+        int i = 0;
+        k.id = st.i64(i++);
+        k.process_id = static_cast<uint32_t>(st.i64(i++));
+        k.device_id = static_cast<uint32_t>(st.i64(i++));
+        k.context_id = static_cast<uint32_t>(st.i64(i++));
+        k.stream_id = static_cast<uint32_t>(st.i64(i++));
+        k.correlation_id = static_cast<uint32_t>(st.i64(i++));
+        k.thread_id = static_cast<uint32_t>(st.i64(i++));
+        k.start_ns = st.i64(i++);
+        k.end_ns = st.i64(i++);
+        k.name_id = strId(st.i64(i++));
+        k.demangled_id = strId(st.i64(i++));
+        for (int32_t* f : {&k.grid_x, &k.grid_y, &k.grid_z, &k.block_x, &k.block_y, &k.block_z, &k.cluster_x,
+                           &k.cluster_y, &k.cluster_z, &k.registers_per_thread, &k.static_shared_bytes,
+                           &k.dynamic_shared_bytes}) {
+          *f = static_cast<int32_t>(st.i64(i++));
+        }
+        k.local_bytes_per_thread = st.i64(i++);
+        k.local_bytes_total = st.i64(i++);
+        k.shared_carveout_bytes = st.i64(i++);
+        k.theoretical_occupancy = st.opt<double>(i++);
+        k.theoretical_blocks_per_sm = st.opt<int>(i++);
+        k.occupancy_limiter_id = internText(st.textView(i++));
+        k.graph_id = static_cast<uint32_t>(st.i64(i++));
+        k.graph_node_id = static_cast<uint64_t>(st.i64(i++));
+        k.launch_api_id = internText(st.textView(i++));
+        k.nvtx_range_key = st.opt<uint64_t>(i++);
+        if (auto pid = st.opt<int64_t>(i++)) k.nvtx_path_id = strId(*pid);
+        p.kernels.push_back(k);
+      });
+  if (!s) return Error{s.error()};
+
+  s = forEachRow(h.db, path,
+                 "SELECT process_id, correlation_id, arg_index, offset_bytes, size_bytes, value FROM kernel_arg "
+                 "ORDER BY process_id, correlation_id, arg_index",
+                 [&](Statement& st) {
+                   KernelArgRecord a;
+                   a.process_id = static_cast<uint32_t>(st.i64(0));
+                   a.correlation_id = static_cast<uint32_t>(st.i64(1));
+                   a.index = static_cast<int32_t>(st.i64(2));
+                   a.offset_bytes = static_cast<int32_t>(st.i64(3));
+                   a.size_bytes = static_cast<int32_t>(st.i64(4));
+                   a.value = static_cast<uint64_t>(st.i64(5));
+                   p.kernel_args.push_back(a);
+                 });
+  if (!s) return Error{s.error()};
+
+  s = forEachRow(h.db, path,
+                 "SELECT id, process_id, parent_id, domain, message, payload, thread_id, depth, start_ns, end_ns, "
+                 "push_pop FROM nvtx_range ORDER BY start_ns, id",
+                 [&](Statement& st) {
+                   NvtxRangeRecord r;
+                   r.key = static_cast<uint64_t>(st.i64(0));
+                   r.process_id = static_cast<uint32_t>(st.i64(1));
+                   r.parent_key = st.opt<uint64_t>(2);
+                   r.domain = st.text(3);
+                   r.message = st.text(4);
+                   r.payload = st.opt<uint64_t>(5);
+                   r.thread_id = static_cast<uint32_t>(st.i64(6));
+                   r.depth = static_cast<int32_t>(st.i64(7));
+                   r.start_ns = st.i64(8);
+                   r.end_ns = st.opt<int64_t>(9);
+                   r.push_pop = st.i64(10) != 0;
+                   p.nvtx_ranges.push_back(std::move(r));
+                 });
+  if (!s) return Error{s.error()};
+
+  s = forEachRow(h.db, path,
+                 "SELECT process_id, device_id, context_id, stream_id, correlation_id, start_ns, end_ns, bytes, "
+                 "copy_kind, src_kind, dst_kind, graph_id FROM memcpy ORDER BY start_ns, id",
+                 [&](Statement& st) {
+                   MemcpyRecord m;
+                   m.process_id = static_cast<uint32_t>(st.i64(0));
+                   m.device_id = static_cast<uint32_t>(st.i64(1));
+                   m.context_id = static_cast<uint32_t>(st.i64(2));
+                   m.stream_id = static_cast<uint32_t>(st.i64(3));
+                   m.correlation_id = static_cast<uint32_t>(st.i64(4));
+                   m.start_ns = st.i64(5);
+                   m.end_ns = st.i64(6);
+                   m.bytes = st.i64(7);
+                   m.copy_kind = st.text(8);
+                   m.src_kind = st.text(9);
+                   m.dst_kind = st.text(10);
+                   m.graph_id = static_cast<uint32_t>(st.i64(11));
+                   p.memcpys.push_back(std::move(m));
+                 });
+  if (!s) return Error{s.error()};
+
+  s = forEachRow(h.db, path,
+                 "SELECT process_id, device_id, context_id, stream_id, correlation_id, start_ns, end_ns, bytes, "
+                 "value, memory_kind, graph_id FROM memset ORDER BY start_ns, id",
+                 [&](Statement& st) {
+                   MemsetRecord m;
+                   m.process_id = static_cast<uint32_t>(st.i64(0));
+                   m.device_id = static_cast<uint32_t>(st.i64(1));
+                   m.context_id = static_cast<uint32_t>(st.i64(2));
+                   m.stream_id = static_cast<uint32_t>(st.i64(3));
+                   m.correlation_id = static_cast<uint32_t>(st.i64(4));
+                   m.start_ns = st.i64(5);
+                   m.end_ns = st.i64(6);
+                   m.bytes = st.i64(7);
+                   m.value = static_cast<uint32_t>(st.i64(8));
+                   m.memory_kind = st.text(9);
+                   m.graph_id = static_cast<uint32_t>(st.i64(10));
+                   p.memsets.push_back(std::move(m));
+                 });
+  if (!s) return Error{s.error()};
+
+  s = forEachRow(h.db, path,
+                 "SELECT process_id, device_id, context_id, stream_id, correlation_id, timestamp_ns, operation, "
+                 "address, bytes, memory_kind FROM memory_event ORDER BY timestamp_ns, id",
+                 [&](Statement& st) {
+                   MemoryEventRecord m;
+                   m.process_id = static_cast<uint32_t>(st.i64(0));
+                   m.device_id = static_cast<uint32_t>(st.i64(1));
+                   m.context_id = static_cast<uint32_t>(st.i64(2));
+                   m.stream_id = static_cast<uint32_t>(st.i64(3));
+                   m.correlation_id = static_cast<uint32_t>(st.i64(4));
+                   m.timestamp_ns = st.i64(5);
+                   m.is_alloc = st.textView(6) == "alloc";
+                   m.address = static_cast<uint64_t>(st.i64(7));
+                   m.bytes = st.i64(8);
+                   m.memory_kind = st.text(9);
+                   p.memory_events.push_back(std::move(m));
+                 });
+  if (!s) return Error{s.error()};
+
+  s = forEachRow(h.db, path,
+                 "SELECT process_id, timestamp_ns, severity, message FROM collector_event ORDER BY id",
+                 [&](Statement& st) {
+                   CollectorEventRecord e;
+                   e.process_id = static_cast<uint32_t>(st.i64(0));
+                   e.timestamp_ns = st.i64(1);
+                   e.severity = st.text(2);
+                   e.message = st.text(3);
+                   p.collector_events.push_back(std::move(e));
+                 });
+  if (!s) return Error{s.error()};
+  return p;
+}
+
+}  // namespace fprof::core

@@ -1,0 +1,329 @@
+// core::Writer: buffered, transactional writes of a .fprof database (see store.h).
+#include <sqlite3.h>
+
+#include <filesystem>
+#include <string>
+
+#include "fprof/core/schema.h"
+#include "fprof/core/store.h"
+#include "sqlite_util.h"
+
+namespace fprof::core {
+
+using detail::Statement;
+
+namespace {
+Error sqlError(const std::string& path, sqlite3* db, const std::string& what) {
+  return makeError(path + ": " + what + ": " + detail::sqliteMessage(db));
+}
+}  // namespace
+
+Expected<std::unique_ptr<Writer>> Writer::create(const std::string& path, bool overwrite) {
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec)) {
+    if (!overwrite) return makeError(path + ": file exists; choose another name or overwrite it with --force");
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) std::filesystem::remove(path + suffix, ec);
+  }
+  std::unique_ptr<Writer> w(new Writer());
+  w->path_ = path;
+  int rc = sqlite3_open_v2(path.c_str(), &w->db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                           nullptr);
+  if (rc != SQLITE_OK) return sqlError(path, w->db_, "cannot create the database");
+  // WAL + NORMAL: each committed batch survives a crash of the process; no fsync per record.
+  for (const char* pragma : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", "PRAGMA foreign_keys=OFF"}) {
+    if (Status s = w->exec(pragma); !s) return Error{s.error()};
+  }
+  std::string app_id = "PRAGMA application_id=" + std::to_string(kSqliteApplicationId);
+  if (Status s = w->exec(app_id.c_str()); !s) return Error{s.error()};
+  std::string create = "BEGIN;\n" + schemaCreateSql() + "INSERT INTO string(id, value) VALUES (0, '');\nCOMMIT;";
+  if (Status s = w->exec(create.c_str()); !s) return Error{s.error()};
+  w->string_ids_.emplace("", 0);
+  if (Status s = w->setMetadata("schema_version", std::to_string(kSchemaVersion)); !s) return Error{s.error()};
+  return w;
+}
+
+Writer::~Writer() {
+  if (db_) {
+    (void)close();
+  }
+}
+
+Status Writer::exec(const char* sql) {
+  char* msg = nullptr;
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, &msg) != SQLITE_OK) {
+    std::string m = path_ + ": " + (msg ? msg : "SQLite error");
+    sqlite3_free(msg);
+    return makeError(m);
+  }
+  return {};
+}
+
+Status Writer::setMetadata(const std::string& key, const std::string& value) {
+  Statement st(db_, "INSERT OR REPLACE INTO metadata(key, value) VALUES (?, ?)");
+  if (!st.ok()) return sqlError(path_, db_, "prepare metadata");
+  st.bind(1, key);
+  st.bind(2, value);
+  if (st.run() != SQLITE_DONE) return sqlError(path_, db_, "write metadata");
+  return {};
+}
+
+Expected<uint32_t> Writer::addProcess(const ProcessInfo& p) {
+  Statement st(db_,
+               "INSERT INTO process(pid, host, rank, local_rank, command_line, start_unix_ns) VALUES (?,?,?,?,?,?)");
+  if (!st.ok()) return sqlError(path_, db_, "prepare process");
+  st.bind(1, p.pid);
+  st.bind(2, p.host);
+  st.bind(3, p.rank);
+  st.bind(4, p.local_rank);
+  st.bind(5, p.command_line);
+  st.bind(6, p.start_unix_ns);
+  if (st.run() != SQLITE_DONE) return sqlError(path_, db_, "write process");
+  return static_cast<uint32_t>(sqlite3_last_insert_rowid(db_));
+}
+
+Status Writer::addDevice(const DeviceInfo& d) {
+  Statement st(db_,
+               "INSERT OR REPLACE INTO device(process_id, id, name, uuid, compute_major, compute_minor, sm_count, "
+               "max_threads_per_sm, max_threads_per_block, max_blocks_per_sm, max_warps_per_sm, regs_per_sm, "
+               "regs_per_block, warp_size, shared_per_sm_bytes, shared_per_block_bytes, "
+               "shared_per_block_optin_bytes, reserved_shared_per_block_bytes, l2_bytes, global_memory_bytes, "
+               "memory_bus_width_bits, memory_clock_khz, sm_clock_khz) "
+               "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  if (!st.ok()) return sqlError(path_, db_, "prepare device");
+  int i = 1;
+  st.bind(i++, d.process_id);
+  st.bind(i++, d.id);
+  st.bind(i++, d.name);
+  st.bind(i++, d.uuid);
+  for (int v : {d.compute_major, d.compute_minor, d.sm_count, d.max_threads_per_sm, d.max_threads_per_block,
+                d.max_blocks_per_sm, d.max_warps_per_sm, d.regs_per_sm, d.regs_per_block, d.warp_size}) {
+    st.bind(i++, v);
+  }
+  for (int64_t v : {d.shared_per_sm_bytes, d.shared_per_block_bytes, d.shared_per_block_optin_bytes,
+                    d.reserved_shared_per_block_bytes, d.l2_bytes, d.global_memory_bytes}) {
+    st.bind(i++, v);
+  }
+  st.bind(i++, d.memory_bus_width_bits);
+  st.bind(i++, d.memory_clock_khz);
+  st.bind(i++, d.sm_clock_khz);
+  if (st.run() != SQLITE_DONE) return sqlError(path_, db_, "write device");
+  return {};
+}
+
+size_t Writer::pendingRecords() const {
+  return kernels_.size() + args_.size() + ranges_.size() + memcpys_.size() + memsets_.size() +
+         memory_events_.size() + events_.size();
+}
+
+Expected<uint32_t> Writer::intern(std::string_view s) {
+  auto it = string_ids_.find(std::string(s));
+  if (it != string_ids_.end()) return it->second;
+  Statement st(db_, "INSERT INTO string(id, value) VALUES (?, ?)");
+  uint32_t id = next_string_id_++;
+  st.bind(1, id);
+  st.bind(2, s);
+  if (st.run() != SQLITE_DONE) return sqlError(path_, db_, "write string");
+  string_ids_.emplace(std::string(s), id);
+  return id;
+}
+
+Status Writer::flush() {
+  if (!db_) return makeError(path_ + ": writer is closed");
+  if (pendingRecords() == 0) return {};
+  if (Status s = exec("BEGIN"); !s) return s;
+  const uint32_t first_new_string = next_string_id_;
+  auto forgetNewStrings = [&] {
+    // Strings interned in a rolled-back transaction are not in the file: forget them too.
+    std::erase_if(string_ids_, [&](const auto& kv) { return kv.second >= first_new_string; });
+    next_string_id_ = first_new_string;
+  };
+  auto fail = [&](const char* what) {
+    Error e = sqlError(path_, db_, what);
+    (void)exec("ROLLBACK");
+    forgetNewStrings();
+    return e;
+  };
+
+  if (!kernels_.empty()) {
+    Statement st(db_,
+                 "INSERT INTO kernel(process_id, device_id, context_id, stream_id, correlation_id, thread_id, "
+                 "start_ns, end_ns, duration_ns, name_id, demangled_id, grid_x, grid_y, grid_z, block_x, block_y, "
+                 "block_z, cluster_x, cluster_y, cluster_z, registers_per_thread, static_shared_bytes, "
+                 "dynamic_shared_bytes, local_bytes_per_thread, local_bytes_total, shared_carveout_bytes, "
+                 "theoretical_occupancy, theoretical_blocks_per_sm, occupancy_limiter, graph_id, graph_node_id, "
+                 "launch_api, nvtx_range_id, nvtx_path_id) "
+                 "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    if (!st.ok()) return fail("prepare kernel");
+    for (const KernelRecord& k : kernels_) {
+      auto name = intern(k.name);
+      auto dem = intern(k.demangled_name.empty() ? k.name : k.demangled_name);
+      std::optional<uint32_t> path;
+      if (!k.nvtx_path.empty()) {
+        auto p = intern(k.nvtx_path);
+        if (!p) return fail("write string");
+        path = *p;
+      }
+      if (!name || !dem) return fail("write string");
+      int i = 1;
+      st.bind(i++, k.process_id);
+      st.bind(i++, k.device_id);
+      st.bind(i++, k.context_id);
+      st.bind(i++, k.stream_id);
+      st.bind(i++, k.correlation_id);
+      st.bind(i++, k.thread_id);
+      st.bind(i++, k.start_ns);
+      st.bind(i++, k.end_ns);
+      st.bind(i++, k.end_ns - k.start_ns);
+      st.bind(i++, *name);
+      st.bind(i++, *dem);
+      for (int32_t v : {k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y, k.block_z, k.cluster_x, k.cluster_y,
+                        k.cluster_z, k.registers_per_thread, k.static_shared_bytes, k.dynamic_shared_bytes}) {
+        st.bind(i++, v);
+      }
+      st.bind(i++, k.local_bytes_per_thread);
+      st.bind(i++, k.local_bytes_total);
+      st.bind(i++, k.shared_carveout_bytes);
+      st.bind(i++, k.theoretical_occupancy);
+      st.bind(i++, k.theoretical_blocks_per_sm);
+      st.bind(i++, k.occupancy_limiter);
+      st.bind(i++, k.graph_id);
+      st.bind(i++, k.graph_node_id);
+      st.bind(i++, k.launch_api);
+      st.bind(i++, k.nvtx_range_key);
+      st.bind(i++, path);
+      if (st.run() != SQLITE_DONE) return fail("write kernel");
+    }
+  }
+  if (!args_.empty()) {
+    Statement st(db_,
+                 "INSERT INTO kernel_arg(process_id, correlation_id, arg_index, offset_bytes, size_bytes, value) "
+                 "VALUES (?,?,?,?,?,?)");
+    if (!st.ok()) return fail("prepare kernel_arg");
+    for (const KernelArgRecord& a : args_) {
+      st.bind(1, a.process_id);
+      st.bind(2, a.correlation_id);
+      st.bind(3, a.index);
+      st.bind(4, a.offset_bytes);
+      st.bind(5, a.size_bytes);
+      st.bind(6, a.value);
+      if (st.run() != SQLITE_DONE) return fail("write kernel_arg");
+    }
+  }
+  if (!ranges_.empty()) {
+    Statement st(db_,
+                 "INSERT OR REPLACE INTO nvtx_range(id, process_id, parent_id, domain, message, payload, thread_id, "
+                 "depth, start_ns, end_ns, push_pop) VALUES (?,?,?,?,?,?,?,?,?,?,?)");
+    if (!st.ok()) return fail("prepare nvtx_range");
+    for (const NvtxRangeRecord& r : ranges_) {
+      st.bind(1, r.key);
+      st.bind(2, r.process_id);
+      st.bind(3, r.parent_key);
+      st.bind(4, r.domain);
+      st.bind(5, r.message);
+      st.bind(6, r.payload);
+      st.bind(7, r.thread_id);
+      st.bind(8, r.depth);
+      st.bind(9, r.start_ns);
+      st.bind(10, r.end_ns);
+      st.bind(11, int32_t{r.push_pop ? 1 : 0});
+      if (st.run() != SQLITE_DONE) return fail("write nvtx_range");
+    }
+  }
+  if (!memcpys_.empty()) {
+    Statement st(db_,
+                 "INSERT INTO memcpy(process_id, device_id, context_id, stream_id, correlation_id, start_ns, end_ns, "
+                 "bytes, copy_kind, src_kind, dst_kind, graph_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
+    if (!st.ok()) return fail("prepare memcpy");
+    for (const MemcpyRecord& m : memcpys_) {
+      st.bind(1, m.process_id);
+      st.bind(2, m.device_id);
+      st.bind(3, m.context_id);
+      st.bind(4, m.stream_id);
+      st.bind(5, m.correlation_id);
+      st.bind(6, m.start_ns);
+      st.bind(7, m.end_ns);
+      st.bind(8, m.bytes);
+      st.bind(9, m.copy_kind);
+      st.bind(10, m.src_kind);
+      st.bind(11, m.dst_kind);
+      st.bind(12, m.graph_id);
+      if (st.run() != SQLITE_DONE) return fail("write memcpy");
+    }
+  }
+  if (!memsets_.empty()) {
+    Statement st(db_,
+                 "INSERT INTO memset(process_id, device_id, context_id, stream_id, correlation_id, start_ns, end_ns, "
+                 "bytes, value, memory_kind, graph_id) VALUES (?,?,?,?,?,?,?,?,?,?,?)");
+    if (!st.ok()) return fail("prepare memset");
+    for (const MemsetRecord& m : memsets_) {
+      st.bind(1, m.process_id);
+      st.bind(2, m.device_id);
+      st.bind(3, m.context_id);
+      st.bind(4, m.stream_id);
+      st.bind(5, m.correlation_id);
+      st.bind(6, m.start_ns);
+      st.bind(7, m.end_ns);
+      st.bind(8, m.bytes);
+      st.bind(9, m.value);
+      st.bind(10, m.memory_kind);
+      st.bind(11, m.graph_id);
+      if (st.run() != SQLITE_DONE) return fail("write memset");
+    }
+  }
+  if (!memory_events_.empty()) {
+    Statement st(db_,
+                 "INSERT INTO memory_event(process_id, device_id, context_id, stream_id, correlation_id, "
+                 "timestamp_ns, operation, address, bytes, memory_kind) VALUES (?,?,?,?,?,?,?,?,?,?)");
+    if (!st.ok()) return fail("prepare memory_event");
+    for (const MemoryEventRecord& m : memory_events_) {
+      st.bind(1, m.process_id);
+      st.bind(2, m.device_id);
+      st.bind(3, m.context_id);
+      st.bind(4, m.stream_id);
+      st.bind(5, m.correlation_id);
+      st.bind(6, m.timestamp_ns);
+      st.bind(7, std::string_view(m.is_alloc ? "alloc" : "free"));
+      st.bind(8, m.address);
+      st.bind(9, m.bytes);
+      st.bind(10, m.memory_kind);
+      if (st.run() != SQLITE_DONE) return fail("write memory_event");
+    }
+  }
+  if (!events_.empty()) {
+    Statement st(db_,
+                 "INSERT INTO collector_event(process_id, timestamp_ns, severity, message) VALUES (?,?,?,?)");
+    if (!st.ok()) return fail("prepare collector_event");
+    for (const CollectorEventRecord& e : events_) {
+      st.bind(1, e.process_id);
+      st.bind(2, e.timestamp_ns);
+      st.bind(3, e.severity);
+      st.bind(4, e.message);
+      if (st.run() != SQLITE_DONE) return fail("write collector_event");
+    }
+  }
+  if (Status s = exec("COMMIT"); !s) {
+    (void)exec("ROLLBACK");
+    forgetNewStrings();
+    return s;
+  }
+  kernels_.clear();
+  args_.clear();
+  ranges_.clear();
+  memcpys_.clear();
+  memsets_.clear();
+  memory_events_.clear();
+  events_.clear();
+  return {};
+}
+
+Status Writer::close() {
+  if (!db_) return {};
+  Status s = flush();
+  // Back to a rollback journal: the WAL is checkpointed and removed, leaving one file to share.
+  if (s) s = exec("PRAGMA journal_mode=DELETE");
+  if (sqlite3_close(db_) != SQLITE_OK && s) s = makeError(path_ + ": close failed: " + detail::sqliteMessage(db_));
+  db_ = nullptr;
+  return s;
+}
+
+}  // namespace fprof::core
