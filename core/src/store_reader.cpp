@@ -355,6 +355,41 @@ Expected<Profile> loadProfile(const std::string& path) {
                    p.collector_events.push_back(std::move(e));
                  });
   if (!s) return Error{s.error()};
+
+  s = forEachRow(h.db, path,
+                 "SELECT kernel_id, dram_read_bytes, dram_write_bytes, l2_bytes, l1_bytes, flops_fp64, flops_fp32, "
+                 "flops_fp16, flops_bf16, flops_tensor_fp16, flops_tensor_bf16, flops_tensor_tf32, flops_tensor_fp8, "
+                 "flops_tensor_fp64, ops_tensor_int8, achieved_occupancy, local_load_bytes, local_store_bytes, "
+                 "instructions, gpu_time_ns FROM kernel_counter ORDER BY kernel_id",
+                 [&](Statement& st) {
+                   KernelCounters c;
+                   int i = 0;
+                   c.kernel_id = st.i64(i++);
+                   for (std::optional<double>* v :
+                        {&c.dram_read_bytes, &c.dram_write_bytes, &c.l2_bytes, &c.l1_bytes, &c.flops_fp64,
+                         &c.flops_fp32, &c.flops_fp16, &c.flops_bf16, &c.flops_tensor_fp16, &c.flops_tensor_bf16,
+                         &c.flops_tensor_tf32, &c.flops_tensor_fp8, &c.flops_tensor_fp64, &c.ops_tensor_int8,
+                         &c.achieved_occupancy, &c.local_load_bytes, &c.local_store_bytes, &c.instructions,
+                         &c.gpu_time_ns}) {
+                     *v = st.opt<double>(i++);
+                   }
+                   p.counters.push_back(c);
+                 });
+  if (!s) return Error{s.error()};
+
+  s = forEachRow(h.db, path,
+                 "SELECT m.kernel_id, s.value, m.value FROM kernel_metric m JOIN string s ON s.id = m.metric_id "
+                 "ORDER BY m.kernel_id, s.value",
+                 [&](Statement& st) { p.metrics.push_back({st.i64(0), st.text(1), st.f64(2)}); });
+  if (!s) return Error{s.error()};
+
+  s = forEachRow(h.db, path,
+                 "SELECT device_name, ceiling, unit, value, source, method FROM ceiling "
+                 "ORDER BY device_name, ceiling, source",
+                 [&](Statement& st) {
+                   p.ceilings.push_back({st.text(0), st.text(1), st.text(2), st.f64(3), st.text(4), st.text(5)});
+                 });
+  if (!s) return Error{s.error()};
   return p;
 }
 

@@ -112,7 +112,7 @@ Status Writer::addDevice(const DeviceInfo& d) {
 
 size_t Writer::pendingRecords() const {
   return kernels_.size() + args_.size() + ranges_.size() + memcpys_.size() + memsets_.size() +
-         memory_events_.size() + events_.size();
+         memory_events_.size() + events_.size() + counters_.size() + metrics_.size() + ceilings_.size();
 }
 
 Expected<uint32_t> Writer::intern(std::string_view s) {
@@ -146,14 +146,15 @@ Status Writer::flush() {
 
   if (!kernels_.empty()) {
     Statement st(db_,
-                 "INSERT INTO kernel(process_id, device_id, context_id, stream_id, correlation_id, thread_id, "
+                 "INSERT INTO kernel(id, process_id, device_id, context_id, stream_id, correlation_id, thread_id, "
                  "start_ns, end_ns, duration_ns, name_id, demangled_id, grid_x, grid_y, grid_z, block_x, block_y, "
                  "block_z, cluster_x, cluster_y, cluster_z, registers_per_thread, static_shared_bytes, "
                  "dynamic_shared_bytes, local_bytes_per_thread, local_bytes_total, shared_carveout_bytes, "
                  "theoretical_occupancy, theoretical_blocks_per_sm, occupancy_limiter, graph_id, graph_node_id, "
                  "launch_api, nvtx_range_id, nvtx_path_id) "
-                 "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                 "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     if (!st.ok()) return fail("prepare kernel");
+    int64_t kernel_id = next_kernel_id_;
     for (const KernelRecord& k : kernels_) {
       auto name = intern(k.name);
       auto dem = intern(k.demangled_name.empty() ? k.name : k.demangled_name);
@@ -165,6 +166,7 @@ Status Writer::flush() {
       }
       if (!name || !dem) return fail("write string");
       int i = 1;
+      st.bind(i++, kernel_id++);
       st.bind(i++, k.process_id);
       st.bind(i++, k.device_id);
       st.bind(i++, k.context_id);
@@ -289,6 +291,54 @@ Status Writer::flush() {
       if (st.run() != SQLITE_DONE) return fail("write memory_event");
     }
   }
+  if (!counters_.empty()) {
+    Statement st(db_,
+                 "INSERT OR REPLACE INTO kernel_counter(kernel_id, dram_read_bytes, dram_write_bytes, l2_bytes, "
+                 "l1_bytes, flops_fp64, flops_fp32, flops_fp16, flops_bf16, flops_tensor_fp16, flops_tensor_bf16, "
+                 "flops_tensor_tf32, flops_tensor_fp8, flops_tensor_fp64, ops_tensor_int8, achieved_occupancy, "
+                 "local_load_bytes, local_store_bytes, instructions, gpu_time_ns) "
+                 "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    if (!st.ok()) return fail("prepare kernel_counter");
+    for (const KernelCounters& c : counters_) {
+      int i = 1;
+      st.bind(i++, c.kernel_id);
+      for (const std::optional<double>* v :
+           {&c.dram_read_bytes, &c.dram_write_bytes, &c.l2_bytes, &c.l1_bytes, &c.flops_fp64, &c.flops_fp32,
+            &c.flops_fp16, &c.flops_bf16, &c.flops_tensor_fp16, &c.flops_tensor_bf16, &c.flops_tensor_tf32,
+            &c.flops_tensor_fp8, &c.flops_tensor_fp64, &c.ops_tensor_int8, &c.achieved_occupancy,
+            &c.local_load_bytes, &c.local_store_bytes, &c.instructions, &c.gpu_time_ns}) {
+        st.bind(i++, *v);
+      }
+      if (st.run() != SQLITE_DONE) return fail("write kernel_counter");
+    }
+  }
+  if (!metrics_.empty()) {
+    Statement st(db_, "INSERT OR REPLACE INTO kernel_metric(kernel_id, metric_id, value) VALUES (?,?,?)");
+    if (!st.ok()) return fail("prepare kernel_metric");
+    for (const KernelMetricRecord& m : metrics_) {
+      auto id = intern(m.metric);
+      if (!id) return fail("write string");
+      st.bind(1, m.kernel_id);
+      st.bind(2, *id);
+      st.bind(3, m.value);
+      if (st.run() != SQLITE_DONE) return fail("write kernel_metric");
+    }
+  }
+  if (!ceilings_.empty()) {
+    Statement st(db_,
+                 "INSERT OR REPLACE INTO ceiling(device_name, ceiling, unit, value, source, method) "
+                 "VALUES (?,?,?,?,?,?)");
+    if (!st.ok()) return fail("prepare ceiling");
+    for (const CeilingRecord& c : ceilings_) {
+      st.bind(1, c.device_name);
+      st.bind(2, c.ceiling);
+      st.bind(3, c.unit);
+      st.bind(4, c.value);
+      st.bind(5, c.source);
+      st.bind(6, c.method);
+      if (st.run() != SQLITE_DONE) return fail("write ceiling");
+    }
+  }
   if (!events_.empty()) {
     Statement st(db_,
                  "INSERT INTO collector_event(process_id, timestamp_ns, severity, message) VALUES (?,?,?,?)");
@@ -306,7 +356,11 @@ Status Writer::flush() {
     forgetNewStrings();
     return s;
   }
+  next_kernel_id_ += static_cast<int64_t>(kernels_.size());
   kernels_.clear();
+  counters_.clear();
+  metrics_.clear();
+  ceilings_.clear();
   args_.clear();
   ranges_.clear();
   memcpys_.clear();

@@ -173,4 +173,52 @@ struct CollectorEventRecord {
   std::string message;
 };
 
+// Hardware-counter results for one kernel (metrics mode). Every field is optional: a counter that
+// was not collected is absent, never 0. FLOPs count an FMA as 2; tensor FLOPs are calibrated so a
+// GEMM of M*N*K reads 2*M*N*K.
+struct KernelCounters {
+  int64_t kernel_id = 0;  // kernel.id
+  std::optional<double> dram_read_bytes;
+  std::optional<double> dram_write_bytes;
+  std::optional<double> l2_bytes;
+  std::optional<double> l1_bytes;
+  std::optional<double> flops_fp64;
+  std::optional<double> flops_fp32;
+  std::optional<double> flops_fp16;
+  std::optional<double> flops_bf16;
+  std::optional<double> flops_tensor_fp16;
+  std::optional<double> flops_tensor_bf16;
+  std::optional<double> flops_tensor_tf32;
+  std::optional<double> flops_tensor_fp8;
+  std::optional<double> flops_tensor_fp64;
+  std::optional<double> ops_tensor_int8;
+  std::optional<double> achieved_occupancy;  // 0..1
+  std::optional<double> local_load_bytes;
+  std::optional<double> local_store_bytes;
+  std::optional<double> instructions;
+  std::optional<double> gpu_time_ns;  // from the counter, not the trace (replay may perturb timing)
+
+  std::optional<double> dramBytes() const {
+    if (!dram_read_bytes && !dram_write_bytes) return std::nullopt;
+    return dram_read_bytes.value_or(0) + dram_write_bytes.value_or(0);
+  }
+};
+
+// One raw counter value, kept so every derived number can be traced to its metric name.
+struct KernelMetricRecord {
+  int64_t kernel_id = 0;
+  std::string metric;  // e.g. "dram__bytes_read.sum"
+  double value = 0;
+};
+
+// A roof of the roofline for one GPU model: a bandwidth (bytes/s) or a compute rate (FLOP/s).
+struct CeilingRecord {
+  std::string device_name;  // matches device.name
+  std::string ceiling;      // "dram", "l2", "l1", "fp64", "fp32", "fp16", "bf16", "tensor_fp16", ...
+  std::string unit;         // "bytes_per_s" or "flops_per_s"
+  double value = 0;
+  std::string source;  // "measured" or "datasheet"
+  std::string method;  // how it was measured or computed, in words
+};
+
 }  // namespace fprof::core

@@ -32,6 +32,9 @@ struct Profile {
   std::vector<MemsetRecord> memsets;
   std::vector<MemoryEventRecord> memory_events;  // ordered by timestamp
   std::vector<CollectorEventRecord> collector_events;
+  std::vector<KernelCounters> counters;  // ordered by kernel_id; empty in trace mode
+  std::vector<KernelMetricRecord> metrics;
+  std::vector<CeilingRecord> ceilings;
 
   const std::string& str(uint32_t id) const { return strings.at(id); }
   const DeviceInfo* device(uint32_t process_id, uint32_t device_id) const;
@@ -65,6 +68,11 @@ class Writer {
   void add(const MemsetRecord& r) { memsets_.push_back(r); }
   void add(const MemoryEventRecord& r) { memory_events_.push_back(r); }
   void add(const CollectorEventRecord& r) { events_.push_back(r); }
+  void add(const KernelCounters& r) { counters_.push_back(r); }
+  void add(const KernelMetricRecord& r) { metrics_.push_back(r); }
+  void add(const CeilingRecord& r) { ceilings_.push_back(r); }  // same device/ceiling/source replaces
+  // Id the next added kernel will get (kernel.id), so counters can refer to it.
+  int64_t nextKernelId() const { return next_kernel_id_ + static_cast<int64_t>(kernels_.size()); }
   size_t pendingRecords() const;
 
   Status flush();
@@ -89,6 +97,10 @@ class Writer {
   std::vector<MemsetRecord> memsets_;
   std::vector<MemoryEventRecord> memory_events_;
   std::vector<CollectorEventRecord> events_;
+  std::vector<KernelCounters> counters_;
+  std::vector<KernelMetricRecord> metrics_;
+  std::vector<CeilingRecord> ceilings_;
+  int64_t next_kernel_id_ = 1;
 };
 
 }  // namespace fprof::core
