@@ -1,0 +1,180 @@
+// fprof run: runs a program with the CUPTI collector injected and says where the database went.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "command.h"
+#include "fprof/core/store.h"
+
+namespace fprof::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct RunOptions {
+  std::string output;
+  bool force = false;
+  std::vector<std::string> program;
+};
+
+fs::path selfDir() {
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::current_path() : exe.parent_path();
+}
+
+// The collector sits in ../lib next to bin/fprof, in the build tree and when installed.
+std::string findCollector() {
+  if (const char* env = std::getenv("FPROF_COLLECTOR"); env && *env) return env;
+  for (const fs::path& p : {selfDir() / ".." / "lib" / "libfprof_collector.so", selfDir() / "libfprof_collector.so"}) {
+    std::error_code ec;
+    if (fs::exists(p, ec)) return fs::weakly_canonical(p, ec).string();
+  }
+  return "";
+}
+
+// "./model" -> "model.fprof", then "model-2.fprof", ... so an earlier profile is never overwritten.
+std::string defaultOutput(const std::string& program) {
+  std::string stem = fs::path(program).filename().string();
+  if (stem.empty() || stem == "." || stem == "..") stem = "profile";
+  std::error_code ec;
+  std::string candidate = stem + ".fprof";
+  for (int n = 2; fs::exists(candidate, ec); ++n) candidate = stem + "-" + std::to_string(n) + ".fprof";
+  return candidate;
+}
+
+// Databases this run produced: the named file, and per-rank / per-process siblings of it.
+std::vector<std::string> producedFiles(const std::string& output, fs::file_time_type started) {
+  std::vector<std::string> files;
+  const fs::path out(output);
+  const fs::path dir = out.parent_path().empty() ? fs::path(".") : out.parent_path();
+  const std::string stem = out.stem().string();
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    const bool same = e.path().filename() == out.filename();
+    const bool sibling = name.rfind(stem + ".rank", 0) == 0 || name.rfind(stem + ".pid", 0) == 0;
+    if ((same || sibling) && e.path().extension() == ".fprof" && e.last_write_time(ec) >= started) {
+      files.push_back((out.parent_path().empty() ? e.path().filename() : e.path()).string());
+    }
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+int runProgram(const RunOptions& opt) {
+  if (opt.program.empty()) return inputError("run: no program given; usage: fprof run [-o FILE] PROGRAM [ARGS...]");
+  if (const char* other = std::getenv("CUDA_INJECTION64_PATH"); other && *other) {
+    return inputError(std::string("run: CUDA_INJECTION64_PATH is already set (") + other +
+                      "): another profiler or tool (nsys, ncu, a sanitizer) injects into CUDA; run fprof outside "
+                      "it or unset the variable");
+  }
+  const std::string collector = findCollector();
+  if (collector.empty()) {
+    return inputError(
+        "run: libfprof_collector.so not found next to fprof (this build has no CUPTI collector; "
+        "build with the CUDA toolkit, or set FPROF_COLLECTOR)");
+  }
+  const std::string output = opt.output.empty() ? defaultOutput(opt.program[0]) : opt.output;
+  std::error_code ec;
+  if (fs::exists(output, ec) && !opt.force) {
+    return inputError("run: " + output + " exists; choose another name with -o or overwrite it with --force");
+  }
+  if (fs::exists(output, ec) && opt.force) {
+    for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(output + suffix, ec);
+  }
+  const fs::path out_dir = fs::path(output).parent_path();
+  if (!out_dir.empty() && !fs::is_directory(out_dir, ec)) {
+    return inputError("run: output directory " + out_dir.string() + " does not exist");
+  }
+
+  const auto started = fs::file_time_type::clock::now();
+  std::vector<char*> argv;
+  for (const std::string& a : opt.program) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+
+  const pid_t child = fork();
+  if (child < 0) return inputError(std::string("run: fork failed: ") + std::strerror(errno));
+  if (child == 0) {
+    setenv("CUDA_INJECTION64_PATH", collector.c_str(), 1);
+    setenv("NVTX_INJECTION64_PATH", collector.c_str(), 1);
+    setenv("FPROF_OUTPUT", fs::absolute(output).c_str(), 1);
+    setenv("FPROF_FORCE", opt.force ? "1" : "0", 1);
+    setenv("FPROF_MODE", "trace", 1);
+    execvp(argv[0], argv.data());
+    std::fprintf(stderr, "fprof: run: cannot start %s: %s\n", argv[0], std::strerror(errno));
+    _exit(127);
+  }
+  // The child shares our terminal, so Ctrl-C reaches it directly; we only wait and report.
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  struct sigaction old_int {}, old_term {};
+  sigaction(SIGINT, &ignore, &old_int);
+  sigaction(SIGTERM, &ignore, &old_term);
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+
+  int code = 0;
+  if (WIFEXITED(status)) {
+    code = WEXITSTATUS(status);
+    if (code == 127) return code;  // exec failed, already said
+  } else if (WIFSIGNALED(status)) {
+    code = 128 + WTERMSIG(status);
+    std::fprintf(stderr, "[fprof] %s was killed by signal %d (%s)\n", opt.program[0].c_str(), WTERMSIG(status),
+                 strsignal(WTERMSIG(status)));
+  }
+  const std::vector<std::string> files = producedFiles(output, started);
+  if (files.empty()) {
+    std::fprintf(stderr,
+                 "[fprof] no database was written: the program made no CUDA calls, or the collector was off (see "
+                 "messages above)\n");
+  }
+  for (const std::string& f : files) {
+    if (core::Status s = core::checkDatabase(f); !s) {
+      std::fprintf(stderr, "[fprof] %s is incomplete: %s\n", f.c_str(), s.error().c_str());
+    } else {
+      std::fprintf(stderr, "[fprof] wrote %s\n", f.c_str());
+    }
+  }
+  return code;
+}
+
+}  // namespace
+
+Command addRunCommand(CLI::App& root) {
+  auto opt = std::make_shared<RunOptions>();
+  CLI::App* app = root.add_subcommand(
+      "run",
+      "Run PROGRAM with the CUPTI collector injected and record every kernel, NVTX range, copy and allocation "
+      "into a .fprof database. The program is not modified; its exit code is passed through. Under "
+      "torchrun/mpirun/srun each rank writes NAME.rank<N>.fprof.");
+  app->add_option("-o,--output", opt->output,
+                  "Database to write (default: PROGRAM.fprof, or PROGRAM-2.fprof, ... if that exists)");
+  app->add_flag("--force", opt->force, "Overwrite the output database if it exists");
+  // Everything from PROGRAM on belongs to the program, its options included.
+  app->prefix_command();
+  app->footer(
+      "Usage: fprof run [-o FILE] [--force] PROGRAM [ARGS...]\n"
+      "Examples:\n  fprof run ./model --ops all\n  fprof run -o train.fprof python train.py\n"
+      "  torchrun --nproc-per-node 2 $(which fprof) run -o job.fprof python train.py");
+  return {app, [opt, app] {
+            opt->program = app->remaining();
+            if (!opt->program.empty() && opt->program.front() == "--") opt->program.erase(opt->program.begin());
+            return runProgram(*opt);
+          }};
+}
+
+}  // namespace fprof::cli

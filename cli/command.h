@@ -1,0 +1,27 @@
+// Subcommand registry: each cli/cmd_*.cpp adds one subcommand (STYLE.md rule 11).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+
+namespace fprof::cli {
+
+// A subcommand's run function returns the process exit code: 0 ok, 1 a finding (gate), 2 bad input.
+using RunFn = std::function<int()>;
+
+struct Command {
+  CLI::App* app = nullptr;
+  RunFn run;
+};
+
+// Each cmd_*.cpp defines one of these; main.cpp lists them in help order.
+Command addRunCommand(CLI::App& root);
+Command addInfoCommand(CLI::App& root);
+Command addSchemaCommand(CLI::App& root);
+
+// Prints "fprof: <message>" on stderr and returns 2, for bad input.
+int inputError(const std::string& message);
+
+}  // namespace fprof::cli

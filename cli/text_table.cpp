@@ -1,0 +1,67 @@
+// Text tables and units (see text_table.h).
+#include "text_table.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace fprof::cli {
+
+TextTable::TextTable(std::vector<std::string> headers, std::vector<Align> align)
+    : headers_(std::move(headers)), align_(std::move(align)) {
+  align_.resize(headers_.size(), Align::kLeft);
+}
+
+void TextTable::addRow(std::vector<std::string> cells) {
+  cells.resize(headers_.size());
+  rows_.push_back(std::move(cells));
+}
+
+std::string TextTable::render() const {
+  std::vector<size_t> width(headers_.size());
+  for (size_t c = 0; c < headers_.size(); ++c) width[c] = headers_[c].size();
+  for (const auto& r : rows_) {
+    for (size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], r[c].size());
+  }
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string out;
+    for (size_t c = 0; c < cells.size(); ++c) {
+      if (c) out += "  ";
+      const size_t pad = width[c] - cells[c].size();
+      if (align_[c] == Align::kRight) out.append(pad, ' ');
+      out += cells[c];
+      if (align_[c] == Align::kLeft && c + 1 < cells.size()) out.append(pad, ' ');
+    }
+    return out + "\n";
+  };
+  std::string out = line(headers_);
+  for (const auto& r : rows_) out += line(r);
+  return out;
+}
+
+std::string formatDurationNs(double ns) {
+  if (ns < 1e3) return fmt::format("{:.0f} ns", ns);
+  if (ns < 1e6) return fmt::format("{:.2f} us", ns / 1e3);
+  if (ns < 1e9) return fmt::format("{:.2f} ms", ns / 1e6);
+  return fmt::format("{:.2f} s", ns / 1e9);
+}
+
+std::string formatBytes(double bytes) {
+  if (bytes < 1024) return fmt::format("{:.0f} B", bytes);
+  if (bytes < 1024.0 * 1024) return fmt::format("{:.1f} KiB", bytes / 1024);
+  if (bytes < 1024.0 * 1024 * 1024) return fmt::format("{:.1f} MiB", bytes / (1024.0 * 1024));
+  return fmt::format("{:.2f} GiB", bytes / (1024.0 * 1024 * 1024));
+}
+
+std::string formatPercent(std::optional<double> fraction) {
+  return fraction ? fmt::format("{:.1f}%", *fraction * 100.0) : "n/a";
+}
+
+std::string truncateMiddle(const std::string& s, size_t max_chars) {
+  if (s.size() <= max_chars || max_chars < 5) return s;
+  const size_t head = (max_chars - 3) / 2;
+  const size_t tail = max_chars - 3 - head;
+  return s.substr(0, head) + "..." + s.substr(s.size() - tail);
+}
+
+}  // namespace fprof::cli
