@@ -79,16 +79,16 @@ int runProgram(const RunOptions& opt) {
                       "): another profiler or tool (nsys, ncu, a sanitizer) injects into CUDA; run fprof outside "
                       "it or unset the variable");
   }
+  const std::string output = opt.output.empty() ? defaultOutput(opt.program[0]) : opt.output;
+  std::error_code ec;
+  if (fs::exists(output, ec) && !opt.force) {
+    return inputError("run: " + output + " exists; choose another name with -o or overwrite it with --force");
+  }
   const std::string collector = findCollector();
   if (collector.empty()) {
     return inputError(
         "run: libfprof_collector.so not found next to fprof (this build has no CUPTI collector; "
         "build with the CUDA toolkit, or set FPROF_COLLECTOR)");
-  }
-  const std::string output = opt.output.empty() ? defaultOutput(opt.program[0]) : opt.output;
-  std::error_code ec;
-  if (fs::exists(output, ec) && !opt.force) {
-    return inputError("run: " + output + " exists; choose another name with -o or overwrite it with --force");
   }
   if (fs::exists(output, ec) && opt.force) {
     for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(output + suffix, ec);

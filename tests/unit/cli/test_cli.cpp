@@ -1,0 +1,146 @@
+// The CLI as a user meets it: help text, versions, errors and exit codes, info on a database.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "../core/test_util.h"
+#include "fprof/core/store.h"
+
+namespace fprof {
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out;  // stdout and stderr together
+};
+
+Result runFprof(const std::string& args) {
+  const std::string cmd = std::string(FPROF_BIN) + " " + args + " 2>&1";
+  Result r;
+  FILE* f = popen(cmd.c_str(), "r");
+  if (!f) return r;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), f)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(f);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+TEST(Cli, HelpListsOnlyWorkingCommands) {
+  Result r = runFprof("--help");
+  EXPECT_EQ(r.code, 0);
+  for (const char* cmd : {"run", "info", "schema"}) EXPECT_NE(r.out.find(std::string("  ") + cmd + " "), std::string::npos) << cmd;
+  EXPECT_NE(r.out.find("Usage: fprof [OPTIONS] SUBCOMMAND"), std::string::npos) << r.out;
+}
+
+TEST(Cli, SubcommandHelp) {
+  Result r = runFprof("run --help");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("Usage: fprof run [-o FILE] [--force] PROGRAM [ARGS...]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--force"), std::string::npos);
+  r = runFprof("info --help");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("--top"), std::string::npos) << r.out;
+}
+
+TEST(Cli, Version) {
+  Result r = runFprof("--version");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.out, "fprof " FPROF_VERSION_STRING "\n");
+}
+
+TEST(Cli, UnknownCommandAndOptionExit2) {
+  Result r = runFprof("frobnicate");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("unknown command 'frobnicate'"), std::string::npos) << r.out;
+  r = runFprof("info --frob x.fprof");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("--frob"), std::string::npos) << r.out;
+  r = runFprof("");
+  EXPECT_EQ(r.code, 2);
+}
+
+TEST(Cli, InfoOnBadFileSaysWhy) {
+  Result r = runFprof("info /nonexistent/run.fprof");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.out, "fprof: /nonexistent/run.fprof: no such file\n");
+}
+
+TEST(Cli, RunWithoutProgram) {
+  Result r = runFprof("run");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("no program given"), std::string::npos) << r.out;
+}
+
+TEST(Cli, RunRefusesWhenAnotherInjectorIsActive) {
+  const std::string cmd = std::string("CUDA_INJECTION64_PATH=/opt/other/libinject.so ") + FPROF_BIN +
+                          " run -o /tmp/never.fprof true 2>&1";
+  FILE* f = popen(cmd.c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  std::array<char, 4096> buf{};
+  std::string out(buf.data(), fread(buf.data(), 1, buf.size(), f));
+  const int status = pclose(f);
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+  EXPECT_NE(out.find("CUDA_INJECTION64_PATH is already set (/opt/other/libinject.so)"), std::string::npos) << out;
+  EXPECT_FALSE(std::filesystem::exists("/tmp/never.fprof"));
+}
+
+TEST(Cli, RunRefusesToOverwrite) {
+  const std::string path = testing::tempPath("taken.fprof");
+  { std::ofstream(path) << "x"; }
+  Result r = runFprof("run -o " + path + " true");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find(path + " exists; choose another name with -o or overwrite it with --force"), std::string::npos)
+      << r.out;
+}
+
+TEST(Cli, SchemaMarkdownIsTheDoc) {
+  Result r = runFprof("schema --markdown");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.out.rfind("# The .fprof database schema", 0), 0u);
+}
+
+TEST(Cli, InfoShowsTopKernels) {
+  const std::string path = testing::tempPath("info.fprof");
+  {
+    auto w = core::Writer::create(path);
+    ASSERT_TRUE(w.ok());
+    core::ProcessInfo pr;
+    pr.pid = 77;
+    pr.host = "h";
+    pr.command_line = "./app --x";
+    ASSERT_TRUE((*w)->addProcess(pr).ok());
+    core::DeviceInfo d;
+    d.process_id = 1;
+    d.name = "Test GPU";
+    d.compute_major = 9;
+    d.sm_count = 132;
+    ASSERT_TRUE((*w)->addDevice(d));
+    for (int i = 0; i < 3; ++i) (*w)->add(testing::makeKernel("big_kernel", i * 10000, 3000, 0));
+    (*w)->add(testing::makeKernel("small_kernel", 50000, 1000, 0));
+    ASSERT_TRUE((*w)->close());
+  }
+  Result r = runFprof("info " + path);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("command : ./app --x"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("device  : [0] Test GPU, sm_90, 132 SMs"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("kernels : 4 launches of 2 distinct kernel shapes; kernel time 10.00 us"), std::string::npos)
+      << r.out;
+  const auto big = r.out.find("big_kernel");
+  const auto small = r.out.find("small_kernel");
+  ASSERT_NE(big, std::string::npos);
+  ASSERT_NE(small, std::string::npos);
+  EXPECT_LT(big, small) << "kernels must be ordered by total time";
+  EXPECT_NE(r.out.find("1  9.00 us  90.0%      3  3.00 us   128    256    32"), std::string::npos) << r.out;
+  r = runFprof("info --top 1 " + path);
+  EXPECT_EQ(r.out.find("small_kernel"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace fprof

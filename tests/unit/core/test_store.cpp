@@ -1,0 +1,188 @@
+// Writer -> reader round trip: every field written comes back, strings interned, batches append.
+#include <gtest/gtest.h>
+
+#include "fprof/core/schema.h"
+#include "fprof/core/store.h"
+#include "test_util.h"
+
+namespace fprof::core {
+namespace {
+
+using fprof::testing::makeKernel;
+using fprof::testing::tempPath;
+
+TEST(Store, RoundTripsEveryRecordKind) {
+  const std::string path = tempPath("roundtrip.fprof");
+  {
+    auto w = Writer::create(path);
+    ASSERT_TRUE(w.ok()) << w.error();
+    ASSERT_TRUE((*w)->setMetadata("mode", "trace"));
+    ProcessInfo pr;
+    pr.pid = 4242;
+    pr.host = "node1";
+    pr.rank = 3;
+    pr.command_line = "./model --ops all";
+    pr.start_unix_ns = 1700000000000000000;
+    auto pid = (*w)->addProcess(pr);
+    ASSERT_TRUE(pid.ok()) << pid.error();
+    EXPECT_EQ(*pid, 1u);
+    DeviceInfo d;
+    d.process_id = 1;
+    d.name = "NVIDIA H100 80GB HBM3";
+    d.compute_major = 9;
+    d.sm_count = 132;
+    d.l2_bytes = 52428800;
+    d.shared_per_sm_bytes = 233472;
+    ASSERT_TRUE((*w)->addDevice(d));
+
+    KernelRecord k = makeKernel("_Z5saxpyifPKfPf", 1000, 250, 11);
+    k.demangled_name = "saxpy(int, float, const float*, float*)";
+    k.grid_y = 2;
+    k.cluster_x = 2;
+    k.local_bytes_per_thread = 256;
+    k.theoretical_occupancy = 0.75;
+    k.theoretical_blocks_per_sm = 6;
+    k.occupancy_limiter = "registers";
+    k.launch_api = "cudaLaunchKernel";
+    k.nvtx_range_key = 5;
+    k.nvtx_path = "fprof::op=x/op=y";
+    k.graph_id = 3;
+    k.graph_node_id = 99;
+    EXPECT_EQ((*w)->nextKernelId(), 1);
+    (*w)->add(k);
+    EXPECT_EQ((*w)->nextKernelId(), 2);
+    (*w)->add(makeKernel("_Z5saxpyifPKfPf", 2000, 300, 12));  // same name: one string row
+    KernelArgRecord a{11, 1, 2, 16, 8, 0x7f0000001000ull};
+    (*w)->add(a);
+    NvtxRangeRecord r;
+    r.key = 5;
+    r.process_id = 1;
+    r.domain = "fprof";
+    r.message = "op=y";
+    r.payload = 7;
+    r.depth = 1;
+    r.parent_key = 4;
+    r.start_ns = 900;
+    (*w)->add(r);  // open range, flushed once ...
+    ASSERT_TRUE((*w)->flush());
+    r.end_ns = 2500;
+    (*w)->add(r);  // ... and replaced when it closes
+    MemcpyRecord m;
+    m.process_id = 1;
+    m.bytes = 1 << 20;
+    m.copy_kind = "HtoD";
+    m.start_ns = 10;
+    m.end_ns = 20;
+    (*w)->add(m);
+    MemoryEventRecord me;
+    me.process_id = 1;
+    me.address = 0x7f0000001000ull;
+    me.bytes = 4096;
+    me.timestamp_ns = 5;
+    me.memory_kind = "device";
+    (*w)->add(me);
+    KernelCounters c;
+    c.kernel_id = 1;
+    c.dram_read_bytes = 8e6;
+    c.flops_fp32 = 2e6;
+    (*w)->add(c);
+    (*w)->add(KernelMetricRecord{1, "dram__bytes_read.sum", 8e6});
+    (*w)->add(CeilingRecord{"NVIDIA H100 80GB HBM3", "dram", "bytes_per_s", 3.0e12, "measured", "copy kernel"});
+    ASSERT_TRUE((*w)->close());
+  }
+  auto p = loadProfile(path);
+  ASSERT_TRUE(p.ok()) << p.error();
+  EXPECT_EQ(p->schema_version, kSchemaVersion);
+  EXPECT_EQ(p->meta("mode"), "trace");
+  EXPECT_EQ(p->meta("schema_version"), std::to_string(kSchemaVersion));
+  ASSERT_EQ(p->processes.size(), 1u);
+  EXPECT_EQ(p->processes[0].pid, 4242);
+  EXPECT_EQ(p->processes[0].rank, 3);
+  EXPECT_FALSE(p->processes[0].local_rank.has_value());
+  ASSERT_EQ(p->devices.size(), 1u);
+  EXPECT_EQ(p->devices[0].sm_count, 132);
+  EXPECT_EQ(p->devices[0].shared_per_sm_bytes, 233472);
+  ASSERT_NE(p->device(1, 0), nullptr);
+
+  ASSERT_EQ(p->kernels.size(), 2u);
+  const KernelRow& k = p->kernels[0];
+  EXPECT_EQ(k.id, 1);
+  EXPECT_EQ(p->str(k.name_id), "_Z5saxpyifPKfPf");
+  EXPECT_EQ(p->str(k.demangled_id), "saxpy(int, float, const float*, float*)");
+  EXPECT_EQ(k.durationNs(), 250);
+  EXPECT_EQ(k.grid_y, 2);
+  EXPECT_EQ(k.cluster_x, 2);
+  EXPECT_EQ(k.local_bytes_per_thread, 256);
+  EXPECT_DOUBLE_EQ(*k.theoretical_occupancy, 0.75);
+  EXPECT_EQ(k.theoretical_blocks_per_sm, 6);
+  EXPECT_EQ(p->str(k.occupancy_limiter_id), "registers");
+  EXPECT_EQ(p->str(k.launch_api_id), "cudaLaunchKernel");
+  EXPECT_EQ(k.nvtx_range_key, 5u);
+  ASSERT_TRUE(k.nvtx_path_id.has_value());
+  EXPECT_EQ(p->str(*k.nvtx_path_id), "fprof::op=x/op=y");
+  EXPECT_EQ(k.graph_id, 3u);
+  EXPECT_EQ(k.graph_node_id, 99u);
+  EXPECT_EQ(p->kernels[1].name_id, k.name_id);
+  EXPECT_FALSE(p->kernels[1].theoretical_occupancy.has_value());
+  EXPECT_FALSE(p->kernels[1].nvtx_path_id.has_value());
+
+  ASSERT_EQ(p->kernel_args.size(), 1u);
+  EXPECT_EQ(p->kernel_args[0].value, 0x7f0000001000ull);
+  ASSERT_EQ(p->nvtx_ranges.size(), 1u);
+  EXPECT_EQ(p->nvtx_ranges[0].end_ns, 2500);
+  EXPECT_EQ(p->nvtx_ranges[0].payload, 7u);
+  EXPECT_EQ(p->nvtx_ranges[0].parent_key, 4u);
+  ASSERT_EQ(p->memcpys.size(), 1u);
+  EXPECT_EQ(p->memcpys[0].copy_kind, "HtoD");
+  ASSERT_EQ(p->memory_events.size(), 1u);
+  EXPECT_TRUE(p->memory_events[0].is_alloc);
+  ASSERT_EQ(p->counters.size(), 1u);
+  EXPECT_DOUBLE_EQ(*p->counters[0].dram_read_bytes, 8e6);
+  EXPECT_FALSE(p->counters[0].dram_write_bytes.has_value());
+  EXPECT_DOUBLE_EQ(*p->counters[0].dramBytes(), 8e6);
+  ASSERT_EQ(p->metrics.size(), 1u);
+  EXPECT_EQ(p->metrics[0].metric, "dram__bytes_read.sum");
+  ASSERT_EQ(p->ceilings.size(), 1u);
+  EXPECT_EQ(p->ceilings[0].source, "measured");
+}
+
+TEST(Store, RefusesToOverwriteUnlessAsked) {
+  const std::string path = tempPath("exists.fprof");
+  ASSERT_TRUE(Writer::create(path).ok());
+  auto again = Writer::create(path);
+  ASSERT_FALSE(again.ok());
+  EXPECT_NE(again.error().find("file exists"), std::string::npos) << again.error();
+  EXPECT_TRUE(Writer::create(path, /*overwrite=*/true).ok());
+}
+
+TEST(Store, BatchesAppendAndKernelIdsContinue) {
+  const std::string path = tempPath("batches.fprof");
+  auto w = Writer::create(path);
+  ASSERT_TRUE(w.ok());
+  for (int batch = 0; batch < 3; ++batch) {
+    for (int i = 0; i < 1000; ++i) (*w)->add(makeKernel("k" + std::to_string(i % 7), batch * 10000 + i, 5, 0));
+    EXPECT_EQ((*w)->pendingRecords(), 1000u);
+    ASSERT_TRUE((*w)->flush());
+    EXPECT_EQ((*w)->pendingRecords(), 0u);
+    EXPECT_EQ((*w)->nextKernelId(), (batch + 1) * 1000 + 1);
+  }
+  ASSERT_TRUE((*w)->close());
+  auto p = loadProfile(path);
+  ASSERT_TRUE(p.ok()) << p.error();
+  EXPECT_EQ(p->kernels.size(), 3000u);
+  EXPECT_EQ(p->strings.size(), 8u);  // "" + k0..k6
+  EXPECT_EQ(p->kernels.back().id, 3000);
+}
+
+TEST(Store, CloseLeavesOneSelfContainedFile) {
+  const std::string path = tempPath("single.fprof");
+  auto w = Writer::create(path);
+  ASSERT_TRUE(w.ok());
+  (*w)->add(makeKernel("k", 0, 1, 1));
+  ASSERT_TRUE((*w)->close());
+  EXPECT_FALSE(std::filesystem::exists(path + "-wal"));
+  EXPECT_TRUE(checkDatabase(path).ok());
+}
+
+}  // namespace
+}  // namespace fprof::core
