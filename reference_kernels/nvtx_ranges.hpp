@@ -1,0 +1,57 @@
+// The NVTX convention fprof's analyzer reads (docs/nvtx-convention.md): one domain "fprof",
+// ranges whose message is space-separated key=value tokens and whose payload is the
+// invocation's repeat index.
+#pragma once
+
+#include <nvtx3/nvToolsExt.h>
+
+#include <cstdint>
+#include <string>
+
+namespace fprof::refk {
+
+inline nvtxDomainHandle_t nvtxFprofDomain() {
+  static const nvtxDomainHandle_t domain = nvtxDomainCreateA("fprof");
+  return domain;
+}
+
+// Builds "op=<op> variant=<v> pair=<p> reads=a,b writes=c layer=<i>", leaving out empty keys.
+struct RangeTags {
+  std::string op;
+  std::string variant;  // unfused | fused | vendor, or empty for plain ranges (layer, prefill)
+  std::string pair;
+  std::string reads;    // comma-separated logical buffer names
+  std::string writes;
+  int layer = -1;
+
+  std::string message() const {
+    std::string m = "op=" + op;
+    if (!variant.empty()) m += " variant=" + variant;
+    if (!pair.empty()) m += " pair=" + pair;
+    if (!reads.empty()) m += " reads=" + reads;
+    if (!writes.empty()) m += " writes=" + writes;
+    if (layer >= 0) m += " layer=" + std::to_string(layer);
+    return m;
+  }
+};
+
+// RAII push/pop so an early return cannot leave a range open.
+class NvtxRange {
+ public:
+  NvtxRange(const RangeTags& tags, std::uint64_t repeat_index) {
+    const std::string message = tags.message();
+    nvtxEventAttributes_t attr{};
+    attr.version = NVTX_VERSION;
+    attr.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+    attr.messageType = NVTX_MESSAGE_TYPE_ASCII;
+    attr.message.ascii = message.c_str();  // NVTX copies the string during the call
+    attr.payloadType = NVTX_PAYLOAD_TYPE_UNSIGNED_INT64;
+    attr.payload.ullValue = repeat_index;
+    nvtxDomainRangePushEx(nvtxFprofDomain(), &attr);
+  }
+  NvtxRange(const NvtxRange&) = delete;
+  NvtxRange& operator=(const NvtxRange&) = delete;
+  ~NvtxRange() { nvtxDomainRangePop(nvtxFprofDomain()); }
+};
+
+}  // namespace fprof::refk

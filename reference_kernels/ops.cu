@@ -1,0 +1,442 @@
+// The reference op pairs (see ops.cuh). Check shapes are deliberately awkward: size 1 in each
+// dimension, not square, not multiples of any tile.
+#include "ops.cuh"
+
+#include <array>
+#include <cmath>
+#include <sstream>
+
+#include "cpu_reference.hpp"
+
+namespace fprof::refk {
+namespace {
+
+std::string joinShape(std::initializer_list<std::size_t> dims, const char* sep = "x") {
+  std::ostringstream s;
+  bool first = true;
+  for (std::size_t d : dims) {
+    if (!first) s << sep;
+    s << d;
+    first = false;
+  }
+  return s.str();
+}
+
+RangeTags tags(const std::string& op, const std::string& variant, const std::string& pair,
+               const std::string& reads, const std::string& writes) {
+  RangeTags t;
+  t.op = op;
+  t.variant = variant;
+  t.pair = pair;
+  t.reads = reads;
+  t.writes = writes;
+  return t;
+}
+
+double maxError(std::initializer_list<double> errors) {
+  double worst = 0.0;
+  for (double e : errors) {
+    if (std::isnan(e)) return e;
+    worst = std::max(worst, e);
+  }
+  return worst;
+}
+
+// ---------------------------------------------------------------------------------------------
+class ElementwiseChainOp final : public Op {
+ public:
+  std::string name() const override { return "elementwise_chain"; }
+  std::string description() const override { return "y = gelu_tanh((a + b) * c): add, mul, gelu kernels vs one"; }
+  int checkShapeCount() const override { return 3; }
+  void setup(Context& ctx, DType t, int shape) override {
+    static constexpr std::array<std::size_t, 3> kCheck{1, 7, 1000003};
+    n_ = shape < 0 ? (std::size_t(1) << 26) : kCheck[std::size_t(shape)];
+    dtype_ = t;
+    a_ = Tensor("a", t, n_); b_ = Tensor("b", t, n_); c_ = Tensor("c", t, n_);
+    t0_ = Tensor("t0", t, n_); t1_ = Tensor("t1", t, n_); y_ = Tensor("y", t, n_);
+    a_.random(ctx, 1.0f); b_.random(ctx, 1.0f); c_.random(ctx, 2.0f);
+    ref_.clear();
+  }
+  std::string shapeText() const override { return "n=" + std::to_string(n_); }
+  void run(Context& ctx, const std::string& variant, std::uint64_t rep) override {
+    NvtxRange outer(tags(name(), variant, name(), "a,b,c", "y"), rep);
+    if (variant == "fused") {
+      launchChainFused(dtype_, a_.ptr(), b_.ptr(), c_.ptr(), y_.ptr(), n_, ctx.stream);
+      return;
+    }
+    { NvtxRange r(tags("add", variant, name(), "a,b", "t0"), rep); launchAdd(dtype_, a_.ptr(), b_.ptr(), t0_.ptr(), n_, ctx.stream); }
+    { NvtxRange r(tags("mul", variant, name(), "t0,c", "t1"), rep); launchMul(dtype_, t0_.ptr(), c_.ptr(), t1_.ptr(), n_, ctx.stream); }
+    { NvtxRange r(tags("gelu", variant, name(), "t1", "y"), rep); launchGelu(dtype_, t1_.ptr(), y_.ptr(), n_, ctx.stream); }
+  }
+  void poisonOutputs() override { t0_.buf.poison(); t1_.buf.poison(); y_.buf.poison(); }
+  double check() override {
+    if (ref_.empty()) ref_ = ref::elementwiseChain(a_.host(), b_.host(), c_.host());
+    return ref::relativeError(toDouble(y_.host()), ref_);
+  }
+  double minimumBytes(const std::string& v) const override {
+    return double(n_ * dtypeBytes(dtype_)) * (v == "fused" ? 4.0 : 8.0);
+  }
+  int kernelCount(const std::string& v) const override { return v == "fused" ? 1 : 3; }
+
+ private:
+  DType dtype_ = DType::F32;
+  std::size_t n_ = 0;
+  Tensor a_, b_, c_, t0_, t1_, y_;
+  std::vector<double> ref_;
+};
+
+// ---------------------------------------------------------------------------------------------
+class ResidualNormOp final : public Op {
+ public:
+  explicit ResidualNormOp(bool rms) : rms_(rms) {}
+  std::string name() const override { return rms_ ? "residual_rmsnorm" : "residual_layernorm"; }
+  std::string description() const override {
+    return rms_ ? "h = x + r; y = rmsnorm(h): add + rmsnorm kernels vs one"
+                : "h = x + r; y = layernorm(h) (Welford): add + layernorm kernels vs one";
+  }
+  int checkShapeCount() const override { return 5; }
+  void setup(Context& ctx, DType t, int shape) override {
+    static constexpr std::array<std::array<std::size_t, 2>, 5> kCheck{{{1, 1}, {3, 1000}, {70, 4096}, {5, 33}, {2, 12288}}};
+    rows_ = shape < 0 ? 16384 : kCheck[std::size_t(shape)][0];
+    cols_ = shape < 0 ? 4096 : kCheck[std::size_t(shape)][1];
+    dtype_ = t;
+    const std::size_t n = rows_ * cols_;
+    x_ = Tensor("x", t, n); r_ = Tensor("r", t, n); h_ = Tensor("h", t, n); y_ = Tensor("y", t, n);
+    gamma_ = Tensor("gamma", t, cols_); beta_ = Tensor("beta", t, cols_);
+    x_.random(ctx, 1.0f); r_.random(ctx, 1.0f, 0.5f); gamma_.random(ctx, 0.5f, 1.0f); beta_.random(ctx, 0.5f);
+    ref_ = {};
+  }
+  std::string shapeText() const override { return joinShape({rows_, cols_}); }
+  void run(Context& ctx, const std::string& variant, std::uint64_t rep) override {
+    const std::string params = rms_ ? "gamma" : "gamma,beta";
+    const void* beta = rms_ ? nullptr : beta_.ptr();
+    NvtxRange outer(tags(name(), variant, name(), "x,r," + params, "h,y"), rep);
+    if (variant == "fused") {
+      launchNorm(dtype_, rms_, x_.ptr(), r_.ptr(), gamma_.ptr(), beta, kEps, h_.ptr(), y_.ptr(), rows_, cols_, ctx.stream);
+      return;
+    }
+    { NvtxRange r(tags("add", variant, name(), "x,r", "h"), rep); launchAdd(dtype_, x_.ptr(), r_.ptr(), h_.ptr(), rows_ * cols_, ctx.stream); }
+    {
+      NvtxRange r(tags(rms_ ? "rmsnorm" : "layernorm", variant, name(), "h," + params, "y"), rep);
+      launchNorm(dtype_, rms_, h_.ptr(), nullptr, gamma_.ptr(), beta, kEps, nullptr, y_.ptr(), rows_, cols_, ctx.stream);
+    }
+  }
+  void poisonOutputs() override { h_.buf.poison(); y_.buf.poison(); }
+  double check() override {
+    if (ref_.out.empty()) {
+      ref_ = rms_ ? ref::residualRmsNorm(x_.host(), r_.host(), gamma_.host(), rows_, cols_, kEps)
+                  : ref::residualLayerNorm(x_.host(), r_.host(), gamma_.host(), beta_.host(), rows_, cols_, kEps);
+    }
+    return maxError({ref::relativeError(toDouble(h_.host()), ref_.sum), ref::relativeError(toDouble(y_.host()), ref_.out)});
+  }
+  double minimumBytes(const std::string& v) const override {
+    const double n = double(rows_ * cols_ * dtypeBytes(dtype_));
+    return v == "fused" ? 4.0 * n : 5.0 * n;  // unfused: add moves 3n, the norm reads h and writes y
+  }
+  int kernelCount(const std::string& v) const override { return v == "fused" ? 1 : 2; }
+
+ private:
+  static constexpr float kEps = 1e-5f;
+  bool rms_;
+  DType dtype_ = DType::F32;
+  std::size_t rows_ = 0, cols_ = 0;
+  Tensor x_, r_, h_, y_, gamma_, beta_;
+  ref::NormResult ref_;
+};
+
+// ---------------------------------------------------------------------------------------------
+class MatmulOp final : public Op {
+ public:
+  explicit MatmulOp(Epilogue e) : epilogue_(e) {}
+  std::string name() const override { return std::string("matmul_") + epilogueName(epilogue_); }
+  std::string description() const override {
+    return std::string("y = ") + epilogueName(epilogue_) +
+           "(x w^T): GEMM then epilogue kernel vs epilogue in the GEMM" +
+           (LtMatmul::supports(epilogue_) ? "; vendor = cuBLASLt fused epilogue" : "; cuBLASLt has no SiLU epilogue");
+  }
+  std::vector<std::string> variants() const override {
+    if (LtMatmul::supports(epilogue_)) return {"unfused", "fused", "vendor"};
+    return {"unfused", "fused"};
+  }
+  int checkShapeCount() const override { return 7; }
+  void setup(Context& ctx, DType t, int shape) override {
+    static constexpr std::array<std::array<std::size_t, 3>, 7> kCheck{
+        {{1, 1, 1}, {37, 53, 29}, {131, 257, 72}, {1, 300, 64}, {200, 1, 17}, {64, 64, 1}, {257, 136, 264}}};
+    const auto mnk = shape < 0 ? std::array<std::size_t, 3>{8192, 4096, 1024} : kCheck[std::size_t(shape)];
+    m_ = mnk[0]; n_ = mnk[1]; k_ = mnk[2];
+    dtype_ = t;
+    x_ = Tensor("x", t, m_ * k_); w_ = Tensor("w", t, n_ * k_); b_ = Tensor("b", t, n_);
+    t0_ = Tensor("t0", t, m_ * n_); y_ = Tensor("y", t, m_ * n_);
+    // Scaled so the pre-activation has unit-ish spread whatever k is.
+    x_.random(ctx, 1.0f); w_.random(ctx, float(std::sqrt(3.0 / double(k_)))); b_.random(ctx, 0.5f);
+    ref_.clear();
+  }
+  std::string shapeText() const override { return "m" + std::to_string(m_) + "n" + std::to_string(n_) + "k" + std::to_string(k_); }
+  void run(Context& ctx, const std::string& variant, std::uint64_t rep) override {
+    const bool bias = epilogueHasBias(epilogue_);
+    const std::string inputs = bias ? "x,w,b" : "x,w";
+    NvtxRange outer(tags(name(), variant, name(), inputs, "y"), rep);
+    if (variant == "fused") {
+      launchGemm(dtype_, epilogue_, x_.ptr(), k_, w_.ptr(), b_.ptr(), y_.ptr(), m_, n_, k_, ctx.stream);
+    } else if (variant == "vendor") {
+      ctx.lt->run(dtype_, epilogue_, x_.ptr(), w_.ptr(), b_.ptr(), y_.ptr(), m_, n_, k_, ctx.stream);
+    } else {
+      { NvtxRange r(tags("matmul", variant, name(), "x,w", "t0"), rep); launchGemm(dtype_, Epilogue::None, x_.ptr(), k_, w_.ptr(), nullptr, t0_.ptr(), m_, n_, k_, ctx.stream); }
+      const std::string stage = epilogueName(epilogue_);
+      NvtxRange r(tags(stage, variant, name(), bias ? "t0,b" : "t0", "y"), rep);
+      launchBiasAct(dtype_, epilogue_, t0_.ptr(), b_.ptr(), y_.ptr(), m_, n_, ctx.stream);
+    }
+  }
+  void poisonOutputs() override { t0_.buf.poison(); y_.buf.poison(); }
+  double check() override {
+    if (ref_.empty()) {
+      ref::Activation act = ref::Activation::None;
+      if (epilogue_ == Epilogue::Relu || epilogue_ == Epilogue::BiasRelu) act = ref::Activation::Relu;
+      if (epilogue_ == Epilogue::BiasGelu) act = ref::Activation::GeluTanh;
+      if (epilogue_ == Epilogue::BiasSilu) act = ref::Activation::Silu;
+      ref_ = ref::matmulBiasAct(x_.host(), w_.host(), epilogueHasBias(epilogue_) ? b_.host() : std::vector<float>{}, m_,
+                                n_, k_, act);
+    }
+    return ref::relativeError(toDouble(y_.host()), ref_);
+  }
+  double minimumBytes(const std::string& v) const override {
+    const double e = double(dtypeBytes(dtype_));
+    const double base = e * double(m_ * k_ + n_ * k_ + m_ * n_ + (epilogueHasBias(epilogue_) ? n_ : 0));
+    return v == "unfused" ? base + 2.0 * e * double(m_ * n_) : base;
+  }
+  double flops() const override { return 2.0 * double(m_) * double(n_) * double(k_); }
+  int kernelCount(const std::string& v) const override { return v == "unfused" ? 2 : 1; }
+
+ private:
+  Epilogue epilogue_;
+  DType dtype_ = DType::F32;
+  std::size_t m_ = 0, n_ = 0, k_ = 0;
+  Tensor x_, w_, b_, t0_, y_;
+  std::vector<double> ref_;
+};
+
+// ---------------------------------------------------------------------------------------------
+class AttentionOp final : public Op {
+ public:
+  explicit AttentionOp(bool causal) : causal_(causal) {}
+  std::string name() const override { return causal_ ? "attention_causal" : "attention"; }
+  std::string description() const override {
+    return std::string("softmax(scale q k^T") + (causal_ ? " + causal mask" : "") +
+           ") v, head_dim 64: cuBLAS q.k^T, softmax kernel, cuBLAS p.v vs one flash-style kernel";
+  }
+  int checkShapeCount() const override { return 6; }
+  void setup(Context& ctx, DType t, int shape) override {
+    static constexpr std::array<std::array<std::size_t, 3>, 6> kCheck{
+        {{1, 1, 1}, {3, 70, 70}, {2, 1, 133}, {2, 130, 200}, {4, 64, 64}, {1, 257, 257}}};
+    const auto s = shape < 0 ? std::array<std::size_t, 3>{64, 2048, 2048} : kCheck[std::size_t(shape)];
+    const std::size_t d = kFlashHeadDim;
+    shape_ = AttentionShape{s[0], s[1], s[2], d, s[1] * d, s[2] * d, s[1] * d, float(1.0 / std::sqrt(double(d))), causal_};
+    dtype_ = t;
+    q_ = Tensor("q", t, s[0] * s[1] * d); k_ = Tensor("k", t, s[0] * s[2] * d); v_ = Tensor("v", t, s[0] * s[2] * d);
+    scores_ = Tensor("s", t, s[0] * s[1] * s[2]); probs_ = Tensor("p", t, s[0] * s[1] * s[2]);
+    o_ = Tensor("o", t, s[0] * s[1] * d);
+    q_.random(ctx, 2.0f); k_.random(ctx, 2.0f); v_.random(ctx, 1.0f);
+    ref_.clear();
+  }
+  std::string shapeText() const override {
+    return "bh" + std::to_string(shape_.batch_heads) + "q" + std::to_string(shape_.sq) + "kv" + std::to_string(shape_.skv) + "d64";
+  }
+  void run(Context& ctx, const std::string& variant, std::uint64_t rep) override {
+    NvtxRange outer(tags(name(), variant, name(), "q,k,v", "o"), rep);
+    if (variant == "fused") {
+      launchFlashAttention(dtype_, shape_, q_.ptr(), k_.ptr(), v_.ptr(), o_.ptr(), ctx.stream);
+      return;
+    }
+    { NvtxRange r(tags("qk", variant, name(), "q,k", "s"), rep); launchScores(ctx.cublas, dtype_, shape_, q_.ptr(), k_.ptr(), scores_.ptr()); }
+    { NvtxRange r(tags("softmax", variant, name(), "s", "p"), rep); launchAttentionSoftmax(dtype_, shape_, scores_.ptr(), probs_.ptr(), ctx.stream); }
+    { NvtxRange r(tags("pv", variant, name(), "p,v", "o"), rep); launchProbsTimesV(ctx.cublas, dtype_, shape_, probs_.ptr(), v_.ptr(), o_.ptr()); }
+  }
+  void poisonOutputs() override { scores_.buf.poison(); probs_.buf.poison(); o_.buf.poison(); }
+  double check() override {
+    if (ref_.empty()) {
+      ref_ = ref::attention(q_.host(), k_.host(), v_.host(), shape_.batch_heads, shape_.sq, shape_.skv, shape_.head_dim,
+                            double(shape_.scale), causal_);
+    }
+    return ref::relativeError(toDouble(o_.host()), ref_);
+  }
+  double minimumBytes(const std::string& v) const override {
+    const double e = double(dtypeBytes(dtype_));
+    const double io = e * double(q_.count + k_.count + v_.count + o_.count);
+    return v == "fused" ? io : io + 4.0 * e * double(scores_.count);
+  }
+  double flops() const override {
+    // Only the visible (query, key) pairs: 2 flops each for q.k and for p.v per head dimension.
+    double pairs = double(shape_.sq) * double(shape_.skv);
+    if (causal_) {
+      const double offset = double(shape_.skv - shape_.sq), sq = double(shape_.sq);
+      pairs = sq * (offset + 1.0) + sq * (sq - 1.0) / 2.0;
+    }
+    return 4.0 * double(shape_.batch_heads) * pairs * double(shape_.head_dim);
+  }
+  int kernelCount(const std::string& v) const override { return v == "fused" ? 1 : 3; }
+
+ private:
+  bool causal_;
+  DType dtype_ = DType::F32;
+  AttentionShape shape_{};
+  Tensor q_, k_, v_, scores_, probs_, o_;
+  std::vector<double> ref_;
+};
+
+// ---------------------------------------------------------------------------------------------
+class SoftmaxTopKOp final : public Op {
+ public:
+  std::string name() const override { return "softmax_topk"; }
+  std::string description() const override {
+    return "top-8 probabilities of softmax over a vocabulary row: softmax (fp32 probs) + top-k kernels vs one pass";
+  }
+  int checkShapeCount() const override { return 4; }
+  void setup(Context& ctx, DType t, int shape) override {
+    static constexpr std::array<std::array<std::size_t, 3>, 4> kCheck{{{1, 1, 1}, {3, 1001, 8}, {2, 50304, 8}, {5, 7, 5}}};
+    const auto s = shape < 0 ? std::array<std::size_t, 3>{64, 128256, 8} : kCheck[std::size_t(shape)];
+    rows_ = s[0]; vocab_ = s[1]; k_ = int(s[2]);
+    dtype_ = t;
+    logits_ = Tensor("logits", t, rows_ * vocab_);
+    probs_ = Tensor("probs", DType::F32, rows_ * vocab_);
+    top_p_ = Tensor("top_p", DType::F32, rows_ * std::size_t(k_));
+    top_i_ = DeviceBuffer(rows_ * std::size_t(k_) * sizeof(int));
+    logits_.random(ctx, 8.0f);
+    ref_ = {};
+    ref_full_.clear();
+  }
+  std::string shapeText() const override {
+    return "rows" + std::to_string(rows_) + "v" + std::to_string(vocab_) + "k" + std::to_string(k_);
+  }
+  void run(Context& ctx, const std::string& variant, std::uint64_t rep) override {
+    NvtxRange outer(tags(name(), variant, name(), "logits", "top_p,top_i"), rep);
+    if (variant == "fused") {
+      launchSoftmaxTopKFused(dtype_, logits_.ptr(), top_p_.buf.as<float>(), top_i_.as<int>(), rows_, vocab_, k_, ctx.stream);
+      return;
+    }
+    { NvtxRange r(tags("softmax", variant, name(), "logits", "probs"), rep); launchVocabSoftmax(dtype_, logits_.ptr(), probs_.buf.as<float>(), rows_, vocab_, ctx.stream); }
+    { NvtxRange r(tags("topk", variant, name(), "probs", "top_p,top_i"), rep); launchTopK(probs_.buf.as<float>(), top_p_.buf.as<float>(), top_i_.as<int>(), rows_, vocab_, k_, ctx.stream); }
+  }
+  void poisonOutputs() override { probs_.buf.poison(); top_p_.buf.poison(); top_i_.poison(); }
+  double check() override {
+    if (ref_.index.empty()) {
+      const auto logits = logits_.host();
+      ref_ = ref::softmaxTopK(logits, rows_, vocab_, std::size_t(k_));
+      ref_full_ = ref::softmaxRows(logits, rows_, vocab_);
+    }
+    const auto p = toDouble(top_p_.host());
+    std::vector<int> idx(rows_ * std::size_t(k_));
+    CUDA_CHECK(cudaMemcpy(idx.data(), top_i_.get(), idx.size() * sizeof(int), cudaMemcpyDeviceToHost));
+    // Indices are judged by the reference probability they point at, so a tie broken the
+    // other way in reduced precision still passes; an out-of-range index fails (NaN).
+    std::vector<double> at_index(idx.size());
+    for (std::size_t i = 0; i < idx.size(); ++i) {
+      const std::size_t row = i / std::size_t(k_);
+      at_index[i] = (idx[i] >= 0 && std::size_t(idx[i]) < vocab_) ? ref_full_[row * vocab_ + std::size_t(idx[i])] : NAN;
+    }
+    return maxError({ref::relativeError(p, ref_.probability), ref::relativeError(at_index, ref_.probability)});
+  }
+  double minimumBytes(const std::string& v) const override {
+    const double in = double(logits_.bytes()), out = double(rows_ * std::size_t(k_) * 8);
+    return v == "fused" ? in + out : in + 2.0 * double(probs_.bytes()) + out;
+  }
+  int kernelCount(const std::string& v) const override { return v == "fused" ? 1 : 2; }
+
+ private:
+  DType dtype_ = DType::F32;
+  std::size_t rows_ = 0, vocab_ = 0;
+  int k_ = 0;
+  Tensor logits_, probs_, top_p_;
+  DeviceBuffer top_i_;
+  ref::TopK ref_;
+  std::vector<double> ref_full_;
+};
+
+// ---------------------------------------------------------------------------------------------
+class ConvBnReluOp final : public Op {
+ public:
+  std::string name() const override { return "conv_bn_relu"; }
+  std::string description() const override {
+    return "relu(batchnorm(conv3x3(x))), NCHW: conv, batchnorm, relu kernels vs conv with folded-BN+ReLU epilogue";
+  }
+  int checkShapeCount() const override { return 4; }
+  void setup(Context& ctx, DType t, int shape) override {
+    static constexpr std::array<std::array<std::size_t, 5>, 4> kCheck{
+        {{1, 1, 1, 1, 1}, {2, 3, 5, 7, 9}, {1, 16, 24, 17, 33}, {1, 9, 8, 16, 16}}};
+    const auto s = shape < 0 ? std::array<std::size_t, 5>{16, 64, 64, 56, 56} : kCheck[std::size_t(shape)];
+    shape_ = ref::ConvShape{s[0], s[1], s[2], s[3], s[4]};
+    dtype_ = t;
+    const std::size_t hw = s[3] * s[4];
+    x_ = Tensor("x", t, s[0] * s[1] * hw); w_ = Tensor("w", t, s[2] * s[1] * 9);
+    gamma_ = Tensor("bn_gamma", t, s[2]); beta_ = Tensor("bn_beta", t, s[2]);
+    mean_ = Tensor("bn_mean", t, s[2]); var_ = Tensor("bn_var", t, s[2]);
+    t0_ = Tensor("t0", t, s[0] * s[2] * hw); t1_ = Tensor("t1", t, s[0] * s[2] * hw); y_ = Tensor("y", t, s[0] * s[2] * hw);
+    scale_ = Tensor("bn_scale", DType::F32, s[2]); shift_ = Tensor("bn_shift", DType::F32, s[2]);
+    x_.random(ctx, 1.0f); w_.random(ctx, float(std::sqrt(3.0 / double(9 * s[1]))));
+    gamma_.random(ctx, 0.5f, 1.0f); beta_.random(ctx, 0.5f); mean_.random(ctx, 0.2f); var_.random(ctx, 0.4f, 1.0f);
+    // Inference batchnorm is folded once when the model is loaded, not per call.
+    launchFoldBatchNorm(t, gamma_.ptr(), beta_.ptr(), mean_.ptr(), var_.ptr(), kEps, scale_.buf.as<float>(),
+                        shift_.buf.as<float>(), s[2], ctx.stream);
+    ref_.clear();
+  }
+  std::string shapeText() const override {
+    return "n" + std::to_string(shape_.batch) + "c" + std::to_string(shape_.in_channels) + "k" +
+           std::to_string(shape_.out_channels) + "h" + std::to_string(shape_.height) + "w" + std::to_string(shape_.width);
+  }
+  void run(Context& ctx, const std::string& variant, std::uint64_t rep) override {
+    const auto& s = shape_;
+    const std::size_t hw = s.height * s.width;
+    if (variant == "fused") {
+      NvtxRange outer(tags(name(), variant, name(), "x,w,bn_scale,bn_shift", "y"), rep);
+      launchConv3x3(dtype_, x_.ptr(), w_.ptr(), scale_.buf.as<float>(), shift_.buf.as<float>(), y_.ptr(), s.batch,
+                    s.in_channels, s.out_channels, s.height, s.width, ctx.stream);
+      return;
+    }
+    NvtxRange outer(tags(name(), variant, name(), "x,w,bn_gamma,bn_beta,bn_mean,bn_var", "y"), rep);
+    { NvtxRange r(tags("conv", variant, name(), "x,w", "t0"), rep);
+      launchConv3x3(dtype_, x_.ptr(), w_.ptr(), nullptr, nullptr, t0_.ptr(), s.batch, s.in_channels, s.out_channels, s.height, s.width, ctx.stream); }
+    { NvtxRange r(tags("batchnorm", variant, name(), "t0,bn_gamma,bn_beta,bn_mean,bn_var", "t1"), rep);
+      launchBatchNorm(dtype_, t0_.ptr(), gamma_.ptr(), beta_.ptr(), mean_.ptr(), var_.ptr(), kEps, t1_.ptr(), s.batch, s.out_channels, hw, ctx.stream); }
+    { NvtxRange r(tags("relu", variant, name(), "t1", "y"), rep); launchRelu(dtype_, t1_.ptr(), y_.ptr(), y_.count, ctx.stream); }
+  }
+  void poisonOutputs() override { t0_.buf.poison(); t1_.buf.poison(); y_.buf.poison(); }
+  double check() override {
+    if (ref_.empty()) {
+      ref_ = ref::conv2dBnRelu(x_.host(), w_.host(), gamma_.host(), beta_.host(), mean_.host(), var_.host(), shape_, kEps);
+    }
+    return ref::relativeError(toDouble(y_.host()), ref_);
+  }
+  double minimumBytes(const std::string& v) const override {
+    const double io = double(x_.bytes() + w_.bytes() + y_.bytes());
+    return v == "fused" ? io : io + 4.0 * double(y_.bytes());
+  }
+  double flops() const override {
+    return 2.0 * 9.0 * double(shape_.batch * shape_.in_channels * shape_.out_channels * shape_.height * shape_.width);
+  }
+  int kernelCount(const std::string& v) const override { return v == "fused" ? 1 : 3; }
+
+ private:
+  static constexpr float kEps = 1e-5f;
+  DType dtype_ = DType::F32;
+  ref::ConvShape shape_{};
+  Tensor x_, w_, gamma_, beta_, mean_, var_, t0_, t1_, y_, scale_, shift_;
+  std::vector<double> ref_;
+};
+
+}  // namespace
+
+std::vector<std::unique_ptr<Op>> makeOps() {
+  std::vector<std::unique_ptr<Op>> ops;
+  ops.push_back(std::make_unique<ElementwiseChainOp>());
+  ops.push_back(std::make_unique<ResidualNormOp>(false));
+  ops.push_back(std::make_unique<ResidualNormOp>(true));
+  for (Epilogue e : {Epilogue::Relu, Epilogue::Bias, Epilogue::BiasRelu, Epilogue::BiasGelu, Epilogue::BiasSilu}) {
+    ops.push_back(std::make_unique<MatmulOp>(e));
+  }
+  ops.push_back(std::make_unique<AttentionOp>(false));
+  ops.push_back(std::make_unique<AttentionOp>(true));
+  ops.push_back(std::make_unique<SoftmaxTopKOp>());
+  ops.push_back(std::make_unique<ConvBnReluOp>());
+  return ops;
+}
+
+}  // namespace fprof::refk
