@@ -1,0 +1,661 @@
+// Trace-mode collector: callback handling, the writer thread and the shutdown paths (periodic,
+// context teardown, atexit, SIGINT/SIGTERM). See collector.h and collector/README.md.
+#include "collector.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <generated_nvtx_meta.h>
+#include <nvtx3/nvToolsExt.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <cwchar>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <utility>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "checks.h"
+#include "config.h"
+#include "cupti_activity_api.h"
+#include "device_query.h"
+#include "fprof/core/store.h"
+#include "function_cache.h"
+#include "launch_info.h"
+#include "log.h"
+#include "nvtx_tracker.h"
+#include "translate.h"
+
+namespace fprof::collector {
+namespace {
+
+struct ThreadState {
+  int depth = 0;
+  bool pushed = false;
+  LaunchInfo current;
+  NvtxThreadStack nvtx;
+  uint32_t tid = static_cast<uint32_t>(syscall(SYS_gettid));
+};
+
+ThreadState& threadState() {
+  thread_local ThreadState state;
+  return state;
+}
+
+struct RawBuffer {
+  uint8_t* data = nullptr;
+  size_t valid_bytes = 0;
+};
+
+// Wake-up codes for the writer thread (a pipe, so a signal handler may send them).
+constexpr char kWakeFlush = 'f';
+constexpr char kWakeSignalFlush = 's';
+constexpr char kWakeSignalFinal = 'S';
+constexpr char kWakeQuit = 'q';
+
+class Collector {
+ public:
+  bool initialize();
+  void onCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data);
+  void onExit();
+  void onSignal(int sig);
+
+  static Collector& instance() {
+    static auto* c = new Collector();  // leaked: callbacks may arrive during static destruction
+    return *c;
+  }
+
+ private:
+  bool openDatabase();
+  void handleLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData* cb);
+  void handleNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData* data);
+  void handleContextCreated(const CUpti_ResourceData* data);
+  void handleTeardown();
+  void pushLaunch(ThreadState& t);
+  void addEvent(const char* severity, const std::string& message);
+  std::string eventMessage(const nvtxEventAttributes_t* attributes, std::optional<uint64_t>& payload);
+
+  void writerLoop();
+  void drain();
+  void finish();
+  void wake(char code);
+
+  CollectorConfig config_;
+  std::atomic<bool> active_{false};
+  std::unique_ptr<core::Writer> writer_;  // owned by the writer thread once it runs
+  uint32_t process_id_ = 0;
+  std::string path_;
+
+  NvtxTracker nvtx_;
+  FunctionCache functions_;
+  Translator translator_;  // writer thread only
+
+  std::mutex pending_mu_;
+  std::vector<RawBuffer> buffers_;
+  std::vector<LaunchInfo> launches_;
+  std::vector<core::DeviceInfo> devices_;
+  std::vector<core::CollectorEventRecord> events_;
+  std::vector<std::pair<std::string, std::string>> metadata_;
+  std::set<uint32_t> seen_devices_;
+  bool driver_version_recorded_ = false;
+
+  std::thread writer_thread_;
+  int wake_pipe_[2] = {-1, -1};
+  int done_pipe_[2] = {-1, -1};
+  std::atomic<bool> finished_{false};
+  std::atomic<bool> exiting_{false};
+  uint64_t dropped_reported_ = 0;
+};
+
+struct sigaction g_previous_int {};
+struct sigaction g_previous_term {};
+
+void signalTrampoline(int sig) { Collector::instance().onSignal(sig); }
+void exitTrampoline() { Collector::instance().onExit(); }
+void CUPTIAPI callbackTrampoline(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  Collector::instance().onCallback(domain, cbid, data);
+}
+
+bool claimPath(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+  if (fd < 0) return false;
+  ::close(fd);
+  return true;
+}
+
+int64_t unixNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+bool Collector::openDatabase() {
+  const std::string ranked = rankedOutputPath(config_.output, config_.ranks.rank);
+  if (config_.force) {
+    path_ = ranked;
+  } else {
+    // O_EXCL claims the name atomically, so two processes of one run never share a file.
+    path_ = ranked;
+    if (!claimPath(path_)) {
+      if (errno != EEXIST) {
+        logWarning("cannot create %s: %s; collection is off", path_.c_str(), std::strerror(errno));
+        return false;
+      }
+      path_ = pidOutputPath(ranked, getpid());
+      if (!claimPath(path_)) {
+        logWarning("cannot create %s: %s; collection is off", path_.c_str(), std::strerror(errno));
+        return false;
+      }
+    }
+  }
+  auto created = core::Writer::create(path_, /*overwrite=*/true);
+  if (!created) {
+    logWarning("%s; collection is off", created.error().c_str());
+    ::unlink(path_.c_str());
+    return false;
+  }
+  writer_ = std::move(created.value());
+  const int64_t start_unix_ns = unixNowNs();
+  auto process = writer_->addProcess(currentProcess(config_.ranks, start_unix_ns));
+  if (!process) {
+    logWarning("%s; collection is off", process.error().c_str());
+    return false;
+  }
+  process_id_ = *process;
+  translator_.setProcessId(process_id_);
+  for (const auto& [key, value] : {std::pair<std::string, std::string>{"fprof_version", FPROF_VERSION_STRING},
+                                   {"mode", "trace"},
+                                   {"cupti_version", std::to_string(CuptiActivityApi::instance().version())},
+                                   {"dropped_records", "0"},
+                                   {"start_unix_ns", std::to_string(start_unix_ns)},
+                                   {"start_cupti_ns", std::to_string(CuptiActivityApi::timestampNs())}}) {
+    if (core::Status s = writer_->setMetadata(key, value); !s) logWarning("%s", s.error().c_str());
+  }
+  return true;
+}
+
+bool Collector::initialize() {
+  config_ = readConfig([](const char* name) { return static_cast<const char*>(std::getenv(name)); });
+  setQuiet(config_.quiet);
+  for (const std::string& w : config_.warnings) logWarning("%s", w.c_str());
+  if (!config_.enabled) return false;
+  if (!openDatabase()) {
+    writer_.reset();
+    return false;
+  }
+
+  std::string error;
+  if (!CuptiActivityApi::instance().subscribe(callbackTrampoline, nullptr, error)) {
+    logWarning("%s; collection is off, the program runs unprofiled", error.c_str());
+    core::CollectorEventRecord e{process_id_, unixNowNs(), "error", error + "; nothing was collected"};
+    writer_->add(e);
+    (void)writer_->flush();
+    (void)writer_->close();
+    writer_.reset();
+    return false;
+  }
+  CuptiActivityApi& api = CuptiActivityApi::instance();
+  if (!api.enableCallbacks()) {
+    addEvent("warning", "some CUPTI callbacks could not be enabled; launch API, NVTX or arguments may be missing");
+  }
+  for (const std::string& w : api.enableActivities([this](uint8_t* data, size_t valid) {
+         size_t queued = 0;
+         {
+           std::lock_guard lock(pending_mu_);
+           buffers_.push_back({data, valid});
+           queued = buffers_.size();
+         }
+         // Full buffers are 8 MiB each: do not let many wait for the next period.
+         if (queued >= 4) wake(kWakeFlush);
+       })) {
+    logWarning("%s", w.c_str());
+    addEvent("warning", w);
+  }
+  api.setFlushPeriod(config_.flush_interval_ms);
+
+  if (pipe2(wake_pipe_, O_CLOEXEC | O_NONBLOCK) != 0 || pipe2(done_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) {
+    logWarning("pipe2 failed: %s; records are written only at exit", std::strerror(errno));
+  }
+  // The writer never runs the signal handler: the handler waits for it.
+  sigset_t blocked, previous;
+  sigemptyset(&blocked);
+  sigaddset(&blocked, SIGINT);
+  sigaddset(&blocked, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &blocked, &previous);
+  writer_thread_ = std::thread([this] { writerLoop(); });
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+
+  active_.store(true);
+  std::atexit(exitTrampoline);
+  struct sigaction action {};
+  action.sa_handler = signalTrampoline;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  sigaction(SIGINT, &action, &g_previous_int);
+  sigaction(SIGTERM, &action, &g_previous_term);
+  logInfo("tracing to %s", path_.c_str());
+  return true;
+}
+
+void Collector::addEvent(const char* severity, const std::string& message) {
+  std::lock_guard lock(pending_mu_);
+  events_.push_back(core::CollectorEventRecord{process_id_, unixNowNs(), severity, message});
+}
+
+void Collector::onCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (!active_.load(std::memory_order_relaxed)) return;
+  switch (domain) {
+    case CUPTI_CB_DOMAIN_NVTX:
+      handleNvtx(cbid, static_cast<const CUpti_NvtxData*>(data));
+      return;
+    case CUPTI_CB_DOMAIN_RESOURCE:
+      if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED) handleContextCreated(static_cast<const CUpti_ResourceData*>(data));
+      return;
+    case CUPTI_CB_DOMAIN_RUNTIME_API:
+    case CUPTI_CB_DOMAIN_DRIVER_API: {
+      const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+      if (CuptiActivityApi::isContextTeardown(domain, cbid)) {
+        if (cb->callbackSite == CUPTI_API_ENTER) handleTeardown();
+        return;
+      }
+      handleLaunch(domain, cbid, cb);
+      return;
+    }
+    default:
+      return;
+  }
+}
+
+void Collector::pushLaunch(ThreadState& t) {
+  std::lock_guard lock(pending_mu_);
+  launches_.push_back(std::move(t.current));
+  t.pushed = true;
+}
+
+void Collector::handleLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
+  ThreadState& t = threadState();
+  if (cb->callbackSite == CUPTI_API_ENTER) {
+    if (t.depth == 0) {
+      t.current = LaunchInfo{};
+      t.current.correlation_id = cb->correlationId;
+      t.current.launch_api = CuptiActivityApi::launchApiName(domain, cbid);
+      const NvtxSnapshot snap = nvtx_.snapshot(t.nvtx);
+      t.current.nvtx_key = snap.innermost_key;
+      t.current.nvtx_path = snap.path;
+      t.current.thread_id = t.tid;
+      t.current.graph_launch = CuptiActivityApi::isGraphLaunch(domain, cbid);
+      t.pushed = false;
+    } else if (t.current.nested_correlation_id == 0 && cb->correlationId != t.current.correlation_id) {
+      t.current.nested_correlation_id = cb->correlationId;
+    }
+    // The driver callback is the last stop before the launch is submitted, so the launch is
+    // queued for the writer before its kernel can complete and its record arrive.
+    if (domain == CUPTI_CB_DOMAIN_DRIVER_API && !t.pushed) {
+      CUfunction f = nullptr;
+      void** params = nullptr;
+      void** extra = nullptr;
+      switch (cbid) {
+        case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+        case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
+          const auto* p = static_cast<const cuLaunchKernel_params*>(cb->functionParams);
+          f = p->f;
+          params = p->kernelParams;
+          extra = p->extra;
+          break;
+        }
+        case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+        case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
+          const auto* p = static_cast<const cuLaunchKernelEx_params*>(cb->functionParams);
+          f = p->f;
+          params = p->kernelParams;
+          extra = p->extra;
+          break;
+        }
+        case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+        case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz: {
+          const auto* p = static_cast<const cuLaunchCooperativeKernel_params*>(cb->functionParams);
+          f = p->f;
+          params = p->kernelParams;
+          break;
+        }
+        default:
+          break;  // graph launches: the kernels' parameters live in the graph's nodes
+      }
+      if (f != nullptr) {
+        const FunctionInfo& info = functions_.lookup(f);
+        t.current.local_bytes_per_thread = info.local_bytes_per_thread;
+        FunctionCache::readArgs(info, params, extra, t.current.args);
+      }
+      pushLaunch(t);
+    }
+    ++t.depth;
+    return;
+  }
+  if (t.depth > 0) --t.depth;
+  if (t.depth == 0 && !t.pushed) pushLaunch(t);
+}
+
+std::string Collector::eventMessage(const nvtxEventAttributes_t* a, std::optional<uint64_t>& payload) {
+  if (a == nullptr) return {};
+  switch (a->payloadType) {
+    case NVTX_PAYLOAD_TYPE_UNSIGNED_INT64: payload = a->payload.ullValue; break;
+    case NVTX_PAYLOAD_TYPE_INT64: payload = static_cast<uint64_t>(a->payload.llValue); break;
+    case NVTX_PAYLOAD_TYPE_UNSIGNED_INT32: payload = a->payload.uiValue; break;
+    case NVTX_PAYLOAD_TYPE_INT32: payload = static_cast<uint64_t>(static_cast<int64_t>(a->payload.iValue)); break;
+    default: break;
+  }
+  switch (a->messageType) {
+    case NVTX_MESSAGE_TYPE_ASCII:
+      return a->message.ascii != nullptr ? a->message.ascii : "";
+    case NVTX_MESSAGE_TYPE_UNICODE: {
+      if (a->message.unicode == nullptr) return {};
+      std::mbstate_t state{};
+      const wchar_t* src = a->message.unicode;
+      char text[512];
+      const size_t n = std::wcsrtombs(text, &src, sizeof text - 1, &state);
+      if (n == static_cast<size_t>(-1)) return "<non-convertible unicode message>";
+      text[n] = '\0';
+      return text;
+    }
+    case NVTX_MESSAGE_TYPE_REGISTERED:
+      return nvtx_.registeredString(a->message.registered);
+    default:
+      return {};
+  }
+}
+
+void Collector::handleNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData* data) {
+  ThreadState& t = threadState();
+  const void* params = data->functionParams;
+  std::optional<uint64_t> payload;
+  auto wide = [](const wchar_t* w) -> std::string {
+    if (w == nullptr) return {};
+    std::mbstate_t state{};
+    char text[512];
+    const size_t n = std::wcsrtombs(text, &w, sizeof text - 1, &state);
+    if (n == static_cast<size_t>(-1)) return "<non-convertible unicode message>";
+    text[n] = '\0';
+    return text;
+  };
+  auto rangeId = [data]() -> uint64_t {
+    return data->functionReturnValue != nullptr ? *static_cast<const nvtxRangeId_t*>(data->functionReturnValue) : 0;
+  };
+  switch (cbid) {
+    case CUPTI_CBID_NVTX_nvtxRangePushA: {
+      const char* m = static_cast<const nvtxRangePushA_params*>(params)->message;
+      nvtx_.push(t.nvtx, nullptr, m != nullptr ? m : "", std::nullopt, t.tid, CuptiActivityApi::timestampNs());
+      break;
+    }
+    case CUPTI_CBID_NVTX_nvtxRangePushW:
+      nvtx_.push(t.nvtx, nullptr, wide(static_cast<const nvtxRangePushW_params*>(params)->message), std::nullopt,
+                 t.tid, CuptiActivityApi::timestampNs());
+      break;
+    case CUPTI_CBID_NVTX_nvtxRangePushEx: {
+      std::string m = eventMessage(static_cast<const nvtxRangePushEx_params*>(params)->eventAttrib, payload);
+      nvtx_.push(t.nvtx, nullptr, m, payload, t.tid, CuptiActivityApi::timestampNs());
+      break;
+    }
+    case CUPTI_CBID_NVTX_nvtxDomainRangePushEx: {
+      const auto* p = static_cast<const nvtxDomainRangePushEx_params*>(params);
+      std::string m = eventMessage(p->core.eventAttrib, payload);
+      nvtx_.push(t.nvtx, p->domain, m, payload, t.tid, CuptiActivityApi::timestampNs());
+      break;
+    }
+    case CUPTI_CBID_NVTX_nvtxRangePop:
+      nvtx_.pop(t.nvtx, nullptr, CuptiActivityApi::timestampNs());
+      break;
+    case CUPTI_CBID_NVTX_nvtxDomainRangePop:
+      nvtx_.pop(t.nvtx, static_cast<const nvtxDomainRangePop_params*>(params)->domain, CuptiActivityApi::timestampNs());
+      break;
+    case CUPTI_CBID_NVTX_nvtxRangeStartA: {
+      const char* m = static_cast<const nvtxRangeStartA_params*>(params)->message;
+      nvtx_.start(rangeId(), nullptr, m != nullptr ? m : "", std::nullopt, t.tid, CuptiActivityApi::timestampNs());
+      break;
+    }
+    case CUPTI_CBID_NVTX_nvtxRangeStartW:
+      nvtx_.start(rangeId(), nullptr, wide(static_cast<const nvtxRangeStartW_params*>(params)->message), std::nullopt,
+                  t.tid, CuptiActivityApi::timestampNs());
+      break;
+    case CUPTI_CBID_NVTX_nvtxRangeStartEx: {
+      std::string m = eventMessage(static_cast<const nvtxRangeStartEx_params*>(params)->eventAttrib, payload);
+      nvtx_.start(rangeId(), nullptr, m, payload, t.tid, CuptiActivityApi::timestampNs());
+      break;
+    }
+    case CUPTI_CBID_NVTX_nvtxDomainRangeStartEx: {
+      const auto* p = static_cast<const nvtxDomainRangeStartEx_params*>(params);
+      std::string m = eventMessage(p->core.eventAttrib, payload);
+      nvtx_.start(rangeId(), p->domain, m, payload, t.tid, CuptiActivityApi::timestampNs());
+      break;
+    }
+    case CUPTI_CBID_NVTX_nvtxRangeEnd:
+      nvtx_.end(static_cast<const nvtxRangeEnd_params*>(params)->id, CuptiActivityApi::timestampNs());
+      break;
+    case CUPTI_CBID_NVTX_nvtxDomainRangeEnd:
+      nvtx_.end(static_cast<const nvtxDomainRangeEnd_params*>(params)->core.id, CuptiActivityApi::timestampNs());
+      break;
+    case CUPTI_CBID_NVTX_nvtxDomainCreateA:
+      if (data->functionReturnValue != nullptr) {
+        const char* name = static_cast<const nvtxDomainCreateA_params*>(params)->name;
+        nvtx_.registerDomain(*static_cast<const nvtxDomainHandle_t*>(data->functionReturnValue),
+                             name != nullptr ? name : "");
+      }
+      break;
+    case CUPTI_CBID_NVTX_nvtxDomainRegisterStringA:
+      if (data->functionReturnValue != nullptr) {
+        const char* s = static_cast<const nvtxDomainRegisterStringA_params*>(params)->string;
+        nvtx_.registerString(*static_cast<const nvtxStringHandle_t*>(data->functionReturnValue), s != nullptr ? s : "");
+      }
+      break;
+    default:
+      break;
+  }
+}
+
+void Collector::handleContextCreated(const CUpti_ResourceData* data) {
+  uint32_t ordinal = 0;
+  if (!FPROF_CUPTI_OK(cuptiGetDeviceId(data->context, &ordinal))) return;
+  bool record_driver = false;
+  {
+    std::lock_guard lock(pending_mu_);
+    if (!seen_devices_.insert(ordinal).second) return;
+    record_driver = !driver_version_recorded_;
+    driver_version_recorded_ = true;
+  }
+  std::optional<core::DeviceInfo> device = queryDevice(ordinal);
+  int driver_version = 0;
+  const bool have_driver = record_driver && FPROF_CU_OK(cuDriverGetVersion(&driver_version));
+  std::lock_guard lock(pending_mu_);
+  if (have_driver) metadata_.emplace_back("driver_version", std::to_string(driver_version));
+  if (device) devices_.push_back(*device);
+}
+
+void Collector::handleTeardown() {
+  // The context's records must leave CUPTI's buffers before the context goes away. No current
+  // context (cudaDeviceReset before any work) is not an error worth reporting.
+  (void)cuCtxSynchronize();
+  CuptiActivityApi::instance().flushAll(false);
+  wake(kWakeFlush);
+}
+
+void Collector::wake(char code) {
+  if (wake_pipe_[1] >= 0) (void)!::write(wake_pipe_[1], &code, 1);
+}
+
+void Collector::writerLoop() {
+  for (;;) {
+    pollfd fd{wake_pipe_[0], POLLIN, 0};
+    const int ready = wake_pipe_[0] >= 0 ? ::poll(&fd, 1, config_.flush_interval_ms)
+                                         : (std::this_thread::sleep_for(std::chrono::milliseconds(config_.flush_interval_ms)), 0);
+    char strongest = 0;
+    if (ready > 0) {
+      char codes[64];
+      ssize_t n;
+      while ((n = ::read(wake_pipe_[0], codes, sizeof codes)) > 0) {
+        for (ssize_t i = 0; i < n; ++i) {
+          // quit > final signal flush > signal flush > flush
+          auto rank = [](char c) { return c == kWakeQuit ? 4 : c == kWakeSignalFinal ? 3 : c == kWakeSignalFlush ? 2 : 1; };
+          if (strongest == 0 || rank(codes[i]) > rank(strongest)) strongest = codes[i];
+        }
+      }
+    }
+    if (strongest == kWakeSignalFlush || strongest == kWakeSignalFinal) {
+      CuptiActivityApi::instance().flushAll(true);
+    }
+    drain();
+    if (strongest == kWakeSignalFlush) {
+      char done = 'd';
+      (void)!::write(done_pipe_[1], &done, 1);
+    }
+    if (strongest == kWakeSignalFinal || strongest == kWakeQuit) {
+      finish();
+      if (strongest == kWakeSignalFinal) {
+        char done = 'd';
+        (void)!::write(done_pipe_[1], &done, 1);
+      }
+      return;
+    }
+  }
+}
+
+void Collector::drain() {
+  if (!writer_) return;
+  std::vector<RawBuffer> buffers;
+  std::vector<LaunchInfo> launches;
+  std::vector<core::DeviceInfo> devices;
+  std::vector<core::CollectorEventRecord> events;
+  std::vector<std::pair<std::string, std::string>> metadata;
+  {
+    // Buffers first: every launch of a kernel in these buffers was queued before them.
+    std::lock_guard lock(pending_mu_);
+    buffers.swap(buffers_);
+    launches.swap(launches_);
+    devices.swap(devices_);
+    events.swap(events_);
+    metadata.swap(metadata_);
+  }
+  for (const auto& [key, value] : metadata) {
+    if (core::Status s = writer_->setMetadata(key, value); !s) logWarning("%s", s.error().c_str());
+  }
+  for (core::DeviceInfo& d : devices) {
+    d.process_id = process_id_;
+    translator_.addDevice(d);
+    if (core::Status s = writer_->addDevice(d); !s) logWarning("%s", s.error().c_str());
+  }
+  for (LaunchInfo& l : launches) translator_.addLaunch(std::move(l));
+  TranslatedBatch batch;
+  CuptiActivityApi& api = CuptiActivityApi::instance();
+  for (const RawBuffer& b : buffers) {
+    for (const CUpti_Activity* r = CuptiActivityApi::nextRecord(b.data, b.valid_bytes, nullptr); r != nullptr;
+         r = CuptiActivityApi::nextRecord(b.data, b.valid_bytes, r)) {
+      translator_.translate(*r, batch);
+    }
+    api.releaseBuffer(b.data);
+  }
+  for (core::KernelRecord& r : batch.kernels) writer_->add(r);
+  for (core::KernelArgRecord& r : batch.kernel_args) writer_->add(r);
+  for (core::MemcpyRecord& r : batch.memcpys) writer_->add(r);
+  for (core::MemsetRecord& r : batch.memsets) writer_->add(r);
+  for (core::MemoryEventRecord& r : batch.memory_events) writer_->add(r);
+  for (core::NvtxRangeRecord& r : nvtx_.takeRecords()) {
+    r.process_id = process_id_;
+    writer_->add(r);
+  }
+  for (core::CollectorEventRecord& e : events) writer_->add(e);
+  const uint64_t dropped = api.droppedRecords();
+  if (dropped != dropped_reported_) {
+    writer_->add(core::CollectorEventRecord{
+        process_id_, unixNowNs(), "warning",
+        std::to_string(dropped - dropped_reported_) + " CUPTI activity records were dropped (buffers full); " +
+            std::to_string(dropped) + " so far"});
+    if (core::Status s = writer_->setMetadata("dropped_records", std::to_string(dropped)); !s) {
+      logWarning("%s", s.error().c_str());
+    }
+    dropped_reported_ = dropped;
+  }
+  if (core::Status s = writer_->flush(); !s) {
+    static std::atomic<int> budget{3};
+    if (budget.fetch_sub(1) > 0) logWarning("writing %s failed: %s", path_.c_str(), s.error().c_str());
+  }
+  translator_.endGeneration();
+}
+
+void Collector::finish() {
+  if (!writer_) return;
+  const TranslatorStats& stats = translator_.stats();
+  if (stats.unmatched_kernels > 0) {
+    writer_->add(core::CollectorEventRecord{
+        process_id_, unixNowNs(), "warning",
+        std::to_string(stats.unmatched_kernels) +
+            " kernels had no launch callback: their launch API, NVTX path, arguments and local memory are unknown"});
+  }
+  if (stats.duplicates > 0) {
+    writer_->add(core::CollectorEventRecord{process_id_, unixNowNs(), "info",
+                                            std::to_string(stats.duplicates) + " duplicate activity records ignored"});
+  }
+  if (const uint64_t pops = nvtx_.unmatchedPops(); pops > 0) {
+    writer_->add(core::CollectorEventRecord{process_id_, unixNowNs(), "warning",
+                                            std::to_string(pops) + " NVTX pops had no matching push"});
+  }
+  if (core::Status s = writer_->close(); !s) {
+    logWarning("closing %s failed: %s", path_.c_str(), s.error().c_str());
+  } else {
+    logInfo("wrote %s", path_.c_str());
+  }
+  writer_.reset();
+  finished_.store(true);
+}
+
+void Collector::onExit() {
+  if (exiting_.exchange(true)) return;
+  active_.store(false);
+  if (!finished_.load()) CuptiActivityApi::instance().flushAll(true);
+  wake(kWakeQuit);
+  if (writer_thread_.joinable()) writer_thread_.join();
+}
+
+void Collector::onSignal(int sig) {
+  const int saved_errno = errno;
+  struct sigaction* previous = sig == SIGINT ? &g_previous_int : &g_previous_term;
+  const bool dies = previous->sa_handler == SIG_DFL && !(previous->sa_flags & SA_SIGINFO);
+  if (!finished_.load() && !exiting_.load()) {
+    // Only async-signal-safe calls here: a byte to the writer, then wait (bounded) for its reply.
+    wake(dies ? kWakeSignalFinal : kWakeSignalFlush);
+    pollfd fd{done_pipe_[0], POLLIN, 0};
+    if (::poll(&fd, 1, 5000) > 0) {
+      char c;
+      (void)!::read(done_pipe_[0], &c, 1);
+    }
+  }
+  errno = saved_errno;
+  if (dies) {
+    sigaction(sig, previous, nullptr);
+    raise(sig);
+  } else if (previous->sa_flags & SA_SIGINFO) {
+    if (previous->sa_sigaction != nullptr) previous->sa_sigaction(sig, nullptr, nullptr);
+  } else if (previous->sa_handler != SIG_IGN && previous->sa_handler != nullptr) {
+    previous->sa_handler(sig);
+  }
+}
+
+}  // namespace
+
+bool initializeCollector() {
+  static std::once_flag once;
+  static bool on = false;
+  std::call_once(once, [] { on = Collector::instance().initialize(); });
+  return on;
+}
+
+}  // namespace fprof::collector

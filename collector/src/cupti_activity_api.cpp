@@ -1,0 +1,241 @@
+// CUPTI subscription and activity buffers; see cupti_activity_api.h.
+#include "cupti_activity_api.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "checks.h"
+
+namespace fprof::collector {
+namespace {
+
+constexpr CUpti_CallbackId kRuntimeLaunches[] = {
+    CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000,
+    CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000,
+};
+constexpr CUpti_CallbackId kDriverLaunches[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
+    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
+};
+
+}  // namespace
+
+CuptiActivityApi& CuptiActivityApi::instance() {
+  // Leaked on purpose: CUPTI threads may call back while static destructors run at exit.
+  static auto* api = new CuptiActivityApi();
+  return *api;
+}
+
+bool CuptiActivityApi::subscribe(CUpti_CallbackFunc callback, void* userdata, std::string& error) {
+  CUpti_SubscriberParams params{};
+  params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+  params.subscriberName = "fprof";
+  char old_name[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN] = {0};
+  params.oldSubscriberName = old_name;
+  params.oldSubscriberSize = sizeof old_name;
+  const CUptiResult r = cuptiSubscribe_v2(&subscriber_, callback, userdata, &params);
+  if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+    error = std::string("another CUPTI client is already active (") + (old_name[0] ? old_name : "unnamed") +
+            "; nsys, ncu, compute-sanitizer or a framework profiler?)";
+    subscriber_ = nullptr;
+    return false;
+  }
+  if (r != CUPTI_SUCCESS) {
+    const char* text = nullptr;
+    cuptiGetResultString(r, &text);
+    error = std::string("cuptiSubscribe_v2 failed: ") + (text ? text : "?") +
+            (r == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES ? " (profiling is restricted to admin users on this machine)"
+                                                     : "");
+    subscriber_ = nullptr;
+    return false;
+  }
+  return true;
+}
+
+bool CuptiActivityApi::enableCallbacks() {
+  bool ok = true;
+  for (CUpti_CallbackId id : kRuntimeLaunches) {
+    ok &= FPROF_CUPTI_OK(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, id));
+  }
+  for (CUpti_CallbackId id : kDriverLaunches) {
+    ok &= FPROF_CUPTI_OK(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id));
+  }
+  ok &= FPROF_CUPTI_OK(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API,
+                                           CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020));
+  ok &= FPROF_CUPTI_OK(
+      cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuCtxDestroy_v2));
+  ok &= FPROF_CUPTI_OK(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API,
+                                           CUPTI_DRIVER_TRACE_CBID_cuDevicePrimaryCtxReset_v2));
+  ok &= FPROF_CUPTI_OK(
+      cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED));
+  ok &= FPROF_CUPTI_OK(cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_NVTX));
+  return ok;
+}
+
+std::vector<std::string> CuptiActivityApi::enableActivities(BufferSink sink) {
+  sink_ = std::move(sink);
+  std::vector<std::string> warnings;
+  if (!FPROF_CUPTI_OK(cuptiActivityRegisterCallbacks(onBufferRequested, onBufferCompleted))) {
+    warnings.push_back("cannot register activity buffers: no kernel, memcpy, memset or memory records");
+    return warnings;
+  }
+  struct Kind {
+    CUpti_ActivityKind kind;
+    const char* what;
+  };
+  for (Kind k : {Kind{CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "kernel"}, Kind{CUPTI_ACTIVITY_KIND_MEMCPY, "memcpy"},
+                 Kind{CUPTI_ACTIVITY_KIND_MEMSET, "memset"}, Kind{CUPTI_ACTIVITY_KIND_MEMORY2, "memory allocation"}}) {
+    if (!FPROF_CUPTI_OK(cuptiActivityEnable(k.kind))) {
+      warnings.push_back(std::string("CUPTI refused ") + k.what + " activity; those records are missing");
+    }
+  }
+  return warnings;
+}
+
+void CuptiActivityApi::setFlushPeriod(int period_ms) {
+  FPROF_CUPTI_OK(cuptiActivityFlushPeriod(static_cast<uint32_t>(period_ms)));
+}
+
+void CuptiActivityApi::flushAll(bool forced) {
+  FPROF_CUPTI_OK(cuptiActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0));
+}
+
+uint32_t CuptiActivityApi::version() const {
+  uint32_t v = 0;
+  FPROF_CUPTI_OK(cuptiGetVersion(&v));
+  return v;
+}
+
+int64_t CuptiActivityApi::timestampNs() {
+  uint64_t ts = 0;
+  cuptiGetTimestamp(&ts);  // cannot fail once CUPTI is loaded; 0 would show as an obviously bad time
+  return static_cast<int64_t>(ts);
+}
+
+const CUpti_Activity* CuptiActivityApi::nextRecord(uint8_t* buffer, size_t valid_bytes,
+                                                   const CUpti_Activity* previous) {
+  CUpti_Activity* record = const_cast<CUpti_Activity*>(previous);
+  const CUptiResult r = cuptiActivityGetNextRecord(buffer, valid_bytes, &record);
+  if (r == CUPTI_SUCCESS) return record;
+  if (r != CUPTI_ERROR_MAX_LIMIT_REACHED) FPROF_CUPTI_OK(r);
+  return nullptr;
+}
+
+void CuptiActivityApi::releaseBuffer(uint8_t* buffer) {
+  {
+    std::lock_guard lock(pool_mu_);
+    if (pool_.size() < kPooledBuffers) {
+      pool_.push_back(buffer);
+      return;
+    }
+  }
+  std::free(buffer);
+}
+
+void CUPTIAPI CuptiActivityApi::onBufferRequested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  CuptiActivityApi& self = instance();
+  uint8_t* b = nullptr;
+  {
+    std::lock_guard lock(self.pool_mu_);
+    if (!self.pool_.empty()) {
+      b = self.pool_.back();
+      self.pool_.pop_back();
+    }
+  }
+  if (b == nullptr) b = static_cast<uint8_t*>(std::aligned_alloc(8, kBufferBytes));
+  *buffer = b;
+  *size = b == nullptr ? 0 : kBufferBytes;  // size 0: CUPTI drops records and counts them
+  *max_records = 0;
+}
+
+void CUPTIAPI CuptiActivityApi::onBufferCompleted(CUcontext context, uint32_t stream_id, uint8_t* buffer, size_t,
+                                                  size_t valid_bytes) {
+  CuptiActivityApi& self = instance();
+  size_t dropped = 0;
+  if (FPROF_CUPTI_OK(cuptiActivityGetNumDroppedRecords(context, stream_id, &dropped)) && dropped > 0) {
+    self.dropped_.fetch_add(dropped, std::memory_order_relaxed);
+  }
+  if (buffer == nullptr) return;
+  if (self.sink_ && valid_bytes > 0) {
+    self.sink_(buffer, valid_bytes);
+  } else {
+    self.releaseBuffer(buffer);
+  }
+}
+
+bool CuptiActivityApi::isLaunchCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  const CUpti_CallbackId* begin = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? std::begin(kRuntimeLaunches)
+                                  : domain == CUPTI_CB_DOMAIN_DRIVER_API ? std::begin(kDriverLaunches)
+                                                                         : nullptr;
+  if (begin == nullptr) return false;
+  const CUpti_CallbackId* end =
+      domain == CUPTI_CB_DOMAIN_RUNTIME_API ? std::end(kRuntimeLaunches) : std::end(kDriverLaunches);
+  for (const CUpti_CallbackId* p = begin; p != end; ++p) {
+    if (*p == cbid) return true;
+  }
+  return false;
+}
+
+bool CuptiActivityApi::isDriverLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  return domain == CUPTI_CB_DOMAIN_DRIVER_API && isLaunchCallback(domain, cbid);
+}
+
+bool CuptiActivityApi::isGraphLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+    return cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000 ||
+           cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000;
+  }
+  return domain == CUPTI_CB_DOMAIN_DRIVER_API &&
+         (cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch || cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz);
+}
+
+bool CuptiActivityApi::isContextTeardown(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  return (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020) ||
+         (domain == CUPTI_CB_DOMAIN_DRIVER_API && (cbid == CUPTI_DRIVER_TRACE_CBID_cuCtxDestroy_v2 ||
+                                                   cbid == CUPTI_DRIVER_TRACE_CBID_cuDevicePrimaryCtxReset_v2));
+}
+
+const char* CuptiActivityApi::launchApiName(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+    switch (cbid) {
+      case CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000: return "__cudaLaunchKernel";
+      case CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000: return "__cudaLaunchKernel_ptsz";
+      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000: return "cudaLaunchKernel";
+      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000: return "cudaLaunchKernel_ptsz";
+      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060: return "cudaLaunchKernelExC";
+      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060: return "cudaLaunchKernelExC_ptsz";
+      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000: return "cudaLaunchCooperativeKernel";
+      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000: return "cudaLaunchCooperativeKernel_ptsz";
+      case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000: return "cudaGraphLaunch";
+      case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000: return "cudaGraphLaunch_ptsz";
+      default: return "";
+    }
+  }
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel: return "cuLaunchKernel";
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: return "cuLaunchKernel_ptsz";
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx: return "cuLaunchKernelEx";
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: return "cuLaunchKernelEx_ptsz";
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel: return "cuLaunchCooperativeKernel";
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz: return "cuLaunchCooperativeKernel_ptsz";
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch: return "cuGraphLaunch";
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz: return "cuGraphLaunch_ptsz";
+    default: return "";
+  }
+}
+
+}  // namespace fprof::collector

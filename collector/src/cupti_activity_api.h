@@ -1,0 +1,63 @@
+// The one owner of the CUPTI subscription and activity API (kineto's CuptiActivityApi is the
+// model): subscribe, enable, hand out and take back activity buffers, flush, count drops. All
+// failures are logged and returned; the target is never aborted.
+#pragma once
+
+#include <cupti.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace fprof::collector {
+
+class CuptiActivityApi {
+ public:
+  // Receives each completed buffer; takes ownership and returns it with releaseBuffer().
+  using BufferSink = std::function<void(uint8_t* buffer, size_t valid_bytes)>;
+
+  static CuptiActivityApi& instance();
+
+  // Fails (with `error` set) when another CUPTI client holds the subscription.
+  bool subscribe(CUpti_CallbackFunc callback, void* userdata, std::string& error);
+  // Launch, graph-launch, context-teardown, context-creation and NVTX callbacks.
+  bool enableCallbacks();
+  // Kernel, memcpy, memset and memory activity. Returns one warning per kind that failed.
+  std::vector<std::string> enableActivities(BufferSink sink);
+  void setFlushPeriod(int period_ms);
+  // From a non-CUPTI thread or an API callback only (CUPTI forbids it inside buffer callbacks).
+  void flushAll(bool forced);
+  void releaseBuffer(uint8_t* buffer);
+  uint64_t droppedRecords() const { return dropped_.load(std::memory_order_relaxed); }
+  uint32_t version() const;
+
+  static int64_t timestampNs();
+  // Iterates the records of a buffer: start with nullptr; returns nullptr at the end.
+  static const CUpti_Activity* nextRecord(uint8_t* buffer, size_t valid_bytes, const CUpti_Activity* previous);
+
+  static bool isLaunchCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
+  static bool isDriverLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
+  static bool isGraphLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
+  static bool isContextTeardown(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
+  // A static name for the launch API ("__cudaLaunchKernel" is the CUDA 13 <<<>>> path).
+  static const char* launchApiName(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
+
+ private:
+  static void CUPTIAPI onBufferRequested(uint8_t** buffer, size_t* size, size_t* max_records);
+  static void CUPTIAPI onBufferCompleted(CUcontext context, uint32_t stream_id, uint8_t* buffer, size_t size,
+                                         size_t valid_bytes);
+
+  static constexpr size_t kBufferBytes = 8u << 20;
+  static constexpr size_t kPooledBuffers = 8;
+
+  CUpti_SubscriberHandle subscriber_ = nullptr;
+  BufferSink sink_;
+  std::mutex pool_mu_;
+  std::vector<uint8_t*> pool_;
+  std::atomic<uint64_t> dropped_{0};
+};
+
+}  // namespace fprof::collector

@@ -1,0 +1,253 @@
+// CUPTI activity record -> core record; see translate.h.
+#include "translate.h"
+
+#include <cxxabi.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "fprof/core/occupancy.h"
+
+namespace fprof::collector {
+namespace {
+
+uint64_t mix(uint64_t h, uint64_t v) {
+  // splitmix64 finaliser over a running value: cheap and well spread for a 64-bit set key.
+  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  h ^= h >> 30;
+  h *= 0xbf58476d1ce4e5b9ULL;
+  h ^= h >> 27;
+  h *= 0x94d049bb133111ebULL;
+  h ^= h >> 31;
+  return h;
+}
+
+}  // namespace
+
+const char* memcpyKindName(uint32_t kind) {
+  switch (kind) {
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return "HtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return "DtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA: return "HtoA";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH: return "AtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA: return "AtoA";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD: return "AtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA: return "DtoA";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: return "DtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return "HtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return "PtoP";
+    default: return "unknown";
+  }
+}
+
+const char* memoryKindName(uint32_t kind) {
+  switch (kind) {
+    case CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE: return "pageable";
+    case CUPTI_ACTIVITY_MEMORY_KIND_PINNED: return "pinned";
+    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE: return "device";
+    case CUPTI_ACTIVITY_MEMORY_KIND_ARRAY: return "array";
+    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED: return "managed";
+    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC: return "device_static";
+    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC: return "managed_static";
+    default: return "unknown";
+  }
+}
+
+void Translator::addLaunch(LaunchInfo launch) {
+  const uint32_t id = launch.correlation_id;
+  if (launch.nested_correlation_id != 0) nested_to_outer_[launch.nested_correlation_id] = id;
+  launches_[id] = PendingLaunch{std::move(launch), generation_, 0};
+}
+
+bool Translator::seenBefore(uint64_t key) {
+  if (seen_previous_.count(key) != 0 || !seen_current_.insert(key).second) {
+    ++stats_.duplicates;
+    return true;
+  }
+  return false;
+}
+
+void Translator::endGeneration() {
+  // Duplicates arrive within the same or the next buffer; two periods of keys bound the memory.
+  seen_previous_.swap(seen_current_);
+  seen_current_.clear();
+  ++generation_;
+  for (auto it = launches_.begin(); it != launches_.end();) {
+    const PendingLaunch& p = it->second;
+    const bool expired = p.first_match_generation != 0
+                             ? generation_ - p.first_match_generation >= kGraphLaunchGenerations
+                             : generation_ - p.added_generation >= kUnmatchedLaunchGenerations;
+    if (expired) {
+      if (p.info.nested_correlation_id != 0) nested_to_outer_.erase(p.info.nested_correlation_id);
+      it = launches_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+const std::string& Translator::demangle(const char* mangled) {
+  auto [it, inserted] = demangled_.try_emplace(mangled);
+  if (inserted) {
+    int status = 0;
+    char* d = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
+    it->second = status == 0 && d != nullptr ? std::string(d) : std::string(mangled);
+    std::free(d);
+  }
+  return it->second;
+}
+
+void Translator::translate(const CUpti_Activity& record, TranslatedBatch& out) {
+  switch (record.kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+      translateKernel(reinterpret_cast<const CUpti_ActivityKernel10&>(record), out);
+      break;
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+      translateMemcpy(reinterpret_cast<const CUpti_ActivityMemcpy6&>(record), out);
+      break;
+    case CUPTI_ACTIVITY_KIND_MEMSET:
+      translateMemset(reinterpret_cast<const CUpti_ActivityMemset4&>(record), out);
+      break;
+    case CUPTI_ACTIVITY_KIND_MEMORY2:
+      translateMemory(reinterpret_cast<const CUpti_ActivityMemory4&>(record), out);
+      break;
+    default:
+      ++stats_.ignored_records;
+      break;
+  }
+}
+
+void Translator::translateKernel(const CUpti_ActivityKernel10& k, TranslatedBatch& out) {
+  uint64_t key = mix(mix(mix(mix(1, k.deviceId), k.correlationId), k.graphNodeId), k.start);
+  if (seenBefore(mix(key, k.end))) return;
+
+  core::KernelRecord r;
+  r.process_id = process_id_;
+  r.device_id = k.deviceId;
+  r.context_id = k.contextId;
+  r.stream_id = k.streamId;
+  r.correlation_id = k.correlationId;
+  r.start_ns = static_cast<int64_t>(k.start);
+  r.end_ns = static_cast<int64_t>(k.end);
+  r.grid_x = k.gridX;
+  r.grid_y = k.gridY;
+  r.grid_z = k.gridZ;
+  r.block_x = k.blockX;
+  r.block_y = k.blockY;
+  r.block_z = k.blockZ;
+  r.cluster_x = static_cast<int32_t>(k.clusterX);
+  r.cluster_y = static_cast<int32_t>(k.clusterY);
+  r.cluster_z = static_cast<int32_t>(k.clusterZ);
+  r.registers_per_thread = k.registersPerThread;
+  r.static_shared_bytes = k.staticSharedMemory;
+  r.dynamic_shared_bytes = k.dynamicSharedMemory;
+  r.local_bytes_per_thread = k.localMemoryPerThread;
+  r.local_bytes_total = static_cast<int64_t>(k.localMemoryTotal_v2);
+  r.shared_carveout_bytes = k.sharedMemoryExecuted;
+  r.graph_id = k.graphId;
+  r.graph_node_id = k.graphNodeId;
+  r.name = k.name != nullptr ? k.name : "";
+  r.demangled_name = k.name != nullptr ? demangle(k.name) : "";
+
+  uint32_t outer = k.correlationId;
+  if (auto alias = nested_to_outer_.find(outer); alias != nested_to_outer_.end()) outer = alias->second;
+  if (auto it = launches_.find(outer); it != launches_.end()) {
+    PendingLaunch& p = it->second;
+    r.launch_api = p.info.launch_api;
+    r.thread_id = p.info.thread_id;
+    if (p.info.nvtx_key != 0) r.nvtx_range_key = p.info.nvtx_key;
+    if (p.info.nvtx_path != nullptr) r.nvtx_path = *p.info.nvtx_path;
+    // The activity record's localMemoryPerThread is the context's per-thread reservation, which
+    // reads 0 even for kernels with a stack frame; the function attribute is the kernel's own.
+    if (p.info.local_bytes_per_thread >= 0) r.local_bytes_per_thread = p.info.local_bytes_per_thread;
+    for (const LaunchArg& a : p.info.args) {
+      out.kernel_args.push_back(core::KernelArgRecord{k.correlationId, process_id_, a.index, a.offset_bytes,
+                                                      a.size_bytes, a.value});
+    }
+    if (p.info.graph_launch) {
+      if (p.first_match_generation == 0) p.first_match_generation = generation_;
+    } else {
+      if (p.info.nested_correlation_id != 0) nested_to_outer_.erase(p.info.nested_correlation_id);
+      launches_.erase(it);
+    }
+  } else {
+    ++stats_.unmatched_kernels;
+  }
+
+  if (auto dev = devices_.find(k.deviceId); dev != devices_.end()) {
+    core::OccupancyInput in;
+    in.registers_per_thread = k.registersPerThread;
+    in.threads_per_block = k.blockX * k.blockY * k.blockZ;
+    in.static_shared_bytes = k.staticSharedMemory;
+    in.dynamic_shared_bytes = k.dynamicSharedMemory;
+    if (k.isSharedMemoryCarveoutRequested != 0) in.carveout_percent = k.sharedMemoryCarveoutRequested;
+    if (auto occ = core::theoreticalOccupancy(dev->second, in)) {
+      r.theoretical_occupancy = occ->occupancy;
+      r.theoretical_blocks_per_sm = occ->blocks_per_sm;
+      r.occupancy_limiter = occ->limiter;
+    }
+  }
+  out.kernels.push_back(std::move(r));
+}
+
+void Translator::translateMemcpy(const CUpti_ActivityMemcpy6& m, TranslatedBatch& out) {
+  uint64_t key = mix(mix(mix(mix(2, m.deviceId), m.correlationId), m.graphNodeId), m.start);
+  if (seenBefore(mix(mix(key, m.end), m.bytes))) return;
+  core::MemcpyRecord r;
+  r.process_id = process_id_;
+  r.device_id = m.deviceId;
+  r.context_id = m.contextId;
+  r.stream_id = m.streamId;
+  r.correlation_id = m.correlationId;
+  r.start_ns = static_cast<int64_t>(m.start);
+  r.end_ns = static_cast<int64_t>(m.end);
+  r.bytes = static_cast<int64_t>(m.bytes);
+  r.copy_kind = memcpyKindName(m.copyKind);
+  r.src_kind = memoryKindName(m.srcKind);
+  r.dst_kind = memoryKindName(m.dstKind);
+  r.graph_id = m.graphId;
+  out.memcpys.push_back(std::move(r));
+}
+
+void Translator::translateMemset(const CUpti_ActivityMemset4& m, TranslatedBatch& out) {
+  uint64_t key = mix(mix(mix(mix(3, m.deviceId), m.correlationId), m.graphNodeId), m.start);
+  if (seenBefore(mix(mix(key, m.end), m.bytes))) return;
+  core::MemsetRecord r;
+  r.process_id = process_id_;
+  r.device_id = m.deviceId;
+  r.context_id = m.contextId;
+  r.stream_id = m.streamId;
+  r.correlation_id = m.correlationId;
+  r.start_ns = static_cast<int64_t>(m.start);
+  r.end_ns = static_cast<int64_t>(m.end);
+  r.bytes = static_cast<int64_t>(m.bytes);
+  r.value = m.value;
+  r.memory_kind = memoryKindName(m.memoryKind);
+  r.graph_id = m.graphId;
+  out.memsets.push_back(std::move(r));
+}
+
+void Translator::translateMemory(const CUpti_ActivityMemory4& m, TranslatedBatch& out) {
+  if (m.memoryOperationType != CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION &&
+      m.memoryOperationType != CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE) {
+    ++stats_.ignored_records;
+    return;
+  }
+  uint64_t key = mix(mix(mix(mix(4, m.deviceId), m.correlationId), m.address), m.timestamp);
+  if (seenBefore(mix(key, m.memoryOperationType))) return;
+  core::MemoryEventRecord r;
+  r.process_id = process_id_;
+  r.device_id = m.deviceId;
+  r.context_id = m.contextId;
+  r.stream_id = m.streamId;
+  r.correlation_id = m.correlationId;
+  r.timestamp_ns = static_cast<int64_t>(m.timestamp);
+  r.is_alloc = m.memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
+  r.address = m.address;
+  r.bytes = static_cast<int64_t>(m.bytes);
+  r.memory_kind = memoryKindName(m.memoryKind);
+  out.memory_events.push_back(std::move(r));
+}
+
+}  // namespace fprof::collector

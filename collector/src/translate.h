@@ -1,0 +1,85 @@
+// Translation of CUPTI activity records into core records: the one place where CUpti_* meets
+// the neutral model. Single-threaded and pure (no CUPTI calls), so tests feed it hand-built
+// records, out of order and duplicated, and compare what comes out.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include <cupti_activity.h>
+
+#include "fprof/core/model.h"
+#include "launch_info.h"
+
+namespace fprof::collector {
+
+struct TranslatedBatch {
+  std::vector<core::KernelRecord> kernels;
+  std::vector<core::KernelArgRecord> kernel_args;
+  std::vector<core::MemcpyRecord> memcpys;
+  std::vector<core::MemsetRecord> memsets;
+  std::vector<core::MemoryEventRecord> memory_events;
+  size_t size() const {
+    return kernels.size() + kernel_args.size() + memcpys.size() + memsets.size() + memory_events.size();
+  }
+};
+
+struct TranslatorStats {
+  uint64_t duplicates = 0;          // records seen twice (dropped)
+  uint64_t unmatched_kernels = 0;   // kernels with no launch callback (no API name, NVTX, args)
+  uint64_t ignored_records = 0;     // kinds this translator does not handle
+};
+
+class Translator {
+ public:
+  // How many flush periods a launch that never matched a kernel is kept (a kernel queued behind
+  // long work, or a launch captured into a graph, whose kernels carry the graph launch's id).
+  static constexpr int kUnmatchedLaunchGenerations = 120;
+  // Graph launches match one record per kernel node; keep them this many periods after the first.
+  static constexpr int kGraphLaunchGenerations = 2;
+
+  void setProcessId(uint32_t process_id) { process_id_ = process_id; }
+  void addDevice(const core::DeviceInfo& device) { devices_[device.id] = device; }
+  void addLaunch(LaunchInfo launch);
+
+  // Appends the translation of one record to `out`; duplicates and unknown kinds add nothing.
+  void translate(const CUpti_Activity& record, TranslatedBatch& out);
+  // Marks the end of one flush period: forgets old launches and old duplicate keys.
+  void endGeneration();
+
+  const TranslatorStats& stats() const { return stats_; }
+  size_t pendingLaunches() const { return launches_.size(); }
+
+ private:
+  struct PendingLaunch {
+    LaunchInfo info;
+    uint64_t added_generation = 0;
+    uint64_t first_match_generation = 0;  // 0 = not matched yet
+  };
+
+  void translateKernel(const CUpti_ActivityKernel10& k, TranslatedBatch& out);
+  void translateMemcpy(const CUpti_ActivityMemcpy6& m, TranslatedBatch& out);
+  void translateMemset(const CUpti_ActivityMemset4& m, TranslatedBatch& out);
+  void translateMemory(const CUpti_ActivityMemory4& m, TranslatedBatch& out);
+  bool seenBefore(uint64_t key);
+  const std::string& demangle(const char* mangled);
+
+  uint32_t process_id_ = 0;
+  std::map<uint32_t, core::DeviceInfo> devices_;
+  std::unordered_map<uint32_t, PendingLaunch> launches_;  // by outermost correlation id
+  std::unordered_map<uint32_t, uint32_t> nested_to_outer_;
+  std::unordered_set<uint64_t> seen_current_, seen_previous_;
+  std::unordered_map<std::string, std::string> demangled_;
+  uint64_t generation_ = 1;
+  TranslatorStats stats_;
+};
+
+// Names CUPTI enums the way the store spells them.
+const char* memcpyKindName(uint32_t kind);
+const char* memoryKindName(uint32_t kind);
+
+}  // namespace fprof::collector

@@ -1,0 +1,89 @@
+// The environment contract with `fprof run` (collector/README.md).
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "config.h"
+
+namespace fprof::collector {
+namespace {
+
+EnvLookup envOf(const std::map<std::string, std::string>& vars) {
+  return [vars](const char* name) -> const char* {
+    auto it = vars.find(name);
+    return it == vars.end() ? nullptr : it->second.c_str();
+  };
+}
+
+TEST(Config, OffWithOneWarningWithoutOutput) {
+  const CollectorConfig c = readConfig(envOf({}));
+  EXPECT_FALSE(c.enabled);
+  ASSERT_EQ(c.warnings.size(), 1u);
+  EXPECT_NE(c.warnings[0].find("FPROF_OUTPUT"), std::string::npos);
+  EXPECT_FALSE(readConfig(envOf({{"FPROF_OUTPUT", ""}})).enabled);
+}
+
+TEST(Config, Defaults) {
+  const CollectorConfig c = readConfig(envOf({{"FPROF_OUTPUT", "/tmp/run.fprof"}}));
+  EXPECT_TRUE(c.enabled);
+  EXPECT_EQ(c.output, "/tmp/run.fprof");
+  EXPECT_FALSE(c.force);
+  EXPECT_FALSE(c.quiet);
+  EXPECT_EQ(c.flush_interval_ms, 500);
+  EXPECT_TRUE(c.warnings.empty());
+  EXPECT_FALSE(c.ranks.rank.has_value());
+}
+
+TEST(Config, Options) {
+  const CollectorConfig c = readConfig(envOf({{"FPROF_OUTPUT", "a.fprof"},
+                                              {"FPROF_FORCE", "1"},
+                                              {"FPROF_QUIET", "1"},
+                                              {"FPROF_FLUSH_MS", "250"},
+                                              {"FPROF_MODE", "trace"}}));
+  EXPECT_TRUE(c.force);
+  EXPECT_TRUE(c.quiet);
+  EXPECT_EQ(c.flush_interval_ms, 250);
+  EXPECT_TRUE(c.warnings.empty());
+  EXPECT_FALSE(readConfig(envOf({{"FPROF_OUTPUT", "a.fprof"}, {"FPROF_FORCE", "0"}})).force);
+  EXPECT_FALSE(readConfig(envOf({{"FPROF_OUTPUT", "a.fprof"}, {"FPROF_FORCE", "yes"}})).force);
+}
+
+TEST(Config, BadValuesWarnAndFallBack) {
+  const CollectorConfig c = readConfig(
+      envOf({{"FPROF_OUTPUT", "a.fprof"}, {"FPROF_FLUSH_MS", "fast"}, {"FPROF_MODE", "metrics"}}));
+  EXPECT_TRUE(c.enabled);
+  EXPECT_EQ(c.flush_interval_ms, 500);
+  ASSERT_EQ(c.warnings.size(), 2u);
+  EXPECT_NE(c.warnings[0].find("FPROF_MODE=metrics"), std::string::npos);
+  EXPECT_NE(c.warnings[1].find("FPROF_FLUSH_MS=fast"), std::string::npos);
+  EXPECT_EQ(readConfig(envOf({{"FPROF_OUTPUT", "a.fprof"}, {"FPROF_FLUSH_MS", "5"}})).flush_interval_ms, 500);
+  EXPECT_EQ(readConfig(envOf({{"FPROF_OUTPUT", "a.fprof"}, {"FPROF_FLUSH_MS", "100ms"}})).flush_interval_ms, 500);
+}
+
+TEST(Config, RanksInPrecedenceOrder) {
+  Ranks r = readRanks(envOf({{"RANK", "3"}, {"OMPI_COMM_WORLD_RANK", "5"}, {"LOCAL_RANK", "1"}}));
+  EXPECT_EQ(r.rank, std::optional<int>(3));
+  EXPECT_EQ(r.local_rank, std::optional<int>(1));
+  r = readRanks(envOf({{"OMPI_COMM_WORLD_RANK", "5"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "2"}}));
+  EXPECT_EQ(r.rank, std::optional<int>(5));
+  EXPECT_EQ(r.local_rank, std::optional<int>(2));
+  r = readRanks(envOf({{"SLURM_PROCID", "12"}, {"SLURM_LOCALID", "4"}}));
+  EXPECT_EQ(r.rank, std::optional<int>(12));
+  EXPECT_EQ(r.local_rank, std::optional<int>(4));
+  r = readRanks(envOf({{"RANK", "x"}, {"SLURM_PROCID", "7"}, {"LOCAL_RANK", "-1"}}));
+  EXPECT_EQ(r.rank, std::optional<int>(7));  // a malformed RANK is skipped
+  EXPECT_FALSE(r.local_rank.has_value());
+}
+
+TEST(Config, OutputPaths) {
+  EXPECT_EQ(rankedOutputPath("/out/run.fprof", std::nullopt), "/out/run.fprof");
+  EXPECT_EQ(rankedOutputPath("/out/run.fprof", 3), "/out/run.rank3.fprof");
+  EXPECT_EQ(rankedOutputPath("/out/run", 0), "/out/run.rank0");
+  EXPECT_EQ(rankedOutputPath(".fprof", 1), ".fprof.rank1");
+  EXPECT_EQ(pidOutputPath("/out/run.rank3.fprof", 4242), "/out/run.rank3.pid4242.fprof");
+  EXPECT_EQ(pidOutputPath("/out/run", 7), "/out/run.pid7.fprof");
+}
+
+}  // namespace
+}  // namespace fprof::collector
