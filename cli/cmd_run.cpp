@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "command.h"
+#include "paths.h"
 #include "fprof/core/store.h"
 
 namespace fprof::cli {
@@ -27,20 +28,10 @@ struct RunOptions {
   std::vector<std::string> program;
 };
 
-fs::path selfDir() {
-  std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? fs::current_path() : exe.parent_path();
-}
-
 // The collector sits in ../lib next to bin/fprof, in the build tree and when installed.
 std::string findCollector() {
   if (const char* env = std::getenv("FPROF_COLLECTOR"); env && *env) return env;
-  for (const fs::path& p : {selfDir() / ".." / "lib" / "libfprof_collector.so", selfDir() / "libfprof_collector.so"}) {
-    std::error_code ec;
-    if (fs::exists(p, ec)) return fs::weakly_canonical(p, ec).string();
-  }
-  return "";
+  return findSibling("libfprof_collector.so");
 }
 
 // "./model" -> "model.fprof", then "model-2.fprof", ... so an earlier profile is never overwritten.

@@ -380,4 +380,37 @@ Status Writer::close() {
   return s;
 }
 
+Status appendCeilings(const std::string& path, const std::vector<CeilingRecord>& ceilings) {
+  if (Status s = checkDatabase(path); !s) return s;
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK) {
+    Error e = sqlError(path, db, "cannot open for writing");
+    sqlite3_close(db);
+    return e;
+  }
+  Status result;
+  if (sqlite3_exec(db, "BEGIN", nullptr, nullptr, nullptr) != SQLITE_OK) {
+    result = sqlError(path, db, "begin");
+  } else {
+    Statement st(db,
+                 "INSERT OR REPLACE INTO ceiling(device_name, ceiling, unit, value, source, method) "
+                 "VALUES (?,?,?,?,?,?)");
+    if (!st.ok()) result = sqlError(path, db, "prepare ceiling");
+    for (size_t i = 0; result && i < ceilings.size(); ++i) {
+      const CeilingRecord& c = ceilings[i];
+      st.bind(1, c.device_name);
+      st.bind(2, c.ceiling);
+      st.bind(3, c.unit);
+      st.bind(4, c.value);
+      st.bind(5, c.source);
+      st.bind(6, c.method);
+      if (st.run() != SQLITE_DONE) result = sqlError(path, db, "write ceiling");
+    }
+    const char* end = result ? "COMMIT" : "ROLLBACK";
+    if (sqlite3_exec(db, end, nullptr, nullptr, nullptr) != SQLITE_OK && result) result = sqlError(path, db, "commit");
+  }
+  sqlite3_close(db);
+  return result;
+}
+
 }  // namespace fprof::core

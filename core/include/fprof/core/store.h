@@ -47,6 +47,10 @@ Expected<Profile> loadProfile(const std::string& path);
 // Only validates (cheap): is it SQLite, an fprof database, complete, of a readable version?
 Status checkDatabase(const std::string& path);
 
+// Adds (or replaces) ceiling rows in an existing database, e.g. to attach measured ceilings to a
+// run recorded earlier. One transaction: on error nothing is changed.
+Status appendCeilings(const std::string& path, const std::vector<CeilingRecord>& ceilings);
+
 class Writer {
  public:
   // Creates a new database at path. Fails if the file exists unless overwrite is set.
