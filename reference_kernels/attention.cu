@@ -1,8 +1,6 @@
 // Attention: the unfused chain (cuBLAS batched Q.K^T with the scale as alpha, a masked
 // softmax kernel, cuBLAS batched P.V) and one flash-style fused kernel with online softmax
-// (tensor cores through WMMA for fp16/bf16; a SIMT kernel for fp32).
-#include <mma.h>
-
+// (tensor cores through mma.sync for fp16/bf16; a SIMT kernel for fp32).
 #include <cmath>
 
 #include "kernels.cuh"
@@ -122,135 +120,230 @@ __global__ void __launch_bounds__(kSimtQ) flashSimtKernel(const T* __restrict__ 
 }
 
 // ---------------- fused, tensor cores (fp16/bf16) ----------------
-constexpr int kWarps = 4, kTq = 16 * kWarps, kTkv = 64;
-constexpr int kLdh = kD + 8;   // halves per smem row of Q/K/V/P
-constexpr int kLdf = kTkv + 4; // floats per smem row of S and O (kTkv == kD)
-constexpr std::size_t kQBytes = kTq * kLdh * 2, kKvBytes = kTkv * kLdh * 2;
-constexpr std::size_t kSBytes = kWarps * 16 * kLdf * 4, kPBytes = kWarps * 16 * kLdh * 2;
-constexpr std::size_t kFlashSmemBytes = kQBytes + 2 * kKvBytes + 2 * kSBytes + kPBytes;
+// FlashAttention-2 style: each warp owns 32 query rows (two 16-row mma tiles, so every K/V
+// operand loaded from shared memory feeds two mmas); scores, probabilities and the output
+// accumulator stay in registers in the mma.sync m16n8k16 fragment layouts (the score
+// accumulator of two adjacent n8 tiles is exactly the A operand of the P.V product). K and V
+// tiles are double-buffered in shared memory with cp.async; V's B operand comes from
+// ldmatrix.trans. Row layout of a fragment: g = lane / 4 owns rows g and g + 8, t = lane % 4
+// owns columns 2t and 2t + 1 of each 8-wide tile.
+constexpr int kFaWarps = 4, kMi = 2, kFaQ = 16 * kMi * kFaWarps, kFaKv = 64;
+constexpr int kFaLd = kD + 8;  // halves per shared row: 16-byte aligned rows, conflict-free fragment loads
+
+__device__ __forceinline__ void cpAsync16(void* smem, const void* gmem, bool valid) {
+  const unsigned saddr = unsigned(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(saddr), "l"(gmem), "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void cpAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N> __device__ __forceinline__ void cpAsyncWait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
+// 64 rows x 64 halves of a [rows, 64] matrix into smem[64][kFaLd]; rows >= rows_valid are zero.
+template <class T>
+__device__ __forceinline__ void loadTileAsync(T* smem, const T* __restrict__ g, int row0, int rows_valid) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int chunk = threadIdx.x + i * kFaWarps * 32;
+    const int r = chunk >> 3, c = (chunk & 7) * 8;
+    const bool valid = row0 + r < rows_valid;
+    cpAsync16(smem + r * kFaLd + c, valid ? g + std::size_t(row0 + r) * kD + c : g, valid);
+  }
+}
+
+__device__ __forceinline__ std::uint32_t ld32(const void* p) { return *reinterpret_cast<const std::uint32_t*>(p); }
 
 template <class T>
-__device__ __forceinline__ void loadRows16B(T* smem, const T* __restrict__ g, int row0, int rows_valid) {
-  // 64 rows x 8 chunks of 16 bytes.
-  for (int e = threadIdx.x; e < 64 * 8; e += kWarps * 32) {
-    const int r = e >> 3, c = (e & 7) * 8;
-    Vec16<T> val;
-    if (row0 + r < rows_valid) {
-      val = *reinterpret_cast<const Vec16<T>*>(g + std::size_t(row0 + r) * kD + c);
-    } else {
-#pragma unroll
-      for (int i = 0; i < 8; ++i) val.v[i] = fromFloat<T>(0.0f);
-    }
-    *reinterpret_cast<Vec16<T>*>(smem + r * kLdh + c) = val;
+__device__ __forceinline__ void mma16816(float (&c)[4], const std::uint32_t (&a)[4], std::uint32_t b0, std::uint32_t b1) {
+  if constexpr (std::is_same_v<T, __half>) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+}
+
+template <class T> __device__ __forceinline__ std::uint32_t pack2(float lo, float hi) {
+  if constexpr (std::is_same_v<T, __half>) {
+    __half2 h = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<std::uint32_t*>(&h);
+  } else {
+    __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<std::uint32_t*>(&h);
   }
 }
 
 template <class T>
-__global__ void __launch_bounds__(kWarps * 32) flashWmmaKernel(const T* __restrict__ q, const T* __restrict__ k,
-                                                               const T* __restrict__ v, T* __restrict__ o,
-                                                               AttentionShape a, float scale_log2) {
-  using namespace nvcuda;
-  extern __shared__ __align__(128) unsigned char smem[];
-  T* qs = reinterpret_cast<T*>(smem);
-  T* ks = reinterpret_cast<T*>(smem + kQBytes);
-  T* vs = reinterpret_cast<T*>(smem + kQBytes + kKvBytes);
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  float* sbuf = reinterpret_cast<float*>(smem + kQBytes + 2 * kKvBytes) + warp * 16 * kLdf;
-  float* obuf = reinterpret_cast<float*>(smem + kQBytes + 2 * kKvBytes + kSBytes) + warp * 16 * kLdf;
-  T* pbuf = reinterpret_cast<T*>(smem + kQBytes + 2 * kKvBytes + 2 * kSBytes) + warp * 16 * kLdh;
-
+__global__ void __launch_bounds__(kFaWarps * 32) flashMmaKernel(const T* __restrict__ q, const T* __restrict__ k,
+                                                                const T* __restrict__ v, T* __restrict__ o,
+                                                                AttentionShape a, float scale_log2) {
+  // Two stages of K and V tiles; Q is staged once in stage 1's space (it lives in registers
+  // after the prologue), which keeps the block under the 48 KB static limit.
+  __shared__ __align__(128) T smem[2][2][kFaKv * kFaLd];
+  T* const qs = &smem[1][0][0];
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const std::size_t bh = blockIdx.y;
-  const int q0 = blockIdx.x * kTq;
+  const int q0 = blockIdx.x * kFaQ;
   const int sq = int(a.sq), skv = int(a.skv), offset = skv - sq;
   const T* kb = k + bh * a.kv_batch_stride;
   const T* vb = v + bh * a.kv_batch_stride;
-  loadRows16B(qs, q + bh * a.q_batch_stride, q0, sq);
+  const int kv_end = a.causal ? min(skv, q0 + kFaQ + offset) : skv;
+  const int tiles = (kv_end + kFaKv - 1) / kFaKv;
 
-  // Each lane owns half a row of this warp's 16 rows: row r, columns c0 .. c0+31.
-  const int r = lane >> 1, c0 = (lane & 1) * 32;
-  const int q_row = q0 + warp * 16 + r;
-  const int q_pos = q_row + offset;
-  for (int c = 0; c < 32; ++c) obuf[r * kLdf + c0 + c] = 0.0f;
-  float m = -INFINITY, l = 0.0f;
+  loadTileAsync(qs, q + bh * a.q_batch_stride, q0, sq);
+  loadTileAsync(qs + kFaKv * kFaLd, q + bh * a.q_batch_stride, q0 + kFaKv, sq);
+  loadTileAsync(smem[0][0], kb, 0, skv);
+  loadTileAsync(smem[0][1], vb, 0, skv);
+  cpAsyncCommit();
+  cpAsyncWait<0>();
   __syncthreads();
 
-  wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fq[kD / 16];
+  // Each warp owns kMi groups of 16 rows; each lane two rows per group (g and g + 8).
+  std::uint32_t qa[kMi][kD / 16][4];
 #pragma unroll
-  for (int kk = 0; kk < kD / 16; ++kk) wmma::load_matrix_sync(fq[kk], qs + warp * 16 * kLdh + kk * 16, kLdh);
-
-  const int kv_end = a.causal ? min(skv, q0 + kTq + offset) : skv;
-  for (int kv0 = 0; kv0 < kv_end; kv0 += kTkv) {
-    __syncthreads();  // every warp is done with the previous K/V tile
-    loadRows16B(ks, kb, kv0, skv);
-    loadRows16B(vs, vb, kv0, skv);
-    __syncthreads();
-
+  for (int mi = 0; mi < kMi; ++mi) {
 #pragma unroll
-    for (int nb = 0; nb < kTkv / 16; ++nb) {
-      wmma::fragment<wmma::accumulator, 16, 16, 16, float> s_acc;
-      wmma::fill_fragment(s_acc, 0.0f);
-#pragma unroll
-      for (int kk = 0; kk < kD / 16; ++kk) {
-        wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> fk;
-        wmma::load_matrix_sync(fk, ks + nb * 16 * kLdh + kk * 16, kLdh);
-        wmma::mma_sync(s_acc, fq[kk], fk, s_acc);
-      }
-      wmma::store_matrix_sync(sbuf + nb * 16, s_acc, kLdf, wmma::mem_row_major);
+    for (int kk = 0; kk < kD / 16; ++kk) {
+      const T* base = qs + (warp * 16 * kMi + mi * 16) * kFaLd + kk * 16 + 2 * t;
+      qa[mi][kk][0] = ld32(base + g * kFaLd);
+      qa[mi][kk][1] = ld32(base + (g + 8) * kFaLd);
+      qa[mi][kk][2] = ld32(base + g * kFaLd + 8);
+      qa[mi][kk][3] = ld32(base + (g + 8) * kFaLd + 8);
     }
-    __syncwarp();
+  }
+  __syncthreads();  // Q's space is stage 1, overwritten by the first prefetch below
 
-    // Online softmax on this lane's 32 scores; the scale rides in the exponent's base change.
-    float s[32];
-    float tile_max = -INFINITY;
+  const int row_base = q0 + warp * 16 * kMi + g;
+  float o_acc[kMi][kD / 8][4] = {};
+  float m_r[kMi][2], l_r[kMi][2];
 #pragma unroll
-    for (int c = 0; c < 32; ++c) {
-      const int j = kv0 + c0 + c;
-      const bool visible = j < skv && (!a.causal || j <= q_pos);
-      s[c] = visible ? sbuf[r * kLdf + c0 + c] * scale_log2 : -INFINITY;
-      tile_max = fmaxf(tile_max, s[c]);
-    }
-    tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
-    const float m_new = fmaxf(m, tile_max);
-    const float alpha = m_new == -INFINITY ? 1.0f : exp2f(m - m_new);
-    float row_sum = 0.0f;
-#pragma unroll
-    for (int c = 0; c < 32; ++c) {
-      const float p = m_new == -INFINITY ? 0.0f : exp2f(s[c] - m_new);
-      row_sum += p;
-      pbuf[r * kLdh + c0 + c] = fromFloat<T>(p);
-      obuf[r * kLdf + c0 + c] *= alpha;
-    }
-    row_sum += __shfl_xor_sync(0xffffffffu, row_sum, 1);
-    l = l * alpha + row_sum;
-    m = m_new;
-    __syncwarp();
-
-#pragma unroll
-    for (int db = 0; db < kD / 16; ++db) {
-      wmma::fragment<wmma::accumulator, 16, 16, 16, float> o_acc;
-      wmma::load_matrix_sync(o_acc, obuf + db * 16, kLdf, wmma::mem_row_major);
-#pragma unroll
-      for (int kk = 0; kk < kTkv / 16; ++kk) {
-        wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fp;
-        wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> fv;
-        wmma::load_matrix_sync(fp, pbuf + kk * 16, kLdh);
-        wmma::load_matrix_sync(fv, vs + kk * 16 * kLdh + db * 16, kLdh);
-        wmma::mma_sync(o_acc, fp, fv, o_acc);
-      }
-      wmma::store_matrix_sync(obuf + db * 16, o_acc, kLdf, wmma::mem_row_major);
-    }
-    __syncwarp();
+  for (int mi = 0; mi < kMi; ++mi) {
+    m_r[mi][0] = m_r[mi][1] = -INFINITY;
+    l_r[mi][0] = l_r[mi][1] = 0.0f;
   }
 
-  if (q_row < sq) {
-    T* ob = o + bh * a.o_batch_stride + std::size_t(q_row) * kD + c0;
-    const float inv = 1.0f / l;
+  for (int tile = 0; tile < tiles; ++tile) {
+    const int stage = tile & 1;
+    if (tile + 1 < tiles) {
+      loadTileAsync(smem[stage ^ 1][0], kb, (tile + 1) * kFaKv, skv);
+      loadTileAsync(smem[stage ^ 1][1], vb, (tile + 1) * kFaKv, skv);
+      cpAsyncCommit();
+      cpAsyncWait<1>();
+    } else {
+      cpAsyncWait<0>();
+    }
+    __syncthreads();
+    const T* ks = smem[stage][0];
+    const T* vs = smem[stage][1];
+
+    float s[kMi][kFaKv / 8][4] = {};
 #pragma unroll
-    for (int c = 0; c < 32; c += 8) {
-      Vec16<T> out;
+    for (int nt = 0; nt < kFaKv / 8; nt += 2) {
 #pragma unroll
-      for (int i = 0; i < 8; ++i) out.v[i] = fromFloat<T>(obuf[r * kLdf + c0 + c + i] * inv);
-      *reinterpret_cast<Vec16<T>*>(ob + c) = out;
+      for (int kk = 0; kk < kD / 16; ++kk) {
+        // One ldmatrix.x4 gives the B operands of key tiles nt and nt + 1; each feeds kMi mmas.
+        const T* kp = ks + (nt * 8 + (lane & 7) + ((lane >> 4) & 1) * 8) * kFaLd + kk * 16 + ((lane >> 3) & 1) * 8;
+        std::uint32_t b0, b1, b2, b3;
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(b0), "=r"(b1), "=r"(b2), "=r"(b3)
+                     : "r"(unsigned(__cvta_generic_to_shared(kp))));
+#pragma unroll
+        for (int mi = 0; mi < kMi; ++mi) {
+          mma16816<T>(s[mi][nt], qa[mi][kk], b0, b1);
+          mma16816<T>(s[mi][nt + 1], qa[mi][kk], b2, b3);
+        }
+      }
+    }
+
+    // Mask, fold the scale into the base-2 exponent, online softmax per row.
+    const int kv0 = tile * kFaKv;
+#pragma unroll
+    for (int mi = 0; mi < kMi; ++mi) {
+      const int pos0 = row_base + mi * 16 + offset;
+      float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+      for (int nt = 0; nt < kFaKv / 8; ++nt) {
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+          const int key = kv0 + nt * 8 + 2 * t + (c & 1);
+          const int pos = pos0 + (c >> 1) * 8;
+          const bool visible = key < skv && (!a.causal || key <= pos);
+          s[mi][nt][c] = visible ? s[mi][nt][c] * scale_log2 : -INFINITY;
+          mx[c >> 1] = fmaxf(mx[c >> 1], s[mi][nt][c]);
+        }
+      }
+      float alpha[2], m_new[2], sum[2] = {0.0f, 0.0f};
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+        mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+        m_new[r] = fmaxf(m_r[mi][r], mx[r]);
+        alpha[r] = m_new[r] == -INFINITY ? 1.0f : exp2f(m_r[mi][r] - m_new[r]);
+        m_r[mi][r] = m_new[r];
+      }
+#pragma unroll
+      for (int nt = 0; nt < kFaKv / 8; ++nt) {
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+          const float mr = m_new[c >> 1];
+          const float p = mr == -INFINITY ? 0.0f : exp2f(s[mi][nt][c] - mr);
+          s[mi][nt][c] = p;
+          sum[c >> 1] += p;
+        }
+      }
+#pragma unroll
+      for (int r = 0; r < 2; ++r) l_r[mi][r] = l_r[mi][r] * alpha[r] + sum[r];  // per-lane partial
+#pragma unroll
+      for (int dt = 0; dt < kD / 8; ++dt) {
+        o_acc[mi][dt][0] *= alpha[0]; o_acc[mi][dt][1] *= alpha[0];
+        o_acc[mi][dt][2] *= alpha[1]; o_acc[mi][dt][3] *= alpha[1];
+      }
+    }
+
+#pragma unroll
+    for (int kk = 0; kk < kFaKv / 16; ++kk) {
+      std::uint32_t pa[kMi][4];
+#pragma unroll
+      for (int mi = 0; mi < kMi; ++mi) {
+        pa[mi][0] = pack2<T>(s[mi][2 * kk][0], s[mi][2 * kk][1]);
+        pa[mi][1] = pack2<T>(s[mi][2 * kk][2], s[mi][2 * kk][3]);
+        pa[mi][2] = pack2<T>(s[mi][2 * kk + 1][0], s[mi][2 * kk + 1][1]);
+        pa[mi][3] = pack2<T>(s[mi][2 * kk + 1][2], s[mi][2 * kk + 1][3]);
+      }
+#pragma unroll
+      for (int dt = 0; dt < kD / 8; dt += 2) {
+        const T* vp = vs + (kk * 16 + (lane & 15)) * kFaLd + (dt + (lane >> 4)) * 8;
+        std::uint32_t b0, b1, b2, b3;
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(b0), "=r"(b1), "=r"(b2), "=r"(b3)
+                     : "r"(unsigned(__cvta_generic_to_shared(vp))));
+#pragma unroll
+        for (int mi = 0; mi < kMi; ++mi) {
+          mma16816<T>(o_acc[mi][dt], pa[mi], b0, b1);
+          mma16816<T>(o_acc[mi][dt + 1], pa[mi], b2, b3);
+        }
+      }
+    }
+    __syncthreads();  // the next iteration's cp.async overwrites the other stage
+  }
+
+  T* ob = o + bh * a.o_batch_stride;
+#pragma unroll
+  for (int mi = 0; mi < kMi; ++mi) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float l = l_r[mi][r];
+      l += __shfl_xor_sync(0xffffffffu, l, 1);
+      l += __shfl_xor_sync(0xffffffffu, l, 2);
+      const int row = row_base + mi * 16 + 8 * r;
+      if (row >= sq) continue;
+      const float inv = 1.0f / l;
+#pragma unroll
+      for (int dt = 0; dt < kD / 8; ++dt) {
+        *reinterpret_cast<std::uint32_t*>(ob + std::size_t(row) * kD + dt * 8 + 2 * t) =
+            pack2<T>(o_acc[mi][dt][2 * r] * inv, o_acc[mi][dt][2 * r + 1] * inv);
+      }
     }
   }
 }
@@ -305,20 +398,16 @@ void launchFlashAttention(DType t, const AttentionShape& a, const void* q, const
     CUDA_CHECK_LAUNCH(flashSimtKernel);
     return;
   }
-  const dim3 grid(unsigned((a.sq + kTq - 1) / kTq), unsigned(a.batch_heads));
-  auto launch = [&](auto kernel, auto* typed) {
-    using T = std::remove_pointer_t<decltype(typed)>;
-    static bool configured = false;  // one attribute call per instance, not per launch
-    if (!configured) {
-      CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kFlashSmemBytes)));
-      configured = true;
-    }
-    kernel<<<grid, kWarps * 32, kFlashSmemBytes, s>>>(static_cast<const T*>(q), static_cast<const T*>(k),
-                                                      static_cast<const T*>(v), static_cast<T*>(o), a, scale_log2);
-  };
-  if (t == DType::F16) launch(flashWmmaKernel<__half>, static_cast<__half*>(nullptr));
-  else launch(flashWmmaKernel<__nv_bfloat16>, static_cast<__nv_bfloat16*>(nullptr));
-  CUDA_CHECK_LAUNCH(flashWmmaKernel);
+  const dim3 grid(unsigned((a.sq + kFaQ - 1) / kFaQ), unsigned(a.batch_heads));
+  if (t == DType::F16) {
+    flashMmaKernel<__half><<<grid, kFaWarps * 32, 0, s>>>(static_cast<const __half*>(q), static_cast<const __half*>(k),
+                                                          static_cast<const __half*>(v), static_cast<__half*>(o), a, scale_log2);
+  } else {
+    flashMmaKernel<__nv_bfloat16><<<grid, kFaWarps * 32, 0, s>>>(
+        static_cast<const __nv_bfloat16*>(q), static_cast<const __nv_bfloat16*>(k), static_cast<const __nv_bfloat16*>(v),
+        static_cast<__nv_bfloat16*>(o), a, scale_log2);
+  }
+  CUDA_CHECK_LAUNCH(flashMmaKernel);
 }
 
 }  // namespace fprof::refk

@@ -253,8 +253,8 @@ LtMatmul::~LtMatmul() {
   cublasLtDestroy(handle_);
 }
 
-const LtMatmul::Plan& LtMatmul::plan(DType t, Epilogue e, std::size_t m, std::size_t n, std::size_t k) {
-  const Key key{int(t), int(e), m, n, k};
+const LtMatmul::Plan& LtMatmul::plan(DType t, Epilogue e, std::size_t m, std::size_t n, std::size_t k, std::size_t lda) {
+  const Key key{int(t), int(e), m, n, k, lda};
   if (auto it = plans_.find(key); it != plans_.end()) return it->second;
   cudaDataType_t type = CUDA_R_32F;
   FPROF_DISPATCH_DTYPE(t, T, type = cudaType<T>());
@@ -279,7 +279,7 @@ const LtMatmul::Plan& LtMatmul::plan(DType t, Epilogue e, std::size_t m, std::si
     LT_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &type, sizeof(type)));
   }
   LT_CHECK(cublasLtMatrixLayoutCreate(&p.a, type, k, n, std::int64_t(k)));
-  LT_CHECK(cublasLtMatrixLayoutCreate(&p.b, type, k, m, std::int64_t(k)));
+  LT_CHECK(cublasLtMatrixLayoutCreate(&p.b, type, k, m, std::int64_t(lda)));
   LT_CHECK(cublasLtMatrixLayoutCreate(&p.c, type, n, m, std::int64_t(n)));
   cublasLtMatmulPreference_t pref = nullptr;
   LT_CHECK(cublasLtMatmulPreferenceCreate(&pref));
@@ -295,10 +295,10 @@ const LtMatmul::Plan& LtMatmul::plan(DType t, Epilogue e, std::size_t m, std::si
 }
 
 void LtMatmul::run(DType t, Epilogue e, const void* x, const void* w, const void* bias, void* y,
-                   std::size_t m, std::size_t n, std::size_t k, cudaStream_t s) {
+                   std::size_t m, std::size_t n, std::size_t k, cudaStream_t s, std::size_t lda) {
   if (!supports(e)) throw std::invalid_argument("cuBLASLt has no SiLU epilogue");
   if (m == 0 || n == 0) return;
-  const Plan& p = plan(t, e, m, n, k);
+  const Plan& p = plan(t, e, m, n, k, lda == 0 ? k : lda);
   if (epilogueHasBias(e)) {
     LT_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
   }

@@ -69,8 +69,9 @@ class LtMatmul {
   LtMatmul(const LtMatmul&) = delete;
   LtMatmul& operator=(const LtMatmul&) = delete;
   static bool supports(Epilogue e) { return e != Epilogue::BiasSilu; }
+  // x rows are lda elements apart (lda >= k; 0 means k).
   void run(DType t, Epilogue e, const void* x, const void* w, const void* bias, void* y,
-           std::size_t m, std::size_t n, std::size_t k, cudaStream_t s);
+           std::size_t m, std::size_t n, std::size_t k, cudaStream_t s, std::size_t lda = 0);
 
  private:
   // Descriptors and the heuristic's choice, made once per shape so a timed call only launches.
@@ -79,8 +80,8 @@ class LtMatmul {
     cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
     cublasLtMatmulAlgo_t algo{};
   };
-  using Key = std::tuple<int, int, std::size_t, std::size_t, std::size_t>;
-  const Plan& plan(DType t, Epilogue e, std::size_t m, std::size_t n, std::size_t k);
+  using Key = std::tuple<int, int, std::size_t, std::size_t, std::size_t, std::size_t>;
+  const Plan& plan(DType t, Epilogue e, std::size_t m, std::size_t n, std::size_t k, std::size_t lda);
   std::map<Key, Plan> plans_;
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;

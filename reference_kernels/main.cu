@@ -30,6 +30,7 @@ constexpr const char* kUsage = R"(usage: model [options]
   --seed N                    seed of the random inputs (default: fresh from std::random_device)
   --batch N --seq N --width N --layers N --vocab N --decode-steps N
                               transformer shape (defaults 8, 1024, 1024, 8, 32000, 32; heads = width/64)
+  --hand-matmul               the transformer uses the hand GEMM instead of cuBLASLt
   --no-copy-bandwidth         skip the device-to-device copy measurement
   --help
 )";
@@ -80,6 +81,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--vocab") o.model.vocab = parseSize(a, value());
     else if (a == "--decode-steps") o.model.decode_steps = parseSize(a, value());
     else if (a == "--no-copy-bandwidth") o.copy_bandwidth = false;
+    else if (a == "--hand-matmul") o.model.hand_matmul = true;
     else usageError("unknown option " + a);
   }
   o.model.heads = o.model.width / kFlashHeadDim;
@@ -163,7 +165,10 @@ int runChecks(Context& ctx, const Options& o, std::vector<std::unique_ptr<Op>>& 
     ModelConfig small;
     small.batch = 2; small.seq = 37; small.width = 128; small.heads = 2; small.layers = 2; small.vocab = 1001;
     small.decode_steps = 3;
+    for (int hand = 0; hand < 2; ++hand)
     for (DType t : dtypes) {
+      small.hand_matmul = hand != 0;
+      const std::string label = hand ? "transformer(hand matmul)" : "transformer";
       std::vector<float> logits[2][2];
       for (int fused = 0; fused < 2; ++fused) {
         if (!wanted(o, fused ? "fused" : "unfused")) continue;
@@ -171,6 +176,7 @@ int runChecks(Context& ctx, const Options& o, std::vector<std::unique_ptr<Op>>& 
         Context local;
         local.stream = ctx.stream;
         local.cublas = ctx.cublas;
+        local.lt = std::make_unique<LtMatmul>();
         local.rng.seed(o.seed.value_or(0) + 977 + std::uint64_t(t));
         Transformer model(local, t, small);
         model.generate(fused != 0, 0);
@@ -184,7 +190,7 @@ int runChecks(Context& ctx, const Options& o, std::vector<std::unique_ptr<Op>>& 
           const double err = ref::relativeError(toDouble(logits[fused][phase]), *refs[phase]);
           const bool pass = err <= tolerance(t);
           (pass ? passes : failures)++;
-          std::cout << "| transformer | " << (fused ? "fused" : "unfused") << " | " << dtypeName(t)
+          std::cout << "| " << label << " | " << (fused ? "fused" : "unfused") << " | " << dtypeName(t)
                     << " | b2s37w128l2v1001+3 " << names[phase] << " vs cpu | " << sci(err) << " | "
                     << sci(tolerance(t)) << " | " << (pass ? "pass" : "FAIL") << " |\n";
         }
@@ -193,7 +199,7 @@ int runChecks(Context& ctx, const Options& o, std::vector<std::unique_ptr<Op>>& 
         const double err = ref::relativeError(toDouble(logits[1][0]), toDouble(logits[0][0]));
         const bool pass = err <= tolerance(t);
         (pass ? passes : failures)++;
-        std::cout << "| transformer | fused vs unfused | " << dtypeName(t) << " | b2s37w128l2v1001 prefill_logits | "
+        std::cout << "| " << label << " | fused vs unfused | " << dtypeName(t) << " | b2s37w128l2v1001 prefill_logits | "
                   << sci(err) << " | " << sci(tolerance(t)) << " | " << (pass ? "pass" : "FAIL") << " |\n";
       }
     }

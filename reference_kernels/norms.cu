@@ -56,20 +56,44 @@ __global__ void normKernel(const T* __restrict__ x, const T* __restrict__ residu
   if constexpr (kVector) {
     for (std::size_t c = std::size_t(threadIdx.x) * kV; c < cols; c += std::size_t(blockDim.x) * kV) {
       const Vec16<T> vx = *reinterpret_cast<const Vec16<T>*>(xr + c);
-      Vec16<T> vs;
+      float hv[kV];
       if constexpr (kResidual) {
         const Vec16<T> vr = *reinterpret_cast<const Vec16<T>*>(rr + c);
+        Vec16<T> vs;
 #pragma unroll
         for (int j = 0; j < kV; ++j) {
           // Round the sum to T first: the residual stream is stored in T, and the unfused
           // form normalizes that stored value, so both forms compute the same function.
           vs.v[j] = fromFloat<T>(toFloat(vx.v[j]) + toFloat(vr.v[j]));
-          consume(c + j, toFloat(vs.v[j]));
+          hv[j] = toFloat(vs.v[j]);
         }
         if (sr != nullptr) *reinterpret_cast<Vec16<T>*>(sr + c) = vs;
       } else {
 #pragma unroll
-        for (int j = 0; j < kV; ++j) consume(c + j, toFloat(vx.v[j]));
+        for (int j = 0; j < kV; ++j) hv[j] = toFloat(vx.v[j]);
+      }
+#pragma unroll
+      for (int j = 0; j < kV; j += 4) {
+        *reinterpret_cast<float4*>(row_cache + c + j) = make_float4(hv[j], hv[j + 1], hv[j + 2], hv[j + 3]);
+      }
+      if constexpr (kRms) {
+#pragma unroll
+        for (int j = 0; j < kV; ++j) squares += hv[j] * hv[j];
+      } else {
+        // Welford/Chan in chunks: exact statistics of the kV values in registers, merged into
+        // the running ones with one division per chunk instead of one per element.
+        float chunk_mean = 0.0f;
+#pragma unroll
+        for (int j = 0; j < kV; ++j) chunk_mean += hv[j];
+        chunk_mean *= 1.0f / float(kV);
+        float chunk_m2 = 0.0f;
+#pragma unroll
+        for (int j = 0; j < kV; ++j) chunk_m2 += (hv[j] - chunk_mean) * (hv[j] - chunk_mean);
+        Welford chunk;
+        chunk.count = float(kV);
+        chunk.mean = chunk_mean;
+        chunk.m2 = chunk_m2;
+        stats.merge(chunk);
       }
     }
   } else {
@@ -117,11 +141,17 @@ __global__ void normKernel(const T* __restrict__ x, const T* __restrict__ residu
       const Vec16<T> vg = *reinterpret_cast<const Vec16<T>*>(gamma + c);
       Vec16<T> vb{};
       if (beta != nullptr) vb = *reinterpret_cast<const Vec16<T>*>(beta + c);
+      float hv[kV];
+#pragma unroll
+      for (int j = 0; j < kV; j += 4) {
+        const float4 h4 = *reinterpret_cast<const float4*>(row_cache + c + j);
+        hv[j] = h4.x; hv[j + 1] = h4.y; hv[j + 2] = h4.z; hv[j + 3] = h4.w;
+      }
       Vec16<T> vy;
 #pragma unroll
       for (int j = 0; j < kV; ++j) {
         const float b = beta != nullptr ? toFloat(vb.v[j]) : 0.0f;
-        vy.v[j] = fromFloat<T>((row_cache[c + j] - mean) * inv * toFloat(vg.v[j]) + b);
+        vy.v[j] = fromFloat<T>((hv[j] - mean) * inv * toFloat(vg.v[j]) + b);
       }
       *reinterpret_cast<Vec16<T>*>(yr + c) = vy;
     }
@@ -133,16 +163,21 @@ __global__ void normKernel(const T* __restrict__ x, const T* __restrict__ residu
   }
 }
 
+constexpr std::size_t kMaxCols = 32768;  // 128 KB of fp32 row cache
+
 template <class T, bool kRms, bool kResidual>
 void launchTyped(const void* x, const void* residual, const void* gamma, const void* beta, float eps,
                  void* sum, void* y, std::size_t rows, std::size_t cols, cudaStream_t s) {
   const std::size_t smem_bytes = cols * sizeof(float);
-  if (smem_bytes > 48 * 1024) {
-    throw std::invalid_argument("norm: rows wider than 12288 columns do not fit the fp32 row cache");
-  }
+  if (cols > kMaxCols) throw std::invalid_argument("norm: rows wider than 32768 columns do not fit the fp32 row cache");
   const int block = cols >= 2048 ? 256 : 128;
   const bool vector = cols % Vec16<T>::kCount == 0;
   auto args = [&](auto kernel) {
+    // Rows of about 12k columns and more need over the default 48 KB of dynamic shared memory.
+    // Set per launch: both kernel instances share this lambda's type, so a static flag cannot.
+    if (smem_bytes > 32 * 1024) {
+      CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kMaxCols * sizeof(float))));
+    }
     kernel<<<unsigned(rows), block, smem_bytes, s>>>(static_cast<const T*>(x), static_cast<const T*>(residual),
                                                       static_cast<const T*>(gamma), static_cast<const T*>(beta), eps,
                                                       static_cast<T*>(sum), static_cast<T*>(y), cols);

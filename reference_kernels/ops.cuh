@@ -67,6 +67,9 @@ std::vector<std::unique_ptr<Op>> makeOps();
 // The transformer (transformer.cu).
 struct ModelConfig {
   std::size_t batch = 8, seq = 1024, width = 1024, heads = 16, layers = 8, vocab = 32000, decode_steps = 32;
+  // Matmuls through cuBLASLt (unfused: no epilogue + bias/activation kernel; fused: its fused
+  // epilogue) by default: the hand GEMM is slower, badly so at decode's few rows.
+  bool hand_matmul = false;
 };
 struct ModelTiming {
   double prefill_ms = 0.0, decode_ms = 0.0;

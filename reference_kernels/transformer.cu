@@ -121,6 +121,12 @@ struct Transformer::Impl {
     return t;
   }
 
+  void matmul(Epilogue e, const void* in, std::size_t lda, const void* w, const void* b, void* out, std::size_t rows,
+              std::size_t n, std::size_t k) {
+    if (cfg.hand_matmul) launchGemm(dtype, e, in, lda, w, b, out, rows, n, k, ctx.stream);
+    else ctx.lt->run(dtype, e, in, w, b, out, rows, n, k, ctx.stream, lda);
+  }
+
   // out = in * w^T + b (+ GELU), rows x n, k = in's width.
   void linear(bool fused, bool gelu, const std::string& pair, const std::string& in_name, const std::string& w_name,
               const std::string& b_name, const std::string& out_name, int layer, const Tensor& in, const Tensor& w,
@@ -129,12 +135,12 @@ struct Transformer::Impl {
     const std::string opname = gelu ? "matmul_bias_gelu" : "matmul_bias";
     NvtxRange outer(op(opname, fused, pair, in_name + "," + w_name + "," + b_name, out_name, layer), rep);
     if (fused) {
-      launchGemm(dtype, e, in.ptr(), k, w.ptr(), b.ptr(), out.ptr(), rows, n, k, ctx.stream);
+      matmul(e, in.ptr(), k, w.ptr(), b.ptr(), out.ptr(), rows, n, k);
       return;
     }
     const std::string t0 = out_name + "_t0";
     { NvtxRange r(op("matmul", fused, pair, in_name + "," + w_name, t0, layer), rep);
-      launchGemm(dtype, Epilogue::None, in.ptr(), k, w.ptr(), nullptr, tmp.ptr(), rows, n, k, ctx.stream); }
+      matmul(Epilogue::None, in.ptr(), k, w.ptr(), nullptr, tmp.ptr(), rows, n, k); }
     NvtxRange r(op(epilogueName(e), fused, pair, t0 + "," + b_name, out_name, layer), rep);
     launchBiasAct(dtype, e, tmp.ptr(), b.ptr(), out.ptr(), rows, n, ctx.stream);
   }
@@ -223,8 +229,8 @@ struct Transformer::Impl {
     }
     // Logits of each sequence's last new position only: rows seq_new-1, 2*seq_new-1, ...
     NvtxRange r(op("logits", fused, "", "final.ln,wte", "logits", -1), rep);
-    launchGemm(dtype, Epilogue::None, static_cast<const char*>(y.ptr()) + (seq_new - 1) * w * dtypeBytes(dtype), seq_new * w, wte.ptr(), nullptr, logits.ptr(), cfg.batch,
-               cfg.vocab, w, ctx.stream);
+    matmul(Epilogue::None, static_cast<const char*>(y.ptr()) + (seq_new - 1) * w * dtypeBytes(dtype), seq_new * w,
+           wte.ptr(), nullptr, logits.ptr(), cfg.batch, cfg.vocab, w);
   }
 
   void sample(bool fused, int* next, std::uint64_t rep) {
