@@ -1,0 +1,137 @@
+// Metric sets and derived counters (see metric_sets.h).
+#include "metric_sets.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+
+namespace fprof::collector {
+namespace {
+
+const std::vector<std::string> kMemory = {
+    "dram__bytes_read.sum",
+    "dram__bytes_write.sum",
+    "lts__t_bytes.sum",
+    "l1tex__t_bytes.sum",
+    "l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum",
+    "l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum",
+    "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "gpu__time_duration.sum",
+};
+
+const std::vector<std::string> kFlops = {
+    "sm__sass_thread_inst_executed_op_dadd_pred_on.sum", "sm__sass_thread_inst_executed_op_dmul_pred_on.sum",
+    "sm__sass_thread_inst_executed_op_dfma_pred_on.sum", "sm__sass_thread_inst_executed_op_fadd_pred_on.sum",
+    "sm__sass_thread_inst_executed_op_fmul_pred_on.sum", "sm__sass_thread_inst_executed_op_ffma_pred_on.sum",
+    "sm__sass_thread_inst_executed_op_hadd_pred_on.sum", "sm__sass_thread_inst_executed_op_hmul_pred_on.sum",
+    "sm__sass_thread_inst_executed_op_hfma_pred_on.sum",
+};
+
+const std::vector<std::string> kTensor = {
+    "sm__ops_path_tensor_src_fp16.sum",          "sm__ops_path_tensor_src_bf16_dst_fp32.sum",
+    "sm__ops_path_tensor_src_tf32_dst_fp32.sum", "sm__ops_path_tensor_src_fp8.sum",
+    "sm__ops_path_tensor_src_fp64.sum",          "sm__ops_path_tensor_src_int8.sum",
+};
+
+const std::vector<std::string> kExtra = {
+    "smsp__inst_executed.sum",
+    "lts__t_sector_hit_rate.pct",
+    "l1tex__t_sector_hit_rate.pct",
+    "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+    "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+};
+
+std::vector<std::string> concat(std::initializer_list<const std::vector<std::string>*> parts) {
+  std::vector<std::string> out;
+  for (const auto* p : parts) out.insert(out.end(), p->begin(), p->end());
+  return out;
+}
+
+}  // namespace
+
+const std::vector<MetricSet>& builtinMetricSets() {
+  static const std::vector<MetricSet> sets = {
+      {"memory", "DRAM/L2/L1 bytes, local (spill) traffic, achieved occupancy, GPU time", kMemory},
+      {"roofline", "memory + FLOPs per precision (FP64/FP32/FP16 instructions) + tensor-core ops",
+       concat({&kMemory, &kFlops, &kTensor})},
+      {"full", "roofline + instructions, cache hit rates, throughput percentages",
+       concat({&kMemory, &kFlops, &kTensor, &kExtra})},
+  };
+  return sets;
+}
+
+core::Expected<std::vector<std::string>> expandMetricSelection(const std::string& selection) {
+  for (const MetricSet& s : builtinMetricSets()) {
+    if (s.name == selection) return s.metrics;
+  }
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos <= selection.size()) {
+    const size_t comma = selection.find(',', pos);
+    std::string m = selection.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    m.erase(0, m.find_first_not_of(" \t"));
+    m.erase(m.find_last_not_of(" \t") + 1);
+    if (!m.empty() && std::find(out.begin(), out.end(), m) == out.end()) out.push_back(m);
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  if (out.empty()) return core::makeError("--metrics: empty metric list");
+  for (const std::string& m : out) {
+    // Raw names carry a rollup suffix (.sum, .avg, .max, .pct, ...); a bare word is a typo of a set.
+    if (m.find('.') == std::string::npos || m.find("__") == std::string::npos) {
+      return core::makeError("--metrics: '" + m +
+                             "' is neither a metric set (memory, roofline, full) nor a metric name such as "
+                             "dram__bytes_read.sum");
+    }
+  }
+  return out;
+}
+
+core::KernelCounters deriveCounters(const std::vector<std::string>& names, const std::vector<double>& values) {
+  std::map<std::string, double> v;
+  for (size_t i = 0; i < names.size() && i < values.size(); ++i) v[names[i]] = values[i];
+  auto get = [&](const char* name) -> std::optional<double> {
+    auto it = v.find(name);
+    return it == v.end() ? std::nullopt : std::optional<double>(it->second);
+  };
+  // add + mul + 2 * fma, only when all three were collected (a partial sum would mislead).
+  auto flops = [&](const char* add, const char* mul, const char* fma, double lanes) -> std::optional<double> {
+    auto a = get(add), m = get(mul), f = get(fma);
+    if (!a || !m || !f) return std::nullopt;
+    return lanes * (*a + *m + kFlopsPerFma * *f);
+  };
+  core::KernelCounters c;
+  c.dram_read_bytes = get("dram__bytes_read.sum");
+  c.dram_write_bytes = get("dram__bytes_write.sum");
+  c.l2_bytes = get("lts__t_bytes.sum");
+  c.l1_bytes = get("l1tex__t_bytes.sum");
+  c.local_load_bytes = get("l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum");
+  c.local_store_bytes = get("l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum");
+  if (auto occ = get("sm__warps_active.avg.pct_of_peak_sustained_active")) c.achieved_occupancy = *occ / 100.0;
+  c.gpu_time_ns = get("gpu__time_duration.sum");
+  c.instructions = get("smsp__inst_executed.sum");
+  c.flops_fp64 = flops("sm__sass_thread_inst_executed_op_dadd_pred_on.sum",
+                       "sm__sass_thread_inst_executed_op_dmul_pred_on.sum",
+                       "sm__sass_thread_inst_executed_op_dfma_pred_on.sum", 1.0);
+  c.flops_fp32 = flops("sm__sass_thread_inst_executed_op_fadd_pred_on.sum",
+                       "sm__sass_thread_inst_executed_op_fmul_pred_on.sum",
+                       "sm__sass_thread_inst_executed_op_ffma_pred_on.sum", 1.0);
+  // The h* counters cover FP16 and BF16 packed math alike; GH100 has no counter that separates
+  // them, so both are reported as fp16 and flops_bf16 stays unknown.
+  c.flops_fp16 = flops("sm__sass_thread_inst_executed_op_hadd_pred_on.sum",
+                       "sm__sass_thread_inst_executed_op_hmul_pred_on.sum",
+                       "sm__sass_thread_inst_executed_op_hfma_pred_on.sum", kHalfLanesPerInstruction);
+  auto tensor = [&](const char* name) -> std::optional<double> {
+    auto o = get(name);
+    return o ? std::optional<double>(*o * kTensorFlopsPerOp) : std::nullopt;
+  };
+  c.flops_tensor_fp16 = tensor("sm__ops_path_tensor_src_fp16.sum");
+  c.flops_tensor_bf16 = tensor("sm__ops_path_tensor_src_bf16_dst_fp32.sum");
+  c.flops_tensor_tf32 = tensor("sm__ops_path_tensor_src_tf32_dst_fp32.sum");
+  c.flops_tensor_fp8 = tensor("sm__ops_path_tensor_src_fp8.sum");
+  c.flops_tensor_fp64 = tensor("sm__ops_path_tensor_src_fp64.sum");
+  c.ops_tensor_int8 = tensor("sm__ops_path_tensor_src_int8.sum");
+  return c;
+}
+
+}  // namespace fprof::collector

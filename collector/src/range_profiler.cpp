@@ -1,0 +1,228 @@
+// The CUPTI range profiler for one context (see range_profiler.h). Call order from the CUPTI 13
+// samples and the probe that ran on an H100 (shared/reference/cupti_probe/probe.cu).
+#include "range_profiler.h"
+
+#include <cupti.h>
+#include <cupti_profiler_target.h>
+#include <cupti_target.h>
+
+namespace fprof::collector {
+
+std::string profilerErrorText(const char* call, CUptiResult result) {
+  const char* text = nullptr;
+  cuptiGetResultString(result, &text);
+  std::string s = std::string(call) + " failed: " + (text ? text : "unknown CUPTI error");
+  if (result == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES) {
+    s += ". GPU performance counters are restricted to administrators on this machine "
+         "(NVreg_RestrictProfilingToAdminUsers=1): run as root, or set the nvidia module option "
+         "NVreg_RestrictProfilingToAdminUsers=0 and reload the driver";
+  } else if (result == CUPTI_ERROR_HARDWARE_BUSY || result == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+    s += ". Another profiler (ncu, nsys, DCGM or a second CUPTI client) holds the counters: stop it and retry";
+  }
+  return s;
+}
+
+#define RP_CALL(call)                                  \
+  do {                                                 \
+    CUptiResult r_ = (call);                           \
+    if (r_ != CUPTI_SUCCESS) {                         \
+      error = profilerErrorText(#call, r_);            \
+      return false;                                    \
+    }                                                  \
+  } while (0)
+
+RangeProfiler::~RangeProfiler() { teardown(); }
+
+bool RangeProfiler::setup(CUcontext ctx, int device_ordinal, const std::vector<std::string>& metrics,
+                          size_t max_ranges, std::string& error) {
+  ctx_ = ctx;
+  max_ranges_ = max_ranges;
+  metric_names_ = metrics;
+  metric_ptrs_.clear();
+  for (const std::string& m : metric_names_) metric_ptrs_.push_back(m.c_str());
+
+  CUpti_Profiler_Initialize_Params init{CUpti_Profiler_Initialize_Params_STRUCT_SIZE};
+  RP_CALL(cuptiProfilerInitialize(&init));
+  initialized_ = true;
+
+  CUpti_Profiler_DeviceSupported_Params supported{CUpti_Profiler_DeviceSupported_Params_STRUCT_SIZE};
+  supported.cuDevice = device_ordinal;
+  supported.api = CUPTI_PROFILER_RANGE_PROFILING;
+  RP_CALL(cuptiProfilerDeviceSupported(&supported));
+  if (supported.isSupported != CUPTI_PROFILER_CONFIGURATION_SUPPORTED) {
+    error = "this GPU does not support the CUPTI range profiler (";
+    if (supported.architecture != CUPTI_PROFILER_CONFIGURATION_SUPPORTED) error += "architecture ";
+    if (supported.vGpu != CUPTI_PROFILER_CONFIGURATION_SUPPORTED) error += "vGPU ";
+    if (supported.confidentialCompute != CUPTI_PROFILER_CONFIGURATION_SUPPORTED) error += "confidential computing ";
+    if (supported.cmp != CUPTI_PROFILER_CONFIGURATION_SUPPORTED) error += "CMP ";
+    if (supported.wsl != CUPTI_PROFILER_CONFIGURATION_SUPPORTED) error += "WSL ";
+    error += "unsupported)";
+    return false;
+  }
+
+  CUpti_Device_GetChipName_Params chip{CUpti_Device_GetChipName_Params_STRUCT_SIZE};
+  chip.deviceIndex = static_cast<size_t>(device_ordinal);
+  RP_CALL(cuptiDeviceGetChipName(&chip));
+  chip_ = chip.pChipName;
+
+  // Counter availability fails here, early, when counters need admin rights.
+  CUpti_Profiler_GetCounterAvailability_Params avail{CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE};
+  avail.ctx = ctx_;
+  RP_CALL(cuptiProfilerGetCounterAvailability(&avail));
+  availability_.assign(avail.counterAvailabilityImageSize, 0);
+  avail.pCounterAvailabilityImage = availability_.data();
+  RP_CALL(cuptiProfilerGetCounterAvailability(&avail));
+
+  CUpti_Profiler_Host_Initialize_Params host{CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE};
+  host.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
+  host.pChipName = chip_.c_str();
+  host.pCounterAvailabilityImage = availability_.data();
+  RP_CALL(cuptiProfilerHostInitialize(&host));
+  host_ = host.pHostObject;
+
+  // Add metrics one at a time first, so an unknown name is reported by name.
+  for (const char* m : metric_ptrs_) {
+    CUpti_Profiler_Host_GetMetricProperties_Params props{CUpti_Profiler_Host_GetMetricProperties_Params_STRUCT_SIZE};
+    props.pHostObject = host_;
+    props.pMetricName = m;
+    if (cuptiProfilerHostGetMetricProperties(&props) != CUPTI_SUCCESS) {
+      error = std::string("metric '") + m + "' is not available on " + chip_ +
+              " (see 'fprof metrics list'; the rollup suffix must be one the metric has, e.g. .sum)";
+      return false;
+    }
+  }
+  CUpti_Profiler_Host_ConfigAddMetrics_Params add{CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE};
+  add.pHostObject = host_;
+  add.ppMetricNames = metric_ptrs_.data();
+  add.numMetrics = metric_ptrs_.size();
+  RP_CALL(cuptiProfilerHostConfigAddMetrics(&add));
+
+  CUpti_Profiler_Host_GetConfigImageSize_Params size{CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE};
+  size.pHostObject = host_;
+  RP_CALL(cuptiProfilerHostGetConfigImageSize(&size));
+  config_.assign(size.configImageSize, 0);
+  CUpti_Profiler_Host_GetConfigImage_Params image{CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE};
+  image.pHostObject = host_;
+  image.configImageSize = config_.size();
+  image.pConfigImage = config_.data();
+  RP_CALL(cuptiProfilerHostGetConfigImage(&image));
+
+  CUpti_Profiler_Host_GetNumOfPasses_Params passes{CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE};
+  passes.configImageSize = config_.size();
+  passes.pConfigImage = config_.data();
+  RP_CALL(cuptiProfilerHostGetNumOfPasses(&passes));
+  passes_ = passes.numOfPasses;
+
+  CUpti_RangeProfiler_Enable_Params enable{CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE};
+  enable.ctx = ctx_;
+  RP_CALL(cuptiRangeProfilerEnable(&enable));
+  object_ = enable.pRangeProfilerObject;
+  return resetCounterData(error);
+}
+
+bool RangeProfiler::resetCounterData(std::string& error) {
+  CUpti_RangeProfiler_GetCounterDataSize_Params size{CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE};
+  size.pRangeProfilerObject = object_;
+  size.pMetricNames = metric_ptrs_.data();
+  size.numMetrics = metric_ptrs_.size();
+  size.maxNumOfRanges = max_ranges_;
+  size.maxNumRangeTreeNodes = static_cast<uint32_t>(max_ranges_);
+  RP_CALL(cuptiRangeProfilerGetCounterDataSize(&size));
+  counter_data_.assign(size.counterDataSize, 0);
+
+  CUpti_RangeProfiler_CounterDataImage_Initialize_Params init{
+      CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE};
+  init.pRangeProfilerObject = object_;
+  init.counterDataSize = counter_data_.size();
+  init.pCounterData = counter_data_.data();
+  RP_CALL(cuptiRangeProfilerCounterDataImageInitialize(&init));
+
+  CUpti_RangeProfiler_SetConfig_Params config{CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE};
+  config.pRangeProfilerObject = object_;
+  config.configSize = config_.size();
+  config.pConfig = config_.data();
+  config.counterDataImageSize = counter_data_.size();
+  config.pCounterDataImage = counter_data_.data();
+  config.range = CUPTI_AutoRange;
+  config.replayMode = CUPTI_KernelReplay;
+  config.maxRangesPerPass = max_ranges_;
+  config.numNestingLevels = 1;
+  config.minNestingLevel = 1;
+  config.passIndex = 0;
+  config.targetNestingLevel = 1;
+  RP_CALL(cuptiRangeProfilerSetConfig(&config));
+  return true;
+}
+
+bool RangeProfiler::start(std::string& error) {
+  if (started_) return true;
+  CUpti_RangeProfiler_Start_Params p{CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
+  p.pRangeProfilerObject = object_;
+  RP_CALL(cuptiRangeProfilerStart(&p));
+  started_ = true;
+  return true;
+}
+
+bool RangeProfiler::stopAndDecode(std::vector<std::vector<double>>& rows, std::string& error) {
+  if (!started_) return true;
+  started_ = false;
+  CUpti_RangeProfiler_Stop_Params stop{CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
+  stop.pRangeProfilerObject = object_;
+  RP_CALL(cuptiRangeProfilerStop(&stop));
+
+  CUpti_RangeProfiler_DecodeData_Params decode{CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE};
+  decode.pRangeProfilerObject = object_;
+  RP_CALL(cuptiRangeProfilerDecodeData(&decode));
+
+  CUpti_RangeProfiler_GetCounterDataInfo_Params info{CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE};
+  info.pCounterDataImage = counter_data_.data();
+  info.counterDataImageSize = counter_data_.size();
+  RP_CALL(cuptiRangeProfilerGetCounterDataInfo(&info));
+
+  for (size_t r = 0; r < info.numTotalRanges; ++r) {
+    std::vector<double> values(metric_ptrs_.size(), 0.0);
+    CUpti_Profiler_Host_EvaluateToGpuValues_Params eval{CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE};
+    eval.pHostObject = host_;
+    eval.pCounterDataImage = counter_data_.data();
+    eval.counterDataImageSize = counter_data_.size();
+    eval.rangeIndex = r;
+    eval.ppMetricNames = metric_ptrs_.data();
+    eval.numMetrics = metric_ptrs_.size();
+    eval.pMetricValues = values.data();
+    RP_CALL(cuptiProfilerHostEvaluateToGpuValues(&eval));
+    rows.push_back(std::move(values));
+  }
+  if (decode.numOfRangeDropped != 0) {
+    error = std::to_string(decode.numOfRangeDropped) + " ranges were dropped by the range profiler";
+  }
+  // A fresh image for the next batch: the decoded one is full.
+  return resetCounterData(error) && decode.numOfRangeDropped == 0;
+}
+
+void RangeProfiler::teardown() {
+  if (object_) {
+    if (started_) {
+      CUpti_RangeProfiler_Stop_Params stop{CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
+      stop.pRangeProfilerObject = object_;
+      cuptiRangeProfilerStop(&stop);
+      started_ = false;
+    }
+    CUpti_RangeProfiler_Disable_Params p{CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE};
+    p.pRangeProfilerObject = object_;
+    cuptiRangeProfilerDisable(&p);
+    object_ = nullptr;
+  }
+  if (host_) {
+    CUpti_Profiler_Host_Deinitialize_Params p{CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE};
+    p.pHostObject = host_;
+    cuptiProfilerHostDeinitialize(&p);
+    host_ = nullptr;
+  }
+  if (initialized_) {
+    CUpti_Profiler_DeInitialize_Params p{CUpti_Profiler_DeInitialize_Params_STRUCT_SIZE};
+    cuptiProfilerDeInitialize(&p);
+    initialized_ = false;
+  }
+}
+
+}  // namespace fprof::collector

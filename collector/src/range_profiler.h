@@ -1,0 +1,58 @@
+// One CUDA context's CUPTI range profiler: auto range (one range per kernel launch) with kernel
+// replay. Ranges accumulate in a counter-data image and are decoded in batches, not per kernel,
+// because a decode synchronizes the context.
+#pragma once
+
+#include <cuda.h>
+#include <cupti_profiler_host.h>
+#include <cupti_range_profiler.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fprof::collector {
+
+class RangeProfiler {
+ public:
+  RangeProfiler() = default;
+  ~RangeProfiler();
+  RangeProfiler(const RangeProfiler&) = delete;
+  RangeProfiler& operator=(const RangeProfiler&) = delete;
+
+  // Sets up host config + target for ctx. On failure returns false and sets `error` to a sentence
+  // a user can act on (permission, unsupported device, unknown metric, ...).
+  bool setup(CUcontext ctx, int device_ordinal, const std::vector<std::string>& metrics, size_t max_ranges,
+             std::string& error);
+
+  bool start(std::string& error);
+  // Stops, decodes and appends one row of values per range (in launch order) to `rows`.
+  bool stopAndDecode(std::vector<std::vector<double>>& rows, std::string& error);
+
+  bool started() const { return started_; }
+  size_t passes() const { return passes_; }
+  size_t maxRanges() const { return max_ranges_; }
+  const std::string& chip() const { return chip_; }
+  const std::vector<std::string>& metrics() const { return metric_names_; }
+  void teardown();
+
+ private:
+  bool resetCounterData(std::string& error);
+
+  CUcontext ctx_ = nullptr;
+  std::string chip_;
+  std::vector<std::string> metric_names_;
+  std::vector<const char*> metric_ptrs_;
+  std::vector<uint8_t> availability_, config_, counter_data_;
+  CUpti_Profiler_Host_Object* host_ = nullptr;
+  CUpti_RangeProfiler_Object* object_ = nullptr;
+  size_t max_ranges_ = 0;
+  size_t passes_ = 0;
+  bool started_ = false;
+  bool initialized_ = false;
+};
+
+// A sentence for a CUPTI result in the profiler context (permission and busy get their fix).
+std::string profilerErrorText(const char* call, CUptiResult result);
+
+}  // namespace fprof::collector
