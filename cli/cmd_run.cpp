@@ -24,6 +24,7 @@ namespace fs = std::filesystem;
 
 struct RunOptions {
   std::string output;
+  std::string ceilings;
   bool force = false;
   std::vector<std::string> program;
 };
@@ -61,6 +62,43 @@ std::vector<std::string> producedFiles(const std::string& output, fs::file_time_
   }
   std::sort(files.begin(), files.end());
   return files;
+}
+
+// Copies measured ceilings of the run's GPU model into the run, so its analysis has both kinds of
+// roofs: from --ceilings FILE, else from the per-user cache that `fprof ceilings` fills.
+void attachCeilings(const std::string& run_file, const std::string& ceilings_file) {
+  auto run = core::loadProfile(run_file);
+  if (!run) return;
+  for (const core::DeviceInfo& d : run->devices) {
+    const std::string source = ceilings_file.empty() ? ceilingsCachePath(d.name) : ceilings_file;
+    std::error_code ec;
+    if (!fs::exists(source, ec)) {
+      std::fprintf(stderr,
+                   "[fprof] no measured ceilings for %s yet: run 'fprof ceilings' once on this GPU (the analysis "
+                   "uses datasheet roofs meanwhile)\n",
+                   d.name.c_str());
+      continue;
+    }
+    auto measured = core::loadProfile(source);
+    if (!measured) {
+      std::fprintf(stderr, "[fprof] ceilings not attached: %s\n", measured.error().c_str());
+      continue;
+    }
+    std::vector<core::CeilingRecord> rows;
+    for (const core::CeilingRecord& c : measured->ceilings) {
+      if (c.device_name == d.name) rows.push_back(c);
+    }
+    if (rows.empty()) {
+      std::fprintf(stderr, "[fprof] %s holds no ceilings for %s; not attached\n", source.c_str(), d.name.c_str());
+      continue;
+    }
+    if (core::Status s = core::appendCeilings(run_file, rows); !s) {
+      std::fprintf(stderr, "[fprof] ceilings not attached: %s\n", s.error().c_str());
+    } else {
+      std::fprintf(stderr, "[fprof] attached %zu ceilings of %s from %s\n", rows.size(), d.name.c_str(),
+                   source.c_str());
+    }
+  }
 }
 
 int runProgram(const RunOptions& opt) {
@@ -137,6 +175,7 @@ int runProgram(const RunOptions& opt) {
     if (core::Status s = core::checkDatabase(f); !s) {
       std::fprintf(stderr, "[fprof] %s is incomplete: %s\n", f.c_str(), s.error().c_str());
     } else {
+      attachCeilings(f, opt.ceilings);
       std::fprintf(stderr, "[fprof] wrote %s\n", f.c_str());
     }
   }
@@ -155,6 +194,9 @@ Command addRunCommand(CLI::App& root) {
   app->add_option("-o,--output", opt->output,
                   "Database to write (default: PROGRAM.fprof, or PROGRAM-2.fprof, ... if that exists)");
   app->add_flag("--force", opt->force, "Overwrite the output database if it exists");
+  app->add_option("--ceilings", opt->ceilings,
+                  "Attach measured ceilings from this file (default: the per-user cache of 'fprof ceilings')")
+      ->check(CLI::ExistingFile);
   // Everything from PROGRAM on belongs to the program, its options included.
   app->prefix_command();
   app->footer(

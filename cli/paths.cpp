@@ -1,6 +1,7 @@
 // Locating fprof's own files (see paths.h).
 #include "paths.h"
 
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 
@@ -35,6 +36,13 @@ std::string userCacheDirectory() {
   std::error_code ec;
   fs::create_directories(base / "fprof", ec);
   return (base / "fprof").string();
+}
+
+std::string ceilingsCachePath(const std::string& device_name) {
+  // "NVIDIA H100 80GB HBM3" -> "NVIDIA_H100_80GB_HBM3.fprof"
+  std::string file;
+  for (char c : device_name) file += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return (fs::path(userCacheDirectory()) / "ceilings" / (file + ".fprof")).string();
 }
 
 }  // namespace fprof::cli

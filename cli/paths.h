@@ -14,4 +14,7 @@ std::string findSibling(const std::string& name);
 // Per-user cache directory for fprof ($XDG_CACHE_HOME/fprof or ~/.cache/fprof), created on demand.
 std::string userCacheDirectory();
 
+// Where `fprof ceilings` keeps the latest measurement of a GPU model, and `fprof run` looks for it.
+std::string ceilingsCachePath(const std::string& device_name);
+
 }  // namespace fprof::cli

@@ -110,6 +110,11 @@ Status Writer::addDevice(const DeviceInfo& d) {
   return {};
 }
 
+void Writer::addCountersForLaunch(uint32_t process_id, uint32_t correlation_id, const KernelCounters& counters,
+                                  std::vector<std::pair<std::string, double>> raw) {
+  pending_launch_counters_.push_back({process_id, correlation_id, counters, std::move(raw)});
+}
+
 size_t Writer::pendingRecords() const {
   return kernels_.size() + args_.size() + ranges_.size() + memcpys_.size() + memsets_.size() +
          memory_events_.size() + events_.size() + counters_.size() + metrics_.size() + ceilings_.size();
@@ -290,6 +295,29 @@ Status Writer::flush() {
       st.bind(10, m.memory_kind);
       if (st.run() != SQLITE_DONE) return fail("write memory_event");
     }
+  }
+  if (!pending_launch_counters_.empty()) {
+    // Kernels of this batch are inserted above, so one lookup finds rows old and new.
+    Statement find(db_, "SELECT id FROM kernel WHERE process_id = ? AND correlation_id = ? ORDER BY id LIMIT 1");
+    if (!find.ok()) return fail("prepare kernel lookup");
+    std::vector<LaunchCounters> still_pending;
+    for (LaunchCounters& lc : pending_launch_counters_) {
+      find.bind(1, lc.process_id);
+      find.bind(2, lc.correlation_id);
+      const int rc = find.step();
+      if (rc == SQLITE_ROW) {
+        lc.counters.kernel_id = find.i64(0);
+        counters_.push_back(lc.counters);
+        for (auto& [metric, value] : lc.raw) metrics_.push_back({lc.counters.kernel_id, metric, value});
+      } else if (rc == SQLITE_DONE) {
+        still_pending.push_back(std::move(lc));
+      } else {
+        return fail("look up kernel");
+      }
+      sqlite3_reset(find.get());
+      sqlite3_clear_bindings(find.get());
+    }
+    pending_launch_counters_ = std::move(still_pending);
   }
   if (!counters_.empty()) {
     Statement st(db_,

@@ -1,6 +1,8 @@
 // Writer -> reader round trip: every field written comes back, strings interned, batches append.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "fprof/core/schema.h"
 #include "fprof/core/store.h"
 #include "test_util.h"
@@ -182,6 +184,77 @@ TEST(Store, CloseLeavesOneSelfContainedFile) {
   ASSERT_TRUE((*w)->close());
   EXPECT_FALSE(std::filesystem::exists(path + "-wal"));
   EXPECT_TRUE(checkDatabase(path).ok());
+}
+
+}  // namespace
+}  // namespace fprof::core
+
+namespace fprof::core {
+namespace {
+
+TEST(Store, AppendCeilingsAddsAndReplaces) {
+  const std::string path = fprof::testing::tempPath("attach.fprof");
+  {
+    auto w = Writer::create(path);
+    ASSERT_TRUE(w.ok());
+    (*w)->add(CeilingRecord{"GPU", "dram", "bytes_per_s", 1.0, "datasheet", "sheet"});
+    ASSERT_TRUE((*w)->close());
+  }
+  ASSERT_TRUE(appendCeilings(path, {{"GPU", "dram", "bytes_per_s", 2.0, "measured", "copy"},
+                                    {"GPU", "dram", "bytes_per_s", 3.0, "datasheet", "newer sheet"}}));
+  auto p = loadProfile(path);
+  ASSERT_TRUE(p.ok()) << p.error();
+  ASSERT_EQ(p->ceilings.size(), 2u);
+  EXPECT_EQ(p->ceilings[0].source, "datasheet");
+  EXPECT_DOUBLE_EQ(p->ceilings[0].value, 3.0);
+  EXPECT_EQ(p->ceilings[1].source, "measured");
+  EXPECT_FALSE(appendCeilings(fprof::testing::tempPath("nothere.fprof"), {}).ok());
+}
+
+}  // namespace
+}  // namespace fprof::core
+
+namespace fprof::core {
+namespace {
+
+TEST(Store, LaunchCountersFindTheirKernelAcrossFlushes) {
+  const std::string path = fprof::testing::tempPath("launch_counters.fprof");
+  auto w = Writer::create(path);
+  ASSERT_TRUE(w.ok());
+  KernelCounters c;
+  c.flops_fp32 = 10;
+  (*w)->add(fprof::testing::makeKernel("early", 0, 5, 100));  // kernel flushed before its counters
+  ASSERT_TRUE((*w)->flush());
+  c.flops_fp32 = 1;
+  (*w)->addCountersForLaunch(1, 100, c, {{"sm__x.sum", 1.0}});
+  c.flops_fp32 = 2;
+  (*w)->addCountersForLaunch(1, 200, c, {});  // counters before their kernel
+  c.flops_fp32 = 3;
+  (*w)->addCountersForLaunch(2, 200, c, {});  // another process's launch 200: never matched
+  (*w)->add(fprof::testing::makeKernel("same_batch", 10, 5, 300));
+  c.flops_fp32 = 4;
+  (*w)->addCountersForLaunch(1, 300, c, {});
+  ASSERT_TRUE((*w)->flush());
+  EXPECT_EQ((*w)->unmatchedCounters(), 2u);
+  (*w)->add(fprof::testing::makeKernel("late", 20, 5, 200));
+  ASSERT_TRUE((*w)->flush());
+  EXPECT_EQ((*w)->unmatchedCounters(), 1u);
+  ASSERT_TRUE((*w)->close());
+
+  auto p = loadProfile(path);
+  ASSERT_TRUE(p.ok()) << p.error();
+  ASSERT_EQ(p->counters.size(), 3u);
+  std::map<std::string, double> by_name;
+  for (const KernelCounters& k : p->counters) {
+    for (const KernelRow& row : p->kernels) {
+      if (row.id == k.kernel_id) by_name[p->str(row.name_id)] = *k.flops_fp32;
+    }
+  }
+  EXPECT_EQ(by_name["early"], 1);
+  EXPECT_EQ(by_name["same_batch"], 4);
+  EXPECT_EQ(by_name["late"], 2);
+  ASSERT_EQ(p->metrics.size(), 1u);
+  EXPECT_EQ(p->metrics[0].metric, "sm__x.sum");
 }
 
 }  // namespace

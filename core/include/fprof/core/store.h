@@ -75,6 +75,13 @@ class Writer {
   void add(const KernelCounters& r) { counters_.push_back(r); }
   void add(const KernelMetricRecord& r) { metrics_.push_back(r); }
   void add(const CeilingRecord& r) { ceilings_.push_back(r); }  // same device/ceiling/source replaces
+  // Counters of a launch known by its correlation id; written once the kernel row with that
+  // (process_id, correlation_id) exists, in this flush or a later one. `raw` keeps the metric
+  // names and values behind them (kernel_metric).
+  void addCountersForLaunch(uint32_t process_id, uint32_t correlation_id, const KernelCounters& counters,
+                            std::vector<std::pair<std::string, double>> raw);
+  // Launch counters still waiting for their kernel row.
+  size_t unmatchedCounters() const { return pending_launch_counters_.size(); }
   // Id the next added kernel will get (kernel.id), so counters can refer to it.
   int64_t nextKernelId() const { return next_kernel_id_ + static_cast<int64_t>(kernels_.size()); }
   size_t pendingRecords() const;
@@ -105,6 +112,13 @@ class Writer {
   std::vector<KernelMetricRecord> metrics_;
   std::vector<CeilingRecord> ceilings_;
   int64_t next_kernel_id_ = 1;
+  struct LaunchCounters {
+    uint32_t process_id;
+    uint32_t correlation_id;
+    KernelCounters counters;
+    std::vector<std::pair<std::string, double>> raw;
+  };
+  std::vector<LaunchCounters> pending_launch_counters_;
 };
 
 }  // namespace fprof::core
