@@ -2,6 +2,7 @@
 // softmax kernel, cuBLAS batched P.V) and one flash-style fused kernel with online softmax
 // (tensor cores through mma.sync for fp16/bf16; a SIMT kernel for fp32).
 #include <cmath>
+#include <cstdlib>
 
 #include "kernels.cuh"
 
@@ -127,7 +128,8 @@ __global__ void __launch_bounds__(kSimtQ) flashSimtKernel(const T* __restrict__ 
 // tiles are double-buffered in shared memory with cp.async; V's B operand comes from
 // ldmatrix.trans. Row layout of a fragment: g = lane / 4 owns rows g and g + 8, t = lane % 4
 // owns columns 2t and 2t + 1 of each 8-wide tile.
-constexpr int kFaWarps = 4, kMi = 2, kFaQ = 16 * kMi * kFaWarps, kFaKv = 64;
+constexpr int kFaWarps = 4, kFaKv = 64;
+constexpr int kFlashRowsPerWarp = 32;
 constexpr int kFaLd = kD + 8;  // halves per shared row: 16-byte aligned rows, conflict-free fragment loads
 
 __device__ __forceinline__ void cpAsync16(void* smem, const void* gmem, bool valid) {
@@ -174,12 +176,13 @@ template <class T> __device__ __forceinline__ std::uint32_t pack2(float lo, floa
   }
 }
 
-template <class T>
-__global__ void __launch_bounds__(kFaWarps * 32) flashMmaKernel(const T* __restrict__ q, const T* __restrict__ k,
+template <class T, int kMi>
+__global__ void __launch_bounds__(kFaWarps * 32, 4 / kMi) flashMmaKernel(const T* __restrict__ q, const T* __restrict__ k,
                                                                 const T* __restrict__ v, T* __restrict__ o,
                                                                 AttentionShape a, float scale_log2) {
   // Two stages of K and V tiles; Q is staged once in stage 1's space (it lives in registers
   // after the prologue), which keeps the block under the 48 KB static limit.
+  constexpr int kFaQ = 16 * kMi * kFaWarps;
   __shared__ __align__(128) T smem[2][2][kFaKv * kFaLd];
   T* const qs = &smem[1][0][0];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
@@ -192,7 +195,7 @@ __global__ void __launch_bounds__(kFaWarps * 32) flashMmaKernel(const T* __restr
   const int tiles = (kv_end + kFaKv - 1) / kFaKv;
 
   loadTileAsync(qs, q + bh * a.q_batch_stride, q0, sq);
-  loadTileAsync(qs + kFaKv * kFaLd, q + bh * a.q_batch_stride, q0 + kFaKv, sq);
+  if constexpr (kMi == 2) loadTileAsync(qs + kFaKv * kFaLd, q + bh * a.q_batch_stride, q0 + kFaKv, sq);
   loadTileAsync(smem[0][0], kb, 0, skv);
   loadTileAsync(smem[0][1], vb, 0, skv);
   cpAsyncCommit();
@@ -256,29 +259,37 @@ __global__ void __launch_bounds__(kFaWarps * 32) flashMmaKernel(const T* __restr
       }
     }
 
-    // Mask, fold the scale into the base-2 exponent, online softmax per row.
+    // Online softmax per row; the scale is folded into the base-2 exponent's FMA. Only the last
+    // tile (keys past skv) and, when causal, tiles reaching past this warp's first row mask.
     const int kv0 = tile * kFaKv;
+    const bool need_mask =
+        kv0 + kFaKv > skv || (a.causal && kv0 + kFaKv - 1 > q0 + warp * 16 * kMi + offset);
 #pragma unroll
     for (int mi = 0; mi < kMi; ++mi) {
       const int pos0 = row_base + mi * 16 + offset;
       float mx[2] = {-INFINITY, -INFINITY};
+      if (need_mask) {
+#pragma unroll
+        for (int nt = 0; nt < kFaKv / 8; ++nt) {
+#pragma unroll
+          for (int c = 0; c < 4; ++c) {
+            const int key = kv0 + nt * 8 + 2 * t + (c & 1);
+            const int pos = pos0 + (c >> 1) * 8;
+            if (key >= skv || (a.causal && key > pos)) s[mi][nt][c] = -INFINITY;
+          }
+        }
+      }
 #pragma unroll
       for (int nt = 0; nt < kFaKv / 8; ++nt) {
 #pragma unroll
-        for (int c = 0; c < 4; ++c) {
-          const int key = kv0 + nt * 8 + 2 * t + (c & 1);
-          const int pos = pos0 + (c >> 1) * 8;
-          const bool visible = key < skv && (!a.causal || key <= pos);
-          s[mi][nt][c] = visible ? s[mi][nt][c] * scale_log2 : -INFINITY;
-          mx[c >> 1] = fmaxf(mx[c >> 1], s[mi][nt][c]);
-        }
+        for (int c = 0; c < 4; ++c) mx[c >> 1] = fmaxf(mx[c >> 1], s[mi][nt][c]);
       }
       float alpha[2], m_new[2], sum[2] = {0.0f, 0.0f};
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
         mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
         mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-        m_new[r] = fmaxf(m_r[mi][r], mx[r]);
+        m_new[r] = fmaxf(m_r[mi][r], mx[r] * scale_log2);  // scale > 0, so the max commutes
         alpha[r] = m_new[r] == -INFINITY ? 1.0f : exp2f(m_r[mi][r] - m_new[r]);
         m_r[mi][r] = m_new[r];
       }
@@ -287,7 +298,7 @@ __global__ void __launch_bounds__(kFaWarps * 32) flashMmaKernel(const T* __restr
 #pragma unroll
         for (int c = 0; c < 4; ++c) {
           const float mr = m_new[c >> 1];
-          const float p = mr == -INFINITY ? 0.0f : exp2f(s[mi][nt][c] - mr);
+          const float p = mr == -INFINITY ? 0.0f : exp2f(fmaf(s[mi][nt][c], scale_log2, -mr));
           s[mi][nt][c] = p;
           sum[c >> 1] += p;
         }
@@ -398,14 +409,22 @@ void launchFlashAttention(DType t, const AttentionShape& a, const void* q, const
     CUDA_CHECK_LAUNCH(flashSimtKernel);
     return;
   }
-  const dim3 grid(unsigned((a.sq + kFaQ - 1) / kFaQ), unsigned(a.batch_heads));
+  // 32 rows per warp reuse each K/V operand from shared memory twice but need 236 registers
+  // (2 blocks per SM); 16 rows per warp need 128 (4 blocks per SM) and waste less of the tile
+  // when sq is small (decode). FPROF_REF_FLASH_ROWS=16|32 overrides, for tuning runs.
+  const char* env = std::getenv("FPROF_REF_FLASH_ROWS");
+  const int rows_per_warp = env != nullptr ? std::atoi(env) : kFlashRowsPerWarp;
+  const bool wide = rows_per_warp == 32 && a.sq > 64;
+  const unsigned blocks = unsigned((a.sq + (wide ? 128 : 64) - 1) / (wide ? 128 : 64));
+  const dim3 grid(blocks, unsigned(a.batch_heads));
   if (t == DType::F16) {
-    flashMmaKernel<__half><<<grid, kFaWarps * 32, 0, s>>>(static_cast<const __half*>(q), static_cast<const __half*>(k),
-                                                          static_cast<const __half*>(v), static_cast<__half*>(o), a, scale_log2);
+    using H = __half;
+    if (wide) flashMmaKernel<H, 2><<<grid, kFaWarps * 32, 0, s>>>(static_cast<const H*>(q), static_cast<const H*>(k), static_cast<const H*>(v), static_cast<H*>(o), a, scale_log2);
+    else flashMmaKernel<H, 1><<<grid, kFaWarps * 32, 0, s>>>(static_cast<const H*>(q), static_cast<const H*>(k), static_cast<const H*>(v), static_cast<H*>(o), a, scale_log2);
   } else {
-    flashMmaKernel<__nv_bfloat16><<<grid, kFaWarps * 32, 0, s>>>(
-        static_cast<const __nv_bfloat16*>(q), static_cast<const __nv_bfloat16*>(k), static_cast<const __nv_bfloat16*>(v),
-        static_cast<__nv_bfloat16*>(o), a, scale_log2);
+    using B = __nv_bfloat16;
+    if (wide) flashMmaKernel<B, 2><<<grid, kFaWarps * 32, 0, s>>>(static_cast<const B*>(q), static_cast<const B*>(k), static_cast<const B*>(v), static_cast<B*>(o), a, scale_log2);
+    else flashMmaKernel<B, 1><<<grid, kFaWarps * 32, 0, s>>>(static_cast<const B*>(q), static_cast<const B*>(k), static_cast<const B*>(v), static_cast<B*>(o), a, scale_log2);
   }
   CUDA_CHECK_LAUNCH(flashMmaKernel);
 }

@@ -354,9 +354,15 @@ class SoftmaxTopKOp final : public Op {
 // ---------------------------------------------------------------------------------------------
 class ConvBnReluOp final : public Op {
  public:
+  explicit ConvBnReluOp(bool with_cudnn) : with_cudnn_(with_cudnn) {}
   std::string name() const override { return "conv_bn_relu"; }
   std::string description() const override {
-    return "relu(batchnorm(conv3x3(x))), NCHW: conv, batchnorm, relu kernels vs conv with folded-BN+ReLU epilogue";
+    return std::string("relu(batchnorm(conv3x3(x))), NCHW: conv, batchnorm, relu kernels vs conv with folded-BN+ReLU epilogue") +
+           (with_cudnn_ ? "; vendor = cuDNN ConvolutionBiasActivationForward, BN folded into weights (if libcudnn.so.9 loads)" : "");
+  }
+  std::vector<std::string> variants() const override {
+    if (with_cudnn_) return {"unfused", "fused", "vendor"};
+    return {"unfused", "fused"};
   }
   int checkShapeCount() const override { return 4; }
   void setup(Context& ctx, DType t, int shape) override {
@@ -376,6 +382,18 @@ class ConvBnReluOp final : public Op {
     // Inference batchnorm is folded once when the model is loaded, not per call.
     launchFoldBatchNorm(t, gamma_.ptr(), beta_.ptr(), mean_.ptr(), var_.ptr(), kEps, scale_.buf.as<float>(),
                         shift_.buf.as<float>(), s[2], ctx.stream);
+    if (with_cudnn_ && ctx.cudnn) {
+      w_folded_ = Tensor("w_folded", t, w_.count);
+      b_folded_ = Tensor("b_folded", t, s[2]);
+      launchFoldConvWeights(t, w_.ptr(), scale_.buf.as<float>(), shift_.buf.as<float>(), w_folded_.ptr(), b_folded_.ptr(),
+                            s[2], s[1] * 9, ctx.stream);
+      try {
+        ctx.cudnn->configure(t, s[0], s[1], s[2], s[3], s[4], ctx.stream);
+        vendor_error_.clear();
+      } catch (const std::exception& e) {
+        vendor_error_ = e.what();  // reported when the vendor variant is run
+      }
+    }
     ref_.clear();
   }
   std::string shapeText() const override {
@@ -385,6 +403,13 @@ class ConvBnReluOp final : public Op {
   void run(Context& ctx, const std::string& variant, std::uint64_t rep) override {
     const auto& s = shape_;
     const std::size_t hw = s.height * s.width;
+    if (variant == "vendor") {
+      if (!ctx.cudnn) throw std::runtime_error("cuDNN is not loaded");
+      if (!vendor_error_.empty()) throw std::runtime_error(vendor_error_);
+      NvtxRange outer(tags(name(), variant, name(), "x,w_folded,b_folded", "y"), rep);
+      ctx.cudnn->run(x_.ptr(), w_folded_.ptr(), b_folded_.ptr(), y_.ptr());
+      return;
+    }
     if (variant == "fused") {
       NvtxRange outer(tags(name(), variant, name(), "x,w,bn_scale,bn_shift", "y"), rep);
       launchConv3x3(dtype_, x_.ptr(), w_.ptr(), scale_.buf.as<float>(), shift_.buf.as<float>(), y_.ptr(), s.batch,
@@ -407,24 +432,26 @@ class ConvBnReluOp final : public Op {
   }
   double minimumBytes(const std::string& v) const override {
     const double io = double(x_.bytes() + w_.bytes() + y_.bytes());
-    return v == "fused" ? io : io + 4.0 * double(y_.bytes());
+    return v == "unfused" ? io + 4.0 * double(y_.bytes()) : io;
   }
   double flops() const override {
     return 2.0 * 9.0 * double(shape_.batch * shape_.in_channels * shape_.out_channels * shape_.height * shape_.width);
   }
-  int kernelCount(const std::string& v) const override { return v == "fused" ? 1 : 3; }
+  int kernelCount(const std::string& v) const override { return v == "unfused" ? 3 : 1; }
 
  private:
   static constexpr float kEps = 1e-5f;
+  bool with_cudnn_;
   DType dtype_ = DType::F32;
   ref::ConvShape shape_{};
-  Tensor x_, w_, gamma_, beta_, mean_, var_, t0_, t1_, y_, scale_, shift_;
+  Tensor x_, w_, gamma_, beta_, mean_, var_, t0_, t1_, y_, scale_, shift_, w_folded_, b_folded_;
+  std::string vendor_error_;
   std::vector<double> ref_;
 };
 
 }  // namespace
 
-std::vector<std::unique_ptr<Op>> makeOps() {
+std::vector<std::unique_ptr<Op>> makeOps(bool with_cudnn) {
   std::vector<std::unique_ptr<Op>> ops;
   ops.push_back(std::make_unique<ElementwiseChainOp>());
   ops.push_back(std::make_unique<ResidualNormOp>(false));
@@ -435,7 +462,7 @@ std::vector<std::unique_ptr<Op>> makeOps() {
   ops.push_back(std::make_unique<AttentionOp>(false));
   ops.push_back(std::make_unique<AttentionOp>(true));
   ops.push_back(std::make_unique<SoftmaxTopKOp>());
-  ops.push_back(std::make_unique<ConvBnReluOp>());
+  ops.push_back(std::make_unique<ConvBnReluOp>(with_cudnn));
   return ops;
 }
 

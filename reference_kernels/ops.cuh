@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "cudnn_baseline.cuh"
 #include "kernels.cuh"
 #include "nvtx_ranges.hpp"
 
@@ -18,6 +19,7 @@ struct Context {
   cudaStream_t stream = nullptr;
   cublasHandle_t cublas = nullptr;
   std::unique_ptr<LtMatmul> lt;
+  std::unique_ptr<CudnnConv> cudnn;  // null when libcudnn.so.9 is not loadable here
   std::mt19937_64 rng;
   std::uint64_t nextSeed() { return rng(); }
 };
@@ -62,7 +64,8 @@ class Op {
   virtual int kernelCount(const std::string& variant) const = 0;
 };
 
-std::vector<std::unique_ptr<Op>> makeOps();
+// with_cudnn: conv_bn_relu gets its cuDNN vendor variant.
+std::vector<std::unique_ptr<Op>> makeOps(bool with_cudnn);
 
 // The transformer (transformer.cu).
 struct ModelConfig {
