@@ -32,6 +32,8 @@ constexpr const char* kUsage = R"(usage: model [options]
                               transformer shape (defaults 8, 1024, 1024, 8, 32000, 32; heads = width/64)
   --hand-matmul               the transformer uses the hand GEMM instead of cuBLASLt
   --no-copy-bandwidth         skip the device-to-device copy measurement
+environment: FPROF_REF_FLASH_ROWS=16|32  query rows per warp in the fused fp16/bf16 attention
+                              (default 16; 32 reuses K/V operands twice at 2 blocks per SM)
   --help
 )";
 
