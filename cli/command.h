@@ -20,6 +20,7 @@ struct Command {
 Command addRunCommand(CLI::App& root);
 Command addInfoCommand(CLI::App& root);
 Command addSchemaCommand(CLI::App& root);
+Command addViewCommand(CLI::App& root);
 
 // Prints "fprof: <message>" on stderr and returns 2, for bad input.
 int inputError(const std::string& message);

@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   app.fallthrough(false);
 
   std::vector<Command> commands = {addRunCommand(app), addInfoCommand(app), addSchemaCommand(app)};
+  commands.push_back(addViewCommand(app));
   if (argc > 1 && argv[1][0] != '-') {
     std::string known;
     for (const Command& c : commands) {

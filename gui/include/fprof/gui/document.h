@@ -1,0 +1,148 @@
+// What the viewer shows, with no GUI in it: a loaded profile turned into plottable items (per
+// kernel launch, per kernel group, per NVTX op) with the analyzer's roofline placement, the roofs
+// (measured and datasheet), fusion candidates, and a diff against a baseline. The ImGui front end
+// (viewer.h) only draws this; tests drive it headless.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fprof/analysis/ceilings.h"
+#include "fprof/analysis/fusion.h"
+#include "fprof/analysis/roofline.h"
+#include "fprof/core/store.h"
+#include "fprof/gui/plot_math.h"
+
+namespace fprof::gui {
+
+using analysis::MemLevel;
+using analysis::Precision;
+using analysis::kMemLevelCount;
+using analysis::kPrecisionCount;
+
+enum class PointMode { kKernels = 0, kKernelGroups = 1, kOps = 2 };
+inline constexpr size_t kPointModeCount = 3;
+const char* pointModeName(PointMode m);  // "kernel launches", "kernel groups", "NVTX ops"
+
+// One point of the plot and one row of the table.
+struct Item {
+  std::string name;       // demangled kernel name, or the NVTX path for an op
+  std::string nvtx_path;  // innermost NVTX path ("" if none)
+  int64_t calls = 1;
+  int64_t duration_ns = 0;
+  std::vector<size_t> kernels;  // indices into Profile::kernels, in time order
+  // Launch shape and resources of the first launch (groups share the shape; ops may mix).
+  std::array<int32_t, 3> grid{};
+  std::array<int32_t, 3> block{};
+  int32_t registers_per_thread = 0;      // max over the members
+  int32_t static_shared_bytes = 0;       // max
+  int32_t dynamic_shared_bytes = 0;      // max
+  int64_t local_bytes_per_thread = 0;    // max: stack frame and spills
+  std::optional<double> theoretical_occupancy;  // min over the members
+  std::optional<double> achieved_occupancy;     // time-weighted, only if every member was counted
+  std::optional<double> local_traffic_bytes;    // counted spill traffic (load + store), summed
+  bool mixed_shapes = false;                    // an op whose kernels differ in shape
+  analysis::Work work;                          // summed counters (absent where any member lacks them)
+  analysis::Placement placement;
+  int32_t op = -1;  // index into Document::ops_names for colouring; -1 = outside any NVTX range
+  std::string origin;  // cuBLAS, CUTLASS, user, ...
+};
+
+// A fusion candidate from the analyzer, with the kernels it names resolved in this document.
+struct FusionView {
+  analysis::FusionCandidate candidate;
+  std::vector<std::vector<size_t>> stage_kernels;  // per stage, kernel indices (unfused variant)
+  std::vector<size_t> fused_kernels;               // the measured fused variant's kernels, if any
+};
+
+// The roofs of one device, measured and datasheet side by side (either may be absent).
+struct RoofSet {
+  std::string device_name;
+  analysis::Ceilings measured;
+  analysis::Ceilings datasheet;
+};
+
+class Document {
+ public:
+  // Loads and analyses a database. The error is one sentence naming the file.
+  static core::Expected<std::shared_ptr<Document>> open(const std::string& path);
+  static std::shared_ptr<Document> fromProfile(core::Profile profile);
+
+  const core::Profile& profile() const { return profile_; }
+  const std::vector<Item>& items(PointMode m) const { return items_[static_cast<size_t>(m)]; }
+  const std::vector<std::string>& opNames() const { return op_names_; }
+  const RoofSet& roofs() const { return roofs_; }
+  const analysis::FusionResult& fusion() const { return fusion_; }
+  const std::vector<FusionView>& fusionViews() const { return fusion_views_; }
+  int64_t totalKernelNs() const { return total_kernel_ns_; }
+  int64_t kernelsWithCounters() const { return kernels_with_counters_; }
+  // A line for the window when no point can be drawn (trace-only runs), else "".
+  std::string plotNote() const;
+
+  // Placement and work of an arbitrary set of kernels (a fusion stage, a fused variant).
+  struct Aggregate {
+    analysis::Work work;
+    int64_t duration_ns = 0;
+    analysis::Placement placement;
+  };
+  Aggregate aggregate(const std::vector<size_t>& kernel_indices) const;
+
+ private:
+  Document() = default;
+  void build();
+
+  core::Profile profile_;
+  std::array<std::vector<Item>, kPointModeCount> items_;
+  std::vector<std::string> op_names_;
+  RoofSet roofs_;
+  analysis::FusionResult fusion_;
+  std::vector<FusionView> fusion_views_;
+  int64_t total_kernel_ns_ = 0;
+  int64_t kernels_with_counters_ = 0;
+};
+
+// Position of an item on the plot at a memory level: (intensity FLOP/byte, achieved FLOP/s).
+// None when either is unknown (no counters, no FLOPs, no bytes at that level).
+std::optional<Vec2> itemPoint(const Item& item, MemLevel level);
+// Whether the item counted FLOPs in a precision enabled in `precision_mask` (bit i = Precision i).
+bool itemHasPrecision(const Item& item, uint32_t precision_mask);
+
+// Tooltip for an item: name, time, intensity at the level, FLOP/s, % of roof, bound.
+std::string tooltipText(const Item& item, MemLevel level);
+// Details panel text: launch shape, registers, spills, shared memory, occupancy, bytes per
+// level, FLOPs per precision, NVTX path, bound and its reason.
+std::string detailsText(const Item& item, const core::Profile& profile);
+
+// "1.23 ms", "870 ns".
+std::string formatDurationNs(double ns);
+
+// Diff of a current document against a baseline, by kernel group (name and launch shape).
+enum class Change { kSame, kRegression, kImprovement, kNew, kVanished };
+const char* changeName(Change c);
+
+struct DiffRow {
+  std::string name;
+  std::string shape;
+  std::optional<size_t> base_item;  // into base items(kKernelGroups)
+  std::optional<size_t> cur_item;   // into current items(kKernelGroups)
+  std::optional<double> base_mean_ns, cur_mean_ns;
+  std::optional<double> time_change;       // cur/base - 1 of the mean time per call
+  std::optional<double> p_value;           // Mann-Whitney, one-sided "current slower"
+  std::optional<double> dram_bytes_change; // cur/base - 1 of DRAM bytes per call
+  Change change = Change::kSame;
+  std::string why;  // what made it a regression or improvement
+};
+
+struct DiffOptions {
+  double time_threshold = 0.05;     // 5% slower per call ...
+  double p_threshold = 0.01;        // ... and significant over the launches (when >= 3 each)
+  double counter_threshold = 0.01;  // DRAM bytes per call, a near-exact signal
+};
+
+std::vector<DiffRow> diffDocuments(const Document& base, const Document& cur, const DiffOptions& opt = {});
+
+}  // namespace fprof::gui

@@ -1,0 +1,497 @@
+// A loaded profile turned into plot items, roofs, fusion candidates and a diff (see document.h).
+#include "fprof/gui/document.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <unordered_map>
+
+#include "fprof/analysis/dataflow.h"
+#include "fprof/analysis/nvtx_ops.h"
+#include "fprof/analysis/origin.h"
+#include "fprof/analysis/stats.h"
+#include "fprof/analysis/summary.h"
+
+namespace fprof::gui {
+
+const char* pointModeName(PointMode m) {
+  switch (m) {
+    case PointMode::kKernels: return "kernel launches";
+    case PointMode::kKernelGroups: return "kernel groups";
+    case PointMode::kOps: return "NVTX ops";
+  }
+  return "?";
+}
+
+const char* changeName(Change c) {
+  switch (c) {
+    case Change::kSame: return "same";
+    case Change::kRegression: return "regression";
+    case Change::kImprovement: return "improvement";
+    case Change::kNew: return "new";
+    case Change::kVanished: return "vanished";
+  }
+  return "?";
+}
+
+std::string formatDurationNs(double ns) {
+  if (ns >= 1e9) return fmt::format("{:.3g} s", ns / 1e9);
+  if (ns >= 1e6) return fmt::format("{:.3g} ms", ns / 1e6);
+  if (ns >= 1e3) return fmt::format("{:.3g} us", ns / 1e3);
+  return fmt::format("{:.0f} ns", ns);
+}
+
+core::Expected<std::shared_ptr<Document>> Document::open(const std::string& path) {
+  auto loaded = core::loadProfile(path);
+  if (!loaded) return core::makeError(loaded.error());
+  return fromProfile(std::move(*loaded));
+}
+
+std::shared_ptr<Document> Document::fromProfile(core::Profile profile) {
+  std::shared_ptr<Document> d(new Document());
+  d->profile_ = std::move(profile);
+  d->build();
+  return d;
+}
+
+namespace {
+
+// Adds one kernel's resources to an item (max of resources, min of theoretical occupancy).
+void addKernel(Item& it, const core::Profile& p, size_t index, bool first) {
+  const core::KernelRow& k = p.kernels[index];
+  it.kernels.push_back(index);
+  const std::array<int32_t, 3> grid = {k.grid_x, k.grid_y, k.grid_z};
+  const std::array<int32_t, 3> block = {k.block_x, k.block_y, k.block_z};
+  if (first) {
+    it.grid = grid;
+    it.block = block;
+    it.theoretical_occupancy = k.theoretical_occupancy;
+  } else {
+    if (grid != it.grid || block != it.block) it.mixed_shapes = true;
+    if (it.theoretical_occupancy && k.theoretical_occupancy) {
+      it.theoretical_occupancy = std::min(*it.theoretical_occupancy, *k.theoretical_occupancy);
+    } else {
+      it.theoretical_occupancy.reset();
+    }
+  }
+  it.registers_per_thread = std::max(it.registers_per_thread, k.registers_per_thread);
+  it.static_shared_bytes = std::max(it.static_shared_bytes, k.static_shared_bytes);
+  it.dynamic_shared_bytes = std::max(it.dynamic_shared_bytes, k.dynamic_shared_bytes);
+  it.local_bytes_per_thread = std::max(it.local_bytes_per_thread, k.local_bytes_per_thread);
+}
+
+// Counter-derived fields summed over an item's kernels: work, achieved occupancy, spill traffic.
+void addCounters(Item& it, const core::Profile& p) {
+  bool first = true;
+  double occ_weighted = 0;
+  bool occ_complete = true;
+  bool spill_any = false;
+  double spill = 0;
+  int64_t ns = 0;
+  for (size_t i : it.kernels) {
+    const core::KernelRow& k = p.kernels[i];
+    const core::KernelCounters* c = analysis::countersFor(p, k.id);
+    analysis::Work w = c ? analysis::Work::fromCounters(*c) : analysis::Work{};
+    if (first) {
+      it.work = w;
+      first = false;
+    } else {
+      it.work += w;
+    }
+    ns += k.durationNs();
+    if (c && c->achieved_occupancy) {
+      occ_weighted += *c->achieved_occupancy * static_cast<double>(k.durationNs());
+    } else {
+      occ_complete = false;
+    }
+    if (c && (c->local_load_bytes || c->local_store_bytes)) {
+      spill_any = true;
+      spill += c->local_load_bytes.value_or(0) + c->local_store_bytes.value_or(0);
+    }
+  }
+  if (occ_complete && ns > 0 && !it.kernels.empty()) it.achieved_occupancy = occ_weighted / static_cast<double>(ns);
+  if (spill_any) it.local_traffic_bytes = spill;
+}
+
+std::optional<Precision> precisionFromName(std::string_view s) {
+  for (size_t i = 0; i < kPrecisionCount; ++i) {
+    if (analysis::precisionName(static_cast<Precision>(i)) == s) return static_cast<Precision>(i);
+  }
+  return std::nullopt;
+}
+
+std::optional<MemLevel> levelFromName(std::string_view s) {
+  for (size_t i = 0; i < kMemLevelCount; ++i) {
+    if (analysis::memLevelName(static_cast<MemLevel>(i)) == s) return static_cast<MemLevel>(i);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+void Document::build() {
+  const core::Profile& p = profile_;
+  for (const core::KernelRow& k : p.kernels) total_kernel_ns_ += k.durationNs();
+  kernels_with_counters_ = 0;
+  for (const core::KernelRow& k : p.kernels) {
+    if (analysis::countersFor(p, k.id)) ++kernels_with_counters_;
+  }
+
+  // Ops (for colour and the op mode): one per distinct innermost NVTX path, in first-launch order.
+  std::unordered_map<uint32_t, int32_t> op_of_path;
+  std::vector<std::vector<size_t>> op_kernels;
+  for (size_t i = 0; i < p.kernels.size(); ++i) {
+    const core::KernelRow& k = p.kernels[i];
+    if (!k.nvtx_path_id) continue;
+    auto [it, inserted] = op_of_path.emplace(*k.nvtx_path_id, static_cast<int32_t>(op_names_.size()));
+    if (inserted) {
+      op_names_.push_back(p.str(*k.nvtx_path_id));
+      op_kernels.emplace_back();
+    }
+    op_kernels[static_cast<size_t>(it->second)].push_back(i);
+  }
+  auto opOf = [&](const core::KernelRow& k) -> int32_t {
+    if (!k.nvtx_path_id) return -1;
+    return op_of_path.at(*k.nvtx_path_id);
+  };
+  auto pathOf = [&](const core::KernelRow& k) { return k.nvtx_path_id ? p.str(*k.nvtx_path_id) : std::string(); };
+
+  // Per kernel launch: the analyzer's own per-kernel placement.
+  analysis::CeilingCache cache(p);
+  auto& kernels = items_[static_cast<size_t>(PointMode::kKernels)];
+  kernels.reserve(p.kernels.size());
+  for (size_t i = 0; i < p.kernels.size(); ++i) {
+    const core::KernelRow& k = p.kernels[i];
+    Item it;
+    it.name = p.str(k.demangled_id);
+    it.nvtx_path = pathOf(k);
+    it.duration_ns = k.durationNs();
+    addKernel(it, p, i, true);
+    addCounters(it, p);
+    it.placement = analysis::placeKernel(p, i, cache);
+    it.op = opOf(k);
+    kernels.push_back(std::move(it));
+  }
+
+  // Per kernel group and per op: the analyzer's group placements (same rules as fprof report).
+  const analysis::RunSummary summary = analysis::summarize(p);
+  const analysis::RooflineResult roofline = analysis::analyzeRoofline(p);
+  auto& groups = items_[static_cast<size_t>(PointMode::kKernelGroups)];
+  for (size_t g = 0; g < summary.groups.size(); ++g) {
+    const analysis::KernelGroup& kg = summary.groups[g];
+    Item it;
+    it.name = p.str(kg.demangled_id);
+    it.calls = kg.calls;
+    it.duration_ns = kg.total_ns;
+    for (size_t n = 0; n < kg.kernel_indices.size(); ++n) addKernel(it, p, kg.kernel_indices[n], n == 0);
+    const core::KernelRow& first = p.kernels[kg.kernel_indices.front()];
+    it.nvtx_path = pathOf(first);
+    it.op = opOf(first);
+    addCounters(it, p);
+    it.placement = roofline.kernel_groups.at(g).placement;
+    groups.push_back(std::move(it));
+  }
+  std::unordered_map<std::string, size_t> op_by_label;
+  for (size_t o = 0; o < op_names_.size(); ++o) op_by_label.emplace(op_names_[o], o);
+  auto& ops = items_[static_cast<size_t>(PointMode::kOps)];
+  for (const analysis::GroupPlacement& gp : roofline.ops) {
+    auto found = op_by_label.find(gp.label);
+    if (found == op_by_label.end()) continue;  // cannot happen: both group by the NVTX path string
+    Item it;
+    it.name = gp.label;
+    it.nvtx_path = gp.label;
+    it.calls = gp.calls;
+    it.duration_ns = gp.placement.duration_ns;
+    const auto& members = op_kernels[found->second];
+    for (size_t n = 0; n < members.size(); ++n) addKernel(it, p, members[n], n == 0);
+    addCounters(it, p);
+    it.placement = gp.placement;
+    it.op = static_cast<int32_t>(found->second);
+    ops.push_back(std::move(it));
+  }
+  for (auto& mode_items : items_) {
+    for (Item& it : mode_items) {
+      it.origin = std::string(analysis::originName(analysis::classifyOrigin(it.name)));
+    }
+  }
+  for (Item& it : ops) it.origin.clear();  // an op mixes kernels of several origins
+
+  // Roofs of the first device (a run on several GPU models shows the first; the note says so).
+  if (!p.devices.empty()) {
+    const core::DeviceInfo& d = p.devices.front();
+    roofs_.device_name = d.name;
+    roofs_.datasheet = analysis::datasheetCeilings(d);
+    roofs_.measured.device_name = d.name;
+    for (const core::CeilingRecord& r : p.ceilings) {
+      if (r.device_name != d.name || r.source != "measured") continue;
+      analysis::Roof roof{r.value, analysis::CeilingSource::kMeasured, r.method};
+      if (auto l = levelFromName(r.ceiling)) {
+        roofs_.measured.bandwidth[static_cast<size_t>(*l)] = roof;
+      } else if (auto pr = precisionFromName(r.ceiling)) {
+        roofs_.measured.compute[static_cast<size_t>(*pr)] = roof;
+      }
+    }
+    // Datasheet rows stored in the file (by fprof ceilings) stand in for computed ones.
+    for (const core::CeilingRecord& r : p.ceilings) {
+      if (r.device_name != d.name || r.source != "datasheet") continue;
+      analysis::Roof roof{r.value, analysis::CeilingSource::kDatasheet, r.method};
+      if (auto l = levelFromName(r.ceiling)) {
+        roofs_.datasheet.bandwidth[static_cast<size_t>(*l)] = roof;
+      } else if (auto pr = precisionFromName(r.ceiling)) {
+        roofs_.datasheet.compute[static_cast<size_t>(*pr)] = roof;
+      }
+    }
+  }
+
+  // Fusion candidates, with the kernels of their stages found again for drawing (see FusionView).
+  const analysis::OpIndex op_index = analysis::indexOps(p);
+  const analysis::DataFlow flow = analysis::analyzeDataFlow(p);
+  fusion_ = analysis::analyzeFusion(p, op_index, flow);
+  std::unordered_map<std::string, std::vector<size_t>> kernels_by_name;
+  for (size_t i = 0; i < p.kernels.size(); ++i) kernels_by_name[p.str(p.kernels[i].demangled_id)].push_back(i);
+  for (const analysis::FusionCandidate& c : fusion_.candidates) {
+    FusionView v;
+    v.candidate = c;
+    v.stage_kernels.resize(c.stages.size());
+    if (c.source == analysis::PairSource::kNvtx) {
+      for (const analysis::OpInstance& op : op_index.ops) {
+        if (op.tags.pair != c.id) continue;
+        if (op.tags.variant == "fused") {
+          v.fused_kernels.insert(v.fused_kernels.end(), op.all_kernels.begin(), op.all_kernels.end());
+          continue;
+        }
+        if (op.tags.variant != "unfused") continue;
+        // The analyzer's stage order: stage children with kernels first, then loose kernels.
+        std::vector<std::vector<size_t>> stages;
+        for (size_t ch : op.children) {
+          if (!op_index.ops[ch].all_kernels.empty()) stages.push_back(op_index.ops[ch].all_kernels);
+        }
+        for (size_t k : op.kernels) stages.push_back({k});
+        for (size_t s = 0; s < stages.size() && s < v.stage_kernels.size(); ++s) {
+          v.stage_kernels[s].insert(v.stage_kernels[s].end(), stages[s].begin(), stages[s].end());
+        }
+      }
+    } else {
+      for (size_t s = 0; s < c.stages.size(); ++s) {
+        if (auto f = kernels_by_name.find(c.stages[s]); f != kernels_by_name.end()) v.stage_kernels[s] = f->second;
+      }
+    }
+    fusion_views_.push_back(std::move(v));
+  }
+}
+
+Document::Aggregate Document::aggregate(const std::vector<size_t>& kernel_indices) const {
+  Aggregate a;
+  if (kernel_indices.empty()) return a;
+  const core::Profile& p = profile_;
+  analysis::PlacementInput in;
+  bool first = true;
+  for (size_t i : kernel_indices) {
+    const core::KernelRow& k = p.kernels[i];
+    const analysis::PlacementInput ki = analysis::kernelInput(p, k, p.device(k.process_id, k.device_id));
+    if (first) {
+      in = ki;
+      in.launches = 0;
+      in.duration_ns = 0;
+      first = false;
+    } else {
+      in.work += ki.work;
+    }
+    in.duration_ns += ki.duration_ns;
+    in.launches += 1;
+  }
+  in.blocks.reset();
+  in.occupancy.reset();
+  a.work = in.work;
+  a.duration_ns = in.duration_ns;
+  analysis::CeilingCache cache(p);
+  const core::KernelRow& k0 = p.kernels[kernel_indices.front()];
+  a.placement = analysis::place(in, cache.get(k0.process_id, k0.device_id));
+  return a;
+}
+
+std::string Document::plotNote() const {
+  if (profile_.kernels.empty()) return "This profile holds no kernels.";
+  if (kernels_with_counters_ == 0) {
+    return "Trace-only profile: no hardware counters, so no roofline points. Record with "
+           "'fprof run --metrics roofline' to place kernels; the table and details below are from the trace.";
+  }
+  if (kernels_with_counters_ < static_cast<int64_t>(profile_.kernels.size())) {
+    return fmt::format("{} of {} kernel launches have counters; the others are not plotted.", kernels_with_counters_,
+                       profile_.kernels.size());
+  }
+  return "";
+}
+
+std::optional<Vec2> itemPoint(const Item& item, MemLevel level) {
+  const auto& intensity = item.placement.intensity_flop_per_byte[static_cast<size_t>(level)];
+  const auto& rate = item.placement.achieved_flops_per_s;
+  if (!intensity || !rate || !(*intensity > 0) || !(*rate > 0)) return std::nullopt;
+  return Vec2{*intensity, *rate};
+}
+
+bool itemHasPrecision(const Item& item, uint32_t precision_mask) {
+  for (size_t i = 0; i < kPrecisionCount; ++i) {
+    if ((precision_mask >> i & 1u) && item.work.flops[i] && *item.work.flops[i] > 0) return true;
+  }
+  return false;
+}
+
+namespace {
+
+std::string optPercent(const std::optional<double>& v) {
+  return v ? fmt::format("{:.1f}%", *v * 100) : std::string("n/a");
+}
+std::string optSi(const std::optional<double>& v, const char* unit) {
+  return v ? formatSi(*v, unit) : std::string("n/a");
+}
+std::string levelLabel(MemLevel l) {
+  switch (l) {
+    case MemLevel::kDram: return "DRAM";
+    case MemLevel::kL2: return "L2";
+    case MemLevel::kL1: return "L1";
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::string tooltipText(const Item& item, MemLevel level) {
+  const analysis::Placement& pl = item.placement;
+  std::string s = item.name + "\n";
+  s += fmt::format("time {} ({} call{})\n", formatDurationNs(static_cast<double>(item.duration_ns)), item.calls,
+                   item.calls == 1 ? "" : "s");
+  const auto& in = pl.intensity_flop_per_byte[static_cast<size_t>(level)];
+  s += fmt::format("intensity ({}) {}\n", levelLabel(level), in ? fmt::format("{:.3g} FLOP/byte", *in) : "n/a");
+  s += fmt::format("achieved {}\n", optSi(pl.achieved_flops_per_s, "FLOP/s"));
+  s += fmt::format("{} of roof", optPercent(pl.roof_fraction));
+  if (!pl.binding.empty()) s += fmt::format(" ({}, {})", pl.binding, analysis::ceilingSourceName(*pl.binding_source));
+  s += fmt::format("\nbound: {}", analysis::boundName(pl.bound));
+  return s;
+}
+
+std::string detailsText(const Item& item, const core::Profile& profile) {
+  (void)profile;
+  const analysis::Placement& pl = item.placement;
+  std::string s;
+  s += fmt::format("{}\n", item.name);
+  if (!item.origin.empty()) s += fmt::format("origin: {}\n", item.origin);
+  s += fmt::format("NVTX path: {}\n", item.nvtx_path.empty() ? "(none)" : item.nvtx_path);
+  s += fmt::format("calls: {}   time: {} (mean {})\n", item.calls, formatDurationNs(static_cast<double>(item.duration_ns)),
+                   formatDurationNs(static_cast<double>(item.duration_ns) / static_cast<double>(std::max<int64_t>(item.calls, 1))));
+  s += fmt::format("grid: {}x{}x{}   block: {}x{}x{}{}\n", item.grid[0], item.grid[1], item.grid[2], item.block[0],
+                   item.block[1], item.block[2], item.mixed_shapes ? "   (first launch; shapes differ)" : "");
+  s += fmt::format("registers/thread: {}   shared: {} B static + {} B dynamic\n", item.registers_per_thread,
+                   item.static_shared_bytes, item.dynamic_shared_bytes);
+  s += fmt::format("local memory/thread (stack + spills): {} B   spill traffic: {}\n", item.local_bytes_per_thread,
+                   optSi(item.local_traffic_bytes, "B"));
+  s += fmt::format("occupancy: theoretical {}   achieved {}\n", optPercent(item.theoretical_occupancy),
+                   optPercent(item.achieved_occupancy));
+  s += "bytes: ";
+  for (size_t l = 0; l < kMemLevelCount; ++l) {
+    s += fmt::format("{}{} {}", l ? "   " : "", levelLabel(static_cast<MemLevel>(l)), optSi(item.work.bytes[l], "B"));
+  }
+  s += "\nFLOPs:";
+  bool any = false;
+  for (size_t i = 0; i < kPrecisionCount; ++i) {
+    if (!item.work.flops[i]) continue;
+    s += fmt::format(" {} {}", analysis::precisionName(static_cast<Precision>(i)), formatSi(*item.work.flops[i], ""));
+    any = true;
+  }
+  if (!any) s += " n/a (no counters)";
+  s += "\nintensity:";
+  for (size_t l = 0; l < kMemLevelCount; ++l) {
+    const auto& in = pl.intensity_flop_per_byte[l];
+    s += fmt::format(" {} {}", levelLabel(static_cast<MemLevel>(l)), in ? fmt::format("{:.3g}", *in) : "n/a");
+  }
+  s += fmt::format(" FLOP/byte\nachieved: {}\n", optSi(pl.achieved_flops_per_s, "FLOP/s"));
+  s += fmt::format("roof: {} {}   attainable {}   {} of roof\n", pl.binding.empty() ? "n/a" : pl.binding,
+                   pl.binding_source ? std::string(analysis::ceilingSourceName(*pl.binding_source)) : "",
+                   pl.attainable_ns ? formatDurationNs(*pl.attainable_ns) : "n/a", optPercent(pl.roof_fraction));
+  s += fmt::format("bound: {} ({})\n", analysis::boundName(pl.bound), pl.reason);
+  for (const std::string& m : pl.missing) s += fmt::format("missing: {}\n", m);
+  return s;
+}
+
+std::vector<DiffRow> diffDocuments(const Document& base, const Document& cur, const DiffOptions& opt) {
+  auto key = [](const Item& it) {
+    return fmt::format("{}|{}x{}x{}|{}x{}x{}", it.name, it.grid[0], it.grid[1], it.grid[2], it.block[0], it.block[1],
+                       it.block[2]);
+  };
+  const auto& bi = base.items(PointMode::kKernelGroups);
+  const auto& ci = cur.items(PointMode::kKernelGroups);
+  std::map<std::string, size_t> base_by_key;
+  for (size_t i = 0; i < bi.size(); ++i) base_by_key.emplace(key(bi[i]), i);
+  std::vector<DiffRow> rows;
+  std::vector<bool> matched(bi.size(), false);
+  auto durations = [](const Document& d, const Item& it) {
+    std::vector<double> v;
+    for (size_t k : it.kernels) v.push_back(static_cast<double>(d.profile().kernels[k].durationNs()));
+    return v;
+  };
+  for (size_t c = 0; c < ci.size(); ++c) {
+    const Item& cit = ci[c];
+    DiffRow r;
+    r.name = cit.name;
+    r.shape = fmt::format("{}x{}x{} / {}x{}x{}", cit.grid[0], cit.grid[1], cit.grid[2], cit.block[0], cit.block[1],
+                          cit.block[2]);
+    r.cur_item = c;
+    r.cur_mean_ns = static_cast<double>(cit.duration_ns) / static_cast<double>(cit.calls);
+    auto f = base_by_key.find(key(cit));
+    if (f == base_by_key.end()) {
+      r.change = Change::kNew;
+      r.why = "not in the baseline";
+      rows.push_back(std::move(r));
+      continue;
+    }
+    matched[f->second] = true;
+    const Item& bit = bi[f->second];
+    r.base_item = f->second;
+    r.base_mean_ns = static_cast<double>(bit.duration_ns) / static_cast<double>(bit.calls);
+    if (*r.base_mean_ns > 0) r.time_change = *r.cur_mean_ns / *r.base_mean_ns - 1;
+    const auto& bd = bit.work.bytes[static_cast<size_t>(MemLevel::kDram)];
+    const auto& cd = cit.work.bytes[static_cast<size_t>(MemLevel::kDram)];
+    if (bd && cd && *bd > 0) {
+      r.dram_bytes_change = (*cd / static_cast<double>(cit.calls)) / (*bd / static_cast<double>(bit.calls)) - 1;
+    }
+    const std::vector<double> bdur = durations(base, bit), cdur = durations(cur, cit);
+    const bool enough = bdur.size() >= 3 && cdur.size() >= 3;
+    if (enough) {
+      if (auto mw = analysis::mannWhitneyGreater(bdur, cdur)) r.p_value = mw->p_greater;
+    }
+    const bool slower = r.time_change && *r.time_change > opt.time_threshold && (!enough || (r.p_value && *r.p_value < opt.p_threshold));
+    const bool more_bytes = r.dram_bytes_change && *r.dram_bytes_change > opt.counter_threshold;
+    if (slower || more_bytes) {
+      r.change = Change::kRegression;
+      if (slower) r.why = fmt::format("{:+.1f}% time per call", *r.time_change * 100);
+      if (more_bytes) r.why += fmt::format("{}{:+.1f}% DRAM bytes per call", slower ? ", " : "", *r.dram_bytes_change * 100);
+    } else if (r.time_change && *r.time_change < -opt.time_threshold) {
+      r.change = Change::kImprovement;
+      r.why = fmt::format("{:+.1f}% time per call", *r.time_change * 100);
+    }
+    rows.push_back(std::move(r));
+  }
+  for (size_t b = 0; b < bi.size(); ++b) {
+    if (matched[b]) continue;
+    DiffRow r;
+    r.name = bi[b].name;
+    r.shape = fmt::format("{}x{}x{} / {}x{}x{}", bi[b].grid[0], bi[b].grid[1], bi[b].grid[2], bi[b].block[0],
+                          bi[b].block[1], bi[b].block[2]);
+    r.base_item = b;
+    r.base_mean_ns = static_cast<double>(bi[b].duration_ns) / static_cast<double>(bi[b].calls);
+    r.change = Change::kVanished;
+    r.why = "not in the current run";
+    rows.push_back(std::move(r));
+  }
+  // Regressions first, then by the size of the change.
+  std::stable_sort(rows.begin(), rows.end(), [](const DiffRow& a, const DiffRow& b) {
+    auto rank = [](Change c) { return c == Change::kRegression ? 0 : c == Change::kImprovement ? 1 : c == Change::kSame ? 3 : 2; };
+    if (rank(a.change) != rank(b.change)) return rank(a.change) < rank(b.change);
+    return std::fabs(a.time_change.value_or(0)) > std::fabs(b.time_change.value_or(0));
+  });
+  return rows;
+}
+
+}  // namespace fprof::gui

@@ -1,0 +1,212 @@
+// fprof-view: opens a window (GLFW + OpenGL 3) on a .fprof database and runs the ImGui viewer.
+// --screenshot/--frames render a fixed number of frames and exit, for tests and benchmarks.
+#include <GLFW/glfw3.h>
+#include <backends/imgui_impl_glfw.h>
+#include <backends/imgui_impl_opengl3.h>
+#include <imgui.h>
+#include <stb_image_write.h>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "fprof/gui/viewer.h"
+
+namespace {
+
+std::string g_glfw_error;
+
+void glfwError(int code, const char* description) {
+  g_glfw_error = fmt::format("GLFW error {}: {}", code, description ? description : "?");
+}
+
+// Reads back a region of the back buffer (display pixels, y down) and writes it as a PNG.
+fprof::core::Status writePng(const std::string& path, fprof::gui::Rect region, float scale, int fb_w, int fb_h) {
+  const int x0 = std::clamp(static_cast<int>(std::floor(region.x0 * scale)), 0, fb_w);
+  const int x1 = std::clamp(static_cast<int>(std::ceil(region.x1 * scale)), 0, fb_w);
+  const int y0 = std::clamp(static_cast<int>(std::floor(region.y0 * scale)), 0, fb_h);
+  const int y1 = std::clamp(static_cast<int>(std::ceil(region.y1 * scale)), 0, fb_h);
+  const int w = x1 - x0, h = y1 - y0;
+  if (w <= 0 || h <= 0) return fprof::core::makeError(path + ": nothing to capture (empty region)");
+  std::vector<unsigned char> pixels(static_cast<size_t>(w) * static_cast<size_t>(h) * 4);
+  glPixelStorei(GL_PACK_ALIGNMENT, 1);
+  glReadBuffer(GL_BACK);
+  // GL's origin is the bottom-left corner.
+  glReadPixels(x0, fb_h - y1, w, h, GL_RGBA, GL_UNSIGNED_BYTE, pixels.data());
+  if (const GLenum err = glGetError(); err != GL_NO_ERROR) {
+    return fprof::core::makeError(fmt::format("{}: glReadPixels failed (GL error 0x{:x})", path, err));
+  }
+  std::vector<unsigned char> flipped(pixels.size());
+  const size_t row = static_cast<size_t>(w) * 4;
+  for (int y = 0; y < h; ++y) {
+    std::copy_n(pixels.data() + static_cast<size_t>(h - 1 - y) * row, row, flipped.data() + static_cast<size_t>(y) * row);
+  }
+  if (!stbi_write_png(path.c_str(), w, h, 4, flipped.data(), static_cast<int>(row))) {
+    return fprof::core::makeError(path + ": cannot write the PNG file");
+  }
+  return {};
+}
+
+fprof::core::Status writeGeometry(const std::string& path, const fprof::gui::Viewer& v) {
+  std::ofstream f(path);
+  if (!f) return fprof::core::makeError(path + ": cannot open for writing");
+  const fprof::gui::Rect& r = v.plotRect();
+  f << fmt::format("plot {:.1f} {:.1f} {:.1f} {:.1f}\n", r.x0, r.y0, r.x1, r.y1);
+  f << fmt::format("points_plotted {}\npoints_drawn {}\narrows {}\n", v.pointsPlotted(), v.pointsDrawn(), v.arrowsDrawn());
+  for (const fprof::gui::DrawnRoof& roof : v.drawnRoofs()) {
+    // IM_COL32 packs ABGR: red in the low byte.
+    f << fmt::format("roof {} {} {} {} {} {:.1f} {:.1f} {:.1f} {:.1f}\n", roof.label,
+                     roof.datasheet ? "datasheet" : "measured", roof.colour & 0xFF, roof.colour >> 8 & 0xFF,
+                     roof.colour >> 16 & 0xFF, roof.screen.a.x, roof.screen.a.y, roof.screen.b.x, roof.screen.b.y);
+  }
+  return f ? fprof::core::Status{} : fprof::core::makeError(path + ": write failed");
+}
+
+struct Options {
+  std::string run;
+  std::string baseline;
+  std::string screenshot;
+  std::string geometry;
+  int frames = 0;
+  std::string size = "1600x1000";
+  bool frame_stats = false;
+};
+
+int runViewer(const Options& opt) {
+  using fprof::gui::Document;
+  auto run = Document::open(opt.run);
+  if (!run) std::fprintf(stderr, "fprof-view: %s\n", run.error().c_str());
+  std::optional<fprof::core::Expected<std::shared_ptr<Document>>> base;
+  if (!opt.baseline.empty()) {
+    base = Document::open(opt.baseline);
+    if (!*base) std::fprintf(stderr, "fprof-view: baseline: %s\n", base->error().c_str());
+  }
+  const bool load_failed = !run || (base && !*base);
+
+  int width = 1600, height = 1000;
+  if (std::sscanf(opt.size.c_str(), "%dx%d", &width, &height) != 2 || width < 320 || height < 240) {
+    std::fprintf(stderr, "fprof-view: --size wants WIDTHxHEIGHT of at least 320x240, got '%s'\n", opt.size.c_str());
+    return 2;
+  }
+
+  glfwSetErrorCallback(glfwError);
+  if (!glfwInit()) {
+    std::fprintf(stderr, "fprof-view: cannot open a window (%s); is DISPLAY set?\n", g_glfw_error.c_str());
+    return 2;
+  }
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 0);
+  const std::string title = "fprof view: " + opt.run;
+  GLFWwindow* window = glfwCreateWindow(width, height, title.c_str(), nullptr, nullptr);
+  if (!window) {
+    std::fprintf(stderr, "fprof-view: cannot create an OpenGL 3 window (%s)\n", g_glfw_error.c_str());
+    glfwTerminate();
+    return 2;
+  }
+  glfwMakeContextCurrent(window);
+  // Benchmarks and screenshots run unthrottled; an interactive window follows the display.
+  glfwSwapInterval(opt.frames > 0 ? 0 : 1);
+
+  IMGUI_CHECKVERSION();
+  ImGui::CreateContext();
+  ImGui::GetIO().IniFilename = nullptr;  // no imgui.ini litter in the user's directory
+  ImGui::StyleColorsDark();
+  ImGui_ImplGlfw_InitForOpenGL(window, true);
+  ImGui_ImplOpenGL3_Init("#version 130");
+
+  fprof::gui::Viewer viewer(std::move(run), std::move(base));
+  std::vector<double> frame_ms;
+  int exit_code = load_failed ? 2 : 0;
+  for (int frame = 1; !glfwWindowShouldClose(window); ++frame) {
+    const auto t0 = std::chrono::steady_clock::now();
+    glfwPollEvents();
+    ImGui_ImplOpenGL3_NewFrame();
+    ImGui_ImplGlfw_NewFrame();
+    ImGui::NewFrame();
+    viewer.frame();
+    ImGui::Render();
+    int fb_w = 0, fb_h = 0;
+    glfwGetFramebufferSize(window, &fb_w, &fb_h);
+    glViewport(0, 0, fb_w, fb_h);
+    glClearColor(0.08f, 0.08f, 0.10f, 1.0f);
+    glClear(GL_COLOR_BUFFER_BIT);
+    ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+    const float scale = ImGui::GetIO().DisplayFramebufferScale.x;
+    if (auto req = viewer.takePngRequest()) {
+      const fprof::core::Status st = writePng(req->path, req->region, scale, fb_w, fb_h);
+      viewer.setStatus(st ? "wrote " + req->path : st.error());
+    }
+    const bool last = opt.frames > 0 && frame >= opt.frames;
+    if (last && !opt.screenshot.empty()) {
+      const ImVec2 d = ImGui::GetIO().DisplaySize;
+      const fprof::core::Status st = writePng(opt.screenshot, {0, 0, d.x, d.y}, scale, fb_w, fb_h);
+      if (!st) {
+        std::fprintf(stderr, "fprof-view: %s\n", st.error().c_str());
+        exit_code = 3;
+      }
+    }
+    glfwSwapBuffers(window);
+    if (opt.frame_stats) glFinish();  // count the rendering, not just its submission
+    frame_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    if (last) break;
+  }
+  if (!opt.geometry.empty()) {
+    if (const fprof::core::Status st = writeGeometry(opt.geometry, viewer); !st) {
+      std::fprintf(stderr, "fprof-view: %s\n", st.error().c_str());
+      exit_code = 3;
+    }
+  }
+  if (opt.frame_stats && frame_ms.size() > 5) {
+    // The first frames build the font atlas and lay out tables: leave them out.
+    std::vector<double> steady(frame_ms.begin() + 5, frame_ms.end());
+    std::sort(steady.begin(), steady.end());
+    const double mean = std::accumulate(steady.begin(), steady.end(), 0.0) / static_cast<double>(steady.size());
+    auto pct = [&](double q) { return steady[std::min(steady.size() - 1, static_cast<size_t>(q * static_cast<double>(steady.size())))]; };
+    std::printf("frames %zu (after 5 warm-up): mean %.2f ms, p50 %.2f ms, p95 %.2f ms, max %.2f ms; first frame %.1f ms; "
+                "points plotted %zu, drawn %zu; renderer %s\n",
+                steady.size(), mean, pct(0.5), pct(0.95), steady.back(), frame_ms.front(), viewer.pointsPlotted(),
+                viewer.pointsDrawn(), reinterpret_cast<const char*>(glGetString(GL_RENDERER)));
+  }
+  ImGui_ImplOpenGL3_Shutdown();
+  ImGui_ImplGlfw_Shutdown();
+  ImGui::DestroyContext();
+  glfwDestroyWindow(window);
+  glfwTerminate();
+  return exit_code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options opt;
+  CLI::App app{"fprof-view: desktop roofline viewer for .fprof databases (also run as 'fprof view')."};
+  app.name("fprof-view");
+  app.add_option("run", opt.run, "The .fprof database to show")->required();
+  app.add_option("baseline", opt.baseline, "A baseline .fprof: diff mode (arrows from baseline to current)");
+  app.add_option("--screenshot", opt.screenshot, "Write the window as a PNG after --frames frames, then exit");
+  app.add_option("--frames", opt.frames, "Render this many frames, then exit (default with --screenshot: 5)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--size", opt.size, "Window size WIDTHxHEIGHT (default 1600x1000)");
+  app.add_option("--geometry", opt.geometry, "After the last frame, write the plot area and roof lines in pixels (tests)");
+  app.add_flag("--frame-stats", opt.frame_stats, "Print frame-time statistics on exit (benchmarks)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (!opt.screenshot.empty() && opt.frames == 0) opt.frames = 5;
+  try {
+    return runViewer(opt);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fprof-view: internal error: %s\n", e.what());
+    return 3;
+  }
+}

@@ -1,0 +1,22 @@
+// Writes the synthetic viewer fixture (counters, measured ceilings, an NVTX op pair) with as many
+// extra counted kernels as asked: the screenshot test's database and the 100,000-point benchmark's.
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "synthetic.h"
+
+int main(int argc, char** argv) {
+  if (argc < 2 || argc > 3) {
+    std::fprintf(stderr, "usage: gui_fixture OUT.fprof [EXTRA_KERNELS]\n");
+    return 2;
+  }
+  fprof::gui::testing::SyntheticOptions o;
+  if (argc == 3) o.extra_kernels = std::strtoll(argv[2], nullptr, 10);
+  const std::string err = fprof::gui::testing::writeSynthetic(argv[1], o);
+  if (!err.empty()) {
+    std::fprintf(stderr, "gui_fixture: %s\n", err.c_str());
+    return 1;
+  }
+  return 0;
+}

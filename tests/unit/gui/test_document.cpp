@@ -1,0 +1,206 @@
+// The viewer's model without ImGui: items per mode with the analyzer's placement, tooltip text,
+// table filter/sort/CSV, fusion candidates resolved to kernels, the diff, and bad input.
+#include <gtest/gtest.h>
+
+#include "fprof/gui/document.h"
+#include "fprof/gui/table.h"
+#include "synthetic.h"
+#include "test_util.h"
+
+namespace fprof::gui {
+namespace {
+
+using testing::SyntheticOptions;
+using testing::tempPath;
+using testing::writeSynthetic;
+
+const char* kSaxpy = "saxpy(int, float, const float*, float*)";
+
+std::shared_ptr<Document> open(const std::string& name, const SyntheticOptions& o = {}) {
+  const std::string path = tempPath(name);
+  const std::string err = writeSynthetic(path, o);
+  EXPECT_EQ(err, "");
+  auto d = Document::open(path);
+  EXPECT_TRUE(d.ok()) << (d.ok() ? "" : d.error());
+  return d.ok() ? *d : nullptr;
+}
+
+size_t find(const std::vector<Item>& items, const std::string& name) {
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (items[i].name == name) return i;
+  }
+  ADD_FAILURE() << "no item " << name;
+  return 0;
+}
+
+TEST(Document, ItemsPerModeWithPlacement) {
+  auto d = open("doc_items.fprof");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->items(PointMode::kKernels).size(), 13u);  // saxpy + 4 x (gemm, relu, fused)
+  EXPECT_EQ(d->items(PointMode::kKernelGroups).size(), 4u);
+  EXPECT_EQ(d->items(PointMode::kOps).size(), 3u);  // gemm stage, relu stage, fused op
+  EXPECT_EQ(d->kernelsWithCounters(), 13);
+  EXPECT_EQ(d->plotNote(), "");
+
+  const Item& s = d->items(PointMode::kKernels)[find(d->items(PointMode::kKernels), kSaxpy)];
+  const auto p = itemPoint(s, MemLevel::kDram);
+  ASSERT_TRUE(p);
+  EXPECT_DOUBLE_EQ(p->x, 2e9 / 1.2e10);
+  EXPECT_DOUBLE_EQ(p->y, 4e11);
+  EXPECT_DOUBLE_EQ(*s.placement.roof_fraction, 0.8);  // 1.2e10 B / 3e12 B/s = 4 ms of 5 ms
+  EXPECT_EQ(s.placement.binding, "dram");
+  EXPECT_EQ(s.placement.bound, analysis::Bound::kMemory);
+  EXPECT_EQ(s.op, -1);
+  EXPECT_DOUBLE_EQ(*s.achieved_occupancy, 0.5);
+
+  const Item& g = d->items(PointMode::kKernelGroups)[find(d->items(PointMode::kKernelGroups), "gemm_f16_tensorop")];
+  EXPECT_EQ(g.calls, 4);
+  EXPECT_EQ(g.duration_ns, 800'000);
+  EXPECT_DOUBLE_EQ(*g.work.flops[static_cast<size_t>(Precision::kTensorFp16)], 4 * 6.872e10);
+  const auto gl2 = itemPoint(g, MemLevel::kL2);
+  ASSERT_TRUE(gl2);
+  EXPECT_NEAR(gl2->x, 6.872e10 / 4.0e8, 1e-12 * gl2->x);  // same per call as in sum
+  EXPECT_NEAR(gl2->y, 6.872e10 / 200e-6, 1e-12 * gl2->y);
+  EXPECT_EQ(g.registers_per_thread, 168);
+  EXPECT_GE(g.op, 0);
+  EXPECT_TRUE(itemHasPrecision(g, 1u << static_cast<size_t>(Precision::kTensorFp16)));
+  EXPECT_FALSE(itemHasPrecision(g, 1u << static_cast<size_t>(Precision::kFp32)));
+
+  // Roofs: measured from the ceiling table, datasheet from the device attributes.
+  EXPECT_EQ(d->roofs().device_name, testing::kDeviceName);
+  EXPECT_DOUBLE_EQ(d->roofs().measured.bw(MemLevel::kDram)->value, testing::kDramBytesPerS);
+  EXPECT_DOUBLE_EQ(d->roofs().measured.peak(Precision::kTensorFp16)->value, testing::kTensorFp16FlopsPerS);
+  EXPECT_FALSE(d->roofs().measured.peak(Precision::kFp64));
+  ASSERT_TRUE(d->roofs().datasheet.bw(MemLevel::kDram));
+  EXPECT_EQ(d->roofs().datasheet.bw(MemLevel::kDram)->source, analysis::CeilingSource::kDatasheet);
+}
+
+TEST(Document, TooltipAndDetailsText) {
+  auto d = open("doc_tooltip.fprof");
+  ASSERT_TRUE(d);
+  const Item& s = d->items(PointMode::kKernels)[find(d->items(PointMode::kKernels), kSaxpy)];
+  EXPECT_EQ(tooltipText(s, MemLevel::kDram),
+            "saxpy(int, float, const float*, float*)\n"
+            "time 5 ms (1 call)\n"
+            "intensity (DRAM) 0.167 FLOP/byte\n"
+            "achieved 400 GFLOP/s\n"
+            "80.0% of roof (dram, measured)\n"
+            "bound: memory");
+  const std::string details = detailsText(s, d->profile());
+  EXPECT_NE(details.find("grid: 264x1x1   block: 256x1x1"), std::string::npos) << details;
+  EXPECT_NE(details.find("registers/thread: 40   shared: 1024 B static + 0 B dynamic"), std::string::npos) << details;
+  EXPECT_NE(details.find("occupancy: theoretical 75.0%   achieved 50.0%"), std::string::npos) << details;
+  EXPECT_NE(details.find("DRAM 12.0 GB"), std::string::npos) << details;
+  EXPECT_NE(details.find("fp32 2.00 G"), std::string::npos) << details;
+  EXPECT_NE(details.find("NVTX path: (none)"), std::string::npos) << details;
+}
+
+TEST(Document, TraceOnlyProfileSaysWhyThereAreNoPoints) {
+  SyntheticOptions o;
+  o.counters = false;
+  auto d = open("doc_trace.fprof", o);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->kernelsWithCounters(), 0);
+  EXPECT_EQ(d->plotNote().rfind("Trace-only profile: no hardware counters", 0), 0u) << d->plotNote();
+  for (const Item& it : d->items(PointMode::kKernels)) EXPECT_FALSE(itemPoint(it, MemLevel::kDram));
+  const Item& s = d->items(PointMode::kKernels)[find(d->items(PointMode::kKernels), kSaxpy)];
+  EXPECT_NE(tooltipText(s, MemLevel::kDram).find("intensity (DRAM) n/a"), std::string::npos);
+  EXPECT_NE(detailsText(s, d->profile()).find("FLOPs: n/a (no counters)"), std::string::npos);
+}
+
+TEST(Document, BadFilesGiveAReason) {
+  auto missing = Document::open(tempPath("does_not_exist.fprof"));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().find("does_not_exist.fprof"), std::string::npos) << missing.error();
+  const std::string junk = tempPath("junk.fprof");
+  {
+    std::FILE* f = std::fopen(junk.c_str(), "wb");
+    ASSERT_TRUE(f);
+    std::fputs("this is not a database", f);
+    std::fclose(f);
+  }
+  auto bad = Document::open(junk);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("junk.fprof"), std::string::npos) << bad.error();
+}
+
+TEST(Table, FilterSortAndCsv) {
+  auto d = open("doc_table.fprof");
+  ASSERT_TRUE(d);
+  const auto& items = d->items(PointMode::kKernelGroups);
+  auto all = filterItems(items, {});
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->size(), 4u);
+  auto gemm = filterItems(items, {"GEMM", ""});  // case-insensitive
+  ASSERT_TRUE(gemm.ok());
+  EXPECT_EQ(gemm->size(), 2u);
+  auto relu_nvtx = filterItems(items, {"", "op=relu"});
+  ASSERT_TRUE(relu_nvtx.ok());
+  ASSERT_EQ(relu_nvtx->size(), 1u);
+  EXPECT_EQ(items[(*relu_nvtx)[0]].name, "relu_f16");
+  auto anchored = filterItems(items, {"^relu", ""});
+  ASSERT_TRUE(anchored.ok());
+  EXPECT_EQ(anchored->size(), 1u);
+  auto bad = filterItems(items, {"(unclosed", ""});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().rfind("bad name regex '(unclosed'", 0), 0u) << bad.error();
+
+  std::vector<uint32_t> rows = *all;
+  sortRows(rows, items, Column::kTime, false, MemLevel::kDram);
+  std::vector<std::string> names;
+  for (uint32_t r : rows) names.push_back(items[r].name);
+  EXPECT_EQ(names, (std::vector<std::string>{kSaxpy, "gemm_relu_fused_f16", "gemm_f16_tensorop", "relu_f16"}));
+  sortRows(rows, items, Column::kName, true, MemLevel::kDram);
+  EXPECT_EQ(items[rows.front()].name, "gemm_f16_tensorop");
+  sortRows(rows, items, Column::kIntensity, true, MemLevel::kDram);
+  EXPECT_EQ(items[rows.front()].name, kSaxpy);  // 1/6 FLOP/byte, the lowest
+
+  const std::string csv = tableCsv(items, *gemm, MemLevel::kDram, d->totalKernelNs());
+  EXPECT_EQ(csv.substr(0, csv.find('\n')),
+            "kernel,calls,duration_ns,share,intensity_flop_per_byte,memory_level,achieved_flops_per_s,roof_fraction,"
+            "binding_roof,bound,registers_per_thread,local_bytes_per_thread,shared_bytes,theoretical_occupancy,"
+            "achieved_occupancy,dram_bytes,l2_bytes,l1_bytes,total_flops,nvtx_path");
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 3);
+  auto saxpy_only = filterItems(items, {"saxpy", ""});
+  const std::string s_csv = tableCsv(items, *saxpy_only, MemLevel::kDram, d->totalKernelNs());
+  EXPECT_NE(s_csv.find("\n\"saxpy(int, float, const float*, float*)\",1,5000000,"), std::string::npos) << s_csv;
+  EXPECT_EQ(cellText(items[(*saxpy_only)[0]], Column::kRoof, MemLevel::kDram, 0), "80.0%");
+}
+
+TEST(Document, FusionCandidatesResolveToKernels) {
+  auto d = open("doc_fusion.fprof");
+  ASSERT_TRUE(d);
+  ASSERT_FALSE(d->fusionViews().empty());
+  const FusionView& v = d->fusionViews().front();
+  EXPECT_EQ(v.candidate.id, "p1");
+  EXPECT_EQ(v.candidate.stages, (std::vector<std::string>{"gemm", "relu"}));
+  ASSERT_EQ(v.stage_kernels.size(), 2u);
+  EXPECT_EQ(v.stage_kernels[0].size(), 4u);
+  EXPECT_EQ(v.stage_kernels[1].size(), 4u);
+  EXPECT_EQ(v.fused_kernels.size(), 4u);
+  for (size_t k : v.stage_kernels[1]) EXPECT_EQ(d->profile().str(d->profile().kernels[k].demangled_id), "relu_f16");
+  const Document::Aggregate a = d->aggregate(v.fused_kernels);
+  EXPECT_EQ(a.duration_ns, 4 * 205'000);
+  ASSERT_TRUE(a.placement.achieved_flops_per_s);
+  EXPECT_DOUBLE_EQ(*a.placement.achieved_flops_per_s, (6.872e10 + 1.6777216e7) / 205e-6);
+}
+
+TEST(Diff, SlowerKernelIsARegression) {
+  auto base = open("doc_diff_base.fprof");
+  SyntheticOptions slow;
+  slow.saxpy_slowdown = 1.2;
+  auto cur = open("doc_diff_cur.fprof", slow);
+  ASSERT_TRUE(base && cur);
+  const auto rows = diffDocuments(*base, *cur);
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_EQ(rows[0].name, kSaxpy);
+  EXPECT_EQ(rows[0].change, Change::kRegression);
+  EXPECT_NEAR(*rows[0].time_change, 0.2, 1e-12);
+  EXPECT_EQ(rows[0].why, "+20.0% time per call");
+  for (size_t i = 1; i < rows.size(); ++i) EXPECT_EQ(rows[i].change, Change::kSame) << rows[i].name;
+  const auto same = diffDocuments(*base, *base);
+  for (const DiffRow& r : same) EXPECT_EQ(r.change, Change::kSame) << r.name;
+}
+
+}  // namespace
+}  // namespace fprof::gui
