@@ -22,14 +22,13 @@ const std::vector<MetricSet>& builtinMetricSets();
 // A set name, or a comma-separated list of metric names (duplicates dropped, order kept).
 core::Expected<std::vector<std::string>> expandMetricSelection(const std::string& selection);
 
-// Counts per FLOP unit. An FMA is two FLOPs. Packed half-precision instructions (HFMA2/HADD2/
-// HMUL2) are counted per thread instruction by sm__sass_thread_inst_executed_op_h*, so each is
-// two lanes: checked against a kernel of known HFMA2 count on an H200 (tests/gpu).
+// Counts per FLOP unit, checked on an H200 (tests/gpu_metrics, bench/RESULTS.md): an FMA is two
+// FLOPs; sm__sass_thread_inst_executed_op_h* count packed HFMA2/HADD2/HMUL2 instructions per
+// thread, each two lanes (n HFMA2 read n, so 4n FLOPs); sm__ops_path_tensor_src_* already count
+// FLOPs (a cuBLAS GEMM of M*N*K read exactly 2*M*N*K).
 inline constexpr double kFlopsPerFma = 2.0;
 inline constexpr double kHalfLanesPerInstruction = 2.0;
-// sm__ops_path_tensor_src_* count multiply-adds, so a GEMM of M*N*K reads M*N*K: calibrated
-// against cuBLAS GEMMs of known size on an H200 (tests/gpu/metrics_test).
-inline constexpr double kTensorFlopsPerOp = 2.0;
+inline constexpr double kTensorFlopsPerOp = 1.0;
 
 // Derived counters from raw values (names[i] has values[i]); metrics that were not collected
 // stay unset. kernel_id is left for the caller.

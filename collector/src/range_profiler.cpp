@@ -163,13 +163,16 @@ bool RangeProfiler::start(std::string& error) {
   return true;
 }
 
-bool RangeProfiler::stopAndDecode(std::vector<std::vector<double>>& rows, std::string& error) {
+bool RangeProfiler::stop(std::string& error) {
   if (!started_) return true;
   started_ = false;
   CUpti_RangeProfiler_Stop_Params stop{CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
   stop.pRangeProfilerObject = object_;
   RP_CALL(cuptiRangeProfilerStop(&stop));
+  return true;
+}
 
+bool RangeProfiler::decode(std::vector<std::vector<double>>& rows, std::string& error) {
   CUpti_RangeProfiler_DecodeData_Params decode{CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE};
   decode.pRangeProfilerObject = object_;
   RP_CALL(cuptiRangeProfilerDecodeData(&decode));

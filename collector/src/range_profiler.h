@@ -26,8 +26,13 @@ class RangeProfiler {
              std::string& error);
 
   bool start(std::string& error);
-  // Stops, decodes and appends one row of values per range (in launch order) to `rows`.
-  bool stopAndDecode(std::vector<std::vector<double>>& rows, std::string& error);
+  bool stop(std::string& error);
+  // Decodes the ranges gathered since the last decode, appends one row of values per range (in
+  // launch order) to `rows`, and readies a fresh counter-data image.
+  bool decode(std::vector<std::vector<double>>& rows, std::string& error);
+  bool stopAndDecode(std::vector<std::vector<double>>& rows, std::string& error) {
+    return stop(error) && decode(rows, error);
+  }
 
   bool started() const { return started_; }
   size_t passes() const { return passes_; }

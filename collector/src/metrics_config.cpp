@@ -1,0 +1,147 @@
+// Metrics-mode settings and launch selection (see metrics_config.h).
+#include "metrics_config.h"
+
+#include <cstdlib>
+
+#include "metric_sets.h"
+
+namespace fprof::collector {
+namespace {
+
+std::vector<std::string> splitList(const char* text) {
+  std::vector<std::string> out;
+  if (text == nullptr) return out;
+  std::string s(text);
+  size_t pos = 0;
+  while (pos <= s.size()) {
+    const size_t comma = s.find(',', pos);
+    std::string item = s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    if (!item.empty()) out.push_back(item);
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return out;
+}
+
+std::optional<uint64_t> parseCount(const char* text) {
+  if (text == nullptr || *text == '\0') return std::nullopt;
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(text, &end, 10);
+  if (*end != '\0' || text[0] == '-') return std::nullopt;
+  return static_cast<uint64_t>(v);
+}
+
+}  // namespace
+
+MetricsConfig readMetricsConfig(const EnvLookup& env) {
+  MetricsConfig c;
+  const char* mode = env("FPROF_MODE");
+  c.enabled = mode != nullptr && std::string(mode) == "metrics";
+  if (!c.enabled) return c;
+  if (const char* m = env("FPROF_METRICS"); m != nullptr && *m != '\0') c.selection = m;
+  auto expanded = expandMetricSelection(c.selection);
+  if (expanded) {
+    c.metrics = *expanded;
+  } else {
+    c.errors.push_back(expanded.error());
+  }
+  if (const char* r = env("FPROF_KERNEL_REGEX"); r != nullptr) c.kernel_regex = r;
+  c.nvtx_include = splitList(env("FPROF_NVTX_INCLUDE"));
+  c.ops = splitList(env("FPROF_OPS"));
+  if (const char* s = env("FPROF_LAUNCH_SKIP"); s != nullptr) {
+    if (auto v = parseCount(s)) {
+      c.launch_skip = *v;
+    } else {
+      c.errors.push_back(std::string("FPROF_LAUNCH_SKIP='") + s + "' is not a count");
+    }
+  }
+  if (const char* s = env("FPROF_LAUNCH_COUNT"); s != nullptr) {
+    if (auto v = parseCount(s); v && *v > 0) {
+      c.launch_count = *v;
+    } else {
+      c.errors.push_back(std::string("FPROF_LAUNCH_COUNT='") + s + "' is not a positive count");
+    }
+  }
+  if (const char* cc = env("FPROF_CACHE_CONTROL"); cc != nullptr) {
+    const std::string v = cc;
+    if (v == "all") {
+      c.flush_caches = true;
+    } else if (v == "none") {
+      c.flush_caches = false;
+    } else {
+      c.errors.push_back("FPROF_CACHE_CONTROL='" + v + "' must be all or none");
+    }
+  }
+  if (const char* b = env("FPROF_METRICS_BATCH"); b != nullptr) {
+    if (auto v = parseCount(b); v && *v > 0 && *v <= 100000) {
+      c.batch_ranges = static_cast<size_t>(*v);
+    } else {
+      c.errors.push_back(std::string("FPROF_METRICS_BATCH='") + b + "' must be 1..100000");
+    }
+  }
+  if (!c.kernel_regex.empty()) {
+    try {
+      std::regex test(c.kernel_regex);
+    } catch (const std::regex_error& e) {
+      c.errors.push_back("FPROF_KERNEL_REGEX '" + c.kernel_regex + "' is not a valid regular expression: " + e.what());
+    }
+  }
+  return c;
+}
+
+LaunchSelector::LaunchSelector(const MetricsConfig& config) : config_(config) {
+  if (!config_.kernel_regex.empty()) {
+    try {
+      regex_.emplace(config_.kernel_regex);
+    } catch (const std::regex_error&) {
+      // readMetricsConfig already reported it and kept metrics mode off.
+    }
+  }
+}
+
+bool LaunchSelector::matchesFilters(const LaunchFacts& f) const {
+  if (regex_ && !std::regex_search(f.demangled_name, *regex_)) return false;
+  const std::string empty;
+  const std::string& path = f.nvtx_path ? *f.nvtx_path : empty;
+  if (!config_.nvtx_include.empty()) {
+    bool any = false;
+    for (const std::string& s : config_.nvtx_include) any = any || path.find(s) != std::string::npos;
+    if (!any) return false;
+  }
+  if (!config_.ops.empty()) {
+    // An op name matches a whole token "op=<name>" in any range of the path.
+    bool any = false;
+    for (const std::string& op : config_.ops) {
+      const std::string token = "op=" + op;
+      for (size_t at = path.find(token); at != std::string::npos && !any; at = path.find(token, at + 1)) {
+        const size_t end = at + token.size();
+        const bool starts = at == 0 || path[at - 1] == ' ' || path[at - 1] == '/' || path[at - 1] == ':';
+        const bool ends = end == path.size() || path[end] == ' ' || path[end] == '/';
+        any = starts && ends;
+      }
+    }
+    if (!any) return false;
+  }
+  return true;
+}
+
+LaunchDecision LaunchSelector::decide(const LaunchFacts& f, std::string* unsafe_reason) {
+  if (!matchesFilters(f)) return LaunchDecision::kSkipFiltered;
+  // Replay re-runs a kernel with memory restored: kernels that wait on other kernels or other
+  // processes would hang or deadlock, and graph nodes are not separate launches.
+  const char* why = nullptr;
+  if (f.demangled_name.find("nccl") != std::string::npos) why = "NCCL kernels wait on other ranks";
+  if (f.cooperative) why = "cooperative launches may spin on grid-wide barriers";
+  if (f.graph_launch) why = "graph launches are profiled as one range, not per kernel";
+  if (why != nullptr) {
+    if (unsafe_reason) *unsafe_reason = why;
+    return LaunchDecision::kSkipUnsafe;
+  }
+  const uint64_t index = selected_++;
+  if (index < config_.launch_skip) return LaunchDecision::kSkipFiltered;
+  if (exhausted()) return LaunchDecision::kSkipFiltered;
+  ++profiled_;
+  return LaunchDecision::kProfile;
+}
+
+}  // namespace fprof::collector

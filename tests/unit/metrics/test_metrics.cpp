@@ -1,0 +1,195 @@
+// Metric sets, the FLOP formulas (with values an H200 produced for kernels of known counts),
+// metrics-mode settings and launch selection.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "metric_sets.h"
+#include "metrics_config.h"
+
+namespace fprof::collector {
+namespace {
+
+TEST(MetricSets, BuiltinSetsNest) {
+  auto memory = expandMetricSelection("memory");
+  auto roofline = expandMetricSelection("roofline");
+  auto full = expandMetricSelection("full");
+  ASSERT_TRUE(memory.ok() && roofline.ok() && full.ok());
+  EXPECT_EQ(memory->size(), 8u);
+  EXPECT_EQ(roofline->size(), 23u);
+  EXPECT_EQ(full->size(), 28u);
+  for (const std::string& m : *memory) EXPECT_NE(std::find(roofline->begin(), roofline->end(), m), roofline->end()) << m;
+  for (const std::string& m : *roofline) EXPECT_NE(std::find(full->begin(), full->end(), m), full->end()) << m;
+}
+
+TEST(MetricSets, CustomListsKeepOrderAndDropDuplicates) {
+  auto list = expandMetricSelection(" dram__bytes_read.sum, gpu__time_duration.sum,dram__bytes_read.sum ");
+  ASSERT_TRUE(list.ok()) << list.error();
+  EXPECT_EQ(*list, (std::vector<std::string>{"dram__bytes_read.sum", "gpu__time_duration.sum"}));
+}
+
+TEST(MetricSets, TyposAreRejectedWithTheChoices) {
+  auto bad = expandMetricSelection("rooflin");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error(),
+            "--metrics: 'rooflin' is neither a metric set (memory, roofline, full) nor a metric name such as "
+            "dram__bytes_read.sum");
+  EXPECT_FALSE(expandMetricSelection(",,").ok());
+}
+
+std::vector<double> valuesFor(const std::vector<std::string>& names, const std::map<std::string, double>& v) {
+  std::vector<double> out;
+  for (const std::string& n : names) out.push_back(v.count(n) ? v.at(n) : 0.0);
+  return out;
+}
+
+// Raw values read on an H200 (bench/range_profiler_probe_h200.log), n = 2^24.
+TEST(DerivedCounters, FlopsMatchAnalyticCountsExactly) {
+  const auto names = *expandMetricSelection("roofline");
+  const double n = 16777216;
+  auto saxpy = deriveCounters(names, valuesFor(names, {{"sm__sass_thread_inst_executed_op_ffma_pred_on.sum", n}}));
+  EXPECT_EQ(*saxpy.flops_fp32, 2 * n);
+  EXPECT_EQ(*saxpy.flops_fp64, 0);
+  auto addmul = deriveCounters(names, valuesFor(names, {{"sm__sass_thread_inst_executed_op_fadd_pred_on.sum", n},
+                                                        {"sm__sass_thread_inst_executed_op_fmul_pred_on.sum", 2 * n}}));
+  EXPECT_EQ(*addmul.flops_fp32, 3 * n);
+  auto daxpy = deriveCounters(names, valuesFor(names, {{"sm__sass_thread_inst_executed_op_dfma_pred_on.sum", n}}));
+  EXPECT_EQ(*daxpy.flops_fp64, 2 * n);
+  // n HFMA2 instructions: 2 lanes x 2 FLOPs each.
+  auto haxpy2 = deriveCounters(names, valuesFor(names, {{"sm__sass_thread_inst_executed_op_hfma_pred_on.sum", n}}));
+  EXPECT_EQ(*haxpy2.flops_fp16, 4 * n);
+  EXPECT_FALSE(haxpy2.flops_bf16.has_value()) << "no GH100 counter separates bf16 from fp16 packed math";
+  // cuBLAS GEMM 1024x768x512 in fp16: the tensor counter read 2*M*N*K.
+  auto gemm = deriveCounters(names, valuesFor(names, {{"sm__ops_path_tensor_src_fp16.sum", 805306368}}));
+  EXPECT_EQ(*gemm.flops_tensor_fp16, 2.0 * 1024 * 768 * 512);
+}
+
+TEST(DerivedCounters, WhatWasNotCollectedStaysUnknown) {
+  const std::vector<std::string> names = {"dram__bytes_read.sum", "sm__sass_thread_inst_executed_op_ffma_pred_on.sum",
+                                          "sm__warps_active.avg.pct_of_peak_sustained_active"};
+  auto c = deriveCounters(names, {1000, 5, 62.5});
+  EXPECT_EQ(*c.dram_read_bytes, 1000);
+  EXPECT_FALSE(c.dram_write_bytes.has_value());
+  EXPECT_EQ(*c.dramBytes(), 1000);
+  EXPECT_FALSE(c.flops_fp32.has_value()) << "fadd and fmul missing: a partial sum would mislead";
+  EXPECT_DOUBLE_EQ(*c.achieved_occupancy, 0.625);
+  EXPECT_FALSE(c.flops_tensor_fp16.has_value());
+  EXPECT_FALSE(c.gpu_time_ns.has_value());
+}
+
+EnvLookup envOf(std::map<std::string, std::string> vars) {
+  auto shared = std::make_shared<std::map<std::string, std::string>>(std::move(vars));
+  return [shared](const char* name) -> const char* {
+    auto it = shared->find(name);
+    return it == shared->end() ? nullptr : it->second.c_str();
+  };
+}
+
+TEST(MetricsConfig, OffUnlessModeIsMetrics) {
+  EXPECT_FALSE(readMetricsConfig(envOf({})).enabled);
+  EXPECT_FALSE(readMetricsConfig(envOf({{"FPROF_MODE", "trace"}})).enabled);
+  MetricsConfig c = readMetricsConfig(envOf({{"FPROF_MODE", "metrics"}}));
+  EXPECT_TRUE(c.enabled);
+  EXPECT_EQ(c.selection, "roofline");
+  EXPECT_EQ(c.metrics.size(), 23u);
+  EXPECT_TRUE(c.flush_caches);
+  EXPECT_TRUE(c.errors.empty());
+}
+
+TEST(MetricsConfig, ReadsEverySetting) {
+  MetricsConfig c = readMetricsConfig(envOf({{"FPROF_MODE", "metrics"},
+                                             {"FPROF_METRICS", "memory"},
+                                             {"FPROF_KERNEL_REGEX", "gemm|attention"},
+                                             {"FPROF_NVTX_INCLUDE", "layer=3,decode"},
+                                             {"FPROF_OPS", "matmul_bias_relu"},
+                                             {"FPROF_LAUNCH_SKIP", "10"},
+                                             {"FPROF_LAUNCH_COUNT", "5"},
+                                             {"FPROF_CACHE_CONTROL", "none"},
+                                             {"FPROF_METRICS_BATCH", "64"}}));
+  EXPECT_TRUE(c.errors.empty());
+  EXPECT_EQ(c.metrics.size(), 8u);
+  EXPECT_EQ(c.kernel_regex, "gemm|attention");
+  EXPECT_EQ(c.nvtx_include, (std::vector<std::string>{"layer=3", "decode"}));
+  EXPECT_EQ(c.ops, (std::vector<std::string>{"matmul_bias_relu"}));
+  EXPECT_EQ(c.launch_skip, 10u);
+  EXPECT_EQ(c.launch_count, 5u);
+  EXPECT_FALSE(c.flush_caches);
+  EXPECT_EQ(c.batch_ranges, 64u);
+}
+
+TEST(MetricsConfig, BadSettingsAreNamed) {
+  MetricsConfig c = readMetricsConfig(envOf({{"FPROF_MODE", "metrics"},
+                                             {"FPROF_KERNEL_REGEX", "(unclosed"},
+                                             {"FPROF_LAUNCH_COUNT", "0"},
+                                             {"FPROF_LAUNCH_SKIP", "-3"},
+                                             {"FPROF_CACHE_CONTROL", "some"}}));
+  ASSERT_EQ(c.errors.size(), 4u);
+  EXPECT_EQ(c.errors[0], "FPROF_LAUNCH_SKIP='-3' is not a count");
+  EXPECT_EQ(c.errors[1], "FPROF_LAUNCH_COUNT='0' is not a positive count");
+  EXPECT_EQ(c.errors[2], "FPROF_CACHE_CONTROL='some' must be all or none");
+  EXPECT_EQ(c.errors[3].rfind("FPROF_KERNEL_REGEX '(unclosed' is not a valid regular expression", 0), 0u);
+}
+
+LaunchFacts facts(const std::string& name, const std::string* path = nullptr) {
+  LaunchFacts f;
+  f.demangled_name = name;
+  f.nvtx_path = path;
+  return f;
+}
+
+TEST(LaunchSelector, RegexSkipAndCount) {
+  MetricsConfig c = readMetricsConfig(envOf(
+      {{"FPROF_MODE", "metrics"}, {"FPROF_KERNEL_REGEX", "gemm"}, {"FPROF_LAUNCH_SKIP", "1"}, {"FPROF_LAUNCH_COUNT", "2"}}));
+  LaunchSelector s(c);
+  EXPECT_EQ(s.decide(facts("relu_kernel(float*)")), LaunchDecision::kSkipFiltered);
+  EXPECT_EQ(s.decide(facts("sgemm_128x64(float const*)")), LaunchDecision::kSkipFiltered);  // skipped: 1st match
+  EXPECT_EQ(s.decide(facts("sgemm_128x64(float const*)")), LaunchDecision::kProfile);
+  EXPECT_EQ(s.decide(facts("relu_kernel(float*)")), LaunchDecision::kSkipFiltered);
+  EXPECT_EQ(s.decide(facts("hgemm(half*)")), LaunchDecision::kProfile);
+  EXPECT_TRUE(s.exhausted());
+  EXPECT_EQ(s.decide(facts("hgemm(half*)")), LaunchDecision::kSkipFiltered);
+  EXPECT_EQ(s.profiled(), 2u);
+}
+
+TEST(LaunchSelector, OpsMatchWholeTokens) {
+  MetricsConfig c = readMetricsConfig(envOf({{"FPROF_MODE", "metrics"}, {"FPROF_OPS", "matmul"}}));
+  LaunchSelector s(c);
+  const std::string exact = "fprof::op=matmul_bias variant=unfused/fprof::op=matmul variant=unfused";
+  const std::string prefix_only = "fprof::op=matmul_bias variant=fused pair=p";
+  const std::string none;
+  EXPECT_EQ(s.decide(facts("k", &exact)), LaunchDecision::kProfile);
+  EXPECT_EQ(s.decide(facts("k", &prefix_only)), LaunchDecision::kSkipFiltered);
+  EXPECT_EQ(s.decide(facts("k", &none)), LaunchDecision::kSkipFiltered);
+  EXPECT_EQ(s.decide(facts("k")), LaunchDecision::kSkipFiltered);
+}
+
+TEST(LaunchSelector, NvtxIncludeIsAnySubstring) {
+  MetricsConfig c = readMetricsConfig(envOf({{"FPROF_MODE", "metrics"}, {"FPROF_NVTX_INCLUDE", "decode,layer=3"}}));
+  LaunchSelector s(c);
+  const std::string a = "fprof::op=prefill/fprof::op=layer layer=3";
+  const std::string b = "fprof::op=prefill/fprof::op=layer layer=4";
+  EXPECT_EQ(s.decide(facts("k", &a)), LaunchDecision::kProfile);
+  EXPECT_EQ(s.decide(facts("k", &b)), LaunchDecision::kSkipFiltered);
+}
+
+TEST(LaunchSelector, UnsafeKernelsAreNeverReplayed) {
+  MetricsConfig c = readMetricsConfig(envOf({{"FPROF_MODE", "metrics"}}));
+  LaunchSelector s(c);
+  std::string why;
+  EXPECT_EQ(s.decide(facts("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"), &why),
+            LaunchDecision::kSkipUnsafe);
+  EXPECT_EQ(why, "NCCL kernels wait on other ranks");
+  LaunchFacts coop = facts("grid_sync_kernel()");
+  coop.cooperative = true;
+  EXPECT_EQ(s.decide(coop, &why), LaunchDecision::kSkipUnsafe);
+  LaunchFacts graph = facts("");
+  graph.graph_launch = true;
+  EXPECT_EQ(s.decide(graph, &why), LaunchDecision::kSkipUnsafe);
+  EXPECT_EQ(s.profiled(), 0u);
+}
+
+}  // namespace
+}  // namespace fprof::collector
