@@ -25,6 +25,9 @@ int main(int argc, char** argv) {
   app.fallthrough(false);
 
   std::vector<Command> commands = {addRunCommand(app), addInfoCommand(app), addSchemaCommand(app)};
+  commands.push_back(addDiffCommand(app));
+  commands.push_back(addGateCommand(app));
+  commands.push_back(addExportCommand(app));
   commands.push_back(addViewCommand(app));
   if (argc > 1 && argv[1][0] != '-') {
     std::string known;

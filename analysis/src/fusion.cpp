@@ -1,0 +1,502 @@
+// Fusion payoff per op pair or chain (see fusion.h; the model is documented in docs/analysis.md).
+#include "fprof/analysis/fusion.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "fprof/analysis/roofline.h"
+#include "fprof/analysis/stats.h"
+#include "fprof/core/occupancy.h"
+
+namespace fprof::analysis {
+
+std::string_view pairSourceName(PairSource s) { return s == PairSource::kNvtx ? "nvtx" : "dataflow"; }
+std::string_view bytesSourceName(BytesSource s) {
+  switch (s) {
+    case BytesSource::kCounters: return "counters";
+    case BytesSource::kAllocation: return "allocation size";
+    case BytesSource::kNone: return "n/a";
+  }
+  return "n/a";
+}
+std::string_view predictionModelName(PredictionModel m) { return m == PredictionModel::kRoofline ? "roofline" : "trace"; }
+
+namespace {
+
+// One stage-to-stage edge of an instance: the intermediate it passes.
+struct StageEdge {
+  size_t from = 0, to = 0;  // stage indices
+  std::string name;
+  std::optional<double> allocation_bytes;
+  bool write_removed = true;  // false when other kernels also read the value: it is still written
+};
+
+struct Instance {
+  std::vector<std::vector<size_t>> stages;  // kernel indices per stage
+  std::vector<StageEdge> edges;
+};
+
+struct InstanceResult {
+  double unfused_ns = 0;
+  std::optional<double> intermediate_bytes;
+  BytesSource bytes_source = BytesSource::kNone;
+  std::optional<double> fused_ns;
+  std::optional<PredictionModel> model;
+  std::optional<double> fused_occupancy;
+  std::string no_fuse;
+  std::vector<std::string> risks;
+};
+
+double kernelNs(const core::Profile& p, const std::vector<size_t>& ks) {
+  double t = 0;
+  for (size_t k : ks) t += static_cast<double>(p.kernels[k].durationNs());
+  return t;
+}
+
+// DRAM bytes read / written by a stage, if every kernel has the counter.
+std::optional<double> stageDram(const core::Profile& p, const std::vector<size_t>& ks, bool write) {
+  double sum = 0;
+  for (size_t k : ks) {
+    const core::KernelCounters* c = countersFor(p, p.kernels[k].id);
+    const std::optional<double>& v = c ? (write ? c->dram_write_bytes : c->dram_read_bytes) : std::nullopt;
+    if (!v) return std::nullopt;
+    sum += *v;
+  }
+  return sum;
+}
+
+std::optional<Work> stageWork(const core::Profile& p, const std::vector<size_t>& ks) {
+  std::optional<Work> w;
+  for (size_t k : ks) {
+    const core::KernelCounters* c = countersFor(p, p.kernels[k].id);
+    if (!c) return std::nullopt;
+    if (!w) {
+      w = Work::fromCounters(*c);
+    } else {
+      *w += Work::fromCounters(*c);
+    }
+  }
+  return w;
+}
+
+InstanceResult evaluate(const core::Profile& p, const Instance& in, CeilingCache& cache, const FusionOptions& opt) {
+  InstanceResult r;
+  std::vector<double> stage_ns;
+  for (const auto& s : in.stages) {
+    stage_ns.push_back(kernelNs(p, s));
+    r.unfused_ns += stage_ns.back();
+  }
+  const core::KernelRow& first = p.kernels[in.stages.front().front()];
+  const Ceilings& ceil = cache.get(first.process_id, first.device_id);
+
+  // Intermediate bytes per edge: counters where every kernel has them (bounded by the allocation
+  // where known: a counter also sees other buffers), else the allocation size.
+  std::vector<std::optional<double>> edge_bytes;
+  bool all_counters = true, any_counters = false;
+  for (const StageEdge& e : in.edges) {
+    const auto w = stageDram(p, in.stages[e.from], true);
+    const auto rd = stageDram(p, in.stages[e.to], false);
+    std::optional<double> b;
+    if (w && rd) {
+      any_counters = true;
+      b = std::min(*w, *rd);
+      if (e.allocation_bytes) b = std::min(*b, *e.allocation_bytes);
+    } else {
+      all_counters = false;
+      b = e.allocation_bytes;
+    }
+    edge_bytes.push_back(b);
+  }
+  bool bytes_complete = !in.edges.empty();
+  double total = 0;
+  for (const auto& b : edge_bytes) {
+    if (!b) bytes_complete = false;
+    total += b.value_or(0);
+  }
+  if (bytes_complete) {
+    r.intermediate_bytes = total;
+    r.bytes_source = all_counters ? BytesSource::kCounters : any_counters ? BytesSource::kCounters : BytesSource::kAllocation;
+    if (any_counters && !all_counters) r.risks.push_back("intermediate bytes mix counters and allocation sizes");
+  }
+
+  // Predicted fused time.
+  if (bytes_complete) {
+    std::vector<std::optional<Work>> works;
+    bool have_work = true;
+    for (const auto& s : in.stages) {
+      works.push_back(stageWork(p, s));
+      if (!works.back()) have_work = false;
+    }
+    if (have_work) {
+      // Roofline model: the combined work minus the intermediates' traffic, at the parts' efficiency.
+      Work combined = *works.front();
+      for (size_t i = 1; i < works.size(); ++i) combined += *works[i];
+      double removed = 0;
+      for (size_t e = 0; e < in.edges.size(); ++e) removed += *edge_bytes[e] * (in.edges[e].write_removed ? 2.0 : 1.0);
+      for (auto& b : combined.bytes) {
+        if (b) b = std::max(0.0, *b - removed);
+      }
+      double parts_roof_ns = 0;
+      bool roofs = true;
+      for (const auto& w : works) {
+        const auto t = rooflineTimeNs(*w, ceil);
+        if (!t) roofs = false;
+        parts_roof_ns += t.value_or(0);
+      }
+      const auto fused_roof_ns = rooflineTimeNs(combined, ceil);
+      if (roofs && fused_roof_ns && parts_roof_ns > 0) {
+        r.fused_ns = *fused_roof_ns * r.unfused_ns / parts_roof_ns;
+        r.model = PredictionModel::kRoofline;
+      }
+    }
+    const auto& dram = ceil.bw(MemLevel::kDram);
+    if (!r.model && dram) {
+      // Trace model: each stage loses the time its intermediate traffic takes at DRAM bandwidth.
+      std::vector<double> stage_bytes(in.stages.size(), 0.0);
+      for (size_t e = 0; e < in.edges.size(); ++e) {
+        if (in.edges[e].write_removed) stage_bytes[in.edges[e].from] += *edge_bytes[e];
+        stage_bytes[in.edges[e].to] += *edge_bytes[e];
+      }
+      double fused = 0;
+      for (size_t s = 0; s < in.stages.size(); ++s) {
+        fused += std::max(0.0, stage_ns[s] - stage_bytes[s] / dram->value * 1e9);
+      }
+      r.fused_ns = fused;
+      r.model = PredictionModel::kTrace;
+    }
+  }
+
+  // Register / shared-memory / occupancy risk of the fused kernel: registers of the hungriest
+  // part, the shared memory of all parts at once, the widest block.
+  const core::DeviceInfo* dev = cache.device(first.process_id, first.device_id);
+  core::OccupancyInput occ;
+  std::optional<double> min_part_occ;
+  int64_t smem_sum = 0;
+  for (const auto& s : in.stages) {
+    int64_t smem = 0;
+    for (size_t k : s) {
+      const core::KernelRow& kr = p.kernels[k];
+      occ.registers_per_thread = std::max(occ.registers_per_thread, kr.registers_per_thread);
+      occ.threads_per_block = std::max(occ.threads_per_block, static_cast<int>(kr.threadsPerBlock()));
+      smem = std::max<int64_t>(smem, int64_t{kr.static_shared_bytes} + kr.dynamic_shared_bytes);
+      if (kr.theoretical_occupancy) min_part_occ = std::min(min_part_occ.value_or(1.0), *kr.theoretical_occupancy);
+      if (kr.local_bytes_per_thread > 0) {
+        r.risks.push_back(fmt::format("{} already uses {} B of local memory per thread (stack or spills)",
+                                      p.str(kr.demangled_id), kr.local_bytes_per_thread));
+      }
+    }
+    smem_sum += smem;
+  }
+  occ.static_shared_bytes = smem_sum;
+  if (dev) {
+    if (auto o = core::theoreticalOccupancy(*dev, occ)) {
+      r.fused_occupancy = o->occupancy;
+      if (o->occupancy < opt.min_occupancy && (!min_part_occ || o->occupancy < *min_part_occ)) {
+        r.no_fuse = fmt::format(
+            "register/shared-memory pressure: the fused kernel ({} registers/thread, {} B shared, {} threads) "
+            "would reach {:.0f}% occupancy (< {:.0f}%){}",
+            occ.registers_per_thread, smem_sum, occ.threads_per_block, o->occupancy * 100, opt.min_occupancy * 100,
+            o->blocks_per_sm == 0 ? ": it would not fit on an SM" : "");
+      }
+    }
+  }
+
+  // Independent stages that ran at the same time would be serialized by fusing them.
+  std::vector<bool> connected(in.stages.size(), false);
+  for (const StageEdge& e : in.edges) connected[e.from] = connected[e.to] = true;
+  for (size_t a = 0; a < in.stages.size() && r.no_fuse.empty(); ++a) {
+    if (connected[a]) continue;
+    for (size_t b = 0; b < in.stages.size() && r.no_fuse.empty(); ++b) {
+      if (a == b) continue;
+      for (size_t ka : in.stages[a]) {
+        for (size_t kb : in.stages[b]) {
+          const core::KernelRow &x = p.kernels[ka], &y = p.kernels[kb];
+          const int64_t overlap = std::min(x.end_ns, y.end_ns) - std::max(x.start_ns, y.start_ns);
+          if (overlap > 0 && r.no_fuse.empty()) {
+            r.no_fuse = fmt::format(
+                "independent: stage {} shares no data with the others and ran concurrently with stage {} "
+                "({} ns overlap); fusing would serialize them",
+                a + 1, b + 1, overlap);
+          }
+        }
+      }
+    }
+  }
+  return r;
+}
+
+struct Aggregate {
+  FusionCandidate c;
+  std::vector<double> unfused, fused, bytes, occupancy;
+  double saving_sum = 0;
+  bool all_predicted = true;
+  std::set<std::string> risks;
+};
+
+void addInstance(Aggregate& a, const InstanceResult& r) {
+  a.unfused.push_back(r.unfused_ns);
+  if (r.fused_ns) {
+    a.fused.push_back(*r.fused_ns);
+    a.saving_sum += r.unfused_ns - *r.fused_ns;
+    a.c.model = r.model;
+  } else {
+    a.all_predicted = false;
+  }
+  if (r.intermediate_bytes) {
+    a.bytes.push_back(*r.intermediate_bytes);
+    a.c.bytes_source = r.bytes_source;
+  }
+  if (r.fused_occupancy) a.occupancy.push_back(*r.fused_occupancy);
+  if (!r.no_fuse.empty() && a.c.fuse) {
+    a.c.fuse = false;
+    a.c.reason = r.no_fuse;
+  }
+  for (const auto& s : r.risks) a.risks.insert(s);
+  ++a.c.instances;
+}
+
+FusionCandidate finish(Aggregate& a, int64_t program_ns) {
+  FusionCandidate c = std::move(a.c);
+  c.unfused_ns = median(a.unfused).value_or(0);
+  if (a.all_predicted && !a.fused.empty()) {
+    c.predicted_fused_ns = median(a.fused);
+    c.predicted_saving_ns = c.unfused_ns - *c.predicted_fused_ns;
+    c.total_saving_ns = a.saving_sum;
+    if (program_ns > 0) c.program_share = a.saving_sum / static_cast<double>(program_ns);
+  } else {
+    c.model.reset();
+  }
+  if (a.bytes.size() == a.unfused.size() && !a.bytes.empty()) {
+    c.intermediate_bytes = median(a.bytes);
+  } else {
+    c.bytes_source = BytesSource::kNone;
+  }
+  if (!a.occupancy.empty()) c.fused_occupancy = *std::min_element(a.occupancy.begin(), a.occupancy.end());
+  c.risks.assign(a.risks.begin(), a.risks.end());
+  return c;
+}
+
+// Allocations written by any kernel of `from` and read by any kernel of `to`.
+std::optional<double> sharedAllocationBytes(const DataFlow& df, const std::vector<size_t>& from,
+                                            const std::vector<size_t>& to, std::vector<uint32_t>* which = nullptr) {
+  if (df.access_begin.empty()) return std::nullopt;
+  std::set<uint32_t> written, both;
+  for (size_t k : from) {
+    for (uint32_t x = df.access_begin[k]; x < df.access_begin[k + 1]; ++x) {
+      if (df.accesses[x].write) written.insert(df.accesses[x].allocation);
+    }
+  }
+  for (size_t k : to) {
+    for (uint32_t x = df.access_begin[k]; x < df.access_begin[k + 1]; ++x) {
+      if (df.accesses[x].read && written.count(df.accesses[x].allocation)) both.insert(df.accesses[x].allocation);
+    }
+  }
+  if (both.empty()) return std::nullopt;
+  double bytes = 0;
+  for (uint32_t a : both) bytes += static_cast<double>(df.allocations[a].bytes);
+  if (which) which->assign(both.begin(), both.end());
+  return bytes;
+}
+
+std::string kernelKey(const core::KernelRow& k) {
+  return fmt::format("{}:{}x{}x{}/{}x{}x{}", k.demangled_id, k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y,
+                     k.block_z);
+}
+
+}  // namespace
+
+FusionResult analyzeFusion(const core::Profile& p, const OpIndex& ops, const DataFlow& df, const FusionOptions& opt) {
+  FusionResult res;
+  for (const core::KernelRow& k : p.kernels) res.program_gpu_ns += k.durationNs();
+  CeilingCache cache(p);
+
+  // Kernels that belong to a declared pair (any variant): data flow leaves them to the NVTX pairs.
+  std::vector<uint8_t> in_declared(p.kernels.size(), 0);
+  std::map<std::string, Aggregate> nvtx_pairs;  // by pair id
+  std::map<std::string, std::vector<double>> fused_ns, vendor_ns;
+  for (size_t i = 0; i < ops.ops.size(); ++i) {
+    const OpInstance& op = ops.ops[i];
+    if (op.tags.pair.empty() || op.tags.variant.empty()) continue;
+    res.nvtx_convention = true;
+    for (size_t k : op.all_kernels) in_declared[k] = 1;
+    if (op.all_kernels.empty()) continue;
+    if (op.tags.variant == "fused") {
+      fused_ns[op.tags.pair].push_back(kernelNs(p, op.all_kernels));
+      continue;
+    }
+    if (op.tags.variant == "vendor") {
+      vendor_ns[op.tags.pair].push_back(kernelNs(p, op.all_kernels));
+      continue;
+    }
+    if (op.tags.variant != "unfused") continue;
+    Instance in;
+    std::vector<const OpTags*> stage_tags;
+    std::vector<std::string> stage_names;
+    if (!op.children.empty()) {
+      for (size_t ch : op.children) {
+        if (ops.ops[ch].all_kernels.empty()) continue;
+        in.stages.push_back(ops.ops[ch].all_kernels);
+        stage_tags.push_back(&ops.ops[ch].tags);
+        stage_names.push_back(ops.ops[ch].tags.op);
+      }
+      // Kernels directly in the op range, outside any stage, form their own stages.
+      for (size_t k : op.kernels) {
+        in.stages.push_back({k});
+        stage_tags.push_back(nullptr);
+        stage_names.push_back(p.str(p.kernels[k].demangled_id));
+      }
+      // Declared edges: a stage reads a buffer the latest earlier stage wrote.
+      for (size_t j = 0; j < in.stages.size(); ++j) {
+        if (!stage_tags[j]) continue;
+        for (const std::string& b : stage_tags[j]->reads) {
+          for (size_t s = j; s-- > 0;) {
+            if (!stage_tags[s]) continue;
+            const auto& w = stage_tags[s]->writes;
+            if (std::find(w.begin(), w.end(), b) != w.end()) {
+              in.edges.push_back({s, j, b, sharedAllocationBytes(df, in.stages[s], in.stages[j]), true});
+              break;
+            }
+          }
+        }
+      }
+    } else {
+      // No stage ranges: the op's kernels in launch order are its stages, consecutive ones chained.
+      for (size_t k : op.kernels) {
+        in.stages.push_back({k});
+        stage_names.push_back(p.str(p.kernels[k].demangled_id));
+      }
+      for (size_t s = 1; s < in.stages.size(); ++s) {
+        in.edges.push_back({s - 1, s, "?", sharedAllocationBytes(df, in.stages[s - 1], in.stages[s]), true});
+      }
+    }
+    if (in.stages.size() < 2) continue;
+    Aggregate& a = nvtx_pairs[op.tags.pair];
+    if (a.c.instances == 0) {
+      a.c.source = PairSource::kNvtx;
+      a.c.id = op.tags.pair;
+      a.c.op = op.tags.op;
+      a.c.stages = stage_names;
+      for (const auto& e : in.edges) a.c.intermediates.push_back(e.name);
+      a.c.launches_per_instance = static_cast<int64_t>(op.all_kernels.size());
+      a.c.launches_removed = a.c.launches_per_instance - 1;
+    }
+    if (in.edges.empty()) {
+      // Stages that declare no shared buffer: nothing stays on chip; only concurrency can be judged.
+      in.edges.clear();
+    }
+    addInstance(a, evaluate(p, in, cache, opt));
+  }
+  for (auto& [id, a] : nvtx_pairs) {
+    FusionCandidate c = finish(a, res.program_gpu_ns);
+    if (c.intermediates.empty() && c.fuse) {
+      c.fuse = false;
+      c.reason = "the stages declare no buffer passed between them: nothing would stay on chip";
+    }
+    if (auto it = fused_ns.find(id); it != fused_ns.end()) {
+      c.measured_fused_ns = median(it->second);
+      c.measured_fused_instances = static_cast<int64_t>(it->second.size());
+      c.measured_saving_ns = c.unfused_ns - *c.measured_fused_ns;
+      if (c.predicted_fused_ns && *c.measured_fused_ns > 0) {
+        c.prediction_error = (*c.predicted_fused_ns - *c.measured_fused_ns) / *c.measured_fused_ns;
+      }
+    }
+    if (auto it = vendor_ns.find(id); it != vendor_ns.end()) c.vendor_ns = median(it->second);
+    res.candidates.push_back(std::move(c));
+  }
+
+  // Data-flow pairs and chains among the kernels the program did not declare.
+  if (!df.have_args) {
+    res.notes.push_back("no launch arguments recorded: pairs can only come from NVTX op ranges");
+  } else if (!df.have_allocations) {
+    res.notes.push_back("no allocation records: pointer arguments cannot be matched to buffers");
+  }
+  {
+    std::vector<std::vector<const DataEdge*>> out(p.kernels.size()), in_links(p.kernels.size());
+    std::vector<const DataEdge*> multi;
+    for (const DataEdge& e : df.edges) {
+      if (in_declared[e.producer] || in_declared[e.consumer]) continue;
+      if (e.readers_of_value == 1) {
+        out[e.producer].push_back(&e);
+        in_links[e.consumer].push_back(&e);
+      } else {
+        multi.push_back(&e);
+      }
+    }
+    std::map<std::string, Aggregate> flow;
+    auto addChain = [&](const std::vector<const DataEdge*>& chain, bool write_removed) {
+      Instance in;
+      std::string key;
+      std::vector<std::string> names, inter;
+      in.stages.push_back({chain.front()->producer});
+      for (const DataEdge* e : chain) in.stages.push_back({e->consumer});
+      for (size_t s = 0; s < chain.size(); ++s) {
+        const Allocation& al = df.allocations[chain[s]->allocation];
+        in.edges.push_back({s, s + 1, fmt::format("0x{:x}", al.address), static_cast<double>(al.bytes), write_removed});
+        inter.push_back(fmt::format("{} B at 0x{:x}", al.bytes, al.address));
+      }
+      for (const auto& st : in.stages) {
+        key += kernelKey(p.kernels[st.front()]) + (write_removed ? ";" : ";m");
+        names.push_back(p.str(p.kernels[st.front()].demangled_id));
+      }
+      Aggregate& a = flow[key];
+      if (a.c.instances == 0) {
+        a.c.source = PairSource::kDataFlow;
+        a.c.stages = names;
+        for (const auto& n : names) a.c.id += (a.c.id.empty() ? "" : " -> ") + n;
+        a.c.intermediates = inter;
+        a.c.launches_per_instance = static_cast<int64_t>(in.stages.size());
+        a.c.launches_removed = a.c.launches_per_instance - 1;
+        if (!write_removed) {
+          a.c.fuse = false;
+          a.c.reason = fmt::format("the intermediate is also read by {} other kernel(s): it would still be written",
+                                   chain.front()->readers_of_value - 1);
+        }
+      }
+      addInstance(a, evaluate(p, in, cache, opt));
+    };
+    // Chains: follow links where the producer's value has one reader and the consumer one producer.
+    auto linkNext = [&](size_t k) -> const DataEdge* {
+      if (out[k].size() != 1) return nullptr;
+      const DataEdge* e = out[k].front();
+      return in_links[e->consumer].size() == 1 ? e : nullptr;
+    };
+    for (size_t k = 0; k < p.kernels.size(); ++k) {
+      const DataEdge* e = linkNext(k);
+      if (!e) continue;
+      const bool has_prev = in_links[k].size() == 1 && linkNext(in_links[k].front()->producer) == in_links[k].front();
+      if (has_prev) continue;
+      std::vector<const DataEdge*> chain;
+      for (; e; e = linkNext(e->consumer)) chain.push_back(e);
+      addChain(chain, true);
+    }
+    // A consumer with several single-reader producers: each edge is its own pair.
+    for (size_t k = 0; k < p.kernels.size(); ++k) {
+      if (in_links[k].size() > 1) {
+        for (const DataEdge* e : in_links[k]) addChain({e}, true);
+      }
+    }
+    for (const DataEdge* e : multi) addChain({e}, false);
+    for (auto& [key, a] : flow) res.candidates.push_back(finish(a, res.program_gpu_ns));
+  }
+
+  // Rank: fusable by total saving (unknown saving last), then the ones not to fuse.
+  std::stable_sort(res.candidates.begin(), res.candidates.end(), [](const FusionCandidate& a, const FusionCandidate& b) {
+    if (a.fuse != b.fuse) return a.fuse;
+    const double sa = a.total_saving_ns.value_or(-1e300), sb = b.total_saving_ns.value_or(-1e300);
+    if (sa != sb) return sa > sb;
+    return a.id < b.id;
+  });
+  std::vector<double> errors;
+  for (const FusionCandidate& c : res.candidates) {
+    if (c.prediction_error) errors.push_back(std::abs(*c.prediction_error));
+  }
+  res.measured_pairs = static_cast<int64_t>(errors.size());
+  res.median_abs_error = median(errors);
+  return res;
+}
+
+}  // namespace fprof::analysis

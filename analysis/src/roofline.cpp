@@ -1,0 +1,333 @@
+// Roofline placement (see roofline.h and docs/analysis.md for the rules).
+#include "fprof/analysis/roofline.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "fprof/analysis/summary.h"
+
+namespace fprof::analysis {
+
+std::string_view boundName(Bound b) {
+  switch (b) {
+    case Bound::kMemory: return "memory";
+    case Bound::kCompute: return "compute";
+    case Bound::kLatency: return "latency";
+    case Bound::kLaunch: return "launch";
+    case Bound::kUnknown: return "n/a";
+  }
+  return "n/a";
+}
+
+Work Work::fromCounters(const core::KernelCounters& c) {
+  Work w;
+  w.has_counters = true;
+  const std::array<const std::optional<double>*, kPrecisionCount> f = {
+      &c.flops_fp64,        &c.flops_fp32,        &c.flops_fp16,        &c.flops_bf16,        &c.flops_tensor_fp16,
+      &c.flops_tensor_bf16, &c.flops_tensor_tf32, &c.flops_tensor_fp8,  &c.flops_tensor_fp64, &c.ops_tensor_int8};
+  for (size_t i = 0; i < kPrecisionCount; ++i) w.flops[i] = *f[i];
+  w.bytes[static_cast<size_t>(MemLevel::kDram)] = c.dramBytes();
+  w.bytes[static_cast<size_t>(MemLevel::kL2)] = c.l2_bytes;
+  w.bytes[static_cast<size_t>(MemLevel::kL1)] = c.l1_bytes;
+  return w;
+}
+
+Work& Work::operator+=(const Work& o) {
+  auto add = [](std::optional<double>& a, const std::optional<double>& b) {
+    if (a && b) {
+      *a += *b;
+    } else {
+      a.reset();
+    }
+  };
+  for (size_t i = 0; i < kPrecisionCount; ++i) add(flops[i], o.flops[i]);
+  for (size_t i = 0; i < kMemLevelCount; ++i) add(bytes[i], o.bytes[i]);
+  has_counters = has_counters && o.has_counters;
+  return *this;
+}
+
+std::optional<double> Work::totalFlops() const {
+  std::optional<double> total;
+  for (const auto& f : flops) {
+    if (f) total = total.value_or(0) + *f;
+  }
+  return total;
+}
+
+namespace {
+
+struct Terms {
+  std::optional<double> compute_ns;
+  std::optional<double> effective_peak;
+  std::string compute_label;
+  std::optional<CeilingSource> compute_source;
+  std::array<std::optional<double>, kMemLevelCount> memory_ns{};
+  std::vector<std::string> missing;
+};
+
+Terms terms(const Work& w, const Ceilings& c) {
+  Terms t;
+  double flops_total = 0;
+  double compute_s = 0;
+  bool any = false, complete = true;
+  std::vector<std::pair<double, size_t>> shares;  // time share per precision, for the label
+  for (size_t i = 0; i < kPrecisionCount; ++i) {
+    if (!w.flops[i] || *w.flops[i] <= 0) continue;
+    any = true;
+    const auto& roof = c.compute[i];
+    if (!roof) {
+      complete = false;
+      t.missing.push_back(fmt::format("{} roof", precisionName(static_cast<Precision>(i))));
+      continue;
+    }
+    const double s = *w.flops[i] / roof->value;
+    compute_s += s;
+    flops_total += *w.flops[i];
+    shares.emplace_back(s, i);
+    // The label's source is the weakest one used: one datasheet roof makes the mix a datasheet roof.
+    if (!t.compute_source || roof->source == CeilingSource::kDatasheet) t.compute_source = roof->source;
+  }
+  if (any && complete) {
+    t.compute_ns = compute_s * 1e9;
+    t.effective_peak = flops_total / compute_s;
+    std::sort(shares.begin(), shares.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    for (const auto& [s, i] : shares) {
+      t.compute_label += (t.compute_label.empty() ? "" : "+") + std::string(precisionName(static_cast<Precision>(i)));
+    }
+  }
+  for (size_t l = 0; l < kMemLevelCount; ++l) {
+    if (!w.bytes[l]) continue;
+    const auto& roof = c.bandwidth[l];
+    if (!roof) {
+      if (*w.bytes[l] > 0) t.missing.push_back(fmt::format("{} bandwidth roof", memLevelName(static_cast<MemLevel>(l))));
+      continue;
+    }
+    t.memory_ns[l] = *w.bytes[l] / roof->value * 1e9;
+  }
+  return t;
+}
+
+}  // namespace
+
+std::optional<double> rooflineTimeNs(const Work& w, const Ceilings& c) {
+  const Terms t = terms(w, c);
+  std::optional<double> best = t.compute_ns;
+  for (const auto& m : t.memory_ns) {
+    if (m) best = std::max(best.value_or(0), *m);
+  }
+  // A counted quantity whose roof is missing makes the time unknowable rather than optimistic.
+  if (!t.missing.empty()) return std::nullopt;
+  return best;
+}
+
+Placement place(const PlacementInput& in, const Ceilings& c, const RooflineOptions& opt) {
+  Placement p;
+  p.duration_ns = in.duration_ns;
+  p.has_counters = in.work.has_counters;
+  const double dur_s = static_cast<double>(in.duration_ns) * 1e-9;
+  if (p.has_counters) {
+    const Work& w = in.work;
+    p.total_flops = w.totalFlops();
+    for (size_t i = 0; i < kPrecisionCount; ++i) {
+      if (w.flops[i] && dur_s > 0) p.flops_per_s[i] = *w.flops[i] / dur_s;
+    }
+    if (p.total_flops && dur_s > 0) p.achieved_flops_per_s = *p.total_flops / dur_s;
+    for (size_t l = 0; l < kMemLevelCount; ++l) {
+      if (!w.bytes[l]) continue;
+      if (dur_s > 0) p.bytes_per_s[l] = *w.bytes[l] / dur_s;
+      // Intensity is undefined with no bytes moved (STYLE.md: optional, never inf).
+      if (p.total_flops && *w.bytes[l] > 0) p.intensity_flop_per_byte[l] = *p.total_flops / *w.bytes[l];
+    }
+    Terms t = terms(w, c);
+    p.compute_time_ns = t.compute_ns;
+    p.effective_peak_flops_per_s = t.effective_peak;
+    p.memory_time_ns = t.memory_ns;
+    p.missing = std::move(t.missing);
+    if (t.compute_ns) {
+      p.attainable_ns = t.compute_ns;
+      p.binding = t.compute_label;
+      p.binding_source = t.compute_source;
+    }
+    for (size_t l = 0; l < kMemLevelCount; ++l) {
+      if (t.memory_ns[l] && (!p.attainable_ns || *t.memory_ns[l] > *p.attainable_ns)) {
+        p.attainable_ns = t.memory_ns[l];
+        p.binding = std::string(memLevelName(static_cast<MemLevel>(l)));
+        p.binding_source = c.bandwidth[l]->source;
+      }
+    }
+    if (p.attainable_ns && in.duration_ns > 0) p.roof_fraction = *p.attainable_ns / static_cast<double>(in.duration_ns);
+  } else {
+    p.missing.push_back("counters (record with fprof run --metrics roofline)");
+  }
+
+  // Bound label, first rule that applies (docs/analysis.md).
+  const double per_launch_ns =
+      static_cast<double>(in.duration_ns) / static_cast<double>(std::max<int64_t>(in.launches, 1));
+  const bool roof_binds = p.roof_fraction && *p.roof_fraction >= opt.roof_fraction_binds;
+  if (per_launch_ns < static_cast<double>(opt.launch_overhead_ns)) {
+    p.bound = Bound::kLaunch;
+    p.reason = fmt::format("{:.0f} ns per launch, shorter than the ~{} ns launch overhead", per_launch_ns,
+                           opt.launch_overhead_ns);
+  } else if (!roof_binds && in.blocks && in.sm_count && *in.blocks < *in.sm_count) {
+    p.bound = Bound::kLatency;
+    p.reason = fmt::format("{} blocks for {} SMs: too little work in flight", *in.blocks, *in.sm_count);
+  } else if (!roof_binds && in.occupancy && *in.occupancy < opt.low_occupancy) {
+    p.bound = Bound::kLatency;
+    p.reason = fmt::format("{} occupancy {:.1f}% < {:.0f}%: too little work in flight",
+                           in.occupancy_achieved ? "achieved" : "theoretical", *in.occupancy * 100,
+                           opt.low_occupancy * 100);
+  } else if (!p.binding.empty()) {
+    const bool memory = p.binding == "dram" || p.binding == "l2" || p.binding == "l1";
+    p.bound = memory ? Bound::kMemory : Bound::kCompute;
+    p.reason = fmt::format("{} roof binds ({}), at {:.1f}% of it", p.binding,
+                           ceilingSourceName(*p.binding_source), *p.roof_fraction * 100);
+  } else {
+    p.bound = Bound::kUnknown;
+    p.reason = p.has_counters ? "counters present but no roof could be computed (missing ceilings)"
+                              : "trace only: no counters, so no intensity or roof; not launch or latency bound";
+  }
+  return p;
+}
+
+const core::KernelCounters* countersFor(const core::Profile& p, int64_t kernel_id) {
+  auto it = std::lower_bound(p.counters.begin(), p.counters.end(), kernel_id,
+                             [](const core::KernelCounters& c, int64_t id) { return c.kernel_id < id; });
+  return it != p.counters.end() && it->kernel_id == kernel_id ? &*it : nullptr;
+}
+
+const Ceilings& CeilingCache::get(uint32_t process_id, uint32_t device_id) {
+  const uint64_t key = (uint64_t{process_id} << 32) | device_id;
+  for (const auto& [k, c] : cache_) {
+    if (k == key) return c;
+  }
+  const core::DeviceInfo* d = p_.device(process_id, device_id);
+  cache_.emplace_back(key, d ? ceilingsFor(p_, *d) : Ceilings{});
+  return cache_.back().second;
+}
+
+PlacementInput kernelInput(const core::Profile& p, const core::KernelRow& k, const core::DeviceInfo* device) {
+  PlacementInput in;
+  in.duration_ns = k.durationNs();
+  in.blocks = k.blocks();
+  if (device && device->sm_count > 0) in.sm_count = device->sm_count;
+  in.occupancy = k.theoretical_occupancy;
+  if (const core::KernelCounters* c = countersFor(p, k.id)) {
+    in.work = Work::fromCounters(*c);
+    if (c->achieved_occupancy) {
+      in.occupancy = c->achieved_occupancy;
+      in.occupancy_achieved = true;
+    }
+  }
+  return in;
+}
+
+Placement placeKernel(const core::Profile& p, size_t kernel_index, CeilingCache& ceilings,
+                      const RooflineOptions& opt) {
+  const core::KernelRow& k = p.kernels.at(kernel_index);
+  return place(kernelInput(p, k, ceilings.device(k.process_id, k.device_id)), ceilings.get(k.process_id, k.device_id),
+               opt);
+}
+
+namespace {
+
+// Accumulates kernels into one placement input: times add, work adds, occupancy and blocks are
+// taken as the time-weighted picture only where every member has them.
+struct GroupAccumulator {
+  PlacementInput in;
+  bool first = true;
+  uint32_t process_id = 0, device_id = 0;
+  bool mixed_devices = false;
+  double occupancy_weighted = 0;
+  bool occupancy_complete = true;
+  bool achieved = true;
+
+  void add(const PlacementInput& k, uint32_t proc, uint32_t dev) {
+    if (first) {
+      in.work = k.work;
+      in.duration_ns = 0;
+      in.launches = 0;
+      in.sm_count = k.sm_count;
+      process_id = proc;
+      device_id = dev;
+      first = false;
+    } else {
+      in.work += k.work;
+      if (proc != process_id || dev != device_id) mixed_devices = true;
+    }
+    in.duration_ns += k.duration_ns;
+    in.launches += 1;
+    if (k.occupancy) {
+      occupancy_weighted += *k.occupancy * static_cast<double>(k.duration_ns);
+    } else {
+      occupancy_complete = false;
+    }
+    achieved = achieved && k.occupancy_achieved;
+  }
+  PlacementInput finish() {
+    if (occupancy_complete && in.duration_ns > 0) {
+      in.occupancy = occupancy_weighted / static_cast<double>(in.duration_ns);
+      in.occupancy_achieved = achieved;
+    }
+    in.blocks.reset();  // blocks < SMs is a per-launch test; groups use occupancy and time per launch
+    return in;
+  }
+};
+
+}  // namespace
+
+RooflineResult analyzeRoofline(const core::Profile& p, const RooflineOptions& opt) {
+  RooflineResult r;
+  CeilingCache cache(p);
+  const RunSummary s = summarize(p);
+  std::vector<GroupAccumulator> ops;
+  std::unordered_map<uint32_t, size_t> op_index;
+  std::vector<uint32_t> op_path;
+  std::vector<GroupAccumulator> groups(s.groups.size());
+  std::vector<int32_t> group_of(p.kernels.size(), -1);
+  for (size_t g = 0; g < s.groups.size(); ++g) {
+    for (size_t i : s.groups[g].kernel_indices) group_of[i] = static_cast<int32_t>(g);
+  }
+  const core::DeviceInfo* last_device = nullptr;
+  uint64_t last_key = ~uint64_t{0};
+  for (size_t i = 0; i < p.kernels.size(); ++i) {
+    const core::KernelRow& k = p.kernels[i];
+    const uint64_t key = (uint64_t{k.process_id} << 32) | k.device_id;
+    if (key != last_key) {
+      last_device = p.device(k.process_id, k.device_id);
+      last_key = key;
+    }
+    const PlacementInput in = kernelInput(p, k, last_device);
+    const Placement pl = place(in, cache.get(k.process_id, k.device_id), opt);
+    r.kernels_by_bound[static_cast<size_t>(pl.bound)] += 1;
+    r.ns_by_bound[static_cast<size_t>(pl.bound)] += k.durationNs();
+    if (in.work.has_counters) ++r.kernels_with_counters;
+    groups[static_cast<size_t>(group_of[i])].add(in, k.process_id, k.device_id);
+    if (k.nvtx_path_id) {
+      auto [it, inserted] = op_index.emplace(*k.nvtx_path_id, ops.size());
+      if (inserted) {
+        ops.emplace_back();
+        op_path.push_back(*k.nvtx_path_id);
+      }
+      ops[it->second].add(in, k.process_id, k.device_id);
+    }
+  }
+  auto finish = [&](GroupAccumulator& acc, std::string label) {
+    GroupPlacement gp;
+    gp.label = std::move(label);
+    gp.calls = acc.in.launches;
+    const PlacementInput in = acc.finish();
+    gp.placement = place(in, cache.get(acc.process_id, acc.device_id), opt);
+    if (acc.mixed_devices) gp.placement.missing.push_back("group spans several devices; the first one's roofs are used");
+    return gp;
+  };
+  for (size_t g = 0; g < groups.size(); ++g) r.kernel_groups.push_back(finish(groups[g], p.str(s.groups[g].demangled_id)));
+  for (size_t o = 0; o < ops.size(); ++o) r.ops.push_back(finish(ops[o], p.str(op_path[o])));
+  std::stable_sort(r.ops.begin(), r.ops.end(), [](const GroupPlacement& a, const GroupPlacement& b) {
+    return a.placement.duration_ns > b.placement.duration_ns;
+  });
+  return r;
+}
+
+}  // namespace fprof::analysis

@@ -1,0 +1,105 @@
+// fprof diff: two runs side by side, kernels and NVTX ops matched by name, launch shape and NVTX
+// path, with repeat statistics for time and the counters as exact signals.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "command.h"
+#include "fprof/analysis/diff.h"
+#include "fprof/core/store.h"
+#include "text_table.h"
+
+namespace fprof::cli {
+namespace {
+
+struct DiffOptions {
+  std::string base, cur;
+  int top = 20;
+  bool full_names = false;
+  bool all = false;
+};
+
+std::string pValue(const std::optional<analysis::MannWhitney>& t) {
+  return t ? fmt::format("{:.2g}", t->p_greater) : "n/a";
+}
+
+std::string change(std::optional<double> c) { return c ? fmt::format("{:+.1f}%", *c * 100) : "n/a"; }
+
+std::string ns(const std::optional<analysis::SideStats>& s) {
+  return s && s->median_ns ? formatDurationNs(*s->median_ns) : "-";
+}
+
+int runDiff(const DiffOptions& opt) {
+  auto base = core::loadProfile(opt.base);
+  if (!base) return inputError(base.error());
+  auto cur = core::loadProfile(opt.cur);
+  if (!cur) return inputError(cur.error());
+  const analysis::RunDiff d = analysis::diffProfiles(*base, *cur);
+
+  std::string out = fmt::format("base {}: {} kernels, {}\ncur  {}: {} kernels, {}\ntotal kernel time {}\n\n",
+                                opt.base, base->kernels.size(), formatDurationNs(d.base_total_ns), opt.cur,
+                                cur->kernels.size(), formatDurationNs(d.cur_total_ns),
+                                change(d.base_total_ns > 0 ? std::optional<double>(d.cur_total_ns / d.base_total_ns - 1)
+                                                           : std::nullopt));
+  using A = TextTable::Align;
+  TextTable t({"status", "calls", "median base", "median cur", "change", "p(slower)", "counters", "kernel", "shape"},
+              {A::kLeft, A::kRight, A::kRight, A::kRight, A::kRight, A::kRight, A::kLeft, A::kLeft, A::kLeft});
+  int shown = 0;
+  for (const analysis::DiffEntry& e : d.kernels) {
+    if (!opt.all && shown >= opt.top) break;
+    ++shown;
+    std::string counters;
+    if (e.base && e.cur) {
+      for (size_t i = 0; i < analysis::kCounterMetricCount; ++i) {
+        const auto& b = e.base->metrics[i];
+        const auto& c = e.cur->metrics[i];
+        if (b && c && *b != *c) {
+          counters += fmt::format("{}{} {:.6g}->{:.6g}", counters.empty() ? "" : ", ",
+                                  analysis::counterMetricName(static_cast<analysis::CounterMetric>(i)), *b, *c);
+        }
+      }
+    }
+    if (counters.empty()) counters = e.base && e.cur ? "same" : "-";
+    std::string name = e.kind == analysis::MatchKind::kRenamed ? e.base_name + " => " + e.name : e.name;
+    if (!opt.full_names) name = truncateMiddle(name, 60);
+    const std::string calls = fmt::format("{}/{}", e.base ? std::to_string(e.base->calls) : "-",
+                                          e.cur ? std::to_string(e.cur->calls) : "-");
+    t.addRow({std::string(analysis::matchKindName(e.kind)), calls, ns(e.base), ns(e.cur), change(e.time_change),
+              pValue(e.test), counters, name, e.shape});
+  }
+  out += fmt::format("Kernels ({} of {}, by change in total time):\n", shown, d.kernels.size());
+  out += t.render();
+  if (!d.ops.empty()) {
+    TextTable o({"status", "instances", "median base", "median cur", "change", "p(slower)", "NVTX path"},
+                {A::kLeft, A::kRight, A::kRight, A::kRight, A::kRight, A::kRight, A::kLeft});
+    for (const analysis::DiffEntry& e : d.ops) {
+      const std::string n = fmt::format("{}/{}", e.base ? std::to_string(e.base->samples_ns.size()) : "-",
+                                        e.cur ? std::to_string(e.cur->samples_ns.size()) : "-");
+      o.addRow({std::string(analysis::matchKindName(e.kind)), n, ns(e.base), ns(e.cur), change(e.time_change),
+                pValue(e.test), opt.full_names ? e.name : truncateMiddle(e.name, 80)});
+    }
+    out += "\nNVTX ops (one sample per range instance):\n" + o.render();
+  }
+  out += "\np(slower): one-sided Mann-Whitney U over the launches (ops: range instances); counters per launch\n";
+  std::fputs(out.c_str(), stdout);
+  return 0;
+}
+
+}  // namespace
+
+Command addDiffCommand(CLI::App& root) {
+  auto opt = std::make_shared<DiffOptions>();
+  CLI::App* app = root.add_subcommand(
+      "diff", "Compare two runs: kernels and NVTX ops matched by name, launch shape and NVTX path; time with repeat "
+              "statistics, counters, new/vanished/renamed kernels.");
+  app->add_option("base", opt->base, "The baseline .fprof database")->required();
+  app->add_option("current", opt->cur, "The current .fprof database")->required();
+  app->add_option("--top", opt->top, "How many kernels to list (default 20)")->check(CLI::PositiveNumber);
+  app->add_flag("--all", opt->all, "List every kernel");
+  app->add_flag("--full-names", opt->full_names, "Do not shorten long kernel names");
+  return {app, [opt] { return runDiff(*opt); }};
+}
+
+}  // namespace fprof::cli

@@ -1,0 +1,251 @@
+// fprof gate: the CI performance gate. Exit 0 when clean, 1 on a regression, 2 on bad input.
+// Time regressions must be significant (one-sided Mann-Whitney U over repeated launches);
+// counters (bytes, FLOPs, registers, spills, occupancy) are near-exact signals (docs/gate.md).
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "command.h"
+#include "fprof/analysis/diff.h"
+#include "fprof/core/store.h"
+
+namespace fprof::cli {
+namespace {
+
+struct GateCliOptions {
+  std::string base, cur;
+  std::string time_threshold, counter_threshold, config;
+  double alpha = 0;
+  std::string markdown, json, junit;
+  bool quiet = false;
+};
+
+// "5%" or "5" -> 0.05. Thresholds are always percentages.
+core::Expected<double> parsePercent(const std::string& text, const std::string& what) {
+  std::string t = text;
+  if (!t.empty() && t.back() == '%') t.pop_back();
+  try {
+    size_t used = 0;
+    const double v = std::stod(t, &used);
+    if (used != t.size() || v < 0) throw std::invalid_argument(t);
+    return v / 100.0;
+  } catch (const std::exception&) {
+    return core::makeError(fmt::format("{} '{}' is not a percentage (e.g. 5%)", what, text));
+  }
+}
+
+core::Status applyConfig(const std::string& path, analysis::GateOptions& g) {
+  std::ifstream in(path);
+  if (!in) return core::makeError(path + ": cannot read the gate configuration");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const std::exception& e) {
+    return core::makeError(path + ": not valid JSON: " + e.what());
+  }
+  if (!j.is_object()) return core::makeError(path + ": the gate configuration must be a JSON object");
+  for (const auto& [key, value] : j.items()) {
+    try {
+      if (key == "time_threshold" || key == "counter_threshold") {
+        auto v = value.is_string() ? parsePercent(value.get<std::string>(), key)
+                                   : parsePercent(fmt::format("{}", value.get<double>()), key);
+        if (!v) return core::makeError(path + ": " + v.error());
+        (key == "time_threshold" ? g.time_threshold : g.counter_threshold) = *v;
+      } else if (key == "alpha") {
+        g.alpha = value.get<double>();
+        if (g.alpha <= 0 || g.alpha >= 1) return core::makeError(path + ": alpha must be between 0 and 1");
+      } else if (key == "min_share") {
+        auto v = value.is_string() ? parsePercent(value.get<std::string>(), key)
+                                   : parsePercent(fmt::format("{}", value.get<double>()), key);
+        if (!v) return core::makeError(path + ": " + v.error());
+        g.min_share = *v;
+      } else if (key == "fail_on_new") {
+        g.fail_on_new = value.get<bool>();
+      } else if (key == "fail_on_vanished") {
+        g.fail_on_vanished = value.get<bool>();
+      } else if (key == "ignore") {
+        g.ignore = value.get<std::vector<std::string>>();
+      } else {
+        return core::makeError(path + ": unknown key '" + key +
+                               "' (known: time_threshold, counter_threshold, alpha, min_share, fail_on_new, "
+                               "fail_on_vanished, ignore)");
+      }
+    } catch (const nlohmann::json::exception&) {
+      return core::makeError(path + ": '" + key + "' has the wrong type");
+    }
+  }
+  return {};
+}
+
+std::string num(const std::optional<double>& v) { return v ? fmt::format("{:.6g}", *v) : "n/a"; }
+
+std::string markdown(const GateCliOptions& o, const analysis::GateOptions& g, const analysis::GateResult& r) {
+  std::string md = fmt::format("## fprof gate: {}\n\n", r.passed() ? "passed" : "FAILED");
+  md += fmt::format("`{}` -> `{}`: {} kernels compared, {} regression(s). Time threshold {:.3g}% (one-sided "
+                    "Mann-Whitney U, alpha {}), counter threshold {:.3g}%.\n\n",
+                    o.base, o.cur, r.kernels_checked, r.regressions, g.time_threshold * 100, g.alpha,
+                    g.counter_threshold * 100);
+  if (r.findings.empty()) return md + "No findings.\n";
+  md += "| verdict | kind | metric | base | current | change | p | kernel | detail |\n";
+  md += "|---|---|---|---|---|---|---|---|---|\n";
+  auto esc = [](std::string s) {
+    std::string out;
+    for (char c : s) {
+      if (c == '|') out += "\\|";
+      else if (c == '<') out += "&lt;";
+      else if (c == '>') out += "&gt;";
+      else out += c;
+    }
+    return out;
+  };
+  for (const auto& f : r.findings) {
+    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | `{}` | {} |\n", f.regression ? "**regression**" : "info",
+                      analysis::findingKindName(f.kind), f.metric.empty() ? "-" : f.metric, num(f.base_value),
+                      num(f.cur_value), f.change ? fmt::format("{:+.2f}%", *f.change * 100) : "n/a",
+                      f.p_value ? fmt::format("{:.2g}", *f.p_value) : "n/a", esc(f.kernel), esc(f.message));
+  }
+  return md;
+}
+
+nlohmann::json toJson(const GateCliOptions& o, const analysis::GateOptions& g, const analysis::GateResult& r) {
+  nlohmann::json j;
+  j["base"] = o.base;
+  j["current"] = o.cur;
+  j["passed"] = r.passed();
+  j["regressions"] = r.regressions;
+  j["kernels_checked"] = r.kernels_checked;
+  j["options"] = {{"time_threshold", g.time_threshold}, {"counter_threshold", g.counter_threshold},
+                  {"alpha", g.alpha}, {"min_share", g.min_share}, {"test", "one-sided Mann-Whitney U"}};
+  auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  j["findings"] = nlohmann::json::array();
+  for (const auto& f : r.findings) {
+    j["findings"].push_back({{"kind", analysis::findingKindName(f.kind)}, {"regression", f.regression},
+                             {"kernel", f.kernel}, {"shape", f.shape}, {"metric", f.metric},
+                             {"base", opt(f.base_value)}, {"current", opt(f.cur_value)}, {"change", opt(f.change)},
+                             {"p_value", opt(f.p_value)}, {"message", f.message}});
+  }
+  return j;
+}
+
+std::string xmlEscape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default:
+        // XML 1.0 forbids most control characters; kernel names never need them.
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n') {
+          out += '?';
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out;
+}
+
+// One test case per regression or per compared kernel that passed; regressions are failures.
+std::string junit(const analysis::RunDiff& d, const analysis::GateResult& r) {
+  std::string cases;
+  int tests = 0, failures = 0;
+  std::set<std::string> failed;
+  for (const auto& f : r.findings) {
+    if (!f.regression) continue;
+    ++tests;
+    ++failures;
+    failed.insert(f.kernel + '\x1f' + f.shape);
+    cases += fmt::format("    <testcase classname=\"fprof.gate.{}\" name=\"{} [{}]\">\n      <failure message=\"{}\"/>\n    </testcase>\n",
+                         analysis::findingKindName(f.kind), xmlEscape(f.kernel), xmlEscape(f.metric.empty() ? f.shape : f.metric),
+                         xmlEscape(f.message));
+  }
+  for (const auto& e : d.kernels) {
+    if (!e.base || !e.cur || failed.count(e.name + '\x1f' + e.shape)) continue;
+    ++tests;
+    cases += fmt::format("    <testcase classname=\"fprof.gate.kernel\" name=\"{} [{}]\"/>\n", xmlEscape(e.name),
+                         xmlEscape(e.shape));
+  }
+  return fmt::format("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n  <testsuite name=\"fprof gate\" "
+                     "tests=\"{}\" failures=\"{}\">\n{}  </testsuite>\n</testsuites>\n",
+                     tests, failures, cases);
+}
+
+core::Status writeFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  if (!out) return core::makeError(path + ": cannot write");
+  out << text;
+  if (!out) return core::makeError(path + ": write failed");
+  return {};
+}
+
+int runGate(const GateCliOptions& o) {
+  analysis::GateOptions g;
+  if (!o.config.empty()) {
+    if (core::Status s = applyConfig(o.config, g); !s) return inputError(s.error());
+  }
+  // Command-line options override the configuration file.
+  if (!o.time_threshold.empty()) {
+    auto v = parsePercent(o.time_threshold, "--time-threshold");
+    if (!v) return inputError(v.error());
+    g.time_threshold = *v;
+  }
+  if (!o.counter_threshold.empty()) {
+    auto v = parsePercent(o.counter_threshold, "--counter-threshold");
+    if (!v) return inputError(v.error());
+    g.counter_threshold = *v;
+  }
+  if (o.alpha > 0) g.alpha = o.alpha;
+  auto base = core::loadProfile(o.base);
+  if (!base) return inputError(base.error());
+  auto cur = core::loadProfile(o.cur);
+  if (!cur) return inputError(cur.error());
+  const analysis::RunDiff d = analysis::diffProfiles(*base, *cur);
+  const analysis::GateResult r = analysis::evaluateGate(d, g);
+  const std::string md = markdown(o, g, r);
+  if (!o.markdown.empty()) {
+    if (core::Status s = writeFile(o.markdown, md); !s) return inputError(s.error());
+  }
+  if (!o.json.empty()) {
+    if (core::Status s = writeFile(o.json, toJson(o, g, r).dump(2) + "\n"); !s) return inputError(s.error());
+  }
+  if (!o.junit.empty()) {
+    if (core::Status s = writeFile(o.junit, junit(d, r)); !s) return inputError(s.error());
+  }
+  if (!o.quiet) std::fputs(md.c_str(), stdout);
+  return r.passed() ? 0 : 1;
+}
+
+}  // namespace
+
+Command addGateCommand(CLI::App& root) {
+  auto opt = std::make_shared<GateCliOptions>();
+  CLI::App* app = root.add_subcommand(
+      "gate", "CI performance gate: exit 0 when CURRENT is no worse than BASE, 1 on a regression, 2 on bad input. "
+              "Time regressions must be significant (one-sided Mann-Whitney U over repeated launches); counters are "
+              "exact signals.");
+  app->add_option("base", opt->base, "The baseline .fprof database")->required();
+  app->add_option("current", opt->cur, "The current .fprof database")->required();
+  app->add_option("--time-threshold", opt->time_threshold,
+                  "Median slowdown that fails the gate when significant, in percent (default 5%)");
+  app->add_option("--counter-threshold", opt->counter_threshold,
+                  "Change of a counter (bytes, FLOPs, registers, spills, occupancy) that fails the gate, in percent "
+                  "(default 1%)");
+  app->add_option("--alpha", opt->alpha, "Significance level of the time test (default 0.01)")
+      ->check(CLI::Range(1e-12, 0.5));
+  app->add_option("--config", opt->config, "JSON file with the options above and ignore lists (docs/gate.md)");
+  app->add_option("--markdown", opt->markdown, "Write the Markdown summary here (e.g. $GITHUB_STEP_SUMMARY)");
+  app->add_option("--json", opt->json, "Write the findings as JSON here");
+  app->add_option("--junit", opt->junit, "Write a JUnit XML report here");
+  app->add_flag("-q,--quiet", opt->quiet, "Print nothing; only the exit code and the files asked for");
+  return {app, [opt] { return runGate(*opt); }};
+}
+
+}  // namespace fprof::cli
