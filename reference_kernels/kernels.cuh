@@ -109,16 +109,24 @@ void launchFlashAttention(DType t, const AttentionShape& a, const void* q, const
 constexpr std::size_t kFlashHeadDim = 64;
 
 // ---- softmax + top-k over a vocabulary row (topk.cu) ----
+// Rows are split over several blocks; the kernels share a scratch buffer (per-block partials,
+// row statistics, arrival counters) of topKScratchBytes(rows, vocab), set up once with
+// initTopKScratch. One stream at a time may use a scratch buffer.
 constexpr int kMaxTopK = 8;
-// Unfused stage 1: probs (fp32) = softmax(logits) per row.
-void launchVocabSoftmax(DType t, const void* logits, float* probs, std::size_t rows,
-                        std::size_t vocab, cudaStream_t s);
-// Unfused stage 2: top-k of fp32 probs.
-void launchTopK(const float* probs, float* top_p, int* top_i, std::size_t rows, std::size_t vocab,
-                int k, cudaStream_t s);
+std::size_t topKScratchBytes(std::size_t rows, std::size_t vocab);
+void initTopKScratch(void* scratch, std::size_t rows, std::size_t vocab, cudaStream_t s);
+// Unfused stage 1: row max and sum of exp (into the scratch).
+void launchVocabSoftmaxStats(DType t, const void* logits, void* scratch, std::size_t rows, std::size_t vocab,
+                             cudaStream_t s);
+// Unfused stage 2: probs (fp32) = softmax(logits) from those statistics.
+void launchVocabSoftmaxWrite(DType t, const void* logits, const void* scratch, float* probs, std::size_t rows,
+                             std::size_t vocab, cudaStream_t s);
+// Unfused stage 3: top-k of the fp32 probs.
+void launchTopK(const float* probs, float* top_p, int* top_i, std::size_t rows, std::size_t vocab, int k,
+                void* scratch, cudaStream_t s);
 // Fused: one pass over the logits (online max/sum and top-k of the logits together).
-void launchSoftmaxTopKFused(DType t, const void* logits, float* top_p, int* top_i,
-                            std::size_t rows, std::size_t vocab, int k, cudaStream_t s);
+void launchSoftmaxTopKFused(DType t, const void* logits, float* top_p, int* top_i, std::size_t rows,
+                            std::size_t vocab, int k, void* scratch, cudaStream_t s);
 
 // ---- conv2d 3x3 stride 1 pad 1, NCHW (conv.cu) ----
 // bn_scale/bn_shift == nullptr: plain conv; otherwise y = relu(conv * scale[c] + shift[c]).

@@ -288,7 +288,7 @@ class SoftmaxTopKOp final : public Op {
  public:
   std::string name() const override { return "softmax_topk"; }
   std::string description() const override {
-    return "top-8 probabilities of softmax over a vocabulary row: softmax (fp32 probs) + top-k kernels vs one pass";
+    return "top-8 probabilities of softmax over a vocabulary row: softmax stats, fp32 probs, top-k kernels vs one pass";
   }
   int checkShapeCount() const override { return 4; }
   void setup(Context& ctx, DType t, int shape) override {
@@ -300,6 +300,8 @@ class SoftmaxTopKOp final : public Op {
     probs_ = Tensor("probs", DType::F32, rows_ * vocab_);
     top_p_ = Tensor("top_p", DType::F32, rows_ * std::size_t(k_));
     top_i_ = DeviceBuffer(rows_ * std::size_t(k_) * sizeof(int));
+    scratch_ = DeviceBuffer(topKScratchBytes(rows_, vocab_));
+    initTopKScratch(scratch_.get(), rows_, vocab_, ctx.stream);
     logits_.random(ctx, 8.0f);
     ref_ = {};
     ref_full_.clear();
@@ -310,11 +312,16 @@ class SoftmaxTopKOp final : public Op {
   void run(Context& ctx, const std::string& variant, std::uint64_t rep) override {
     NvtxRange outer(tags(name(), variant, name(), "logits", "top_p,top_i"), rep);
     if (variant == "fused") {
-      launchSoftmaxTopKFused(dtype_, logits_.ptr(), top_p_.buf.as<float>(), top_i_.as<int>(), rows_, vocab_, k_, ctx.stream);
+      launchSoftmaxTopKFused(dtype_, logits_.ptr(), top_p_.buf.as<float>(), top_i_.as<int>(), rows_, vocab_, k_,
+                             scratch_.get(), ctx.stream);
       return;
     }
-    { NvtxRange r(tags("softmax", variant, name(), "logits", "probs"), rep); launchVocabSoftmax(dtype_, logits_.ptr(), probs_.buf.as<float>(), rows_, vocab_, ctx.stream); }
-    { NvtxRange r(tags("topk", variant, name(), "probs", "top_p,top_i"), rep); launchTopK(probs_.buf.as<float>(), top_p_.buf.as<float>(), top_i_.as<int>(), rows_, vocab_, k_, ctx.stream); }
+    { NvtxRange r(tags("softmax_stats", variant, name(), "logits", "stats"), rep);
+      launchVocabSoftmaxStats(dtype_, logits_.ptr(), scratch_.get(), rows_, vocab_, ctx.stream); }
+    { NvtxRange r(tags("softmax", variant, name(), "logits,stats", "probs"), rep);
+      launchVocabSoftmaxWrite(dtype_, logits_.ptr(), scratch_.get(), probs_.buf.as<float>(), rows_, vocab_, ctx.stream); }
+    { NvtxRange r(tags("topk", variant, name(), "probs", "top_p,top_i"), rep);
+      launchTopK(probs_.buf.as<float>(), top_p_.buf.as<float>(), top_i_.as<int>(), rows_, vocab_, k_, scratch_.get(), ctx.stream); }
   }
   void poisonOutputs() override { probs_.buf.poison(); top_p_.buf.poison(); top_i_.poison(); }
   double check() override {
@@ -336,17 +343,18 @@ class SoftmaxTopKOp final : public Op {
     return maxError({ref::relativeError(p, ref_.probability), ref::relativeError(at_index, ref_.probability)});
   }
   double minimumBytes(const std::string& v) const override {
+    // Unfused reads the logits twice (statistics, then probabilities) and the probs once.
     const double in = double(logits_.bytes()), out = double(rows_ * std::size_t(k_) * 8);
-    return v == "fused" ? in + out : in + 2.0 * double(probs_.bytes()) + out;
+    return v == "fused" ? in + out : 2.0 * in + 2.0 * double(probs_.bytes()) + out;
   }
-  int kernelCount(const std::string& v) const override { return v == "fused" ? 1 : 2; }
+  int kernelCount(const std::string& v) const override { return v == "fused" ? 1 : 3; }
 
  private:
   DType dtype_ = DType::F32;
   std::size_t rows_ = 0, vocab_ = 0;
   int k_ = 0;
   Tensor logits_, probs_, top_p_;
-  DeviceBuffer top_i_;
+  DeviceBuffer top_i_, scratch_;
   ref::TopK ref_;
   std::vector<double> ref_full_;
 };

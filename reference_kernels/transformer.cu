@@ -33,6 +33,7 @@ struct Transformer::Impl {
   // Activations, sized for the prompt (batch * seq rows); decode uses the first batch rows.
   Tensor x, x_mid, y, qkv, q, attn_o, attn, proj, fc1, tmp, scores, probs, logits, prefill_logits;
   Tensor top_p, probs_vocab;
+  DeviceBuffer topk_scratch;
   DeviceBuffer prompt, generated;  // int32 tokens: prompt [batch*seq], generated [(steps+1) * batch]
   std::vector<int> prompt_host;
   cudaEvent_t start{}, mid{}, decode_start{}, stop{};
@@ -91,6 +92,8 @@ struct Transformer::Impl {
     prefill_logits = Tensor("prefill_logits", t, cfg.batch * cfg.vocab);
     top_p = Tensor("top_p", DType::F32, cfg.batch);
     probs_vocab = Tensor("probs", DType::F32, cfg.batch * cfg.vocab);
+    topk_scratch = DeviceBuffer(topKScratchBytes(cfg.batch, cfg.vocab));
+    initTopKScratch(topk_scratch.get(), cfg.batch, cfg.vocab, ctx.stream);
     prompt = DeviceBuffer(rows * sizeof(int));
     generated = DeviceBuffer((cfg.decode_steps + 1) * cfg.batch * sizeof(int));
     prompt_host.resize(rows);
@@ -236,13 +239,16 @@ struct Transformer::Impl {
   void sample(bool fused, int* next, std::uint64_t rep) {
     NvtxRange outer(op("softmax_topk", fused, "sample", "logits", "top_p,tokens", -1), rep);
     if (fused) {
-      launchSoftmaxTopKFused(dtype, logits.ptr(), top_p.buf.as<float>(), next, cfg.batch, cfg.vocab, 1, ctx.stream);
+      launchSoftmaxTopKFused(dtype, logits.ptr(), top_p.buf.as<float>(), next, cfg.batch, cfg.vocab, 1, topk_scratch.get(),
+                             ctx.stream);
       return;
     }
-    { NvtxRange r(op("softmax", fused, "sample", "logits", "probs", -1), rep);
-      launchVocabSoftmax(dtype, logits.ptr(), probs_vocab.buf.as<float>(), cfg.batch, cfg.vocab, ctx.stream); }
+    { NvtxRange r(op("softmax_stats", fused, "sample", "logits", "stats", -1), rep);
+      launchVocabSoftmaxStats(dtype, logits.ptr(), topk_scratch.get(), cfg.batch, cfg.vocab, ctx.stream); }
+    { NvtxRange r(op("softmax", fused, "sample", "logits,stats", "probs", -1), rep);
+      launchVocabSoftmaxWrite(dtype, logits.ptr(), topk_scratch.get(), probs_vocab.buf.as<float>(), cfg.batch, cfg.vocab, ctx.stream); }
     NvtxRange r(op("topk", fused, "sample", "probs", "top_p,tokens", -1), rep);
-    launchTopK(probs_vocab.buf.as<float>(), top_p.buf.as<float>(), next, cfg.batch, cfg.vocab, 1, ctx.stream);
+    launchTopK(probs_vocab.buf.as<float>(), top_p.buf.as<float>(), next, cfg.batch, cfg.vocab, 1, topk_scratch.get(), ctx.stream);
   }
 };
 
