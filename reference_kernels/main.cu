@@ -24,7 +24,7 @@ constexpr const char* kUsage = R"(usage: model [options]
   --ops all|NAME[,NAME...]    benchmark these ops (default all); 'transformer' is the model
   --variant unfused|fused|vendor|both|all   (default all: every variant the op has; both = unfused,fused)
   --dtype fp32|fp16|bf16|all  element type (default fp16; --check defaults to all)
-  --repeat N                  timed invocations per variant (default 20; the transformer: 3)
+  --repeat N                  timed invocations per variant (default 20; the transformer: 10)
   --warmup N                  untimed invocations first (default 3; the transformer: 1)
   --csv FILE                  also write the benchmark rows as CSV
   --seed N                    seed of the random inputs (default: fresh from std::random_device)
@@ -341,7 +341,7 @@ void writeCsv(const std::string& path, const std::vector<BenchRow>& rows, double
 }
 
 void benchTransformer(Context& ctx, const Options& o, DType t, std::vector<BenchRow>& rows) {
-  const int repeat = o.repeat < 0 ? 3 : std::max(1, o.repeat);
+  const int repeat = o.repeat < 0 ? 10 : std::max(1, o.repeat);
   const int warmup = o.warmup < 0 ? 1 : o.warmup;
   const auto& c = o.model;
   std::ostringstream shape;
