@@ -395,12 +395,15 @@ std::string detailsText(const Item& item, const core::Profile& profile) {
   }
   s += "\nFLOPs:";
   bool any = false;
+  bool counted = false;
   for (size_t i = 0; i < kPrecisionCount; ++i) {
     if (!item.work.flops[i]) continue;
+    counted = true;
+    if (*item.work.flops[i] == 0) continue;  // counted and zero: not worth a line
     s += fmt::format(" {} {}", analysis::precisionName(static_cast<Precision>(i)), formatSi(*item.work.flops[i], ""));
     any = true;
   }
-  if (!any) s += " n/a (no counters)";
+  if (!any) s += counted ? " 0" : " n/a (no counters)";
   s += "\nintensity:";
   for (size_t l = 0; l < kMemLevelCount; ++l) {
     const auto& in = pl.intensity_flop_per_byte[l];

@@ -78,6 +78,8 @@ struct Options {
   int frames = 0;
   std::string size = "1600x1000";
   bool frame_stats = false;
+  bool animate = false;
+  int fusion = 0;  // 1-based rank of a fusion pair to open with selected; 0 = none
 };
 
 int runViewer(const Options& opt) {
@@ -123,22 +125,44 @@ int runViewer(const Options& opt) {
   ImGui_ImplOpenGL3_Init("#version 130");
 
   fprof::gui::Viewer viewer(std::move(run), std::move(base));
+  if (opt.fusion > 0) {
+    const size_t pairs = viewer.document() ? viewer.document()->fusionViews().size() : 0;
+    if (static_cast<size_t>(opt.fusion) > pairs) {
+      std::fprintf(stderr, "fprof-view: --fusion %d: the run has %zu fusion candidate(s)\n", opt.fusion, pairs);
+    } else {
+      viewer.selectFusion(static_cast<size_t>(opt.fusion - 1));
+    }
+  }
   std::vector<double> frame_ms;
+  std::vector<double> build_ms;  // input + the viewer's ImGui calls + ImGui::Render: our CPU side
   int exit_code = load_failed ? 2 : 0;
+  int vertices = 0;
   for (int frame = 1; !glfwWindowShouldClose(window); ++frame) {
     const auto t0 = std::chrono::steady_clock::now();
     glfwPollEvents();
     ImGui_ImplOpenGL3_NewFrame();
     ImGui_ImplGlfw_NewFrame();
     ImGui::NewFrame();
+    if (opt.animate) {
+      // A slow circular pan: every frame re-maps and re-culls all points, as a drag does.
+      fprof::gui::View v = viewer.view();
+      const double a = frame * 0.05, step = 0.01 * (v.x_hi - v.x_lo);
+      v.x_lo += step * std::cos(a);
+      v.x_hi += step * std::cos(a);
+      v.y_lo += step * std::sin(a);
+      v.y_hi += step * std::sin(a);
+      viewer.setView(v);
+    }
     viewer.frame();
     ImGui::Render();
+    build_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     int fb_w = 0, fb_h = 0;
     glfwGetFramebufferSize(window, &fb_w, &fb_h);
     glViewport(0, 0, fb_w, fb_h);
     glClearColor(0.08f, 0.08f, 0.10f, 1.0f);
     glClear(GL_COLOR_BUFFER_BIT);
     ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+    vertices = ImGui::GetDrawData()->TotalVtxCount;
     const float scale = ImGui::GetIO().DisplayFramebufferScale.x;
     if (auto req = viewer.takePngRequest()) {
       const fprof::core::Status st = writePng(req->path, req->region, scale, fb_w, fb_h);
@@ -166,14 +190,20 @@ int runViewer(const Options& opt) {
   }
   if (opt.frame_stats && frame_ms.size() > 5) {
     // The first frames build the font atlas and lay out tables: leave them out.
-    std::vector<double> steady(frame_ms.begin() + 5, frame_ms.end());
-    std::sort(steady.begin(), steady.end());
-    const double mean = std::accumulate(steady.begin(), steady.end(), 0.0) / static_cast<double>(steady.size());
-    auto pct = [&](double q) { return steady[std::min(steady.size() - 1, static_cast<size_t>(q * static_cast<double>(steady.size())))]; };
-    std::printf("frames %zu (after 5 warm-up): mean %.2f ms, p50 %.2f ms, p95 %.2f ms, max %.2f ms; first frame %.1f ms; "
-                "points plotted %zu, drawn %zu; renderer %s\n",
-                steady.size(), mean, pct(0.5), pct(0.95), steady.back(), frame_ms.front(), viewer.pointsPlotted(),
-                viewer.pointsDrawn(), reinterpret_cast<const char*>(glGetString(GL_RENDERER)));
+    struct Stats {
+      double mean, p50, p95, max;
+    };
+    auto stats = [](std::vector<double> v) {
+      v.erase(v.begin(), v.begin() + 5);
+      std::sort(v.begin(), v.end());
+      auto pct = [&](double q) { return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))]; };
+      return Stats{std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size()), pct(0.5), pct(0.95), v.back()};
+    };
+    const Stats f = stats(frame_ms), b = stats(build_ms);
+    std::printf("frames %zu (after 5 warm-up): frame mean %.2f ms, p50 %.2f, p95 %.2f, max %.2f; UI build (CPU, before GL) "
+                "mean %.2f ms, p95 %.2f; first frame %.1f ms; points plotted %zu, drawn %zu; %d vertices; renderer %s\n",
+                frame_ms.size() - 5, f.mean, f.p50, f.p95, f.max, b.mean, b.p95, frame_ms.front(), viewer.pointsPlotted(),
+                viewer.pointsDrawn(), vertices, reinterpret_cast<const char*>(glGetString(GL_RENDERER)));
   }
   ImGui_ImplOpenGL3_Shutdown();
   ImGui_ImplGlfw_Shutdown();
@@ -197,6 +227,9 @@ int main(int argc, char** argv) {
   app.add_option("--size", opt.size, "Window size WIDTHxHEIGHT (default 1600x1000)");
   app.add_option("--geometry", opt.geometry, "After the last frame, write the plot area and roof lines in pixels (tests)");
   app.add_flag("--frame-stats", opt.frame_stats, "Print frame-time statistics on exit (benchmarks)");
+  app.add_option("--fusion", opt.fusion, "Open with the fusion candidate of this rank selected (1 = best payoff)")
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--animate", opt.animate, "Pan the view a little every frame (benchmarks the cost of interaction)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -436,8 +436,11 @@ void Viewer::drawRoofs(const LogMapping& map, ImDrawList* dl) {
       }
       drawn_roofs_.push_back({std::string(analysis::memLevelName(static_cast<MemLevel>(l))), s.datasheet, col, {a, b}});
       const std::string label = fmt::format("{} {} ({})", levelLabel(static_cast<MemLevel>(l)), formatSi(bw->value, "B/s"), src);
-      // Measured labels above their line, datasheet ones below, so the two do not overprint.
-      dl->AddText({static_cast<float>(a.x) + (s.datasheet ? 40.0f : 6.0f), static_cast<float>(a.y) + (s.datasheet ? 4.0f : -18.0f)},
+      // Labels part of the way along the line (lines entering at the bottom edge would stack at
+      // its start); datasheet roofs (higher, to the left) above their line, measured ones below.
+      const double f = 0.15 + 0.15 * static_cast<double>(l);  // staggered per level
+      const Vec2 at{a.x + (b.x - a.x) * f, a.y + (b.y - a.y) * f};
+      dl->AddText({static_cast<float>(at.x) + (s.datasheet ? -10.0f : 8.0f), static_cast<float>(at.y) + (s.datasheet ? -18.0f : 2.0f)},
                   col, label.c_str());
     }
     // Compute roofs start at their ridge with the current level's roof of the same source (or the other).
@@ -459,7 +462,7 @@ void Viewer::drawRoofs(const LogMapping& map, ImDrawList* dl) {
       drawn_roofs_.push_back({name, s.datasheet, kComputeColour, {a, b}});
       const std::string label = fmt::format("{} {} ({})", name, formatSi(peak, "FLOP/s"), src);
       const ImVec2 size = ImGui::CalcTextSize(label.c_str());
-      dl->AddText({static_cast<float>(b.x) - size.x - 4, static_cast<float>(b.y) + (s.datasheet ? 3.0f : -size.y - 2)},
+      dl->AddText({static_cast<float>(b.x) - size.x - 4, static_cast<float>(b.y) + (s.datasheet ? -size.y - 2 : 3.0f)},
                   kComputeColour, label.c_str());
       // The ridge point: where this compute roof meets the current level's bandwidth roof.
       if (bw > 0) {
@@ -552,7 +555,16 @@ void Viewer::drawPlot(float width, float height) {
     const uint32_t i = drawn_items_[n];
     drawn_centres_[n] = all_screen_[i];
     drawn_radii_[n] = point_radius_[i];
-    dl->AddCircleFilled(im(all_screen_[i]), point_radius_[i], point_colour_[i], point_radius_[i] < 4 ? 6 : 12);
+    const float r = point_radius_[i];
+    if (r < 4.0f) {
+      // Small points as squares of the same area: 2 triangles instead of a dozen, which is what
+      // keeps 100,000 points interactive on a software rasterizer.
+      const float h = r * 0.886f;
+      const ImVec2 c = im(all_screen_[i]);
+      dl->AddRectFilled({c.x - h, c.y - h}, {c.x + h, c.y + h}, point_colour_[i]);
+    } else {
+      dl->AddCircleFilled(im(all_screen_[i]), r, point_colour_[i], r < 8 ? 10 : 16);
+    }
   }
   dl->Flags = saved_flags;
   points_drawn_ = drawn_items_.size();

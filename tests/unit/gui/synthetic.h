@@ -97,8 +97,14 @@ inline std::string writeSynthetic(const std::string& path, const SyntheticOption
 
   uint32_t corr = 1;
   int64_t t = 1'000'000;
+  // Metrics mode collects every FLOP counter: a precision a kernel does not use reads 0, not absent.
   auto counted = [&](core::KernelRecord k, const core::KernelCounters& c) {
     core::KernelCounters cc = c;
+    for (std::optional<double>* f : {&cc.flops_fp64, &cc.flops_fp32, &cc.flops_fp16, &cc.flops_bf16, &cc.flops_tensor_fp16,
+                                     &cc.flops_tensor_bf16, &cc.flops_tensor_tf32, &cc.flops_tensor_fp8,
+                                     &cc.flops_tensor_fp64, &cc.ops_tensor_int8}) {
+      if (!*f) *f = 0.0;
+    }
     cc.kernel_id = w.nextKernelId();
     w.add(k);
     if (o.counters) w.add(cc);
