@@ -613,6 +613,8 @@ void Viewer::drawDiffOverlay(const LogMapping& map, ImDrawList* dl) {
                                                          : kUnchanged;
     dl->AddCircle(im(*bs), 4, col, 12, 1.5f);
     arrow(dl, *bs, *cs, col, r.change == Change::kRegression ? 2.5f : 1.5f);
+    // A regression's current point gets a ring too: its arrow can be a few pixels long.
+    if (r.change == Change::kRegression) dl->AddCircle(im(*cs), 9, kRegression, 20, 2.5f);
     ++arrows_drawn_;
   }
 }

@@ -3,6 +3,7 @@
 //   gui_screenshot_check SHOT.png GEOMETRY.txt ROOF [measured|datasheet|any]  -> 0 if fine, 1 with the reason
 //   gui_screenshot_check SHOT.png --error-text   -> also the error colour is present (bad-file run)
 //   gui_screenshot_check SHOT.png --not-blank    -> only the blank check
+//   gui_screenshot_check SHOT.png --colour R G B MIN_PIXELS -> also that colour is drawn
 #include <stb_image.h>
 
 #include <cmath>
@@ -53,7 +54,7 @@ int fail(const std::string& why) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 3 || argc > 5) {
+  if (argc < 3 || argc > 7) {
     return fail("usage: gui_screenshot_check SHOT.png (GEOMETRY ROOF [SOURCE] | --error-text | --not-blank)");
   }
   Image im;
@@ -70,17 +71,28 @@ int main(int argc, char** argv) {
     }
   }
   std::printf("%s: %dx%d, %zu distinct colours\n", argv[1], im.w, im.h, colours.size());
+  auto count = [&](int r, int g, int b) {
+    int n = 0;
+    for (int y = 0; y < im.h; ++y) {
+      for (int x = 0; x < im.w; ++x) n += near(im.at(x, y), r, g, b, 12);
+    }
+    return n;
+  };
   if (std::string(argv[2]) == "--error-text") {
     // The error window is text on a plain background: few colours, but the error's red.
-    int red = 0;
-    for (int y = 0; y < im.h; ++y) {
-      for (int x = 0; x < im.w; ++x) red += near(im.at(x, y), 255, 90, 90, 30);
-    }
+    const int red = count(255, 90, 90);
     std::printf("error-coloured pixels: %d\n", red);
     return red >= 50 ? 0 : fail("no error text (red) in the window");
   }
   if (colours.size() < 50) return fail("the screenshot is blank (fewer than 50 distinct colours)");
   if (std::string(argv[2]) == "--not-blank") return 0;
+  if (std::string(argv[2]) == "--colour") {
+    // --colour R G B: at least 30 pixels of that colour (a regression arrow, say).
+    if (argc != 7) return fail("usage: gui_screenshot_check SHOT.png --colour R G B MIN_PIXELS");
+    const int n = count(std::atoi(argv[3]), std::atoi(argv[4]), std::atoi(argv[5]));
+    std::printf("pixels of (%s,%s,%s): %d\n", argv[3], argv[4], argv[5], n);
+    return n >= std::atoi(argv[6]) ? 0 : fail("too few pixels of the expected colour");
+  }
 
   std::ifstream geo(argv[2]);
   if (!geo) return fail(std::string(argv[2]) + ": cannot read the geometry");

@@ -16,6 +16,13 @@ cat "$out/synthetic.geom"
 "$check" "$out/synthetic.png" "$out/synthetic.geom" tensor_fp16 measured
 grep -q '^points_drawn [1-9]' "$out/synthetic.geom"
 
+# Diff mode: saxpy 30% slower than the baseline: an arrow per kernel group, the regression in red.
+"$fixture" "$out/current.fprof" 2000 1.3
+xvfb "$view" "$out/current.fprof" "$out/synthetic.fprof" --screenshot "$out/diff.png" --frames 8 --size 1600x1000 \
+  --geometry "$out/diff.geom"
+grep -q '^arrows [1-9]' "$out/diff.geom"
+"$check" "$out/diff.png" --colour 255 40 40 30
+
 if [ -f "$data/trace_test_h100.fprof" ]; then
   xvfb "$view" "$data/trace_test_h100.fprof" --screenshot "$out/h100_trace.png" --frames 8 --size 1600x1000 \
     --geometry "$out/h100_trace.geom"
