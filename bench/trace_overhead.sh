@@ -11,7 +11,7 @@ prog=$build/bin/trace_overhead
 collector=$build/lib/libfprof_collector.so
 reps=${REPS:-3}
 launches=${LAUNCHES:-200000}
-computes=${COMPUTES:-100}
+computes=${COMPUTES:-300}
 work=${TRACE_OVERHEAD_DIR:-/tmp/trace_overhead}  # databases and logs; not under OUT (few files come back)
 mkdir -p "$work"
 for f in "$prog" "$collector"; do

@@ -512,6 +512,10 @@ void Collector::writerLoop() {
     }
     if (strongest == kWakeSignalFlush || strongest == kWakeSignalFinal) {
       CuptiActivityApi::instance().flushAll(true);
+    } else if (strongest != kWakeQuit) {
+      // CUPTI's own flush period delivers only full buffers; without this a SIGKILL would lose
+      // every record of a partly filled buffer, not just the last period.
+      CuptiActivityApi::instance().flushAll(false);
     }
     drain();
     if (strongest == kWakeSignalFlush) {
@@ -603,6 +607,13 @@ void Collector::finish() {
   if (stats.duplicates > 0) {
     writer_->add(core::CollectorEventRecord{process_id_, unixNowNs(), "info",
                                             std::to_string(stats.duplicates) + " duplicate activity records ignored"});
+  }
+  if (stats.local_memory_mismatches > 0) {
+    writer_->add(core::CollectorEventRecord{
+        process_id_, unixNowNs(), "info",
+        std::to_string(stats.local_memory_mismatches) +
+            " kernels: CUPTI's localMemoryPerThread differed from CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, which is "
+            "stored (e.g. " + stats.local_memory_example + ")"});
   }
   if (const uint64_t pops = nvtx_.unmatchedPops(); pops > 0) {
     writer_->add(core::CollectorEventRecord{process_id_, unixNowNs(), "warning",

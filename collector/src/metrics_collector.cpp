@@ -8,7 +8,7 @@
 
 #include "checks.h"
 #include "log.h"
-#include "metric_sets.h"
+#include "fprof/core/metric_sets.h"
 
 namespace fprof::collector {
 
@@ -107,7 +107,7 @@ void MetricsCollector::decode(ContextState& s) {
       LaunchCounterResult r;
       r.correlation_id = s.batch[i].first;
       r.nested_correlation_id = s.batch[i].second;
-      r.counters = deriveCounters(config_.metrics, rows[i]);
+      r.counters = core::deriveCounters(config_.metrics, rows[i]);
       for (size_t m = 0; m < config_.metrics.size() && m < rows[i].size(); ++m) {
         r.raw.emplace_back(config_.metrics[m], rows[i][m]);
       }

@@ -3,7 +3,7 @@
 
 #include <cstdlib>
 
-#include "metric_sets.h"
+#include "fprof/core/metric_sets.h"
 
 namespace fprof::collector {
 namespace {
@@ -39,7 +39,7 @@ MetricsConfig readMetricsConfig(const EnvLookup& env) {
   c.enabled = mode != nullptr && std::string(mode) == "metrics";
   if (!c.enabled) return c;
   if (const char* m = env("FPROF_METRICS"); m != nullptr && *m != '\0') c.selection = m;
-  auto expanded = expandMetricSelection(c.selection);
+  auto expanded = core::expandMetricSelection(c.selection);
   if (expanded) {
     c.metrics = *expanded;
   } else {

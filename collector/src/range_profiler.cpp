@@ -41,11 +41,15 @@ bool RangeProfiler::setup(CUcontext ctx, int device_ordinal, const std::vector<s
   metric_ptrs_.clear();
   for (const std::string& m : metric_names_) metric_ptrs_.push_back(m.c_str());
 
-  CUpti_Profiler_Initialize_Params init{CUpti_Profiler_Initialize_Params_STRUCT_SIZE};
+  CUpti_Profiler_Initialize_Params init{};
+
+  init.structSize = CUpti_Profiler_Initialize_Params_STRUCT_SIZE;
   RP_CALL(cuptiProfilerInitialize(&init));
   initialized_ = true;
 
-  CUpti_Profiler_DeviceSupported_Params supported{CUpti_Profiler_DeviceSupported_Params_STRUCT_SIZE};
+  CUpti_Profiler_DeviceSupported_Params supported{};
+
+  supported.structSize = CUpti_Profiler_DeviceSupported_Params_STRUCT_SIZE;
   supported.cuDevice = device_ordinal;
   supported.api = CUPTI_PROFILER_RANGE_PROFILING;
   RP_CALL(cuptiProfilerDeviceSupported(&supported));
@@ -60,20 +64,25 @@ bool RangeProfiler::setup(CUcontext ctx, int device_ordinal, const std::vector<s
     return false;
   }
 
-  CUpti_Device_GetChipName_Params chip{CUpti_Device_GetChipName_Params_STRUCT_SIZE};
+  CUpti_Device_GetChipName_Params chip{};
+
+  chip.structSize = CUpti_Device_GetChipName_Params_STRUCT_SIZE;
   chip.deviceIndex = static_cast<size_t>(device_ordinal);
   RP_CALL(cuptiDeviceGetChipName(&chip));
   chip_ = chip.pChipName;
 
   // Counter availability fails here, early, when counters need admin rights.
-  CUpti_Profiler_GetCounterAvailability_Params avail{CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE};
+  CUpti_Profiler_GetCounterAvailability_Params avail{};
+  avail.structSize = CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE;
   avail.ctx = ctx_;
   RP_CALL(cuptiProfilerGetCounterAvailability(&avail));
   availability_.assign(avail.counterAvailabilityImageSize, 0);
   avail.pCounterAvailabilityImage = availability_.data();
   RP_CALL(cuptiProfilerGetCounterAvailability(&avail));
 
-  CUpti_Profiler_Host_Initialize_Params host{CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE};
+  CUpti_Profiler_Host_Initialize_Params host{};
+
+  host.structSize = CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE;
   host.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
   host.pChipName = chip_.c_str();
   host.pCounterAvailabilityImage = availability_.data();
@@ -82,7 +91,8 @@ bool RangeProfiler::setup(CUcontext ctx, int device_ordinal, const std::vector<s
 
   // Add metrics one at a time first, so an unknown name is reported by name.
   for (const char* m : metric_ptrs_) {
-    CUpti_Profiler_Host_GetMetricProperties_Params props{CUpti_Profiler_Host_GetMetricProperties_Params_STRUCT_SIZE};
+    CUpti_Profiler_Host_GetMetricProperties_Params props{};
+    props.structSize = CUpti_Profiler_Host_GetMetricProperties_Params_STRUCT_SIZE;
     props.pHostObject = host_;
     props.pMetricName = m;
     if (cuptiProfilerHostGetMetricProperties(&props) != CUPTI_SUCCESS) {
@@ -91,29 +101,37 @@ bool RangeProfiler::setup(CUcontext ctx, int device_ordinal, const std::vector<s
       return false;
     }
   }
-  CUpti_Profiler_Host_ConfigAddMetrics_Params add{CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE};
+  CUpti_Profiler_Host_ConfigAddMetrics_Params add{};
+  add.structSize = CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE;
   add.pHostObject = host_;
   add.ppMetricNames = metric_ptrs_.data();
   add.numMetrics = metric_ptrs_.size();
   RP_CALL(cuptiProfilerHostConfigAddMetrics(&add));
 
-  CUpti_Profiler_Host_GetConfigImageSize_Params size{CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE};
+  CUpti_Profiler_Host_GetConfigImageSize_Params size{};
+
+  size.structSize = CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE;
   size.pHostObject = host_;
   RP_CALL(cuptiProfilerHostGetConfigImageSize(&size));
   config_.assign(size.configImageSize, 0);
-  CUpti_Profiler_Host_GetConfigImage_Params image{CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE};
+  CUpti_Profiler_Host_GetConfigImage_Params image{};
+  image.structSize = CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE;
   image.pHostObject = host_;
   image.configImageSize = config_.size();
   image.pConfigImage = config_.data();
   RP_CALL(cuptiProfilerHostGetConfigImage(&image));
 
-  CUpti_Profiler_Host_GetNumOfPasses_Params passes{CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE};
+  CUpti_Profiler_Host_GetNumOfPasses_Params passes{};
+
+  passes.structSize = CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE;
   passes.configImageSize = config_.size();
   passes.pConfigImage = config_.data();
   RP_CALL(cuptiProfilerHostGetNumOfPasses(&passes));
   passes_ = passes.numOfPasses;
 
-  CUpti_RangeProfiler_Enable_Params enable{CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE};
+  CUpti_RangeProfiler_Enable_Params enable{};
+
+  enable.structSize = CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE;
   enable.ctx = ctx_;
   RP_CALL(cuptiRangeProfilerEnable(&enable));
   object_ = enable.pRangeProfilerObject;
@@ -121,7 +139,8 @@ bool RangeProfiler::setup(CUcontext ctx, int device_ordinal, const std::vector<s
 }
 
 bool RangeProfiler::resetCounterData(std::string& error) {
-  CUpti_RangeProfiler_GetCounterDataSize_Params size{CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE};
+  CUpti_RangeProfiler_GetCounterDataSize_Params size{};
+  size.structSize = CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE;
   size.pRangeProfilerObject = object_;
   size.pMetricNames = metric_ptrs_.data();
   size.numMetrics = metric_ptrs_.size();
@@ -130,14 +149,16 @@ bool RangeProfiler::resetCounterData(std::string& error) {
   RP_CALL(cuptiRangeProfilerGetCounterDataSize(&size));
   counter_data_.assign(size.counterDataSize, 0);
 
-  CUpti_RangeProfiler_CounterDataImage_Initialize_Params init{
-      CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE};
+  CUpti_RangeProfiler_CounterDataImage_Initialize_Params init{};
+  init.structSize = CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE;
   init.pRangeProfilerObject = object_;
   init.counterDataSize = counter_data_.size();
   init.pCounterData = counter_data_.data();
   RP_CALL(cuptiRangeProfilerCounterDataImageInitialize(&init));
 
-  CUpti_RangeProfiler_SetConfig_Params config{CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE};
+  CUpti_RangeProfiler_SetConfig_Params config{};
+
+  config.structSize = CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE;
   config.pRangeProfilerObject = object_;
   config.configSize = config_.size();
   config.pConfig = config_.data();
@@ -156,7 +177,8 @@ bool RangeProfiler::resetCounterData(std::string& error) {
 
 bool RangeProfiler::start(std::string& error) {
   if (started_) return true;
-  CUpti_RangeProfiler_Start_Params p{CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
+  CUpti_RangeProfiler_Start_Params p{};
+  p.structSize = CUpti_RangeProfiler_Start_Params_STRUCT_SIZE;
   p.pRangeProfilerObject = object_;
   RP_CALL(cuptiRangeProfilerStart(&p));
   started_ = true;
@@ -166,25 +188,30 @@ bool RangeProfiler::start(std::string& error) {
 bool RangeProfiler::stop(std::string& error) {
   if (!started_) return true;
   started_ = false;
-  CUpti_RangeProfiler_Stop_Params stop{CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
+  CUpti_RangeProfiler_Stop_Params stop{};
+  stop.structSize = CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE;
   stop.pRangeProfilerObject = object_;
   RP_CALL(cuptiRangeProfilerStop(&stop));
   return true;
 }
 
 bool RangeProfiler::decode(std::vector<std::vector<double>>& rows, std::string& error) {
-  CUpti_RangeProfiler_DecodeData_Params decode{CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE};
+  CUpti_RangeProfiler_DecodeData_Params decode{};
+  decode.structSize = CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE;
   decode.pRangeProfilerObject = object_;
   RP_CALL(cuptiRangeProfilerDecodeData(&decode));
 
-  CUpti_RangeProfiler_GetCounterDataInfo_Params info{CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE};
+  CUpti_RangeProfiler_GetCounterDataInfo_Params info{};
+
+  info.structSize = CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE;
   info.pCounterDataImage = counter_data_.data();
   info.counterDataImageSize = counter_data_.size();
   RP_CALL(cuptiRangeProfilerGetCounterDataInfo(&info));
 
   for (size_t r = 0; r < info.numTotalRanges; ++r) {
     std::vector<double> values(metric_ptrs_.size(), 0.0);
-    CUpti_Profiler_Host_EvaluateToGpuValues_Params eval{CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE};
+    CUpti_Profiler_Host_EvaluateToGpuValues_Params eval{};
+    eval.structSize = CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE;
     eval.pHostObject = host_;
     eval.pCounterDataImage = counter_data_.data();
     eval.counterDataImageSize = counter_data_.size();
@@ -205,24 +232,28 @@ bool RangeProfiler::decode(std::vector<std::vector<double>>& rows, std::string& 
 void RangeProfiler::teardown() {
   if (object_) {
     if (started_) {
-      CUpti_RangeProfiler_Stop_Params stop{CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
+      CUpti_RangeProfiler_Stop_Params stop{};
+      stop.structSize = CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE;
       stop.pRangeProfilerObject = object_;
       cuptiRangeProfilerStop(&stop);
       started_ = false;
     }
-    CUpti_RangeProfiler_Disable_Params p{CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE};
+    CUpti_RangeProfiler_Disable_Params p{};
+    p.structSize = CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE;
     p.pRangeProfilerObject = object_;
     cuptiRangeProfilerDisable(&p);
     object_ = nullptr;
   }
   if (host_) {
-    CUpti_Profiler_Host_Deinitialize_Params p{CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE};
+    CUpti_Profiler_Host_Deinitialize_Params p{};
+    p.structSize = CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE;
     p.pHostObject = host_;
     cuptiProfilerHostDeinitialize(&p);
     host_ = nullptr;
   }
   if (initialized_) {
-    CUpti_Profiler_DeInitialize_Params p{CUpti_Profiler_DeInitialize_Params_STRUCT_SIZE};
+    CUpti_Profiler_DeInitialize_Params p{};
+    p.structSize = CUpti_Profiler_DeInitialize_Params_STRUCT_SIZE;
     cuptiProfilerDeInitialize(&p);
     initialized_ = false;
   }

@@ -86,12 +86,12 @@ void Translator::endGeneration() {
   }
 }
 
-const std::string& Translator::demangle(const char* mangled) {
-  auto [it, inserted] = demangled_.try_emplace(mangled);
+Translator::NameInfo& Translator::nameInfo(const char* mangled) {
+  auto [it, inserted] = names_.try_emplace(mangled);
   if (inserted) {
     int status = 0;
     char* d = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
-    it->second = status == 0 && d != nullptr ? std::string(d) : std::string(mangled);
+    it->second.demangled = status == 0 && d != nullptr ? std::string(d) : std::string(mangled);
     std::free(d);
   }
   return it->second;
@@ -148,8 +148,10 @@ void Translator::translateKernel(const CUpti_ActivityKernel10& k, TranslatedBatc
   r.graph_id = k.graphId;
   r.graph_node_id = k.graphNodeId;
   r.name = k.name != nullptr ? k.name : "";
-  r.demangled_name = k.name != nullptr ? demangle(k.name) : "";
+  NameInfo* name_info = k.name != nullptr ? &nameInfo(k.name) : nullptr;
+  if (name_info != nullptr) r.demangled_name = name_info->demangled;
 
+  bool have_function_info = false;
   uint32_t outer = k.correlationId;
   if (auto alias = nested_to_outer_.find(outer); alias != nested_to_outer_.end()) outer = alias->second;
   if (auto it = launches_.find(outer); it != launches_.end()) {
@@ -158,9 +160,19 @@ void Translator::translateKernel(const CUpti_ActivityKernel10& k, TranslatedBatc
     r.thread_id = p.info.thread_id;
     if (p.info.nvtx_key != 0) r.nvtx_range_key = p.info.nvtx_key;
     if (p.info.nvtx_path != nullptr) r.nvtx_path = *p.info.nvtx_path;
-    // The activity record's localMemoryPerThread is the context's per-thread reservation, which
-    // reads 0 even for kernels with a stack frame; the function attribute is the kernel's own.
-    if (p.info.local_bytes_per_thread >= 0) r.local_bytes_per_thread = p.info.local_bytes_per_thread;
+    // The activity record's localMemoryPerThread reads 0 for kernels with a stack frame (seen on
+    // H100/H200, CUDA 13.0); the function attribute is the kernel's own per-thread local size.
+    if (p.info.local_bytes_per_thread >= 0) {
+      have_function_info = true;
+      if (p.info.local_bytes_per_thread != r.local_bytes_per_thread) {
+        if (stats_.local_memory_mismatches++ == 0) {
+          stats_.local_memory_example = r.name + ": record " + std::to_string(r.local_bytes_per_thread) +
+                                        " B, attribute " + std::to_string(p.info.local_bytes_per_thread) + " B";
+        }
+      }
+      r.local_bytes_per_thread = p.info.local_bytes_per_thread;
+      if (name_info != nullptr) name_info->local_bytes_per_thread = p.info.local_bytes_per_thread;
+    }
     for (const LaunchArg& a : p.info.args) {
       out.kernel_args.push_back(core::KernelArgRecord{k.correlationId, process_id_, a.index, a.offset_bytes,
                                                       a.size_bytes, a.value});
@@ -173,6 +185,10 @@ void Translator::translateKernel(const CUpti_ActivityKernel10& k, TranslatedBatc
     }
   } else {
     ++stats_.unmatched_kernels;
+  }
+  // Graph nodes carry no CUfunction to ask; a direct launch of the same kernel taught us its size.
+  if (!have_function_info && name_info != nullptr && name_info->local_bytes_per_thread >= 0) {
+    r.local_bytes_per_thread = name_info->local_bytes_per_thread;
   }
 
   if (auto dev = devices_.find(k.deviceId); dev != devices_.end()) {

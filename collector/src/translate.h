@@ -32,6 +32,10 @@ struct TranslatorStats {
   uint64_t duplicates = 0;          // records seen twice (dropped)
   uint64_t unmatched_kernels = 0;   // kernels with no launch callback (no API name, NVTX, args)
   uint64_t ignored_records = 0;     // kinds this translator does not handle
+  // Kernels whose activity record's localMemoryPerThread differed from the function's
+  // CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES (the attribute is stored); one example is kept.
+  uint64_t local_memory_mismatches = 0;
+  std::string local_memory_example;
 };
 
 class Translator {
@@ -66,14 +70,18 @@ class Translator {
   void translateMemset(const CUpti_ActivityMemset4& m, TranslatedBatch& out);
   void translateMemory(const CUpti_ActivityMemory4& m, TranslatedBatch& out);
   bool seenBefore(uint64_t key);
-  const std::string& demangle(const char* mangled);
+  struct NameInfo {
+    std::string demangled;
+    int64_t local_bytes_per_thread = -1;  // learnt from a launch of this kernel with function info
+  };
+  NameInfo& nameInfo(const char* mangled);
 
   uint32_t process_id_ = 0;
   std::map<uint32_t, core::DeviceInfo> devices_;
   std::unordered_map<uint32_t, PendingLaunch> launches_;  // by outermost correlation id
   std::unordered_map<uint32_t, uint32_t> nested_to_outer_;
   std::unordered_set<uint64_t> seen_current_, seen_previous_;
-  std::unordered_map<std::string, std::string> demangled_;
+  std::unordered_map<std::string, NameInfo> names_;
   uint64_t generation_ = 1;
   TranslatorStats stats_;
 };

@@ -19,6 +19,7 @@ namespace {
 const char kKernelName[] = "_Z7stencilPKfPfi";
 const char kGraphKernelName[] = "_ZN5graph4stepILi4EEEvPf";
 const char kCKernelName[] = "plain_c_kernel";
+const char kOrphanName[] = "_Z6orphanv";
 
 core::DeviceInfo h100() {
   core::DeviceInfo d;
@@ -136,7 +137,7 @@ struct Fixture {
     c.clusterZ = 1;
     c.isSharedMemoryCarveoutRequested = 1;
     c.sharedMemoryCarveoutRequested = 50;
-    auto& orphan = addKernel(recs, 99, kKernelName, 6000, 6100);
+    auto& orphan = addKernel(recs, 99, kOrphanName, 6000, 6100);
     orphan.localMemoryPerThread = 48;
 
     auto& m = recs.add<CUpti_ActivityMemcpy6>();
@@ -259,7 +260,10 @@ TEST(Translate, KernelFieldsLaunchJoinAndOccupancy) {
   const core::KernelRecord& orphan = out.kernels[4];
   EXPECT_EQ(orphan.correlation_id, 99u);
   EXPECT_EQ(orphan.launch_api, "");
-  EXPECT_EQ(orphan.local_bytes_per_thread, 48);  // no launch info: the record's value
+  EXPECT_EQ(orphan.local_bytes_per_thread, 48);  // no launch info, kernel never seen: the record's value
+  // The runtime launch's record said 0 where the function attribute said 256.
+  EXPECT_EQ(t.stats().local_memory_mismatches, 1u);
+  EXPECT_EQ(t.stats().local_memory_example, std::string(kKernelName) + ": record 0 B, attribute 256 B");
   EXPECT_EQ(t.stats().unmatched_kernels, 1u);
   EXPECT_EQ(t.stats().ignored_records, 1u);
 
@@ -390,6 +394,35 @@ TEST(Translate, LaunchesAndDuplicateKeysExpireByGeneration) {
   EXPECT_EQ(v.pendingLaunches(), 1u);
   v.endGeneration();
   EXPECT_EQ(v.pendingLaunches(), 0u);
+}
+
+TEST(Translate, GraphNodeLearnsLocalMemoryFromADirectLaunchOfTheSameKernel) {
+  Records recs;
+  auto& direct = addKernel(recs, 1, kKernelName, 10, 20);
+  auto& node = addKernel(recs, 2, kKernelName, 30, 40);
+  node.graphId = 5;
+  node.graphNodeId = 7;
+  auto& other = addKernel(recs, 2, kGraphKernelName, 50, 60);
+  other.graphId = 5;
+  other.graphNodeId = 8;
+  other.localMemoryPerThread = 16;
+  Translator t;
+  LaunchInfo launch;
+  launch.correlation_id = 1;
+  launch.local_bytes_per_thread = 256;
+  t.addLaunch(launch);
+  LaunchInfo graph;
+  graph.correlation_id = 2;
+  graph.graph_launch = true;
+  t.addLaunch(graph);
+  TranslatedBatch out;
+  t.translate(reinterpret_cast<const CUpti_Activity&>(direct), out);
+  t.translate(reinterpret_cast<const CUpti_Activity&>(node), out);
+  t.translate(reinterpret_cast<const CUpti_Activity&>(other), out);
+  ASSERT_EQ(out.kernels.size(), 3u);
+  EXPECT_EQ(out.kernels[0].local_bytes_per_thread, 256);
+  EXPECT_EQ(out.kernels[1].local_bytes_per_thread, 256);  // learnt from the direct launch
+  EXPECT_EQ(out.kernels[2].local_bytes_per_thread, 16);   // never launched directly: the record's
 }
 
 TEST(Translate, KernelWithoutDeviceInfoHasNoOccupancy) {
