@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -235,11 +236,11 @@ void checkMainRun(const Profile& p, const std::vector<std::map<std::string, std:
       checkEq(k->cluster_z, cluster[2], "cluster z");
       checkEq(k->dynamic_shared_bytes, std::stoll(e.at("dyn_smem")), "dynamic smem");
       checkEq(k->static_shared_bytes, std::stoll(e.at("static_smem")), "static smem");
-      // CUPTI reports registers as allocated, whole multiples of 8 per thread (ncu's
-      // launch__registers_per_thread does the same); ptxas and cudaFuncGetAttributes report the
-      // count used. The two give the same occupancy: allocation is per warp in units of 256.
+      // CUPTI reports at least 16 registers per thread (seen on an H200, CUDA 13.0: ptxas 10 and
+      // 12 -> 16, 22 -> 22, 32 -> 32); ptxas and cudaFuncGetAttributes report the count used.
+      // Both give the same occupancy: registers are allocated per warp in units of 256.
       const int used = std::stoi(e.at("regs"));
-      checkEq(k->registers_per_thread, (used + 7) / 8 * 8, "registers (cudaFuncGetAttributes " + e.at("regs") + ", rounded up to 8)");
+      checkEq(k->registers_per_thread, std::max(used, 16), "registers (cudaFuncGetAttributes " + e.at("regs") + ", at least 16)");
       checkEq(k->local_bytes_per_thread, std::stoll(e.at("local")), "local bytes/thread (cudaFuncGetAttributes)");
       checkEq(k->theoretical_blocks_per_sm.value_or(-1), std::stoi(e.at("blocks_per_sm")),
               "blocks/SM (cudaOccupancyMaxActiveBlocksPerMultiprocessor)");
@@ -284,7 +285,7 @@ void checkMainRun(const Profile& p, const std::vector<std::map<std::string, std:
     if (e.at("graph") == "1") checkEq(graph_nodes.size(), static_cast<size_t>(1), "one node id per graph kernel");
     // Registers and stack against the compiler's own report.
     if (auto it = ptxas.find(e.at("name")); it != ptxas.end() && (label == "stack" || label == "spill" || label == "regs22")) {
-      checkEq(found[0]->registers_per_thread, (it->second.registers + 7) / 8 * 8, "registers (ptxas -v, rounded up to 8)");
+      checkEq(found[0]->registers_per_thread, std::max(it->second.registers, 16), "registers (ptxas -v, at least 16)");
       if (label == "regs22") checkEq(it->second.registers, 22, "ptxas used 22 registers");
       checkEq(found[0]->local_bytes_per_thread, it->second.stack_bytes, "local bytes (ptxas -v stack frame)");
       if (label == "spill") check(it->second.spill_store_bytes > 0, "ptxas reports spills");
