@@ -29,6 +29,7 @@ def short(n):
     n = n.replace("__nv_bfloat16", "bf16").replace("__half", "fp16").replace("fprof::refk::", "")
     n = n.replace("(Epilogue)0", "None").replace("(Epilogue)1", "Bias").replace("(Epilogue)2", "Relu").replace("(Epilogue)3", "BiasRelu").replace("(Epilogue)4", "BiasGelu").replace("(Epilogue)5", "BiasSilu")
     n = n.replace("(Binary)0", "Add").replace("(Binary)1", "Mul").replace("(Unary)0", "Gelu").replace("(Unary)1", "Relu")
+    n = n.replace("(Stage)0", "Stats").replace("(Stage)1", "TopKOfProbs").replace("(Stage)2", "Fused")
     n = re.sub(r"\([^()]*\)$", "", n)
     return n
 seen = set()
