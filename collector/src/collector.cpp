@@ -615,6 +615,16 @@ void Collector::finish() {
             " kernels: CUPTI's localMemoryPerThread differed from CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, which is "
             "stored (e.g. " + stats.local_memory_example + ")"});
   }
+  if (const uint64_t resolved = functions_.resolvedKernelHandles(); resolved > 0) {
+    writer_->add(core::CollectorEventRecord{
+        process_id_, unixNowNs(), "info",
+        std::to_string(resolved) + " launched functions were CUkernel handles, resolved with cuKernelGetFunction"});
+  }
+  if (const uint64_t failed = functions_.failedHandles(); failed > 0) {
+    writer_->add(core::CollectorEventRecord{
+        process_id_, unixNowNs(), "warning",
+        std::to_string(failed) + " launched functions could not be queried: their local memory and arguments are missing"});
+  }
   if (const uint64_t pops = nvtx_.unmatchedPops(); pops > 0) {
     writer_->add(core::CollectorEventRecord{process_id_, unixNowNs(), "warning",
                                             std::to_string(pops) + " NVTX pops had no matching push"});

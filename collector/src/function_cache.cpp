@@ -27,9 +27,13 @@ FunctionInfo FunctionCache::query(CUfunction handle) {
   int local_bytes = 0;
   if (cuFuncGetAttribute(&local_bytes, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, function) != CUDA_SUCCESS) {
     CUfunction resolved = nullptr;
-    if (!FPROF_CU_OK(cuKernelGetFunction(&resolved, reinterpret_cast<CUkernel>(handle)))) return info;
+    if (!FPROF_CU_OK(cuKernelGetFunction(&resolved, reinterpret_cast<CUkernel>(handle))) ||
+        !FPROF_CU_OK(cuFuncGetAttribute(&local_bytes, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, resolved))) {
+      failed_.fetch_add(1, std::memory_order_relaxed);
+      return info;
+    }
     function = resolved;
-    if (!FPROF_CU_OK(cuFuncGetAttribute(&local_bytes, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, function))) return info;
+    resolved_.fetch_add(1, std::memory_order_relaxed);
   }
   info.local_bytes_per_thread = local_bytes;
   // cuFuncGetParamInfo answers CUDA_ERROR_INVALID_VALUE past the last parameter.

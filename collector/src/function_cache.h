@@ -5,6 +5,7 @@
 
 #include <cuda.h>
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <unordered_map>
@@ -30,13 +31,20 @@ class FunctionCache {
   const FunctionInfo& lookup(CUfunction handle);
 
   // Reads the 8-byte arguments of a launch, from kernelParams or from a CU_LAUNCH_PARAM_BUFFER.
+  // Functions whose launch handle was a CUkernel resolved with cuKernelGetFunction, and handles
+  // that could not be queried at all (their launches carry no local size or arguments).
+  uint64_t resolvedKernelHandles() const { return resolved_.load(std::memory_order_relaxed); }
+  uint64_t failedHandles() const { return failed_.load(std::memory_order_relaxed); }
+
   static void readArgs(const FunctionInfo& info, void** kernel_params, void** extra, std::vector<LaunchArg>& out);
 
  private:
-  static FunctionInfo query(CUfunction handle);
+  FunctionInfo query(CUfunction handle);
 
   std::mutex mu_;
   std::unordered_map<CUfunction, FunctionInfo> infos_;  // node-based: references stay valid
+  std::atomic<uint64_t> resolved_{0};
+  std::atomic<uint64_t> failed_{0};
 };
 
 }  // namespace fprof::collector
