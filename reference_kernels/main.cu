@@ -174,9 +174,11 @@ int runChecks(Context& ctx, const Options& o, std::vector<std::unique_ptr<Op>>& 
     ModelConfig small;
     small.batch = 2; small.seq = 37; small.width = 128; small.heads = 2; small.layers = 2; small.vocab = 1001;
     small.decode_steps = 3;
-    for (int hand = 0; hand < 2; ++hand)
-    for (DType t : dtypes) {
-      small.hand_matmul = hand != 0;
+    // Both matmul back-ends (cuBLASLt, the hand GEMM) for every dtype.
+    for (std::size_t run = 0; run < 2 * dtypes.size(); ++run) {
+      const bool hand = run >= dtypes.size();
+      const DType t = dtypes[run % dtypes.size()];
+      small.hand_matmul = hand;
       const std::string label = hand ? "transformer(hand matmul)" : "transformer";
       std::vector<float> logits[2][2];
       for (int fused = 0; fused < 2; ++fused) {
