@@ -19,6 +19,7 @@ struct Command {
 // Each cmd_*.cpp defines one of these; main.cpp lists them in help order.
 Command addRunCommand(CLI::App& root);
 Command addInfoCommand(CLI::App& root);
+Command addReportCommand(CLI::App& root);
 Command addSchemaCommand(CLI::App& root);
 Command addDiffCommand(CLI::App& root);
 Command addGateCommand(CLI::App& root);

@@ -1,0 +1,82 @@
+// fprof report: the self-contained HTML report of a run (roofline, kernels, fusion opportunities,
+// diff against a baseline), or its Markdown summary for CI job summaries and PR comments.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "command.h"
+#include "fprof/core/store.h"
+#include "fprof/reports/html_report.h"
+#include "fprof/reports/markdown_report.h"
+#include "fprof/reports/report_data.h"
+
+namespace fprof::cli {
+namespace {
+
+struct ReportOptions {
+  std::string file;
+  std::string baseline;
+  std::string output;
+  std::string format = "html";
+};
+
+bool samePath(const std::string& a, const std::string& b) {
+  std::error_code ec;
+  return std::filesystem::equivalent(a, b, ec) && !ec;
+}
+
+int runReport(const ReportOptions& opt) {
+  auto run = core::loadProfile(opt.file);
+  if (!run) return inputError(run.error());
+  std::optional<core::Profile> base;
+  if (!opt.baseline.empty()) {
+    auto loaded = core::loadProfile(opt.baseline);
+    if (!loaded) return inputError(loaded.error());
+    base = std::move(*loaded);
+  }
+  const reports::ReportData data = reports::buildReport(*run, base ? &*base : nullptr);
+  const std::string text = opt.format == "md" ? reports::renderMarkdown(data) : reports::renderHtml(data);
+
+  std::string out = opt.output;
+  if (out.empty() && opt.format == "html") out = std::filesystem::path(opt.file).stem().string() + ".html";
+  if (out.empty() || out == "-") {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return 0;
+  }
+  if (samePath(out, opt.file) || (!opt.baseline.empty() && samePath(out, opt.baseline))) {
+    return inputError(fmt::format("{}: refusing to overwrite an input database with the report; choose another -o", out));
+  }
+  std::ofstream f(out, std::ios::binary | std::ios::trunc);
+  if (!f) return inputError(fmt::format("{}: cannot write the report (check the directory exists and is writable)", out));
+  f.write(text.data(), static_cast<std::streamsize>(text.size()));
+  f.close();
+  if (!f) return inputError(fmt::format("{}: writing the report failed (disk full?)", out));
+  std::fprintf(stderr, "fprof: wrote %s (%.1f KiB)\n", out.c_str(), static_cast<double>(text.size()) / 1024.0);
+  return 0;
+}
+
+}  // namespace
+
+Command addReportCommand(CLI::App& root) {
+  auto opt = std::make_shared<ReportOptions>();
+  CLI::App* app = root.add_subcommand(
+      "report",
+      "Write a self-contained HTML report of a run (roofline, time by op and kernel, kernel table, fusion "
+      "opportunities; with --baseline, the diff), or its Markdown summary with --format md.");
+  app->add_option("file", opt->file, "The .fprof database of the run")->required()->check(CLI::ExistingFile);
+  app->add_option("--baseline", opt->baseline, "A .fprof database to compare against (diff, arrows on the roofline)")
+      ->check(CLI::ExistingFile);
+  app->add_option("-o,--output", opt->output,
+                  "Output file ('-' for stdout). Default: RUN.html for html (RUN = the database's name without "
+                  ".fprof), stdout for md");
+  app->add_option("--format", opt->format, "html (default) or md (Markdown, for CI job summaries and PR comments)")
+      ->check(CLI::IsMember({"html", "md"}));
+  return {app, [opt] { return runReport(*opt); }};
+}
+
+}  // namespace fprof::cli

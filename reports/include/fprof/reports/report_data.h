@@ -1,0 +1,164 @@
+// What a report shows, independent of its format: built once from a profile (and a baseline)
+// through the analysis layer, then rendered as HTML or Markdown. Renderers never compute a number;
+// they only format what is here, so both formats always agree.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fprof/core/store.h"
+
+namespace fprof::reports {
+
+// A roof of the roofline: a bandwidth (bytes/s) or a compute rate (FLOP/s).
+struct Roof {
+  std::string name;         // "dram", "l2", "l1", "fp32", "tensor_fp16", ...
+  bool is_bandwidth = false;
+  double value = 0;         // bytes/s or FLOP/s
+  std::string source;       // "measured" or "datasheet"
+  std::string method;       // how it was obtained, in words
+};
+
+struct RunHeader {
+  std::string file;
+  std::string program;      // command line of the profiled process(es)
+  std::string host;
+  std::string date_utc;     // "2026-11-21 23:22:12 UTC", from the process start; "" if unknown
+  std::string mode;         // "trace", "metrics", ...
+  std::string fprof_version;
+  std::vector<std::string> devices;  // one line per device
+  int64_t kernel_count = 0;
+  int64_t total_kernel_ns = 0;
+  int64_t gpu_busy_ns = 0;
+  int64_t span_ns = 0;
+  bool has_counters = false;
+  std::vector<std::string> warnings;  // dropped records, collector warnings
+};
+
+// Kernels with the same name and launch shape, with their roofline placement where counters exist.
+struct GroupRow {
+  std::string name;  // demangled
+  std::string grid;  // "128" or "64x8x1"
+  std::string block;
+  std::string op;      // NVTX op that holds most of the group's time, "" if none
+  std::string origin;  // library the kernel came from, "" when unknown
+  int64_t calls = 0;
+  int64_t total_ns = 0;
+  double mean_ns = 0;
+  double share = 0;  // of total kernel time
+  int registers_per_thread = 0;
+  int64_t shared_bytes = 0;
+  int64_t local_bytes_per_thread = 0;
+  std::optional<double> theoretical_occupancy;
+  std::optional<double> achieved_occupancy;  // counters
+  // Counter-derived (measured); absent in trace mode.
+  std::optional<double> flops;
+  std::optional<double> dram_bytes;
+  std::optional<double> l2_bytes;
+  std::optional<double> l1_bytes;
+  std::optional<double> spill_bytes;  // local-memory traffic
+  std::optional<double> intensity_dram;  // FLOP/byte
+  std::optional<double> intensity_l2;
+  std::optional<double> intensity_l1;
+  std::optional<double> flops_per_s;
+  std::optional<double> dram_bytes_per_s;
+  std::optional<double> roof_fraction;  // achieved / attainable at this intensity
+  std::string binding_roof;             // e.g. "dram" or "fp32"; "" when unknown
+  std::string bound;                    // "memory", "compute", "latency", "launch"; "" when unknown
+  std::string bound_reason;             // why, in words (the analyzer's)
+  std::string precision;                // dominant precision of the FLOPs, "" when none
+  // The same group in the baseline run, for the before->after arrows.
+  std::optional<int64_t> base_total_ns;
+  std::optional<double> base_intensity_dram;
+  std::optional<double> base_flops_per_s;
+
+  bool onRoofline() const { return intensity_dram && flops_per_s && *intensity_dram > 0 && *flops_per_s > 0; }
+};
+
+// Time by op (NVTX op range).
+struct OpRow {
+  std::string op;  // "(no NVTX range)" for kernels launched outside any range
+  int64_t total_ns = 0;
+  int64_t launches = 0;
+  double share = 0;
+};
+
+// One producer->consumer pair (or chain) and what fusing it would pay, from the analyzer.
+struct FusionRow {
+  std::string id;                    // NVTX pair id, or the kernels joined by " -> "
+  std::string op;                    // NVTX op name, "" for data-flow pairs
+  std::vector<std::string> stages;   // producer first
+  std::string evidence;              // how the pair was found, in words
+  std::vector<std::string> intermediates;  // buffer names or allocation addresses
+  int64_t instances = 0;             // times the unfused chain ran
+  int64_t launches_removed = 0;      // per instance
+  double unfused_ns = 0;             // measured, median per instance
+  std::optional<double> intermediate_bytes;  // per instance
+  std::string bytes_source;          // "counters", "allocation size", "n/a"
+  std::optional<double> predicted_fused_ns;  // per instance (median)
+  std::string model;                 // prediction model, "" when none
+  std::optional<double> measured_fused_ns;   // where the run holds the fused variant
+  std::optional<double> predicted_saving_ns;  // per instance
+  std::optional<double> measured_saving_ns;   // per instance
+  std::optional<double> payoff_ns;   // predicted saving summed over instances
+  std::optional<double> payoff_share;  // of the program's kernel time
+  std::optional<double> model_error;   // (predicted fused - measured fused) / measured fused
+  bool fuse = true;
+  std::string reason;                // why not to fuse, when fuse is false
+  std::vector<std::string> risks;
+};
+
+struct DiffRow {
+  std::string name;
+  std::string shape;
+  std::string kind;                // "matched", "renamed", "new", "vanished"
+  std::optional<double> base_ns;   // total over the run; absent: new kernel
+  std::optional<double> cur_ns;    // absent: vanished kernel
+  std::optional<double> change;    // median time per launch, cur / base - 1
+  std::optional<double> p_value;   // one-sided test that this run is slower
+  bool regression = false;         // the gate flagged it
+  std::string note;                // the gate's message, renamed-from, ...
+};
+
+struct GateVerdict {
+  bool pass = true;
+  int64_t kernels_checked = 0;
+  std::vector<std::string> reasons;  // one line per regression
+  std::string method;                // the tests and thresholds used, in words
+};
+
+struct BaselineSection {
+  RunHeader header;
+  std::vector<DiffRow> diff;  // largest absolute change first
+  GateVerdict gate;
+  std::string note;  // how kernels were matched
+};
+
+struct ReportData {
+  RunHeader header;
+  std::vector<Roof> roofs;
+  std::vector<GroupRow> groups;  // by total time, descending; at most the cap
+  int64_t group_count = 0;       // all groups, listed or not
+  int64_t omitted_groups = 0;    // groups beyond the cap
+  int64_t omitted_ns = 0;
+  std::vector<OpRow> ops;        // by time, descending
+  std::vector<FusionRow> fusion;  // fusable ones by payoff, descending, then those not to fuse
+  std::vector<std::string> fusion_notes;  // what the fusion analysis could and could not see
+  std::optional<double> fusion_median_abs_error;  // of the model, over pairs measured both ways
+  int64_t fusion_measured_pairs = 0;
+  std::optional<BaselineSection> baseline;
+  std::vector<std::string> findings;  // the top findings, in plain text (shared by all formats)
+};
+
+struct BuildOptions {
+  // Kernel groups listed in the table and chart; the rest are summed in one line. Keeps a run of
+  // 100,000 distinct kernels under 10 MB of HTML.
+  size_t max_groups = 2000;
+};
+
+// Builds the report of `run`, compared with `baseline` when given.
+ReportData buildReport(const core::Profile& run, const core::Profile* baseline, const BuildOptions& options = {});
+
+}  // namespace fprof::reports

@@ -1,0 +1,537 @@
+// The HTML report (see html_report.h). Everything from the profile goes through htmlEscape or
+// jsonForScript; a Content-Security-Policy with a nonce lets only this file's own script run, and
+// forbids any network fetch, so a hostile kernel name can neither run code nor phone home.
+#include "fprof/reports/html_report.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include <random>
+
+#include "fprof/reports/escape.h"
+#include "fprof/reports/format.h"
+#include "palette.h"
+
+namespace fprof::reports {
+namespace {
+
+std::string randomNonce() {
+  std::random_device rd;
+  static const char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+  std::string n;
+  for (int i = 0; i < 24; ++i) n += kAlphabet[rd() % (sizeof kAlphabet - 1)];
+  return n;
+}
+
+std::string e(std::string_view s) { return htmlEscape(s); }
+
+// A table cell: the shown text, and a sort key when there is a number behind it.
+std::string numCell(const std::string& text, std::optional<double> key) {
+  if (!key) return "<td class=\"num na\">" + e(text) + "</td>";
+  return fmt::format("<td class=\"num\" data-v=\"{:.6g}\">{}</td>", *key, e(text));
+}
+
+std::string optCell(const std::optional<double>& v, std::string (*format)(double)) {
+  return numCell(orNa(v, format), v);
+}
+
+const char* kStyle = R"CSS(
+:root{--fg:#1d2330;--muted:#5b6475;--line:#d9dde5;--bg:#fff;--panel:#f6f7f9;--accent:#2f6fdf;--bad:#c0392b;--good:#1e8449}
+*{box-sizing:border-box}
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;color:var(--fg);background:var(--bg);margin:0 auto;max-width:1400px;padding:18px 28px 60px}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:30px 0 8px;border-bottom:1px solid var(--line);padding-bottom:4px}
+h3{font-size:15px;margin:16px 0 6px}
+code,.mono{font-family:ui-monospace,"DejaVu Sans Mono",Menlo,Consolas,monospace;font-size:12.5px}
+.muted{color:var(--muted)}.src{color:var(--muted);font-size:12px}
+.meta{display:grid;grid-template-columns:max-content 1fr;gap:2px 14px;margin:8px 0}
+.meta dt{color:var(--muted)}.meta dd{margin:0;word-break:break-all}
+.findings{background:var(--panel);border:1px solid var(--line);border-radius:6px;padding:8px 14px 8px 30px}
+.findings li{margin:3px 0}
+.warn{color:var(--bad)}
+table{border-collapse:collapse;width:100%;font-size:13px}
+th,td{padding:4px 7px;border-bottom:1px solid var(--line);text-align:left;vertical-align:top}
+th{background:var(--panel);position:sticky;top:0;white-space:nowrap}
+th.sortable{cursor:pointer;user-select:none}th.sortable:hover{color:var(--accent)}
+th[aria-sort=ascending]::after{content:" \25B2";font-size:10px}th[aria-sort=descending]::after{content:" \25BC";font-size:10px}
+td.num,th.num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
+td.na{color:#9aa1ad}
+td.name{font-family:ui-monospace,"DejaVu Sans Mono",Menlo,Consolas,monospace;font-size:12px;word-break:break-all;min-width:260px}
+tr.hl td{background:#fff5cc}
+.tablewrap{max-height:640px;overflow:auto;border:1px solid var(--line);border-radius:6px}
+.filter{margin:6px 0 8px;display:flex;gap:10px;align-items:center}
+.filter input{font:inherit;padding:4px 8px;width:340px;border:1px solid var(--line);border-radius:4px}
+.chartbox{display:flex;gap:18px;align-items:flex-start;flex-wrap:wrap}
+svg.roofline{width:920px;max-width:100%;height:auto;background:#fff;border:1px solid var(--line);border-radius:6px}
+svg .plot{fill:#fbfcfd;stroke:#c4c9d2}svg .grid{stroke:#e6e9ee}svg .tick{font-size:11px;fill:#5b6475}
+svg .axis{font-size:13px;fill:#1d2330}
+svg .roof{stroke-width:2.2}svg .roof-bw{stroke:#1d2330}svg .roof-l2{stroke:#5b6475;stroke-dasharray:7 4}
+svg .roof-l1{stroke:#8d95a3;stroke-dasharray:2 4}svg .roof-compute{stroke:#b03a2e}
+svg .roof-label{font-size:11px;fill:#1d2330}
+svg .pt{fill-opacity:.78;stroke:#1d2330;stroke-width:.8;cursor:pointer}svg .pt:hover,svg .pt.hl{stroke-width:2.5;fill-opacity:1}
+svg .pt-base{fill:none;stroke:#777;stroke-width:1.2}svg .arrow{stroke:#444;stroke-width:1.3}
+svg .lvl{fill:none;stroke:#555;stroke-width:1}svg:not(.show-levels) .levels{display:none}
+.legend{font-size:12.5px;min-width:220px;max-width:420px}
+.legend .sw{display:inline-block;width:11px;height:11px;border-radius:50%;margin-right:6px;vertical-align:-1px;border:1px solid #1d2330}
+.legend div{margin:2px 0;word-break:break-all}
+.nochart{background:var(--panel);border:1px dashed #aab;border-radius:6px;padding:6px 16px;max-width:860px}
+.bars{display:grid;grid-template-columns:minmax(180px,420px) 1fr max-content;gap:3px 10px;align-items:center;font-size:13px}
+.bars .label{overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+.bars .bar{height:14px;border-radius:3px;min-width:1px}
+.verdict{display:inline-block;padding:3px 10px;border-radius:4px;color:#fff;font-weight:600}
+.verdict.pass{background:var(--good)}.verdict.fail{background:var(--bad)}
+.reg{color:var(--bad);font-weight:600}.imp{color:var(--good)}
+#tooltip{position:fixed;pointer-events:none;background:#1d2330;color:#fff;padding:6px 9px;border-radius:5px;font-size:12px;white-space:pre-wrap;max-width:520px;display:none;z-index:10}
+footer{margin-top:36px;font-size:12px;color:var(--muted)}
+#fprof-selftest{white-space:pre-wrap}
+)CSS";
+
+// Sorting, filtering, the chart tooltip and, with #selftest in the URL, a self-test whose verdict
+// the browser test reads back from the DOM.
+const char* kScript = R"JS(
+(function () {
+  'use strict';
+  document.documentElement.setAttribute('data-fprof-script', 'ran');
+  var data = JSON.parse(document.getElementById('fprof-data').textContent);
+
+  function keyOf(row, col) {
+    var td = row.cells[col];
+    var v = td.getAttribute('data-v');
+    return v === null ? null : parseFloat(v);
+  }
+  function sortTable(table, col, descending) {
+    var th = table.tHead.rows[0].cells[col];
+    var numeric = th.classList.contains('num');
+    var body = table.tBodies[0];
+    var rows = Array.prototype.slice.call(body.rows);
+    rows.sort(function (a, b) {
+      if (numeric) {
+        var x = keyOf(a, col), y = keyOf(b, col);
+        if (x === null && y === null) return 0;
+        if (x === null) return 1;  // n/a sorts last either way
+        if (y === null) return -1;
+        return descending ? y - x : x - y;
+      }
+      var s = a.cells[col].textContent, t = b.cells[col].textContent;
+      return descending ? t.localeCompare(s) : s.localeCompare(t);
+    });
+    rows.forEach(function (r) { body.appendChild(r); });
+    Array.prototype.forEach.call(table.tHead.rows[0].cells, function (c) { c.removeAttribute('aria-sort'); });
+    th.setAttribute('aria-sort', descending ? 'descending' : 'ascending');
+  }
+  function filterTable(table, text) {
+    var needle = text.toLowerCase();
+    var shown = 0;
+    Array.prototype.forEach.call(table.tBodies[0].rows, function (r) {
+      var hit = needle === '' || r.textContent.toLowerCase().indexOf(needle) >= 0;
+      r.style.display = hit ? '' : 'none';
+      if (hit) shown++;
+    });
+    var counter = document.getElementById(table.id + '-count');
+    if (counter) counter.textContent = shown + ' of ' + table.tBodies[0].rows.length + ' rows';
+    return shown;
+  }
+  Array.prototype.forEach.call(document.querySelectorAll('table.sortable'), function (table) {
+    Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th, col) {
+      if (!th.classList.contains('sortable')) return;
+      th.addEventListener('click', function () {
+        var numeric = th.classList.contains('num');
+        var cur = th.getAttribute('aria-sort');
+        sortTable(table, col, cur ? cur === 'ascending' : numeric);
+      });
+    });
+  });
+  var filter = document.getElementById('kernel-filter');
+  var ktable = document.getElementById('kernel-table');
+  if (filter && ktable) filter.addEventListener('input', function () { filterTable(ktable, filter.value); });
+
+  // Hover on a point: a tooltip from the embedded data, and the table row highlighted.
+  var tip = document.getElementById('tooltip');
+  Array.prototype.forEach.call(document.querySelectorAll('svg .pt'), function (pt) {
+    var g = data.groups[parseInt(pt.getAttribute('data-g'), 10)];
+    var row = document.getElementById('g' + pt.getAttribute('data-g'));
+    pt.addEventListener('mousemove', function (ev) {
+      tip.textContent = g.tip;
+      tip.style.display = 'block';
+      tip.style.left = Math.min(ev.clientX + 14, window.innerWidth - 540) + 'px';
+      tip.style.top = (ev.clientY + 14) + 'px';
+      if (row) row.classList.add('hl');
+    });
+    pt.addEventListener('mouseleave', function () { tip.style.display = 'none'; if (row) row.classList.remove('hl'); });
+    pt.addEventListener('click', function () { if (row) row.scrollIntoView({block: 'center'}); });
+  });
+  var levels = document.getElementById('show-levels');
+  var svg = document.getElementById('roofline');
+  if (levels && svg) levels.addEventListener('change', function () { svg.classList.toggle('show-levels', levels.checked); });
+
+  if (location.hash !== '#selftest') return;
+  var out = [];
+  function check(name, ok) { out.push((ok ? 'ok   ' : 'FAIL ') + name); }
+  function column(table, label) {
+    var cells = table.tHead.rows[0].cells;
+    for (var i = 0; i < cells.length; i++) if (cells[i].getAttribute('data-col') === label) return i;
+    return -1;
+  }
+  function keys(table, col) {
+    return Array.prototype.map.call(table.tBodies[0].rows, function (r) { return keyOf(r, col); });
+  }
+  function monotone(list, descending) {
+    var seenNull = false;
+    for (var i = 0; i < list.length; i++) {
+      if (list[i] === null) { seenNull = true; continue; }
+      if (seenNull) return false;  // a number after n/a
+      if (i > 0 && list[i - 1] !== null && (descending ? list[i] > list[i - 1] : list[i] < list[i - 1])) return false;
+    }
+    return true;
+  }
+  if (ktable) {
+    var rows = ktable.tBodies[0].rows.length;
+    ['time', 'calls', 'mean', 'intensity', 'roof'].forEach(function (label) {
+      var col = column(ktable, label);
+      if (col < 0) { check('column ' + label + ' exists', false); return; }
+      sortTable(ktable, col, false);
+      check('sort ' + label + ' ascending', monotone(keys(ktable, col), false));
+      sortTable(ktable, col, true);
+      check('sort ' + label + ' descending', monotone(keys(ktable, col), true));
+    });
+    var kcol = column(ktable, 'kernel');
+    sortTable(ktable, kcol, false);
+    var names = Array.prototype.map.call(ktable.tBodies[0].rows, function (r) { return r.cells[kcol].textContent; });
+    var sortedNames = names.slice().sort(function (a, b) { return a.localeCompare(b); });
+    check('sort kernel by name', names.join('\n') === sortedNames.join('\n'));
+    var tcol = column(ktable, 'time');
+    sortTable(ktable, tcol, true);
+    check('rows kept after sorting', ktable.tBodies[0].rows.length === rows);
+    if (rows > 1) {
+      var probe = ktable.tBodies[0].rows[rows - 1].cells[kcol].textContent;
+      var shown = filterTable(ktable, probe);
+      var allMatch = Array.prototype.every.call(ktable.tBodies[0].rows, function (r) {
+        return r.style.display === 'none' || r.textContent.toLowerCase().indexOf(probe.toLowerCase()) >= 0;
+      });
+      check('filter shows only matching rows', shown >= 1 && shown < rows && allMatch);
+      check('filter cleared shows all rows', filterTable(ktable, '') === rows);
+    }
+  }
+  var fusion = document.querySelectorAll('#fusion-table tbody tr.fuse');
+  var payoffs = Array.prototype.map.call(fusion, function (r) { return parseFloat(r.getAttribute('data-payoff')); });
+  check('fusion pairs in payoff order', monotone(payoffs, true));
+  var rowsAll = document.querySelectorAll('#fusion-table tbody tr');
+  var lastFuse = -1, firstNoFuse = rowsAll.length;
+  Array.prototype.forEach.call(rowsAll, function (r, i) {
+    if (r.classList.contains('fuse')) lastFuse = i; else if (firstNoFuse === rowsAll.length) firstNoFuse = i;
+  });
+  check('pairs not to fuse come last', lastFuse < firstNoFuse);
+  var failed = out.filter(function (l) { return l.indexOf('FAIL') === 0; }).length;
+  var result = document.getElementById('fprof-selftest');
+  result.textContent = (failed ? 'FAIL' : 'PASS') + ' ' + out.length + ' checks\n' + out.join('\n');
+})();
+)JS";
+
+std::string metaRow(const std::string& key, const std::string& value_html) {
+  return "<dt>" + e(key) + "</dt><dd>" + value_html + "</dd>\n";
+}
+
+std::string headerSection(const ReportData& r) {
+  const RunHeader& h = r.header;
+  std::string s = "<dl class=\"meta\">\n";
+  s += metaRow("file", "<code>" + e(h.file) + "</code>");
+  s += metaRow("program", "<code>" + e(h.program.empty() ? "unknown" : h.program) + "</code>");
+  if (!h.host.empty()) s += metaRow("host", e(h.host));
+  s += metaRow("date", e(h.date_utc.empty() ? "unknown" : h.date_utc));
+  s += metaRow("mode", e(h.mode) + (h.has_counters ? " (hardware counters present)" : " (trace only: timings, no counters)"));
+  for (const std::string& d : h.devices) s += metaRow("device", e(d));
+  s += metaRow("kernels", e(fmt::format("{} launches in {} groups (name and launch shape); kernel time {}, GPU busy {} of a {} span",
+                                        h.kernel_count, r.group_count, formatDurationNs(static_cast<double>(h.total_kernel_ns)),
+                                        formatDurationNs(static_cast<double>(h.gpu_busy_ns)),
+                                        formatDurationNs(static_cast<double>(h.span_ns)))));
+  s += metaRow("recorded by", "fprof " + e(h.fprof_version));
+  for (const std::string& w : h.warnings) s += metaRow("warning", "<span class=\"warn\">" + e(w) + "</span>");
+  s += "</dl>\n<h3>Ceilings used</h3>\n";
+  if (r.roofs.empty()) {
+    s += "<p class=\"muted\">This run holds no ceilings (measure them with <code>fprof ceilings</code>), so no "
+         "roofs are drawn and no % of roof is computed.</p>\n";
+  } else {
+    s += "<table class=\"ceilings\"><thead><tr><th>roof</th><th class=\"num\">value</th><th>source</th>"
+         "<th>method</th></tr></thead><tbody>\n";
+    for (const Roof& roof : r.roofs) {
+      s += fmt::format("<tr><td>{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"muted\">{}</td></tr>\n",
+                       e(roof.name), e(roof.is_bandwidth ? formatByteRate(roof.value) : formatFlopRate(roof.value)),
+                       e(roof.source), e(roof.method));
+    }
+    s += "</tbody></table>\n";
+  }
+  return s;
+}
+
+std::string rooflineSection(const ReportData& r) {
+  std::string s = "<h2 id=\"roofline-h\">Roofline</h2>\n";
+  s += "<p class=\"src\">Points: measured hardware counters summed per kernel group (FLOPs of all precisions over DRAM "
+       "bytes), sized by share of kernel time and coloured by op; hover for the kernel. Roofs: as in the ceilings "
+       "table (measured or datasheet).";
+  if (r.baseline) s += " Arrows run from the baseline's place of a group to its place in this run.";
+  s += "</p>\n<div class=\"chartbox\">\n" + renderRooflineSvg(r);
+  if (r.header.has_counters) {
+    const Palette palette = opPalette(r);
+    s += "<div class=\"legend\"><b>op</b>\n";
+    for (const OpRow& o : r.ops) {
+      const std::string key = o.op == "(no NVTX range)" ? std::string() : o.op;
+      if (!palette.ops().count(key)) continue;
+      s += fmt::format("<div><span class=\"sw\" style=\"background:{}\"></span>{}</div>\n", palette.colour(key), e(o.op));
+    }
+    if (r.ops.size() > palette.ops().size()) {
+      s += fmt::format("<div><span class=\"sw\" style=\"background:{}\"></span>other ops</div>\n", Palette::kOther);
+    }
+    s += "<p><label><input type=\"checkbox\" id=\"show-levels\"> show L2 and L1 intensity (squares)</label></p>";
+    int64_t off = 0;
+    for (const GroupRow& g : r.groups) off += g.onRoofline() ? 0 : 1;
+    if (off > 0) {
+      s += fmt::format("<p class=\"muted\">{} listed groups are not on the chart: no FLOPs or no DRAM bytes "
+                       "(their intensity cannot be computed).</p>", off);
+    }
+    s += "</div>\n";
+  }
+  s += "</div>\n";
+  return s;
+}
+
+std::string barsSection(const ReportData& r) {
+  const Palette palette = opPalette(r);
+  std::string s = "<h2 id=\"time-h\">Where the time goes</h2>\n<p class=\"src\">Measured kernel durations (trace), "
+                  "as a share of total kernel time. Ops are NVTX ranges (the innermost range at each launch).</p>\n";
+  s += "<h3>By op</h3>\n<div class=\"bars\" id=\"op-bars\">\n";
+  const size_t shown_ops = std::min<size_t>(r.ops.size(), 20);
+  for (size_t i = 0; i < shown_ops; ++i) {
+    const OpRow& o = r.ops[i];
+    const std::string key = o.op == "(no NVTX range)" ? std::string() : o.op;
+    s += fmt::format("<div class=\"label\" title=\"{0}\">{0}</div><div><div class=\"bar\" style=\"width:{1:.2f}%;"
+                     "background:{2}\"></div></div><div class=\"num\">{3} &middot; {4} &middot; {5} launches</div>\n",
+                     e(o.op), o.share * 100.0, palette.colour(key), e(formatDurationNs(static_cast<double>(o.total_ns))),
+                     e(formatPercent(o.share)), o.launches);
+  }
+  s += "</div>\n";
+  if (r.ops.size() > shown_ops) s += fmt::format("<p class=\"muted\">{} more ops not shown.</p>\n", r.ops.size() - shown_ops);
+  s += "<h3>By kernel group</h3>\n<div class=\"bars\" id=\"kernel-bars\">\n";
+  const size_t shown = std::min<size_t>(r.groups.size(), 15);
+  for (size_t i = 0; i < shown; ++i) {
+    const GroupRow& g = r.groups[i];
+    s += fmt::format("<div class=\"label mono\" title=\"{0}\">{0}</div><div><div class=\"bar\" style=\"width:{1:.2f}%;"
+                     "background:{2}\"></div></div><div class=\"num\">{3} &middot; {4} &middot; {5} calls</div>\n",
+                     e(g.name), g.share * 100.0, palette.colour(g.op), e(formatDurationNs(static_cast<double>(g.total_ns))),
+                     e(formatPercent(g.share)), g.calls);
+  }
+  s += "</div>\n";
+  return s;
+}
+
+std::string kernelTable(const ReportData& r) {
+  std::string s = "<h2 id=\"kernels-h\">Kernels</h2>\n";
+  s += "<p class=\"src\">Grouped by demangled name and launch shape. Time, calls, registers, local memory and "
+       "theoretical occupancy: measured trace. Origin: from the kernel name. Intensity, FLOP/s, bytes/s, spill traffic and "
+       "achieved occupancy: measured counters. % of roof and bound: the analyzer's placement against the ceilings "
+       "above (hover a bound for the reason; without counters only launch and latency bounds can be told). n/a: not computable from this "
+       "run. Click a column to sort.</p>\n";
+  s += "<div class=\"filter\"><input id=\"kernel-filter\" type=\"search\" placeholder=\"filter by text (kernel, op, bound...)\" "
+       "aria-label=\"filter kernels\"><span id=\"kernel-table-count\" class=\"muted\"></span></div>\n";
+  struct Col {
+    const char* key;
+    const char* label;
+    bool num;
+  };
+  static const Col cols[] = {
+      {"rank", "#", true},          {"kernel", "kernel", false},        {"op", "op", false},
+      {"origin", "origin", false},
+      {"grid", "grid", false},      {"block", "block", false},          {"time", "time", true},
+      {"share", "share", true},     {"calls", "calls", true},           {"mean", "mean", true},
+      {"intensity", "intensity (DRAM)", true}, {"flops", "FLOP/s", true}, {"bytes", "DRAM B/s", true},
+      {"roof", "% of roof", true},  {"bound", "bound", false},          {"regs", "regs", true},
+      {"local", "local/thr", true}, {"spill", "spill traffic", true},   {"occ", "occupancy (theor.)", true},
+      {"achocc", "occupancy (achieved)", true},
+  };
+  s += "<div class=\"tablewrap\"><table id=\"kernel-table\" class=\"sortable\"><thead><tr>";
+  for (const Col& c : cols) {
+    s += fmt::format("<th class=\"sortable{}\" data-col=\"{}\">{}</th>", c.num ? " num" : "", c.key, c.label);
+  }
+  s += "</tr></thead><tbody>\n";
+  for (size_t i = 0; i < r.groups.size(); ++i) {
+    const GroupRow& g = r.groups[i];
+    s += fmt::format("<tr id=\"g{}\">", i);
+    s += numCell(std::to_string(i + 1), static_cast<double>(i + 1));
+    s += "<td class=\"name\">" + e(g.name) + "</td><td>" + e(g.op) + "</td><td>" + e(g.origin) + "</td>";
+    s += "<td class=\"mono\">" + e(g.grid) + "</td><td class=\"mono\">" + e(g.block) + "</td>";
+    s += numCell(formatDurationNs(static_cast<double>(g.total_ns)), static_cast<double>(g.total_ns));
+    s += numCell(formatPercent(g.share), g.share);
+    s += numCell(std::to_string(g.calls), static_cast<double>(g.calls));
+    s += numCell(formatDurationNs(g.mean_ns), g.mean_ns);
+    s += optCell(g.intensity_dram, formatIntensity);
+    s += optCell(g.flops_per_s, formatFlopRate);
+    s += optCell(g.dram_bytes_per_s, formatByteRate);
+    s += numCell(formatPercent(g.roof_fraction) + (g.roof_fraction ? " (" + g.binding_roof + ")" : ""), g.roof_fraction);
+    s += "<td title=\"" + e(g.bound_reason) + "\">" + e(g.bound.empty() ? "n/a" : g.bound) + "</td>";
+    s += numCell(std::to_string(g.registers_per_thread), static_cast<double>(g.registers_per_thread));
+    s += numCell(formatBytes(static_cast<double>(g.local_bytes_per_thread)), static_cast<double>(g.local_bytes_per_thread));
+    s += optCell(g.spill_bytes, formatBytes);
+    s += numCell(formatPercent(g.theoretical_occupancy), g.theoretical_occupancy);
+    s += numCell(formatPercent(g.achieved_occupancy), g.achieved_occupancy);
+    s += "</tr>\n";
+  }
+  s += "</tbody></table></div>\n";
+  if (r.omitted_groups > 0) {
+    s += fmt::format("<p class=\"muted\" id=\"omitted\">{} more kernel groups ({} of kernel time) are not listed; the "
+                     "table keeps the {} groups with the most time.</p>\n",
+                     r.omitted_groups,
+                     e(formatPercent(r.header.total_kernel_ns ? static_cast<double>(r.omitted_ns) / static_cast<double>(r.header.total_kernel_ns) : 0)),
+                     r.groups.size());
+  }
+  return s;
+}
+
+std::string stageChain(const std::vector<std::string>& stages) {
+  std::string s;
+  for (const std::string& st : stages) s += (s.empty() ? "" : " &rarr; ") + ("<span class=\"stage\">" + e(st) + "</span>");
+  return s;
+}
+
+std::string fusionSection(const ReportData& r) {
+  std::string s = "<h2 id=\"fusion-h\">Fusion opportunities</h2>\n";
+  s += "<p class=\"src\">Producer&rarr;consumer pairs and chains from the analyzer, ranked by payoff: the predicted "
+       "saving summed over every time the chain ran. Unfused time: measured (median per run of the chain). Fused "
+       "time: <b>predicted</b> by the analyzer's model (column <i>model</i>), and <b>measured</b> where the run also "
+       "holds the fused variant, with the model's error. Pairs that should not be fused come last, with the reason.";
+  if (r.fusion_median_abs_error) {
+    s += fmt::format(" Median absolute model error over {} pairs measured both ways: {}.", r.fusion_measured_pairs,
+                     e(formatPercent(*r.fusion_median_abs_error)));
+  }
+  s += "</p>\n";
+  for (const std::string& n : r.fusion_notes) s += "<p class=\"muted\">" + e(n) + "</p>\n";
+  if (r.fusion.empty()) {
+    s += "<p id=\"fusion-none\">No producer&rarr;consumer pairs found in this run.</p>\n";
+    return s;
+  }
+  s += "<div class=\"tablewrap\"><table id=\"fusion-table\"><thead><tr><th class=\"num\">#</th><th>pair</th>"
+       "<th>stages (producer &rarr; consumer)</th><th>evidence</th><th class=\"num\">runs</th>"
+       "<th class=\"num\">intermediate</th><th class=\"num\">launches removed</th><th class=\"num\">unfused "
+       "(measured)</th><th class=\"num\">fused (predicted)</th><th>model</th><th class=\"num\">fused (measured)</th>"
+       "<th class=\"num\">model error</th><th class=\"num\">payoff (predicted)</th><th class=\"num\">share</th>"
+       "<th>risks</th></tr></thead><tbody>\n";
+  for (size_t i = 0; i < r.fusion.size(); ++i) {
+    const FusionRow& f = r.fusion[i];
+    std::string risks;
+    if (!f.fuse) risks += "<b>do not fuse:</b> " + e(f.reason);
+    for (const std::string& k : f.risks) risks += (risks.empty() ? "" : "<br>") + e(k);
+    std::string intermediate = e(orNa(f.intermediate_bytes, formatBytes));
+    if (f.intermediate_bytes) intermediate += "<br><span class=\"src\">" + e(f.bytes_source) + "</span>";
+    std::string names;
+    for (const std::string& n : f.intermediates) names += (names.empty() ? "" : ", ") + n;
+    const std::string row_attr =
+        f.fuse ? fmt::format(" class=\"fuse\" data-payoff=\"{:.6g}\"", f.payoff_ns.value_or(-1)) : std::string(" class=\"nofuse\"");
+    s += fmt::format(
+        "<tr{}><td class=\"num\">{}</td><td class=\"mono pair\">{}</td><td class=\"name\">{}{}</td><td>{}</td>"
+        "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+        "<td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+        "<td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td></tr>\n",
+        row_attr, i + 1, e(f.id), stageChain(f.stages),
+        names.empty() ? "" : "<br><span class=\"src\">intermediates: " + e(names) + "</span>", e(f.evidence),
+        f.instances, intermediate, f.launches_removed, e(formatDurationNs(f.unfused_ns)),
+        e(orNa(f.predicted_fused_ns, formatDurationNs)), e(f.model.empty() ? "n/a" : f.model),
+        e(orNa(f.measured_fused_ns, formatDurationNs)), e(f.model_error ? formatSignedPercent(*f.model_error) : "n/a"),
+        e(orNa(f.payoff_ns, formatDurationNs)), e(formatPercent(f.payoff_share)), risks.empty() ? "none flagged" : risks);
+  }
+  s += "</tbody></table></div>\n";
+  return s;
+}
+
+std::string baselineSection(const ReportData& r) {
+  if (!r.baseline) return "";
+  const BaselineSection& b = *r.baseline;
+  std::string s = "<h2 id=\"diff-h\">Against the baseline</h2>\n<dl class=\"meta\">\n";
+  s += metaRow("baseline", "<code>" + e(b.header.file) + "</code>");
+  s += metaRow("program", "<code>" + e(b.header.program) + "</code>");
+  s += metaRow("date", e(b.header.date_utc.empty() ? "unknown" : b.header.date_utc));
+  s += metaRow("kernel time", e(formatDurationNs(static_cast<double>(b.header.total_kernel_ns)) + " -> " +
+                                formatDurationNs(static_cast<double>(r.header.total_kernel_ns))));
+  s += metaRow("matching", e(b.note));
+  s += "</dl>\n";
+  s += fmt::format("<p><span class=\"verdict {}\" id=\"gate-verdict\">gate: {}</span> {} kernels checked. "
+                   "<span class=\"src\">{} (the same verdict as <code>fprof gate</code> with default thresholds)</span></p>\n",
+                   b.gate.pass ? "pass" : "fail", b.gate.pass ? "pass" : "FAIL", b.gate.kernels_checked, e(b.gate.method));
+  if (!b.gate.reasons.empty()) {
+    s += "<ul>";
+    for (const std::string& reason : b.gate.reasons) s += "<li class=\"reg\">" + e(reason) + "</li>";
+    s += "</ul>\n";
+  }
+  s += "<div class=\"tablewrap\"><table id=\"diff-table\" class=\"sortable\"><thead><tr><th class=\"sortable\">kernel</th>"
+       "<th>shape</th><th class=\"sortable num\">baseline (total)</th><th class=\"sortable num\">this run (total)</th>"
+       "<th class=\"sortable num\">median per launch</th><th class=\"sortable num\">p (slower)</th><th>note</th></tr></thead><tbody>\n";
+  const size_t shown = std::min<size_t>(b.diff.size(), 500);
+  for (size_t i = 0; i < shown; ++i) {
+    const DiffRow& d = b.diff[i];
+    const std::string cls = d.regression ? "reg" : (d.change && *d.change < 0 ? "imp" : "");
+    s += std::string("<tr") + (d.regression ? " class=\"regression\"" : "") + "><td class=\"name\">" + e(d.name) +
+         "</td><td class=\"mono\">" + e(d.shape) + "</td>";
+    s += optCell(d.base_ns, formatDurationNs);
+    s += optCell(d.cur_ns, formatDurationNs);
+    s += d.change ? fmt::format("<td class=\"num {}\" data-v=\"{:.6g}\">{}</td>", cls, *d.change, formatSignedPercent(*d.change))
+                  : std::string("<td class=\"num na\">n/a</td>");
+    s += d.p_value ? fmt::format("<td class=\"num\" data-v=\"{:.6g}\">{:.2g}</td>", *d.p_value, *d.p_value)
+                   : std::string("<td class=\"num na\">n/a</td>");
+    s += "<td>" + e(d.note) + "</td></tr>\n";
+  }
+  s += "</tbody></table></div>\n";
+  if (b.diff.size() > shown) s += fmt::format("<p class=\"muted\">{} smaller changes not listed.</p>\n", b.diff.size() - shown);
+  return s;
+}
+
+// Data for the script (tooltips) and for tools that read the report; embedded as inert JSON.
+std::string embeddedData(const ReportData& r) {
+  nlohmann::json groups = nlohmann::json::array();
+  for (const GroupRow& g : r.groups) {
+    std::string tip = g.name + "\ngrid " + g.grid + "  block " + g.block + "\nop: " + (g.op.empty() ? "(none)" : g.op) +
+                      "\ntime " + formatDurationNs(static_cast<double>(g.total_ns)) + " (" + formatPercent(g.share) +
+                      "), " + std::to_string(g.calls) + " calls" + "\nintensity (DRAM) " +
+                      orNa(g.intensity_dram, formatIntensity) + ", achieved " + orNa(g.flops_per_s, formatFlopRate) +
+                      "\n" + formatPercent(g.roof_fraction) + " of roof" + (g.bound.empty() ? "" : ", " + g.bound + " bound");
+    groups.push_back({{"name", g.name}, {"op", g.op}, {"total_ns", g.total_ns}, {"calls", g.calls}, {"tip", tip}});
+  }
+  nlohmann::json j = {{"file", r.header.file},          {"program", r.header.program},
+                      {"mode", r.header.mode},          {"has_counters", r.header.has_counters},
+                      {"findings", r.findings},         {"groups", std::move(groups)}};
+  return jsonForScript(j);
+}
+
+}  // namespace
+
+std::string renderHtml(const ReportData& r, const HtmlOptions& options) {
+  const std::string nonce = options.csp_nonce.empty() ? randomNonce() : options.csp_nonce;
+  std::string s;
+  s.reserve(64 * 1024 + r.groups.size() * 2048);
+  s += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
+  // The policy comes first: no fetches of any kind, and only scripts carrying the nonce run.
+  s += fmt::format("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
+                   "img-src data:; script-src 'nonce-{}'; base-uri 'none'; form-action 'none'\">\n",
+                   nonce);
+  s += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
+  s += "<meta name=\"generator\" content=\"fprof " + e(FPROF_VERSION_STRING) + "\">\n";
+  s += "<title>fprof report: " + e(r.header.program.empty() ? r.header.file : r.header.program) + "</title>\n";
+  s += "<style>" + std::string(kStyle) + "</style>\n</head>\n<body>\n";
+  s += "<h1>fprof report</h1>\n<p class=\"muted\">Where the GPU time goes, how close each kernel runs to its roof, and "
+       "which fusions pay most.</p>\n";
+  s += headerSection(r);
+  s += "<h2 id=\"findings-h\">Top findings</h2>\n<ul class=\"findings\" id=\"findings\">\n";
+  for (const std::string& f : r.findings) s += "<li>" + e(f) + "</li>\n";
+  s += "</ul>\n";
+  s += rooflineSection(r);
+  s += barsSection(r);
+  s += kernelTable(r);
+  s += fusionSection(r);
+  s += baselineSection(r);
+  s += "<footer>Generated by fprof " + e(FPROF_VERSION_STRING) +
+       ". Sources: <b>measured</b> = recorded on the GPU in this run (trace timings, hardware counters, "
+       "<code>fprof ceilings</code>); <b>datasheet</b> = computed from device attributes; <b>predicted</b> = the "
+       "analyzer's fusion model.</footer>\n";
+  s += "<div id=\"tooltip\" role=\"tooltip\"></div>\n<pre id=\"fprof-selftest\"></pre>\n";
+  s += "<script type=\"application/json\" id=\"fprof-data\">" + embeddedData(r) + "</script>\n";
+  s += "<script nonce=\"" + nonce + "\">" + kScript + "</script>\n</body>\n</html>\n";
+  return s;
+}
+
+}  // namespace fprof::reports

@@ -1,0 +1,224 @@
+// The Markdown summary (see markdown_report.h). Kernel names are set in code spans with table
+// pipes escaped, so GitHub renders a name full of <, > and | as the literal text it is.
+#include "fprof/reports/markdown_report.h"
+
+#include <fmt/format.h>
+
+#include "fprof/reports/format.h"
+
+namespace fprof::reports {
+namespace {
+
+// Inline text for a table cell: pipes escaped, line breaks flattened.
+std::string cellText(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '|') {
+      out += "\\|";
+    } else if (c == '\n' || c == '\r') {
+      out += ' ';
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string shorten(const std::string& s, size_t max_chars) {
+  if (s.size() <= max_chars) return s;
+  const size_t head = (max_chars - 3) / 2;
+  const size_t tail = max_chars - 3 - head;
+  return s.substr(0, head) + "..." + s.substr(s.size() - tail);
+}
+
+// A code span that survives backticks in the text (CommonMark: a longer fence, padded).
+std::string code(const std::string& s) {
+  const std::string text = cellText(s);
+  if (text.find('`') == std::string::npos) return "`" + text + "`";
+  return "`` " + text + " ``";
+}
+
+// Findings carry names in plain text; in Markdown, escape what would otherwise become markup.
+std::string plain(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '<') {
+      out += "&lt;";
+    } else if (c == '>') {
+      out += "&gt;";
+    } else if (c == '&') {
+      out += "&amp;";
+    } else if (c == '*' || c == '_' || c == '[' || c == ']' || c == '\\' || c == '|') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += ' ';
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string findingText(const std::string& s) {
+  // Findings quote commands in backticks; keep those spans as code, escape the rest.
+  std::string out;
+  size_t i = 0;
+  while (i < s.size()) {
+    const size_t open = s.find('`', i);
+    if (open == std::string::npos) {
+      out += plain(s.substr(i));
+      break;
+    }
+    const size_t close = s.find('`', open + 1);
+    if (close == std::string::npos) {
+      out += plain(s.substr(i));
+      break;
+    }
+    out += plain(s.substr(i, open - i)) + s.substr(open, close - open + 1);
+    i = close + 1;
+  }
+  return out;
+}
+
+std::string row(const std::vector<std::string>& cells) {
+  std::string s = "|";
+  for (const std::string& c : cells) s += " " + c + " |";
+  return s + "\n";
+}
+
+std::string separator(const std::vector<bool>& right) {
+  std::string s = "|";
+  for (bool r : right) s += r ? " ---: |" : " --- |";
+  return s + "\n";
+}
+
+}  // namespace
+
+std::string renderMarkdown(const ReportData& r, const MarkdownOptions& options) {
+  const RunHeader& h = r.header;
+  std::string s = "## fprof report: " + code(h.program.empty() ? h.file : shorten(h.program, 120)) + "\n\n";
+  s += fmt::format("- file: {} (mode {}, recorded by fprof {})\n", code(h.file), cellText(h.mode), cellText(h.fprof_version));
+  if (!h.date_utc.empty()) s += "- date: " + h.date_utc + "\n";
+  for (const std::string& d : h.devices) s += "- device: " + plain(d) + "\n";
+  s += fmt::format("- kernels: {} launches of {} distinct kernel shapes; kernel time {} (GPU busy {} of a {} span)\n",
+                   h.kernel_count, r.group_count, formatDurationNs(static_cast<double>(h.total_kernel_ns)),
+                   formatDurationNs(static_cast<double>(h.gpu_busy_ns)), formatDurationNs(static_cast<double>(h.span_ns)));
+  if (r.roofs.empty()) {
+    s += "- ceilings: none in this run (measure them with `fprof ceilings`)\n";
+  } else {
+    std::string list;
+    for (const Roof& roof : r.roofs) {
+      list += fmt::format("{}{} {} ({})", list.empty() ? "" : ", ", roof.name,
+                          roof.is_bandwidth ? formatByteRate(roof.value) : formatFlopRate(roof.value), roof.source);
+    }
+    s += "- ceilings: " + list + "\n";
+  }
+  for (const std::string& w : h.warnings) s += "- **warning**: " + plain(w) + "\n";
+
+  s += "\n### Top findings\n\n";
+  for (size_t i = 0; i < r.findings.size(); ++i) s += fmt::format("{}. {}\n", i + 1, findingText(r.findings[i]));
+
+  if (!r.groups.empty()) {
+    const size_t shown = std::min(options.top_kernels, r.groups.size());
+    s += fmt::format("\n### Top {} kernels by GPU time (grouped by name and launch shape)\n\n", shown);
+    std::vector<std::string> head = {"#", "time", "share", "calls", "mean", "grid", "block", "regs", "smem", "local/thr", "occupancy"};
+    std::vector<bool> right(head.size(), true);
+    if (h.has_counters) {
+      for (const char* c : {"intensity (DRAM)", "FLOP/s", "% of roof", "bound"}) {
+        head.push_back(c);
+        right.push_back(true);
+      }
+    }
+    head.push_back("kernel");
+    right.push_back(false);
+    s += row(head) + separator(right);
+    for (size_t i = 0; i < shown; ++i) {
+      const GroupRow& g = r.groups[i];
+      std::vector<std::string> cells = {std::to_string(i + 1),
+                                        formatDurationNs(static_cast<double>(g.total_ns)),
+                                        formatPercent(g.share),
+                                        std::to_string(g.calls),
+                                        formatDurationNs(g.mean_ns),
+                                        g.grid,
+                                        g.block,
+                                        std::to_string(g.registers_per_thread),
+                                        formatBytes(static_cast<double>(g.shared_bytes)),
+                                        formatBytes(static_cast<double>(g.local_bytes_per_thread)),
+                                        formatPercent(g.theoretical_occupancy)};
+      if (h.has_counters) {
+        cells.push_back(orNa(g.intensity_dram, formatIntensity));
+        cells.push_back(orNa(g.flops_per_s, formatFlopRate));
+        cells.push_back(formatPercent(g.roof_fraction) + (g.roof_fraction ? " (" + g.binding_roof + ")" : ""));
+        cells.push_back(g.bound.empty() ? "n/a" : g.bound);
+      }
+      cells.push_back(code(shorten(g.name, 100)));
+      s += row(cells);
+    }
+    s += "\noccupancy = theoretical (launch configuration and device limits); local/thr = stack frame and spills";
+    s += h.has_counters ? "; intensity, FLOP/s: measured counters; % of roof against the ceilings above\n"
+                        : "; trace-mode run: no counters, so no intensity or % of roof (`fprof run --metrics roofline`, coming)\n";
+    if (r.omitted_groups > 0) {
+      s += fmt::format("\n{} more kernel groups beyond the {} listed in the HTML report.\n", r.omitted_groups, r.groups.size());
+    }
+  }
+
+  if (!r.ops.empty() && !(r.ops.size() == 1 && r.ops.front().op == "(no NVTX range)")) {
+    s += "\n### Time by op (NVTX)\n\n" + row({"op", "time", "share", "launches"}) + separator({false, true, true, true});
+    const size_t shown = std::min<size_t>(r.ops.size(), 10);
+    for (size_t i = 0; i < shown; ++i) {
+      const OpRow& o = r.ops[i];
+      s += row({code(o.op), formatDurationNs(static_cast<double>(o.total_ns)), formatPercent(o.share), std::to_string(o.launches)});
+    }
+  }
+
+  s += "\n### Fusion opportunities\n\n";
+  for (const std::string& n : r.fusion_notes) s += plain(n) + "\n\n";
+  if (r.fusion.empty()) {
+    s += "No producer -> consumer pairs found in this run.\n";
+  } else {
+    s += row({"#", "pair", "stages", "runs", "intermediate", "launches removed", "unfused (measured)", "fused (predicted)",
+              "fused (measured)", "payoff (predicted)", "share", "risks"}) +
+         separator({true, false, false, true, true, true, true, true, true, true, true, false});
+    const size_t shown = std::min(options.top_fusions, r.fusion.size());
+    for (size_t i = 0; i < shown; ++i) {
+      const FusionRow& f = r.fusion[i];
+      std::string stages;
+      for (const std::string& st : f.stages) stages += (stages.empty() ? "" : " -> ") + code(shorten(st, 60));
+      std::string risks = f.fuse ? "" : "do not fuse: " + f.reason;
+      for (const std::string& k : f.risks) risks += (risks.empty() ? "" : "; ") + k;
+      s += row({std::to_string(i + 1), code(f.id), stages, std::to_string(f.instances),
+                orNa(f.intermediate_bytes, formatBytes), std::to_string(f.launches_removed), formatDurationNs(f.unfused_ns),
+                orNa(f.predicted_fused_ns, formatDurationNs), orNa(f.measured_fused_ns, formatDurationNs),
+                orNa(f.payoff_ns, formatDurationNs), formatPercent(f.payoff_share), risks.empty() ? "none flagged" : plain(risks)});
+    }
+    if (r.fusion_median_abs_error) {
+      s += fmt::format("\nMedian absolute error of the fusion model over {} pairs measured both ways: {}.\n",
+                       r.fusion_measured_pairs, formatPercent(*r.fusion_median_abs_error));
+    }
+  }
+
+  if (r.baseline) {
+    const BaselineSection& b = *r.baseline;
+    s += "\n### Against the baseline " + code(b.header.file) + "\n\n";
+    s += fmt::format("Kernel time {} -> {}; {}.\n\n", formatDurationNs(static_cast<double>(b.header.total_kernel_ns)),
+                     formatDurationNs(static_cast<double>(h.total_kernel_ns)), b.note);
+    s += fmt::format("**Gate: {}** ({} kernels checked; {})\n\n", b.gate.pass ? "pass" : "FAIL", b.gate.kernels_checked,
+                     b.gate.method);
+    for (const std::string& reason : b.gate.reasons) s += "- " + plain(reason) + "\n";
+    if (!b.gate.reasons.empty()) s += "\n";
+    const size_t shown = std::min(options.top_diffs, b.diff.size());
+    if (shown > 0) {
+      s += row({"kernel", "shape", "baseline (total)", "this run (total)", "median per launch", "note"}) +
+           separator({false, false, true, true, true, false});
+      for (size_t i = 0; i < shown; ++i) {
+        const DiffRow& d = b.diff[i];
+        s += row({code(shorten(d.name, 80)), d.shape, orNa(d.base_ns, formatDurationNs), orNa(d.cur_ns, formatDurationNs),
+                  d.change ? formatSignedPercent(*d.change) : "n/a", plain(d.note)});
+      }
+    }
+  }
+  return s;
+}
+
+}  // namespace fprof::reports

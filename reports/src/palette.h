@@ -1,0 +1,39 @@
+// Colours for ops, shared by the roofline points and the time-breakdown bars so an op keeps its
+// colour across the report.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "fprof/reports/report_data.h"
+
+namespace fprof::reports {
+
+class Palette {
+ public:
+  // The ten ops with the most time get a colour each; the rest share grey.
+  const char* colour(const std::string& op) const {
+    auto it = index_.find(op);
+    return it == index_.end() ? kOther : kColours[it->second];
+  }
+  void add(const std::string& op) {
+    if (index_.size() < 10 && !index_.count(op)) index_.emplace(op, index_.size());
+  }
+  const std::map<std::string, size_t>& ops() const { return index_; }
+
+  static constexpr const char* kColours[10] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
+                                               "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#2f4b7c"};
+  static constexpr const char* kOther = "#9a9a9a";
+
+ private:
+  std::map<std::string, size_t> index_;
+};
+
+// Ops in time order (ReportData::ops is sorted); kernels with no op are keyed by "".
+inline Palette opPalette(const ReportData& report) {
+  Palette p;
+  for (const OpRow& o : report.ops) p.add(o.op == "(no NVTX range)" ? std::string() : o.op);
+  return p;
+}
+
+}  // namespace fprof::reports

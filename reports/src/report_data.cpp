@@ -1,0 +1,398 @@
+// Builds ReportData from a profile through the analysis layer (see report_data.h).
+#include "fprof/reports/report_data.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+#include <map>
+#include <unordered_map>
+
+#include "fprof/analysis/ceilings.h"
+#include "fprof/analysis/dataflow.h"
+#include "fprof/analysis/diff.h"
+#include "fprof/analysis/fusion.h"
+#include "fprof/analysis/nvtx_ops.h"
+#include "fprof/analysis/origin.h"
+#include "fprof/analysis/roofline.h"
+#include "fprof/analysis/summary.h"
+#include "fprof/reports/format.h"
+
+namespace fprof::reports {
+namespace {
+
+std::string utcDate(int64_t unix_ns) {
+  if (unix_ns <= 0) return "";
+  const std::time_t t = static_cast<std::time_t>(unix_ns / 1000000000);
+  std::tm tm{};
+  if (!gmtime_r(&t, &tm)) return "";
+  char buf[64];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
+  return buf;
+}
+
+RunHeader makeHeader(const core::Profile& p, const analysis::RunSummary& s) {
+  RunHeader h;
+  h.file = p.path;
+  h.mode = p.meta("mode", "unknown");
+  h.fprof_version = p.meta("fprof_version", "unknown");
+  for (const core::ProcessInfo& pr : p.processes) {
+    if (!h.program.empty()) h.program += " | ";
+    h.program += pr.command_line.empty() ? "unknown" : pr.command_line;
+    if (h.host.empty()) h.host = pr.host;
+    if (h.date_utc.empty()) h.date_utc = utcDate(pr.start_unix_ns);
+  }
+  for (const core::DeviceInfo& d : p.devices) {
+    h.devices.push_back(fmt::format("[{}] {}, sm_{}{}, {} SMs, {} memory, {} L2", d.id, d.name, d.compute_major,
+                                    d.compute_minor, d.sm_count, formatBytes(static_cast<double>(d.global_memory_bytes)),
+                                    formatBytes(static_cast<double>(d.l2_bytes))));
+  }
+  h.kernel_count = s.kernel_count;
+  h.total_kernel_ns = s.total_kernel_ns;
+  h.gpu_busy_ns = s.gpu_busy_ns;
+  h.span_ns = s.span_ns;
+  h.has_counters = !p.counters.empty();
+  if (const std::string dropped = p.meta("dropped_records", "0"); dropped != "0") {
+    h.warnings.push_back(
+        fmt::format("the collector dropped {} records (buffers full); totals are lower bounds", dropped));
+  }
+  for (const core::CollectorEventRecord& e : p.collector_events) {
+    if (e.severity != "info") h.warnings.push_back(e.severity + ": " + e.message);
+  }
+  return h;
+}
+
+// The roofs of the run's first device, as the analyzer chose them (measured preferred, datasheet
+// computed from the device attributes otherwise).
+std::vector<Roof> pickRoofs(const core::Profile& p) {
+  std::vector<Roof> roofs;
+  if (p.devices.empty()) return roofs;
+  const analysis::Ceilings c = analysis::ceilingsFor(p, p.devices.front());
+  for (size_t l = 0; l < analysis::kMemLevelCount; ++l) {
+    if (!c.bandwidth[l] || c.bandwidth[l]->value <= 0) continue;
+    roofs.push_back(Roof{std::string(analysis::memLevelName(static_cast<analysis::MemLevel>(l))), true,
+                         c.bandwidth[l]->value, std::string(analysis::ceilingSourceName(c.bandwidth[l]->source)),
+                         c.bandwidth[l]->method});
+  }
+  std::vector<Roof> compute;
+  for (size_t q = 0; q < analysis::kPrecisionCount; ++q) {
+    if (!c.compute[q] || c.compute[q]->value <= 0) continue;
+    compute.push_back(Roof{std::string(analysis::precisionName(static_cast<analysis::Precision>(q))), false,
+                           c.compute[q]->value, std::string(analysis::ceilingSourceName(c.compute[q]->source)),
+                           c.compute[q]->method});
+  }
+  std::stable_sort(compute.begin(), compute.end(), [](const Roof& a, const Roof& b) { return a.value > b.value; });
+  roofs.insert(roofs.end(), compute.begin(), compute.end());
+  return roofs;
+}
+
+// The op of a kernel: under the NVTX op convention, the innermost enclosing op that has a variant
+// (the op, not its stage), shown as "name (variant)"; otherwise the innermost range's message.
+std::string opName(const core::Profile& p, const analysis::OpIndex& ops, size_t kernel_index) {
+  const int32_t inner = kernel_index < ops.kernel_op.size() ? ops.kernel_op[kernel_index] : -1;
+  if (inner >= 0) {
+    // Walk out from the innermost op; the op is the outermost of the enclosing ranges that carry a
+    // variant (a stage and its op both do; structural ranges such as layer or prefill do not).
+    std::optional<size_t> chosen;
+    for (std::optional<size_t> at = static_cast<size_t>(inner); at; at = ops.ops[*at].parent) {
+      if (!ops.ops[*at].tags.variant.empty()) {
+        chosen = *at;
+      } else if (chosen) {
+        break;
+      }
+    }
+    const analysis::OpTags& t = ops.ops[chosen ? *chosen : static_cast<size_t>(inner)].tags;
+    return t.variant.empty() ? t.op : t.op + " (" + t.variant + ")";
+  }
+  const core::KernelRow& k = p.kernels[kernel_index];
+  if (!k.nvtx_path_id) return "";
+  const std::string& path = p.str(*k.nvtx_path_id);
+  const size_t slash = path.rfind('/');
+  std::string leaf = slash == std::string::npos ? path : path.substr(slash + 1);
+  if (slash == std::string::npos) {
+    if (const size_t colons = leaf.find("::"); colons != std::string::npos) leaf = leaf.substr(colons + 2);
+  }
+  return leaf;
+}
+
+// Raw counter sums the placement does not carry: spill traffic and achieved occupancy.
+struct CounterSums {
+  std::optional<double> spill;
+  double occupancy_weighted = 0;
+  double occupancy_weight_ns = 0;
+};
+
+void accumulate(CounterSums& s, const core::KernelCounters& c, int64_t duration_ns) {
+  if (c.local_load_bytes || c.local_store_bytes) {
+    s.spill = s.spill.value_or(0) + c.local_load_bytes.value_or(0) + c.local_store_bytes.value_or(0);
+  }
+  if (c.achieved_occupancy) {
+    s.occupancy_weighted += *c.achieved_occupancy * static_cast<double>(duration_ns);
+    s.occupancy_weight_ns += static_cast<double>(duration_ns);
+  }
+}
+
+// Copies the analyzer's placement of a group into the row.
+void applyPlacement(GroupRow& g, const analysis::Placement& pl) {
+  constexpr size_t kDram = static_cast<size_t>(analysis::MemLevel::kDram);
+  constexpr size_t kL2 = static_cast<size_t>(analysis::MemLevel::kL2);
+  constexpr size_t kL1 = static_cast<size_t>(analysis::MemLevel::kL1);
+  const double seconds = static_cast<double>(pl.duration_ns) * 1e-9;
+  g.flops = pl.total_flops;
+  if (pl.bytes_per_s[kDram] && seconds > 0) g.dram_bytes = *pl.bytes_per_s[kDram] * seconds;
+  g.intensity_dram = pl.intensity_flop_per_byte[kDram];
+  g.intensity_l2 = pl.intensity_flop_per_byte[kL2];
+  g.intensity_l1 = pl.intensity_flop_per_byte[kL1];
+  g.flops_per_s = pl.achieved_flops_per_s;
+  g.dram_bytes_per_s = pl.bytes_per_s[kDram];
+  g.roof_fraction = pl.roof_fraction;
+  g.binding_roof = pl.binding;
+  g.bound = pl.bound == analysis::Bound::kUnknown ? std::string() : std::string(analysis::boundName(pl.bound));
+  g.bound_reason = pl.reason;
+  // The dominant precision: the one with the most FLOP/s.
+  double best = 0;
+  for (size_t q = 0; q < analysis::kPrecisionCount; ++q) {
+    if (pl.flops_per_s[q] && *pl.flops_per_s[q] > best) {
+      best = *pl.flops_per_s[q];
+      g.precision = std::string(analysis::precisionName(static_cast<analysis::Precision>(q)));
+    }
+  }
+}
+
+struct GroupKey {
+  std::string name;
+  std::string grid, block;
+  bool operator<(const GroupKey& o) const { return std::tie(name, grid, block) < std::tie(o.name, o.grid, o.block); }
+};
+
+struct Built {
+  RunHeader header;
+  std::vector<GroupRow> all_groups;  // every group, by time
+  std::vector<OpRow> ops;
+};
+
+Built buildGroups(const core::Profile& p) {
+  const analysis::RunSummary s = analysis::summarize(p);
+  const analysis::RooflineResult roof = analysis::analyzeRoofline(p);
+  const analysis::OpIndex op_index = analysis::indexOps(p);
+  Built b;
+  b.header = makeHeader(p, s);
+  std::map<std::string, OpRow> ops;
+  b.all_groups.reserve(s.groups.size());
+  for (size_t gi = 0; gi < s.groups.size(); ++gi) {
+    const analysis::KernelGroup& kg = s.groups[gi];
+    GroupRow g;
+    g.name = p.str(kg.demangled_id);
+    g.origin = std::string(analysis::originName(analysis::classifyOrigin(g.name)));
+    g.grid = formatShape(kg.grid_x, kg.grid_y, kg.grid_z);
+    g.block = formatShape(kg.block_x, kg.block_y, kg.block_z);
+    g.calls = kg.calls;
+    g.total_ns = kg.total_ns;
+    g.mean_ns = kg.meanNs();
+    g.share = s.total_kernel_ns ? static_cast<double>(kg.total_ns) / static_cast<double>(s.total_kernel_ns) : 0;
+    g.registers_per_thread = kg.registers_per_thread;
+    g.shared_bytes = kg.shared_bytes;
+    g.local_bytes_per_thread = kg.local_bytes_per_thread;
+    g.theoretical_occupancy = kg.theoretical_occupancy;
+    if (gi < roof.kernel_groups.size()) applyPlacement(g, roof.kernel_groups[gi].placement);
+    CounterSums sums;
+    std::map<std::string, int64_t> op_ns;
+    for (size_t idx : kg.kernel_indices) {
+      const core::KernelRow& k = p.kernels[idx];
+      const int64_t d = k.durationNs();
+      if (!p.counters.empty()) {
+        if (const core::KernelCounters* c = analysis::countersFor(p, k.id)) accumulate(sums, *c, d);
+      }
+      std::string op = opName(p, op_index, idx);
+      OpRow& row = ops[op];
+      row.total_ns += d;
+      ++row.launches;
+      op_ns[std::move(op)] += d;
+    }
+    g.spill_bytes = sums.spill;
+    if (sums.occupancy_weight_ns > 0) g.achieved_occupancy = sums.occupancy_weighted / sums.occupancy_weight_ns;
+    int64_t best = -1;
+    for (const auto& [op, ns] : op_ns) {
+      if (ns > best) {
+        best = ns;
+        g.op = op;
+      }
+    }
+    b.all_groups.push_back(std::move(g));
+  }
+  for (auto& [op, row] : ops) {
+    row.op = op.empty() ? "(no NVTX range)" : op;
+    row.share = s.total_kernel_ns ? static_cast<double>(row.total_ns) / static_cast<double>(s.total_kernel_ns) : 0;
+    b.ops.push_back(row);
+  }
+  std::stable_sort(b.ops.begin(), b.ops.end(), [](const OpRow& a, const OpRow& c) { return a.total_ns > c.total_ns; });
+  return b;
+}
+
+
+// The analyzer's diff and gate against the baseline, plus each listed group's baseline place on
+// the roofline (for the arrows).
+void addBaseline(ReportData& r, const core::Profile& base, const core::Profile& cur, std::vector<GroupRow>& cur_groups) {
+  BaselineSection section;
+  const Built b = buildGroups(base);
+  section.header = b.header;
+  section.note = "kernels matched by name, launch shape and NVTX path (renames detected by shape and path)";
+  const analysis::RunDiff diff = analysis::diffProfiles(base, cur);
+  const analysis::GateOptions gate_options;
+  const analysis::GateResult gate = analysis::evaluateGate(diff, gate_options);
+  std::map<std::pair<std::string, std::string>, std::string> flagged;  // (kernel, shape) -> message
+  for (const analysis::GateFinding& f : gate.findings) {
+    if (f.regression) flagged.emplace(std::make_pair(f.kernel, f.shape), f.message);
+  }
+  for (const analysis::DiffEntry& e : diff.kernels) {
+    DiffRow d;
+    d.name = e.name;
+    d.shape = e.shape;
+    d.kind = std::string(analysis::matchKindName(e.kind));
+    if (e.base) d.base_ns = e.base->total_ns;
+    if (e.cur) d.cur_ns = e.cur->total_ns;
+    d.change = e.time_change;
+    if (e.test) d.p_value = e.test->p_greater;
+    if (e.kind == analysis::MatchKind::kRenamed) d.note = "renamed from " + e.base_name;
+    if (e.kind == analysis::MatchKind::kNew) d.note = "new";
+    if (e.kind == analysis::MatchKind::kVanished) d.note = "vanished";
+    if (auto it = flagged.find({e.name, e.shape}); it != flagged.end()) {
+      d.regression = true;
+      d.note = d.note.empty() ? it->second : d.note + "; " + it->second;
+    }
+    section.diff.push_back(std::move(d));
+  }
+  section.gate.pass = gate.passed();
+  section.gate.kernels_checked = gate.kernels_checked;
+  for (const analysis::GateFinding& f : gate.findings) {
+    if (f.regression) section.gate.reasons.push_back(f.kernel + (f.shape.empty() ? "" : " [" + f.shape + "]") + ": " + f.message);
+  }
+  section.gate.method = fmt::format(
+      "time: median slower by more than {:.0f}% and one-sided Mann-Whitney p < {} over launches; counters "
+      "(bytes, FLOPs, registers, spills, occupancy): change beyond {:.0f}%",
+      gate_options.time_threshold * 100, gate_options.alpha, gate_options.counter_threshold * 100);
+  std::map<GroupKey, const GroupRow*> base_by_key;
+  for (const GroupRow& g : b.all_groups) base_by_key[{g.name, g.grid, g.block}] = &g;
+  for (GroupRow& g : cur_groups) {
+    auto it = base_by_key.find({g.name, g.grid, g.block});
+    if (it == base_by_key.end()) continue;
+    g.base_total_ns = it->second->total_ns;
+    g.base_intensity_dram = it->second->intensity_dram;
+    g.base_flops_per_s = it->second->flops_per_s;
+  }
+  r.baseline = std::move(section);
+}
+
+void addFusion(ReportData& r, const core::Profile& p) {
+  const analysis::OpIndex ops = analysis::indexOps(p);
+  const analysis::DataFlow df = analysis::analyzeDataFlow(p);
+  const analysis::FusionResult fr = analysis::analyzeFusion(p, ops, df);
+  for (const analysis::FusionCandidate& c : fr.candidates) {
+    FusionRow f;
+    f.id = c.id;
+    f.op = c.op;
+    f.stages = c.stages;
+    f.evidence = c.source == analysis::PairSource::kNvtx ? "NVTX op metadata (declared pair)"
+                                                          : "data flow (pointer arguments and allocations)";
+    f.intermediates = c.intermediates;
+    f.instances = c.instances;
+    f.launches_removed = c.launches_removed;
+    f.unfused_ns = c.unfused_ns;
+    f.intermediate_bytes = c.intermediate_bytes;
+    f.bytes_source = std::string(analysis::bytesSourceName(c.bytes_source));
+    f.predicted_fused_ns = c.predicted_fused_ns;
+    if (c.model) f.model = std::string(analysis::predictionModelName(*c.model));
+    f.measured_fused_ns = c.measured_fused_ns;
+    f.predicted_saving_ns = c.predicted_saving_ns;
+    f.measured_saving_ns = c.measured_saving_ns;
+    f.payoff_ns = c.total_saving_ns;
+    f.payoff_share = c.program_share;
+    f.model_error = c.prediction_error;
+    f.fuse = c.fuse;
+    f.reason = c.reason;
+    f.risks = c.risks;
+    r.fusion.push_back(std::move(f));
+  }
+  r.fusion_notes = fr.notes;
+  r.fusion_median_abs_error = fr.median_abs_error;
+  r.fusion_measured_pairs = fr.measured_pairs;
+}
+
+void addFindings(ReportData& r) {
+  const RunHeader& h = r.header;
+  if (h.kernel_count == 0) {
+    r.findings.push_back("The run holds no kernels.");
+    return;
+  }
+  if (!r.groups.empty()) {
+    const GroupRow& g = r.groups.front();
+    r.findings.push_back(fmt::format("Top kernel: {} ({} / {}) takes {} of kernel time ({} over {} calls).", g.name,
+                                     g.grid, g.block, formatPercent(g.share),
+                                     formatDurationNs(static_cast<double>(g.total_ns)), g.calls));
+  }
+  if (!r.ops.empty() && r.ops.front().op != "(no NVTX range)") {
+    const OpRow& o = r.ops.front();
+    r.findings.push_back(fmt::format("Top op: {} takes {} of kernel time ({} in {} launches).", o.op,
+                                     formatPercent(o.share), formatDurationNs(static_cast<double>(o.total_ns)),
+                                     o.launches));
+  }
+  if (!h.has_counters) {
+    r.findings.push_back(
+        "Trace-mode run: no hardware counters, so no arithmetic intensity or % of roof. "
+        "Record them with `fprof run --metrics roofline` (coming).");
+  } else {
+    double low_ns = 0;
+    int low = 0;
+    for (const GroupRow& g : r.groups) {
+      if (g.roof_fraction && *g.roof_fraction < 0.5) {
+        ++low;
+        low_ns += static_cast<double>(g.total_ns);
+      }
+    }
+    if (low > 0) {
+      r.findings.push_back(fmt::format("{} kernel groups run below 50% of their roof; they take {} of kernel time.",
+                                       low, formatPercent(h.total_kernel_ns ? low_ns / static_cast<double>(h.total_kernel_ns) : 0)));
+    }
+  }
+  if (!r.fusion.empty() && r.fusion.front().fuse && r.fusion.front().payoff_ns) {
+    const FusionRow& f = r.fusion.front();
+    std::string chain;
+    for (const std::string& stage : f.stages) chain += (chain.empty() ? "" : " -> ") + stage;
+    r.findings.push_back(fmt::format("Best fusion: {} ({}) would save {} over {} runs, {} of kernel time (predicted{}).",
+                                     f.id, chain, formatDurationNs(*f.payoff_ns), f.instances,
+                                     formatPercent(f.payoff_share),
+                                     f.measured_saving_ns ? ", fused variant measured too" : ""));
+  }
+  if (r.baseline) {
+    const GateVerdict& v = r.baseline->gate;
+    r.findings.push_back(v.pass ? fmt::format("Gate: pass ({} kernels checked against the baseline, no regression).",
+                                              v.kernels_checked)
+                                : fmt::format("Gate: FAIL ({} regressions against the baseline).", v.reasons.size()));
+  }
+}
+
+}  // namespace
+
+ReportData buildReport(const core::Profile& run, const core::Profile* baseline, const BuildOptions& options) {
+  ReportData r;
+  r.roofs = pickRoofs(run);
+  Built b = buildGroups(run);
+  r.header = std::move(b.header);
+  r.ops = std::move(b.ops);
+  r.group_count = static_cast<int64_t>(b.all_groups.size());
+  if (baseline) addBaseline(r, *baseline, run, b.all_groups);
+  if (b.all_groups.size() > options.max_groups) {
+    for (size_t i = options.max_groups; i < b.all_groups.size(); ++i) {
+      ++r.omitted_groups;
+      r.omitted_ns += b.all_groups[i].total_ns;
+    }
+    b.all_groups.resize(options.max_groups);
+  }
+  r.groups = std::move(b.all_groups);
+  addFusion(r, run);
+  addFindings(r);
+  return r;
+}
+
+}  // namespace fprof::reports

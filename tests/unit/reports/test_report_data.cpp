@@ -1,0 +1,232 @@
+// ReportData from the synthetic fixtures: grouping, shares, roofline placement, ops, baseline diff.
+// Expected values are worked out by hand from the specs in synthetic_profile.cpp.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "fprof/reports/report_data.h"
+#include "test_util.h"
+
+namespace fprof::reports {
+namespace {
+
+using testing::loadSynthetic;
+using testing::SyntheticOptions;
+
+const GroupRow* find(const ReportData& r, const std::string& prefix, const std::string& grid = "") {
+  for (const GroupRow& g : r.groups) {
+    if (g.name.rfind(prefix, 0) == 0 && (grid.empty() || g.grid == grid)) return &g;
+  }
+  return nullptr;
+}
+
+constexpr int64_t kTotalNs = 22968000;  // sum of calls x duration over the specs
+
+TEST(ReportData, TraceRunGroupsAndShares) {
+  const core::Profile p = loadSynthetic("trace.fprof", {});
+  const ReportData r = buildReport(p, nullptr);
+  EXPECT_FALSE(r.header.has_counters);
+  EXPECT_EQ(r.header.mode, "trace");
+  EXPECT_EQ(r.header.program, "./model --ops all --variant unfused");
+  EXPECT_EQ(r.header.date_utc, "2026-11-21 00:00:00 UTC");
+  ASSERT_EQ(r.header.devices.size(), 1u);
+  EXPECT_EQ(r.header.kernel_count, 10 + 10 + 10 + 4 + 20 + 20 + 50 + 50 + 5 + 4);
+  EXPECT_EQ(r.header.total_kernel_ns, kTotalNs);
+  EXPECT_EQ(r.group_count, testing::kSyntheticGroups);
+  ASSERT_EQ(r.groups.size(), static_cast<size_t>(testing::kSyntheticGroups));
+  // By time, descending; equal times keep first-launch order.
+  EXPECT_EQ(r.groups[0].name.rfind("void attention_pv_kernel", 0), 0u);
+  EXPECT_EQ(r.groups[1].name.rfind("void gemm_bias_relu_fused", 0), 0u);
+  EXPECT_EQ(r.groups[2].name.rfind("void gemm_kernel", 0), 0u);
+  EXPECT_EQ(r.groups[2].grid, "64x8x1");
+  EXPECT_EQ(r.groups[3].name.rfind("void softmax_kernel", 0), 0u);
+  EXPECT_EQ(r.groups[4].grid, "32x8x1");
+  EXPECT_EQ(r.groups[5].name.rfind("bias_relu_kernel", 0), 0u);
+  EXPECT_EQ(r.groups[6].name.rfind("void layernorm_kernel", 0), 0u);
+  EXPECT_DOUBLE_EQ(r.groups[0].share, 10000000.0 / kTotalNs);
+  EXPECT_EQ(r.groups[0].calls, 50);
+  EXPECT_DOUBLE_EQ(r.groups[0].mean_ns, 200000.0);
+  EXPECT_EQ(r.groups[0].op, "attention (unfused)");
+  EXPECT_EQ(r.groups[0].registers_per_thread, 255);
+  EXPECT_EQ(r.groups[0].local_bytes_per_thread, 96);
+  EXPECT_EQ(r.groups[0].origin, "user");
+  EXPECT_EQ(r.groups[9].origin, "ATen");  // at::native::vectorized_elementwise_kernel
+  // Trace mode: nothing counter-derived, no invented zeros; only trace-decidable bounds.
+  for (const GroupRow& g : r.groups) {
+    EXPECT_FALSE(g.intensity_dram) << g.name;
+    EXPECT_FALSE(g.flops_per_s) << g.name;
+    EXPECT_FALSE(g.roof_fraction) << g.name;
+    EXPECT_TRUE(g.bound.empty() || g.bound == "latency" || g.bound == "launch") << g.name << ": " << g.bound;
+  }
+  // Ops: the NVTX op convention's op ranges (a stage's kernels count for its op).
+  ASSERT_EQ(r.ops.size(), 6u);
+  EXPECT_EQ(r.ops[0].op, "attention (unfused)");
+  EXPECT_EQ(r.ops[0].total_ns, 12000000);
+  EXPECT_EQ(r.ops[0].launches, 100);
+  EXPECT_EQ(r.ops[1].op, "matmul_bias_relu (unfused)");
+  EXPECT_EQ(r.ops[1].total_ns, 4600000);
+  EXPECT_EQ(r.ops[2].op, "matmul_bias_relu (fused)");
+  EXPECT_EQ(r.ops[3].op, "residual_layernorm (unfused)");
+  EXPECT_EQ(r.ops[4].op, "matmul (vendor)");
+  EXPECT_EQ(r.ops[5].op, "(no NVTX range)");
+  EXPECT_EQ(r.ops[5].total_ns, 88000);
+  for (const Roof& roof : r.roofs) EXPECT_EQ(roof.source, "datasheet") << roof.name;
+  ASSERT_GE(r.findings.size(), 3u);
+  EXPECT_NE(r.findings[2].find("Trace-mode run"), std::string::npos) << r.findings[2];
+}
+
+TEST(ReportData, CountersPlaceGroupsOnTheRoofline) {
+  const core::Profile p = loadSynthetic("counters.fprof", {.counters = true});
+  const ReportData r = buildReport(p, nullptr);
+  EXPECT_TRUE(r.header.has_counters);
+  // Measured ceilings win over datasheet ones; memory levels first.
+  ASSERT_GE(r.roofs.size(), 3u);
+  EXPECT_EQ(r.roofs[0].name, "dram");
+  EXPECT_EQ(r.roofs[0].value, 3.0e12);
+  EXPECT_EQ(r.roofs[0].source, "measured");
+  EXPECT_EQ(r.roofs[1].name, "l2");
+  EXPECT_EQ(r.roofs[2].name, "l1");
+  for (const Roof& roof : r.roofs) {
+    if (roof.name == "tensor_fp16") {
+      EXPECT_EQ(roof.source, "measured");
+    } else if (roof.name == "fp64") {
+      EXPECT_EQ(roof.source, "datasheet");
+    }
+  }
+
+  const GroupRow* bias = find(r, "bias_relu_kernel");
+  ASSERT_NE(bias, nullptr);
+  EXPECT_DOUBLE_EQ(*bias->flops, 1.6e8);
+  EXPECT_NEAR(*bias->dram_bytes, 6.7e8, 1e-3);
+  EXPECT_NEAR(*bias->intensity_dram, 1.6e8 / 6.7e8, 1e-12);
+  EXPECT_NEAR(*bias->flops_per_s, 1.6e8 / 600e-6, 1e-3);
+  EXPECT_NEAR(*bias->dram_bytes_per_s, 6.7e8 / 600e-6, 1e-3);
+  EXPECT_EQ(bias->binding_roof, "dram");
+  EXPECT_EQ(bias->bound, "memory");
+  // Attainable time: the DRAM time, 6.7e8 B / 3 TB/s = 223.3 us, of 600 us measured.
+  EXPECT_NEAR(*bias->roof_fraction, (6.7e8 / 3.0e12) / 600e-6, 1e-9);
+  EXPECT_EQ(bias->precision, "fp32");
+  EXPECT_NEAR(*bias->achieved_occupancy, 0.9, 1e-12);
+
+  const GroupRow* pv = find(r, "void attention_pv_kernel");
+  ASSERT_NE(pv, nullptr);
+  EXPECT_EQ(pv->precision, "tensor_fp16");
+  EXPECT_DOUBLE_EQ(*pv->flops, 50 * 6.02e10);
+  // Memory times per call: DRAM 100 us, L2 120 us, L1 133.3 us; compute 3.3 + 85.7 us: L1 binds.
+  EXPECT_EQ(pv->binding_roof, "l1");
+  EXPECT_NEAR(*pv->roof_fraction, (4.0e9 / 30.0e12) / 200e-6, 1e-9);
+  EXPECT_DOUBLE_EQ(*pv->spill_bytes, 50 * 4.0e6);
+
+  const GroupRow* gemm = find(r, "void gemm_kernel", "64x8x1");
+  ASSERT_NE(gemm, nullptr);
+  EXPECT_EQ(gemm->bound, "compute");
+  EXPECT_EQ(gemm->binding_roof, "fp32");
+  EXPECT_NEAR(*gemm->roof_fraction, (8.0e9 / 60.0e12) / 400e-6, 1e-9);
+
+  // A pure copy has DRAM bytes and zero FLOPs: it cannot sit on a log-log chart.
+  const GroupRow* copy = find(r, "void copy_kernel");
+  ASSERT_NE(copy, nullptr);
+  EXPECT_TRUE(copy->dram_bytes_per_s.has_value());
+  EXPECT_FALSE(copy->onRoofline());
+
+  int on = 0;
+  for (const GroupRow& g : r.groups) on += g.onRoofline() ? 1 : 0;
+  EXPECT_EQ(on, testing::kSyntheticRooflineGroups);
+}
+
+TEST(ReportData, FusionPairsFromTheNvtxConvention) {
+  const core::Profile p = loadSynthetic("fusion.fprof", {.counters = true});
+  const ReportData r = buildReport(p, nullptr);
+  ASSERT_EQ(r.fusion.size(), 3u);
+  std::vector<std::string> ids;
+  for (const FusionRow& f : r.fusion) ids.push_back(f.id);
+  std::sort(ids.begin(), ids.end());
+  EXPECT_EQ(ids, (std::vector<std::string>{"attention", "matmul_bias_relu", "residual_layernorm"}));
+  // Fusable pairs first, by payoff; then the ones not to fuse.
+  bool seen_nofuse = false;
+  for (size_t i = 0; i < r.fusion.size(); ++i) {
+    if (!r.fusion[i].fuse) seen_nofuse = true;
+    EXPECT_FALSE(seen_nofuse && r.fusion[i].fuse) << "a fusable pair after one not to fuse";
+    if (i > 0 && r.fusion[i].fuse && r.fusion[i - 1].fuse) {
+      EXPECT_GE(*r.fusion[i - 1].payoff_ns, *r.fusion[i].payoff_ns);
+    }
+  }
+  for (const FusionRow& f : r.fusion) {
+    EXPECT_EQ(f.evidence, "NVTX op metadata (declared pair)");
+    EXPECT_EQ(f.launches_removed, 1);
+    if (f.id == "matmul_bias_relu") {
+      EXPECT_EQ(f.instances, 10);
+      EXPECT_DOUBLE_EQ(f.unfused_ns, 460000.0);
+      ASSERT_TRUE(f.measured_fused_ns.has_value());  // the run holds the fused variant
+      EXPECT_DOUBLE_EQ(*f.measured_fused_ns, 430000.0);
+      EXPECT_TRUE(f.model_error.has_value());
+      EXPECT_EQ(f.stages, (std::vector<std::string>{"matmul", "bias_relu"}));
+    }
+    if (f.id == "residual_layernorm") {
+      EXPECT_EQ(f.instances, 20);
+    }
+  }
+  EXPECT_EQ(r.fusion_measured_pairs, 1);
+}
+
+TEST(ReportData, BaselineDiffAndGate) {
+  const core::Profile cur = loadSynthetic("cur.fprof", {.counters = true});
+  const core::Profile base = loadSynthetic("base.fprof", {.counters = true, .slowdown = 0.8});
+  const ReportData r = buildReport(cur, &base);
+  ASSERT_TRUE(r.baseline.has_value());
+  const BaselineSection& b = *r.baseline;
+  ASSERT_EQ(b.diff.size(), static_cast<size_t>(testing::kSyntheticGroups));
+  // Only the epilogue changed: 480 us -> 600 us, +25%, the largest change, listed first.
+  EXPECT_EQ(b.diff[0].name, "bias_relu_kernel(float*, float const*, int)");
+  EXPECT_DOUBLE_EQ(*b.diff[0].base_ns, 480000.0);
+  EXPECT_DOUBLE_EQ(*b.diff[0].cur_ns, 600000.0);
+  EXPECT_NEAR(*b.diff[0].change, 0.25, 1e-12);
+  EXPECT_TRUE(b.diff[0].regression);
+  for (size_t i = 1; i < b.diff.size(); ++i) {
+    EXPECT_DOUBLE_EQ(*b.diff[i].change, 0.0) << b.diff[i].name;
+    EXPECT_FALSE(b.diff[i].regression) << b.diff[i].name;
+  }
+  EXPECT_FALSE(b.gate.pass);
+  EXPECT_EQ(b.gate.reasons.size(), 1u);
+  EXPECT_EQ(r.findings.back(), "Gate: FAIL (1 regressions against the baseline).");
+  const GroupRow* bias = find(r, "bias_relu_kernel");
+  ASSERT_NE(bias, nullptr);
+  EXPECT_EQ(*bias->base_total_ns, 480000);
+  // Same FLOPs in less time: the baseline point sat higher, at the same intensity.
+  EXPECT_NEAR(*bias->base_flops_per_s, 1.6e8 / 480e-6, 1e-3);
+  EXPECT_NEAR(*bias->base_intensity_dram, *bias->intensity_dram, 1e-12);
+
+  const ReportData same = buildReport(cur, &cur);
+  EXPECT_TRUE(same.baseline->gate.pass);
+}
+
+TEST(ReportData, NewAndVanishedKernels) {
+  const core::Profile cur = loadSynthetic("cur2.fprof", {.counters = true, .hostile_names = true});
+  const core::Profile base = loadSynthetic("base2.fprof", {.counters = true});
+  ReportData r = buildReport(cur, &base);
+  int added = 0;
+  for (const DiffRow& d : r.baseline->diff) added += d.kind == "new" ? 1 : 0;
+  EXPECT_EQ(added, testing::kHostileGroups);
+  r = buildReport(base, &cur);
+  int vanished = 0;
+  for (const DiffRow& d : r.baseline->diff) {
+    if (d.kind == "vanished") {
+      ++vanished;
+      EXPECT_FALSE(d.cur_ns);
+      EXPECT_FALSE(d.change);
+    }
+  }
+  EXPECT_EQ(vanished, testing::kHostileGroups);
+}
+
+TEST(ReportData, CapKeepsTheLargestGroupsAndCountsTheRest) {
+  const core::Profile p = loadSynthetic("cap.fprof", {});
+  const ReportData r = buildReport(p, nullptr, BuildOptions{.max_groups = 3});
+  ASSERT_EQ(r.groups.size(), 3u);
+  EXPECT_EQ(r.group_count, testing::kSyntheticGroups);
+  EXPECT_EQ(r.omitted_groups, testing::kSyntheticGroups - 3);
+  EXPECT_EQ(r.omitted_ns, kTotalNs - 10000000 - 4300000 - 4000000);
+}
+
+}  // namespace
+}  // namespace fprof::reports
