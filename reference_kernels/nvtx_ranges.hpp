@@ -8,32 +8,14 @@
 #include <cstdint>
 #include <string>
 
+#include "range_tags.hpp"
+
 namespace fprof::refk {
 
 inline nvtxDomainHandle_t nvtxFprofDomain() {
   static const nvtxDomainHandle_t domain = nvtxDomainCreateA("fprof");
   return domain;
 }
-
-// Builds "op=<op> variant=<v> pair=<p> reads=a,b writes=c layer=<i>", leaving out empty keys.
-struct RangeTags {
-  std::string op;
-  std::string variant;  // unfused | fused | vendor, or empty for plain ranges (layer, prefill)
-  std::string pair;
-  std::string reads;    // comma-separated logical buffer names
-  std::string writes;
-  int layer = -1;
-
-  std::string message() const {
-    std::string m = "op=" + op;
-    if (!variant.empty()) m += " variant=" + variant;
-    if (!pair.empty()) m += " pair=" + pair;
-    if (!reads.empty()) m += " reads=" + reads;
-    if (!writes.empty()) m += " writes=" + writes;
-    if (layer >= 0) m += " layer=" + std::to_string(layer);
-    return m;
-  }
-};
 
 // RAII push/pop so an early return cannot leave a range open.
 class NvtxRange {
