@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # Trace-mode overhead: a launch-bound and a compute-bound program, each run natively and under
-# the collector in the same call (alternating, median of REPS), as wall-time ratios. Also checks
-# that every launched kernel reached the database. Prints a short table last.
+# the collector in the same call (modes interleaved, median of REPS), as wall-time ratios: of the
+# timed loop inside the program (what the target feels) and of the whole process (start-up and
+# the final database write included). Where the build has it, a bare-CUPTI reference library is
+# run as well, to separate CUPTI's own cost from fprof's. Checks that every launched kernel
+# reached the database. Prints a short table last.
 #
-#   FPROF_BUILD=build bench/trace_overhead.sh          (OUT=folder for logs and databases)
+#   FPROF_BUILD=build bench/trace_overhead.sh       REPS=5 LAUNCHES=200000 COMPUTES=300
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${FPROF_BUILD:-build}
 prog=$build/bin/trace_overhead
 collector=$build/lib/libfprof_collector.so
-reps=${REPS:-3}
+baseline=$build/lib/libtrace_overhead_cupti_baseline.so
+reps=${REPS:-5}
 launches=${LAUNCHES:-200000}
 computes=${COMPUTES:-300}
 work=${TRACE_OVERHEAD_DIR:-/tmp/trace_overhead}  # databases and logs; not under OUT (few files come back)
@@ -19,8 +23,10 @@ for f in "$prog" "$collector"; do
 done
 if ! nvidia-smi -L >/dev/null 2>&1; then echo "trace_overhead: no GPU; nothing measured"; exit 77; fi
 
+modes="native fprof"
+[ -e "$baseline" ] && modes="native cupti-activity cupti+callbacks fprof"
 now() { date +%s.%N; }
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+median() { sort -g | awk '{a[NR]=$1} END {if (NR) print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 kernels_in() {
   python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("select count(*) from kernel").fetchone()[0])' "$1"
 }
@@ -30,23 +36,25 @@ fail=0
 for case in launch compute; do
   n=$([ "$case" = launch ] && echo "$launches" || echo "$computes")
   for rep in $(seq "$reps"); do
-    for mode in native traced; do
+    for mode in $modes; do
       log=$work/$case.$mode.$rep.log
       db=$work/$case.$rep.fprof
       rm -f "$db" "$db-wal" "$db-shm"
       t0=$(now)
-      if [ "$mode" = native ]; then
-        "$prog" "$case" "$n" >"$log" 2>&1
-      else
-        CUDA_INJECTION64_PATH=$collector NVTX_INJECTION64_PATH=$collector FPROF_OUTPUT=$db FPROF_QUIET=1 \
-          "$prog" "$case" "$n" >"$log" 2>&1
-      fi
+      case $mode in
+        native) "$prog" "$case" "$n" >"$log" 2>&1 ;;
+        cupti-activity) CUDA_INJECTION64_PATH=$baseline TRACE_BASELINE=activity "$prog" "$case" "$n" >"$log" 2>&1 ;;
+        cupti+callbacks) CUDA_INJECTION64_PATH=$baseline TRACE_BASELINE=callbacks "$prog" "$case" "$n" >"$log" 2>&1 ;;
+        fprof)
+          CUDA_INJECTION64_PATH=$collector NVTX_INJECTION64_PATH=$collector FPROF_OUTPUT=$db FPROF_QUIET=1 \
+            "$prog" "$case" "$n" >"$log" 2>&1 ;;
+      esac
       rc=$?
       t1=$(now)
       [ $rc -eq 0 ] || { echo "$case/$mode rep $rep failed (exit $rc), see $log"; fail=1; continue; }
       loop[$case.$mode]+="$(sed -n 's/^loop_s=//p' "$log") "
       proc[$case.$mode]+="$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.6f", b - a}') "
-      if [ "$mode" = traced ]; then
+      if [ "$mode" = fprof ]; then
         want=$(sed -n 's/^kernels=//p' "$log")
         got=$(kernels_in "$db")
         if [ "$got" != "$want" ]; then echo "$case rep $rep: $got kernel records, $want launched"; fail=1; fi
@@ -58,18 +66,19 @@ done
 
 device=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1)
 echo
-echo "trace-mode overhead on $device, median of $reps ($(date -u +%Y-%m-%d))"
-printf '%-34s %11s %11s %7s %7s\n' "case" "native s" "traced s" "ratio" "target"
+echo "trace-mode overhead on $device, median of $reps, $(date -u +%Y-%m-%d)"
+echo "targets (fprof vs native, loop): launch-bound <= 1.50x, compute-bound < 1.03x"
+printf '%-15s %-16s %9s %7s %10s %7s\n' "case" "mode" "loop s" "ratio" "process s" "ratio"
 for case in launch compute; do
-  label=$([ "$case" = launch ] && echo "launch-bound, $launches kernels" || echo "compute-bound, $computes kernels")
-  target=$([ "$case" = launch ] && echo "<=1.50" || echo "<1.03")
-  for what in loop proc; do
-    declare -n arr=$what
-    nat=$(echo ${arr[$case.native]:-} | tr ' ' '\n' | grep . | median)
-    tra=$(echo ${arr[$case.traced]:-} | tr ' ' '\n' | grep . | median)
-    [ -n "$nat" ] && [ -n "$tra" ] || continue
-    ratio=$(awk -v a="$tra" -v b="$nat" 'BEGIN {printf "%.6f", a / b}')
-    printf '%-34s %11.4f %11.4f %7.3f %7s\n' "$label ($([ $what = loop ] && echo loop || echo process))" "$nat" "$tra" "$ratio" "$target"
+  label=$([ "$case" = launch ] && echo "launch ${launches}" || echo "compute ${computes}")
+  nl=$(echo ${loop[$case.native]:-} | tr ' ' '\n' | grep . | median)
+  np=$(echo ${proc[$case.native]:-} | tr ' ' '\n' | grep . | median)
+  for mode in $modes; do
+    l=$(echo ${loop[$case.$mode]:-} | tr ' ' '\n' | grep . | median)
+    p=$(echo ${proc[$case.$mode]:-} | tr ' ' '\n' | grep . | median)
+    [ -n "$l" ] && [ -n "$nl" ] || continue
+    awk -v c="$label" -v m="$mode" -v l="$l" -v nl="$nl" -v p="$p" -v np="$np" \
+      'BEGIN {printf "%-15s %-16s %9.4f %7.3f %10.4f %7.3f\n", c, m, l, l / nl, p, p / np}'
   done
 done
 exit $fail

@@ -548,6 +548,8 @@ void Collector::drain() {
     devices.swap(devices_);
     events.swap(events_);
     metadata.swap(metadata_);
+    // Grow the next period's queue here, on the writer thread, not launch by launch.
+    launches_.reserve(launches.size());
   }
   for (const auto& [key, value] : metadata) {
     if (core::Status s = writer_->setMetadata(key, value); !s) logWarning("%s", s.error().c_str());

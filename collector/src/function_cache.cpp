@@ -45,7 +45,7 @@ FunctionInfo FunctionCache::query(CUfunction handle) {
   return info;
 }
 
-void FunctionCache::readArgs(const FunctionInfo& info, void** kernel_params, void** extra, std::vector<LaunchArg>& out) {
+void FunctionCache::readArgs(const FunctionInfo& info, void** kernel_params, void** extra, LaunchArgs& out) {
   if (info.eight_byte_params.empty()) return;
   const uint8_t* buffer = nullptr;
   size_t buffer_bytes = 0;
@@ -58,7 +58,6 @@ void FunctionCache::readArgs(const FunctionInfo& info, void** kernel_params, voi
   } else if (kernel_params == nullptr) {
     return;
   }
-  out.reserve(info.eight_byte_params.size());
   for (const FunctionInfo::Param& p : info.eight_byte_params) {
     uint64_t value = 0;
     if (buffer != nullptr) {

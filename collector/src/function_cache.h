@@ -36,7 +36,7 @@ class FunctionCache {
   uint64_t resolvedKernelHandles() const { return resolved_.load(std::memory_order_relaxed); }
   uint64_t failedHandles() const { return failed_.load(std::memory_order_relaxed); }
 
-  static void readArgs(const FunctionInfo& info, void** kernel_params, void** extra, std::vector<LaunchArg>& out);
+  static void readArgs(const FunctionInfo& info, void** kernel_params, void** extra, LaunchArgs& out);
 
  private:
   FunctionInfo query(CUfunction handle);

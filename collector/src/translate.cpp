@@ -173,7 +173,8 @@ void Translator::translateKernel(const CUpti_ActivityKernel10& k, TranslatedBatc
       r.local_bytes_per_thread = p.info.local_bytes_per_thread;
       if (name_info != nullptr) name_info->local_bytes_per_thread = p.info.local_bytes_per_thread;
     }
-    for (const LaunchArg& a : p.info.args) {
+    for (size_t i = 0; i < p.info.args.size(); ++i) {
+      const LaunchArg& a = p.info.args[i];
       out.kernel_args.push_back(core::KernelArgRecord{k.correlationId, process_id_, a.index, a.offset_bytes,
                                                       a.size_bytes, a.value});
     }

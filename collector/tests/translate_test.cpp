@@ -425,6 +425,29 @@ TEST(Translate, GraphNodeLearnsLocalMemoryFromADirectLaunchOfTheSameKernel) {
   EXPECT_EQ(out.kernels[2].local_bytes_per_thread, 16);   // never launched directly: the record's
 }
 
+TEST(Translate, ManyArgumentsKeepTheirOrder) {
+  // More 8-byte parameters than LaunchArgs holds inline.
+  LaunchInfo launch;
+  launch.correlation_id = 3;
+  for (int i = 0; i < 11; ++i) {
+    launch.args.push_back({i, 8 * i, 8, 0x1000u + static_cast<uint64_t>(i)});
+  }
+  ASSERT_EQ(launch.args.size(), 11u);
+  Records recs;
+  const auto& k = addKernel(recs, 3, kKernelName, 1, 2);
+  Translator t;
+  t.addLaunch(launch);
+  TranslatedBatch out;
+  t.translate(reinterpret_cast<const CUpti_Activity&>(k), out);
+  ASSERT_EQ(out.kernel_args.size(), 11u);
+  for (int i = 0; i < 11; ++i) {
+    EXPECT_EQ(out.kernel_args[static_cast<size_t>(i)].index, i);
+    EXPECT_EQ(out.kernel_args[static_cast<size_t>(i)].offset_bytes, 8 * i);
+    EXPECT_EQ(out.kernel_args[static_cast<size_t>(i)].value, 0x1000u + static_cast<uint64_t>(i));
+    EXPECT_EQ(out.kernel_args[static_cast<size_t>(i)].correlation_id, 3u);
+  }
+}
+
 TEST(Translate, KernelWithoutDeviceInfoHasNoOccupancy) {
   Records recs;
   const auto& k = addKernel(recs, 1, kKernelName, 1, 2);
