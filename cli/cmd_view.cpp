@@ -22,6 +22,7 @@ struct ViewOptions {
   std::string size;
   std::string geometry;
   bool frame_stats = false;
+  int fusion = 0;
 };
 
 int runView(const ViewOptions& opt) {
@@ -38,6 +39,7 @@ int runView(const ViewOptions& opt) {
   if (!opt.size.empty()) args.insert(args.end(), {"--size", opt.size});
   if (!opt.geometry.empty()) args.insert(args.end(), {"--geometry", opt.geometry});
   if (opt.frame_stats) args.emplace_back("--frame-stats");
+  if (opt.fusion > 0) args.insert(args.end(), {"--fusion", std::to_string(opt.fusion)});
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -59,6 +61,8 @@ Command addViewCommand(CLI::App& root) {
   app->add_option("--size", opt->size, "Window size WIDTHxHEIGHT (default 1600x1000)");
   app->add_option("--geometry", opt->geometry, "After the last frame, write the plot area and roof lines in pixels");
   app->add_flag("--frame-stats", opt->frame_stats, "Print frame-time statistics on exit");
+  app->add_option("--fusion", opt->fusion, "Open with the fusion candidate of this rank selected (1 = best payoff)")
+      ->check(CLI::PositiveNumber);
   return {app, [opt] { return runView(*opt); }};
 }
 
