@@ -164,7 +164,7 @@ std::string exportJson(const core::Profile& p) {
   for (uint32_t a : df.written_once_read_once) {
     const analysis::Allocation& al = df.allocations[a];
     mem["written_once_read_once"].push_back(
-        {{"address", fmt::format("0x{:x}", al.address)}, {"bytes", al.bytes},
+        {{"address", fmt::format("0x{:x}", al.address)}, {"bytes", al.bytes}, {"values_written", al.values_written},
          {"writer", p.str(p.kernels[*al.first_writer].demangled_id)},
          {"reader", p.str(p.kernels[*al.first_reader].demangled_id)}});
   }

@@ -93,6 +93,16 @@ std::string markdown(const GateCliOptions& o, const analysis::GateOptions& g, co
   if (r.findings.empty()) return md + "No findings.\n";
   md += "| verdict | kind | metric | base | current | change | p | kernel | detail |\n";
   md += "|---|---|---|---|---|---|---|---|---|\n";
+  // In a code span entities are not decoded: only pipes (table cells) and backticks need care.
+  auto code = [](const std::string& s) {
+    std::string out;
+    for (char c : s) {
+      if (c == '|') out += "\\|";
+      else if (c == '`') out += '\'';
+      else out += c;
+    }
+    return out;
+  };
   auto esc = [](std::string s) {
     std::string out;
     for (char c : s) {
@@ -107,7 +117,7 @@ std::string markdown(const GateCliOptions& o, const analysis::GateOptions& g, co
     md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | `{}` | {} |\n", f.regression ? "**regression**" : "info",
                       analysis::findingKindName(f.kind), f.metric.empty() ? "-" : f.metric, num(f.base_value),
                       num(f.cur_value), f.change ? fmt::format("{:+.2f}%", *f.change * 100) : "n/a",
-                      f.p_value ? fmt::format("{:.2g}", *f.p_value) : "n/a", esc(f.kernel), esc(f.message));
+                      f.p_value ? fmt::format("{:.2g}", *f.p_value) : "n/a", code(f.kernel), esc(f.message));
   }
   return md;
 }

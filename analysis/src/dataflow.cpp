@@ -181,6 +181,15 @@ DataFlow analyzeDataFlow(const core::Profile& p) {
     std::unordered_map<uint64_t, int32_t> readers;
     auto vkey = [](size_t producer, uint32_t alloc) { return (uint64_t{static_cast<uint32_t>(producer)} << 32) | alloc; };
     std::vector<std::optional<size_t>> last_writer(df.allocations.size());
+    // Per allocation: values written, and of those the ones read by exactly one kernel.
+    std::vector<int32_t> values(df.allocations.size(), 0), read_once(df.allocations.size(), 0);
+    std::vector<int32_t> current_readers(df.allocations.size(), 0);
+    auto closeValue = [&](uint32_t alloc) {
+      if (!last_writer[alloc]) return;
+      ++values[alloc];
+      if (current_readers[alloc] == 1) ++read_once[alloc];
+      current_readers[alloc] = 0;
+    };
     size_t ev2 = 0;
     std::unordered_map<uint64_t, std::map<uint64_t, uint32_t>> live2;
     uint32_t next2 = 0;
@@ -191,22 +200,34 @@ DataFlow analyzeDataFlow(const core::Profile& p) {
         if (e.is_alloc) {
           live[e.address] = next2++;
         } else if (auto it = live.find(e.address); it != live.end()) {
+          closeValue(it->second);
           last_writer[it->second].reset();
           live.erase(it);
         }
       }
       for (uint32_t x = df.access_begin[ki]; x < df.access_begin[ki + 1]; ++x) {
         const KernelAccess& acc = df.accesses[x];
-        if (acc.read && last_writer[acc.allocation]) ++readers[vkey(*last_writer[acc.allocation], acc.allocation)];
+        if (acc.read && last_writer[acc.allocation]) {
+          ++readers[vkey(*last_writer[acc.allocation], acc.allocation)];
+          ++current_readers[acc.allocation];
+        }
       }
       for (uint32_t x = df.access_begin[ki]; x < df.access_begin[ki + 1]; ++x) {
-        if (df.accesses[x].write) last_writer[df.accesses[x].allocation] = ki;
+        if (!df.accesses[x].write) continue;
+        closeValue(df.accesses[x].allocation);
+        last_writer[df.accesses[x].allocation] = ki;
       }
+    }
+    for (uint32_t a = 0; a < df.allocations.size(); ++a) {
+      closeValue(a);
+      df.allocations[a].values_written = values[a];
+      df.allocations[a].values_read_once = read_once[a];
     }
     for (DataEdge& e : df.edges) e.readers_of_value = readers[vkey(e.producer, e.allocation)];
   }
   for (uint32_t a = 0; a < df.allocations.size(); ++a) {
-    if (df.allocations[a].writer_launches == 1 && df.allocations[a].reader_launches == 1) {
+    const Allocation& al = df.allocations[a];
+    if (al.values_written > 0 && al.values_read_once == al.values_written) {
       df.written_once_read_once.push_back(a);
     }
   }

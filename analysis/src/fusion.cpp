@@ -321,6 +321,8 @@ FusionResult analyzeFusion(const core::Profile& p, const OpIndex& ops, const Dat
   for (size_t i = 0; i < ops.ops.size(); ++i) {
     const OpInstance& op = ops.ops[i];
     if (op.tags.pair.empty() || op.tags.variant.empty()) continue;
+    // Stage ranges of an unfused chain repeat the chain's variant and pair: not a chain of their own.
+    if (op.parent && ops.ops[*op.parent].tags.pair == op.tags.pair) continue;
     res.nvtx_convention = true;
     for (size_t k : op.all_kernels) in_declared[k] = 1;
     if (op.all_kernels.empty()) continue;

@@ -106,6 +106,9 @@ TEST(DataFlow, ReusedBufferPairsWithItsLatestWriter) {
   const DataFlow df = analyzeDataFlow(db.load());
   EXPECT_EQ(edges(df), (std::vector<std::pair<size_t, size_t>>{{0, 1}, {1, 2}, {2, 3}}));
   EXPECT_EQ(df.edges[2].allocation, 1u);
+  // Y holds two values, each read by one kernel; so does Z: both are fusion candidates.
+  EXPECT_EQ(df.allocations[1].values_written, 2);
+  EXPECT_EQ(df.written_once_read_once, (std::vector<uint32_t>{1, 2}));
 }
 
 TEST(DataFlow, AddressReusedAfterFreeResolvesToTheNewAllocation) {

@@ -105,8 +105,9 @@ TEST(Fusion, ValueWithTwoReadersIsNotFused) {
 TEST(Fusion, NvtxPairRooflineModelWithMeasuredFusedVariant) {
   DbBuilder db("fusion_nvtx");
   db.range(1, std::nullopt, "op=mm_bias_relu variant=unfused pair=p1 reads=x,w writes=y", 0, 60000, 0);
-  db.range(2, 1, "op=matmul reads=x,w writes=t", 0, 25000, 0);
-  db.range(3, 1, "op=bias_relu reads=t writes=y", 25000, 60000, 0);
+  // Stage ranges repeat variant and pair, as docs/nvtx-convention.md has them.
+  db.range(2, 1, "op=matmul variant=unfused pair=p1 reads=x,w writes=t", 0, 25000, 0);
+  db.range(3, 1, "op=bias_relu variant=unfused pair=p1 reads=t writes=y", 25000, 60000, 0);
   db.range(4, std::nullopt, "op=mm_bias_relu variant=fused pair=p1 reads=x,w writes=y", 70000, 100000, 0);
   auto k1 = db.kernel("matmul_kernel", 1000, 20000);
   k1.nvtx_range_key = 2;

@@ -29,6 +29,11 @@ struct Allocation {
   int32_t reader_launches = 0;
   std::optional<size_t> first_writer;  // kernel index
   std::optional<size_t> first_reader;
+  // Each write starts a new value; a value is read by the kernels that read the allocation before
+  // the next write or the free. Programs reuse buffers every step, so "written once, read once"
+  // is judged per value: every value written was read by exactly one kernel.
+  int32_t values_written = 0;
+  int32_t values_read_once = 0;
 };
 
 struct KernelAccess {
@@ -67,7 +72,7 @@ struct DataFlow {
   bool have_args = false;         // the profile recorded launch arguments at all
   bool have_allocations = false;  // ... and allocation records
   std::vector<DataEdge> edges;    // by consumer, then producer
-  std::vector<uint32_t> written_once_read_once;  // allocation indices (fusion candidates)
+  std::vector<uint32_t> written_once_read_once;  // allocations whose every value had one reader (fusion candidates)
 };
 
 DataFlow analyzeDataFlow(const core::Profile& p);
