@@ -10,11 +10,13 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <regex>
 #include <string>
 #include <vector>
 
 #include "command.h"
 #include "paths.h"
+#include "fprof/core/metric_sets.h"
 #include "fprof/core/store.h"
 
 namespace fprof::cli {
@@ -26,6 +28,13 @@ struct RunOptions {
   std::string output;
   std::string ceilings;
   bool force = false;
+  std::string metrics;  // empty = trace mode
+  std::string kernel_regex;
+  std::vector<std::string> nvtx_include;
+  std::vector<std::string> ops;
+  int64_t launch_skip = 0;
+  int64_t launch_count = 0;  // 0 = no limit
+  std::string cache_control = "all";
   std::vector<std::string> program;
 };
 
@@ -113,6 +122,22 @@ int runProgram(const RunOptions& opt) {
   if (fs::exists(output, ec) && !opt.force) {
     return inputError("run: " + output + " exists; choose another name with -o or overwrite it with --force");
   }
+  if (!opt.metrics.empty()) {
+    if (auto m = core::expandMetricSelection(opt.metrics); !m) return inputError("run: " + m.error());
+  }
+  if (!opt.kernel_regex.empty()) {
+    try {
+      std::regex check(opt.kernel_regex);
+    } catch (const std::regex_error& e) {
+      return inputError("run: --kernel-regex '" + opt.kernel_regex + "' is not a valid regular expression: " + e.what());
+    }
+  }
+  const bool selects = !opt.kernel_regex.empty() || !opt.nvtx_include.empty() || !opt.ops.empty() ||
+                       opt.launch_skip != 0 || opt.launch_count != 0;
+  if (selects && opt.metrics.empty()) {
+    return inputError("run: --kernel-regex, --nvtx-include, --ops, --launch-skip and --launch-count choose the "
+                      "kernels that --metrics profiles; add --metrics roofline (or memory, full)");
+  }
   const std::string collector = findCollector();
   if (collector.empty()) {
     return inputError(
@@ -139,7 +164,21 @@ int runProgram(const RunOptions& opt) {
     setenv("NVTX_INJECTION64_PATH", collector.c_str(), 1);
     setenv("FPROF_OUTPUT", fs::absolute(output).c_str(), 1);
     setenv("FPROF_FORCE", opt.force ? "1" : "0", 1);
-    setenv("FPROF_MODE", "trace", 1);
+    setenv("FPROF_MODE", opt.metrics.empty() ? "trace" : "metrics", 1);
+    if (!opt.metrics.empty()) {
+      auto join = [](const std::vector<std::string>& v) {
+        std::string out;
+        for (const std::string& s : v) out += (out.empty() ? "" : ",") + s;
+        return out;
+      };
+      setenv("FPROF_METRICS", opt.metrics.c_str(), 1);
+      setenv("FPROF_CACHE_CONTROL", opt.cache_control.c_str(), 1);
+      if (!opt.kernel_regex.empty()) setenv("FPROF_KERNEL_REGEX", opt.kernel_regex.c_str(), 1);
+      if (!opt.nvtx_include.empty()) setenv("FPROF_NVTX_INCLUDE", join(opt.nvtx_include).c_str(), 1);
+      if (!opt.ops.empty()) setenv("FPROF_OPS", join(opt.ops).c_str(), 1);
+      if (opt.launch_skip > 0) setenv("FPROF_LAUNCH_SKIP", std::to_string(opt.launch_skip).c_str(), 1);
+      if (opt.launch_count > 0) setenv("FPROF_LAUNCH_COUNT", std::to_string(opt.launch_count).c_str(), 1);
+    }
     execvp(argv[0], argv.data());
     std::fprintf(stderr, "fprof: run: cannot start %s: %s\n", argv[0], std::strerror(errno));
     _exit(127);
@@ -197,11 +236,34 @@ Command addRunCommand(CLI::App& root) {
   app->add_option("--ceilings", opt->ceilings,
                   "Attach measured ceilings from this file (default: the per-user cache of 'fprof ceilings')")
       ->check(CLI::ExistingFile);
+  app->add_option("--metrics", opt->metrics,
+                  "Hardware counters per kernel (CUPTI range profiler, kernel replay): a set (memory, roofline, full; "
+                  "see 'fprof metrics list') or metric names separated by commas")
+      ->type_name("SET|LIST");
+  app->add_option("--kernel-regex", opt->kernel_regex,
+                  "With --metrics: profile only kernels whose demangled name matches (ECMAScript regex, searched)");
+  app->add_option("--nvtx-include", opt->nvtx_include,
+                  "With --metrics: profile only kernels launched inside an NVTX range whose path contains this text "
+                  "(repeatable; any matches)")
+      ->delimiter(',');
+  app->add_option("--ops", opt->ops,
+                  "With --metrics: profile only kernels inside NVTX op ranges of these names (op=<name>, "
+                  "docs/nvtx-convention.md)")
+      ->delimiter(',');
+  app->add_option("--launch-skip", opt->launch_skip, "With --metrics: let this many selected launches run first")
+      ->check(CLI::NonNegativeNumber);
+  app->add_option("--launch-count", opt->launch_count, "With --metrics: profile at most this many selected launches")
+      ->check(CLI::PositiveNumber);
+  app->add_option("--cache-control", opt->cache_control,
+                  "With --metrics: 'all' flushes the L2 before each profiled kernel, as ncu does by default; 'none' "
+                  "keeps caches warm")
+      ->check(CLI::IsMember({"all", "none"}));
   // Everything from PROGRAM on belongs to the program, its options included.
   app->prefix_command();
   app->footer(
-      "Usage: fprof run [-o FILE] [--force] PROGRAM [ARGS...]\n"
+      "Usage: fprof run [-o FILE] [--force] [--metrics SET ...] PROGRAM [ARGS...]\n"
       "Examples:\n  fprof run ./model --ops all\n  fprof run -o train.fprof python train.py\n"
+      "  fprof run --metrics roofline --kernel-regex gemm --launch-count 20 ./model\n"
       "  torchrun --nproc-per-node 2 $(which fprof) run -o job.fprof python train.py");
   return {app, [opt, app] {
             opt->program = app->remaining();

@@ -20,11 +20,13 @@ struct Command {
 Command addRunCommand(CLI::App& root);
 Command addInfoCommand(CLI::App& root);
 Command addReportCommand(CLI::App& root);
+Command addCeilingsCommand(CLI::App& root);
+Command addMetricsCommand(CLI::App& root);
 Command addSchemaCommand(CLI::App& root);
+Command addViewCommand(CLI::App& root);
 Command addDiffCommand(CLI::App& root);
 Command addGateCommand(CLI::App& root);
 Command addExportCommand(CLI::App& root);
-Command addViewCommand(CLI::App& root);
 
 // Prints "fprof: <message>" on stderr and returns 2, for bad input.
 int inputError(const std::string& message);

@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1, 1);
   app.fallthrough(false);
 
-  std::vector<Command> commands = {addRunCommand(app), addInfoCommand(app), addReportCommand(app), addSchemaCommand(app)};
+  std::vector<Command> commands = {addRunCommand(app), addInfoCommand(app), addReportCommand(app), addCeilingsCommand(app), addMetricsCommand(app), addSchemaCommand(app)};
   commands.push_back(addDiffCommand(app));
   commands.push_back(addGateCommand(app));
   commands.push_back(addExportCommand(app));

@@ -110,9 +110,9 @@ Status Writer::addDevice(const DeviceInfo& d) {
   return {};
 }
 
-void Writer::addCountersForLaunch(uint32_t process_id, uint32_t correlation_id, const KernelCounters& counters,
-                                  std::vector<std::pair<std::string, double>> raw) {
-  pending_launch_counters_.push_back({process_id, correlation_id, counters, std::move(raw)});
+void Writer::addCountersForLaunch(uint32_t process_id, uint32_t correlation_id, uint32_t alt_correlation_id,
+                                  const KernelCounters& counters, std::vector<std::pair<std::string, double>> raw) {
+  pending_launch_counters_.push_back({process_id, correlation_id, alt_correlation_id, counters, std::move(raw)});
 }
 
 size_t Writer::pendingRecords() const {
@@ -298,15 +298,26 @@ Status Writer::flush() {
   }
   if (!pending_launch_counters_.empty()) {
     // Kernels of this batch are inserted above, so one lookup finds rows old and new.
-    Statement find(db_, "SELECT id FROM kernel WHERE process_id = ? AND correlation_id = ? ORDER BY id LIMIT 1");
-    if (!find.ok()) return fail("prepare kernel lookup");
+    Statement find(db_,
+                   "SELECT id, duration_ns FROM kernel WHERE process_id = ? AND correlation_id IN (?, ?) "
+                   "ORDER BY id LIMIT 1");
+    Statement set_time(db_, "UPDATE kernel SET end_ns = start_ns + ?, duration_ns = ? WHERE id = ?");
+    if (!find.ok() || !set_time.ok()) return fail("prepare kernel lookup");
     std::vector<LaunchCounters> still_pending;
     for (LaunchCounters& lc : pending_launch_counters_) {
       find.bind(1, lc.process_id);
       find.bind(2, lc.correlation_id);
+      find.bind(3, lc.alt_correlation_id ? lc.alt_correlation_id : lc.correlation_id);
       const int rc = find.step();
       if (rc == SQLITE_ROW) {
         lc.counters.kernel_id = find.i64(0);
+        if (find.i64(1) == 0 && lc.counters.gpu_time_ns) {
+          const auto ns = static_cast<int64_t>(*lc.counters.gpu_time_ns);
+          set_time.bind(1, ns);
+          set_time.bind(2, ns);
+          set_time.bind(3, lc.counters.kernel_id);
+          if (set_time.run() != SQLITE_DONE) return fail("set kernel time from counters");
+        }
         counters_.push_back(lc.counters);
         for (auto& [metric, value] : lc.raw) metrics_.push_back({lc.counters.kernel_id, metric, value});
       } else if (rc == SQLITE_DONE) {

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "metric_sets.h"
+#include "fprof/core/metric_sets.h"
 #include "metrics_kernels.cuh"
 #include "range_profiler.h"
 
@@ -81,7 +81,7 @@ int main() {
   if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS) return 1;
   CK(cudaDeviceSynchronize());
 
-  auto metrics = collector::expandMetricSelection("roofline");
+  auto metrics = core::expandMetricSelection("roofline");
   std::string err;
   if (!g_rp.setup(ctx, 0, *metrics, 64, err)) {
     std::fprintf(stderr, "setup: %s\n", err.c_str());
@@ -124,7 +124,7 @@ int main() {
   });
   const char* names[] = {"saxpy", "addmul", "daxpy", "haxpy2"};
   for (size_t r = 0; r < rows.size() && r < 4; ++r) {
-    core::KernelCounters c = collector::deriveCounters(*metrics, rows[r]);
+    core::KernelCounters c = core::deriveCounters(*metrics, rows[r]);
     std::printf("  %-7s ffma=%.0f fadd=%.0f fmul=%.0f dfma=%.0f hfma=%.0f | fp32=%.0f fp64=%.0f fp16=%.0f (n=%d)\n",
                 names[r], rows[r][idx("sm__sass_thread_inst_executed_op_ffma_pred_on.sum")],
                 rows[r][idx("sm__sass_thread_inst_executed_op_fadd_pred_on.sum")],
@@ -161,7 +161,7 @@ int main() {
     std::vector<std::vector<double>> rr;
     g_rp.stopAndDecode(rr, err);
     for (auto& row : rr) {
-      core::KernelCounters c = collector::deriveCounters(*metrics, row);
+      core::KernelCounters c = core::deriveCounters(*metrics, row);
       std::printf("  gemm %s (2MNK=%.0f): %zu ranges; tensor fp16=%.0f bf16=%.0f tf32=%.0f fp32=%.0f raw fp16 ops=%.0f\n",
                   g.name, 2.0 * M * N * K, rr.size(), c.flops_tensor_fp16.value_or(-1),
                   c.flops_tensor_bf16.value_or(-1), c.flops_tensor_tf32.value_or(-1), c.flops_fp32.value_or(-1),

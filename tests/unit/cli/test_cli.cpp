@@ -42,7 +42,7 @@ TEST(Cli, HelpListsOnlyWorkingCommands) {
 TEST(Cli, SubcommandHelp) {
   Result r = runFprof("run --help");
   EXPECT_EQ(r.code, 0);
-  EXPECT_NE(r.out.find("Usage: fprof run [-o FILE] [--force] PROGRAM [ARGS...]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Usage: fprof run [-o FILE] [--force] [--metrics SET ...] PROGRAM [ARGS...]"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("--force"), std::string::npos);
   r = runFprof("info --help");
   EXPECT_EQ(r.code, 0);
@@ -140,6 +140,57 @@ TEST(Cli, InfoShowsTopKernels) {
   EXPECT_NE(r.out.find("1  9.00 us  90.0%      3  3.00 us   128    256    32"), std::string::npos) << r.out;
   r = runFprof("info --top 1 " + path);
   EXPECT_EQ(r.out.find("small_kernel"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace fprof
+
+namespace fprof {
+namespace {
+
+TEST(CliCeilings, StoresAMeasurementWithDatasheetValues) {
+  const std::string out = testing::tempPath("ceilings.fprof");
+  Result r = runFprof("ceilings --from-json " FPROF_SOURCE_DIR "/tests/data/ceilings_h200.json -o " + out);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find(": NVIDIA H200 (sm_90, 132 SMs)"), std::string::npos) << r.out;
+  // DRAM roof = best of read/write/copy/cudaMemcpy = the read kernel's 4.58 TB/s; the datasheet is
+  // 2 * 3201 MHz * 6016 bit / 8 = 4815 GB/s.
+  const auto dram = r.out.find("\ndram ");
+  ASSERT_NE(dram, std::string::npos) << r.out;
+  const std::string dram_line = r.out.substr(dram + 1, r.out.find('\n', dram + 1) - dram - 1);
+  EXPECT_NE(dram_line.find("4580 GB/s"), std::string::npos) << dram_line;
+  EXPECT_NE(dram_line.find("4814 GB/s"), std::string::npos) << dram_line;
+  EXPECT_NE(dram_line.find("95.1%"), std::string::npos) << dram_line;
+  EXPECT_NE(r.out.find("reference cudaMemcpy_d2d: 4216 GB/s"), std::string::npos) << r.out;
+  auto p = core::loadProfile(out);
+  ASSERT_TRUE(p.ok()) << p.error();
+  EXPECT_EQ(p->meta("mode"), "ceilings");
+  int measured = 0, datasheet = 0;
+  for (const core::CeilingRecord& c : p->ceilings) {
+    EXPECT_EQ(c.device_name, "NVIDIA H200");
+    measured += c.source == "measured";
+    datasheet += c.source == "datasheet";
+    if (c.ceiling == "fp32" && c.source == "measured") {
+      EXPECT_DOUBLE_EQ(c.value, 6.513777e13);
+    }
+    if (c.ceiling == "dram" && c.source == "datasheet") {
+      EXPECT_NEAR(c.value, 2 * 3201e6 * 6016 / 8, 1e6);
+    }
+  }
+  EXPECT_EQ(measured, 16);  // 17 measurements, the cudaMemcpy reference kept as metadata
+  EXPECT_GE(datasheet, 5);
+  EXPECT_EQ(p->meta("reference.cudaMemcpy_d2d.bytes_per_s"), "4.216441e+12");
+  // A second store to the same named file needs --force.
+  r = runFprof("ceilings --from-json " FPROF_SOURCE_DIR "/tests/data/ceilings_h200.json -o " + out);
+  EXPECT_EQ(r.code, 2);
+}
+
+TEST(CliCeilings, RejectsWhatIsNotAMeasurement) {
+  const std::string bad = testing::tempPath("bad.json");
+  { std::ofstream(bad) << "{\"device\": {\"name\": \"x\"}}"; }
+  Result r = runFprof("ceilings --from-json " + bad + " -o " + testing::tempPath("never.fprof"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find(bad + " is not a ceilings measurement"), std::string::npos) << r.out;
 }
 
 }  // namespace

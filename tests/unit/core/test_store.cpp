@@ -226,14 +226,16 @@ TEST(Store, LaunchCountersFindTheirKernelAcrossFlushes) {
   (*w)->add(fprof::testing::makeKernel("early", 0, 5, 100));  // kernel flushed before its counters
   ASSERT_TRUE((*w)->flush());
   c.flops_fp32 = 1;
-  (*w)->addCountersForLaunch(1, 100, c, {{"sm__x.sum", 1.0}});
+  (*w)->addCountersForLaunch(1, 100, 0, c, {{"sm__x.sum", 1.0}});
   c.flops_fp32 = 2;
-  (*w)->addCountersForLaunch(1, 200, c, {});  // counters before their kernel
+  (*w)->addCountersForLaunch(1, 200, 0, c, {});  // counters before their kernel
   c.flops_fp32 = 3;
-  (*w)->addCountersForLaunch(2, 200, c, {});  // another process's launch 200: never matched
-  (*w)->add(fprof::testing::makeKernel("same_batch", 10, 5, 300));
+  (*w)->addCountersForLaunch(2, 200, 0, c, {});  // another process's launch 200: never matched
+  core::KernelRecord hidden = fprof::testing::makeKernel("same_batch", 10, 0, 301);  // profiler hid its time
+  (*w)->add(hidden);
   c.flops_fp32 = 4;
-  (*w)->addCountersForLaunch(1, 300, c, {});
+  c.gpu_time_ns = 1234;
+  (*w)->addCountersForLaunch(1, 300, 301, c, {});  // runtime id 300, the kernel carries the driver's 301
   ASSERT_TRUE((*w)->flush());
   EXPECT_EQ((*w)->unmatchedCounters(), 2u);
   (*w)->add(fprof::testing::makeKernel("late", 20, 5, 200));
@@ -252,6 +254,13 @@ TEST(Store, LaunchCountersFindTheirKernelAcrossFlushes) {
   }
   EXPECT_EQ(by_name["early"], 1);
   EXPECT_EQ(by_name["same_batch"], 4);
+  for (const KernelRow& row : p->kernels) {
+    if (p->str(row.name_id) == "same_batch") {
+      EXPECT_EQ(row.durationNs(), 1234);
+    } else {
+      EXPECT_EQ(row.durationNs(), 5) << "a kernel with a trace duration keeps it";
+    }
+  }
   EXPECT_EQ(by_name["late"], 2);
   ASSERT_EQ(p->metrics.size(), 1u);
   EXPECT_EQ(p->metrics[0].metric, "sm__x.sum");

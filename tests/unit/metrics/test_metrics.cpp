@@ -7,37 +7,37 @@
 #include <memory>
 #include <string>
 
-#include "metric_sets.h"
+#include "fprof/core/metric_sets.h"
 #include "metrics_config.h"
 
 namespace fprof::collector {
 namespace {
 
 TEST(MetricSets, BuiltinSetsNest) {
-  auto memory = expandMetricSelection("memory");
-  auto roofline = expandMetricSelection("roofline");
-  auto full = expandMetricSelection("full");
+  auto memory = core::expandMetricSelection("memory");
+  auto roofline = core::expandMetricSelection("roofline");
+  auto full = core::expandMetricSelection("full");
   ASSERT_TRUE(memory.ok() && roofline.ok() && full.ok());
   EXPECT_EQ(memory->size(), 8u);
-  EXPECT_EQ(roofline->size(), 23u);
-  EXPECT_EQ(full->size(), 28u);
+  EXPECT_EQ(roofline->size(), 24u);
+  EXPECT_EQ(full->size(), 27u);
   for (const std::string& m : *memory) EXPECT_NE(std::find(roofline->begin(), roofline->end(), m), roofline->end()) << m;
   for (const std::string& m : *roofline) EXPECT_NE(std::find(full->begin(), full->end(), m), full->end()) << m;
 }
 
 TEST(MetricSets, CustomListsKeepOrderAndDropDuplicates) {
-  auto list = expandMetricSelection(" dram__bytes_read.sum, gpu__time_duration.sum,dram__bytes_read.sum ");
+  auto list = core::expandMetricSelection(" dram__bytes_read.sum, gpu__time_duration.sum,dram__bytes_read.sum ");
   ASSERT_TRUE(list.ok()) << list.error();
   EXPECT_EQ(*list, (std::vector<std::string>{"dram__bytes_read.sum", "gpu__time_duration.sum"}));
 }
 
 TEST(MetricSets, TyposAreRejectedWithTheChoices) {
-  auto bad = expandMetricSelection("rooflin");
+  auto bad = core::expandMetricSelection("rooflin");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error(),
             "--metrics: 'rooflin' is neither a metric set (memory, roofline, full) nor a metric name such as "
             "dram__bytes_read.sum");
-  EXPECT_FALSE(expandMetricSelection(",,").ok());
+  EXPECT_FALSE(core::expandMetricSelection(",,").ok());
 }
 
 std::vector<double> valuesFor(const std::vector<std::string>& names, const std::map<std::string, double>& v) {
@@ -48,29 +48,29 @@ std::vector<double> valuesFor(const std::vector<std::string>& names, const std::
 
 // Raw values read on an H200 (bench/range_profiler_probe_h200.log), n = 2^24.
 TEST(DerivedCounters, FlopsMatchAnalyticCountsExactly) {
-  const auto names = *expandMetricSelection("roofline");
+  const auto names = *core::expandMetricSelection("roofline");
   const double n = 16777216;
-  auto saxpy = deriveCounters(names, valuesFor(names, {{"sm__sass_thread_inst_executed_op_ffma_pred_on.sum", n}}));
+  auto saxpy = core::deriveCounters(names, valuesFor(names, {{"sm__sass_thread_inst_executed_op_ffma_pred_on.sum", n}}));
   EXPECT_EQ(*saxpy.flops_fp32, 2 * n);
   EXPECT_EQ(*saxpy.flops_fp64, 0);
-  auto addmul = deriveCounters(names, valuesFor(names, {{"sm__sass_thread_inst_executed_op_fadd_pred_on.sum", n},
+  auto addmul = core::deriveCounters(names, valuesFor(names, {{"sm__sass_thread_inst_executed_op_fadd_pred_on.sum", n},
                                                         {"sm__sass_thread_inst_executed_op_fmul_pred_on.sum", 2 * n}}));
   EXPECT_EQ(*addmul.flops_fp32, 3 * n);
-  auto daxpy = deriveCounters(names, valuesFor(names, {{"sm__sass_thread_inst_executed_op_dfma_pred_on.sum", n}}));
+  auto daxpy = core::deriveCounters(names, valuesFor(names, {{"sm__sass_thread_inst_executed_op_dfma_pred_on.sum", n}}));
   EXPECT_EQ(*daxpy.flops_fp64, 2 * n);
   // n HFMA2 instructions: 2 lanes x 2 FLOPs each.
-  auto haxpy2 = deriveCounters(names, valuesFor(names, {{"sm__sass_thread_inst_executed_op_hfma_pred_on.sum", n}}));
+  auto haxpy2 = core::deriveCounters(names, valuesFor(names, {{"sm__sass_thread_inst_executed_op_hfma_pred_on.sum", n}}));
   EXPECT_EQ(*haxpy2.flops_fp16, 4 * n);
   EXPECT_FALSE(haxpy2.flops_bf16.has_value()) << "no GH100 counter separates bf16 from fp16 packed math";
   // cuBLAS GEMM 1024x768x512 in fp16: the tensor counter read 2*M*N*K.
-  auto gemm = deriveCounters(names, valuesFor(names, {{"sm__ops_path_tensor_src_fp16.sum", 805306368}}));
+  auto gemm = core::deriveCounters(names, valuesFor(names, {{"sm__ops_path_tensor_src_fp16.sum", 805306368}}));
   EXPECT_EQ(*gemm.flops_tensor_fp16, 2.0 * 1024 * 768 * 512);
 }
 
 TEST(DerivedCounters, WhatWasNotCollectedStaysUnknown) {
   const std::vector<std::string> names = {"dram__bytes_read.sum", "sm__sass_thread_inst_executed_op_ffma_pred_on.sum",
                                           "sm__warps_active.avg.pct_of_peak_sustained_active"};
-  auto c = deriveCounters(names, {1000, 5, 62.5});
+  auto c = core::deriveCounters(names, {1000, 5, 62.5});
   EXPECT_EQ(*c.dram_read_bytes, 1000);
   EXPECT_FALSE(c.dram_write_bytes.has_value());
   EXPECT_EQ(*c.dramBytes(), 1000);
@@ -94,7 +94,7 @@ TEST(MetricsConfig, OffUnlessModeIsMetrics) {
   MetricsConfig c = readMetricsConfig(envOf({{"FPROF_MODE", "metrics"}}));
   EXPECT_TRUE(c.enabled);
   EXPECT_EQ(c.selection, "roofline");
-  EXPECT_EQ(c.metrics.size(), 23u);
+  EXPECT_EQ(c.metrics.size(), 24u);
   EXPECT_TRUE(c.flush_caches);
   EXPECT_TRUE(c.errors.empty());
 }

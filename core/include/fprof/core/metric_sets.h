@@ -1,5 +1,5 @@
 // Metric sets for `fprof run --metrics`, and how raw counter values become KernelCounters.
-// Pure C++ (no CUPTI types), so the formulas are tested on the CPU.
+// Data and arithmetic only (no CUPTI): the collector, the CLI and the CPU tests share it.
 #pragma once
 
 #include <string>
@@ -8,7 +8,7 @@
 #include "fprof/core/expected.h"
 #include "fprof/core/model.h"
 
-namespace fprof::collector {
+namespace fprof::core {
 
 struct MetricSet {
   std::string name;
@@ -20,7 +20,7 @@ struct MetricSet {
 const std::vector<MetricSet>& builtinMetricSets();
 
 // A set name, or a comma-separated list of metric names (duplicates dropped, order kept).
-core::Expected<std::vector<std::string>> expandMetricSelection(const std::string& selection);
+Expected<std::vector<std::string>> expandMetricSelection(const std::string& selection);
 
 // Counts per FLOP unit, checked on an H200 (tests/gpu_metrics, bench/RESULTS.md): an FMA is two
 // FLOPs; sm__sass_thread_inst_executed_op_h* count packed HFMA2/HADD2/HMUL2 instructions per
@@ -32,6 +32,6 @@ inline constexpr double kTensorFlopsPerOp = 1.0;
 
 // Derived counters from raw values (names[i] has values[i]); metrics that were not collected
 // stay unset. kernel_id is left for the caller.
-core::KernelCounters deriveCounters(const std::vector<std::string>& names, const std::vector<double>& values);
+KernelCounters deriveCounters(const std::vector<std::string>& names, const std::vector<double>& values);
 
-}  // namespace fprof::collector
+}  // namespace fprof::core

@@ -75,11 +75,13 @@ class Writer {
   void add(const KernelCounters& r) { counters_.push_back(r); }
   void add(const KernelMetricRecord& r) { metrics_.push_back(r); }
   void add(const CeilingRecord& r) { ceilings_.push_back(r); }  // same device/ceiling/source replaces
-  // Counters of a launch known by its correlation id; written once the kernel row with that
+  // Counters of a launch known by its correlation id (or, for a runtime launch, the id of the
+  // driver call inside it: alt_correlation_id, 0 if none); written once the kernel row with that
   // (process_id, correlation_id) exists, in this flush or a later one. `raw` keeps the metric
-  // names and values behind them (kernel_metric).
-  void addCountersForLaunch(uint32_t process_id, uint32_t correlation_id, const KernelCounters& counters,
-                            std::vector<std::pair<std::string, double>> raw);
+  // names and values behind them (kernel_metric). A kernel whose trace duration is 0 (the range
+  // profiler hides kernel timestamps) takes its duration from counters.gpu_time_ns.
+  void addCountersForLaunch(uint32_t process_id, uint32_t correlation_id, uint32_t alt_correlation_id,
+                            const KernelCounters& counters, std::vector<std::pair<std::string, double>> raw);
   // Launch counters still waiting for their kernel row.
   size_t unmatchedCounters() const { return pending_launch_counters_.size(); }
   // Id the next added kernel will get (kernel.id), so counters can refer to it.
@@ -115,6 +117,7 @@ class Writer {
   struct LaunchCounters {
     uint32_t process_id;
     uint32_t correlation_id;
+    uint32_t alt_correlation_id;
     KernelCounters counters;
     std::vector<std::pair<std::string, double>> raw;
   };
