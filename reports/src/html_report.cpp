@@ -227,6 +227,21 @@ const char* kScript = R"JS(
 })();
 )JS";
 
+// A finding with its `code spans` (names, commands) set as <code>; everything escaped.
+std::string findingHtml(const std::string& f) {
+  std::string out;
+  bool in_code = false;
+  size_t start = 0;
+  for (size_t i = 0; i <= f.size(); ++i) {
+    if (i < f.size() && f[i] != '`') continue;
+    const std::string part = e(f.substr(start, i - start));
+    out += in_code ? "<code>" + part + "</code>" : part;
+    in_code = !in_code;
+    start = i + 1;
+  }
+  return out;
+}
+
 std::string metaRow(const std::string& key, const std::string& value_html) {
   return "<dt>" + e(key) + "</dt><dd>" + value_html + "</dd>\n";
 }
@@ -517,7 +532,7 @@ std::string renderHtml(const ReportData& r, const HtmlOptions& options) {
        "which fusions pay most.</p>\n";
   s += headerSection(r);
   s += "<h2 id=\"findings-h\">Top findings</h2>\n<ul class=\"findings\" id=\"findings\">\n";
-  for (const std::string& f : r.findings) s += "<li>" + e(f) + "</li>\n";
+  for (const std::string& f : r.findings) s += "<li>" + findingHtml(f) + "</li>\n";
   s += "</ul>\n";
   s += rooflineSection(r);
   s += barsSection(r);

@@ -38,14 +38,13 @@ std::string code(const std::string& s) {
   return "`` " + text + " ``";
 }
 
-// Findings carry names in plain text; in Markdown, escape what would otherwise become markup.
+// Text outside code spans: escape what would otherwise become markup. A lone '>' cannot open a
+// tag, and mid-line it is no blockquote, so arrows stay readable.
 std::string plain(const std::string& s) {
   std::string out;
   for (char c : s) {
     if (c == '<') {
       out += "&lt;";
-    } else if (c == '>') {
-      out += "&gt;";
     } else if (c == '&') {
       out += "&amp;";
     } else if (c == '*' || c == '_' || c == '[' || c == ']' || c == '\\' || c == '|') {

@@ -319,6 +319,15 @@ void addFusion(ReportData& r, const core::Profile& p) {
   r.fusion_measured_pairs = fr.measured_pairs;
 }
 
+// A name quoted in a finding: set in backticks (code in Markdown and HTML); a backtick inside the
+// name would end the span early, so it becomes a quote.
+std::string quoted(std::string name) {
+  for (char& c : name) {
+    if (c == '`') c = '\'';
+  }
+  return "`" + name + "`";
+}
+
 void addFindings(ReportData& r) {
   const RunHeader& h = r.header;
   if (h.kernel_count == 0) {
@@ -327,13 +336,13 @@ void addFindings(ReportData& r) {
   }
   if (!r.groups.empty()) {
     const GroupRow& g = r.groups.front();
-    r.findings.push_back(fmt::format("Top kernel: {} ({} / {}) takes {} of kernel time ({} over {} calls).", g.name,
+    r.findings.push_back(fmt::format("Top kernel: {} ({} / {}) takes {} of kernel time ({} over {} calls).", quoted(g.name),
                                      g.grid, g.block, formatPercent(g.share),
                                      formatDurationNs(static_cast<double>(g.total_ns)), g.calls));
   }
   if (!r.ops.empty() && r.ops.front().op != "(no NVTX range)") {
     const OpRow& o = r.ops.front();
-    r.findings.push_back(fmt::format("Top op: {} takes {} of kernel time ({} in {} launches).", o.op,
+    r.findings.push_back(fmt::format("Top op: {} takes {} of kernel time ({} in {} launches).", quoted(o.op),
                                      formatPercent(o.share), formatDurationNs(static_cast<double>(o.total_ns)),
                                      o.launches));
   }
@@ -358,9 +367,9 @@ void addFindings(ReportData& r) {
   if (!r.fusion.empty() && r.fusion.front().fuse && r.fusion.front().payoff_ns) {
     const FusionRow& f = r.fusion.front();
     std::string chain;
-    for (const std::string& stage : f.stages) chain += (chain.empty() ? "" : " -> ") + stage;
+    for (const std::string& stage : f.stages) chain += (chain.empty() ? "" : " -> ") + quoted(stage);
     r.findings.push_back(fmt::format("Best fusion: {} ({}) would save {} over {} runs, {} of kernel time (predicted{}).",
-                                     f.id, chain, formatDurationNs(*f.payoff_ns), f.instances,
+                                     quoted(f.id), chain, formatDurationNs(*f.payoff_ns), f.instances,
                                      formatPercent(f.payoff_share),
                                      f.measured_saving_ns ? ", fused variant measured too" : ""));
   }

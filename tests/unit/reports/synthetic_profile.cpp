@@ -84,7 +84,7 @@ const char* const kAttnUnfused = "op=attention variant=unfused pair=attention re
 std::vector<KernelSpec> specs(const SyntheticOptions& o) {
   const std::string gemm = "void gemm_kernel<float, 128, 128>(float const*, float const*, float*, int, int, int)";
   std::vector<KernelSpec> k = {
-      {gemm, 64, 8, 256, 128, 0, 10, 400000, kMbrUnfused,
+      {gemm, 64, 8, 256, 48, 0, 10, 400000, kMbrUnfused,
        "op=matmul variant=unfused pair=matmul_bias_relu reads=x,w writes=t0", 8.0e9, 0, 0, 1.2e8, 6.0e8, 2.4e9, 0, 0.45,
        0.5},
       {"bias_relu_kernel(float*, float const*, int)", 4096, 1, 256, 16, 0, 10,
@@ -92,8 +92,8 @@ std::vector<KernelSpec> specs(const SyntheticOptions& o) {
        "op=bias_relu variant=unfused pair=matmul_bias_relu reads=t0,b writes=y", 1.6e7, 0, 0, 6.7e7, 6.7e7, 6.7e7, 0,
        0.9, 1.0},
       {"void gemm_bias_relu_fused<float, 128, 128>(float const*, float const*, float const*, float*, int, int, int)", 64,
-       8, 256, 168, 0, 10, 430000, kMbrFused, "", 8.016e9, 0, 0, 1.2e8, 6.0e8, 2.4e9, 0, 0.35, 0.375},
-      {gemm, 32, 8, 256, 128, 0, 4, 220000, "op=matmul variant=vendor reads=x2,w2 writes=y2", "", 4.0e9, 0, 0, 7.0e7,
+       8, 256, 56, 0, 10, 430000, kMbrFused, "", 8.016e9, 0, 0, 1.2e8, 6.0e8, 2.4e9, 0, 0.35, 0.375},
+      {gemm, 32, 8, 256, 48, 0, 4, 220000, "op=matmul variant=vendor reads=x2,w2 writes=y2", "", 4.0e9, 0, 0, 7.0e7,
        3.0e8, 1.2e9, 0, 0.45, 0.5},
       {"residual_add(float*, float const*, float const*, int)", 2048, 1, 256, 12, 0, 20, 25000, kRlUnfused,
        "op=residual_add variant=unfused pair=residual_layernorm reads=x,r writes=t1", 4.0e6, 0, 0, 5.0e7, 5.0e7, 5.0e7, 0,
