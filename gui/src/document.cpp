@@ -11,7 +11,6 @@
 #include "fprof/analysis/dataflow.h"
 #include "fprof/analysis/nvtx_ops.h"
 #include "fprof/analysis/origin.h"
-#include "fprof/analysis/stats.h"
 #include "fprof/analysis/summary.h"
 
 namespace fprof::gui {
@@ -30,6 +29,7 @@ const char* changeName(Change c) {
     case Change::kSame: return "same";
     case Change::kRegression: return "regression";
     case Change::kImprovement: return "improvement";
+    case Change::kUntestable: return "slower?";
     case Change::kNew: return "new";
     case Change::kVanished: return "vanished";
   }
@@ -418,81 +418,80 @@ std::string detailsText(const Item& item, const core::Profile& profile) {
   return s;
 }
 
-std::vector<DiffRow> diffDocuments(const Document& base, const Document& cur, const DiffOptions& opt) {
-  auto key = [](const Item& it) {
-    return fmt::format("{}|{}x{}x{}|{}x{}x{}", it.name, it.grid[0], it.grid[1], it.grid[2], it.block[0], it.block[1],
-                       it.block[2]);
+std::vector<DiffRow> diffDocuments(const Document& base, const Document& cur, const analysis::GateOptions& opt) {
+  const analysis::RunDiff rd = analysis::diffProfiles(base.profile(), cur.profile());
+  const analysis::GateResult gate = analysis::evaluateGate(rd, opt);
+  auto itemKey = [](const std::string& name, const std::string& shape) { return name + '\x1f' + shape; };
+  auto indexOf = [&](const Document& d) {
+    std::map<std::string, size_t> m;
+    const auto& items = d.items(PointMode::kKernelGroups);
+    for (size_t i = 0; i < items.size(); ++i) {
+      const Item& it = items[i];
+      m.emplace(itemKey(it.name, fmt::format("grid {}x{}x{} block {}x{}x{}", it.grid[0], it.grid[1], it.grid[2],
+                                             it.block[0], it.block[1], it.block[2])),
+                i);
+    }
+    return m;
   };
-  const auto& bi = base.items(PointMode::kKernelGroups);
-  const auto& ci = cur.items(PointMode::kKernelGroups);
-  std::map<std::string, size_t> base_by_key;
-  for (size_t i = 0; i < bi.size(); ++i) base_by_key.emplace(key(bi[i]), i);
+  const auto base_items = indexOf(base), cur_items = indexOf(cur);
+  // The gate's findings per kernel (name and shape: entries that differ only by NVTX path share them).
+  std::map<std::string, std::vector<const analysis::GateFinding*>> findings;
+  for (const analysis::GateFinding& f : gate.findings) findings[itemKey(f.kernel, f.shape)].push_back(&f);
+
   std::vector<DiffRow> rows;
-  std::vector<bool> matched(bi.size(), false);
-  auto durations = [](const Document& d, const Item& it) {
-    std::vector<double> v;
-    for (size_t k : it.kernels) v.push_back(static_cast<double>(d.profile().kernels[k].durationNs()));
-    return v;
-  };
-  for (size_t c = 0; c < ci.size(); ++c) {
-    const Item& cit = ci[c];
+  for (const analysis::DiffEntry& e : rd.kernels) {
     DiffRow r;
-    r.name = cit.name;
-    r.shape = fmt::format("{}x{}x{} / {}x{}x{}", cit.grid[0], cit.grid[1], cit.grid[2], cit.block[0], cit.block[1],
-                          cit.block[2]);
-    r.cur_item = c;
-    r.cur_mean_ns = static_cast<double>(cit.duration_ns) / static_cast<double>(cit.calls);
-    auto f = base_by_key.find(key(cit));
-    if (f == base_by_key.end()) {
-      r.change = Change::kNew;
-      r.why = "not in the baseline";
-      rows.push_back(std::move(r));
-      continue;
+    r.name = e.kind == analysis::MatchKind::kRenamed ? e.base_name + " -> " + e.name : e.name;
+    r.shape = e.shape;
+    r.nvtx_path = e.nvtx_path;
+    if (e.base) {
+      r.base_median_ns = e.base->median_ns;
+      const std::string& bname = e.base_name.empty() ? e.name : e.base_name;
+      if (auto f = base_items.find(itemKey(bname, e.shape)); f != base_items.end()) r.base_item = f->second;
     }
-    matched[f->second] = true;
-    const Item& bit = bi[f->second];
-    r.base_item = f->second;
-    r.base_mean_ns = static_cast<double>(bit.duration_ns) / static_cast<double>(bit.calls);
-    if (*r.base_mean_ns > 0) r.time_change = *r.cur_mean_ns / *r.base_mean_ns - 1;
-    const auto& bd = bit.work.bytes[static_cast<size_t>(MemLevel::kDram)];
-    const auto& cd = cit.work.bytes[static_cast<size_t>(MemLevel::kDram)];
-    if (bd && cd && *bd > 0) {
-      r.dram_bytes_change = (*cd / static_cast<double>(cit.calls)) / (*bd / static_cast<double>(bit.calls)) - 1;
+    if (e.cur) {
+      r.cur_median_ns = e.cur->median_ns;
+      if (auto f = cur_items.find(itemKey(e.name, e.shape)); f != cur_items.end()) r.cur_item = f->second;
     }
-    const std::vector<double> bdur = durations(base, bit), cdur = durations(cur, cit);
-    const bool enough = bdur.size() >= 3 && cdur.size() >= 3;
-    if (enough) {
-      if (auto mw = analysis::mannWhitneyGreater(bdur, cdur)) r.p_value = mw->p_greater;
+    r.time_change = e.time_change;
+    if (e.test) r.p_value = e.test->p_greater;
+    if (e.base && e.cur) {
+      const auto& b = e.base->metrics[static_cast<size_t>(analysis::CounterMetric::kDramBytes)];
+      const auto& c = e.cur->metrics[static_cast<size_t>(analysis::CounterMetric::kDramBytes)];
+      if (b && c && *b > 0) r.dram_bytes_change = *c / *b - 1;
     }
-    const bool slower = r.time_change && *r.time_change > opt.time_threshold && (!enough || (r.p_value && *r.p_value < opt.p_threshold));
-    const bool more_bytes = r.dram_bytes_change && *r.dram_bytes_change > opt.counter_threshold;
-    if (slower || more_bytes) {
+    if (e.kind == analysis::MatchKind::kNew) r.change = Change::kNew;
+    if (e.kind == analysis::MatchKind::kVanished) r.change = Change::kVanished;
+    bool regression = false, improved = false, untestable = false;
+    if (auto f = findings.find(itemKey(e.name, e.shape)); f != findings.end()) {
+      for (const analysis::GateFinding* g : f->second) {
+        r.why += (r.why.empty() ? "" : "; ") + g->message;
+        regression = regression || g->regression;
+        improved = improved || g->kind == analysis::GateFinding::Kind::kImproved;
+        untestable = untestable || g->kind == analysis::GateFinding::Kind::kUntestable;
+      }
+    }
+    if (regression) {
       r.change = Change::kRegression;
-      if (slower) r.why = fmt::format("{:+.1f}% time per call", *r.time_change * 100);
-      if (more_bytes) r.why += fmt::format("{}{:+.1f}% DRAM bytes per call", slower ? ", " : "", *r.dram_bytes_change * 100);
-    } else if (r.time_change && *r.time_change < -opt.time_threshold) {
-      r.change = Change::kImprovement;
-      r.why = fmt::format("{:+.1f}% time per call", *r.time_change * 100);
+    } else if (r.change == Change::kSame) {
+      r.change = improved ? Change::kImprovement : untestable ? Change::kUntestable : Change::kSame;
     }
     rows.push_back(std::move(r));
   }
-  for (size_t b = 0; b < bi.size(); ++b) {
-    if (matched[b]) continue;
-    DiffRow r;
-    r.name = bi[b].name;
-    r.shape = fmt::format("{}x{}x{} / {}x{}x{}", bi[b].grid[0], bi[b].grid[1], bi[b].grid[2], bi[b].block[0],
-                          bi[b].block[1], bi[b].block[2]);
-    r.base_item = b;
-    r.base_mean_ns = static_cast<double>(bi[b].duration_ns) / static_cast<double>(bi[b].calls);
-    r.change = Change::kVanished;
-    r.why = "not in the current run";
-    rows.push_back(std::move(r));
-  }
-  // Regressions first, then by the size of the change.
+  // Regressions first, then the rest in the analyzer's order (largest change in total time first).
   std::stable_sort(rows.begin(), rows.end(), [](const DiffRow& a, const DiffRow& b) {
-    auto rank = [](Change c) { return c == Change::kRegression ? 0 : c == Change::kImprovement ? 1 : c == Change::kSame ? 3 : 2; };
-    if (rank(a.change) != rank(b.change)) return rank(a.change) < rank(b.change);
-    return std::fabs(a.time_change.value_or(0)) > std::fabs(b.time_change.value_or(0));
+    auto rank = [](Change c) {
+      switch (c) {
+        case Change::kRegression: return 0;
+        case Change::kUntestable: return 1;
+        case Change::kImprovement: return 2;
+        case Change::kNew:
+        case Change::kVanished: return 3;
+        case Change::kSame: return 4;
+      }
+      return 4;
+    };
+    return rank(a.change) < rank(b.change);
   });
   return rows;
 }

@@ -23,6 +23,7 @@ constexpr ImU32 kSelectedRing = IM_COL32(255, 255, 255, 255);
 constexpr ImU32 kRegression = IM_COL32(255, 40, 40, 255);
 constexpr ImU32 kImprovement = IM_COL32(60, 220, 110, 255);
 constexpr ImU32 kUnchanged = IM_COL32(150, 150, 160, 200);
+constexpr ImU32 kUntestable = IM_COL32(255, 170, 60, 255);  // slower, but too few launches to tell
 constexpr ImU32 kFusion = IM_COL32(255, 255, 255, 255);
 constexpr ImU32 kErrorText = IM_COL32(255, 90, 90, 255);
 
@@ -610,6 +611,7 @@ void Viewer::drawDiffOverlay(const LogMapping& map, ImDrawList* dl) {
     if (!bs || !cs) continue;
     const ImU32 col = r.change == Change::kRegression    ? kRegression
                       : r.change == Change::kImprovement ? kImprovement
+                      : r.change == Change::kUntestable  ? kUntestable
                                                          : kUnchanged;
     dl->AddCircle(im(*bs), 4, col, 12, 1.5f);
     arrow(dl, *bs, *cs, col, r.change == Change::kRegression ? 2.5f : 1.5f);
@@ -818,13 +820,14 @@ void Viewer::drawDiff() {
   }
   int64_t regressions = 0;
   for (const DiffRow& r : diff_) regressions += r.change == Change::kRegression;
-  ImGui::Text("%zu kernel groups compared, %lld regression(s). Arrows (kernel-group points): baseline -> current, red = regression.",
+  ImGui::Text("%zu kernels compared (as fprof gate does), %lld regression(s). Arrows on kernel-group points: baseline -> "
+              "current; red = regression, amber = slower but not significant, green = faster.",
               diff_.size(), static_cast<long long>(regressions));
   constexpr ImGuiTableFlags kFlags = ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY | ImGuiTableFlags_ScrollX |
                                      ImGuiTableFlags_Resizable | ImGuiTableFlags_BordersV | ImGuiTableFlags_SizingFixedFit;
   if (!ImGui::BeginTable("diff", 8, kFlags)) return;
   ImGui::TableSetupScrollFreeze(1, 1);
-  for (const char* h : {"change", "kernel", "grid / block", "base mean", "current mean", "time", "p (slower)", "why"}) {
+  for (const char* h : {"change", "kernel", "launch shape", "base median", "current median", "time", "p (slower)", "why (fprof gate)"}) {
     ImGui::TableSetupColumn(h);
   }
   ImGui::TableHeadersRow();
@@ -833,7 +836,10 @@ void Viewer::drawDiff() {
     ImGui::TableNextRow();
     ImGui::TableNextColumn();
     ImGui::PushID(static_cast<int>(i));
-    const ImU32 col = r.change == Change::kRegression ? kRegression : r.change == Change::kImprovement ? kImprovement : kAxisText;
+    const ImU32 col = r.change == Change::kRegression    ? kRegression
+                      : r.change == Change::kImprovement ? kImprovement
+                      : r.change == Change::kUntestable  ? kUntestable
+                                                         : kAxisText;
     ImGui::PushStyleColor(ImGuiCol_Text, col);
     if (ImGui::Selectable(changeName(r.change), r.cur_item && selected_ == r.cur_item, ImGuiSelectableFlags_SpanAllColumns) &&
         r.cur_item) {
@@ -845,8 +851,8 @@ void Viewer::drawDiff() {
     const std::array<std::string, 7> cells = {
         r.name,
         r.shape,
-        r.base_mean_ns ? formatDurationNs(*r.base_mean_ns) : "-",
-        r.cur_mean_ns ? formatDurationNs(*r.cur_mean_ns) : "-",
+        r.base_median_ns ? formatDurationNs(*r.base_median_ns) : "-",
+        r.cur_median_ns ? formatDurationNs(*r.cur_median_ns) : "-",
         r.time_change ? fmt::format("{:+.1f}%", *r.time_change * 100) : "n/a",
         r.p_value ? fmt::format("{:.3g}", *r.p_value) : "n/a",
         r.why};

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The viewer's real window under Xvfb (Mesa software GL): screenshots of a synthetic run with
-# counters (the roof must be where the viewer says it drew it), of the recorded H100 trace where it
-# is committed, and of a missing file (the reason in the window and on stderr, exit 2, no crash).
+# counters (the roof must be where the viewer says it drew it), of the recorded traces under
+# tests/data, and of a missing file (the reason in the window and on stderr, exit 2, no crash).
 set -euo pipefail
 view=$1 fixture=$2 check=$3 out=$4 data=$5
 mkdir -p "$out"
@@ -23,16 +23,17 @@ xvfb "$view" "$out/current.fprof" "$out/synthetic.fprof" --screenshot "$out/diff
 grep -q '^arrows [1-9]' "$out/diff.geom"
 "$check" "$out/diff.png" --colour 255 40 40 30
 
-if [ -f "$data/trace_test_h100.fprof" ]; then
-  xvfb "$view" "$data/trace_test_h100.fprof" --screenshot "$out/h100_trace.png" --frames 8 --size 1600x1000 \
-    --geometry "$out/h100_trace.geom"
-  # Trace-only: datasheet roofs from the device attributes, where the driver reported the clocks.
-  if grep -q '^roof dram' "$out/h100_trace.geom"; then
-    "$check" "$out/h100_trace.png" "$out/h100_trace.geom" dram any
+# The recorded traces (trace-only: the table, datasheet roofs, and the note that points need counters).
+for trace in "$data"/trace_test_*.fprof; do
+  [ -f "$trace" ] || continue
+  name=$(basename "$trace" .fprof)
+  xvfb "$view" "$trace" --screenshot "$out/$name.png" --frames 8 --size 1600x1000 --geometry "$out/$name.geom"
+  if grep -q '^roof dram' "$out/$name.geom"; then
+    "$check" "$out/$name.png" "$out/$name.geom" dram any
   else
-    "$check" "$out/h100_trace.png" --not-blank
+    "$check" "$out/$name.png" --not-blank
   fi
-fi
+done
 
 set +e
 xvfb "$view" "$out/does_not_exist.fprof" --screenshot "$out/missing.png" --frames 4 --size 1000x600 \

@@ -18,6 +18,7 @@ struct SyntheticOptions {
   int repeats = 4;            // instances of the op pair (each: unfused gemm + relu, and fused)
   int64_t extra_kernels = 0;  // more counted kernels spread over the plot (for 100,000-point runs)
   double saxpy_slowdown = 1.0;  // scales saxpy's duration (to make a regressed "current" run)
+  int saxpy_launches = 1;       // repeats give the gate's significance test something to work on
   bool counters = true;       // false: a trace-only database
 };
 
@@ -111,7 +112,7 @@ inline std::string writeSynthetic(const std::string& path, const SyntheticOption
   };
 
   // saxpy, outside any NVTX range; exact numbers (see kSaxpyNs).
-  {
+  for (int n = 0; n < o.saxpy_launches; ++n) {
     core::KernelRecord k = kernel("saxpy(int, float, const float*, float*)", t,
                                   static_cast<int64_t>(static_cast<double>(kSaxpyNs) * o.saxpy_slowdown), corr++);
     core::KernelCounters c;

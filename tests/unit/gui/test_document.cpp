@@ -185,10 +185,12 @@ TEST(Document, FusionCandidatesResolveToKernels) {
   EXPECT_DOUBLE_EQ(*a.placement.achieved_flops_per_s, (6.872e10 + 1.6777216e7) / 205e-6);
 }
 
-TEST(Diff, SlowerKernelIsARegression) {
-  auto base = open("doc_diff_base.fprof");
-  SyntheticOptions slow;
+TEST(Diff, SlowerKernelIsARegressionAsTheGateSaysIt) {
+  SyntheticOptions base_opt;
+  base_opt.saxpy_launches = 10;
+  SyntheticOptions slow = base_opt;
   slow.saxpy_slowdown = 1.2;
+  auto base = open("doc_diff_base.fprof", base_opt);
   auto cur = open("doc_diff_cur.fprof", slow);
   ASSERT_TRUE(base && cur);
   const auto rows = diffDocuments(*base, *cur);
@@ -196,10 +198,30 @@ TEST(Diff, SlowerKernelIsARegression) {
   EXPECT_EQ(rows[0].name, kSaxpy);
   EXPECT_EQ(rows[0].change, Change::kRegression);
   EXPECT_NEAR(*rows[0].time_change, 0.2, 1e-12);
-  EXPECT_EQ(rows[0].why, "+20.0% time per call");
-  for (size_t i = 1; i < rows.size(); ++i) EXPECT_EQ(rows[i].change, Change::kSame) << rows[i].name;
-  const auto same = diffDocuments(*base, *base);
-  for (const DiffRow& r : same) EXPECT_EQ(r.change, Change::kSame) << r.name;
+  EXPECT_DOUBLE_EQ(*rows[0].base_median_ns, 5e6);
+  EXPECT_DOUBLE_EQ(*rows[0].cur_median_ns, 6e6);
+  EXPECT_EQ(rows[0].why.rfind("+20.0% median time (5000000 -> 6000000 ns), Mann-Whitney p = ", 0), 0u) << rows[0].why;
+  ASSERT_TRUE(rows[0].base_item && rows[0].cur_item);
+  EXPECT_EQ(base->items(PointMode::kKernelGroups)[*rows[0].base_item].name, kSaxpy);
+  EXPECT_EQ(cur->items(PointMode::kKernelGroups)[*rows[0].cur_item].name, kSaxpy);
+  for (size_t i = 1; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i].change, Change::kSame) << rows[i].name;
+    EXPECT_TRUE(rows[i].base_item && rows[i].cur_item) << rows[i].name;
+  }
+  for (const DiffRow& r : diffDocuments(*base, *base)) EXPECT_EQ(r.change, Change::kSame) << r.name;
+}
+
+TEST(Diff, OneLaunchCannotBeShownSlower) {
+  SyntheticOptions slow;
+  slow.saxpy_slowdown = 1.3;
+  auto base = open("doc_diff1_base.fprof");
+  auto cur = open("doc_diff1_cur.fprof", slow);
+  ASSERT_TRUE(base && cur);
+  const auto rows = diffDocuments(*base, *cur);
+  ASSERT_FALSE(rows.empty());
+  EXPECT_EQ(rows[0].name, kSaxpy);
+  EXPECT_EQ(rows[0].change, Change::kUntestable);
+  EXPECT_NE(rows[0].why.find("cannot reach p < 0.01"), std::string::npos) << rows[0].why;
 }
 
 }  // namespace

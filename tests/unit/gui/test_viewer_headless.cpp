@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "fprof/gui/viewer.h"
 #include "synthetic.h"
@@ -184,8 +186,10 @@ TEST_F(Headless, WheelZoomsAtTheMouseAndDragPans) {
 }
 
 TEST_F(Headless, FusionSelectionAndDiffArrows) {
-  auto base = synthetic("headless_base.fprof");
-  SyntheticOptions slow;
+  SyntheticOptions base_opt;
+  base_opt.saxpy_launches = 10;
+  auto base = synthetic("headless_base.fprof", base_opt);
+  SyntheticOptions slow = base_opt;
   slow.saxpy_slowdown = 1.2;
   Viewer v(synthetic("headless_cur.fprof", slow), core::Expected<std::shared_ptr<Document>>(base));
   EXPECT_EQ(v.mode(), PointMode::kKernelGroups);
@@ -219,28 +223,41 @@ TEST_F(Headless, TraceOnlyProfileShowsTableWithoutPoints) {
   EXPECT_EQ(v.selected(), v.tableRows().front());
 }
 
-// The recorded H100 trace (committed by the collector work under tests/data). Trace-only: the
-// viewer must open it, list its kernels and say that points need counters.
-TEST_F(Headless, RecordedH100Trace) {
-  const std::string path = std::string(FPROF_SOURCE_DIR) + "/tests/data/trace_test_h100.fprof";
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " is not committed yet";
-  auto d = Document::open(path);
-  ASSERT_TRUE(d.ok()) << d.error();
-  Viewer v(std::move(d));
-  frame(v, 3);
-  EXPECT_TRUE(v.errors().empty());
-  EXPECT_GT(v.tableRows().size(), 0u);
-  EXPECT_NE(v.document()->roofs().device_name.find("H100"), std::string::npos);
-  if (v.document()->kernelsWithCounters() == 0) {
-    EXPECT_EQ(v.pointsPlotted(), 0u);
-    EXPECT_EQ(v.document()->plotNote().rfind("Trace-only profile", 0), 0u);
-  } else {
-    EXPECT_GT(v.pointsPlotted(), 0u);
+// The recorded traces committed under tests/data (trace_test_<gpu>.fprof, from real H100/H200
+// runs). Trace-only: the viewer must open each, list its kernels and say that points need counters.
+TEST_F(Headless, RecordedTraces) {
+  const std::filesystem::path dir = std::filesystem::path(FPROF_SOURCE_DIR) / "tests" / "data";
+  std::vector<std::string> paths;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("trace_test_", 0) == 0 && e.path().extension() == ".fprof") paths.push_back(e.path().string());
   }
-  v.select(v.tableRows().front());
-  frame(v);
-  const Item& top = v.document()->items(v.mode())[v.tableRows().front()];
-  EXPECT_NE(detailsText(top, v.document()->profile()).find("grid: "), std::string::npos);
+  if (paths.empty()) GTEST_SKIP() << "no tests/data/trace_test_*.fprof committed yet";
+  for (const std::string& path : paths) {
+    SCOPED_TRACE(path);
+    auto d = Document::open(path);
+    ASSERT_TRUE(d.ok()) << d.error();
+    Viewer v(std::move(d));
+    frame(v, 3);
+    EXPECT_TRUE(v.errors().empty());
+    ASSERT_GT(v.tableRows().size(), 0u);
+    EXPECT_NE(v.document()->roofs().device_name.find("NVIDIA H"), std::string::npos) << v.document()->roofs().device_name;
+    if (v.document()->kernelsWithCounters() == 0) {
+      EXPECT_EQ(v.pointsPlotted(), 0u);
+      EXPECT_EQ(v.document()->plotNote().rfind("Trace-only profile", 0), 0u);
+      EXPECT_FALSE(v.drawnRoofs().empty());  // datasheet roofs from the recorded device attributes
+    } else {
+      EXPECT_GT(v.pointsPlotted(), 0u);
+    }
+    // The table's first row (longest total time) selects, and its details come from the trace.
+    v.select(v.tableRows().front());
+    frame(v);
+    const Item& top = v.document()->items(v.mode())[v.tableRows().front()];
+    const std::string details = detailsText(top, v.document()->profile());
+    EXPECT_NE(details.find("grid: "), std::string::npos) << details;
+    EXPECT_NE(details.find("registers/thread: "), std::string::npos) << details;
+    for (uint32_t r : v.tableRows()) EXPECT_GE(top.duration_ns, v.document()->items(v.mode())[r].duration_ns);
+  }
 }
 
 }  // namespace

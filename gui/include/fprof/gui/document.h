@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "fprof/analysis/ceilings.h"
+#include "fprof/analysis/diff.h"
 #include "fprof/analysis/fusion.h"
 #include "fprof/analysis/roofline.h"
 #include "fprof/core/store.h"
@@ -120,29 +121,27 @@ std::string detailsText(const Item& item, const core::Profile& profile);
 // "1.23 ms", "870 ns".
 std::string formatDurationNs(double ns);
 
-// Diff of a current document against a baseline, by kernel group (name and launch shape).
-enum class Change { kSame, kRegression, kImprovement, kNew, kVanished };
+// Diff of a current document against a baseline: the analyzer's run diff and the CI gate's
+// verdict (same defaults as `fprof gate`), each kernel entry tied to the kernel-group items of
+// both documents so the plot can draw an arrow from the baseline point to the current one.
+enum class Change { kSame, kRegression, kImprovement, kUntestable, kNew, kVanished };
 const char* changeName(Change c);
 
 struct DiffRow {
   std::string name;
-  std::string shape;
+  std::string shape;      // "grid 128x1x1 block 256x1x1"
+  std::string nvtx_path;
   std::optional<size_t> base_item;  // into base items(kKernelGroups)
   std::optional<size_t> cur_item;   // into current items(kKernelGroups)
-  std::optional<double> base_mean_ns, cur_mean_ns;
-  std::optional<double> time_change;       // cur/base - 1 of the mean time per call
-  std::optional<double> p_value;           // Mann-Whitney, one-sided "current slower"
-  std::optional<double> dram_bytes_change; // cur/base - 1 of DRAM bytes per call
+  std::optional<double> base_median_ns, cur_median_ns;
+  std::optional<double> time_change;        // median cur / median base - 1
+  std::optional<double> p_value;            // Mann-Whitney, one-sided "current slower"
+  std::optional<double> dram_bytes_change;  // cur/base - 1 of DRAM bytes per launch
   Change change = Change::kSame;
-  std::string why;  // what made it a regression or improvement
+  std::string why;  // the gate's findings for this kernel, in words
 };
 
-struct DiffOptions {
-  double time_threshold = 0.05;     // 5% slower per call ...
-  double p_threshold = 0.01;        // ... and significant over the launches (when >= 3 each)
-  double counter_threshold = 0.01;  // DRAM bytes per call, a near-exact signal
-};
-
-std::vector<DiffRow> diffDocuments(const Document& base, const Document& cur, const DiffOptions& opt = {});
+std::vector<DiffRow> diffDocuments(const Document& base, const Document& cur,
+                                   const analysis::GateOptions& opt = {});
 
 }  // namespace fprof::gui
