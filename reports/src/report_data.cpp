@@ -172,13 +172,64 @@ struct Built {
   std::vector<OpRow> ops;
 };
 
-Built buildGroups(const core::Profile& p) {
+// The op of every kernel as a small id into `names`, computed once per op instance or NVTX path
+// rather than once per kernel (a million launches share a few thousand ranges).
+struct KernelOps {
+  std::vector<std::string> names;
+  std::vector<uint32_t> of_kernel;
+};
+
+KernelOps kernelOps(const core::Profile& p, const analysis::OpIndex& ops) {
+  KernelOps r;
+  std::unordered_map<std::string, uint32_t> ids;
+  auto intern = [&](std::string name) {
+    auto [it, inserted] = ids.emplace(name, static_cast<uint32_t>(r.names.size()));
+    if (inserted) r.names.push_back(std::move(name));
+    return it->second;
+  };
+  std::vector<int64_t> by_instance(ops.ops.size(), -1);
+  std::unordered_map<uint32_t, uint32_t> by_path;
+  const uint32_t none = intern("");
+  r.of_kernel.assign(p.kernels.size(), none);
+  for (size_t i = 0; i < p.kernels.size(); ++i) {
+    const int32_t inner = i < ops.kernel_op.size() ? ops.kernel_op[i] : -1;
+    if (inner >= 0) {
+      int64_t& id = by_instance[static_cast<size_t>(inner)];
+      if (id < 0) id = intern(opName(p, ops, i));
+      r.of_kernel[i] = static_cast<uint32_t>(id);
+    } else if (const auto& path = p.kernels[i].nvtx_path_id) {
+      auto it = by_path.find(*path);
+      if (it == by_path.end()) it = by_path.emplace(*path, intern(opName(p, ops, i))).first;
+      r.of_kernel[i] = it->second;
+    }
+  }
+  return r;
+}
+
+// Kernel id -> index into Profile::counters, for the group sums.
+std::vector<int32_t> counterIndex(const core::Profile& p) {
+  std::vector<int32_t> index;
+  if (p.counters.empty()) return index;
+  int64_t max_id = 0;
+  for (const core::KernelRow& k : p.kernels) max_id = std::max(max_id, k.id);
+  index.assign(static_cast<size_t>(max_id) + 1, -1);
+  for (size_t i = 0; i < p.counters.size(); ++i) {
+    const int64_t id = p.counters[i].kernel_id;
+    if (id >= 0 && id <= max_id) index[static_cast<size_t>(id)] = static_cast<int32_t>(i);
+  }
+  return index;
+}
+
+Built buildGroups(const core::Profile& p, const analysis::OpIndex& op_index) {
   const analysis::RunSummary s = analysis::summarize(p);
   const analysis::RooflineResult roof = analysis::analyzeRoofline(p);
-  const analysis::OpIndex op_index = analysis::indexOps(p);
+  const KernelOps kops = kernelOps(p, op_index);
+  const std::vector<int32_t> counter_of = counterIndex(p);
   Built b;
   b.header = makeHeader(p, s);
-  std::map<std::string, OpRow> ops;
+  std::vector<OpRow> ops(kops.names.size());
+  std::vector<int64_t> op_ns(kops.names.size(), 0);
+  std::vector<uint32_t> touched;
   b.all_groups.reserve(s.groups.size());
   for (size_t gi = 0; gi < s.groups.size(); ++gi) {
     const analysis::KernelGroup& kg = s.groups[gi];
@@ -197,45 +248,51 @@ Built buildGroups(const core::Profile& p) {
     g.theoretical_occupancy = kg.theoretical_occupancy;
     if (gi < roof.kernel_groups.size()) applyPlacement(g, roof.kernel_groups[gi].placement);
     CounterSums sums;
-    std::map<std::string, int64_t> op_ns;
+    touched.clear();
     for (size_t idx : kg.kernel_indices) {
       const core::KernelRow& k = p.kernels[idx];
       const int64_t d = k.durationNs();
-      if (!p.counters.empty()) {
-        if (const core::KernelCounters* c = analysis::countersFor(p, k.id)) accumulate(sums, *c, d);
+      if (!counter_of.empty() && k.id >= 0 && static_cast<size_t>(k.id) < counter_of.size()) {
+        if (const int32_t c = counter_of[static_cast<size_t>(k.id)]; c >= 0) accumulate(sums, p.counters[static_cast<size_t>(c)], d);
       }
-      std::string op = opName(p, op_index, idx);
-      OpRow& row = ops[op];
-      row.total_ns += d;
-      ++row.launches;
-      op_ns[std::move(op)] += d;
+      const uint32_t op = kops.of_kernel[idx];
+      ops[op].total_ns += d;
+      ++ops[op].launches;
+      if (op_ns[op] == 0) touched.push_back(op);
+      op_ns[op] += d;
     }
     g.spill_bytes = sums.spill;
     if (sums.occupancy_weight_ns > 0) g.achieved_occupancy = sums.occupancy_weighted / sums.occupancy_weight_ns;
+    // The group's op: the one holding most of its time (ties: the first seen).
     int64_t best = -1;
-    for (const auto& [op, ns] : op_ns) {
-      if (ns > best) {
-        best = ns;
-        g.op = op;
+    for (uint32_t op : touched) {
+      if (op_ns[op] > best) {
+        best = op_ns[op];
+        g.op = kops.names[op];
       }
+      op_ns[op] = 0;
     }
     b.all_groups.push_back(std::move(g));
   }
-  for (auto& [op, row] : ops) {
-    row.op = op.empty() ? "(no NVTX range)" : op;
+  for (size_t o = 0; o < ops.size(); ++o) {
+    if (ops[o].launches == 0) continue;
+    OpRow row = ops[o];
+    row.op = kops.names[o].empty() ? "(no NVTX range)" : kops.names[o];
     row.share = s.total_kernel_ns ? static_cast<double>(row.total_ns) / static_cast<double>(s.total_kernel_ns) : 0;
     b.ops.push_back(row);
   }
-  std::stable_sort(b.ops.begin(), b.ops.end(), [](const OpRow& a, const OpRow& c) { return a.total_ns > c.total_ns; });
+  std::stable_sort(b.ops.begin(), b.ops.end(), [](const OpRow& a, const OpRow& c) {
+    if (a.total_ns != c.total_ns) return a.total_ns > c.total_ns;
+    return a.op < c.op;
+  });
   return b;
 }
-
 
 // The analyzer's diff and gate against the baseline, plus each listed group's baseline place on
 // the roofline (for the arrows).
 void addBaseline(ReportData& r, const core::Profile& base, const core::Profile& cur, std::vector<GroupRow>& cur_groups) {
   BaselineSection section;
-  const Built b = buildGroups(base);
+  const Built b = buildGroups(base, analysis::indexOps(base));
   section.header = b.header;
   section.note = "kernels matched by name, launch shape and NVTX path (renames detected by shape and path)";
   const analysis::RunDiff diff = analysis::diffProfiles(base, cur);
@@ -284,8 +341,7 @@ void addBaseline(ReportData& r, const core::Profile& base, const core::Profile& 
   r.baseline = std::move(section);
 }
 
-void addFusion(ReportData& r, const core::Profile& p) {
-  const analysis::OpIndex ops = analysis::indexOps(p);
+void addFusion(ReportData& r, const core::Profile& p, const analysis::OpIndex& ops) {
   const analysis::DataFlow df = analysis::analyzeDataFlow(p);
   const analysis::FusionResult fr = analysis::analyzeFusion(p, ops, df);
   for (const analysis::FusionCandidate& c : fr.candidates) {
@@ -386,7 +442,8 @@ void addFindings(ReportData& r) {
 ReportData buildReport(const core::Profile& run, const core::Profile* baseline, const BuildOptions& options) {
   ReportData r;
   r.roofs = pickRoofs(run);
-  Built b = buildGroups(run);
+  const analysis::OpIndex ops = analysis::indexOps(run);
+  Built b = buildGroups(run, ops);
   r.header = std::move(b.header);
   r.ops = std::move(b.ops);
   r.group_count = static_cast<int64_t>(b.all_groups.size());
@@ -399,7 +456,7 @@ ReportData buildReport(const core::Profile& run, const core::Profile* baseline, 
     b.all_groups.resize(options.max_groups);
   }
   r.groups = std::move(b.all_groups);
-  addFusion(r, run);
+  addFusion(r, run, ops);
   addFindings(r);
   return r;
 }
