@@ -16,6 +16,7 @@ struct WriteState {
   std::optional<size_t> writer;  // kernel index of the latest writer
   uint64_t stream = 0;           // its stream key
   uint64_t epoch = 0;            // the stream's unknown-kernel epoch at the write
+  int32_t value = -1;            // index of the written value (for its reader count)
 };
 
 uint64_t streamKey(const core::KernelRow& k) {
@@ -71,30 +72,63 @@ DataFlow analyzeDataFlow(const core::Profile& p) {
     }
   }
 
-  // Launch arguments per (process, correlation id); kernels per (process, correlation id).
-  std::unordered_map<uint64_t, std::pair<size_t, size_t>> args_of;  // -> [begin, end) in kernel_args
-  for (size_t i = 0; i < p.kernel_args.size();) {
+  // Launch arguments: kernel_args is sorted by (process, correlation id), so each launch's
+  // arguments are one run, found by binary search. Kernels sharing a launch (graph nodes) are
+  // found by sorting the launch keys once.
+  std::vector<std::pair<uint64_t, uint32_t>> arg_runs;  // (launch key, first argument index)
+  for (size_t i = 0; i < p.kernel_args.size(); ++i) {
     const uint64_t key = pkey(p.kernel_args[i].process_id, p.kernel_args[i].correlation_id);
-    size_t j = i;
-    while (j < p.kernel_args.size() && pkey(p.kernel_args[j].process_id, p.kernel_args[j].correlation_id) == key) ++j;
-    args_of.emplace(key, std::make_pair(i, j));
-    i = j;
+    if (arg_runs.empty() || arg_runs.back().first != key) arg_runs.emplace_back(key, static_cast<uint32_t>(i));
   }
-  std::unordered_map<uint64_t, int32_t> kernels_per_launch;
+  std::vector<uint64_t> shared_keys;  // launches that produced several kernels (usually few)
   if (df.have_args) {
-    for (const core::KernelRow& k : p.kernels) ++kernels_per_launch[pkey(k.process_id, k.correlation_id)];
+    std::vector<uint64_t> launch_keys;
+    launch_keys.reserve(p.kernels.size());
+    for (const core::KernelRow& k : p.kernels) launch_keys.push_back(pkey(k.process_id, k.correlation_id));
+    std::sort(launch_keys.begin(), launch_keys.end());
+    for (size_t i = 1; i < launch_keys.size(); ++i) {
+      if (launch_keys[i] == launch_keys[i - 1] && (shared_keys.empty() || shared_keys.back() != launch_keys[i])) {
+        shared_keys.push_back(launch_keys[i]);
+      }
+    }
   }
+  auto sharedLaunch = [&](uint64_t key) { return std::binary_search(shared_keys.begin(), shared_keys.end(), key); };
+  size_t run_cursor = 0;  // kernels come mostly in correlation order: try the next run first
+  auto findRun = [&](uint64_t key) -> const std::pair<uint64_t, uint32_t>* {
+    for (size_t c = run_cursor; c < run_cursor + 2 && c < arg_runs.size(); ++c) {
+      if (arg_runs[c].first == key) {
+        run_cursor = c + 1;
+        return &arg_runs[c];
+      }
+    }
+    auto it = std::lower_bound(arg_runs.begin(), arg_runs.end(), std::make_pair(key, uint32_t{0}));
+    if (it == arg_runs.end() || it->first != key) return nullptr;
+    run_cursor = static_cast<size_t>(it - arg_runs.begin()) + 1;
+    return &*it;
+  };
 
   df.access_begin.assign(p.kernels.size() + 1, 0);
   df.args_known.assign(p.kernels.size(), 0);
   std::vector<WriteState> state(df.allocations.size());
   std::unordered_map<uint64_t, uint64_t> stream_epoch;
+  // Every write starts a value; its readers are counted on any stream (edges only on the same one).
+  std::vector<int32_t> value_readers;
+  std::vector<int32_t> edge_value;
+  std::vector<int32_t> values(df.allocations.size(), 0), read_once(df.allocations.size(), 0);
+  auto closeValue = [&](uint32_t alloc) {
+    const WriteState& ws = state[alloc];
+    if (!ws.writer) return;
+    ++values[alloc];
+    if (value_readers[static_cast<size_t>(ws.value)] == 1) ++read_once[alloc];
+  };
 
   // Walk kernels and allocation events together in time order, so a pointer resolves to the
   // allocation live at the kernel's start (addresses are reused after a free).
   size_t ev = 0;
   uint32_t next_alloc = 0;
   std::vector<std::pair<int32_t, uint32_t>> resolved;  // (arg index, allocation)
+  uint64_t last_skey = ~uint64_t{0};
+  uint64_t* epoch_slot = nullptr;
   for (size_t ki = 0; ki < p.kernels.size(); ++ki) {
     const core::KernelRow& k = p.kernels[ki];
     while (ev < p.memory_events.size() && p.memory_events[ev].timestamp_ns <= k.start_ns) {
@@ -105,6 +139,7 @@ DataFlow analyzeDataFlow(const core::Profile& p) {
       } else {
         auto it = live.find(e.address);
         if (it != live.end()) {
+          closeValue(it->second);
           state[it->second] = WriteState{};  // a freed value has no consumers left
           live.erase(it);
         }
@@ -114,16 +149,22 @@ DataFlow analyzeDataFlow(const core::Profile& p) {
     if (!df.have_args) continue;
     const uint64_t lkey = pkey(k.process_id, k.correlation_id);
     const uint64_t skey = streamKey(k);
-    if (k.graph_id != 0 || kernels_per_launch[lkey] != 1) {
-      ++stream_epoch[skey];  // anything may have been written here
+    if (skey != last_skey) {
+      epoch_slot = &stream_epoch[skey];
+      last_skey = skey;
+    }
+    if (k.graph_id != 0 || sharedLaunch(lkey)) {
+      ++*epoch_slot;  // anything may have been written here
       continue;
     }
     df.args_known[ki] = 1;
-    auto ait = args_of.find(lkey);
-    if (ait == args_of.end()) continue;  // no 8-byte arguments: touches no buffer we can see
+    const auto* run = findRun(lkey);
+    if (!run) continue;  // no 8-byte arguments: touches nothing we see
     resolved.clear();
     const auto& live = live_by_process[k.process_id];
-    for (size_t a = ait->second.first; a < ait->second.second; ++a) {
+    for (size_t a = run->second; a < p.kernel_args.size() && pkey(p.kernel_args[a].process_id,
+                                                                   p.kernel_args[a].correlation_id) == lkey;
+         ++a) {
       const core::KernelArgRecord& arg = p.kernel_args[a];
       if (arg.size_bytes != 8 || arg.value == 0) continue;
       auto it = live.upper_bound(arg.value);
@@ -135,10 +176,9 @@ DataFlow analyzeDataFlow(const core::Profile& p) {
     }
     if (resolved.empty()) continue;
     std::sort(resolved.begin(), resolved.end());
-    const uint32_t written = resolved.back().second;
+    const auto [last_index, written] = resolved.back();
     const size_t begin = df.accesses.size();
     for (const auto& [index, alloc] : resolved) {
-      const bool is_last = alloc == written;
       KernelAccess* existing = nullptr;
       for (size_t x = begin; x < df.accesses.size(); ++x) {
         if (df.accesses[x].allocation == alloc) existing = &df.accesses[x];
@@ -147,23 +187,25 @@ DataFlow analyzeDataFlow(const core::Profile& p) {
         df.accesses.push_back({alloc, false, false});
         existing = &df.accesses.back();
       }
-      if (is_last && index == resolved.back().first) {
+      if (alloc == written && index == last_index) {
         existing->write = true;
       } else {
         existing->read = true;
       }
     }
-    const uint64_t epoch = stream_epoch[skey];
+    const uint64_t epoch = *epoch_slot;
     for (size_t x = begin; x < df.accesses.size(); ++x) {
       const KernelAccess acc = df.accesses[x];
+      if (!acc.read) continue;
       Allocation& al = df.allocations[acc.allocation];
-      WriteState& ws = state[acc.allocation];
-      if (acc.read) {
-        ++al.reader_launches;
-        if (!al.first_reader) al.first_reader = ki;
-        if (ws.writer && ws.stream == skey && ws.epoch == epoch && *ws.writer != ki) {
-          df.edges.push_back({*ws.writer, ki, acc.allocation, 0});
-        }
+      const WriteState& ws = state[acc.allocation];
+      ++al.reader_launches;
+      if (!al.first_reader) al.first_reader = ki;
+      if (!ws.writer) continue;
+      ++value_readers[static_cast<size_t>(ws.value)];
+      if (ws.stream == skey && ws.epoch == epoch && *ws.writer != ki) {
+        df.edges.push_back({*ws.writer, ki, acc.allocation, 0});
+        edge_value.push_back(ws.value);
       }
     }
     for (size_t x = begin; x < df.accesses.size(); ++x) {
@@ -172,64 +214,21 @@ DataFlow analyzeDataFlow(const core::Profile& p) {
       Allocation& al = df.allocations[acc.allocation];
       ++al.writer_launches;
       if (!al.first_writer) al.first_writer = ki;
-      state[acc.allocation] = WriteState{ki, skey, epoch};
+      closeValue(acc.allocation);
+      state[acc.allocation] = WriteState{ki, skey, epoch, static_cast<int32_t>(value_readers.size())};
+      value_readers.push_back(0);
     }
   }
   df.access_begin[p.kernels.size()] = static_cast<uint32_t>(df.accesses.size());
-  // How many kernels read each written value (any stream, not only those that became edges).
-  {
-    std::unordered_map<uint64_t, int32_t> readers;
-    auto vkey = [](size_t producer, uint32_t alloc) { return (uint64_t{static_cast<uint32_t>(producer)} << 32) | alloc; };
-    std::vector<std::optional<size_t>> last_writer(df.allocations.size());
-    // Per allocation: values written, and of those the ones read by exactly one kernel.
-    std::vector<int32_t> values(df.allocations.size(), 0), read_once(df.allocations.size(), 0);
-    std::vector<int32_t> current_readers(df.allocations.size(), 0);
-    auto closeValue = [&](uint32_t alloc) {
-      if (!last_writer[alloc]) return;
-      ++values[alloc];
-      if (current_readers[alloc] == 1) ++read_once[alloc];
-      current_readers[alloc] = 0;
-    };
-    size_t ev2 = 0;
-    std::unordered_map<uint64_t, std::map<uint64_t, uint32_t>> live2;
-    uint32_t next2 = 0;
-    for (size_t ki = 0; ki < p.kernels.size(); ++ki) {
-      while (ev2 < p.memory_events.size() && p.memory_events[ev2].timestamp_ns <= p.kernels[ki].start_ns) {
-        const core::MemoryEventRecord& e = p.memory_events[ev2++];
-        auto& live = live2[e.process_id];
-        if (e.is_alloc) {
-          live[e.address] = next2++;
-        } else if (auto it = live.find(e.address); it != live.end()) {
-          closeValue(it->second);
-          last_writer[it->second].reset();
-          live.erase(it);
-        }
-      }
-      for (uint32_t x = df.access_begin[ki]; x < df.access_begin[ki + 1]; ++x) {
-        const KernelAccess& acc = df.accesses[x];
-        if (acc.read && last_writer[acc.allocation]) {
-          ++readers[vkey(*last_writer[acc.allocation], acc.allocation)];
-          ++current_readers[acc.allocation];
-        }
-      }
-      for (uint32_t x = df.access_begin[ki]; x < df.access_begin[ki + 1]; ++x) {
-        if (!df.accesses[x].write) continue;
-        closeValue(df.accesses[x].allocation);
-        last_writer[df.accesses[x].allocation] = ki;
-      }
-    }
-    for (uint32_t a = 0; a < df.allocations.size(); ++a) {
-      closeValue(a);
-      df.allocations[a].values_written = values[a];
-      df.allocations[a].values_read_once = read_once[a];
-    }
-    for (DataEdge& e : df.edges) e.readers_of_value = readers[vkey(e.producer, e.allocation)];
+  for (size_t e = 0; e < df.edges.size(); ++e) {
+    df.edges[e].readers_of_value = value_readers[static_cast<size_t>(edge_value[e])];
   }
   for (uint32_t a = 0; a < df.allocations.size(); ++a) {
-    const Allocation& al = df.allocations[a];
-    if (al.values_written > 0 && al.values_read_once == al.values_written) {
-      df.written_once_read_once.push_back(a);
-    }
+    closeValue(a);
+    Allocation& al = df.allocations[a];
+    al.values_written = values[a];
+    al.values_read_once = read_once[a];
+    if (al.values_written > 0 && al.values_read_once == al.values_written) df.written_once_read_once.push_back(a);
   }
   return df;
 }

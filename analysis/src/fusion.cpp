@@ -302,10 +302,6 @@ std::optional<double> sharedAllocationBytes(const DataFlow& df, const std::vecto
   return bytes;
 }
 
-std::string kernelKey(const core::KernelRow& k) {
-  return fmt::format("{}:{}x{}x{}/{}x{}x{}", k.demangled_id, k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y,
-                     k.block_z);
-}
 
 }  // namespace
 
@@ -417,13 +413,20 @@ FusionResult analyzeFusion(const core::Profile& p, const OpIndex& ops, const Dat
     res.notes.push_back("no allocation records: pointer arguments cannot be matched to buffers");
   }
   {
-    std::vector<std::vector<const DataEdge*>> out(p.kernels.size()), in_links(p.kernels.size());
+    // Single-reader links per kernel: how many go out and come in, and the edge when there is one
+    // (flat arrays: a million kernels must not mean a million small vectors).
+    constexpr int32_t kNone = -1;
+    std::vector<int32_t> out_edge(p.kernels.size(), kNone), in_edge(p.kernels.size(), kNone);
+    std::vector<uint8_t> out_count(p.kernels.size(), 0), in_count(p.kernels.size(), 0);
     std::vector<const DataEdge*> multi;
-    for (const DataEdge& e : df.edges) {
+    for (size_t i = 0; i < df.edges.size(); ++i) {
+      const DataEdge& e = df.edges[i];
       if (in_declared[e.producer] || in_declared[e.consumer]) continue;
       if (e.readers_of_value == 1) {
-        out[e.producer].push_back(&e);
-        in_links[e.consumer].push_back(&e);
+        out_edge[e.producer] = static_cast<int32_t>(i);
+        in_edge[e.consumer] = static_cast<int32_t>(i);
+        if (out_count[e.producer] < 2) ++out_count[e.producer];
+        if (in_count[e.consumer] < 2) ++in_count[e.consumer];
       } else {
         multi.push_back(&e);
       }
@@ -431,25 +434,30 @@ FusionResult analyzeFusion(const core::Profile& p, const OpIndex& ops, const Dat
     std::map<std::string, Aggregate> flow;
     auto addChain = [&](const std::vector<const DataEdge*>& chain, bool write_removed) {
       Instance in;
-      std::string key;
-      std::vector<std::string> names, inter;
       in.stages.push_back({chain.front()->producer});
       for (const DataEdge* e : chain) in.stages.push_back({e->consumer});
       for (size_t s = 0; s < chain.size(); ++s) {
         const Allocation& al = df.allocations[chain[s]->allocation];
-        in.edges.push_back({s, s + 1, fmt::format("0x{:x}", al.address), static_cast<double>(al.bytes), write_removed});
-        inter.push_back(fmt::format("{} B at 0x{:x}", al.bytes, al.address));
+        in.edges.push_back({s, s + 1, "", static_cast<double>(al.bytes), write_removed});
       }
+      // Same kernels (name and launch shape) in the same order = the same candidate. The key is
+      // binary: this runs once per chain instance, a million times in a large run.
+      std::string key(write_removed ? "c" : "m");
       for (const auto& st : in.stages) {
-        key += kernelKey(p.kernels[st.front()]) + (write_removed ? ";" : ";m");
-        names.push_back(p.str(p.kernels[st.front()].demangled_id));
+        const core::KernelRow& k = p.kernels[st.front()];
+        const int32_t fields[] = {static_cast<int32_t>(k.demangled_id), k.grid_x, k.grid_y, k.grid_z,
+                                  k.block_x, k.block_y, k.block_z};
+        key.append(reinterpret_cast<const char*>(fields), sizeof(fields));
       }
       Aggregate& a = flow[key];
       if (a.c.instances == 0) {
         a.c.source = PairSource::kDataFlow;
-        a.c.stages = names;
-        for (const auto& n : names) a.c.id += (a.c.id.empty() ? "" : " -> ") + n;
-        a.c.intermediates = inter;
+        for (const auto& st : in.stages) a.c.stages.push_back(p.str(p.kernels[st.front()].demangled_id));
+        for (const auto& n : a.c.stages) a.c.id += (a.c.id.empty() ? "" : " -> ") + n;
+        for (const DataEdge* e : chain) {
+          const Allocation& al = df.allocations[e->allocation];
+          a.c.intermediates.push_back(fmt::format("{} B at 0x{:x}", al.bytes, al.address));
+        }
         a.c.launches_per_instance = static_cast<int64_t>(in.stages.size());
         a.c.launches_removed = a.c.launches_per_instance - 1;
         if (!write_removed) {
@@ -462,23 +470,24 @@ FusionResult analyzeFusion(const core::Profile& p, const OpIndex& ops, const Dat
     };
     // Chains: follow links where the producer's value has one reader and the consumer one producer.
     auto linkNext = [&](size_t k) -> const DataEdge* {
-      if (out[k].size() != 1) return nullptr;
-      const DataEdge* e = out[k].front();
-      return in_links[e->consumer].size() == 1 ? e : nullptr;
+      if (out_count[k] != 1) return nullptr;
+      const DataEdge* e = &df.edges[static_cast<size_t>(out_edge[k])];
+      return in_count[e->consumer] == 1 ? e : nullptr;
     };
     for (size_t k = 0; k < p.kernels.size(); ++k) {
       const DataEdge* e = linkNext(k);
       if (!e) continue;
-      const bool has_prev = in_links[k].size() == 1 && linkNext(in_links[k].front()->producer) == in_links[k].front();
+      const bool has_prev = in_count[k] == 1 && linkNext(df.edges[static_cast<size_t>(in_edge[k])].producer) ==
+                                                    &df.edges[static_cast<size_t>(in_edge[k])];
       if (has_prev) continue;
       std::vector<const DataEdge*> chain;
       for (; e; e = linkNext(e->consumer)) chain.push_back(e);
       addChain(chain, true);
     }
     // A consumer with several single-reader producers: each edge is its own pair.
-    for (size_t k = 0; k < p.kernels.size(); ++k) {
-      if (in_links[k].size() > 1) {
-        for (const DataEdge* e : in_links[k]) addChain({e}, true);
+    for (const DataEdge& e : df.edges) {
+      if (e.readers_of_value == 1 && in_count[e.consumer] > 1 && !in_declared[e.producer] && !in_declared[e.consumer]) {
+        addChain({&e}, true);
       }
     }
     for (const DataEdge* e : multi) addChain({e}, false);

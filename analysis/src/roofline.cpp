@@ -191,6 +191,45 @@ Placement place(const PlacementInput& in, const Ceilings& c, const RooflineOptio
   return p;
 }
 
+Bound classifyBound(const PlacementInput& in, const Ceilings& c, const RooflineOptions& opt) {
+  // The rules of place(), without its text: used for every kernel of a large run.
+  std::optional<double> attainable;
+  bool memory = false;
+  if (in.work.has_counters) {
+    double compute_s = 0;
+    bool any = false, complete = true;
+    for (size_t i = 0; i < kPrecisionCount; ++i) {
+      const auto& f = in.work.flops[i];
+      if (!f || *f <= 0) continue;
+      any = true;
+      if (!c.compute[i]) {
+        complete = false;
+        continue;
+      }
+      compute_s += *f / c.compute[i]->value;
+    }
+    if (any && complete) attainable = compute_s * 1e9;
+    for (size_t l = 0; l < kMemLevelCount; ++l) {
+      if (!in.work.bytes[l] || !c.bandwidth[l]) continue;
+      const double t = *in.work.bytes[l] / c.bandwidth[l]->value * 1e9;
+      if (!attainable || t > *attainable) {
+        attainable = t;
+        memory = true;
+      }
+    }
+  }
+  std::optional<double> roof_fraction;
+  if (attainable && in.duration_ns > 0) roof_fraction = *attainable / static_cast<double>(in.duration_ns);
+  const double per_launch_ns =
+      static_cast<double>(in.duration_ns) / static_cast<double>(std::max<int64_t>(in.launches, 1));
+  const bool roof_binds = roof_fraction && *roof_fraction >= opt.roof_fraction_binds;
+  if (per_launch_ns < static_cast<double>(opt.launch_overhead_ns)) return Bound::kLaunch;
+  if (!roof_binds && in.blocks && in.sm_count && *in.blocks < *in.sm_count) return Bound::kLatency;
+  if (!roof_binds && in.occupancy && *in.occupancy < opt.low_occupancy) return Bound::kLatency;
+  if (attainable) return memory ? Bound::kMemory : Bound::kCompute;
+  return Bound::kUnknown;
+}
+
 const core::KernelCounters* countersFor(const core::Profile& p, int64_t kernel_id) {
   auto it = std::lower_bound(p.counters.begin(), p.counters.end(), kernel_id,
                              [](const core::KernelCounters& c, int64_t id) { return c.kernel_id < id; });
@@ -299,9 +338,9 @@ RooflineResult analyzeRoofline(const core::Profile& p, const RooflineOptions& op
       last_key = key;
     }
     const PlacementInput in = kernelInput(p, k, last_device);
-    const Placement pl = place(in, cache.get(k.process_id, k.device_id), opt);
-    r.kernels_by_bound[static_cast<size_t>(pl.bound)] += 1;
-    r.ns_by_bound[static_cast<size_t>(pl.bound)] += k.durationNs();
+    const Bound bound = classifyBound(in, cache.get(k.process_id, k.device_id), opt);
+    r.kernels_by_bound[static_cast<size_t>(bound)] += 1;
+    r.ns_by_bound[static_cast<size_t>(bound)] += k.durationNs();
     if (in.work.has_counters) ++r.kernels_with_counters;
     groups[static_cast<size_t>(group_of[i])].add(in, k.process_id, k.device_id);
     if (k.nvtx_path_id) {

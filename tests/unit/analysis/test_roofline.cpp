@@ -173,6 +173,10 @@ TEST(Roofline, BoundLabels) {
 
   PlacementInput trace_only = input(50000);
   trace_only.work = {};
+  // The fast classifier agrees with place() on every case.
+  for (const PlacementInput* x : {&launch, &few_blocks, &low_occ, &busy, &trace_only}) {
+    EXPECT_EQ(classifyBound(*x, c), place(*x, c).bound);
+  }
   const Placement t = place(trace_only, c);
   EXPECT_EQ(t.bound, Bound::kUnknown);
   EXPECT_FALSE(t.has_counters);

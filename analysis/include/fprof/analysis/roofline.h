@@ -72,6 +72,8 @@ struct Placement {
 };
 
 Placement place(const PlacementInput& in, const Ceilings& ceilings, const RooflineOptions& opt = {});
+// The bound label alone, by the same rules as place(), without building any text (fast).
+Bound classifyBound(const PlacementInput& in, const Ceilings& ceilings, const RooflineOptions& opt = {});
 
 // Roofline time (ns) of a given amount of work against the ceilings: max over compute and memory
 // levels; none if a needed roof is missing for any counted quantity, or nothing was counted.
