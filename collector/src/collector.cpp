@@ -36,6 +36,8 @@
 #include "function_cache.h"
 #include "launch_info.h"
 #include "log.h"
+#include "metrics_collector.h"
+#include "metrics_config.h"
 #include "nvtx_tracker.h"
 #include "translate.h"
 
@@ -72,6 +74,7 @@ class Collector {
   void onCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data);
   void onExit();
   void onSignal(int sig);
+  void onForkChild();
 
   static Collector& instance() {
     static auto* c = new Collector();  // leaked: callbacks may arrive during static destruction
@@ -101,6 +104,7 @@ class Collector {
 
   NvtxTracker nvtx_;
   FunctionCache functions_;
+  MetricsCollector metrics_;  // off unless FPROF_MODE=metrics
   Translator translator_;  // writer thread only
 
   std::mutex pending_mu_;
@@ -124,6 +128,7 @@ struct sigaction g_previous_int {};
 struct sigaction g_previous_term {};
 
 void signalTrampoline(int sig) { Collector::instance().onSignal(sig); }
+void forkChildTrampoline() { Collector::instance().onForkChild(); }
 void exitTrampoline() { Collector::instance().onExit(); }
 void CUPTIAPI callbackTrampoline(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   Collector::instance().onCallback(domain, cbid, data);
@@ -191,6 +196,8 @@ bool Collector::initialize() {
   setQuiet(config_.quiet);
   for (const std::string& w : config_.warnings) logWarning("%s", w.c_str());
   if (!config_.enabled) return false;
+  const bool metrics = metrics_.configure(
+      readMetricsConfig([](const char* name) { return static_cast<const char*>(std::getenv(name)); }));
   if (!openDatabase()) {
     writer_.reset();
     return false;
@@ -239,13 +246,18 @@ bool Collector::initialize() {
 
   active_.store(true);
   std::atexit(exitTrampoline);
+  pthread_atfork(nullptr, nullptr, forkChildTrampoline);
   struct sigaction action {};
   action.sa_handler = signalTrampoline;
   sigemptyset(&action.sa_mask);
   action.sa_flags = SA_RESTART;
   sigaction(SIGINT, &action, &g_previous_int);
   sigaction(SIGTERM, &action, &g_previous_term);
-  logInfo("tracing to %s", path_.c_str());
+  if (metrics) {
+    logInfo("profiling hardware counters to %s: selected kernels are replayed, so they run slower", path_.c_str());
+  } else {
+    logInfo("tracing to %s", path_.c_str());
+  }
   return true;
 }
 
@@ -306,6 +318,7 @@ void Collector::handleLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
       CUfunction f = nullptr;
       void** params = nullptr;
       void** extra = nullptr;
+      bool cooperative = false;
       switch (cbid) {
         case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
         case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
@@ -321,6 +334,10 @@ void Collector::handleLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
           f = p->f;
           params = p->kernelParams;
           extra = p->extra;
+          for (unsigned i = 0; p->config != nullptr && i < p->config->numAttrs; ++i) {
+            const CUlaunchAttribute& a = p->config->attrs[i];
+            cooperative = cooperative || (a.id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE && a.value.cooperative != 0);
+          }
           break;
         }
         case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
@@ -328,6 +345,7 @@ void Collector::handleLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
           const auto* p = static_cast<const cuLaunchCooperativeKernel_params*>(cb->functionParams);
           f = p->f;
           params = p->kernelParams;
+          cooperative = true;
           break;
         }
         default:
@@ -337,6 +355,17 @@ void Collector::handleLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
         const FunctionInfo& info = functions_.lookup(f);
         t.current.local_bytes_per_thread = info.local_bytes_per_thread;
         FunctionCache::readArgs(info, params, extra, t.current.args);
+      }
+      if (metrics_.enabled()) {
+        LaunchRequest request;
+        request.context = cb->context;
+        request.correlation_id = t.current.correlation_id;
+        request.nested_correlation_id = t.current.nested_correlation_id;
+        request.symbol_name = cb->symbolName;
+        request.nvtx_path = t.current.nvtx_path;
+        request.graph_launch = t.current.graph_launch;
+        request.cooperative = cooperative;
+        metrics_.beforeLaunch(request);
       }
       pushLaunch(t);
     }
@@ -485,6 +514,7 @@ void Collector::handleTeardown() {
   // The context's records must leave CUPTI's buffers before the context goes away. No current
   // context (cudaDeviceReset before any work) is not an error worth reporting.
   (void)cuCtxSynchronize();
+  metrics_.finishAll();  // the counters must be decoded while the context lives
   CuptiActivityApi::instance().flushAll(false);
   wake(kWakeFlush);
 }
@@ -579,6 +609,16 @@ void Collector::drain() {
     writer_->add(r);
   }
   for (core::CollectorEventRecord& e : events) writer_->add(e);
+  for (LaunchCounterResult& r : metrics_.takeResults()) {
+    writer_->addCountersForLaunch(process_id_, r.correlation_id, r.nested_correlation_id, r.counters,
+                                  std::move(r.raw));
+  }
+  for (const auto& [severity, message] : metrics_.takeNotes()) {
+    writer_->add(core::CollectorEventRecord{process_id_, unixNowNs(), severity, message});
+  }
+  for (const auto& [key, value] : metrics_.takeMetadata()) {
+    if (core::Status s = writer_->setMetadata(key, value); !s) logWarning("%s", s.error().c_str());
+  }
   const uint64_t dropped = api.droppedRecords();
   if (dropped != dropped_reported_) {
     writer_->add(core::CollectorEventRecord{
@@ -627,6 +667,11 @@ void Collector::finish() {
         process_id_, unixNowNs(), "warning",
         std::to_string(failed) + " launched functions could not be queried: their local memory and arguments are missing"});
   }
+  if (const size_t unmatched = writer_->unmatchedCounters(); unmatched > 0) {
+    writer_->add(core::CollectorEventRecord{
+        process_id_, unixNowNs(), "warning",
+        std::to_string(unmatched) + " profiled launches had counters but no kernel record; their counters are lost"});
+  }
   if (const uint64_t pops = nvtx_.unmatchedPops(); pops > 0) {
     writer_->add(core::CollectorEventRecord{process_id_, unixNowNs(), "warning",
                                             std::to_string(pops) + " NVTX pops had no matching push"});
@@ -640,10 +685,22 @@ void Collector::finish() {
   finished_.store(true);
 }
 
+// A forked child shares the parent's database connection but has no writer thread: it must
+// neither write, nor close, nor join. It records nothing (CUDA is unusable after fork anyway).
+void Collector::onForkChild() {
+  active_.store(false);
+  exiting_.store(true);
+  finished_.store(true);
+  (void)writer_.release();  // never closed or freed in the child: the parent owns the file
+}
+
 void Collector::onExit() {
   if (exiting_.exchange(true)) return;
   active_.store(false);
-  if (!finished_.load()) CuptiActivityApi::instance().flushAll(true);
+  if (!finished_.load()) {
+    metrics_.finishAll();
+    CuptiActivityApi::instance().flushAll(true);
+  }
   wake(kWakeQuit);
   if (writer_thread_.joinable()) writer_thread_.join();
 }
