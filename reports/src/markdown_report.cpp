@@ -156,7 +156,7 @@ std::string renderMarkdown(const ReportData& r, const MarkdownOptions& options) 
     }
     s += "\noccupancy = theoretical (launch configuration and device limits); local/thr = stack frame and spills";
     s += h.has_counters ? "; intensity, FLOP/s: measured counters; % of roof against the ceilings above\n"
-                        : "; trace-mode run: no counters, so no intensity or % of roof (`fprof run --metrics roofline`, coming)\n";
+                        : "; trace-mode run: no counters, so no intensity or % of roof (record them with `fprof run --metrics roofline`)\n";
     if (r.omitted_groups > 0) {
       s += fmt::format("\n{} more kernel groups beyond the {} listed in the HTML report.\n", r.omitted_groups, r.groups.size());
     }

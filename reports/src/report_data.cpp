@@ -405,7 +405,7 @@ void addFindings(ReportData& r) {
   if (!h.has_counters) {
     r.findings.push_back(
         "Trace-mode run: no hardware counters, so no arithmetic intensity or % of roof. "
-        "Record them with `fprof run --metrics roofline` (coming).");
+        "Record them with `fprof run --metrics roofline`.");
   } else {
     double low_ns = 0;
     int low = 0;

@@ -68,7 +68,7 @@ std::string renderRooflineSvg(const ReportData& report) {
            "trace mode: kernels were timed, but no hardware counters (bytes moved per memory level, FLOPs per "
            "precision) were collected, so no kernel has an arithmetic intensity or an achieved FLOP/s, and "
            "placing points would be guessing.</p><p>Record the counters with <code>fprof run --metrics roofline "
-           "-o run.fprof ./program</code> (coming), then build this report again.</p></div>\n";
+           "-o run.fprof ./program</code>, then build this report again.</p></div>\n";
   }
   std::vector<const GroupRow*> pts;
   for (const GroupRow& g : report.groups) {
