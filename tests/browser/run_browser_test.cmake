@@ -39,7 +39,7 @@ execute_process(COMMAND unshare -n true RESULT_VARIABLE unshare_rc OUTPUT_QUIET 
 if(unshare_rc EQUAL 0)
   set(netns unshare -n)
 endif()
-set(flags --headless --no-sandbox --disable-gpu --hide-scrollbars --no-first-run --disable-extensions
+set(flags --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --hide-scrollbars --no-first-run --disable-extensions
           --proxy-server=127.0.0.1:9 --proxy-bypass-list=<-loopback> --user-data-dir=${WORK}/profile)
 
 # Loads a page and returns its DOM after the page's own script ran.
