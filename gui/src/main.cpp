@@ -84,7 +84,9 @@ struct Options {
 
 int runViewer(const Options& opt) {
   using fprof::gui::Document;
+  const auto t_open = std::chrono::steady_clock::now();
   auto run = Document::open(opt.run);
+  const double open_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_open).count();
   if (!run) std::fprintf(stderr, "fprof-view: %s\n", run.error().c_str());
   std::optional<fprof::core::Expected<std::shared_ptr<Document>>> base;
   if (!opt.baseline.empty()) {
@@ -201,8 +203,8 @@ int runViewer(const Options& opt) {
     };
     const Stats f = stats(frame_ms), b = stats(build_ms);
     std::printf("frames %zu (after 5 warm-up): frame mean %.2f ms, p50 %.2f, p95 %.2f, max %.2f; UI build (CPU, before GL) "
-                "mean %.2f ms, p95 %.2f; first frame %.1f ms; points plotted %zu, drawn %zu; %d vertices; renderer %s\n",
-                frame_ms.size() - 5, f.mean, f.p50, f.p95, f.max, b.mean, b.p95, frame_ms.front(), viewer.pointsPlotted(),
+                "mean %.2f ms, p95 %.2f; open and analyse %.0f ms, first frame %.1f ms; points plotted %zu, drawn %zu; %d vertices; renderer %s\n",
+                frame_ms.size() - 5, f.mean, f.p50, f.p95, f.max, b.mean, b.p95, open_ms, frame_ms.front(), viewer.pointsPlotted(),
                 viewer.pointsDrawn(), vertices, reinterpret_cast<const char*>(glGetString(GL_RENDERER)));
   }
   ImGui_ImplOpenGL3_Shutdown();

@@ -573,7 +573,11 @@ void Viewer::drawPlot(float width, float height) {
   drawRoofs(map, dl);
 
   if (base_ && mode_ == PointMode::kKernelGroups) drawDiffOverlay(map, dl);
-  if (selected_fusion_) drawFusionOverlay(map, dl);
+  if (selected_fusion_) {
+    drawFusionOverlay(map, dl);
+  } else {
+    fusion_marks_ = {};
+  }
   if (selected_) {
     if (auto s = screenPosition(*selected_)) {
       float r = 4;
@@ -622,6 +626,7 @@ void Viewer::drawDiffOverlay(const LogMapping& map, ImDrawList* dl) {
 }
 
 void Viewer::drawFusionOverlay(const LogMapping& map, ImDrawList* dl) {
+  fusion_marks_ = {};
   const auto& views = run_->fusionViews();
   if (*selected_fusion_ >= views.size()) return;
   const FusionView& fv = views[*selected_fusion_];
@@ -643,6 +648,7 @@ void Viewer::drawFusionOverlay(const LogMapping& map, ImDrawList* dl) {
     const auto sp = map.toScreen(pt->x, pt->y);
     if (!sp) continue;
     stage_screen.push_back(*sp);
+    ++fusion_marks_.stages;
     dl->AddCircle(im(*sp), 7, kFusion, 16, 2.0f);
     const std::string label = std::string(1, static_cast<char>('A' + std::min<size_t>(s, 25)));
     dl->AddText({static_cast<float>(sp->x) + 9, static_cast<float>(sp->y) - 16}, kFusion, label.c_str());
@@ -663,6 +669,7 @@ void Viewer::drawFusionOverlay(const LogMapping& map, ImDrawList* dl) {
       if (auto fp = map.toScreen(*flops / *bytes, rate)) {
         for (const Vec2& s : stage_screen) arrow(dl, s, *fp, kFusion, 1.5f);
         dl->AddCircle(im(*fp), 8, kFusion, 4, 2.0f);  // a diamond: predicted
+        fusion_marks_.predicted = true;
         dl->AddText({static_cast<float>(fp->x) + 10, static_cast<float>(fp->y) - 6}, kFusion, "fused (predicted)");
       }
     }
@@ -672,6 +679,7 @@ void Viewer::drawFusionOverlay(const LogMapping& map, ImDrawList* dl) {
     if (const auto pt = placementPoint(a.placement, level_)) {
       if (auto sp = map.toScreen(pt->x, pt->y)) {
         dl->AddCircleFilled(im(*sp), 6, kFusion, 16);
+        fusion_marks_.measured = true;
         dl->AddText({static_cast<float>(sp->x) + 10, static_cast<float>(sp->y) + 4}, kFusion, "fused (measured)");
       }
     }

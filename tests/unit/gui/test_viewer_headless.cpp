@@ -196,6 +196,13 @@ TEST_F(Headless, FusionSelectionAndDiffArrows) {
   v.selectFusion(0);
   frame(v, 2);
   EXPECT_EQ(v.arrowsDrawn(), 4u);  // every kernel group matched and placed
+  // The declared pair p1: both stages, the predicted fused point and the measured fused variant.
+  EXPECT_EQ(v.fusionMarks().stages, 2u);
+  EXPECT_TRUE(v.fusionMarks().predicted);
+  EXPECT_TRUE(v.fusionMarks().measured);
+  v.selectFusion(std::nullopt);
+  frame(v);
+  EXPECT_EQ(v.fusionMarks().stages, 0u);
   ASSERT_FALSE(v.diff().empty());
   EXPECT_EQ(v.diff().front().change, Change::kRegression);
   EXPECT_EQ(v.diff().front().name, kSaxpy);

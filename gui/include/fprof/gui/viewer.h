@@ -75,6 +75,13 @@ class Viewer {
   size_t pointsPlotted() const { return points_plotted_; }  // visible, placeable points
   const std::vector<DrawnRoof>& drawnRoofs() const { return drawn_roofs_; }
   size_t arrowsDrawn() const { return arrows_drawn_; }
+  // What the selected fusion candidate put on the plot in the last frame.
+  struct FusionMarks {
+    size_t stages = 0;  // stage points drawn (A, B, ...)
+    bool predicted = false;
+    bool measured = false;
+  };
+  const FusionMarks& fusionMarks() const { return fusion_marks_; }
 
   // Export requests the GL layer carries out after rendering (it owns the framebuffer).
   struct PngRequest {
@@ -148,6 +155,7 @@ class Viewer {
   size_t points_drawn_ = 0;
   size_t points_plotted_ = 0;
   size_t arrows_drawn_ = 0;
+  FusionMarks fusion_marks_;
   std::vector<DrawnRoof> drawn_roofs_;
 
   char png_path_[512] = "fprof-roofline.png";
