@@ -141,7 +141,13 @@ int runViewer(const Options& opt) {
   int vertices = 0;
   for (int frame = 1; !glfwWindowShouldClose(window); ++frame) {
     const auto t0 = std::chrono::steady_clock::now();
-    glfwPollEvents();
+    if (opt.frames > 0) {
+      glfwPollEvents();
+    } else {
+      // Interactive: sleep until input (or a tenth of a second, for ImGui's timed effects) instead
+      // of redrawing an unchanged window at the display rate.
+      glfwWaitEventsTimeout(0.1);
+    }
     ImGui_ImplOpenGL3_NewFrame();
     ImGui_ImplGlfw_NewFrame();
     ImGui::NewFrame();

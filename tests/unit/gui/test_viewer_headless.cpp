@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -149,6 +150,23 @@ TEST_F(Headless, LevelPrecisionAndNameFilters) {
   frame(v);
   ASSERT_EQ(v.tableRows().size(), 4u);
   EXPECT_EQ(v.document()->items(PointMode::kKernelGroups)[v.tableRows().front()].name, "relu_f16");
+}
+
+TEST_F(Headless, CsvExportWritesTheTableAsShown) {
+  Viewer v(synthetic("headless_csv.fprof"));
+  v.setMode(PointMode::kKernelGroups);
+  v.setNameFilter("gemm");
+  v.sortBy(Column::kTime, false);
+  frame(v);
+  const std::string path = tempPath("table.csv");
+  ASSERT_TRUE(v.exportCsv(path).ok());
+  std::ifstream f(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(f, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 3u);  // header + the two gemm groups, fused first (820 us > 800 us)
+  EXPECT_EQ(lines[1].rfind("gemm_relu_fused_f16,4,820000,", 0), 0u) << lines[1];
+  EXPECT_EQ(lines[2].rfind("gemm_f16_tensorop,4,800000,", 0), 0u) << lines[2];
+  EXPECT_FALSE(v.exportCsv(tempPath("no_such_dir/table.csv")).ok());
 }
 
 TEST_F(Headless, WheelZoomsAtTheMouseAndDragPans) {
