@@ -372,8 +372,7 @@ std::string tooltipText(const Item& item, MemLevel level) {
   return s;
 }
 
-std::string detailsText(const Item& item, const core::Profile& profile) {
-  (void)profile;
+std::string detailsText(const Item& item) {
   const analysis::Placement& pl = item.placement;
   std::string s;
   s += fmt::format("{}\n", item.name);

@@ -688,7 +688,7 @@ void Viewer::drawFusionOverlay(const LogMapping& map, ImDrawList* dl) {
 
 void Viewer::drawDetails() {
   if (selected_ && *selected_ < items().size()) {
-    ImGui::TextWrapped("%s", detailsText(items()[*selected_], run_->profile()).c_str());
+    ImGui::TextWrapped("%s", detailsText(items()[*selected_]).c_str());
     if (ImGui::Button("clear selection")) select(std::nullopt);
     return;
   }

@@ -130,7 +130,17 @@ TEST_F(Headless, LevelPrecisionAndNameFilters) {
   EXPECT_EQ(v.pointsPlotted(), 8u);  // 4 gemm + 4 fused
   EXPECT_FALSE(v.screenPosition(find(v, kSaxpy)));
 
+  // Colour by bound: saxpy is memory bound, the gemm launches latency bound (12% occupancy).
   v.setPrecisionMask(~0u);
+  const Item& saxpy_item = v.document()->items(v.mode())[find(v, kSaxpy)];
+  const Item& gemm_item = v.document()->items(v.mode())[gemm];
+  const uint32_t by_op = v.itemColour(gemm_item);
+  v.setColourBy(ColourBy::kBound);
+  frame(v);
+  EXPECT_NE(v.itemColour(saxpy_item), v.itemColour(gemm_item));
+  EXPECT_NE(v.itemColour(gemm_item), by_op);
+  v.setColourBy(ColourBy::kOp);
+
   v.setNameFilter("saxpy");
   frame(v);
   EXPECT_EQ(v.tableRows().size(), 1u);
@@ -278,7 +288,7 @@ TEST_F(Headless, RecordedTraces) {
     v.select(v.tableRows().front());
     frame(v);
     const Item& top = v.document()->items(v.mode())[v.tableRows().front()];
-    const std::string details = detailsText(top, v.document()->profile());
+    const std::string details = detailsText(top);
     EXPECT_NE(details.find("grid: "), std::string::npos) << details;
     EXPECT_NE(details.find("registers/thread: "), std::string::npos) << details;
     for (uint32_t r : v.tableRows()) EXPECT_GE(top.duration_ns, v.document()->items(v.mode())[r].duration_ns);

@@ -116,7 +116,7 @@ bool itemHasPrecision(const Item& item, uint32_t precision_mask);
 std::string tooltipText(const Item& item, MemLevel level);
 // Details panel text: launch shape, registers, spills, shared memory, occupancy, bytes per
 // level, FLOPs per precision, NVTX path, bound and its reason.
-std::string detailsText(const Item& item, const core::Profile& profile);
+std::string detailsText(const Item& item);
 
 // "1.23 ms", "870 ns".
 std::string formatDurationNs(double ns);

@@ -45,7 +45,13 @@ class Viewer {
   void setMode(PointMode m);
   MemLevel level() const { return level_; }
   void setLevel(MemLevel l);
-  void setColourBy(ColourBy c) { colour_by_ = c; }
+  ColourBy colourBy() const { return colour_by_; }
+  void setColourBy(ColourBy c) {
+    if (c != colour_by_) points_dirty_ = true;
+    colour_by_ = c;
+  }
+  // Colour of an item's point (IM_COL32), by its NVTX op or its bound.
+  uint32_t itemColour(const Item& it) const;
   uint32_t precisionMask() const { return precision_mask_; }
   void setPrecisionMask(uint32_t mask);
   void setShowRoofs(bool measured, bool datasheet) {
@@ -107,7 +113,6 @@ class Viewer {
   void rebuildRows();
   void rebuildPoints();
   const std::vector<Item>& items() const;
-  uint32_t itemColour(const Item& it) const;
 
   std::shared_ptr<Document> run_;
   std::shared_ptr<Document> base_;
