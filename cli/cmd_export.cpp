@@ -129,6 +129,28 @@ std::string exportJson(const core::Profile& p) {
                             {"compute_capability", fmt::format("{}.{}", d.compute_major, d.compute_minor)},
                             {"sm_count", d.sm_count}, {"ceilings", roofs}});
   }
+  // Every launch, with the per-kernel roofline verdict (the groups below carry the full placement).
+  j["kernels"] = json::array();
+  {
+    analysis::CeilingCache cache(p);
+    OriginMemo origins(p);
+    for (size_t i = 0; i < p.kernels.size(); ++i) {
+      const core::KernelRow& k = p.kernels[i];
+      const analysis::Placement pl = analysis::placeKernel(p, i, cache);
+      j["kernels"].push_back({{"id", k.id}, {"name", p.str(k.demangled_id)}, {"process_id", k.process_id},
+                              {"device_id", k.device_id}, {"stream_id", k.stream_id}, {"start_ns", k.start_ns},
+                              {"duration_ns", k.durationNs()}, {"grid", {k.grid_x, k.grid_y, k.grid_z}},
+                              {"block", {k.block_x, k.block_y, k.block_z}},
+                              {"registers_per_thread", k.registers_per_thread},
+                              {"shared_bytes", k.static_shared_bytes + k.dynamic_shared_bytes},
+                              {"local_bytes_per_thread", k.local_bytes_per_thread},
+                              {"theoretical_occupancy", opt(k.theoretical_occupancy)}, {"graph_id", k.graph_id},
+                              {"nvtx_path", k.nvtx_path_id ? json(p.str(*k.nvtx_path_id)) : json(nullptr)},
+                              {"origin", analysis::originName(origins.get(k.demangled_id))},
+                              {"bound", analysis::boundName(pl.bound)}, {"roof_fraction", opt(pl.roof_fraction)},
+                              {"binding_roof", pl.binding.empty() ? json(nullptr) : json(pl.binding)}});
+    }
+  }
   const analysis::RooflineResult roof = analysis::analyzeRoofline(p);
   j["kernels_with_counters"] = roof.kernels_with_counters;
   j["kernel_groups"] = json::array();
@@ -183,7 +205,7 @@ std::string exportJson(const core::Profile& p) {
         {{"source", analysis::pairSourceName(c.source)}, {"id", c.id}, {"op", c.op}, {"stages", c.stages},
          {"intermediates", c.intermediates}, {"instances", c.instances},
          {"launches_per_instance", c.launches_per_instance}, {"launches_removed", c.launches_removed},
-         {"unfused_ns", c.unfused_ns}, {"intermediate_bytes", opt(c.intermediate_bytes)},
+         {"unfused_ns", c.unfused_ns}, {"stage_ns", c.stage_ns}, {"intermediate_bytes", opt(c.intermediate_bytes)},
          {"intermediate_bytes_source", analysis::bytesSourceName(c.bytes_source)},
          {"predicted_fused_ns", opt(c.predicted_fused_ns)},
          {"model", c.model ? json(analysis::predictionModelName(*c.model)) : json(nullptr)},

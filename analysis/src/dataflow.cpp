@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <string_view>
 #include <unordered_map>
 
 namespace fprof::analysis {
@@ -18,6 +19,60 @@ struct WriteState {
   uint64_t epoch = 0;            // the stream's unknown-kernel epoch at the write
   int32_t value = -1;            // index of the written value (for its reader count)
 };
+
+// What a kernel's demangled signature says about each parameter (by index).
+enum class ParamKind : uint8_t { kOther, kConstPointer, kMutablePointer };
+
+// Parameter kinds from a demangled name such as "void tagged<1>(float*, float const*, int)".
+// Empty when the name carries no parameter list (extern "C" kernels, Triton) or no pointer.
+std::vector<ParamKind> parseSignature(std::string_view name) {
+  std::vector<ParamKind> kinds;
+  if (name.empty() || name.back() != ')') return kinds;
+  // The parameter list is the last top-level parenthesis group.
+  int depth = 0;
+  size_t open = std::string_view::npos;
+  for (size_t i = name.size(); i-- > 0;) {
+    if (name[i] == ')') ++depth;
+    if (name[i] == '(' && --depth == 0) {
+      open = i;
+      break;
+    }
+  }
+  if (open == std::string_view::npos) return kinds;
+  const std::string_view params = name.substr(open + 1, name.size() - open - 2);
+  bool any_pointer = false;
+  auto classify = [&](std::string_view p) {
+    while (!p.empty() && p.front() == ' ') p.remove_prefix(1);
+    while (!p.empty() && p.back() == ' ') p.remove_suffix(1);
+    for (std::string_view suffix : {std::string_view("__restrict__"), std::string_view("__restrict")}) {
+      if (p.size() >= suffix.size() && p.substr(p.size() - suffix.size()) == suffix) p.remove_suffix(suffix.size());
+    }
+    while (!p.empty() && p.back() == ' ') p.remove_suffix(1);
+    if (p.empty() || p.back() != '*') {
+      kinds.push_back(ParamKind::kOther);
+      return;
+    }
+    any_pointer = true;
+    // "float const*" and "const float*" point to const data; "float* const" does not.
+    const std::string_view pointee = p.substr(0, p.size() - 1);
+    const size_t c = pointee.rfind("const");
+    const bool const_pointee = c != std::string_view::npos && pointee.find('*', c) == std::string_view::npos;
+    kinds.push_back(const_pointee ? ParamKind::kConstPointer : ParamKind::kMutablePointer);
+  };
+  size_t start = 0;
+  depth = 0;
+  for (size_t i = 0; i <= params.size(); ++i) {
+    const char ch = i < params.size() ? params[i] : ',';
+    if (ch == '<' || ch == '(' || ch == '[') ++depth;
+    if (ch == '>' || ch == ')' || ch == ']') --depth;
+    if (ch == ',' && depth == 0) {
+      if (i > start || !params.empty()) classify(params.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  if (!any_pointer) kinds.clear();
+  return kinds;
+}
 
 uint64_t streamKey(const core::KernelRow& k) {
   return (uint64_t{k.process_id} << 48) ^ (uint64_t{k.device_id} << 40) ^ k.stream_id;
@@ -127,6 +182,7 @@ DataFlow analyzeDataFlow(const core::Profile& p) {
   size_t ev = 0;
   uint32_t next_alloc = 0;
   std::vector<std::pair<int32_t, uint32_t>> resolved;  // (arg index, allocation)
+  std::unordered_map<uint32_t, std::vector<ParamKind>> signatures;  // by demangled name id
   uint64_t last_skey = ~uint64_t{0};
   uint64_t* epoch_slot = nullptr;
   for (size_t ki = 0; ki < p.kernels.size(); ++ki) {
@@ -176,9 +232,25 @@ DataFlow analyzeDataFlow(const core::Profile& p) {
     }
     if (resolved.empty()) continue;
     std::sort(resolved.begin(), resolved.end());
+    auto sig = signatures.find(k.demangled_id);
+    if (sig == signatures.end()) sig = signatures.emplace(k.demangled_id, parseSignature(p.str(k.demangled_id))).first;
+    const std::vector<ParamKind>& kinds = sig->second;
+    // The signature decides where it covers every resolved argument; else the last-argument rule.
+    const bool by_signature =
+        !kinds.empty() && static_cast<size_t>(resolved.back().first) < kinds.size() && resolved.front().first >= 0;
     const auto [last_index, written] = resolved.back();
     const size_t begin = df.accesses.size();
     for (const auto& [index, alloc] : resolved) {
+      bool is_write = false, is_read = false;
+      if (by_signature) {
+        const ParamKind kind = kinds[static_cast<size_t>(index)];
+        if (kind == ParamKind::kOther) continue;  // an 8-byte value that happens to look like an address
+        is_write = kind == ParamKind::kMutablePointer;
+        is_read = kind == ParamKind::kConstPointer;
+      } else {
+        is_write = alloc == written && index == last_index;
+        is_read = !is_write;
+      }
       KernelAccess* existing = nullptr;
       for (size_t x = begin; x < df.accesses.size(); ++x) {
         if (df.accesses[x].allocation == alloc) existing = &df.accesses[x];
@@ -187,11 +259,8 @@ DataFlow analyzeDataFlow(const core::Profile& p) {
         df.accesses.push_back({alloc, false, false});
         existing = &df.accesses.back();
       }
-      if (alloc == written && index == last_index) {
-        existing->write = true;
-      } else {
-        existing->read = true;
-      }
+      existing->write = existing->write || is_write;
+      existing->read = existing->read || is_read;
     }
     const uint64_t epoch = *epoch_slot;
     for (size_t x = begin; x < df.accesses.size(); ++x) {

@@ -42,6 +42,7 @@ struct Instance {
 
 struct InstanceResult {
   double unfused_ns = 0;
+  std::vector<double> stage_ns;
   std::optional<double> intermediate_bytes;
   BytesSource bytes_source = BytesSource::kNone;
   std::optional<double> fused_ns;
@@ -85,7 +86,7 @@ std::optional<Work> stageWork(const core::Profile& p, const std::vector<size_t>&
 
 InstanceResult evaluate(const core::Profile& p, const Instance& in, CeilingCache& cache, const FusionOptions& opt) {
   InstanceResult r;
-  std::vector<double> stage_ns;
+  std::vector<double>& stage_ns = r.stage_ns;
   for (const auto& s : in.stages) {
     stage_ns.push_back(kernelNs(p, s));
     r.unfused_ns += stage_ns.back();
@@ -232,6 +233,7 @@ InstanceResult evaluate(const core::Profile& p, const Instance& in, CeilingCache
 struct Aggregate {
   FusionCandidate c;
   std::vector<double> unfused, fused, bytes, occupancy;
+  std::vector<std::vector<double>> stages;  // per stage index, one time per instance
   double saving_sum = 0;
   bool all_predicted = true;
   std::set<std::string> risks;
@@ -239,6 +241,8 @@ struct Aggregate {
 
 void addInstance(Aggregate& a, const InstanceResult& r) {
   a.unfused.push_back(r.unfused_ns);
+  if (a.stages.size() < r.stage_ns.size()) a.stages.resize(r.stage_ns.size());
+  for (size_t i = 0; i < r.stage_ns.size(); ++i) a.stages[i].push_back(r.stage_ns[i]);
   if (r.fused_ns) {
     a.fused.push_back(*r.fused_ns);
     a.saving_sum += r.unfused_ns - *r.fused_ns;
@@ -262,6 +266,7 @@ void addInstance(Aggregate& a, const InstanceResult& r) {
 FusionCandidate finish(Aggregate& a, int64_t program_ns) {
   FusionCandidate c = std::move(a.c);
   c.unfused_ns = median(a.unfused).value_or(0);
+  for (const auto& st : a.stages) c.stage_ns.push_back(median(st).value_or(0));
   if (a.all_predicted && !a.fused.empty()) {
     c.predicted_fused_ns = median(a.fused);
     c.predicted_saving_ns = c.unfused_ns - *c.predicted_fused_ns;

@@ -60,6 +60,7 @@ TEST(Fusion, DataFlowChainTraceModel) {
   EXPECT_EQ(c.instances, 2);
   EXPECT_EQ(c.launches_removed, 2);
   EXPECT_DOUBLE_EQ(c.unfused_ns, 20000.0);
+  EXPECT_EQ(c.stage_ns, (std::vector<double>{10000.0, 5000.0, 5000.0}));
   EXPECT_DOUBLE_EQ(*c.intermediate_bytes, 2048000.0);
   EXPECT_EQ(c.bytes_source, BytesSource::kAllocation);
   EXPECT_EQ(*c.model, PredictionModel::kTrace);
@@ -202,6 +203,32 @@ TEST(Fusion, IndependentConcurrentStagesAreNotFused) {
   EXPECT_EQ(r.candidates[0].reason,
             "independent: stage 1 shares no data with the others and ran concurrently with stage 2 (16000 ns "
             "overlap); fusing would serialize them");
+}
+
+TEST(Fusion, ChainInsideALayerRangeIsFound) {
+  // The transformer wraps its ops in plain `op=layer layer=i` ranges (no pair): still a chain.
+  DbBuilder db("fusion_layer");
+  db.range(1, std::nullopt, "op=layer layer=0", 0, 100000, 0);
+  db.range(2, 1, "op=residual_layernorm variant=unfused pair=l0.res1 reads=x,p writes=y layer=0", 0, 60000, 0);
+  db.range(3, 2, "op=residual_add variant=unfused pair=l0.res1 reads=x,p writes=l0.sum layer=0", 0, 20000, 0);
+  db.range(4, 2, "op=layernorm variant=unfused pair=l0.res1 reads=l0.sum writes=y layer=0", 20000, 60000, 0);
+  db.range(5, 1, "op=residual_layernorm variant=fused pair=l0.res1 reads=x,p writes=y layer=0", 60000, 100000, 0);
+  auto k1 = db.kernel("residual_add", 1000, 8000);
+  k1.nvtx_range_key = 3;
+  auto k2 = db.kernel("layernorm", 21000, 9000);
+  k2.nvtx_range_key = 4;
+  auto k3 = db.kernel("residual_layernorm_fused", 61000, 10000);
+  k3.nvtx_range_key = 5;
+  db.add(k1);
+  db.add(k2);
+  db.add(k3);
+  const FusionResult r = fusionOf(db.load());
+  ASSERT_EQ(r.candidates.size(), 1u);
+  EXPECT_EQ(r.candidates[0].id, "l0.res1");
+  EXPECT_EQ(r.candidates[0].stages, (std::vector<std::string>{"residual_add", "layernorm"}));
+  EXPECT_EQ(r.candidates[0].intermediates, std::vector<std::string>{"l0.sum"});
+  EXPECT_DOUBLE_EQ(*r.candidates[0].measured_saving_ns, 7000.0);
+  EXPECT_FALSE(r.candidates[0].predicted_fused_ns);  // trace only, no allocations: size unknown
 }
 
 TEST(Fusion, DeclaredKernelsAreNotPairedAgainByDataFlow) {

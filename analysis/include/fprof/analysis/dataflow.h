@@ -2,10 +2,11 @@
 // touch which allocation (pointer arguments matched to live allocations by address range), and
 // producer -> consumer edges between kernels.
 //
-// Reads vs writes: pointer arguments do not say which buffers a kernel writes. The heuristic
-// (docs/analysis.md): the resolved pointer argument with the highest index is the one written
-// (outputs come last: f(in, out, n), cuBLAS's C after A and B); every other resolved argument is
-// read, and an allocation passed both last and earlier is read and written (in place).
+// Reads vs writes: pointer arguments do not say which buffers a kernel writes. Where the demangled
+// name carries the parameter list (C++ kernels), a `T const*` parameter is read and a `T*`
+// parameter written. Otherwise (extern "C", Triton) the heuristic is: the resolved pointer argument
+// with the highest index is the one written (outputs last: f(in, out, n), cuBLAS's C after A and
+// B), every other one read, and an allocation passed both last and earlier is read and written.
 #pragma once
 
 #include <cstdint>

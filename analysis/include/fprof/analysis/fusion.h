@@ -33,6 +33,7 @@ struct FusionCandidate {
   int64_t launches_per_instance = 0;
   int64_t launches_removed = 0;            // per instance
   double unfused_ns = 0;                   // median over instances of the summed kernel time
+  std::vector<double> stage_ns;            // median over instances of each stage's kernel time
   std::optional<double> intermediate_bytes;  // per instance, one copy of every intermediate
   BytesSource bytes_source = BytesSource::kNone;
   std::optional<double> predicted_fused_ns;  // median over instances
