@@ -1,6 +1,6 @@
 # One analysis golden test: run fprof on a fixture, compare its output with the committed file.
 # -DFPROF=... -DFIXTURES=dir -DEXPECTED=file "-DARGS=a b c" -DEXIT=code [-DOUTPUT_FILE=name] [-DSTREAM=stderr]
-# To regenerate after an intended change: FPROF_GOLDEN_UPDATE=1 ctest -L golden  (docs/analysis.md)
+# To regenerate after an intended change: FPROF_GOLDEN_UPDATE=1 ctest -R analysis_golden  (docs/analysis.md)
 separate_arguments(args UNIX_COMMAND "${ARGS}")
 execute_process(COMMAND ${FPROF} ${args} WORKING_DIRECTORY ${FIXTURES}
                 OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
@@ -18,12 +18,12 @@ if(DEFINED ENV{FPROF_GOLDEN_UPDATE})
   return()
 endif()
 if(NOT EXISTS "${EXPECTED}")
-  message(FATAL_ERROR "${EXPECTED} is missing; create it with FPROF_GOLDEN_UPDATE=1 ctest -L golden")
+  message(FATAL_ERROR "${EXPECTED} is missing; create it with FPROF_GOLDEN_UPDATE=1 ctest -R analysis_golden")
 endif()
 file(READ "${EXPECTED}" expected)
 if(NOT out STREQUAL expected)
   get_filename_component(name "${EXPECTED}" NAME)
   file(WRITE "${FIXTURES}/${name}.actual" "${out}")
   message(FATAL_ERROR "output differs from ${EXPECTED}\n  diff -u ${EXPECTED} ${FIXTURES}/${name}.actual\n"
-                      "If the change is intended: FPROF_GOLDEN_UPDATE=1 ctest -L golden, and review the diff.")
+                      "If the change is intended: FPROF_GOLDEN_UPDATE=1 ctest -R analysis_golden, and review the diff.")
 endif()
