@@ -387,10 +387,6 @@ FusionResult analyzeFusion(const core::Profile& p, const OpIndex& ops, const Dat
       a.c.launches_per_instance = static_cast<int64_t>(op.all_kernels.size());
       a.c.launches_removed = a.c.launches_per_instance - 1;
     }
-    if (in.edges.empty()) {
-      // Stages that declare no shared buffer: nothing stays on chip; only concurrency can be judged.
-      in.edges.clear();
-    }
     addInstance(a, evaluate(p, in, cache, opt));
   }
   for (auto& [id, a] : nvtx_pairs) {
