@@ -34,7 +34,6 @@ struct RunOptions {
   std::vector<std::string> ops;
   int64_t launch_skip = 0;
   int64_t launch_count = 0;  // 0 = no limit
-  std::string cache_control = "all";
   std::vector<std::string> program;
 };
 
@@ -172,7 +171,6 @@ int runProgram(const RunOptions& opt) {
         return out;
       };
       setenv("FPROF_METRICS", opt.metrics.c_str(), 1);
-      setenv("FPROF_CACHE_CONTROL", opt.cache_control.c_str(), 1);
       if (!opt.kernel_regex.empty()) setenv("FPROF_KERNEL_REGEX", opt.kernel_regex.c_str(), 1);
       if (!opt.nvtx_include.empty()) setenv("FPROF_NVTX_INCLUDE", join(opt.nvtx_include).c_str(), 1);
       if (!opt.ops.empty()) setenv("FPROF_OPS", join(opt.ops).c_str(), 1);
@@ -254,10 +252,6 @@ Command addRunCommand(CLI::App& root) {
       ->check(CLI::NonNegativeNumber);
   app->add_option("--launch-count", opt->launch_count, "With --metrics: profile at most this many selected launches")
       ->check(CLI::PositiveNumber);
-  app->add_option("--cache-control", opt->cache_control,
-                  "With --metrics: 'all' flushes the L2 before each profiled kernel, as ncu does by default; 'none' "
-                  "keeps caches warm")
-      ->check(CLI::IsMember({"all", "none"}));
   // Everything from PROGRAM on belongs to the program, its options included.
   app->prefix_command();
   app->footer(

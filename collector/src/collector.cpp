@@ -214,6 +214,9 @@ bool Collector::initialize() {
     return false;
   }
   CuptiActivityApi& api = CuptiActivityApi::instance();
+  if (metrics && !api.enableMemoryOperationCallbacks()) {
+    addEvent("warning", "memset/memcpy callbacks could not be enabled; counters of kernels next to them may be discarded");
+  }
   if (!api.enableCallbacks()) {
     addEvent("warning", "some CUPTI callbacks could not be enabled; launch API, NVTX or arguments may be missing");
   }
@@ -280,6 +283,10 @@ void Collector::onCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, c
       const auto* cb = static_cast<const CUpti_CallbackData*>(data);
       if (CuptiActivityApi::isContextTeardown(domain, cbid)) {
         if (cb->callbackSite == CUPTI_API_ENTER) handleTeardown();
+        return;
+      }
+      if (CuptiActivityApi::isMemoryOperation(domain, cbid)) {
+        if (cb->callbackSite == CUPTI_API_ENTER) metrics_.beforeMemoryOperation(cb->context);
         return;
       }
       handleLaunch(domain, cbid, cb);

@@ -52,7 +52,8 @@ CollectorConfig readConfig(const EnvLookup& env) {
   c.force = force != nullptr && std::strcmp(force, "1") == 0;
   const char* quiet = env("FPROF_QUIET");
   c.quiet = quiet != nullptr && std::strcmp(quiet, "1") == 0;
-  if (const char* mode = env("FPROF_MODE"); mode != nullptr && std::strcmp(mode, "trace") != 0) {
+  if (const char* mode = env("FPROF_MODE");
+      mode != nullptr && std::strcmp(mode, "trace") != 0 && std::strcmp(mode, "metrics") != 0) {
     c.warnings.push_back(std::string("FPROF_MODE=") + mode + " is not supported by this collector; using trace");
   }
   if (const char* flush = env("FPROF_FLUSH_MS"); flush != nullptr) {

@@ -239,3 +239,47 @@ const char* CuptiActivityApi::launchApiName(CUpti_CallbackDomain domain, CUpti_C
 }
 
 }  // namespace fprof::collector
+
+namespace fprof::collector {
+namespace {
+
+// Driver callback ids whose API name starts with cuMemset or cuMemcpy, found once by name so
+// that every variant (async, 2D/3D, _v2, _ptds) is covered.
+const std::vector<bool>& memoryOperationIds() {
+  static const std::vector<bool> ids = [] {
+    std::vector<bool> v(CUPTI_DRIVER_TRACE_CBID_SIZE, false);
+    for (int id = 0; id < CUPTI_DRIVER_TRACE_CBID_SIZE; ++id) {
+      const char* name = nullptr;
+      if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, static_cast<uint32_t>(id), &name) != CUPTI_SUCCESS ||
+          name == nullptr) {
+        continue;
+      }
+      const std::string n = name;
+      v[static_cast<size_t>(id)] = n.rfind("cuMemset", 0) == 0 || n.rfind("cuMemcpy", 0) == 0;
+    }
+    return v;
+  }();
+  return ids;
+}
+
+}  // namespace
+
+bool CuptiActivityApi::isMemoryOperation(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  if (domain != CUPTI_CB_DOMAIN_DRIVER_API) return false;
+  const std::vector<bool>& ids = memoryOperationIds();
+  return cbid < ids.size() && ids[cbid];
+}
+
+bool CuptiActivityApi::enableMemoryOperationCallbacks() {
+  bool ok = true;
+  const std::vector<bool>& ids = memoryOperationIds();
+  for (size_t id = 0; id < ids.size(); ++id) {
+    if (ids[id]) {
+      ok &= FPROF_CUPTI_OK(
+          cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, static_cast<CUpti_CallbackId>(id)));
+    }
+  }
+  return ok;
+}
+
+}  // namespace fprof::collector

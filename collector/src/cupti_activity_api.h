@@ -25,6 +25,10 @@ class CuptiActivityApi {
   bool subscribe(CUpti_CallbackFunc callback, void* userdata, std::string& error);
   // Launch, graph-launch, context-teardown, context-creation and NVTX callbacks.
   bool enableCallbacks();
+  // Metrics mode: callbacks on every driver memset and memcpy, because the driver may run them
+  // as kernels, which the range profiler would count as ranges of their own.
+  bool enableMemoryOperationCallbacks();
+  static bool isMemoryOperation(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
   // Kernel, memcpy, memset and memory activity. Returns one warning per kind that failed.
   std::vector<std::string> enableActivities(BufferSink sink);
   void setFlushPeriod(int period_ms);

@@ -11,6 +11,15 @@
 #include "fprof/core/metric_sets.h"
 
 namespace fprof::collector {
+namespace {
+// True while this thread is inside the metrics collector: a driver call made from here (a decode
+// synchronizes) may come back as a callback, which must not lock the mutex again.
+thread_local bool t_inside = false;
+struct Inside {
+  Inside() { t_inside = true; }
+  ~Inside() { t_inside = false; }
+};
+}  // namespace
 
 bool MetricsCollector::configure(const MetricsConfig& config) {
   config_ = config;
@@ -22,7 +31,7 @@ bool MetricsCollector::configure(const MetricsConfig& config) {
   for (const std::string& m : config_.metrics) list += (list.empty() ? "" : ",") + m;
   metadata_.emplace_back("metric_set", config_.selection);
   metadata_.emplace_back("metrics", list);
-  metadata_.emplace_back("cache_control", config_.flush_caches ? "all" : "none");
+  metadata_.emplace_back("cache_control", "none");
   metadata_.emplace_back("replay_mode", "kernel");
   started_at_ = last_progress_ = std::chrono::steady_clock::now();
   return true;
@@ -67,27 +76,7 @@ MetricsCollector::ContextState* MetricsCollector::contextState(CUcontext ctx) {
   metadata_.emplace_back("metrics_passes", std::to_string(passes_));
   metadata_.emplace_back("chip", s.profiler->chip());
   metadata_.emplace_back("mode", "metrics");
-  if (config_.flush_caches) {
-    // Writing twice the L2 evicts whatever the previous kernel left there, as ncu's
-    // --cache-control all does before each profiled kernel.
-    int l2 = 0;
-    if (FPROF_CU_OK(cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, device)) && l2 > 0) {
-      s.flush_bytes = static_cast<size_t>(l2) * 2;
-      if (!FPROF_CU_OK(cuMemAlloc(&s.flush_buffer, s.flush_bytes))) {
-        s.flush_bytes = 0;
-        note("warning", "cache control: no memory for the L2 flush buffer; caches are not flushed");
-      }
-    }
-  }
   return &s;
-}
-
-void MetricsCollector::flushCaches(ContextState& s) {
-  if (s.flush_bytes == 0) return;
-  // A memset issued while the profiler runs does not become a range (checked on an H200), so
-  // the flush needs no stop.
-  (void)FPROF_CU_OK(cuMemsetD8(s.flush_buffer, 0x5a, s.flush_bytes));
-  (void)FPROF_CU_OK(cuCtxSynchronize());
 }
 
 void MetricsCollector::decode(ContextState& s) {
@@ -127,8 +116,10 @@ void MetricsCollector::progress() {
 }
 
 void MetricsCollector::beforeLaunch(const LaunchRequest& launch) {
-  if (!enabled_) return;
+  if (!enabled_ || t_inside) return;
+  Inside inside;
   std::lock_guard lock(mu_);
+  if (finished_) return;
   LaunchFacts facts;
   facts.demangled_name = demangled(launch.symbol_name);
   facts.nvtx_path = launch.nvtx_path;
@@ -153,7 +144,6 @@ void MetricsCollector::beforeLaunch(const LaunchRequest& launch) {
   ContextState* s = contextState(launch.context);
   if (s == nullptr) return;
   if (s->batch.size() >= config_.batch_ranges) decode(*s);
-  if (config_.flush_caches) flushCaches(*s);
   std::string error;
   if (!s->profiler->start(error)) {
     note("error", "starting the range profiler: " + error);
@@ -165,9 +155,21 @@ void MetricsCollector::beforeLaunch(const LaunchRequest& launch) {
   progress();
 }
 
-void MetricsCollector::finishAll() {
-  if (!enabled_) return;
+void MetricsCollector::beforeMemoryOperation(CUcontext context) {
+  if (!enabled_ || t_inside) return;
   std::lock_guard lock(mu_);
+  auto it = contexts_.find(context);
+  if (it == contexts_.end() || !it->second.profiler || !it->second.profiler->started()) return;
+  std::string error;
+  if (!it->second.profiler->stop(error)) note("warning", "stopping the range profiler: " + error);
+}
+
+void MetricsCollector::finishAll() {
+  if (!enabled_ || t_inside) return;
+  Inside inside;
+  std::lock_guard lock(mu_);
+  // Launches after this point (a program that goes on after cudaDeviceReset) run unprofiled.
+  finished_ = true;
   for (auto& [ctx, s] : contexts_) {
     if (s.profiler == nullptr) continue;
     // Decoding needs the context current on this thread.
@@ -175,6 +177,10 @@ void MetricsCollector::finishAll() {
     (void)cuCtxGetCurrent(&previous);
     if (previous != ctx) (void)cuCtxPushCurrent(ctx);
     decode(s);
+    // Disable while the context lives: a range profiler still enabled when the context is
+    // destroyed at exit crashed the target on an H200.
+    s.profiler->teardown();
+    s.profiler.reset();
     if (previous != ctx) (void)cuCtxPopCurrent(nullptr);
   }
   if (mismatched_batches_ > 0) {

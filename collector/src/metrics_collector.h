@@ -46,6 +46,8 @@ class MetricsCollector {
 
   // At the driver launch callback (ENTER), just before the launch is submitted.
   void beforeLaunch(const LaunchRequest& launch);
+  // At a driver memset/memcpy (ENTER): the driver may run it as a kernel, so the profiler stops.
+  void beforeMemoryOperation(CUcontext context);
   // Stops and decodes every context (teardown, exit, signals). Safe to call repeatedly.
   void finishAll();
 
@@ -57,19 +59,17 @@ class MetricsCollector {
   struct ContextState {
     std::unique_ptr<RangeProfiler> profiler;
     std::vector<std::pair<uint32_t, uint32_t>> batch;  // correlation ids of the started ranges
-    CUdeviceptr flush_buffer = 0;
-    size_t flush_bytes = 0;
     bool failed = false;
   };
   ContextState* contextState(CUcontext ctx);
   void decode(ContextState& s);
-  void flushCaches(ContextState& s);
   void note(const char* severity, const std::string& message);
   void progress();
   std::string demangled(const char* symbol);
 
   std::mutex mu_;
   bool enabled_ = false;
+  bool finished_ = false;
   MetricsConfig config_;
   std::unique_ptr<LaunchSelector> selector_;
   std::map<CUcontext, ContextState> contexts_;

@@ -62,16 +62,6 @@ MetricsConfig readMetricsConfig(const EnvLookup& env) {
       c.errors.push_back(std::string("FPROF_LAUNCH_COUNT='") + s + "' is not a positive count");
     }
   }
-  if (const char* cc = env("FPROF_CACHE_CONTROL"); cc != nullptr) {
-    const std::string v = cc;
-    if (v == "all") {
-      c.flush_caches = true;
-    } else if (v == "none") {
-      c.flush_caches = false;
-    } else {
-      c.errors.push_back("FPROF_CACHE_CONTROL='" + v + "' must be all or none");
-    }
-  }
   if (const char* b = env("FPROF_METRICS_BATCH"); b != nullptr) {
     if (auto v = parseCount(b); v && *v > 0 && *v <= 100000) {
       c.batch_ranges = static_cast<size_t>(*v);

@@ -21,7 +21,6 @@ struct MetricsConfig {
   std::vector<std::string> ops;        // FPROF_OPS: NVTX op names (op=<name> tokens, docs/nvtx-convention.md)
   uint64_t launch_skip = 0;            // FPROF_LAUNCH_SKIP: selected launches to let pass first
   std::optional<uint64_t> launch_count;  // FPROF_LAUNCH_COUNT: selected launches to profile at most
-  bool flush_caches = true;            // FPROF_CACHE_CONTROL=all (default, like ncu) | none
   size_t batch_ranges = 256;           // FPROF_METRICS_BATCH: ranges decoded at once
   std::vector<std::string> errors;     // settings that could not be used: metrics mode stays off
 };

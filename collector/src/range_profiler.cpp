@@ -2,6 +2,8 @@
 // samples and the probe that ran on an H100 (shared/reference/cupti_probe/probe.cu).
 #include "range_profiler.h"
 
+#include <algorithm>
+
 #include <cupti.h>
 #include <cupti_profiler_target.h>
 #include <cupti_target.h>
@@ -139,15 +141,21 @@ bool RangeProfiler::setup(CUcontext ctx, int device_ordinal, const std::vector<s
 }
 
 bool RangeProfiler::resetCounterData(std::string& error) {
-  CUpti_RangeProfiler_GetCounterDataSize_Params size{};
-  size.structSize = CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE;
-  size.pRangeProfilerObject = object_;
-  size.pMetricNames = metric_ptrs_.data();
-  size.numMetrics = metric_ptrs_.size();
-  size.maxNumOfRanges = max_ranges_;
-  size.maxNumRangeTreeNodes = static_cast<uint32_t>(max_ranges_);
-  RP_CALL(cuptiRangeProfilerGetCounterDataSize(&size));
-  counter_data_.assign(size.counterDataSize, 0);
+  // The image is sized once and re-initialized in place afterwards: CUPTI keeps the pointer
+  // given to SetConfig, so the buffer must never move while the profiler is enabled.
+  if (counter_data_.empty()) {
+    CUpti_RangeProfiler_GetCounterDataSize_Params size{};
+    size.structSize = CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE;
+    size.pRangeProfilerObject = object_;
+    size.pMetricNames = metric_ptrs_.data();
+    size.numMetrics = metric_ptrs_.size();
+    size.maxNumOfRanges = max_ranges_;
+    size.maxNumRangeTreeNodes = static_cast<uint32_t>(max_ranges_);
+    RP_CALL(cuptiRangeProfilerGetCounterDataSize(&size));
+    counter_data_.assign(size.counterDataSize, 0);
+  } else {
+    std::fill(counter_data_.begin(), counter_data_.end(), uint8_t{0});
+  }
 
   CUpti_RangeProfiler_CounterDataImage_Initialize_Params init{};
   init.structSize = CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE;

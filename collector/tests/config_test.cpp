@@ -51,11 +51,11 @@ TEST(Config, Options) {
 
 TEST(Config, BadValuesWarnAndFallBack) {
   const CollectorConfig c = readConfig(
-      envOf({{"FPROF_OUTPUT", "a.fprof"}, {"FPROF_FLUSH_MS", "fast"}, {"FPROF_MODE", "metrics"}}));
+      envOf({{"FPROF_OUTPUT", "a.fprof"}, {"FPROF_FLUSH_MS", "fast"}, {"FPROF_MODE", "sampling"}}));
   EXPECT_TRUE(c.enabled);
   EXPECT_EQ(c.flush_interval_ms, 500);
   ASSERT_EQ(c.warnings.size(), 2u);
-  EXPECT_NE(c.warnings[0].find("FPROF_MODE=metrics"), std::string::npos);
+  EXPECT_NE(c.warnings[0].find("FPROF_MODE=sampling"), std::string::npos);
   EXPECT_NE(c.warnings[1].find("FPROF_FLUSH_MS=fast"), std::string::npos);
   EXPECT_EQ(readConfig(envOf({{"FPROF_OUTPUT", "a.fprof"}, {"FPROF_FLUSH_MS", "5"}})).flush_interval_ms, 500);
   EXPECT_EQ(readConfig(envOf({{"FPROF_OUTPUT", "a.fprof"}, {"FPROF_FLUSH_MS", "100ms"}})).flush_interval_ms, 500);

@@ -265,7 +265,15 @@ const std::vector<ViewDef>& schemaViews() {
   return views;
 }
 
-std::string schemaCreateSql() {
+std::string schemaIndexSql() {
+  std::ostringstream sql;
+  for (const TableDef& t : schemaTables()) {
+    for (const std::string& idx : t.indexes) sql << idx << ";\n";
+  }
+  return sql.str();
+}
+
+std::string schemaCreateSql(bool with_indexes) {
   std::ostringstream sql;
   for (const TableDef& t : schemaTables()) {
     sql << "CREATE TABLE " << t.name << " (";
@@ -274,8 +282,8 @@ std::string schemaCreateSql() {
     }
     if (!t.table_constraints.empty()) sql << ", " << t.table_constraints;
     sql << ");\n";
-    for (const std::string& idx : t.indexes) sql << idx << ";\n";
   }
+  if (with_indexes) sql << schemaIndexSql();
   for (const ViewDef& v : schemaViews()) sql << "CREATE VIEW " << v.name << " AS " << v.select_sql << ";\n";
   return sql.str();
 }

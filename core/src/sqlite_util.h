@@ -45,11 +45,11 @@ class Statement {
       sqlite3_bind_null(stmt_, i);
     }
   }
-  // Runs an insert/update; returns the SQLite result code (SQLITE_DONE on success).
+  // Runs an insert/update; returns the SQLite result code (SQLITE_DONE on success). Bindings
+  // stay: every caller binds every parameter before each run.
   int run() {
     int rc = sqlite3_step(stmt_);
     sqlite3_reset(stmt_);
-    sqlite3_clear_bindings(stmt_);
     return rc;
   }
   int step() { return sqlite3_step(stmt_); }

@@ -30,12 +30,14 @@ Expected<std::unique_ptr<Writer>> Writer::create(const std::string& path, bool o
                            nullptr);
   if (rc != SQLITE_OK) return sqlError(path, w->db_, "cannot create the database");
   // WAL + NORMAL: each committed batch survives a crash of the process; no fsync per record.
-  for (const char* pragma : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", "PRAGMA foreign_keys=OFF"}) {
+  for (const char* pragma : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", "PRAGMA foreign_keys=OFF",
+                             "PRAGMA cache_size=-32768"}) {
     if (Status s = w->exec(pragma); !s) return Error{s.error()};
   }
   std::string app_id = "PRAGMA application_id=" + std::to_string(kSqliteApplicationId);
   if (Status s = w->exec(app_id.c_str()); !s) return Error{s.error()};
-  std::string create = "BEGIN;\n" + schemaCreateSql() + "INSERT INTO string(id, value) VALUES (0, '');\nCOMMIT;";
+  std::string create =
+      "BEGIN;\n" + schemaCreateSql(/*with_indexes=*/false) + "INSERT INTO string(id, value) VALUES (0, '');\nCOMMIT;";
   if (Status s = w->exec(create.c_str()); !s) return Error{s.error()};
   w->string_ids_.emplace("", 0);
   if (Status s = w->setMetadata("schema_version", std::to_string(kSchemaVersion)); !s) return Error{s.error()};
@@ -121,7 +123,7 @@ size_t Writer::pendingRecords() const {
 }
 
 Expected<uint32_t> Writer::intern(std::string_view s) {
-  auto it = string_ids_.find(std::string(s));
+  auto it = string_ids_.find(s);
   if (it != string_ids_.end()) return it->second;
   Statement st(db_, "INSERT INTO string(id, value) VALUES (?, ?)");
   uint32_t id = next_string_id_++;
@@ -171,6 +173,7 @@ Status Writer::flush() {
       }
       if (!name || !dem) return fail("write string");
       int i = 1;
+      kernel_by_correlation_[(uint64_t{k.process_id} << 32) | k.correlation_id] = {kernel_id, k.end_ns - k.start_ns};
       st.bind(i++, kernel_id++);
       st.bind(i++, k.process_id);
       st.bind(i++, k.device_id);
@@ -298,35 +301,28 @@ Status Writer::flush() {
   }
   if (!pending_launch_counters_.empty()) {
     // Kernels of this batch are inserted above, so one lookup finds rows old and new.
-    Statement find(db_,
-                   "SELECT id, duration_ns FROM kernel WHERE process_id = ? AND correlation_id IN (?, ?) "
-                   "ORDER BY id LIMIT 1");
     Statement set_time(db_, "UPDATE kernel SET end_ns = start_ns + ?, duration_ns = ? WHERE id = ?");
-    if (!find.ok() || !set_time.ok()) return fail("prepare kernel lookup");
+    if (!set_time.ok()) return fail("prepare kernel time update");
     std::vector<LaunchCounters> still_pending;
     for (LaunchCounters& lc : pending_launch_counters_) {
-      find.bind(1, lc.process_id);
-      find.bind(2, lc.correlation_id);
-      find.bind(3, lc.alt_correlation_id ? lc.alt_correlation_id : lc.correlation_id);
-      const int rc = find.step();
-      if (rc == SQLITE_ROW) {
-        lc.counters.kernel_id = find.i64(0);
-        if (find.i64(1) == 0 && lc.counters.gpu_time_ns) {
-          const auto ns = static_cast<int64_t>(*lc.counters.gpu_time_ns);
-          set_time.bind(1, ns);
-          set_time.bind(2, ns);
-          set_time.bind(3, lc.counters.kernel_id);
-          if (set_time.run() != SQLITE_DONE) return fail("set kernel time from counters");
-        }
-        counters_.push_back(lc.counters);
-        for (auto& [metric, value] : lc.raw) metrics_.push_back({lc.counters.kernel_id, metric, value});
-      } else if (rc == SQLITE_DONE) {
-        still_pending.push_back(std::move(lc));
-      } else {
-        return fail("look up kernel");
+      auto it = kernel_by_correlation_.find((uint64_t{lc.process_id} << 32) | lc.correlation_id);
+      if (it == kernel_by_correlation_.end() && lc.alt_correlation_id != 0) {
+        it = kernel_by_correlation_.find((uint64_t{lc.process_id} << 32) | lc.alt_correlation_id);
       }
-      sqlite3_reset(find.get());
-      sqlite3_clear_bindings(find.get());
+      if (it == kernel_by_correlation_.end()) {
+        still_pending.push_back(std::move(lc));
+        continue;
+      }
+      lc.counters.kernel_id = it->second.first;
+      if (it->second.second == 0 && lc.counters.gpu_time_ns) {
+        const auto ns = static_cast<int64_t>(*lc.counters.gpu_time_ns);
+        set_time.bind(1, ns);
+        set_time.bind(2, ns);
+        set_time.bind(3, lc.counters.kernel_id);
+        if (set_time.run() != SQLITE_DONE) return fail("set kernel time from counters");
+      }
+      counters_.push_back(lc.counters);
+      for (auto& [metric, value] : lc.raw) metrics_.push_back({lc.counters.kernel_id, metric, value});
     }
     pending_launch_counters_ = std::move(still_pending);
   }
@@ -412,6 +408,7 @@ Status Writer::flush() {
 Status Writer::close() {
   if (!db_) return {};
   Status s = flush();
+  if (s) s = exec(("BEGIN;\n" + schemaIndexSql() + "COMMIT;").c_str());
   // Back to a rollback journal: the WAL is checkpointed and removed, leaving one file to share.
   if (s) s = exec("PRAGMA journal_mode=DELETE");
   if (sqlite3_close(db_) != SQLITE_OK && s) s = makeError(path_ + ": close failed: " + detail::sqliteMessage(db_));

@@ -41,3 +41,21 @@ __global__ void copyKernel(int n, const float* __restrict__ x, float* __restrict
 }
 
 }  // namespace fprof::gpu_test
+
+namespace fprof::gpu_test {
+
+// Sizes shared by the metrics target program and the test that checks its counters.
+inline constexpr int kElems = 1 << 22;  // 16 MiB per float array
+inline constexpr int kGemmM = 1024, kGemmN = 768, kGemmK = 512;
+
+// A per-thread array indexed at run time lives in local memory: stack traffic to count.
+__global__ void localArray(int n, const int* __restrict__ idx, const float* __restrict__ src, float* __restrict__ out) {
+  float buf[64];
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+#pragma unroll
+  for (int j = 0; j < 64; ++j) buf[j] = src[(i + j * 977) & (n - 1)];
+  out[i] = buf[idx[i] & 63];
+}
+
+}  // namespace fprof::gpu_test

@@ -95,7 +95,6 @@ TEST(MetricsConfig, OffUnlessModeIsMetrics) {
   EXPECT_TRUE(c.enabled);
   EXPECT_EQ(c.selection, "roofline");
   EXPECT_EQ(c.metrics.size(), 24u);
-  EXPECT_TRUE(c.flush_caches);
   EXPECT_TRUE(c.errors.empty());
 }
 
@@ -107,7 +106,6 @@ TEST(MetricsConfig, ReadsEverySetting) {
                                              {"FPROF_OPS", "matmul_bias_relu"},
                                              {"FPROF_LAUNCH_SKIP", "10"},
                                              {"FPROF_LAUNCH_COUNT", "5"},
-                                             {"FPROF_CACHE_CONTROL", "none"},
                                              {"FPROF_METRICS_BATCH", "64"}}));
   EXPECT_TRUE(c.errors.empty());
   EXPECT_EQ(c.metrics.size(), 8u);
@@ -116,7 +114,6 @@ TEST(MetricsConfig, ReadsEverySetting) {
   EXPECT_EQ(c.ops, (std::vector<std::string>{"matmul_bias_relu"}));
   EXPECT_EQ(c.launch_skip, 10u);
   EXPECT_EQ(c.launch_count, 5u);
-  EXPECT_FALSE(c.flush_caches);
   EXPECT_EQ(c.batch_ranges, 64u);
 }
 
@@ -124,13 +121,11 @@ TEST(MetricsConfig, BadSettingsAreNamed) {
   MetricsConfig c = readMetricsConfig(envOf({{"FPROF_MODE", "metrics"},
                                              {"FPROF_KERNEL_REGEX", "(unclosed"},
                                              {"FPROF_LAUNCH_COUNT", "0"},
-                                             {"FPROF_LAUNCH_SKIP", "-3"},
-                                             {"FPROF_CACHE_CONTROL", "some"}}));
-  ASSERT_EQ(c.errors.size(), 4u);
+                                             {"FPROF_LAUNCH_SKIP", "-3"}}));
+  ASSERT_EQ(c.errors.size(), 3u);
   EXPECT_EQ(c.errors[0], "FPROF_LAUNCH_SKIP='-3' is not a count");
   EXPECT_EQ(c.errors[1], "FPROF_LAUNCH_COUNT='0' is not a positive count");
-  EXPECT_EQ(c.errors[2], "FPROF_CACHE_CONTROL='some' must be all or none");
-  EXPECT_EQ(c.errors[3].rfind("FPROF_KERNEL_REGEX '(unclosed' is not a valid regular expression", 0), 0u);
+  EXPECT_EQ(c.errors[2].rfind("FPROF_KERNEL_REGEX '(unclosed' is not a valid regular expression", 0), 0u);
 }
 
 LaunchFacts facts(const std::string& name, const std::string* path = nullptr) {

@@ -101,7 +101,12 @@ class Writer {
 
   std::string path_;
   sqlite3* db_ = nullptr;
-  std::unordered_map<std::string, uint32_t> string_ids_;
+  struct StringHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  // Transparent lookup: interning a name already seen allocates nothing.
+  std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>> string_ids_;
   uint32_t next_string_id_ = 1;
   std::vector<KernelRecord> kernels_;
   std::vector<KernelArgRecord> args_;
@@ -122,6 +127,9 @@ class Writer {
     std::vector<std::pair<std::string, double>> raw;
   };
   std::vector<LaunchCounters> pending_launch_counters_;
+  // (process_id << 32 | correlation_id) -> kernel id of every kernel written, so launch counters
+  // find their kernel without an index during collection (indexes are built at close).
+  std::unordered_map<uint64_t, std::pair<int64_t, int64_t>> kernel_by_correlation_;  // id, duration
 };
 
 }  // namespace fprof::core

@@ -1,0 +1,154 @@
+// Metrics mode on a real GPU: `fprof run --metrics` on metrics_target, whose kernels have known
+// FLOP and byte counts. FLOPs must match exactly; a cuBLAS GEMM must read 2*M*N*K within 1%.
+// Exits 77 (skipped) where there is no GPU.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include "fprof/core/store.h"
+
+namespace {
+
+constexpr double kN = 1 << 22;
+constexpr double kGemmFlops = 2.0 * 1024 * 768 * 512;
+
+// fprof and the target program sit next to this test in bin/, wherever the build was carried.
+std::string besideMe(const char* name) {
+  return (std::filesystem::read_symlink("/proc/self/exe").parent_path() / name).string();
+}
+
+std::string tempPath(const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() / "fprof-metrics-gpu-test";
+  std::filesystem::create_directories(dir);
+  const std::string p = (dir / name).string();
+  std::filesystem::remove(p);
+  return p;
+}
+
+int run(const std::string& args) {
+  const std::string cmd = besideMe("fprof") + " run " + args + " " + besideMe("metrics_target") + " >/dev/null";
+  const int status = std::system(cmd.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+struct Named {
+  const fprof::core::KernelRow* row = nullptr;
+  const fprof::core::KernelCounters* counters = nullptr;
+  std::string path;
+};
+
+// Kernels by a name fragment (the last launch of each), with their counters.
+std::map<std::string, Named> index(const fprof::core::Profile& p) {
+  std::map<int64_t, const fprof::core::KernelCounters*> by_id;
+  for (const auto& c : p.counters) by_id[c.kernel_id] = &c;
+  std::map<std::string, Named> out;
+  for (const auto& k : p.kernels) {
+    const std::string& name = p.str(k.demangled_id);
+    for (const char* key : {"saxpy", "addmul", "daxpy", "haxpy2", "copyKernel", "localArray"}) {
+      if (name.find(key) != std::string::npos) {
+        out[key] = {&k, by_id.count(k.id) ? by_id[k.id] : nullptr, k.nvtx_path_id ? p.str(*k.nvtx_path_id) : ""};
+      }
+    }
+  }
+  return out;
+}
+
+// Sum of a counter over the kernels launched inside an NVTX range (a cuBLAS call may launch several).
+double sumInRange(const fprof::core::Profile& p, const std::string& range,
+                  std::optional<double> fprof::core::KernelCounters::*field) {
+  std::map<int64_t, const fprof::core::KernelCounters*> by_id;
+  for (const auto& c : p.counters) by_id[c.kernel_id] = &c;
+  double sum = 0;
+  for (const auto& k : p.kernels) {
+    if (!k.nvtx_path_id || p.str(*k.nvtx_path_id).find(range) == std::string::npos || !by_id.count(k.id)) continue;
+    sum += (by_id[k.id]->*field).value_or(0);
+  }
+  return sum;
+}
+
+TEST(MetricsGpu, FlopsAndBytesMatchAnalyticCounts) {
+  const std::string db = tempPath("metrics_roofline.fprof");
+  ASSERT_EQ(run("--metrics roofline -o " + db), 0);
+  auto p = fprof::core::loadProfile(db);
+  ASSERT_TRUE(p.ok()) << p.error();
+  EXPECT_EQ(p->meta("mode"), "metrics");
+  EXPECT_EQ(p->meta("metric_set"), "roofline");
+  EXPECT_EQ(p->meta("cache_control"), "none") << "no cache control yet: caches stay as the program left them";
+  EXPECT_NE(p->meta("metrics_passes", ""), "");
+  auto k = index(*p);
+  for (const char* name : {"saxpy", "addmul", "daxpy", "haxpy2", "copyKernel", "localArray"}) {
+    ASSERT_TRUE(k.count(name)) << name;
+    ASSERT_NE(k[name].counters, nullptr) << name << " has no counters";
+    EXPECT_GT(k[name].row->durationNs(), 0) << name << ": duration from gpu__time_duration";
+  }
+  EXPECT_EQ(*k["saxpy"].counters->flops_fp32, 2 * kN);
+  EXPECT_EQ(*k["addmul"].counters->flops_fp32, 3 * kN);
+  EXPECT_EQ(*k["daxpy"].counters->flops_fp64, 2 * kN);
+  EXPECT_EQ(*k["haxpy2"].counters->flops_fp16, 4 * kN);
+  EXPECT_EQ(*k["saxpy"].counters->flops_fp64, 0);
+  // The copy reads 16 MiB and writes 16 MiB. All of it passes L2; how much reaches DRAM depends
+  // on what L2 holds after CUPTI restores memory for the replay pass (no cache control yet, see
+  // docs/metrics.md: on an H200 the read side showed 5.0 of 16.8 MB), so DRAM gets bounds only.
+  EXPECT_GE(*k["copyKernel"].counters->l2_bytes, 8 * kN);
+  EXPECT_GT(*k["copyKernel"].counters->dram_read_bytes, 0);
+  EXPECT_LE(*k["copyKernel"].counters->dram_read_bytes, 1.02 * 4 * kN);
+  EXPECT_LE(*k["copyKernel"].counters->dram_write_bytes, 1.05 * 4 * kN);
+  EXPECT_GT(*k["localArray"].counters->local_load_bytes, 0);
+  EXPECT_GT(*k["localArray"].counters->local_store_bytes, 0);
+  EXPECT_GT(*k["saxpy"].counters->achieved_occupancy, 0.3);
+  EXPECT_LE(*k["saxpy"].counters->achieved_occupancy, 1.0);
+  using C = fprof::core::KernelCounters;
+  EXPECT_NEAR(sumInRange(*p, "gemm_fp16", &C::flops_tensor_fp16), kGemmFlops, 0.01 * kGemmFlops);
+  EXPECT_NEAR(sumInRange(*p, "gemm_bf16", &C::flops_tensor_bf16), kGemmFlops, 0.01 * kGemmFlops);
+  EXPECT_NEAR(sumInRange(*p, "gemm_tf32", &C::flops_tensor_tf32), kGemmFlops, 0.01 * kGemmFlops);
+  // Every number can be traced to its counter.
+  size_t raw_for_saxpy = 0;
+  for (const auto& m : p->metrics) raw_for_saxpy += m.kernel_id == k["saxpy"].row->id;
+  EXPECT_EQ(raw_for_saxpy, 24u);
+}
+
+TEST(MetricsGpu, OnlySelectedKernelsAreProfiled) {
+  const std::string db = tempPath("metrics_selected.fprof");
+  ASSERT_EQ(run("--metrics memory --kernel-regex 'saxpy|copyKernel' --launch-count 1 -o " + db), 0);
+  auto p = fprof::core::loadProfile(db);
+  ASSERT_TRUE(p.ok()) << p.error();
+  auto k = index(*p);
+  ASSERT_EQ(p->counters.size(), 1u);
+  ASSERT_NE(k["saxpy"].counters, nullptr);
+  EXPECT_EQ(k["copyKernel"].counters, nullptr) << "launch-count 1 stops after saxpy";
+  EXPECT_FALSE(k["saxpy"].counters->flops_fp32.has_value()) << "the memory set has no FLOP counters";
+  EXPECT_TRUE(k["saxpy"].counters->dram_read_bytes.has_value());
+  // Unprofiled kernels keep their trace timing.
+  EXPECT_GT(k["daxpy"].row->durationNs(), 0);
+  EXPECT_EQ(p->meta("metrics_kernels_profiled"), "1");
+}
+
+TEST(MetricsGpu, UnknownMetricFallsBackToTraceAndSaysWhy) {
+  const std::string db = tempPath("metrics_unknown.fprof");
+  ASSERT_EQ(run("--metrics dram__no_such_metric.sum -o " + db), 0) << "the target's exit code passes through";
+  auto p = fprof::core::loadProfile(db);
+  ASSERT_TRUE(p.ok()) << p.error();
+  EXPECT_EQ(p->meta("mode"), "trace");
+  EXPECT_TRUE(p->counters.empty());
+  bool said = false;
+  for (const auto& e : p->collector_events) said = said || e.message.find("dram__no_such_metric.sum") != std::string::npos;
+  EXPECT_TRUE(said);
+  EXPECT_GT(p->kernels.size(), 6u);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    std::printf("no GPU: metrics GPU tests skipped\n");
+    return 77;
+  }
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
