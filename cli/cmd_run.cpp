@@ -213,7 +213,7 @@ int runProgram(const RunOptions& opt) {
       std::fprintf(stderr, "[fprof] %s is incomplete: %s\n", f.c_str(), s.error().c_str());
     } else {
       attachCeilings(f, opt.ceilings);
-      std::fprintf(stderr, "[fprof] wrote %s\n", f.c_str());
+      std::fprintf(stderr, "[fprof] profile ready: %s (next: fprof info %s, fprof report %s)\n", f.c_str(), f.c_str(), f.c_str());
     }
   }
   return code;
