@@ -4,8 +4,10 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include "../core/test_util.h"
@@ -191,6 +193,38 @@ TEST(CliCeilings, RejectsWhatIsNotAMeasurement) {
   Result r = runFprof("ceilings --from-json " + bad + " -o " + testing::tempPath("never.fprof"));
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find(bad + " is not a ceilings measurement"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace fprof
+
+namespace fprof {
+namespace {
+
+// Golden: `fprof info` on profiles recorded on an H200 (tests/data/README.md says how they were
+// made). Regenerate with FPROF_GOLDEN_UPDATE=1 build/bin/cli_tests --gtest_filter='CliGolden.*'.
+void checkInfoGolden(const std::string& data, const std::string& expected) {
+  const std::string cmd = std::string("cd ") + FPROF_SOURCE_DIR + " && " + FPROF_BIN + " info " + data + " 2>&1";
+  FILE* f = popen(cmd.c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  std::string out;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), f)) > 0) out.append(buf.data(), n);
+  ASSERT_EQ(pclose(f), 0) << out;
+  const std::string path = std::string(FPROF_SOURCE_DIR) + "/tests/golden/info/" + expected;
+  if (std::getenv("FPROF_GOLDEN_UPDATE")) std::ofstream(path) << out;
+  std::ifstream in(path);
+  ASSERT_TRUE(in.good()) << path << " missing; regenerate with FPROF_GOLDEN_UPDATE=1";
+  std::stringstream want;
+  want << in.rdbuf();
+  EXPECT_EQ(out, want.str()) << "regenerate with FPROF_GOLDEN_UPDATE=1 if the change is intended";
+}
+
+TEST(CliGolden, InfoOnTheCollectorTestProgram) { checkInfoGolden("tests/data/trace_test_h200.fprof", "trace_test_h200.txt"); }
+TEST(CliGolden, InfoOnTheReferenceModel) { checkInfoGolden("tests/data/model_trace_h200.fprof", "model_trace_h200.txt"); }
+TEST(CliGolden, InfoOnTheReferenceModelWithCounters) {
+  checkInfoGolden("tests/data/model_metrics_h200.fprof", "model_metrics_h200.txt");
 }
 
 }  // namespace
