@@ -44,10 +44,12 @@ int runInfo(const InfoOptions& opt) {
                        d.compute_minor, d.sm_count, formatBytes(static_cast<double>(d.global_memory_bytes)),
                        formatBytes(static_cast<double>(d.l2_bytes)));
   }
-  out += fmt::format("kernels : {} launches of {} distinct kernel shapes; kernel time {} (GPU busy {} of a {} span)\n",
-                     s.kernel_count, s.groups.size(), formatDurationNs(static_cast<double>(s.total_kernel_ns)),
-                     formatDurationNs(static_cast<double>(s.gpu_busy_ns)),
-                     formatDurationNs(static_cast<double>(s.span_ns)));
+  const std::string timeline =
+      s.timeline_known ? fmt::format("GPU busy {} of a {} span", formatDurationNs(static_cast<double>(s.gpu_busy_ns)),
+                                     formatDurationNs(static_cast<double>(s.span_ns)))
+                       : std::string("no timeline: every kernel was replayed for its counters");
+  out += fmt::format("kernels : {} launches of {} distinct kernel shapes; kernel time {} ({})\n", s.kernel_count,
+                     s.groups.size(), formatDurationNs(static_cast<double>(s.total_kernel_ns)), timeline);
   out += fmt::format("copies  : {} memcpy ({}, {}), {} memset\n", s.memcpy_count,
                      formatBytes(static_cast<double>(s.memcpy_bytes)),
                      formatDurationNs(static_cast<double>(s.memcpy_ns)), s.memset_count);

@@ -51,6 +51,9 @@ RunSummary summarize(const core::Profile& profile) {
     g.kernel_indices.push_back(i);
   }
   s.span_ns = last - first;
+  s.timeline_known = !std::all_of(profile.kernels.begin(), profile.kernels.end(),
+                                  [](const core::KernelRow& k) { return k.start_ns == 0; }) ||
+                     profile.kernels.size() < 2;
   for (auto& [device, iv] : intervals_by_device) {
     std::sort(iv.begin(), iv.end());
     int64_t cur_start = iv.front().first, cur_end = iv.front().second;

@@ -255,10 +255,13 @@ std::string headerSection(const ReportData& r) {
   s += metaRow("date", e(h.date_utc.empty() ? "unknown" : h.date_utc));
   s += metaRow("mode", e(h.mode) + (h.has_counters ? " (hardware counters present)" : " (trace only: timings, no counters)"));
   for (const std::string& d : h.devices) s += metaRow("device", e(d));
-  s += metaRow("kernels", e(fmt::format("{} launches in {} groups (name and launch shape); kernel time {}, GPU busy {} of a {} span",
-                                        h.kernel_count, r.group_count, formatDurationNs(static_cast<double>(h.total_kernel_ns)),
-                                        formatDurationNs(static_cast<double>(h.gpu_busy_ns)),
-                                        formatDurationNs(static_cast<double>(h.span_ns)))));
+  const std::string timeline =
+      h.timeline_known ? fmt::format("GPU busy {} of a {} span", formatDurationNs(static_cast<double>(h.gpu_busy_ns)),
+                                     formatDurationNs(static_cast<double>(h.span_ns)))
+                       : std::string("no timeline: every kernel was replayed for its counters");
+  s += metaRow("kernels", e(fmt::format("{} launches in {} groups (name and launch shape); kernel time {}, {}",
+                                        h.kernel_count, r.group_count,
+                                        formatDurationNs(static_cast<double>(h.total_kernel_ns)), timeline)));
   s += metaRow("recorded by", "fprof " + e(h.fprof_version));
   for (const std::string& w : h.warnings) s += metaRow("warning", "<span class=\"warn\">" + e(w) + "</span>");
   s += "</dl>\n<h3>Ceilings used</h3>\n";

@@ -100,9 +100,12 @@ std::string renderMarkdown(const ReportData& r, const MarkdownOptions& options) 
   s += fmt::format("- file: {} (mode {}, recorded by fprof {})\n", code(h.file), cellText(h.mode), cellText(h.fprof_version));
   if (!h.date_utc.empty()) s += "- date: " + h.date_utc + "\n";
   for (const std::string& d : h.devices) s += "- device: " + plain(d) + "\n";
-  s += fmt::format("- kernels: {} launches of {} distinct kernel shapes; kernel time {} (GPU busy {} of a {} span)\n",
-                   h.kernel_count, r.group_count, formatDurationNs(static_cast<double>(h.total_kernel_ns)),
-                   formatDurationNs(static_cast<double>(h.gpu_busy_ns)), formatDurationNs(static_cast<double>(h.span_ns)));
+  const std::string timeline =
+      h.timeline_known ? fmt::format("GPU busy {} of a {} span", formatDurationNs(static_cast<double>(h.gpu_busy_ns)),
+                                     formatDurationNs(static_cast<double>(h.span_ns)))
+                       : std::string("no timeline: every kernel was replayed for its counters");
+  s += fmt::format("- kernels: {} launches of {} distinct kernel shapes; kernel time {} ({})\n", h.kernel_count,
+                   r.group_count, formatDurationNs(static_cast<double>(h.total_kernel_ns)), timeline);
   if (r.roofs.empty()) {
     s += "- ceilings: none in this run (measure them with `fprof ceilings`)\n";
   } else {

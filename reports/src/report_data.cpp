@@ -52,6 +52,7 @@ RunHeader makeHeader(const core::Profile& p, const analysis::RunSummary& s) {
   h.total_kernel_ns = s.total_kernel_ns;
   h.gpu_busy_ns = s.gpu_busy_ns;
   h.span_ns = s.span_ns;
+  h.timeline_known = s.timeline_known;
   h.has_counters = !p.counters.empty();
   if (const std::string dropped = p.meta("dropped_records", "0"); dropped != "0") {
     h.warnings.push_back(

@@ -33,6 +33,10 @@ struct RunSummary {
   int64_t total_kernel_ns = 0;  // sum of kernel durations (overlap counted twice)
   int64_t gpu_busy_ns = 0;      // union of kernel intervals per device, summed over devices
   int64_t span_ns = 0;          // first kernel start to last kernel end
+  // False when no kernel has a start time: the range profiler hides kernel timestamps, so a
+  // metrics-mode run whose every kernel was replayed has durations but no timeline, and then
+  // gpu_busy_ns and span_ns mean nothing.
+  bool timeline_known = true;
   int64_t memcpy_count = 0;
   int64_t memcpy_bytes = 0;
   int64_t memcpy_ns = 0;

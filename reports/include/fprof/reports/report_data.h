@@ -33,6 +33,7 @@ struct RunHeader {
   int64_t total_kernel_ns = 0;
   int64_t gpu_busy_ns = 0;
   int64_t span_ns = 0;
+  bool timeline_known = true;  // false: metrics mode replayed every kernel (no start times)
   bool has_counters = false;
   std::vector<std::string> warnings;  // dropped records, collector warnings
 };
