@@ -1,10 +1,13 @@
 // Opening, validating and loading .fprof databases (see store.h).
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <string_view>
+#include <tuple>
 #include <unordered_map>
 
 #include "fprof/core/schema.h"
@@ -138,12 +141,25 @@ Expected<Profile> loadProfile(const std::string& path) {
   if (!s) return Error{s.error()};
 
   // Strings: ids are dense from 0 in files fprof writes; map any other id space densely too.
-  std::unordered_map<int64_t, uint32_t> remap;
-  std::unordered_map<std::string, uint32_t> text_ids;
+  // A dense vector (not a hash map) serves the common case; other ids fall back to the map.
+  std::vector<uint32_t> dense;
+  std::unordered_map<int64_t, uint32_t> sparse;
+  struct TextHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view v) const { return std::hash<std::string_view>{}(v); }
+  };
+  std::unordered_map<std::string, uint32_t, TextHash, std::equal_to<>> text_ids;
   s = forEachRow(h.db, path, "SELECT id, value FROM string ORDER BY id", [&](Statement& st) {
-    remap[st.i64(0)] = static_cast<uint32_t>(p.strings.size());
-    text_ids.emplace(st.text(1), static_cast<uint32_t>(p.strings.size()));
+    const int64_t db_id = st.i64(0);
+    const auto id = static_cast<uint32_t>(p.strings.size());
+    if (db_id >= 0 && db_id < (int64_t{1} << 26)) {
+      if (dense.size() <= static_cast<size_t>(db_id)) dense.resize(static_cast<size_t>(db_id) + 1, 0);
+      dense[static_cast<size_t>(db_id)] = id;
+    } else {
+      sparse[db_id] = id;
+    }
     p.strings.push_back(st.text(1));
+    text_ids.emplace(p.strings.back(), id);
   });
   if (!s) return Error{s.error()};
   if (p.strings.empty()) {
@@ -151,13 +167,16 @@ Expected<Profile> loadProfile(const std::string& path) {
     text_ids.emplace("", 0);
   }
   auto strId = [&](int64_t db_id) -> uint32_t {
-    auto it = remap.find(db_id);
-    return it == remap.end() ? 0 : it->second;
+    if (db_id >= 0 && static_cast<size_t>(db_id) < dense.size()) return dense[static_cast<size_t>(db_id)];
+    auto it = sparse.find(db_id);
+    return it == sparse.end() ? 0 : it->second;
   };
+  // Low-cardinality TEXT columns (launch API, occupancy limiter) become string ids too, without
+  // a std::string per row.
   auto internText = [&](std::string_view t) -> uint32_t {
-    auto it = text_ids.find(std::string(t));
+    auto it = text_ids.find(t);
     if (it != text_ids.end()) return it->second;
-    uint32_t id = static_cast<uint32_t>(p.strings.size());
+    const auto id = static_cast<uint32_t>(p.strings.size());
     p.strings.emplace_back(t);
     text_ids.emplace(std::string(t), id);
     return id;
@@ -214,7 +233,7 @@ Expected<Profile> loadProfile(const std::string& path) {
       "name_id, demangled_id, grid_x, grid_y, grid_z, block_x, block_y, block_z, cluster_x, cluster_y, cluster_z, "
       "registers_per_thread, static_shared_bytes, dynamic_shared_bytes, local_bytes_per_thread, local_bytes_total, "
       "shared_carveout_bytes, theoretical_occupancy, theoretical_blocks_per_sm, occupancy_limiter, graph_id, "
-      "graph_node_id, launch_api, nvtx_range_id, nvtx_path_id FROM kernel ORDER BY start_ns, id",
+      "graph_node_id, launch_api, nvtx_range_id, nvtx_path_id FROM kernel",
       [&](Statement& st) {
         KernelRow k;
         int i = 0;
@@ -248,10 +267,13 @@ Expected<Profile> loadProfile(const std::string& path) {
         p.kernels.push_back(k);
       });
   if (!s) return Error{s.error()};
+  // Rows come in rowid order (a table scan); sorting here is much cheaper than SQLite walking the
+  // start_ns index and fetching each row.
+  std::stable_sort(p.kernels.begin(), p.kernels.end(),
+                   [](const KernelRow& a, const KernelRow& b) { return a.start_ns < b.start_ns; });
 
   s = forEachRow(h.db, path,
-                 "SELECT process_id, correlation_id, arg_index, offset_bytes, size_bytes, value FROM kernel_arg "
-                 "ORDER BY process_id, correlation_id, arg_index",
+                 "SELECT process_id, correlation_id, arg_index, offset_bytes, size_bytes, value FROM kernel_arg",
                  [&](Statement& st) {
                    KernelArgRecord a;
                    a.process_id = static_cast<uint32_t>(st.i64(0));
@@ -263,10 +285,13 @@ Expected<Profile> loadProfile(const std::string& path) {
                    p.kernel_args.push_back(a);
                  });
   if (!s) return Error{s.error()};
+  std::stable_sort(p.kernel_args.begin(), p.kernel_args.end(), [](const KernelArgRecord& a, const KernelArgRecord& b) {
+    return std::tie(a.process_id, a.correlation_id, a.index) < std::tie(b.process_id, b.correlation_id, b.index);
+  });
 
   s = forEachRow(h.db, path,
                  "SELECT id, process_id, parent_id, domain, message, payload, thread_id, depth, start_ns, end_ns, "
-                 "push_pop FROM nvtx_range ORDER BY start_ns, id",
+                 "push_pop FROM nvtx_range",
                  [&](Statement& st) {
                    NvtxRangeRecord r;
                    r.key = static_cast<uint64_t>(st.i64(0));
@@ -283,6 +308,8 @@ Expected<Profile> loadProfile(const std::string& path) {
                    p.nvtx_ranges.push_back(std::move(r));
                  });
   if (!s) return Error{s.error()};
+  std::stable_sort(p.nvtx_ranges.begin(), p.nvtx_ranges.end(),
+                   [](const NvtxRangeRecord& a, const NvtxRangeRecord& b) { return a.start_ns < b.start_ns; });
 
   s = forEachRow(h.db, path,
                  "SELECT process_id, device_id, context_id, stream_id, correlation_id, start_ns, end_ns, bytes, "
