@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <stdexcept>
@@ -90,17 +92,39 @@ NormResult residualRmsNorm(const std::vector<float>& x, const std::vector<float>
   return residualNorm(x, residual, gamma, nullptr, rows, cols, eps, true);
 }
 
+double roundTo(Storage format, double v) {
+  switch (format) {
+    case Storage::Exact:
+      return v;
+    case Storage::Fp16:
+      return double(static_cast<float>(static_cast<_Float16>(static_cast<float>(v))));
+    case Storage::Bf16: {
+      // Round the float's upper 16 bits to nearest, ties to even (NaN/inf pass through).
+      const float f = static_cast<float>(v);
+      std::uint32_t bits;
+      std::memcpy(&bits, &f, sizeof bits);
+      if ((bits & 0x7f800000u) != 0x7f800000u) bits += 0x7fffu + ((bits >> 16) & 1u);
+      bits &= 0xffff0000u;
+      float r;
+      std::memcpy(&r, &bits, sizeof r);
+      return double(r);
+    }
+  }
+  return v;
+}
+
 std::vector<double> matmulBiasAct(const std::vector<float>& x, const std::vector<float>& w,
                                   const std::vector<float>& bias, std::size_t m, std::size_t n,
-                                  std::size_t k, Activation activation) {
+                                  std::size_t k, Activation activation, Storage product) {
   if (x.size() != m * k || w.size() != n * k || (!bias.empty() && bias.size() != n)) {
     throw std::invalid_argument("matmulBiasAct: shape mismatch");
   }
   std::vector<double> y(m * n);
   for (std::size_t i = 0; i < m; ++i) {
     for (std::size_t j = 0; j < n; ++j) {
-      double acc = bias.empty() ? 0.0 : double(bias[j]);
+      double acc = 0.0;
       for (std::size_t p = 0; p < k; ++p) acc += double(x[i * k + p]) * double(w[j * k + p]);
+      acc = roundTo(product, acc) + (bias.empty() ? 0.0 : double(bias[j]));
       y[i * n + j] = applyActivation(activation, acc);
     }
   }

@@ -170,9 +170,11 @@ class MatmulOp final : public Op {
     // Scaled so the pre-activation has unit-ish spread whatever k is.
     x_.random(ctx, 1.0f); w_.random(ctx, float(std::sqrt(3.0 / double(k_)))); b_.random(ctx, 0.5f);
     ref_.clear();
+    ref_unfused_.clear();
   }
   std::string shapeText() const override { return "m" + std::to_string(m_) + "n" + std::to_string(n_) + "k" + std::to_string(k_); }
   void run(Context& ctx, const std::string& variant, std::uint64_t rep) override {
+    last_variant_ = variant;
     const bool bias = epilogueHasBias(epilogue_);
     const std::string inputs = bias ? "x,w,b" : "x,w";
     NvtxRange outer(tags(name(), variant, name(), inputs, "y"), rep);
@@ -189,15 +191,22 @@ class MatmulOp final : public Op {
   }
   void poisonOutputs() override { t0_.buf.poison(); y_.buf.poison(); }
   double check() override {
-    if (ref_.empty()) {
+    // The unfused chain stores x w^T in the op's dtype before the epilogue; its reference does too.
+    const bool unfused = last_variant_ == "unfused";
+    std::vector<double>& ref = unfused ? ref_unfused_ : ref_;
+    if (ref.empty()) {
       ref::Activation act = ref::Activation::None;
       if (epilogue_ == Epilogue::Relu || epilogue_ == Epilogue::BiasRelu) act = ref::Activation::Relu;
       if (epilogue_ == Epilogue::BiasGelu) act = ref::Activation::GeluTanh;
       if (epilogue_ == Epilogue::BiasSilu) act = ref::Activation::Silu;
-      ref_ = ref::matmulBiasAct(x_.host(), w_.host(), epilogueHasBias(epilogue_) ? b_.host() : std::vector<float>{}, m_,
-                                n_, k_, act);
+      const ref::Storage product = !unfused                ? ref::Storage::Exact
+                                   : dtype_ == DType::F16  ? ref::Storage::Fp16
+                                   : dtype_ == DType::BF16 ? ref::Storage::Bf16
+                                                           : ref::Storage::Exact;
+      ref = ref::matmulBiasAct(x_.host(), w_.host(), epilogueHasBias(epilogue_) ? b_.host() : std::vector<float>{}, m_,
+                               n_, k_, act, product);
     }
-    return ref::relativeError(toDouble(y_.host()), ref_);
+    return ref::relativeError(toDouble(y_.host()), ref);
   }
   double minimumBytes(const std::string& v) const override {
     const double e = double(dtypeBytes(dtype_));
@@ -212,7 +221,8 @@ class MatmulOp final : public Op {
   DType dtype_ = DType::F32;
   std::size_t m_ = 0, n_ = 0, k_ = 0;
   Tensor x_, w_, b_, t0_, y_;
-  std::vector<double> ref_;
+  std::vector<double> ref_, ref_unfused_;
+  std::string last_variant_;
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -124,3 +124,35 @@ TEST(CpuReference, Median) {
 
 }  // namespace
 }  // namespace fprof::ref
+
+namespace fprof::ref {
+namespace {
+
+TEST(Storage, RoundsToNearestEven) {
+  EXPECT_EQ(roundTo(Storage::Exact, 1.0 + 1e-9), 1.0 + 1e-9);
+  // bf16 keeps 8 significant bits: 1 + 2^-7 is exact, 1 + 2^-8 is a tie that goes to even (1),
+  // 1 + 3 * 2^-9 rounds up.
+  EXPECT_EQ(roundTo(Storage::Bf16, 1.0 + 0.0078125), 1.0078125);
+  EXPECT_EQ(roundTo(Storage::Bf16, 1.0 + 0.00390625), 1.0);
+  EXPECT_EQ(roundTo(Storage::Bf16, 1.0 + 0.005859375), 1.0078125);
+  // fp16 keeps 11: 1 + 2^-11 is a tie that goes to even (1); 1 + 3 * 2^-12 rounds up.
+  EXPECT_EQ(roundTo(Storage::Fp16, 1.0 + 0.00048828125), 1.0);
+  EXPECT_EQ(roundTo(Storage::Fp16, 1.0 + 0.000732421875), 1.0009765625);
+  EXPECT_EQ(roundTo(Storage::Bf16, -3.0), -3.0);
+}
+
+TEST(MatmulBiasAct, UnfusedReferenceRoundsTheProductLikeTheGpuStore) {
+  // 1x1x1 near cancellation: x*w = 1.00390625 * 1.0029296875 (exact in float), bias = -1.
+  const std::vector<float> x = {1.00390625f}, w = {1.0029296875f}, b = {-1.0f};
+  const double product = 1.00390625 * 1.0029296875;
+  const auto exact = matmulBiasAct(x, w, b, 1, 1, 1, Activation::None);
+  const auto stored = matmulBiasAct(x, w, b, 1, 1, 1, Activation::None, Storage::Bf16);
+  EXPECT_DOUBLE_EQ(exact[0], product - 1.0);
+  EXPECT_DOUBLE_EQ(stored[0], roundTo(Storage::Bf16, product) - 1.0);
+  // The two differ by far more than the bf16 tolerance relative to the result: why the unfused
+  // variant needs its own reference.
+  EXPECT_GT(std::abs(stored[0] - exact[0]) / std::abs(exact[0]), 2e-2);
+}
+
+}  // namespace
+}  // namespace fprof::ref
