@@ -1,8 +1,7 @@
 # Browser test of `fprof report` (see CMakeLists.txt). Artefacts, the screenshots included, stay in
 # WORK (build/tests/browser-artifacts). -DFPROF=... -DFIXTURE=... -DCHROMIUM=... -DWORK=dir
 if(NOT CHROMIUM OR NOT EXISTS "${CHROMIUM}")
-  message("SKIP: no chromium found (apt-get install chromium)")
-  cmake_language(EXIT 77)
+  message(FATAL_ERROR "no chromium found: run scripts/install-deps (make test does) or apt-get install chromium")
 endif()
 file(REMOVE_RECURSE "${WORK}")
 file(MAKE_DIRECTORY "${WORK}")
