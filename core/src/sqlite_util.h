@@ -45,6 +45,12 @@ class Statement {
       sqlite3_bind_null(stmt_, i);
     }
   }
+  // Binds every argument in order, from parameter 1.
+  template <class... T>
+  void bindAll(const T&... values) {
+    int i = 1;
+    (bind(i++, values), ...);
+  }
   // Runs an insert/update; returns the SQLite result code (SQLITE_DONE on success). Bindings
   // stay: every caller binds every parameter before each run.
   int run() {

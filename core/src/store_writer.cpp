@@ -204,100 +204,63 @@ Status Writer::flush() {
       if (st.run() != SQLITE_DONE) return fail("write kernel");
     }
   }
-  if (!args_.empty()) {
-    Statement st(db_,
+  // One prepared statement per table and batch; bindRow binds one record's columns in order.
+  auto insertAll = [&](const auto& rows, const char* sql, auto&& bindRow) {
+    if (rows.empty()) return true;
+    Statement st(db_, sql);
+    if (!st.ok()) return false;
+    for (const auto& r : rows) {
+      bindRow(st, r);
+      if (st.run() != SQLITE_DONE) return false;
+    }
+    return true;
+  };
+  if (!insertAll(args_,
                  "INSERT INTO kernel_arg(process_id, correlation_id, arg_index, offset_bytes, size_bytes, value) "
-                 "VALUES (?,?,?,?,?,?)");
-    if (!st.ok()) return fail("prepare kernel_arg");
-    for (const KernelArgRecord& a : args_) {
-      st.bind(1, a.process_id);
-      st.bind(2, a.correlation_id);
-      st.bind(3, a.index);
-      st.bind(4, a.offset_bytes);
-      st.bind(5, a.size_bytes);
-      st.bind(6, a.value);
-      if (st.run() != SQLITE_DONE) return fail("write kernel_arg");
-    }
+                 "VALUES (?,?,?,?,?,?)",
+                 [](Statement& st, const KernelArgRecord& a) {
+                   st.bindAll(a.process_id, a.correlation_id, a.index, a.offset_bytes, a.size_bytes, a.value);
+                 })) {
+    return fail("write kernel_arg");
   }
-  if (!ranges_.empty()) {
-    Statement st(db_,
+  if (!insertAll(ranges_,
                  "INSERT OR REPLACE INTO nvtx_range(id, process_id, parent_id, domain, message, payload, thread_id, "
-                 "depth, start_ns, end_ns, push_pop) VALUES (?,?,?,?,?,?,?,?,?,?,?)");
-    if (!st.ok()) return fail("prepare nvtx_range");
-    for (const NvtxRangeRecord& r : ranges_) {
-      st.bind(1, r.key);
-      st.bind(2, r.process_id);
-      st.bind(3, r.parent_key);
-      st.bind(4, r.domain);
-      st.bind(5, r.message);
-      st.bind(6, r.payload);
-      st.bind(7, r.thread_id);
-      st.bind(8, r.depth);
-      st.bind(9, r.start_ns);
-      st.bind(10, r.end_ns);
-      st.bind(11, int32_t{r.push_pop ? 1 : 0});
-      if (st.run() != SQLITE_DONE) return fail("write nvtx_range");
-    }
+                 "depth, start_ns, end_ns, push_pop) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                 [](Statement& st, const NvtxRangeRecord& r) {
+                   st.bindAll(r.key, r.process_id, r.parent_key, std::string_view(r.domain),
+                              std::string_view(r.message), r.payload, r.thread_id, r.depth, r.start_ns, r.end_ns,
+                              int32_t{r.push_pop ? 1 : 0});
+                 })) {
+    return fail("write nvtx_range");
   }
-  if (!memcpys_.empty()) {
-    Statement st(db_,
+  if (!insertAll(memcpys_,
                  "INSERT INTO memcpy(process_id, device_id, context_id, stream_id, correlation_id, start_ns, end_ns, "
-                 "bytes, copy_kind, src_kind, dst_kind, graph_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
-    if (!st.ok()) return fail("prepare memcpy");
-    for (const MemcpyRecord& m : memcpys_) {
-      st.bind(1, m.process_id);
-      st.bind(2, m.device_id);
-      st.bind(3, m.context_id);
-      st.bind(4, m.stream_id);
-      st.bind(5, m.correlation_id);
-      st.bind(6, m.start_ns);
-      st.bind(7, m.end_ns);
-      st.bind(8, m.bytes);
-      st.bind(9, m.copy_kind);
-      st.bind(10, m.src_kind);
-      st.bind(11, m.dst_kind);
-      st.bind(12, m.graph_id);
-      if (st.run() != SQLITE_DONE) return fail("write memcpy");
-    }
+                 "bytes, copy_kind, src_kind, dst_kind, graph_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                 [](Statement& st, const MemcpyRecord& m) {
+                   st.bindAll(m.process_id, m.device_id, m.context_id, m.stream_id, m.correlation_id, m.start_ns,
+                              m.end_ns, m.bytes, std::string_view(m.copy_kind), std::string_view(m.src_kind),
+                              std::string_view(m.dst_kind), m.graph_id);
+                 })) {
+    return fail("write memcpy");
   }
-  if (!memsets_.empty()) {
-    Statement st(db_,
+  if (!insertAll(memsets_,
                  "INSERT INTO memset(process_id, device_id, context_id, stream_id, correlation_id, start_ns, end_ns, "
-                 "bytes, value, memory_kind, graph_id) VALUES (?,?,?,?,?,?,?,?,?,?,?)");
-    if (!st.ok()) return fail("prepare memset");
-    for (const MemsetRecord& m : memsets_) {
-      st.bind(1, m.process_id);
-      st.bind(2, m.device_id);
-      st.bind(3, m.context_id);
-      st.bind(4, m.stream_id);
-      st.bind(5, m.correlation_id);
-      st.bind(6, m.start_ns);
-      st.bind(7, m.end_ns);
-      st.bind(8, m.bytes);
-      st.bind(9, m.value);
-      st.bind(10, m.memory_kind);
-      st.bind(11, m.graph_id);
-      if (st.run() != SQLITE_DONE) return fail("write memset");
-    }
+                 "bytes, value, memory_kind, graph_id) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                 [](Statement& st, const MemsetRecord& m) {
+                   st.bindAll(m.process_id, m.device_id, m.context_id, m.stream_id, m.correlation_id, m.start_ns,
+                              m.end_ns, m.bytes, m.value, std::string_view(m.memory_kind), m.graph_id);
+                 })) {
+    return fail("write memset");
   }
-  if (!memory_events_.empty()) {
-    Statement st(db_,
+  if (!insertAll(memory_events_,
                  "INSERT INTO memory_event(process_id, device_id, context_id, stream_id, correlation_id, "
-                 "timestamp_ns, operation, address, bytes, memory_kind) VALUES (?,?,?,?,?,?,?,?,?,?)");
-    if (!st.ok()) return fail("prepare memory_event");
-    for (const MemoryEventRecord& m : memory_events_) {
-      st.bind(1, m.process_id);
-      st.bind(2, m.device_id);
-      st.bind(3, m.context_id);
-      st.bind(4, m.stream_id);
-      st.bind(5, m.correlation_id);
-      st.bind(6, m.timestamp_ns);
-      st.bind(7, std::string_view(m.is_alloc ? "alloc" : "free"));
-      st.bind(8, m.address);
-      st.bind(9, m.bytes);
-      st.bind(10, m.memory_kind);
-      if (st.run() != SQLITE_DONE) return fail("write memory_event");
-    }
+                 "timestamp_ns, operation, address, bytes, memory_kind) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                 [](Statement& st, const MemoryEventRecord& m) {
+                   st.bindAll(m.process_id, m.device_id, m.context_id, m.stream_id, m.correlation_id, m.timestamp_ns,
+                              std::string_view(m.is_alloc ? "alloc" : "free"), m.address, m.bytes,
+                              std::string_view(m.memory_kind));
+                 })) {
+    return fail("write memory_event");
   }
   if (!pending_launch_counters_.empty()) {
     // Kernels of this batch are inserted above, so one lookup finds rows old and new.
@@ -359,32 +322,21 @@ Status Writer::flush() {
       if (st.run() != SQLITE_DONE) return fail("write kernel_metric");
     }
   }
-  if (!ceilings_.empty()) {
-    Statement st(db_,
+  if (!insertAll(ceilings_,
                  "INSERT OR REPLACE INTO ceiling(device_name, ceiling, unit, value, source, method) "
-                 "VALUES (?,?,?,?,?,?)");
-    if (!st.ok()) return fail("prepare ceiling");
-    for (const CeilingRecord& c : ceilings_) {
-      st.bind(1, c.device_name);
-      st.bind(2, c.ceiling);
-      st.bind(3, c.unit);
-      st.bind(4, c.value);
-      st.bind(5, c.source);
-      st.bind(6, c.method);
-      if (st.run() != SQLITE_DONE) return fail("write ceiling");
-    }
+                 "VALUES (?,?,?,?,?,?)",
+                 [](Statement& st, const CeilingRecord& c) {
+                   st.bindAll(std::string_view(c.device_name), std::string_view(c.ceiling), std::string_view(c.unit),
+                              c.value, std::string_view(c.source), std::string_view(c.method));
+                 })) {
+    return fail("write ceiling");
   }
-  if (!events_.empty()) {
-    Statement st(db_,
-                 "INSERT INTO collector_event(process_id, timestamp_ns, severity, message) VALUES (?,?,?,?)");
-    if (!st.ok()) return fail("prepare collector_event");
-    for (const CollectorEventRecord& e : events_) {
-      st.bind(1, e.process_id);
-      st.bind(2, e.timestamp_ns);
-      st.bind(3, e.severity);
-      st.bind(4, e.message);
-      if (st.run() != SQLITE_DONE) return fail("write collector_event");
-    }
+  if (!insertAll(events_, "INSERT INTO collector_event(process_id, timestamp_ns, severity, message) VALUES (?,?,?,?)",
+                 [](Statement& st, const CollectorEventRecord& e) {
+                   st.bindAll(e.process_id, e.timestamp_ns, std::string_view(e.severity),
+                              std::string_view(e.message));
+                 })) {
+    return fail("write collector_event");
   }
   if (Status s = exec("COMMIT"); !s) {
     (void)exec("ROLLBACK");
@@ -434,12 +386,7 @@ Status appendCeilings(const std::string& path, const std::vector<CeilingRecord>&
     if (!st.ok()) result = sqlError(path, db, "prepare ceiling");
     for (size_t i = 0; result && i < ceilings.size(); ++i) {
       const CeilingRecord& c = ceilings[i];
-      st.bind(1, c.device_name);
-      st.bind(2, c.ceiling);
-      st.bind(3, c.unit);
-      st.bind(4, c.value);
-      st.bind(5, c.source);
-      st.bind(6, c.method);
+      st.bindAll(c.device_name, c.ceiling, c.unit, c.value, c.source, c.method);
       if (st.run() != SQLITE_DONE) result = sqlError(path, db, "write ceiling");
     }
     const char* end = result ? "COMMIT" : "ROLLBACK";
