@@ -9,10 +9,13 @@
 #include "command.h"
 #include "fprof/analysis/diff.h"
 #include "fprof/core/store.h"
+#include "fprof/reports/format.h"
 #include "text_table.h"
 
 namespace fprof::cli {
 namespace {
+
+using reports::formatDurationNs;
 
 struct DiffOptions {
   std::string base, cur;

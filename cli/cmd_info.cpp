@@ -8,10 +8,15 @@
 #include "command.h"
 #include "fprof/analysis/summary.h"
 #include "fprof/core/store.h"
+#include "fprof/reports/format.h"
 #include "text_table.h"
 
 namespace fprof::cli {
 namespace {
+
+using reports::formatBytes;
+using reports::formatDurationNs;
+using reports::formatPercent;
 
 struct InfoOptions {
   std::string file;
@@ -19,10 +24,6 @@ struct InfoOptions {
   bool full_names = false;
 };
 
-std::string shape(int32_t x, int32_t y, int32_t z) {
-  if (y == 1 && z == 1) return std::to_string(x);
-  return fmt::format("{}x{}x{}", x, y, z);
-}
 
 int runInfo(const InfoOptions& opt) {
   auto loaded = core::loadProfile(opt.file);
@@ -75,8 +76,8 @@ int runInfo(const InfoOptions& opt) {
       const double share = s.total_kernel_ns ? static_cast<double>(g.total_ns) / static_cast<double>(s.total_kernel_ns) : 0;
       const std::string& name = p.str(g.demangled_id);
       t.addRow({std::to_string(i + 1), formatDurationNs(static_cast<double>(g.total_ns)), formatPercent(share),
-                std::to_string(g.calls), formatDurationNs(g.meanNs()), shape(g.grid_x, g.grid_y, g.grid_z),
-                shape(g.block_x, g.block_y, g.block_z), std::to_string(g.registers_per_thread),
+                std::to_string(g.calls), formatDurationNs(g.meanNs()), reports::formatShape(g.grid_x, g.grid_y, g.grid_z),
+                reports::formatShape(g.block_x, g.block_y, g.block_z), std::to_string(g.registers_per_thread),
                 formatBytes(g.shared_bytes), formatBytes(static_cast<double>(g.local_bytes_per_thread)),
                 formatPercent(g.theoretical_occupancy), opt.full_names ? name : truncateMiddle(name, 60)});
     }

@@ -1,7 +1,5 @@
-// Text tables and units (see text_table.h).
+// Text tables for the terminal (see text_table.h).
 #include "text_table.h"
-
-#include <fmt/format.h>
 
 #include <algorithm>
 
@@ -37,24 +35,6 @@ std::string TextTable::render() const {
   std::string out = line(headers_);
   for (const auto& r : rows_) out += line(r);
   return out;
-}
-
-std::string formatDurationNs(double ns) {
-  if (ns < 1e3) return fmt::format("{:.0f} ns", ns);
-  if (ns < 1e6) return fmt::format("{:.2f} us", ns / 1e3);
-  if (ns < 1e9) return fmt::format("{:.2f} ms", ns / 1e6);
-  return fmt::format("{:.2f} s", ns / 1e9);
-}
-
-std::string formatBytes(double bytes) {
-  if (bytes < 1024) return fmt::format("{:.0f} B", bytes);
-  if (bytes < 1024.0 * 1024) return fmt::format("{:.1f} KiB", bytes / 1024);
-  if (bytes < 1024.0 * 1024 * 1024) return fmt::format("{:.1f} MiB", bytes / (1024.0 * 1024));
-  return fmt::format("{:.2f} GiB", bytes / (1024.0 * 1024 * 1024));
-}
-
-std::string formatPercent(std::optional<double> fraction) {
-  return fraction ? fmt::format("{:.1f}%", *fraction * 100.0) : "n/a";
 }
 
 std::string truncateMiddle(const std::string& s, size_t max_chars) {

@@ -1,8 +1,7 @@
-// Aligned plain-text tables and human units for terminal output.
+// Aligned plain-text tables for terminal output (units come from fprof/reports/format.h, so the
+// terminal and the reports read the same).
 #pragma once
 
-#include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,9 +20,6 @@ class TextTable {
   std::vector<std::vector<std::string>> rows_;
 };
 
-std::string formatDurationNs(double ns);  // "812 ns", "3.41 us", "12.5 ms", "2.03 s"
-std::string formatBytes(double bytes);     // "512 B", "4.0 KiB", "16.0 MiB"
-std::string formatPercent(std::optional<double> fraction);  // "62.5%" or "n/a"
 std::string truncateMiddle(const std::string& s, size_t max_chars);
 
 }  // namespace fprof::cli
