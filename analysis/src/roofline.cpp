@@ -317,9 +317,12 @@ struct GroupAccumulator {
 }  // namespace
 
 RooflineResult analyzeRoofline(const core::Profile& p, const RooflineOptions& opt) {
+  return analyzeRoofline(p, summarize(p), opt);
+}
+
+RooflineResult analyzeRoofline(const core::Profile& p, const RunSummary& s, const RooflineOptions& opt) {
   RooflineResult r;
   CeilingCache cache(p);
-  const RunSummary s = summarize(p);
   std::vector<GroupAccumulator> ops;
   std::unordered_map<uint32_t, size_t> op_index;
   std::vector<uint32_t> op_path;

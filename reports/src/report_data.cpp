@@ -223,7 +223,7 @@ std::vector<int32_t> counterIndex(const core::Profile& p) {
 
 Built buildGroups(const core::Profile& p, const analysis::OpIndex& op_index) {
   const analysis::RunSummary s = analysis::summarize(p);
-  const analysis::RooflineResult roof = analysis::analyzeRoofline(p);
+  const analysis::RooflineResult roof = analysis::analyzeRoofline(p, s);
   const KernelOps kops = kernelOps(p, op_index);
   const std::vector<int32_t> counter_of = counterIndex(p);
   Built b;

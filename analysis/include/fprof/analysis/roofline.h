@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "fprof/analysis/ceilings.h"
+#include "fprof/analysis/summary.h"
 #include "fprof/core/store.h"
 
 namespace fprof::analysis {
@@ -116,5 +117,7 @@ struct RooflineResult {
 };
 
 RooflineResult analyzeRoofline(const core::Profile& p, const RooflineOptions& opt = {});
+// The same, reusing a summary the caller already has (summarize(p)) instead of computing it again.
+RooflineResult analyzeRoofline(const core::Profile& p, const RunSummary& summary, const RooflineOptions& opt = {});
 
 }  // namespace fprof::analysis
