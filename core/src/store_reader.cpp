@@ -122,6 +122,27 @@ Status forEachRow(sqlite3* db, const std::string& path, const char* sql, Fn&& fn
   return {};
 }
 
+// Row count of a table, to reserve its vector (0 if the count fails: the scan reports the error).
+size_t rowCountHint(sqlite3* db, const char* count_sql) {
+  Statement st(db, count_sql);
+  if (!st.ok() || st.step() != SQLITE_ROW) return 0;
+  return static_cast<size_t>(std::max<int64_t>(st.i64(0), 0));
+}
+
+// Orders kernels by start_ns, ties in rowid order (what a stable sort gives). A KernelRow is
+// 200 bytes, so out-of-order input sorts (start_ns, position) pairs and moves each row once.
+void sortKernelsByStart(std::vector<KernelRow>& kernels) {
+  auto by_start = [](const KernelRow& a, const KernelRow& b) { return a.start_ns < b.start_ns; };
+  if (std::is_sorted(kernels.begin(), kernels.end(), by_start)) return;
+  std::vector<std::pair<int64_t, size_t>> order(kernels.size());
+  for (size_t i = 0; i < kernels.size(); ++i) order[i] = {kernels[i].start_ns, i};
+  std::sort(order.begin(), order.end());
+  std::vector<KernelRow> sorted;
+  sorted.reserve(kernels.size());
+  for (const auto& [start_ns, i] : order) sorted.push_back(std::move(kernels[i]));
+  kernels = std::move(sorted);
+}
+
 }  // namespace
 
 Status checkDatabase(const std::string& path) {
@@ -227,6 +248,7 @@ Expected<Profile> loadProfile(const std::string& path) {
                  });
   if (!s) return Error{s.error()};
 
+  p.kernels.reserve(rowCountHint(h.db, "SELECT count(*) FROM kernel"));
   s = forEachRow(
       h.db, path,
       "SELECT id, process_id, device_id, context_id, stream_id, correlation_id, thread_id, start_ns, end_ns, "
@@ -235,7 +257,7 @@ Expected<Profile> loadProfile(const std::string& path) {
       "shared_carveout_bytes, theoretical_occupancy, theoretical_blocks_per_sm, occupancy_limiter, graph_id, "
       "graph_node_id, launch_api, nvtx_range_id, nvtx_path_id FROM kernel",
       [&](Statement& st) {
-        KernelRow k;
+        KernelRow& k = p.kernels.emplace_back();
         int i = 0;
         k.id = st.i64(i++);
         k.process_id = static_cast<uint32_t>(st.i64(i++));
@@ -264,30 +286,32 @@ Expected<Profile> loadProfile(const std::string& path) {
         k.launch_api_id = internText(st.textView(i++));
         k.nvtx_range_key = st.opt<uint64_t>(i++);
         if (auto pid = st.opt<int64_t>(i++)) k.nvtx_path_id = strId(*pid);
-        p.kernels.push_back(k);
       });
   if (!s) return Error{s.error()};
   // Rows come in rowid order (a table scan); sorting here is much cheaper than SQLite walking the
-  // start_ns index and fetching each row.
-  std::stable_sort(p.kernels.begin(), p.kernels.end(),
-                   [](const KernelRow& a, const KernelRow& b) { return a.start_ns < b.start_ns; });
+  // start_ns index and fetching each row. The writer inserts in time order, so usually there is
+  // nothing to sort.
+  sortKernelsByStart(p.kernels);
 
+  p.kernel_args.reserve(rowCountHint(h.db, "SELECT count(*) FROM kernel_arg"));
   s = forEachRow(h.db, path,
                  "SELECT process_id, correlation_id, arg_index, offset_bytes, size_bytes, value FROM kernel_arg",
                  [&](Statement& st) {
-                   KernelArgRecord a;
+                   KernelArgRecord& a = p.kernel_args.emplace_back();
                    a.process_id = static_cast<uint32_t>(st.i64(0));
                    a.correlation_id = static_cast<uint32_t>(st.i64(1));
                    a.index = static_cast<int32_t>(st.i64(2));
                    a.offset_bytes = static_cast<int32_t>(st.i64(3));
                    a.size_bytes = static_cast<int32_t>(st.i64(4));
                    a.value = static_cast<uint64_t>(st.i64(5));
-                   p.kernel_args.push_back(a);
                  });
   if (!s) return Error{s.error()};
-  std::stable_sort(p.kernel_args.begin(), p.kernel_args.end(), [](const KernelArgRecord& a, const KernelArgRecord& b) {
+  auto arg_less = [](const KernelArgRecord& a, const KernelArgRecord& b) {
     return std::tie(a.process_id, a.correlation_id, a.index) < std::tie(b.process_id, b.correlation_id, b.index);
-  });
+  };
+  if (!std::is_sorted(p.kernel_args.begin(), p.kernel_args.end(), arg_less)) {
+    std::stable_sort(p.kernel_args.begin(), p.kernel_args.end(), arg_less);
+  }
 
   s = forEachRow(h.db, path,
                  "SELECT id, process_id, parent_id, domain, message, payload, thread_id, depth, start_ns, end_ns, "
@@ -308,8 +332,10 @@ Expected<Profile> loadProfile(const std::string& path) {
                    p.nvtx_ranges.push_back(std::move(r));
                  });
   if (!s) return Error{s.error()};
-  std::stable_sort(p.nvtx_ranges.begin(), p.nvtx_ranges.end(),
-                   [](const NvtxRangeRecord& a, const NvtxRangeRecord& b) { return a.start_ns < b.start_ns; });
+  auto range_less = [](const NvtxRangeRecord& a, const NvtxRangeRecord& b) { return a.start_ns < b.start_ns; };
+  if (!std::is_sorted(p.nvtx_ranges.begin(), p.nvtx_ranges.end(), range_less)) {
+    std::stable_sort(p.nvtx_ranges.begin(), p.nvtx_ranges.end(), range_less);
+  }
 
   s = forEachRow(h.db, path,
                  "SELECT process_id, device_id, context_id, stream_id, correlation_id, start_ns, end_ns, bytes, "

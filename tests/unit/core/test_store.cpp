@@ -176,6 +176,29 @@ TEST(Store, BatchesAppendAndKernelIdsContinue) {
   EXPECT_EQ(p->kernels.back().id, 3000);
 }
 
+// The reader scans tables in rowid order and sorts in memory: rows written out of time order come
+// back by start (ties in write order), and kernel arguments by process, launch and index.
+TEST(Store, LoadsOutOfOrderRowsSorted) {
+  const std::string path = tempPath("out_of_order.fprof");
+  auto w = Writer::create(path);
+  ASSERT_TRUE(w.ok());
+  const int64_t starts[] = {50, 10, 30, 10, 40, 30, 0};
+  for (uint32_t i = 0; i < 7; ++i) (*w)->add(makeKernel("k" + std::to_string(i), starts[i], 1, 100 + i));
+  (*w)->add(KernelArgRecord{102, 1, 1, 8, 8, 0xb});
+  (*w)->add(KernelArgRecord{101, 1, 0, 0, 8, 0xc});
+  (*w)->add(KernelArgRecord{102, 1, 0, 0, 8, 0xa});
+  ASSERT_TRUE((*w)->close());
+  auto p = loadProfile(path);
+  ASSERT_TRUE(p.ok()) << p.error();
+  std::string order;
+  for (const KernelRow& k : p->kernels) order += p->str(k.name_id) + " ";
+  EXPECT_EQ(order, "k6 k1 k3 k2 k5 k4 k0 ");
+  ASSERT_EQ(p->kernel_args.size(), 3u);
+  EXPECT_EQ(p->kernel_args[0].value, 0xcu);
+  EXPECT_EQ(p->kernel_args[1].value, 0xau);
+  EXPECT_EQ(p->kernel_args[2].value, 0xbu);
+}
+
 TEST(Store, CloseLeavesOneSelfContainedFile) {
   const std::string path = tempPath("single.fprof");
   auto w = Writer::create(path);
