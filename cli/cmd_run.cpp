@@ -143,7 +143,19 @@ int runProgram(const RunOptions& opt) {
         "run: libfprof_collector.so not found next to fprof (this build has no CUPTI collector; "
         "build with the CUDA toolkit, or set FPROF_COLLECTOR)");
   }
-  if (fs::exists(output, ec) && opt.force) {
+  if (opt.force) {
+    // The file and its per-rank / per-process siblings from an earlier run: the collector never
+    // overwrites a file (each process claims a fresh name), so --force clears them here.
+    const fs::path out(output);
+    const fs::path dir = out.parent_path().empty() ? fs::path(".") : out.parent_path();
+    const std::string stem = out.stem().string();
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      const std::string name = e.path().filename().string();
+      const bool sibling = name.rfind(stem + ".rank", 0) == 0 || name.rfind(stem + ".pid", 0) == 0;
+      if (sibling && e.path().extension() == ".fprof") {
+        for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(e.path().string() + suffix, ec);
+      }
+    }
     for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(output + suffix, ec);
   }
   const fs::path out_dir = fs::path(output).parent_path();
@@ -159,6 +171,14 @@ int runProgram(const RunOptions& opt) {
   const pid_t child = fork();
   if (child < 0) return inputError(std::string("run: fork failed: ") + std::strerror(errno));
   if (child == 0) {
+    // One CUPTI for the whole process, and a guard that lets torch.profiler take CUPTI over:
+    // collector/preload/cupti_guard.cpp. Absent (FPROF_COLLECTOR pointing elsewhere), the
+    // collector still works; the program's own libcupti is used then.
+    if (const std::string preload = findSibling("libfprof_preload.so"); !preload.empty()) {
+      const char* existing = std::getenv("LD_PRELOAD");
+      const std::string value = existing && *existing ? preload + ":" + existing : preload;
+      setenv("LD_PRELOAD", value.c_str(), 1);
+    }
     setenv("CUDA_INJECTION64_PATH", collector.c_str(), 1);
     setenv("NVTX_INJECTION64_PATH", collector.c_str(), 1);
     setenv("FPROF_OUTPUT", fs::absolute(output).c_str(), 1);

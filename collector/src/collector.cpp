@@ -2,6 +2,7 @@
 // context teardown, atexit, SIGINT/SIGTERM). See collector.h and collector/README.md.
 #include "collector.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -75,6 +76,7 @@ class Collector {
   void onExit();
   void onSignal(int sig);
   void onForkChild();
+  void yieldCupti(const char* client);
 
   static Collector& instance() {
     static auto* c = new Collector();  // leaked: callbacks may arrive during static destruction
@@ -89,6 +91,7 @@ class Collector {
   void handleTeardown();
   void pushLaunch(ThreadState& t);
   void addEvent(const char* severity, const std::string& message);
+  void recordCuptiLibraries();
   std::string eventMessage(const nvtxEventAttributes_t* attributes, std::optional<uint64_t>& payload);
 
   void writerLoop();
@@ -130,6 +133,7 @@ struct sigaction g_previous_term {};
 void signalTrampoline(int sig) { Collector::instance().onSignal(sig); }
 void forkChildTrampoline() { Collector::instance().onForkChild(); }
 void exitTrampoline() { Collector::instance().onExit(); }
+void yieldTrampoline(const char* client) { Collector::instance().yieldCupti(client); }
 void CUPTIAPI callbackTrampoline(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   Collector::instance().onCallback(domain, cbid, data);
 }
@@ -148,21 +152,20 @@ int64_t unixNowNs() {
 
 bool Collector::openDatabase() {
   const std::string ranked = rankedOutputPath(config_.output, config_.ranks.rank);
-  if (config_.force) {
-    path_ = ranked;
-  } else {
-    // O_EXCL claims the name atomically, so two processes of one run never share a file.
-    path_ = ranked;
-    if (!claimPath(path_)) {
-      if (errno != EEXIST) {
-        logWarning("cannot create %s: %s; collection is off", path_.c_str(), std::strerror(errno));
-        return false;
-      }
-      path_ = pidOutputPath(ranked, getpid());
-      if (!claimPath(path_)) {
-        logWarning("cannot create %s: %s; collection is off", path_.c_str(), std::strerror(errno));
-        return false;
-      }
+  // O_EXCL claims the name atomically, so two processes of one run never share a file, also
+  // with --force (a compile worker of torch.compile must not overwrite its parent's file):
+  // `fprof run --force` deletes the old files before the program starts. FPROF_FORCE only lets
+  // an existing file of an earlier run be replaced when nothing else claimed it in this run.
+  path_ = ranked;
+  if (!claimPath(path_)) {
+    if (errno != EEXIST) {
+      logWarning("cannot create %s: %s; collection is off", path_.c_str(), std::strerror(errno));
+      return false;
+    }
+    path_ = pidOutputPath(ranked, getpid());
+    if (!claimPath(path_) && !(config_.force && errno == EEXIST)) {
+      logWarning("cannot create %s: %s; collection is off", path_.c_str(), std::strerror(errno));
+      return false;
     }
   }
   auto created = core::Writer::create(path_, /*overwrite=*/true);
@@ -256,12 +259,67 @@ bool Collector::initialize() {
   action.sa_flags = SA_RESTART;
   sigaction(SIGINT, &action, &g_previous_int);
   sigaction(SIGTERM, &action, &g_previous_term);
+  recordCuptiLibraries();
+  // libfprof_preload.so (LD_PRELOADed by `fprof run`) calls yieldCupti when another client
+  // (torch.profiler) subscribes to CUPTI later. Registered after our own subscription on purpose.
+  using SetHook = void (*)(void (*)(const char*));
+  if (auto set_hook = reinterpret_cast<SetHook>(dlsym(RTLD_DEFAULT, "fprof_cupti_guard_set_hook"))) {
+    set_hook(&yieldTrampoline);
+  }
   if (metrics) {
     logInfo("profiling hardware counters to %s: selected kernels are replayed, so they run slower", path_.c_str());
   } else {
     logInfo("tracing to %s", path_.c_str());
   }
   return true;
+}
+
+void Collector::recordCuptiLibraries() {
+  const std::string in_use = CuptiActivityApi::libraryPath();
+  const std::vector<std::string> loaded = CuptiActivityApi::loadedLibraries();
+  std::string all;
+  for (const std::string& l : loaded) all += (all.empty() ? "" : ":") + l;
+  // Where a library without its own binding (Kineto in libtorch_cuda.so) lands when it calls CUPTI.
+  const std::string bound = CuptiActivityApi::globalBindingPath();
+  {
+    std::lock_guard lock(pending_mu_);
+    metadata_.emplace_back("cupti_library", in_use);
+    metadata_.emplace_back("cupti_libraries_loaded", all);
+    metadata_.emplace_back("cupti_global_binding", bound);
+  }
+  if (!bound.empty() && bound != in_use) {
+    const std::string w = "two CUPTI libraries are in use: fprof's " + in_use + " and " + bound +
+                          ", which the program's CUPTI calls reach; run the program through `fprof run`, which "
+                          "preloads one CUPTI for the whole process";
+    logWarning("%s", w.c_str());
+    addEvent("warning", w);
+  } else if (loaded.size() > 1) {
+    addEvent("info", "several libcupti files are mapped (" + all + "); every CUPTI call binds to " + in_use +
+                         ", the others are unused");
+  }
+}
+
+// On the thread of the new client's cuptiSubscribe call, before it runs (see
+// collector/preload/cupti_guard.cpp). What was collected so far is kept; later work is not seen.
+void Collector::yieldCupti(const char* client) {
+  if (!active_.exchange(false)) return;
+  std::string who = client != nullptr ? client : "?";
+  if (const size_t slash = who.rfind('/'); slash != std::string::npos) who = who.substr(slash + 1);
+  const bool torch = who.find("torch") != std::string::npos || who.find("kineto") != std::string::npos;
+  const std::string message =
+      std::string(torch ? "torch.profiler (Kineto, in " + who + ")" : "another CUPTI client (in " + who + ")") +
+      " started: CUPTI takes one client, so fprof stopped collecting and handed it over; kernels launched from "
+      "here on are not in this database";
+  (void)cuCtxSynchronize();  // kernels in flight finish, so their records are in the final flush
+  metrics_.finishAll();
+  CuptiActivityApi::instance().release();
+  logWarning("%s", message.c_str());
+  addEvent("warning", message);
+  {
+    std::lock_guard lock(pending_mu_);
+    metadata_.emplace_back("cupti_handed_over_to", who);
+  }
+  wake(kWakeFlush);
 }
 
 void Collector::addEvent(const char* severity, const std::string& message) {

@@ -1,8 +1,12 @@
 // CUPTI subscription and activity buffers; see cupti_activity_api.h.
 #include "cupti_activity_api.h"
 
+#include <dlfcn.h>
+#include <link.h>
+
 #include <cstdlib>
 #include <cstring>
+#include <set>
 
 #include "checks.h"
 
@@ -111,7 +115,51 @@ void CuptiActivityApi::setFlushPeriod(int period_ms) {
 }
 
 void CuptiActivityApi::flushAll(bool forced) {
+  if (released_.load()) return;
   FPROF_CUPTI_OK(cuptiActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0));
+}
+
+void CuptiActivityApi::release() {
+  if (released_.load() || subscriber_ == nullptr) return;
+  FPROF_CUPTI_OK(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+  for (CUpti_ActivityKind kind : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                                  CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_MEMORY2}) {
+    (void)cuptiActivityDisable(kind);  // a kind that was refused at enable fails here too
+  }
+  FPROF_CUPTI_OK(cuptiActivityFlushPeriod(0));
+  FPROF_CUPTI_OK(cuptiUnsubscribe(subscriber_));
+  subscriber_ = nullptr;
+  released_.store(true);
+}
+
+std::string CuptiActivityApi::libraryPath() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&cuptiGetVersion), &info) != 0 && info.dli_fname != nullptr) {
+    return info.dli_fname;
+  }
+  return {};
+}
+
+std::string CuptiActivityApi::globalBindingPath() {
+  Dl_info info{};
+  void* symbol = dlsym(RTLD_DEFAULT, "cuptiActivityEnable");
+  if (symbol != nullptr && dladdr(symbol, &info) != 0 && info.dli_fname != nullptr) return info.dli_fname;
+  return {};
+}
+
+std::vector<std::string> CuptiActivityApi::loadedLibraries() {
+  std::set<std::string> found;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        const char* path = info->dlpi_name;
+        if (path == nullptr) return 0;
+        const char* base = std::strrchr(path, '/');
+        base = base ? base + 1 : path;
+        if (std::strncmp(base, "libcupti", 8) == 0) static_cast<std::set<std::string>*>(data)->insert(path);
+        return 0;
+      },
+      &found);
+  return {found.begin(), found.end()};
 }
 
 uint32_t CuptiActivityApi::version() const {

@@ -33,10 +33,22 @@ class CuptiActivityApi {
   std::vector<std::string> enableActivities(BufferSink sink);
   void setFlushPeriod(int period_ms);
   // From a non-CUPTI thread or an API callback only (CUPTI forbids it inside buffer callbacks).
+  // A no-op once released.
   void flushAll(bool forced);
+  // Hands CUPTI over to another client (torch.profiler): flushes every buffer to the sink,
+  // disables the activity kinds and unsubscribes. Nothing of CUPTI is touched afterwards.
+  void release();
+  bool released() const { return released_.load(); }
   void releaseBuffer(uint8_t* buffer);
   uint64_t droppedRecords() const { return dropped_.load(std::memory_order_relaxed); }
   uint32_t version() const;
+  // The file of the libcupti in use, and every libcupti* mapped in the process (more than one
+  // means two CUPTIs live side by side, e.g. the toolkit's and a Python wheel's).
+  static std::string libraryPath();
+  static std::vector<std::string> loadedLibraries();
+  // The libcupti a global symbol lookup of a CUPTI function reaches (what a library that calls
+  // CUPTI without binding it itself, like PyTorch's Kineto, uses).
+  static std::string globalBindingPath();
 
   static int64_t timestampNs();
   // Iterates the records of a buffer: start with nullptr; returns nullptr at the end.
@@ -62,6 +74,7 @@ class CuptiActivityApi {
   std::mutex pool_mu_;
   std::vector<uint8_t*> pool_;
   std::atomic<uint64_t> dropped_{0};
+  std::atomic<bool> released_{false};
 };
 
 }  // namespace fprof::collector
