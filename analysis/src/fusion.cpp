@@ -32,7 +32,9 @@ struct StageEdge {
   size_t from = 0, to = 0;  // stage indices
   std::string name;
   std::optional<double> allocation_bytes;
-  bool write_removed = true;  // false when other kernels also read the value: it is still written
+  // False when the value must still be written by the fused kernel: other kernels read it too, or
+  // the op itself lists it among its outputs (residual_layernorm's h).
+  bool write_removed = true;
 };
 
 struct Instance {
@@ -84,7 +86,37 @@ std::optional<Work> stageWork(const core::Profile& p, const std::vector<size_t>&
   return w;
 }
 
-InstanceResult evaluate(const core::Profile& p, const Instance& in, CeilingCache& cache, const FusionOptions& opt) {
+// Bytes a stage moves by its pointer arguments' allocations (size x (read + written)); none when
+// a kernel's arguments are unknown or resolve to nothing (cuBLAS passes its pointers in a struct).
+std::optional<double> stageAllocationBytes(const DataFlow& df, const std::vector<size_t>& ks) {
+  if (df.access_begin.empty()) return std::nullopt;
+  double bytes = 0;
+  for (size_t k : ks) {
+    if (!df.args_known[k] || df.access_begin[k] == df.access_begin[k + 1]) return std::nullopt;
+    for (uint32_t x = df.access_begin[k]; x < df.access_begin[k + 1]; ++x) {
+      const KernelAccess& a = df.accesses[x];
+      bytes += static_cast<double>(df.allocations[a.allocation].bytes) * ((a.read ? 1 : 0) + (a.write ? 1 : 0));
+    }
+  }
+  return bytes;
+}
+
+// What every instance's evaluation needs: the run, its data flow, roofs, options, and the fixed
+// cost of one kernel per (process, device) (docs/analysis.md, "Predicted fused time").
+struct ModelContext {
+  const core::Profile& p;
+  const DataFlow& df;
+  CeilingCache& cache;
+  const FusionOptions& opt;
+  std::map<uint64_t, double> fixed_ns;  // by process << 32 | device
+  double fixedNs(uint32_t process, uint32_t device) const {
+    auto it = fixed_ns.find(uint64_t{process} << 32 | device);
+    return it == fixed_ns.end() ? 0.0 : it->second;
+  }
+};
+
+InstanceResult evaluate(const Instance& in, ModelContext& ctx) {
+  const core::Profile& p = ctx.p;
   InstanceResult r;
   std::vector<double>& stage_ns = r.stage_ns;
   for (const auto& s : in.stages) {
@@ -92,7 +124,8 @@ InstanceResult evaluate(const core::Profile& p, const Instance& in, CeilingCache
     r.unfused_ns += stage_ns.back();
   }
   const core::KernelRow& first = p.kernels[in.stages.front().front()];
-  const Ceilings& ceil = cache.get(first.process_id, first.device_id);
+  const Ceilings& ceil = ctx.cache.get(first.process_id, first.device_id);
+  const core::DeviceInfo* dev = ctx.cache.device(first.process_id, first.device_id);
 
   // Intermediate bytes per edge: counters where every kernel has them (bounded by the allocation
   // where known: a counter also sees other buffers), else the allocation size.
@@ -124,8 +157,30 @@ InstanceResult evaluate(const core::Profile& p, const Instance& in, CeilingCache
     if (any_counters && !all_counters) r.risks.push_back("intermediate bytes mix counters and allocation sizes");
   }
 
-  // Predicted fused time.
+  // Predicted fused time (docs/analysis.md, "Predicted fused time"). Every kernel pays a fixed
+  // cost; the fused kernel pays it once, and each stage's remaining work loses the traffic of the
+  // intermediates it no longer writes or reads.
+  const double fixed_ns = ctx.fixedNs(first.process_id, first.device_id);
+  std::vector<double> work_ns;
+  double work_sum_ns = 0;
+  for (size_t s = 0; s < in.stages.size(); ++s) {
+    work_ns.push_back(std::max(0.0, stage_ns[s] - static_cast<double>(in.stages[s].size()) * fixed_ns));
+    work_sum_ns += work_ns.back();
+  }
+  // Intermediate bytes each stage stops moving: the consumer's read, the producer's write unless
+  // the value must still be written. `direct` is the allocation size where known (what crosses L2
+  // and L1), `dram` the edge's bytes (the counters' figure where there are counters).
+  std::vector<double> removed_dram(in.stages.size(), 0.0), removed_direct(in.stages.size(), 0.0);
   if (bytes_complete) {
+    for (size_t e = 0; e < in.edges.size(); ++e) {
+      const StageEdge& ed = in.edges[e];
+      const double direct = ed.allocation_bytes.value_or(*edge_bytes[e]);
+      for (const size_t st : {ed.from, ed.to}) {
+        if (st == ed.from && !ed.write_removed) continue;
+        removed_dram[st] += *edge_bytes[e];
+        removed_direct[st] += direct;
+      }
+    }
     std::vector<std::optional<Work>> works;
     bool have_work = true;
     for (const auto& s : in.stages) {
@@ -133,74 +188,103 @@ InstanceResult evaluate(const core::Profile& p, const Instance& in, CeilingCache
       if (!works.back()) have_work = false;
     }
     if (have_work) {
-      // Roofline model: the combined work minus the intermediates' traffic, at the parts' efficiency.
-      Work combined = *works.front();
-      for (size_t i = 1; i < works.size(); ++i) combined += *works[i];
-      double removed = 0;
-      for (size_t e = 0; e < in.edges.size(); ++e) removed += *edge_bytes[e] * (in.edges[e].write_removed ? 2.0 : 1.0);
-      for (auto& b : combined.bytes) {
-        if (b) b = std::max(0.0, *b - removed);
-      }
+      // Roofline model. The intermediates' share of a stage's DRAM traffic is taken as their share
+      // at L2 and L1 too (a multi-pass kernel re-reads them there), and at least their size.
+      Work combined;
       double parts_roof_ns = 0;
       bool roofs = true;
-      for (const auto& w : works) {
-        const auto t = rooflineTimeNs(*w, ceil);
+      for (size_t s = 0; s < works.size(); ++s) {
+        Work w = *works[s];
+        const auto t = rooflineTimeNs(w, ceil);
         if (!t) roofs = false;
         parts_roof_ns += t.value_or(0);
+        auto& dram_bytes = w.bytes[static_cast<size_t>(MemLevel::kDram)];
+        const double share = dram_bytes && *dram_bytes > 0 ? std::min(1.0, removed_dram[s] / *dram_bytes) : 1.0;
+        if (dram_bytes) dram_bytes = std::max(0.0, *dram_bytes - removed_dram[s]);
+        for (const MemLevel l : {MemLevel::kL2, MemLevel::kL1}) {
+          auto& b = w.bytes[static_cast<size_t>(l)];
+          if (b) b = *b - std::min(*b, std::max(share * *b, removed_direct[s]));
+        }
+        if (s == 0) {
+          combined = w;
+        } else {
+          combined += w;
+        }
       }
       const auto fused_roof_ns = rooflineTimeNs(combined, ceil);
       if (roofs && fused_roof_ns && parts_roof_ns > 0) {
-        r.fused_ns = *fused_roof_ns * r.unfused_ns / parts_roof_ns;
+        // The fused kernel reaches its roof as well as the parts reached theirs, and not better
+        // than the roof itself.
+        r.fused_ns = fixed_ns + std::max(*fused_roof_ns, *fused_roof_ns * work_sum_ns / parts_roof_ns);
         r.model = PredictionModel::kRoofline;
       }
     }
     const auto& dram = ceil.bw(MemLevel::kDram);
     if (!r.model && dram) {
-      // Trace model: each stage loses the time its intermediate traffic takes at DRAM bandwidth.
-      std::vector<double> stage_bytes(in.stages.size(), 0.0);
+      // Trace model. A memory-bound stage (its allocations' bytes moved at >= the roofline's line
+      // of its DRAM roof) keeps its achieved bandwidth: its time shrinks with its bytes. Any other
+      // stage loses at most the intermediates' transfer time at the level they live in: L2 for an
+      // intermediate that fits in the stated share of it, else DRAM.
+      const auto& l2 = ceil.bw(MemLevel::kL2);
+      const double l2_resident_bytes = dev ? ctx.opt.l2_resident_fraction * static_cast<double>(dev->l2_bytes) : 0.0;
+      std::vector<double> transfer_ns(in.stages.size(), 0.0);
       for (size_t e = 0; e < in.edges.size(); ++e) {
-        if (in.edges[e].write_removed) stage_bytes[in.edges[e].from] += *edge_bytes[e];
-        stage_bytes[in.edges[e].to] += *edge_bytes[e];
+        const StageEdge& ed = in.edges[e];
+        const double bytes = *edge_bytes[e];
+        const double bw = l2 && bytes <= l2_resident_bytes ? l2->value : dram->value;
+        if (ed.write_removed) transfer_ns[ed.from] += bytes / bw * 1e9;
+        transfer_ns[ed.to] += bytes / bw * 1e9;
       }
-      double fused = 0;
+      double fused = fixed_ns;
       for (size_t s = 0; s < in.stages.size(); ++s) {
-        fused += std::max(0.0, stage_ns[s] - stage_bytes[s] / dram->value * 1e9);
+        const auto moved = stageAllocationBytes(ctx.df, in.stages[s]);
+        const bool memory_bound =
+            moved && work_ns[s] > 0 && *moved / (work_ns[s] * 1e-9) >= ctx.opt.roof_fraction_binds * dram->value;
+        if (memory_bound) {
+          fused += work_ns[s] * std::max(0.0, 1.0 - removed_direct[s] / *moved);
+        } else {
+          fused += std::max(0.0, work_ns[s] - transfer_ns[s]);
+        }
       }
       r.fused_ns = fused;
       r.model = PredictionModel::kTrace;
     }
   }
 
-  // Register / shared-memory / occupancy risk of the fused kernel: registers of the hungriest
-  // part, the shared memory of all parts at once, the widest block.
-  const core::DeviceInfo* dev = cache.device(first.process_id, first.device_id);
+  // Register / shared-memory / occupancy risk of the fused kernel: the registers and block of
+  // its hungriest part, and the shared memory of the largest part. The stages of a fused kernel
+  // run one after another inside a block, so their staging buffers are reused (the reference's
+  // fused attention uses 36 KB where its cuBLAS parts were given 208 and 160 KB), and its block
+  // shape is chosen for the hungriest part (the widest block of another part would not be kept).
   core::OccupancyInput occ;
   std::optional<double> min_part_occ;
-  int64_t smem_sum = 0;
+  int64_t smem_max = 0;
   for (const auto& s : in.stages) {
-    int64_t smem = 0;
     for (size_t k : s) {
       const core::KernelRow& kr = p.kernels[k];
-      occ.registers_per_thread = std::max(occ.registers_per_thread, kr.registers_per_thread);
-      occ.threads_per_block = std::max(occ.threads_per_block, static_cast<int>(kr.threadsPerBlock()));
-      smem = std::max<int64_t>(smem, int64_t{kr.static_shared_bytes} + kr.dynamic_shared_bytes);
+      const int threads = static_cast<int>(kr.threadsPerBlock());
+      if (kr.registers_per_thread > occ.registers_per_thread ||
+          (kr.registers_per_thread == occ.registers_per_thread && threads > occ.threads_per_block)) {
+        occ.registers_per_thread = kr.registers_per_thread;
+        occ.threads_per_block = threads;
+      }
+      smem_max = std::max<int64_t>(smem_max, int64_t{kr.static_shared_bytes} + kr.dynamic_shared_bytes);
       if (kr.theoretical_occupancy) min_part_occ = std::min(min_part_occ.value_or(1.0), *kr.theoretical_occupancy);
       if (kr.local_bytes_per_thread > 0) {
         r.risks.push_back(fmt::format("{} already uses {} B of local memory per thread (stack or spills)",
                                       p.str(kr.demangled_id), kr.local_bytes_per_thread));
       }
     }
-    smem_sum += smem;
   }
-  occ.static_shared_bytes = smem_sum;
+  occ.static_shared_bytes = smem_max;
   if (dev) {
     if (auto o = core::theoreticalOccupancy(*dev, occ)) {
       r.fused_occupancy = o->occupancy;
-      if (o->occupancy < opt.min_occupancy && (!min_part_occ || o->occupancy < *min_part_occ)) {
+      if (o->occupancy < ctx.opt.min_occupancy && (!min_part_occ || o->occupancy < *min_part_occ)) {
         r.no_fuse = fmt::format(
             "register/shared-memory pressure: the fused kernel ({} registers/thread, {} B shared, {} threads) "
             "would reach {:.0f}% occupancy (< {:.0f}%){}",
-            occ.registers_per_thread, smem_sum, occ.threads_per_block, o->occupancy * 100, opt.min_occupancy * 100,
+            occ.registers_per_thread, smem_max, occ.threads_per_block, o->occupancy * 100, ctx.opt.min_occupancy * 100,
             o->blocks_per_sm == 0 ? ": it would not fit on an SM" : "");
       }
     }
@@ -307,13 +391,49 @@ std::optional<double> sharedAllocationBytes(const DataFlow& df, const std::vecto
   return bytes;
 }
 
+// The allocation of a stage's declared buffer `name`, matched by position: the i-th name of the
+// stage's `reads` (`writes`) is the i-th allocation its kernel reads (writes), used only when the
+// counts agree. For edges whose other side cannot be resolved: cuBLAS passes its pointers in a
+// struct, so a GEMM stage's output or input is only seen from the kernel on the other side.
+std::optional<double> declaredAllocationBytes(const DataFlow& df, const std::vector<size_t>& stage,
+                                              const std::vector<std::string>& names, const std::string& name,
+                                              bool write) {
+  if (df.access_begin.empty() || stage.size() != 1 || !df.args_known[stage.front()]) return std::nullopt;
+  const size_t k = stage.front();
+  std::vector<uint32_t> seen;
+  for (uint32_t x = df.access_begin[k]; x < df.access_begin[k + 1]; ++x) {
+    if (write ? df.accesses[x].write : df.accesses[x].read) seen.push_back(df.accesses[x].allocation);
+  }
+  if (seen.size() != names.size()) return std::nullopt;
+  const auto it = std::find(names.begin(), names.end(), name);
+  if (it == names.end()) return std::nullopt;
+  return static_cast<double>(df.allocations[seen[static_cast<size_t>(it - names.begin())]].bytes);
+}
+
+// Bytes of the intermediate `name` passed from stage `from` to stage `to`.
+std::optional<double> edgeAllocationBytes(const DataFlow& df, const Instance& in, const OpTags& from_tags,
+                                          const OpTags& to_tags, size_t from, size_t to, const std::string& name) {
+  if (auto b = sharedAllocationBytes(df, in.stages[from], in.stages[to])) return b;
+  if (auto b = declaredAllocationBytes(df, in.stages[from], from_tags.writes, name, true)) return b;
+  return declaredAllocationBytes(df, in.stages[to], to_tags.reads, name, false);
+}
+
 
 }  // namespace
 
 FusionResult analyzeFusion(const core::Profile& p, const OpIndex& ops, const DataFlow& df, const FusionOptions& opt) {
   FusionResult res;
-  for (const core::KernelRow& k : p.kernels) res.program_gpu_ns += k.durationNs();
   CeilingCache cache(p);
+  ModelContext ctx{p, df, cache, opt, {}};
+  for (const core::KernelRow& k : p.kernels) {
+    res.program_gpu_ns += k.durationNs();
+    // The fixed cost of a kernel (ramp-up, drain, the timer's own overhead) is at most the
+    // shortest kernel the device ran, and at most the stated cap (docs/analysis.md).
+    const uint64_t key = uint64_t{k.process_id} << 32 | k.device_id;
+    const double d = static_cast<double>(std::min<int64_t>(k.durationNs(), opt.max_kernel_fixed_ns));
+    auto [it, inserted] = ctx.fixed_ns.emplace(key, d);
+    if (!inserted) it->second = std::min(it->second, d);
+  }
 
   // Kernels that belong to a declared pair (any variant): data flow leaves them to the NVTX pairs.
   std::vector<uint8_t> in_declared(p.kernels.size(), 0);
@@ -360,7 +480,10 @@ FusionResult analyzeFusion(const core::Profile& p, const OpIndex& ops, const Dat
             if (!stage_tags[s]) continue;
             const auto& w = stage_tags[s]->writes;
             if (std::find(w.begin(), w.end(), b) != w.end()) {
-              in.edges.push_back({s, j, b, sharedAllocationBytes(df, in.stages[s], in.stages[j]), true});
+              // An intermediate the whole op also lists as its output is still written when fused.
+              const bool op_output = std::find(op.tags.writes.begin(), op.tags.writes.end(), b) != op.tags.writes.end();
+              in.edges.push_back({s, j, b, edgeAllocationBytes(df, in, *stage_tags[s], *stage_tags[j], s, j, b),
+                                  !op_output});
               break;
             }
           }
@@ -387,7 +510,7 @@ FusionResult analyzeFusion(const core::Profile& p, const OpIndex& ops, const Dat
       a.c.launches_per_instance = static_cast<int64_t>(op.all_kernels.size());
       a.c.launches_removed = a.c.launches_per_instance - 1;
     }
-    addInstance(a, evaluate(p, in, cache, opt));
+    addInstance(a, evaluate(in, ctx));
   }
   for (auto& [id, a] : nvtx_pairs) {
     FusionCandidate c = finish(a, res.program_gpu_ns);
@@ -467,7 +590,7 @@ FusionResult analyzeFusion(const core::Profile& p, const OpIndex& ops, const Dat
                                    chain.front()->readers_of_value - 1);
         }
       }
-      addInstance(a, evaluate(p, in, cache, opt));
+      addInstance(a, evaluate(in, ctx));
     };
     // Chains: follow links where the producer's value has one reader and the consumer one producer.
     auto linkNext = [&](size_t k) -> const DataEdge* {

@@ -31,8 +31,12 @@ TEST(NvtxTags, ParsesTheConvention) {
 }
 
 // A -> B -> C on one stream, twice; intermediates Y and Z of 1,024,000 B each take 1000 ns at the
-// test GPU's 1.024e12 B/s DRAM roof. Trace model: A loses 1000 ns (writes Y), B 2000 (reads Y,
-// writes Z), C 1000 (reads Z): 9000 + 3000 + 4000 = 16000 ns fused for 20000 unfused.
+// test GPU's 1.024e12 B/s DRAM roof (they would fit in L2, but the test GPU has no measured L2
+// roof). Trace model: the fixed cost is the 2000 ns cap (every kernel is longer), so the work is
+// A 8000, B 3000, C 3000 ns. A moves X + Y = 2.048e6 B in 8000 ns (25% of the DRAM roof): not
+// memory-bound, it loses Y's write time, 1000 ns -> 7000. B and C move 2.048e6 B in 3000 ns (67%):
+// memory-bound, their time shrinks with their bytes: B loses all (reads Y, writes Z) -> 0, C loses
+// Z's read, half -> 1500. Fused: 2000 + 7000 + 0 + 1500 = 10500 ns for 20000 unfused.
 TEST(Fusion, DataFlowChainTraceModel) {
   DbBuilder db("fusion_chain");
   constexpr uint64_t kX = 0x100000, kY = 0x200000, kZ = 0x300000, kW = 0x400000;
@@ -64,10 +68,10 @@ TEST(Fusion, DataFlowChainTraceModel) {
   EXPECT_DOUBLE_EQ(*c.intermediate_bytes, 2048000.0);
   EXPECT_EQ(c.bytes_source, BytesSource::kAllocation);
   EXPECT_EQ(*c.model, PredictionModel::kTrace);
-  EXPECT_DOUBLE_EQ(*c.predicted_fused_ns, 16000.0);
-  EXPECT_DOUBLE_EQ(*c.predicted_saving_ns, 4000.0);
-  EXPECT_DOUBLE_EQ(*c.total_saving_ns, 8000.0);
-  EXPECT_DOUBLE_EQ(*c.program_share, 0.2);
+  EXPECT_DOUBLE_EQ(*c.predicted_fused_ns, 10500.0);
+  EXPECT_DOUBLE_EQ(*c.predicted_saving_ns, 9500.0);
+  EXPECT_DOUBLE_EQ(*c.total_saving_ns, 19000.0);
+  EXPECT_DOUBLE_EQ(*c.program_share, 0.475);
   EXPECT_DOUBLE_EQ(*c.fused_occupancy, 1.0);
   EXPECT_TRUE(c.fuse);
   EXPECT_FALSE(c.measured_fused_ns);
@@ -90,31 +94,37 @@ TEST(Fusion, ValueWithTwoReadersIsNotFused) {
     EXPECT_FALSE(cand.fuse);
     EXPECT_EQ(cand.reason, "the intermediate is also read by 1 other kernel(s): it would still be written");
   }
-  // Only the consumer's read is saved: B loses 1000 ns -> 14000 fused of 15000.
+  // Only the consumer's read is saved. Fixed cost 2000 ns (the cap); A (8000 ns of work, 25% of
+  // the roof) keeps its write; B (3000 ns, memory-bound) loses half its bytes -> 1500.
+  // Fused: 2000 + 8000 + 1500 = 11500 of 15000.
   EXPECT_EQ(r.candidates[0].id, "A -> B");
-  EXPECT_DOUBLE_EQ(*r.candidates[0].predicted_fused_ns, 14000.0);
+  EXPECT_DOUBLE_EQ(*r.candidates[0].predicted_fused_ns, 11500.0);
 }
 
 // Declared pair p1: stage "matmul" (K1) writes t, stage "bias_relu" (K2) reads t; the fused
 // variant K3 was measured too. Counters give the roofline model (test GPU: fp32 2.56e13 FLOP/s,
-// DRAM 1.024e12 B/s):
-//   K1: 2.56e8 FLOP (10 us), 1.536e7 B DRAM (15 us) -> roof 15 us; measured 20 us
-//   K2: 1.024e6 FLOP, 2.048e7 B (20 us) -> roof 20 us; measured 25 us
+// DRAM 1.024e12 B/s, and a measured L2 roof of 2.048e12 B/s):
+//   K1: 2.56e8 FLOP (10 us), 1.536e7 B DRAM (15 us), 4.096e7 B L2 (20 us) -> roof 20 us; measured 30 us
+//   K2: 1.024e6 FLOP, 2.048e7 B DRAM (20 us), 6.144e7 B L2 (30 us) -> roof 30 us; measured 35 us
 //   intermediate = min(K1 writes 1.024e7, K2 reads 1.024e7) = 1.024e7 B
-//   fused work: 2.57024e8 FLOP (10.04 us), 1.536e7 + 2.048e7 - 2 x 1.024e7 = 1.536e7 B (15 us)
-//   predicted fused = 15 us x (45 us measured / 35 us roof of the parts) = 19.2857 us
+//   K1 loses its write: 2/3 of its DRAM bytes, so 2/3 of its L2 bytes too -> 5.12e6 DRAM, 1.36533e7 L2
+//   K2 loses its read: 1/2 of its DRAM bytes -> 1.024e7 DRAM, 3.072e7 L2
+//   fused work: 2.57024e8 FLOP (10.04 us), 1.536e7 B DRAM (15 us), 4.43733e7 B L2 (21.667 us)
+//   fixed cost 2000 ns (the cap); work of the parts 28 + 33 = 61 us for 50 us of roof
+//   predicted fused = 2 us + 21.667 us x 61 / 50 = 28.433 us
 TEST(Fusion, NvtxPairRooflineModelWithMeasuredFusedVariant) {
   DbBuilder db("fusion_nvtx");
-  db.range(1, std::nullopt, "op=mm_bias_relu variant=unfused pair=p1 reads=x,w writes=y", 0, 60000, 0);
+  db.writer().add(core::CeilingRecord{"TestGPU", "l2", "bytes_per_s", 2.048e12, "measured", "test"});
+  db.range(1, std::nullopt, "op=mm_bias_relu variant=unfused pair=p1 reads=x,w writes=y", 0, 80000, 0);
   // Stage ranges repeat variant and pair, as docs/nvtx-convention.md has them.
-  db.range(2, 1, "op=matmul variant=unfused pair=p1 reads=x,w writes=t", 0, 25000, 0);
-  db.range(3, 1, "op=bias_relu variant=unfused pair=p1 reads=t writes=y", 25000, 60000, 0);
-  db.range(4, std::nullopt, "op=mm_bias_relu variant=fused pair=p1 reads=x,w writes=y", 70000, 100000, 0);
-  auto k1 = db.kernel("matmul_kernel", 1000, 20000);
+  db.range(2, 1, "op=matmul variant=unfused pair=p1 reads=x,w writes=t", 0, 35000, 0);
+  db.range(3, 1, "op=bias_relu variant=unfused pair=p1 reads=t writes=y", 35000, 80000, 0);
+  db.range(4, std::nullopt, "op=mm_bias_relu variant=fused pair=p1 reads=x,w writes=y", 90000, 120000, 0);
+  auto k1 = db.kernel("matmul_kernel", 1000, 30000);
   k1.nvtx_range_key = 2;
-  auto k2 = db.kernel("bias_relu_kernel", 26000, 25000);
+  auto k2 = db.kernel("bias_relu_kernel", 36000, 35000);
   k2.nvtx_range_key = 3;
-  auto k3 = db.kernel("matmul_bias_relu_fused", 71000, 24000);
+  auto k3 = db.kernel("matmul_bias_relu_fused", 91000, 24000);
   k3.nvtx_range_key = 4;
   const int64_t id1 = db.add(k1), id2 = db.add(k2);
   db.add(k3);
@@ -123,11 +133,13 @@ TEST(Fusion, NvtxPairRooflineModelWithMeasuredFusedVariant) {
   c1.flops_fp32 = 2.56e8;
   c1.dram_read_bytes = 5.12e6;
   c1.dram_write_bytes = 1.024e7;
+  c1.l2_bytes = 4.096e7;
   core::KernelCounters c2;
   c2.kernel_id = id2;
   c2.flops_fp32 = 1.024e6;
   c2.dram_read_bytes = 1.024e7;
   c2.dram_write_bytes = 1.024e7;
+  c2.l2_bytes = 6.144e7;
   db.writer().add(c1);
   db.writer().add(c2);
   const FusionResult r = fusionOf(db.load());
@@ -140,22 +152,61 @@ TEST(Fusion, NvtxPairRooflineModelWithMeasuredFusedVariant) {
   EXPECT_EQ(c.stages, (std::vector<std::string>{"matmul", "bias_relu"}));
   EXPECT_EQ(c.intermediates, std::vector<std::string>{"t"});
   EXPECT_EQ(c.launches_removed, 1);
-  EXPECT_DOUBLE_EQ(c.unfused_ns, 45000.0);
+  EXPECT_DOUBLE_EQ(c.unfused_ns, 65000.0);
   EXPECT_DOUBLE_EQ(*c.intermediate_bytes, 1.024e7);
   EXPECT_EQ(c.bytes_source, BytesSource::kCounters);
   EXPECT_EQ(*c.model, PredictionModel::kRoofline);
-  const double predicted = 15000.0 * 45000.0 / 35000.0;
-  EXPECT_DOUBLE_EQ(*c.predicted_fused_ns, predicted);
-  EXPECT_DOUBLE_EQ(*c.predicted_saving_ns, 45000.0 - predicted);
-  EXPECT_DOUBLE_EQ(*c.program_share, (45000.0 - predicted) / 69000.0);
+  const double fused_roof_ns = (4.096e7 / 3 + 3.072e7) / 2.048e12 * 1e9;
+  const double predicted = 2000.0 + fused_roof_ns * 61000.0 / 50000.0;
+  EXPECT_NEAR(*c.predicted_fused_ns, predicted, 1e-6);
+  EXPECT_NEAR(*c.predicted_fused_ns, 28433.333, 1e-3);
+  EXPECT_NEAR(*c.predicted_saving_ns, 65000.0 - predicted, 1e-6);
+  EXPECT_NEAR(*c.program_share, (65000.0 - predicted) / 89000.0, 1e-12);
   EXPECT_DOUBLE_EQ(*c.measured_fused_ns, 24000.0);
-  EXPECT_DOUBLE_EQ(*c.measured_saving_ns, 21000.0);
-  EXPECT_DOUBLE_EQ(*c.prediction_error, (predicted - 24000.0) / 24000.0);
+  EXPECT_DOUBLE_EQ(*c.measured_saving_ns, 41000.0);
+  EXPECT_NEAR(*c.prediction_error, (predicted - 24000.0) / 24000.0, 1e-12);
   EXPECT_EQ(r.measured_pairs, 1);
-  EXPECT_DOUBLE_EQ(*r.median_abs_error, (24000.0 - predicted) / 24000.0);
+  EXPECT_NEAR(*r.median_abs_error, (predicted - 24000.0) / 24000.0, 1e-12);
   EXPECT_TRUE(c.fuse);
 }
 
+// Parts that already run at their roof: the work left after the fixed cost is below the roof,
+// so the fused kernel is held to its own roof (never faster than it) plus one fixed cost.
+// K1: 1.024e7 B DRAM (10 us), K2: 2.048e7 B (20 us), both measured at exactly their roof; the
+// intermediate (K1's write, K2's read) is 1.024e7 B: fused work 1.024e7 B -> 10 us; fused 12 us.
+TEST(Fusion, FusedKernelIsNotFasterThanItsRoof) {
+  DbBuilder db("fusion_roof_bound");
+  db.range(1, std::nullopt, "op=chain variant=unfused pair=p7", 0, 40000, 0);
+  db.range(2, 1, "op=s1 writes=t", 0, 15000, 0);
+  db.range(3, 1, "op=s2 reads=t", 15000, 40000, 0);
+  auto k1 = db.kernel("s1_kernel", 1000, 10000);
+  k1.nvtx_range_key = 2;
+  auto k2 = db.kernel("s2_kernel", 16000, 20000);
+  k2.nvtx_range_key = 3;
+  const int64_t id1 = db.add(k1), id2 = db.add(k2);
+  core::KernelCounters c1;
+  c1.kernel_id = id1;
+  c1.flops_fp32 = 0;
+  c1.dram_read_bytes = 0;
+  c1.dram_write_bytes = 1.024e7;
+  core::KernelCounters c2;
+  c2.kernel_id = id2;
+  c2.flops_fp32 = 0;
+  c2.dram_read_bytes = 1.024e7;
+  c2.dram_write_bytes = 1.024e7;
+  db.writer().add(c1);
+  db.writer().add(c2);
+  const FusionResult r = fusionOf(db.load());
+  ASSERT_EQ(r.candidates.size(), 1u);
+  EXPECT_EQ(*r.candidates[0].model, PredictionModel::kRoofline);
+  // Without the floor: 2000 + 10000 x (8000 + 18000) / 30000 = 10667 ns, faster than the roof allows.
+  EXPECT_DOUBLE_EQ(*r.candidates[0].predicted_fused_ns, 12000.0);
+}
+
+// The fused kernel keeps the registers and block of its hungriest part and needs the shared
+// memory of its largest part: tile_a alone (128 registers x 128 threads) fits 4 blocks per SM
+// (25%), tile_b alone (100 KB, 1024 threads) 2 blocks (100%); fused, 128-thread blocks with 100 KB
+// each fit 2 per SM: 8 of 64 warps, 12.5%, below both parts and below 50%.
 TEST(Fusion, SharedMemoryPressureMarksThePair) {
   DbBuilder db("fusion_pressure");
   db.range(1, std::nullopt, "op=big variant=unfused pair=p2", 0, 60000, 0);
@@ -163,27 +214,57 @@ TEST(Fusion, SharedMemoryPressureMarksThePair) {
   db.range(3, 1, "op=s2 reads=t", 25000, 60000, 0);
   auto k1 = db.kernel("tile_a", 1000, 20000);
   k1.nvtx_range_key = 2;
-  k1.static_shared_bytes = 102400;
+  k1.registers_per_thread = 128;
+  k1.block_x = 128;
   k1.theoretical_occupancy = 0.25;
   auto k2 = db.kernel("tile_b", 26000, 20000);
   k2.nvtx_range_key = 3;
+  k2.block_x = 1024;
   k2.dynamic_shared_bytes = 102400;
-  k2.theoretical_occupancy = 0.25;
+  k2.theoretical_occupancy = 1.0;
   db.add(k1);
   db.add(k2);
   const FusionResult r = fusionOf(db.load());
   ASSERT_EQ(r.candidates.size(), 1u);
   const FusionCandidate& c = r.candidates[0];
   EXPECT_FALSE(c.fuse);
-  // 204800 B of shared memory: one 256-thread block per SM = 8 of 64 warps.
   EXPECT_DOUBLE_EQ(*c.fused_occupancy, 0.125);
-  EXPECT_EQ(c.reason.rfind("register/shared-memory pressure: the fused kernel (32 registers/thread, 204800 B shared, "
-                           "256 threads)",
+  EXPECT_EQ(c.reason.rfind("register/shared-memory pressure: the fused kernel (128 registers/thread, 102400 B shared, "
+                           "128 threads)",
                            0),
             0u)
       << c.reason;
   EXPECT_FALSE(c.intermediate_bytes);  // no counters, no allocations: unknown, not 0
   EXPECT_FALSE(c.predicted_fused_ns);
+}
+
+// The reference's attention: two cuBLAS GEMMs with large staging buffers around a softmax. Their
+// shared memory is not needed at once (the stages run one after another), so the pair is not
+// marked: one 208 KB, 384-thread block per SM is what each GEMM already had.
+TEST(Fusion, StagingBuffersOfSequentialStagesAreReused) {
+  DbBuilder db("fusion_attention_smem");
+  db.range(1, std::nullopt, "op=attention variant=unfused pair=attn reads=q,k,v writes=o", 0, 90000, 0);
+  db.range(2, 1, "op=qk variant=unfused pair=attn reads=q,k writes=s", 0, 30000, 0);
+  db.range(3, 1, "op=softmax variant=unfused pair=attn reads=s writes=p", 30000, 60000, 0);
+  db.range(4, 1, "op=pv variant=unfused pair=attn reads=p,v writes=o", 60000, 90000, 0);
+  auto qk = db.kernel("nvjet_qk", 1000, 20000);
+  qk.nvtx_range_key = 2;
+  auto sm = db.kernel("softmax_kernel", 31000, 20000);
+  sm.nvtx_range_key = 3;
+  auto pv = db.kernel("nvjet_pv", 61000, 20000);
+  pv.nvtx_range_key = 4;
+  for (auto* k : {&qk, &pv}) {
+    k->registers_per_thread = 168;
+    k->block_x = 384;
+    k->theoretical_occupancy = 0.1875;
+  }
+  qk.dynamic_shared_bytes = 213000;
+  pv.dynamic_shared_bytes = 164000;
+  for (auto* k : {&qk, &sm, &pv}) db.add(*k);
+  const FusionResult r = fusionOf(db.load());
+  ASSERT_EQ(r.candidates.size(), 1u);
+  EXPECT_TRUE(r.candidates[0].fuse) << r.candidates[0].reason;
+  EXPECT_DOUBLE_EQ(*r.candidates[0].fused_occupancy, 0.1875);
 }
 
 TEST(Fusion, IndependentConcurrentStagesAreNotFused) {
@@ -252,7 +333,93 @@ TEST(Fusion, DeclaredKernelsAreNotPairedAgainByDataFlow) {
   // No stage ranges: consecutive kernels chained; the intermediate's size from the allocation.
   EXPECT_DOUBLE_EQ(*c.intermediate_bytes, 1024000.0);
   EXPECT_EQ(c.bytes_source, BytesSource::kAllocation);
-  EXPECT_DOUBLE_EQ(*c.predicted_fused_ns, 18000.0);
+  // Fixed cost 2000 ns; each stage (8000 ns of work, 2.048e6 B: 25% of the roof) loses Y's
+  // transfer, 1000 ns: 2000 + 7000 + 7000.
+  EXPECT_DOUBLE_EQ(*c.predicted_fused_ns, 16000.0);
+}
+
+// The fixed cost is the shortest kernel of the run (600 ns here, under the cap). A -> B passes
+// Y (1,024,000 B), small enough to stay in L2 (under half of the 50 MiB), at the measured L2 roof
+// of 2.048e12 B/s: 500 ns per side. C -> D passes Z (40 MiB), too large: DRAM, 40960 ns per side.
+// No stage is memory-bound (A, B: 2.048e6 B in 19.4 us; C, D: 80 MiB in 399.4 us, 21%).
+//   A -> B: 600 + 2 x (19400 - 500) = 38400 ns;  C -> D: 600 + 2 x (399400 - 40960) = 717480 ns
+TEST(Fusion, TraceModelRemovesTheIntermediateAtItsLevel) {
+  DbBuilder db("fusion_levels");
+  db.writer().add(core::CeilingRecord{"TestGPU", "l2", "bytes_per_s", 2.048e12, "measured", "test"});
+  constexpr uint64_t kX = 0x100000, kY = 0x200000, kW = 0x300000;
+  constexpr uint64_t kX2 = 0x10000000, kZ = 0x20000000, kW2 = 0x30000000;
+  for (uint64_t a : {kX, kY, kW}) db.alloc(a, 1024000, 0);
+  for (uint64_t a : {kX2, kZ, kW2}) db.alloc(a, 40 << 20, 0);
+  auto a = db.kernel("A", 1000, 20000);
+  auto b = db.kernel("B", 22000, 20000);
+  auto c = db.kernel("C", 50000, 400000);
+  auto d = db.kernel("D", 460000, 400000);
+  auto tiny = db.kernel("tiny", 900000, 600);
+  for (auto* k : {&a, &b, &c, &d, &tiny}) db.add(*k);
+  db.args(a, {kX, kY});
+  db.args(b, {kY, kW});
+  db.args(c, {kX2, kZ});
+  db.args(d, {kZ, kW2});
+  const FusionResult r = fusionOf(db.load());
+  ASSERT_EQ(r.candidates.size(), 2u);
+  EXPECT_EQ(r.candidates[0].id, "C -> D");
+  EXPECT_DOUBLE_EQ(*r.candidates[0].predicted_fused_ns, 717480.0);
+  EXPECT_EQ(r.candidates[1].id, "A -> B");
+  EXPECT_DOUBLE_EQ(*r.candidates[1].predicted_fused_ns, 38400.0);
+}
+
+// residual + norm: the op's outer range lists h among its outputs, so the fused kernel still
+// writes it and only the norm's read goes. Both stages are memory-bound (3.072e6 and 2.048e6 B in
+// 1000 ns of work each, fixed cost 2000 ns): add keeps its time, norm loses half.
+// Fused: 2000 + 1000 + 500 = 3500 ns (3166.7 if h's write were dropped too).
+TEST(Fusion, AnIntermediateTheOpOutputsIsStillWritten) {
+  DbBuilder db("fusion_op_output");
+  constexpr uint64_t kX = 0x100000, kR = 0x200000, kH = 0x300000, kY = 0x400000;
+  for (uint64_t a : {kX, kR, kH, kY}) db.alloc(a, 1024000, 0);
+  db.range(1, std::nullopt, "op=res_norm variant=unfused pair=p5 reads=x,r writes=h,y", 0, 20000, 0);
+  db.range(2, 1, "op=add variant=unfused pair=p5 reads=x,r writes=h", 0, 10000, 0);
+  db.range(3, 1, "op=norm variant=unfused pair=p5 reads=h writes=y", 10000, 20000, 0);
+  auto add = db.kernel("add_kernel(float const*, float const*, float*)", 1000, 3000);
+  add.nvtx_range_key = 2;
+  auto norm = db.kernel("norm_kernel(float const*, float*)", 11000, 3000);
+  norm.nvtx_range_key = 3;
+  db.add(add);
+  db.add(norm);
+  db.args(add, {kX, kR, kH});
+  db.args(norm, {kH, kY});
+  const FusionResult r = fusionOf(db.load());
+  ASSERT_EQ(r.candidates.size(), 1u);
+  EXPECT_DOUBLE_EQ(*r.candidates[0].intermediate_bytes, 1024000.0);
+  EXPECT_DOUBLE_EQ(*r.candidates[0].predicted_fused_ns, 3500.0);
+}
+
+// A GEMM whose pointers are not launch arguments (cuBLAS passes a struct): its output t0 is found
+// from the consumer instead, by position: `bias` declares reads=t0,b and its kernel reads two
+// allocations, so t0 is the first (2,048,000 B). Fixed cost 2000 ns; the GEMM (48000 ns of work,
+// bytes unknown) loses t0's write at the DRAM roof (no L2 roof here), 2000 ns; bias moves
+// 4,100,096 B in 3000 ns (memory-bound) and loses t0's share of them.
+TEST(Fusion, AGemmWithoutArgumentsIsMatchedFromItsConsumer) {
+  DbBuilder db("fusion_positional");
+  constexpr uint64_t kT0 = 0x100000, kB = 0x400000, kY = 0x500000;
+  db.alloc(kT0, 2048000, 0);
+  db.alloc(kB, 4096, 0);
+  db.alloc(kY, 2048000, 0);
+  db.range(1, std::nullopt, "op=mm_bias variant=unfused pair=p6 reads=x,w,b writes=y", 0, 80000, 0);
+  db.range(2, 1, "op=matmul variant=unfused pair=p6 reads=x,w writes=t0", 0, 60000, 0);
+  db.range(3, 1, "op=bias variant=unfused pair=p6 reads=t0,b writes=y", 60000, 80000, 0);
+  auto mm = db.kernel("nvjet_sm90_gemm", 1000, 50000);
+  mm.nvtx_range_key = 2;
+  auto bias = db.kernel("bias_kernel(float const*, float const*, float*)", 61000, 5000);
+  bias.nvtx_range_key = 3;
+  db.add(mm);
+  db.add(bias);
+  db.args(bias, {kT0, kB, kY});
+  const FusionResult r = fusionOf(db.load());
+  ASSERT_EQ(r.candidates.size(), 1u);
+  const FusionCandidate& c = r.candidates[0];
+  EXPECT_DOUBLE_EQ(*c.intermediate_bytes, 2048000.0);
+  EXPECT_EQ(c.bytes_source, BytesSource::kAllocation);
+  EXPECT_DOUBLE_EQ(*c.predicted_fused_ns, 2000.0 + 46000.0 + 3000.0 * (1.0 - 2048000.0 / 4100096.0));
 }
 
 }  // namespace

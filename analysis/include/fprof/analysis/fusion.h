@@ -54,6 +54,15 @@ struct FusionCandidate {
 
 struct FusionOptions {
   double min_occupancy = 0.5;  // the fusion note's line: below 50% occupancy, reconsider
+  // Upper bound of a kernel's fixed cost (ramp-up, drain, timer overhead); the shortest kernel of
+  // the run bounds it too (docs/analysis.md).
+  int64_t max_kernel_fixed_ns = 2000;
+  // Trace model: an intermediate no larger than this share of the L2 is taken to stay in L2
+  // between producer and consumer (the rest of the L2 holds the kernels' other data).
+  double l2_resident_fraction = 0.5;
+  // Trace model: a stage moving its bytes at >= this share of the DRAM roof is memory-bound (the
+  // roofline's own line, RooflineOptions::roof_fraction_binds).
+  double roof_fraction_binds = 0.5;
 };
 
 struct FusionResult {
