@@ -65,7 +65,9 @@ OpIndex indexOps(const core::Profile& p) {
   std::vector<int32_t> op_of_range(p.nvtx_ranges.size(), -1);
   for (size_t i = 0; i < p.nvtx_ranges.size(); ++i) {
     const core::NvtxRangeRecord& r = p.nvtx_ranges[i];
-    if (r.domain != kNvtxDomain) continue;
+    // The fprof domain; and the default domain for messages that start with "op=", because
+    // Python's torch.cuda.nvtx has no domains (docs/nvtx-convention.md).
+    if (r.domain != kNvtxDomain && !(r.domain.empty() && r.message.rfind("op=", 0) == 0)) continue;
     auto tags = parseOpTags(r.message);
     if (!tags) continue;
     OpInstance op;

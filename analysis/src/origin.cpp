@@ -53,6 +53,9 @@ Origin classifyOrigin(std::string_view name) {
   if (startsWith(h, "cutlass") || has(h, "cutlass::") || startsWith(h, "_ZN7cutlass")) return Origin::kCutlass;
   // Mangled ATen names: at::native -> _ZN2at6native
   if (startsWith(h, "_ZN2at") || startsWith(h, "_ZN3c10")) return Origin::kAten;
+  // ATen kernels in an anonymous namespace of an ATen file, instantiated with an ATen functor
+  // (torch.arange: "(anonymous namespace)::elementwise_kernel_with_index<int, at::native::...>").
+  if (startsWith(h, "(anonymous namespace)::") && has(h, "at::native::")) return Origin::kAten;
   return Origin::kUser;
 }
 
