@@ -59,6 +59,8 @@ class Statement {
     return rc;
   }
   int step() { return sqlite3_step(stmt_); }
+  // Rewinds a query so it can run again with new bindings.
+  void reset() { sqlite3_reset(stmt_); }
 
   int64_t i64(int col) const { return sqlite3_column_int64(stmt_, col); }
   double f64(int col) const { return sqlite3_column_double(stmt_, col); }

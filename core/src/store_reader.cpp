@@ -3,10 +3,16 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <memory>
 #include <string_view>
+#include <system_error>
+#include <thread>
 #include <tuple>
 #include <unordered_map>
 
@@ -122,12 +128,10 @@ Status forEachRow(sqlite3* db, const std::string& path, const char* sql, Fn&& fn
   return {};
 }
 
-// Row count of a table, to reserve its vector (0 if the count fails: the scan reports the error).
-size_t rowCountHint(sqlite3* db, const char* count_sql) {
-  Statement st(db, count_sql);
-  if (!st.ok() || st.step() != SQLITE_ROW) return 0;
-  return static_cast<size_t>(std::max<int64_t>(st.i64(0), 0));
-}
+struct TextHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view v) const { return std::hash<std::string_view>{}(v); }
+};
 
 // Orders kernels by start_ns, ties in rowid order (what a stable sort gives). A KernelRow is
 // 200 bytes, so out-of-order input sorts (start_ns, position) pairs and moves each row once.
@@ -141,6 +145,261 @@ void sortKernelsByStart(std::vector<KernelRow>& kernels) {
   sorted.reserve(kernels.size());
   for (const auto& [start_ns, i] : order) sorted.push_back(std::move(kernels[i]));
   kernels = std::move(sorted);
+}
+
+// Row count of a table's rowid range: tables whose rowids run first..first+count-1 (every table
+// fprof writes) are read in chunks, each chunk filling its own slots; others are read whole.
+struct RowidSpan {
+  int64_t first = 0;
+  int64_t count = 0;
+  bool dense = true;
+};
+
+Expected<RowidSpan> rowidSpan(sqlite3* db, const std::string& path, const std::string& table) {
+  auto scalar = [&](const std::string& sql, int64_t& value) -> Status {
+    Statement st(db, sql.c_str());
+    if (!st.ok() || st.step() != SQLITE_ROW) {
+      return makeError(path + ": damaged database (" + detail::sqliteMessage(db) + ")");
+    }
+    value = st.i64(0);
+    return {};
+  };
+  RowidSpan span;
+  if (Status s = scalar("SELECT count(*) FROM " + table, span.count); !s) return Error{s.error()};
+  if (span.count == 0) return span;
+  int64_t last = 0;
+  if (Status s = scalar("SELECT min(rowid) FROM " + table, span.first); !s) return Error{s.error()};
+  if (Status s = scalar("SELECT max(rowid) FROM " + table, last); !s) return Error{s.error()};
+  span.dense = last >= span.first &&
+               static_cast<uint64_t>(last) - static_cast<uint64_t>(span.first) == static_cast<uint64_t>(span.count - 1);
+  return span;
+}
+
+// Rows [begin, end) of a table's vector: a rowid range of a dense table, or (whole) the table.
+struct ChunkRows {
+  size_t begin = 0;
+  size_t end = 0;
+  int64_t first_rowid = 0;  // rowid of vector slot 0
+  bool whole = false;
+};
+
+// 16K rows: a few MB per chunk, enough chunks for the threads to share the work evenly.
+constexpr int64_t kChunkRows = 16384;
+
+template <class Row, class Chunk>
+void planChunks(const RowidSpan& span, std::vector<Row>& rows, std::vector<Chunk>& chunks) {
+  if (span.count == 0) return;
+  if (!span.dense) {
+    rows.reserve(static_cast<size_t>(span.count));
+    chunks.emplace_back().rows() = ChunkRows{0, 0, 0, true};
+    return;
+  }
+  rows.resize(static_cast<size_t>(span.count));
+  for (int64_t at = 0; at < span.count; at += kChunkRows) {
+    chunks.emplace_back().rows() = ChunkRows{static_cast<size_t>(at), static_cast<size_t>(std::min(at + kChunkRows, span.count)),
+                                             span.first, false};
+  }
+}
+
+// Launch API and occupancy limiter texts seen in one chunk of kernels, in order of first sight; rows
+// hold the index here until the chunk's texts get string ids.
+struct ChunkTexts {
+  std::vector<std::string> texts;
+  std::unordered_map<std::string, uint32_t, TextHash, std::equal_to<>> index;  // once there are many
+
+  uint32_t id(std::string_view t) {
+    if (index.empty()) {
+      for (size_t i = 0; i < texts.size(); ++i) {
+        if (texts[i] == t) return static_cast<uint32_t>(i);
+      }
+    } else if (auto it = index.find(t); it != index.end()) {
+      return it->second;
+    }
+    const auto id = static_cast<uint32_t>(texts.size());
+    texts.emplace_back(t);
+    if (!index.empty()) {
+      index.emplace(texts.back(), id);
+    } else if (texts.size() > 32) {
+      for (size_t i = 0; i < texts.size(); ++i) index.emplace(texts[i], static_cast<uint32_t>(i));
+    }
+    return id;
+  }
+};
+
+struct TableChunk {
+  ChunkRows chunk;
+  ChunkRows& rows() { return chunk; }
+};
+
+struct KernelChunk {
+  ChunkRows chunk;
+  ChunkTexts texts;
+  ChunkRows& rows() { return chunk; }
+};
+
+// Database string id -> index into Profile::strings.
+struct StringIds {
+  const std::vector<uint32_t>* dense;
+  const std::unordered_map<int64_t, uint32_t>* sparse;
+  uint32_t operator()(int64_t db_id) const {
+    if (db_id >= 0 && static_cast<size_t>(db_id) < dense->size()) return (*dense)[static_cast<size_t>(db_id)];
+    auto it = sparse->find(db_id);
+    return it == sparse->end() ? 0 : it->second;
+  }
+};
+
+// One loading thread's connection (SQLite connections are used by one thread at a time) and its
+// chunk queries, prepared once and rebound for every chunk.
+struct Conn {
+  sqlite3* db = nullptr;
+  std::vector<std::pair<std::pair<const char*, bool>, std::unique_ptr<Statement>>> statements;
+
+  Statement* statement(const char* select_sql, const char* rowid_column, bool whole) {
+    for (auto& [key, st] : statements) {
+      if (key.first == select_sql && key.second == whole) return st.get();
+    }
+    const std::string sql = std::string(select_sql) +
+                            (whole ? "" : std::string(" WHERE ") + rowid_column + " BETWEEN ?1 AND ?2") +
+                            " ORDER BY " + rowid_column;
+    auto st = std::make_unique<Statement>(db, sql.c_str());
+    if (!st->ok()) return nullptr;
+    statements.emplace_back(std::make_pair(select_sql, whole), std::move(st));
+    return statements.back().second.get();
+  }
+};
+
+using Task = std::function<Status(Conn&)>;
+
+// Reads one chunk of a table into its rows. Column 0 of select_sql is the rowid.
+template <class Row, class Decode>
+Status loadChunk(Conn& conn, const std::string& path, ChunkRows& c, std::vector<Row>& out, const char* select_sql,
+                 const char* rowid_column, Decode&& decode) {
+  Statement* st = conn.statement(select_sql, rowid_column, c.whole);
+  if (!st) return makeError(path + ": damaged database (" + detail::sqliteMessage(conn.db) + ")");
+  if (!c.whole) {
+    st->bind(1, c.first_rowid + static_cast<int64_t>(c.begin));
+    st->bind(2, c.first_rowid + static_cast<int64_t>(c.end) - 1);
+  }
+  int rc;
+  size_t read = 0;
+  while ((rc = st->step()) == SQLITE_ROW) {
+    if (c.whole) {
+      decode(*st, out.emplace_back());
+    } else {
+      const auto at = static_cast<size_t>(st->i64(0) - c.first_rowid);
+      if (at < c.begin || at >= c.end) break;
+      decode(*st, out[at]);
+    }
+    ++read;
+  }
+  const std::string message = detail::sqliteMessage(conn.db);
+  st->reset();
+  if (rc != SQLITE_DONE && rc != SQLITE_ROW) return makeError(path + ": damaged database (" + message + ")");
+  if (c.whole) {
+    c.end = out.size();
+  } else if (rc == SQLITE_ROW || read != c.end - c.begin) {
+    return makeError(path + ": damaged database (rowids " + std::to_string(c.first_rowid + static_cast<int64_t>(c.begin)) +
+                     ".." + std::to_string(c.first_rowid + static_cast<int64_t>(c.end) - 1) + " of a table were counted but " +
+                     std::to_string(read) + " read)");
+  }
+  return {};
+}
+
+Status loadKernels(Conn& conn, const std::string& path, const StringIds& str_id, KernelChunk& c,
+                   std::vector<KernelRow>& out) {
+  return loadChunk(
+      conn, path, c.chunk, out,
+      "SELECT id, process_id, device_id, context_id, stream_id, correlation_id, thread_id, start_ns, end_ns, "
+      "name_id, demangled_id, grid_x, grid_y, grid_z, block_x, block_y, block_z, cluster_x, cluster_y, cluster_z, "
+      "registers_per_thread, static_shared_bytes, dynamic_shared_bytes, local_bytes_per_thread, local_bytes_total, "
+      "shared_carveout_bytes, theoretical_occupancy, theoretical_blocks_per_sm, occupancy_limiter, graph_id, "
+      "graph_node_id, launch_api, nvtx_range_id, nvtx_path_id FROM kernel",
+      "id", [&](const Statement& st, KernelRow& k) {
+        int i = 0;
+        k.id = st.i64(i++);
+        k.process_id = static_cast<uint32_t>(st.i64(i++));
+        k.device_id = static_cast<uint32_t>(st.i64(i++));
+        k.context_id = static_cast<uint32_t>(st.i64(i++));
+        k.stream_id = static_cast<uint32_t>(st.i64(i++));
+        k.correlation_id = static_cast<uint32_t>(st.i64(i++));
+        k.thread_id = static_cast<uint32_t>(st.i64(i++));
+        k.start_ns = st.i64(i++);
+        k.end_ns = st.i64(i++);
+        k.name_id = str_id(st.i64(i++));
+        k.demangled_id = str_id(st.i64(i++));
+        for (int32_t* f : {&k.grid_x, &k.grid_y, &k.grid_z, &k.block_x, &k.block_y, &k.block_z, &k.cluster_x,
+                           &k.cluster_y, &k.cluster_z, &k.registers_per_thread, &k.static_shared_bytes,
+                           &k.dynamic_shared_bytes}) {
+          *f = static_cast<int32_t>(st.i64(i++));
+        }
+        k.local_bytes_per_thread = st.i64(i++);
+        k.local_bytes_total = st.i64(i++);
+        k.shared_carveout_bytes = st.i64(i++);
+        k.theoretical_occupancy = st.opt<double>(i++);
+        k.theoretical_blocks_per_sm = st.opt<int>(i++);
+        k.occupancy_limiter_id = c.texts.id(st.textView(i++));
+        k.graph_id = static_cast<uint32_t>(st.i64(i++));
+        k.graph_node_id = static_cast<uint64_t>(st.i64(i++));
+        k.launch_api_id = c.texts.id(st.textView(i++));
+        k.nvtx_range_key = st.opt<uint64_t>(i++);
+        if (auto pid = st.opt<int64_t>(i++)) k.nvtx_path_id = str_id(*pid);
+      });
+}
+
+// Runs the tasks on this thread's connection and, when there are chunks to share, on up to three
+// more threads with their own read-only connections. The error is the one a sequential run would
+// have met first: tasks start in order, and none starts after one has failed.
+Status runTasks(sqlite3* db, const std::string& path, const std::vector<Task>& tasks, size_t chunks) {
+  std::vector<Status> results(tasks.size());
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  auto work = [&](Conn& conn) {
+    while (!failed.load()) {
+      const size_t t = next.fetch_add(1);
+      if (t >= tasks.size()) return;
+      results[t] = tasks[t](conn);
+      if (!results[t]) failed = true;
+    }
+  };
+  const size_t hardware = std::max(1u, std::thread::hardware_concurrency());
+  const size_t helpers = chunks >= 2 ? std::min<size_t>({hardware, 4, chunks}) - 1 : 0;
+  std::vector<std::exception_ptr> errors(helpers + 1);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < helpers; ++i) {
+    try {
+      threads.emplace_back([&, i] {
+        try {
+          Db own;
+          // A helper that cannot open the file leaves its share to the others.
+          if (sqlite3_open_v2(path.c_str(), &own.db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK) {
+            return;
+          }
+          Conn conn{own.db, {}};
+          work(conn);
+        } catch (...) {
+          errors[i + 1] = std::current_exception();
+          failed = true;
+        }
+      });
+    } catch (const std::system_error&) {
+      break;  // no more threads: fewer helpers
+    }
+  }
+  try {
+    Conn conn{db, {}};
+    work(conn);
+  } catch (...) {
+    errors[0] = std::current_exception();
+    failed = true;
+  }
+  for (std::thread& t : threads) t.join();
+  for (const std::exception_ptr& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+  for (Status& s : results) {
+    if (!s) return s;
+  }
+  return {};
 }
 
 }  // namespace
@@ -165,10 +424,6 @@ Expected<Profile> loadProfile(const std::string& path) {
   // A dense vector (not a hash map) serves the common case; other ids fall back to the map.
   std::vector<uint32_t> dense;
   std::unordered_map<int64_t, uint32_t> sparse;
-  struct TextHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view v) const { return std::hash<std::string_view>{}(v); }
-  };
   std::unordered_map<std::string, uint32_t, TextHash, std::equal_to<>> text_ids;
   s = forEachRow(h.db, path, "SELECT id, value FROM string ORDER BY id", [&](Statement& st) {
     const int64_t db_id = st.i64(0);
@@ -187,11 +442,6 @@ Expected<Profile> loadProfile(const std::string& path) {
     p.strings.emplace_back();
     text_ids.emplace("", 0);
   }
-  auto strId = [&](int64_t db_id) -> uint32_t {
-    if (db_id >= 0 && static_cast<size_t>(db_id) < dense.size()) return dense[static_cast<size_t>(db_id)];
-    auto it = sparse.find(db_id);
-    return it == sparse.end() ? 0 : it->second;
-  };
   // Low-cardinality TEXT columns (launch API, occupancy limiter) become string ids too, without
   // a std::string per row.
   auto internText = [&](std::string_view t) -> uint32_t {
@@ -248,201 +498,203 @@ Expected<Profile> loadProfile(const std::string& path) {
                  });
   if (!s) return Error{s.error()};
 
-  p.kernels.reserve(rowCountHint(h.db, "SELECT count(*) FROM kernel"));
-  s = forEachRow(
-      h.db, path,
-      "SELECT id, process_id, device_id, context_id, stream_id, correlation_id, thread_id, start_ns, end_ns, "
-      "name_id, demangled_id, grid_x, grid_y, grid_z, block_x, block_y, block_z, cluster_x, cluster_y, cluster_z, "
-      "registers_per_thread, static_shared_bytes, dynamic_shared_bytes, local_bytes_per_thread, local_bytes_total, "
-      "shared_carveout_bytes, theoretical_occupancy, theoretical_blocks_per_sm, occupancy_limiter, graph_id, "
-      "graph_node_id, launch_api, nvtx_range_id, nvtx_path_id FROM kernel",
-      [&](Statement& st) {
-        KernelRow& k = p.kernels.emplace_back();
-        int i = 0;
-        k.id = st.i64(i++);
-        k.process_id = static_cast<uint32_t>(st.i64(i++));
-        k.device_id = static_cast<uint32_t>(st.i64(i++));
-        k.context_id = static_cast<uint32_t>(st.i64(i++));
-        k.stream_id = static_cast<uint32_t>(st.i64(i++));
-        k.correlation_id = static_cast<uint32_t>(st.i64(i++));
-        k.thread_id = static_cast<uint32_t>(st.i64(i++));
-        k.start_ns = st.i64(i++);
-        k.end_ns = st.i64(i++);
-        k.name_id = strId(st.i64(i++));
-        k.demangled_id = strId(st.i64(i++));
-        for (int32_t* f : {&k.grid_x, &k.grid_y, &k.grid_z, &k.block_x, &k.block_y, &k.block_z, &k.cluster_x,
-                           &k.cluster_y, &k.cluster_z, &k.registers_per_thread, &k.static_shared_bytes,
-                           &k.dynamic_shared_bytes}) {
-          *f = static_cast<int32_t>(st.i64(i++));
-        }
-        k.local_bytes_per_thread = st.i64(i++);
-        k.local_bytes_total = st.i64(i++);
-        k.shared_carveout_bytes = st.i64(i++);
-        k.theoretical_occupancy = st.opt<double>(i++);
-        k.theoretical_blocks_per_sm = st.opt<int>(i++);
-        k.occupancy_limiter_id = internText(st.textView(i++));
-        k.graph_id = static_cast<uint32_t>(st.i64(i++));
-        k.graph_node_id = static_cast<uint64_t>(st.i64(i++));
-        k.launch_api_id = internText(st.textView(i++));
-        k.nvtx_range_key = st.opt<uint64_t>(i++);
-        if (auto pid = st.opt<int64_t>(i++)) k.nvtx_path_id = strId(*pid);
-      });
-  if (!s) return Error{s.error()};
-  // Rows come in rowid order (a table scan); sorting here is much cheaper than SQLite walking the
-  // start_ns index and fetching each row. The writer inserts in time order, so usually there is
-  // nothing to sort.
-  sortKernelsByStart(p.kernels);
+  // The big tables (kernels, their arguments, counters) are read in rowid chunks by up to four
+  // threads, one connection each; every other table is one task of the same pool. Each task fills
+  // only its own rows, so the profile is the same whatever the number of threads.
+  const StringIds ids{&dense, &sparse};
+  std::vector<Task> tasks;
+  std::vector<KernelChunk> kernel_chunks;
+  std::vector<TableChunk> arg_chunks, counter_chunks;
 
-  p.kernel_args.reserve(rowCountHint(h.db, "SELECT count(*) FROM kernel_arg"));
-  s = forEachRow(h.db, path,
-                 "SELECT process_id, correlation_id, arg_index, offset_bytes, size_bytes, value FROM kernel_arg",
-                 [&](Statement& st) {
-                   KernelArgRecord& a = p.kernel_args.emplace_back();
-                   a.process_id = static_cast<uint32_t>(st.i64(0));
-                   a.correlation_id = static_cast<uint32_t>(st.i64(1));
-                   a.index = static_cast<int32_t>(st.i64(2));
-                   a.offset_bytes = static_cast<int32_t>(st.i64(3));
-                   a.size_bytes = static_cast<int32_t>(st.i64(4));
-                   a.value = static_cast<uint64_t>(st.i64(5));
-                 });
+  Expected<RowidSpan> kernel_span = rowidSpan(h.db, path, "kernel");
+  if (!kernel_span) return Error{kernel_span.error()};
+  planChunks(*kernel_span, p.kernels, kernel_chunks);
+  for (KernelChunk& c : kernel_chunks) {
+    tasks.push_back([&p, &c, &ids, &path](Conn& conn) { return loadKernels(conn, path, ids, c, p.kernels); });
+  }
+
+  Expected<RowidSpan> arg_span = rowidSpan(h.db, path, "kernel_arg");
+  if (!arg_span) return Error{arg_span.error()};
+  planChunks(*arg_span, p.kernel_args, arg_chunks);
+  for (TableChunk& c : arg_chunks) {
+    tasks.push_back([&p, &c, &path](Conn& conn) {
+      return loadChunk(conn, path, c.chunk, p.kernel_args,
+                       "SELECT rowid, process_id, correlation_id, arg_index, offset_bytes, size_bytes, value "
+                       "FROM kernel_arg",
+                       "rowid", [](const Statement& st, KernelArgRecord& a) {
+                         a.process_id = static_cast<uint32_t>(st.i64(1));
+                         a.correlation_id = static_cast<uint32_t>(st.i64(2));
+                         a.index = static_cast<int32_t>(st.i64(3));
+                         a.offset_bytes = static_cast<int32_t>(st.i64(4));
+                         a.size_bytes = static_cast<int32_t>(st.i64(5));
+                         a.value = static_cast<uint64_t>(st.i64(6));
+                       });
+    });
+  }
+
+  tasks.push_back([&p, &path](Conn& conn) {
+    return forEachRow(conn.db, path,
+                      "SELECT id, process_id, parent_id, domain, message, payload, thread_id, depth, start_ns, end_ns, "
+                      "push_pop FROM nvtx_range",
+                      [&](Statement& st) {
+                        NvtxRangeRecord& r = p.nvtx_ranges.emplace_back();
+                        r.key = static_cast<uint64_t>(st.i64(0));
+                        r.process_id = static_cast<uint32_t>(st.i64(1));
+                        r.parent_key = st.opt<uint64_t>(2);
+                        r.domain = st.text(3);
+                        r.message = st.text(4);
+                        r.payload = st.opt<uint64_t>(5);
+                        r.thread_id = static_cast<uint32_t>(st.i64(6));
+                        r.depth = static_cast<int32_t>(st.i64(7));
+                        r.start_ns = st.i64(8);
+                        r.end_ns = st.opt<int64_t>(9);
+                        r.push_pop = st.i64(10) != 0;
+                      });
+  });
+
+  tasks.push_back([&p, &path](Conn& conn) {
+    return forEachRow(conn.db, path,
+                      "SELECT process_id, device_id, context_id, stream_id, correlation_id, start_ns, end_ns, bytes, "
+                      "copy_kind, src_kind, dst_kind, graph_id FROM memcpy ORDER BY start_ns, id",
+                      [&](Statement& st) {
+                        MemcpyRecord& m = p.memcpys.emplace_back();
+                        m.process_id = static_cast<uint32_t>(st.i64(0));
+                        m.device_id = static_cast<uint32_t>(st.i64(1));
+                        m.context_id = static_cast<uint32_t>(st.i64(2));
+                        m.stream_id = static_cast<uint32_t>(st.i64(3));
+                        m.correlation_id = static_cast<uint32_t>(st.i64(4));
+                        m.start_ns = st.i64(5);
+                        m.end_ns = st.i64(6);
+                        m.bytes = st.i64(7);
+                        m.copy_kind = st.text(8);
+                        m.src_kind = st.text(9);
+                        m.dst_kind = st.text(10);
+                        m.graph_id = static_cast<uint32_t>(st.i64(11));
+                      });
+  });
+
+  tasks.push_back([&p, &path](Conn& conn) {
+    return forEachRow(conn.db, path,
+                      "SELECT process_id, device_id, context_id, stream_id, correlation_id, start_ns, end_ns, bytes, "
+                      "value, memory_kind, graph_id FROM memset ORDER BY start_ns, id",
+                      [&](Statement& st) {
+                        MemsetRecord& m = p.memsets.emplace_back();
+                        m.process_id = static_cast<uint32_t>(st.i64(0));
+                        m.device_id = static_cast<uint32_t>(st.i64(1));
+                        m.context_id = static_cast<uint32_t>(st.i64(2));
+                        m.stream_id = static_cast<uint32_t>(st.i64(3));
+                        m.correlation_id = static_cast<uint32_t>(st.i64(4));
+                        m.start_ns = st.i64(5);
+                        m.end_ns = st.i64(6);
+                        m.bytes = st.i64(7);
+                        m.value = static_cast<uint32_t>(st.i64(8));
+                        m.memory_kind = st.text(9);
+                        m.graph_id = static_cast<uint32_t>(st.i64(10));
+                      });
+  });
+
+  tasks.push_back([&p, &path](Conn& conn) {
+    return forEachRow(conn.db, path,
+                      "SELECT process_id, device_id, context_id, stream_id, correlation_id, timestamp_ns, operation, "
+                      "address, bytes, memory_kind FROM memory_event ORDER BY timestamp_ns, id",
+                      [&](Statement& st) {
+                        MemoryEventRecord& m = p.memory_events.emplace_back();
+                        m.process_id = static_cast<uint32_t>(st.i64(0));
+                        m.device_id = static_cast<uint32_t>(st.i64(1));
+                        m.context_id = static_cast<uint32_t>(st.i64(2));
+                        m.stream_id = static_cast<uint32_t>(st.i64(3));
+                        m.correlation_id = static_cast<uint32_t>(st.i64(4));
+                        m.timestamp_ns = st.i64(5);
+                        m.is_alloc = st.textView(6) == "alloc";
+                        m.address = static_cast<uint64_t>(st.i64(7));
+                        m.bytes = st.i64(8);
+                        m.memory_kind = st.text(9);
+                      });
+  });
+
+  tasks.push_back([&p, &path](Conn& conn) {
+    return forEachRow(conn.db, path,
+                      "SELECT process_id, timestamp_ns, severity, message FROM collector_event ORDER BY id",
+                      [&](Statement& st) {
+                        CollectorEventRecord& e = p.collector_events.emplace_back();
+                        e.process_id = static_cast<uint32_t>(st.i64(0));
+                        e.timestamp_ns = st.i64(1);
+                        e.severity = st.text(2);
+                        e.message = st.text(3);
+                      });
+  });
+
+  Expected<RowidSpan> counter_span = rowidSpan(h.db, path, "kernel_counter");
+  if (!counter_span) return Error{counter_span.error()};
+  planChunks(*counter_span, p.counters, counter_chunks);
+  for (TableChunk& c : counter_chunks) {
+    tasks.push_back([&p, &c, &path](Conn& conn) {
+      return loadChunk(conn, path, c.chunk, p.counters,
+                       "SELECT kernel_id, dram_read_bytes, dram_write_bytes, l2_bytes, l1_bytes, flops_fp64, "
+                       "flops_fp32, flops_fp16, flops_bf16, flops_tensor_fp16, flops_tensor_bf16, flops_tensor_tf32, "
+                       "flops_tensor_fp8, flops_tensor_fp64, ops_tensor_int8, achieved_occupancy, local_load_bytes, "
+                       "local_store_bytes, instructions, gpu_time_ns FROM kernel_counter",
+                       "kernel_id", [](const Statement& st, KernelCounters& k) {
+                         int i = 0;
+                         k.kernel_id = st.i64(i++);
+                         for (std::optional<double>* v :
+                              {&k.dram_read_bytes, &k.dram_write_bytes, &k.l2_bytes, &k.l1_bytes, &k.flops_fp64,
+                               &k.flops_fp32, &k.flops_fp16, &k.flops_bf16, &k.flops_tensor_fp16,
+                               &k.flops_tensor_bf16, &k.flops_tensor_tf32, &k.flops_tensor_fp8, &k.flops_tensor_fp64,
+                               &k.ops_tensor_int8, &k.achieved_occupancy, &k.local_load_bytes, &k.local_store_bytes,
+                               &k.instructions, &k.gpu_time_ns}) {
+                           *v = st.opt<double>(i++);
+                         }
+                       });
+    });
+  }
+
+  tasks.push_back([&p, &path](Conn& conn) {
+    return forEachRow(conn.db, path,
+                      "SELECT m.kernel_id, s.value, m.value FROM kernel_metric m JOIN string s ON s.id = m.metric_id "
+                      "ORDER BY m.kernel_id, s.value",
+                      [&](Statement& st) { p.metrics.push_back({st.i64(0), st.text(1), st.f64(2)}); });
+  });
+
+  tasks.push_back([&p, &path](Conn& conn) {
+    return forEachRow(conn.db, path,
+                      "SELECT device_name, ceiling, unit, value, source, method FROM ceiling "
+                      "ORDER BY device_name, ceiling, source",
+                      [&](Statement& st) {
+                        p.ceilings.push_back(
+                            {st.text(0), st.text(1), st.text(2), st.f64(3), st.text(4), st.text(5)});
+                      });
+  });
+
+  const size_t chunked = kernel_chunks.size() + arg_chunks.size() + counter_chunks.size();
+  s = runTasks(h.db, path, tasks, chunked);
   if (!s) return Error{s.error()};
+
+  // Launch API and occupancy limiter texts became string ids per chunk; numbering them chunk by
+  // chunk, in row order, gives the ids one sequential scan would.
+  for (const KernelChunk& c : kernel_chunks) {
+    std::vector<uint32_t> global;
+    global.reserve(c.texts.texts.size());
+    for (const std::string& t : c.texts.texts) global.push_back(internText(t));
+    for (size_t i = c.chunk.begin; i < c.chunk.end; ++i) {
+      KernelRow& k = p.kernels[i];
+      k.occupancy_limiter_id = global[k.occupancy_limiter_id];
+      k.launch_api_id = global[k.launch_api_id];
+    }
+  }
+  // Rows come in rowid order; sorting here is much cheaper than SQLite walking the start_ns index
+  // and fetching each row. The writer inserts in time order, so usually there is nothing to sort.
+  sortKernelsByStart(p.kernels);
   auto arg_less = [](const KernelArgRecord& a, const KernelArgRecord& b) {
     return std::tie(a.process_id, a.correlation_id, a.index) < std::tie(b.process_id, b.correlation_id, b.index);
   };
   if (!std::is_sorted(p.kernel_args.begin(), p.kernel_args.end(), arg_less)) {
     std::stable_sort(p.kernel_args.begin(), p.kernel_args.end(), arg_less);
   }
-
-  s = forEachRow(h.db, path,
-                 "SELECT id, process_id, parent_id, domain, message, payload, thread_id, depth, start_ns, end_ns, "
-                 "push_pop FROM nvtx_range",
-                 [&](Statement& st) {
-                   NvtxRangeRecord r;
-                   r.key = static_cast<uint64_t>(st.i64(0));
-                   r.process_id = static_cast<uint32_t>(st.i64(1));
-                   r.parent_key = st.opt<uint64_t>(2);
-                   r.domain = st.text(3);
-                   r.message = st.text(4);
-                   r.payload = st.opt<uint64_t>(5);
-                   r.thread_id = static_cast<uint32_t>(st.i64(6));
-                   r.depth = static_cast<int32_t>(st.i64(7));
-                   r.start_ns = st.i64(8);
-                   r.end_ns = st.opt<int64_t>(9);
-                   r.push_pop = st.i64(10) != 0;
-                   p.nvtx_ranges.push_back(std::move(r));
-                 });
-  if (!s) return Error{s.error()};
   auto range_less = [](const NvtxRangeRecord& a, const NvtxRangeRecord& b) { return a.start_ns < b.start_ns; };
   if (!std::is_sorted(p.nvtx_ranges.begin(), p.nvtx_ranges.end(), range_less)) {
     std::stable_sort(p.nvtx_ranges.begin(), p.nvtx_ranges.end(), range_less);
   }
-
-  s = forEachRow(h.db, path,
-                 "SELECT process_id, device_id, context_id, stream_id, correlation_id, start_ns, end_ns, bytes, "
-                 "copy_kind, src_kind, dst_kind, graph_id FROM memcpy ORDER BY start_ns, id",
-                 [&](Statement& st) {
-                   MemcpyRecord m;
-                   m.process_id = static_cast<uint32_t>(st.i64(0));
-                   m.device_id = static_cast<uint32_t>(st.i64(1));
-                   m.context_id = static_cast<uint32_t>(st.i64(2));
-                   m.stream_id = static_cast<uint32_t>(st.i64(3));
-                   m.correlation_id = static_cast<uint32_t>(st.i64(4));
-                   m.start_ns = st.i64(5);
-                   m.end_ns = st.i64(6);
-                   m.bytes = st.i64(7);
-                   m.copy_kind = st.text(8);
-                   m.src_kind = st.text(9);
-                   m.dst_kind = st.text(10);
-                   m.graph_id = static_cast<uint32_t>(st.i64(11));
-                   p.memcpys.push_back(std::move(m));
-                 });
-  if (!s) return Error{s.error()};
-
-  s = forEachRow(h.db, path,
-                 "SELECT process_id, device_id, context_id, stream_id, correlation_id, start_ns, end_ns, bytes, "
-                 "value, memory_kind, graph_id FROM memset ORDER BY start_ns, id",
-                 [&](Statement& st) {
-                   MemsetRecord m;
-                   m.process_id = static_cast<uint32_t>(st.i64(0));
-                   m.device_id = static_cast<uint32_t>(st.i64(1));
-                   m.context_id = static_cast<uint32_t>(st.i64(2));
-                   m.stream_id = static_cast<uint32_t>(st.i64(3));
-                   m.correlation_id = static_cast<uint32_t>(st.i64(4));
-                   m.start_ns = st.i64(5);
-                   m.end_ns = st.i64(6);
-                   m.bytes = st.i64(7);
-                   m.value = static_cast<uint32_t>(st.i64(8));
-                   m.memory_kind = st.text(9);
-                   m.graph_id = static_cast<uint32_t>(st.i64(10));
-                   p.memsets.push_back(std::move(m));
-                 });
-  if (!s) return Error{s.error()};
-
-  s = forEachRow(h.db, path,
-                 "SELECT process_id, device_id, context_id, stream_id, correlation_id, timestamp_ns, operation, "
-                 "address, bytes, memory_kind FROM memory_event ORDER BY timestamp_ns, id",
-                 [&](Statement& st) {
-                   MemoryEventRecord m;
-                   m.process_id = static_cast<uint32_t>(st.i64(0));
-                   m.device_id = static_cast<uint32_t>(st.i64(1));
-                   m.context_id = static_cast<uint32_t>(st.i64(2));
-                   m.stream_id = static_cast<uint32_t>(st.i64(3));
-                   m.correlation_id = static_cast<uint32_t>(st.i64(4));
-                   m.timestamp_ns = st.i64(5);
-                   m.is_alloc = st.textView(6) == "alloc";
-                   m.address = static_cast<uint64_t>(st.i64(7));
-                   m.bytes = st.i64(8);
-                   m.memory_kind = st.text(9);
-                   p.memory_events.push_back(std::move(m));
-                 });
-  if (!s) return Error{s.error()};
-
-  s = forEachRow(h.db, path,
-                 "SELECT process_id, timestamp_ns, severity, message FROM collector_event ORDER BY id",
-                 [&](Statement& st) {
-                   CollectorEventRecord e;
-                   e.process_id = static_cast<uint32_t>(st.i64(0));
-                   e.timestamp_ns = st.i64(1);
-                   e.severity = st.text(2);
-                   e.message = st.text(3);
-                   p.collector_events.push_back(std::move(e));
-                 });
-  if (!s) return Error{s.error()};
-
-  s = forEachRow(h.db, path,
-                 "SELECT kernel_id, dram_read_bytes, dram_write_bytes, l2_bytes, l1_bytes, flops_fp64, flops_fp32, "
-                 "flops_fp16, flops_bf16, flops_tensor_fp16, flops_tensor_bf16, flops_tensor_tf32, flops_tensor_fp8, "
-                 "flops_tensor_fp64, ops_tensor_int8, achieved_occupancy, local_load_bytes, local_store_bytes, "
-                 "instructions, gpu_time_ns FROM kernel_counter ORDER BY kernel_id",
-                 [&](Statement& st) {
-                   KernelCounters c;
-                   int i = 0;
-                   c.kernel_id = st.i64(i++);
-                   for (std::optional<double>* v :
-                        {&c.dram_read_bytes, &c.dram_write_bytes, &c.l2_bytes, &c.l1_bytes, &c.flops_fp64,
-                         &c.flops_fp32, &c.flops_fp16, &c.flops_bf16, &c.flops_tensor_fp16, &c.flops_tensor_bf16,
-                         &c.flops_tensor_tf32, &c.flops_tensor_fp8, &c.flops_tensor_fp64, &c.ops_tensor_int8,
-                         &c.achieved_occupancy, &c.local_load_bytes, &c.local_store_bytes, &c.instructions,
-                         &c.gpu_time_ns}) {
-                     *v = st.opt<double>(i++);
-                   }
-                   p.counters.push_back(c);
-                 });
-  if (!s) return Error{s.error()};
-
-  s = forEachRow(h.db, path,
-                 "SELECT m.kernel_id, s.value, m.value FROM kernel_metric m JOIN string s ON s.id = m.metric_id "
-                 "ORDER BY m.kernel_id, s.value",
-                 [&](Statement& st) { p.metrics.push_back({st.i64(0), st.text(1), st.f64(2)}); });
-  if (!s) return Error{s.error()};
-
-  s = forEachRow(h.db, path,
-                 "SELECT device_name, ceiling, unit, value, source, method FROM ceiling "
-                 "ORDER BY device_name, ceiling, source",
-                 [&](Statement& st) {
-                   p.ceilings.push_back({st.text(0), st.text(1), st.text(2), st.f64(3), st.text(4), st.text(5)});
-                 });
-  if (!s) return Error{s.error()};
   return p;
 }
 

@@ -1,7 +1,10 @@
 // Writer -> reader round trip: every field written comes back, strings interned, batches append.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
+#include <algorithm>
 #include <map>
+#include <numeric>
 
 #include "fprof/core/schema.h"
 #include "fprof/core/store.h"
@@ -197,6 +200,86 @@ TEST(Store, LoadsOutOfOrderRowsSorted) {
   EXPECT_EQ(p->kernel_args[0].value, 0xcu);
   EXPECT_EQ(p->kernel_args[1].value, 0xau);
   EXPECT_EQ(p->kernel_args[2].value, 0xbu);
+}
+
+// More rows than one read chunk (16,384): the reader splits kernels, arguments and counters
+// across threads, and what it returns must not depend on that. Kernels are written out of time
+// order, with launch-API and limiter texts first seen in later chunks.
+std::string writeChunkedProfile(const std::string& name, uint32_t kernels) {
+  const std::string path = tempPath(name);
+  auto w = Writer::create(path);
+  EXPECT_TRUE(w.ok()) << w.error();
+  for (uint32_t i = 0; i < kernels; ++i) {
+    KernelRecord k = makeKernel("k" + std::to_string(i % 5), int64_t{i / 1000} * 100000 + (999 - i % 1000) * 10 % 7000,
+                                5, i + 1);
+    k.launch_api = i < 30000 ? "cudaLaunchKernel" : "cuLaunchKernelEx";
+    k.occupancy_limiter = i >= 20000 && i % 2 == 1 ? "registers" : "warps";
+    (*w)->add(k);
+    (*w)->add(KernelArgRecord{i + 1, 1, 0, 0, 8, uint64_t{i} * 16});
+    KernelCounters c;
+    c.kernel_id = i + 1;
+    c.flops_fp32 = double(i);
+    (*w)->add(c);
+  }
+  EXPECT_TRUE((*w)->close());
+  return path;
+}
+
+void expectChunkedProfile(const Profile& p, uint32_t kernels, uint32_t missing_kernel, uint32_t missing_arg) {
+  auto start = [](uint32_t i) { return int64_t{i / 1000} * 100000 + (999 - i % 1000) * 10 % 7000; };
+  std::vector<uint32_t> order(kernels);
+  std::iota(order.begin(), order.end(), 0u);
+  order.erase(std::remove(order.begin(), order.end(), missing_kernel), order.end());
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return start(a) < start(b); });
+  ASSERT_EQ(p.kernels.size(), order.size());
+  for (size_t j = 0; j < order.size(); ++j) {
+    const uint32_t i = order[j];
+    const KernelRow& k = p.kernels[j];
+    ASSERT_EQ(k.correlation_id, i + 1) << "position " << j;
+    ASSERT_EQ(k.id, int64_t{i} + 1);
+    ASSERT_EQ(k.start_ns, start(i));
+    ASSERT_EQ(p.str(k.name_id), "k" + std::to_string(i % 5));
+    ASSERT_EQ(p.str(k.launch_api_id), i < 30000 ? "cudaLaunchKernel" : "cuLaunchKernelEx");
+    ASSERT_EQ(p.str(k.occupancy_limiter_id), i >= 20000 && i % 2 == 1 ? "registers" : "warps");
+  }
+  // Texts get string ids in order of first sight, as one sequential scan gives them.
+  auto id = [&](const std::string& t) { return std::find(p.strings.begin(), p.strings.end(), t) - p.strings.begin(); };
+  EXPECT_LT(id("warps"), id("cudaLaunchKernel"));
+  EXPECT_LT(id("cudaLaunchKernel"), id("registers"));
+  EXPECT_LT(id("registers"), id("cuLaunchKernelEx"));
+  EXPECT_LT(id("cuLaunchKernelEx"), static_cast<std::ptrdiff_t>(p.strings.size()));
+  ASSERT_EQ(p.kernel_args.size(), size_t{kernels} - (missing_arg < kernels ? 1 : 0));
+  for (size_t j = 0, i = 0; j < p.kernel_args.size(); ++j, ++i) {
+    if (i == missing_arg) ++i;
+    ASSERT_EQ(p.kernel_args[j].correlation_id, i + 1);
+    ASSERT_EQ(p.kernel_args[j].value, uint64_t{i} * 16);
+  }
+  ASSERT_EQ(p.counters.size(), size_t{kernels});
+  for (uint32_t i = 0; i < kernels; ++i) {
+    ASSERT_EQ(p.counters[i].kernel_id, int64_t{i} + 1);
+    ASSERT_EQ(p.counters[i].flops_fp32, double(i));
+  }
+}
+
+TEST(Store, LargeTablesLoadTheSameInChunks) {
+  const std::string path = writeChunkedProfile("chunks.fprof", 40000);
+  auto p = loadProfile(path);
+  ASSERT_TRUE(p.ok()) << p.error();
+  expectChunkedProfile(*p, 40000, ~0u, ~0u);
+}
+
+// Tables with a gap in their rowids (fprof never deletes rows; another tool might) are read whole.
+TEST(Store, TablesWithRowidGapsLoadWhole) {
+  const std::string path = writeChunkedProfile("gaps.fprof", 40000);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  EXPECT_EQ(sqlite3_exec(db, "DELETE FROM kernel WHERE id = 18000; DELETE FROM kernel_arg WHERE rowid = 25001",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  auto p = loadProfile(path);
+  ASSERT_TRUE(p.ok()) << p.error();
+  expectChunkedProfile(*p, 40000, 17999, 25000);
 }
 
 TEST(Store, CloseLeavesOneSelfContainedFile) {
