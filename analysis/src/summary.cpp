@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 #include <tuple>
+#include <unordered_map>
 
 namespace fprof::analysis {
 
@@ -12,7 +13,22 @@ RunSummary summarize(const core::Profile& profile) {
   s.kernel_count = static_cast<int64_t>(profile.kernels.size());
   using Key = std::tuple<uint32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t>;
   std::map<Key, size_t> index;
-  std::map<uint32_t, std::vector<std::pair<int64_t, int64_t>>> intervals_by_device;
+  // Busy time is per GPU: the device UUID where recorded (device 0 of two ranks on two hosts is two
+  // GPUs; two processes sharing a GPU share its busy time), else the (process, ordinal) pair.
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> intervals_by_device;
+  std::unordered_map<uint64_t, size_t> gpu_of;
+  std::map<std::string, size_t> gpu_of_uuid;
+  auto gpuIndex = [&](const core::KernelRow& k) {
+    auto [it, inserted] = gpu_of.emplace((uint64_t{k.process_id} << 32) | k.device_id, intervals_by_device.size());
+    if (!inserted) return it->second;
+    if (const core::DeviceInfo* d = profile.device(k.process_id, k.device_id); d && !d->uuid.empty()) {
+      auto [u, fresh] = gpu_of_uuid.emplace(d->uuid, intervals_by_device.size());
+      it->second = u->second;
+      if (!fresh) return it->second;
+    }
+    intervals_by_device.emplace_back();
+    return it->second;
+  };
   int64_t first = 0, last = 0;
   for (size_t i = 0; i < profile.kernels.size(); ++i) {
     const core::KernelRow& k = profile.kernels[i];
@@ -20,7 +36,7 @@ RunSummary summarize(const core::Profile& profile) {
     s.total_kernel_ns += d;
     first = i == 0 ? k.start_ns : std::min(first, k.start_ns);
     last = i == 0 ? k.end_ns : std::max(last, k.end_ns);
-    intervals_by_device[k.device_id].emplace_back(k.start_ns, k.end_ns);
+    intervals_by_device[gpuIndex(k)].emplace_back(k.start_ns, k.end_ns);
     Key key{k.demangled_id, k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y, k.block_z};
     auto [it, inserted] = index.emplace(key, s.groups.size());
     if (inserted) {
@@ -54,7 +70,7 @@ RunSummary summarize(const core::Profile& profile) {
   s.timeline_known = !std::all_of(profile.kernels.begin(), profile.kernels.end(),
                                   [](const core::KernelRow& k) { return k.start_ns == 0; }) ||
                      profile.kernels.size() < 2;
-  for (auto& [device, iv] : intervals_by_device) {
+  for (auto& iv : intervals_by_device) {
     std::sort(iv.begin(), iv.end());
     int64_t cur_start = iv.front().first, cur_end = iv.front().second;
     for (const auto& [a, b] : iv) {
