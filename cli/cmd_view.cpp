@@ -23,6 +23,7 @@ struct ViewOptions {
   std::string geometry;
   bool frame_stats = false;
   int fusion = 0;
+  int rank = -1;
 };
 
 int runView(const ViewOptions& opt) {
@@ -40,6 +41,7 @@ int runView(const ViewOptions& opt) {
   if (!opt.geometry.empty()) args.insert(args.end(), {"--geometry", opt.geometry});
   if (opt.frame_stats) args.emplace_back("--frame-stats");
   if (opt.fusion > 0) args.insert(args.end(), {"--fusion", std::to_string(opt.fusion)});
+  if (opt.rank >= 0) args.insert(args.end(), {"--rank", std::to_string(opt.rank)});
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -63,6 +65,10 @@ Command addViewCommand(CLI::App& root) {
   app->add_flag("--frame-stats", opt->frame_stats, "Print frame-time statistics on exit");
   app->add_option("--fusion", opt->fusion, "Open with the fusion candidate of this rank selected (1 = best payoff)")
       ->check(CLI::PositiveNumber);
+  app->add_option("--rank", opt->rank,
+                  "Open on this global rank of a database of several processes (fprof merge); the window's rank "
+                  "filter switches between ranks")
+      ->check(CLI::NonNegativeNumber);
   return {app, [opt] { return runView(*opt); }};
 }
 

@@ -80,6 +80,7 @@ struct Options {
   bool frame_stats = false;
   bool animate = false;
   int fusion = 0;  // 1-based rank of a fusion pair to open with selected; 0 = none
+  int rank = -1;   // global rank to open on (databases of several processes); -1 = all
 };
 
 int runViewer(const Options& opt) {
@@ -127,6 +128,14 @@ int runViewer(const Options& opt) {
   ImGui_ImplOpenGL3_Init("#version 130");
 
   fprof::gui::Viewer viewer(std::move(run), std::move(base));
+  if (opt.rank >= 0 && viewer.document()) {
+    if (const fprof::core::Status st = viewer.setRank(opt.rank); !st) {
+      std::fprintf(stderr, "fprof-view: --rank %d: %s\n", opt.rank, st.error().c_str());
+      glfwDestroyWindow(window);
+      glfwTerminate();
+      return 2;
+    }
+  }
   if (opt.fusion > 0) {
     const size_t pairs = viewer.document() ? viewer.document()->fusionViews().size() : 0;
     if (static_cast<size_t>(opt.fusion) > pairs) {
@@ -237,6 +246,8 @@ int main(int argc, char** argv) {
   app.add_flag("--frame-stats", opt.frame_stats, "Print frame-time statistics on exit (benchmarks)");
   app.add_option("--fusion", opt.fusion, "Open with the fusion candidate of this rank selected (1 = best payoff)")
       ->check(CLI::PositiveNumber);
+  app.add_option("--rank", opt.rank, "Open on this global rank of a database of several processes (fprof merge)")
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--animate", opt.animate, "Pan the view a little every frame (benchmarks the cost of interaction)");
   try {
     app.parse(argc, argv);

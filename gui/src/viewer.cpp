@@ -109,6 +109,12 @@ Viewer::Viewer(core::Expected<std::shared_ptr<Document>> run,
     }
   }
   if (run_ && base_) diff_ = diffDocuments(*base_, *run_);
+  all_run_ = run_;
+  all_base_ = base_;
+  if (run_) {
+    rank_groups_ = core::rankGroups(run_->profile());
+    if (rank_groups_.size() > 1) rank_rows_ = analysis::rankBreakdown(run_->profile());
+  }
   // Precisions shown by default: those the run counted; with no counters, the common ones.
   if (run_) {
     for (const Item& it : run_->items(PointMode::kKernels)) {
@@ -139,6 +145,48 @@ void Viewer::setMode(PointMode m) {
   selected_.reset();
   hovered_.reset();
   rows_dirty_ = points_dirty_ = true;
+}
+
+core::Status Viewer::setRank(std::optional<int> rank) {
+  if (!all_run_) return core::makeError("nothing loaded");
+  if (rank == rank_) return {};
+  std::shared_ptr<Document> run = all_run_, base = all_base_;
+  if (rank) {
+    auto& cached = rank_runs_[*rank];
+    if (!cached) {
+      auto one = core::selectRank(all_run_->profile(), *rank);
+      if (!one) {
+        rank_runs_.erase(*rank);
+        return core::makeError(one.error());
+      }
+      one->path += " (rank " + std::to_string(*rank) + ")";
+      cached = Document::fromProfile(std::move(*one));
+    }
+    run = cached;
+    if (all_base_ && all_base_->profile().processes.size() > 1) {
+      auto& cached_base = rank_bases_[*rank];
+      if (!cached_base) {
+        auto one = core::selectRank(all_base_->profile(), *rank);
+        if (!one) {
+          rank_bases_.erase(*rank);
+          return core::makeError("baseline: " + one.error());
+        }
+        one->path += " (rank " + std::to_string(*rank) + ")";
+        cached_base = Document::fromProfile(std::move(*one));
+      }
+      base = cached_base;
+    }
+  }
+  run_ = run;
+  base_ = base;
+  rank_ = rank;
+  diff_ = run_ && base_ ? diffDocuments(*base_, *run_) : std::vector<DiffRow>{};
+  selected_.reset();
+  hovered_.reset();
+  selected_fusion_.reset();
+  rows_dirty_ = points_dirty_ = true;
+  view_fitted_ = false;  // another rank's points: fit them
+  return {};
 }
 
 void Viewer::setLevel(MemLevel l) {
@@ -314,6 +362,10 @@ void Viewer::frame() {
       drawDiff();
       ImGui::EndTabItem();
     }
+    if (rank_rows_.size() > 1 && ImGui::BeginTabItem("Ranks")) {
+      drawRanks();
+      ImGui::EndTabItem();
+    }
     ImGui::EndTabBar();
   }
   ImGui::End();
@@ -331,6 +383,7 @@ void Viewer::drawToolbar() {
     ImGui::Text("|  baseline %s", base_->profile().path.c_str());
   }
 
+  drawRankFilter();
   int mode = static_cast<int>(mode_);
   ImGui::SetNextItemWidth(140);
   if (ImGui::Combo("points", &mode, "kernel launches\0kernel groups\0NVTX ops\0")) setMode(static_cast<PointMode>(mode));
@@ -867,6 +920,63 @@ void Viewer::drawDiff() {
     for (const std::string& s : cells) {
       ImGui::TableNextColumn();
       ImGui::TextUnformatted(s.c_str());
+    }
+  }
+  ImGui::EndTable();
+}
+
+// The rank combo, on databases of several ranks only: "all ranks" or one of them.
+void Viewer::drawRankFilter() {
+  if (rank_groups_.size() < 2) return;
+  const std::string current = rank_ ? "rank " + std::to_string(*rank_) : "all ranks";
+  ImGui::SetNextItemWidth(120);
+  if (ImGui::BeginCombo("rank", current.c_str())) {
+    if (ImGui::Selectable("all ranks", !rank_)) {
+      if (core::Status st = setRank(std::nullopt); !st) status_ = st.error();
+    }
+    for (const core::RankGroup& g : rank_groups_) {
+      if (!g.rank) continue;  // a process without a rank is shown with all of them
+      if (ImGui::Selectable(g.label.c_str(), rank_ == g.rank)) {
+        if (core::Status st = setRank(g.rank); !st) status_ = st.error();
+      }
+    }
+    ImGui::EndCombo();
+  }
+  ImGui::SameLine();
+}
+
+// One row per rank: where it ran, its kernel time, NCCL share and top kernel; a click shows it.
+void Viewer::drawRanks() {
+  ImGui::TextUnformatted("Kernel time per rank (trace). NCCL = share of the rank's kernel time in NCCL kernels. "
+                         "Click a rank to show it alone.");
+  constexpr ImGuiTableFlags kFlags = ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY | ImGuiTableFlags_ScrollX |
+                                     ImGuiTableFlags_Resizable | ImGuiTableFlags_BordersV | ImGuiTableFlags_SizingFixedFit;
+  if (!ImGui::BeginTable("ranks", 9, kFlags)) return;
+  ImGui::TableSetupScrollFreeze(1, 1);
+  for (const char* h : {"rank", "host", "device", "mode", "kernels", "kernel time", "share", "NCCL", "top kernel"}) {
+    ImGui::TableSetupColumn(h);
+  }
+  ImGui::TableHeadersRow();
+  auto percent = [](const std::optional<double>& v) { return v ? fmt::format("{:.1f}%", *v * 100) : std::string("n/a"); };
+  for (size_t i = 0; i < rank_rows_.size(); ++i) {
+    const analysis::RankRow& r = rank_rows_[i];
+    ImGui::TableNextRow();
+    ImGui::TableNextColumn();
+    ImGui::PushID(static_cast<int>(i));
+    const bool selectable = r.group.rank.has_value();
+    if (ImGui::Selectable(r.group.rank ? std::to_string(*r.group.rank).c_str() : r.group.label.c_str(),
+                          selectable && rank_ == r.group.rank, ImGuiSelectableFlags_SpanAllColumns) &&
+        selectable) {
+      if (core::Status st = setRank(rank_ == r.group.rank ? std::nullopt : r.group.rank); !st) status_ = st.error();
+    }
+    ImGui::PopID();
+    const std::array<std::string, 8> cells = {
+        r.hosts, r.devices, r.mode, std::to_string(r.kernel_count),
+        formatDurationNs(static_cast<double>(r.total_kernel_ns)), percent(r.share), percent(r.nccl_share),
+        r.top_kernel.empty() ? "none" : percent(r.topKernelShare()) + "  " + r.top_kernel};
+    for (const std::string& c : cells) {
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted(c.c_str());
     }
   }
   ImGui::EndTable();

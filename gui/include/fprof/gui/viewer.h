@@ -4,11 +4,14 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "fprof/analysis/ranks.h"
+#include "fprof/core/merge.h"
 #include "fprof/gui/document.h"
 #include "fprof/gui/plot_math.h"
 #include "fprof/gui/table.h"
@@ -71,6 +74,15 @@ class Viewer {
   void selectFusion(std::optional<size_t> index) { selected_fusion_ = index; }
   const std::vector<DiffRow>& diff() const { return diff_; }
 
+  // Databases of several processes (fprof merge): the ranks, and which one the plot, table, fusion
+  // and diff show (none = all ranks together). The document of a rank is the profile cut to that
+  // rank (core::selectRank), analysed as the file that rank wrote; a baseline of several processes
+  // is cut to the same rank. An error (no such rank) leaves the view as it was.
+  const std::vector<core::RankGroup>& rankGroups() const { return rank_groups_; }
+  const std::vector<analysis::RankRow>& rankRows() const { return rank_rows_; }
+  std::optional<int> rank() const { return rank_; }
+  core::Status setRank(std::optional<int> rank);
+
   const View& view() const { return view_; }
   void setView(const View& v) { view_ = v; }
   void resetView();
@@ -110,6 +122,8 @@ class Viewer {
   void drawDetails();
   void drawFusion();
   void drawDiff();
+  void drawRankFilter();
+  void drawRanks();
   void rebuildRows();
   void rebuildPoints();
   const std::vector<Item>& items() const;
@@ -118,6 +132,14 @@ class Viewer {
   std::shared_ptr<Document> base_;
   std::vector<std::string> errors_;
   std::vector<DiffRow> diff_;
+  // All ranks as loaded, and the per-rank documents built on demand.
+  std::shared_ptr<Document> all_run_;
+  std::shared_ptr<Document> all_base_;
+  std::map<int, std::shared_ptr<Document>> rank_runs_;
+  std::map<int, std::shared_ptr<Document>> rank_bases_;
+  std::vector<core::RankGroup> rank_groups_;
+  std::vector<analysis::RankRow> rank_rows_;
+  std::optional<int> rank_;
 
   PointMode mode_ = PointMode::kKernels;
   MemLevel level_ = MemLevel::kDram;
