@@ -54,11 +54,19 @@ class Block(torch.nn.Module):
             a = a.transpose(1, 2).reshape(b, t, c)
             with op_range("matmul_bias", variant="fused", pair=f"l{l}.out_proj", reads=f"l{l}.attn", writes=f"l{l}.proj", layer=l):
                 a = self.proj(a)
-            with op_range("residual_layernorm", variant="unfused", pair=f"l{l}.res1", reads=f"l{l}.x,l{l}.proj", writes=f"l{l}.x_mid,l{l}.ln2", layer=l):
-                x = x + a
-                h = self.ln2(x)
-            with op_range("matmul_bias_gelu", variant="unfused", pair=f"l{l}.fc1", reads=f"l{l}.ln2", writes=f"l{l}.fc1", layer=l):
-                h = F.gelu(self.fc1(h))
+            # Two unfused chains, with their stages named (docs/nvtx-convention.md): the
+            # intermediates x_mid and fc1_pre are what a fusion would keep on chip.
+            res, fc1 = f"l{l}.res1", f"l{l}.fc1"
+            with op_range("residual_layernorm", variant="unfused", pair=res, reads=f"l{l}.x,l{l}.proj", writes=f"l{l}.ln2", layer=l):
+                with op_range("add", variant="unfused", pair=res, reads=f"l{l}.x,l{l}.proj", writes=f"l{l}.x_mid", layer=l):
+                    x = x + a
+                with op_range("layernorm", variant="unfused", pair=res, reads=f"l{l}.x_mid", writes=f"l{l}.ln2", layer=l):
+                    h = self.ln2(x)
+            with op_range("matmul_bias_gelu", variant="unfused", pair=fc1, reads=f"l{l}.ln2", writes=f"l{l}.fc1", layer=l):
+                with op_range("matmul_bias", variant="unfused", pair=fc1, reads=f"l{l}.ln2", writes=f"l{l}.fc1_pre", layer=l):
+                    h = self.fc1(h)
+                with op_range("gelu", variant="unfused", pair=fc1, reads=f"l{l}.fc1_pre", writes=f"l{l}.fc1", layer=l):
+                    h = F.gelu(h)
             with op_range("matmul_bias", variant="fused", pair=f"l{l}.fc2", reads=f"l{l}.fc1", writes=f"l{l}.fc2", layer=l):
                 h = self.fc2(h)
             return x + h
