@@ -10,6 +10,7 @@
 #include <string>
 
 #include "command.h"
+#include "fprof/core/merge.h"
 #include "fprof/core/store.h"
 #include "fprof/reports/html_report.h"
 #include "fprof/reports/markdown_report.h"
@@ -23,7 +24,20 @@ struct ReportOptions {
   std::string baseline;
   std::string output;
   std::string format = "html";
+  std::optional<int> rank;
 };
+
+// --rank N on a database of several processes (fprof merge): the report of that rank alone. A
+// baseline of several processes is cut to the same rank; a single-process baseline is used whole.
+core::Status selectRank(core::Profile& p, int rank, bool always) {
+  if (!always && p.processes.size() <= 1) return {};
+  auto one = core::selectRank(p, rank);
+  if (!one) return core::makeError(one.error());
+  const std::string path = p.path;
+  p = std::move(*one);
+  p.path = fmt::format("{} (rank {})", path, rank);
+  return {};
+}
 
 bool samePath(const std::string& a, const std::string& b) {
   std::error_code ec;
@@ -39,11 +53,19 @@ int runReport(const ReportOptions& opt) {
     if (!loaded) return inputError(loaded.error());
     base = std::move(*loaded);
   }
+  if (opt.rank) {
+    if (core::Status st = selectRank(*run, *opt.rank, true); !st) return inputError(st.error());
+    if (base) {
+      if (core::Status st = selectRank(*base, *opt.rank, false); !st) return inputError("baseline: " + st.error());
+    }
+  }
   const reports::ReportData data = reports::buildReport(*run, base ? &*base : nullptr);
   const std::string text = opt.format == "md" ? reports::renderMarkdown(data) : reports::renderHtml(data);
 
   std::string out = opt.output;
-  if (out.empty() && opt.format == "html") out = std::filesystem::path(opt.file).stem().string() + ".html";
+  if (out.empty() && opt.format == "html") {
+    out = std::filesystem::path(opt.file).stem().string() + (opt.rank ? fmt::format(".rank{}", *opt.rank) : "") + ".html";
+  }
   if (out.empty() || out == "-") {
     std::fwrite(text.data(), 1, text.size(), stdout);
     return 0;
@@ -76,6 +98,10 @@ Command addReportCommand(CLI::App& root) {
                   ".fprof), stdout for md");
   app->add_option("--format", opt->format, "html (default) or md (Markdown, for CI job summaries and PR comments)")
       ->check(CLI::IsMember({"html", "md"}));
+  app->add_option("--rank", opt->rank,
+                  "Only this global rank of a database holding several processes (fprof merge); the default output "
+                  "is then RUN.rank<N>.html. Without it, all ranks together with a table per rank")
+      ->check(CLI::NonNegativeNumber);
   return {app, [opt] { return runReport(*opt); }};
 }
 

@@ -281,6 +281,32 @@ std::string headerSection(const ReportData& r) {
   return s;
 }
 
+// Several processes (a merged job): one row per rank, sortable like the kernel table.
+std::string rankSection(const ReportData& r) {
+  if (r.ranks.empty()) return "";
+  std::string s = "<h2 id=\"ranks-h\">Ranks</h2>\n<p class=\"src\">One row per rank of the job (processes merged with "
+                  "<code>fprof merge</code>): kernel time (trace), its share of all ranks' kernel time, the share of "
+                  "the rank's time in NCCL kernels, and the kernel that took most of it. <code>fprof report --rank N"
+                  "</code> reports one rank.</p>\n";
+  s += "<div class=\"tablewrap\"><table id=\"rank-table\" class=\"sortable\"><thead><tr><th class=\"sortable num\">rank"
+       "</th><th>host</th><th>pid</th><th>device</th><th>mode</th><th class=\"sortable num\">kernels</th>"
+       "<th class=\"sortable num\">kernel time</th><th class=\"sortable num\">share</th><th class=\"sortable num\">NCCL"
+       "</th><th>top kernel</th></tr></thead><tbody>\n";
+  for (const analysis::RankRow& k : r.ranks) {
+    const std::optional<double> rank =
+        k.group.rank ? std::optional<double>(static_cast<double>(*k.group.rank)) : std::nullopt;
+    s += "<tr>" + numCell(k.group.rank ? std::to_string(*k.group.rank) : k.group.label, rank) + "<td>" + e(k.hosts) +
+         "</td><td>" + e(k.pids) + "</td><td>" + e(k.devices.empty() ? "?" : k.devices) + "</td><td>" + e(k.mode) +
+         "</td>" + numCell(std::to_string(k.kernel_count), static_cast<double>(k.kernel_count)) +
+         numCell(formatDurationNs(static_cast<double>(k.total_kernel_ns)), static_cast<double>(k.total_kernel_ns)) +
+         numCell(formatPercent(k.share), k.share) + numCell(formatPercent(k.nccl_share), k.nccl_share) + "<td>" +
+         (k.top_kernel.empty() ? std::string("none")
+                               : e(formatPercent(k.topKernelShare())) + " <code>" + e(k.top_kernel) + "</code>") +
+         "</td></tr>\n";
+  }
+  return s + "</tbody></table></div>\n";
+}
+
 std::string rooflineSection(const ReportData& r) {
   std::string s = "<h2 id=\"roofline-h\">Roofline</h2>\n";
   s += "<p class=\"src\">Points: measured hardware counters summed per kernel group (FLOPs of all precisions over DRAM "
@@ -534,6 +560,7 @@ std::string renderHtml(const ReportData& r, const HtmlOptions& options) {
   s += "<h1>fprof report</h1>\n<p class=\"muted\">Where the GPU time goes, how close each kernel runs to its roof, and "
        "which fusions pay most.</p>\n";
   s += headerSection(r);
+  s += rankSection(r);
   s += "<h2 id=\"findings-h\">Top findings</h2>\n<ul class=\"findings\" id=\"findings\">\n";
   for (const std::string& f : r.findings) s += "<li>" + findingHtml(f) + "</li>\n";
   s += "</ul>\n";

@@ -92,6 +92,22 @@ std::string separator(const std::vector<bool>& right) {
   return s + "\n";
 }
 
+// Several processes: one row per rank (kernel time, its share of the job's, NCCL share, top kernel).
+std::string rankSection(const ReportData& r) {
+  if (r.ranks.empty()) return "";
+  std::string s = "\n### Ranks\n\n" +
+                  row({"rank", "host", "device", "mode", "kernels", "kernel time", "share", "NCCL", "top kernel"}) +
+                  separator({true, false, false, false, true, true, true, true, false});
+  for (const analysis::RankRow& k : r.ranks) {
+    s += row({k.group.rank ? std::to_string(*k.group.rank) : plain(k.group.label), plain(k.hosts),
+              plain(k.devices.empty() ? "?" : k.devices), plain(k.mode), std::to_string(k.kernel_count),
+              formatDurationNs(static_cast<double>(k.total_kernel_ns)), formatPercent(k.share),
+              formatPercent(k.nccl_share),
+              k.top_kernel.empty() ? "none" : formatPercent(k.topKernelShare()) + " " + code(shorten(k.top_kernel, 80))});
+  }
+  return s + "\nNCCL = share of the rank's kernel time in NCCL kernels; `fprof report --rank N` reports one rank.\n";
+}
+
 }  // namespace
 
 std::string renderMarkdown(const ReportData& r, const MarkdownOptions& options) {
@@ -117,6 +133,7 @@ std::string renderMarkdown(const ReportData& r, const MarkdownOptions& options) 
     s += "- ceilings: " + list + "\n";
   }
   for (const std::string& w : h.warnings) s += "- **warning**: " + plain(w) + "\n";
+  s += rankSection(r);
 
   s += "\n### Top findings\n\n";
   for (size_t i = 0; i < r.findings.size(); ++i) s += fmt::format("{}. {}\n", i + 1, findingText(r.findings[i]));

@@ -438,6 +438,40 @@ void addFindings(ReportData& r) {
   }
 }
 
+// Several processes (a merged job): the per-rank table, every distinct command and host in the
+// header, and a finding when the ranks' kernel time is unbalanced.
+void addRanks(ReportData& r, const core::Profile& run) {
+  r.ranks = analysis::rankBreakdown(run);
+  std::vector<std::string> programs, hosts;
+  for (const core::ProcessInfo& pr : run.processes) {
+    const std::string program = pr.command_line.empty() ? "unknown" : pr.command_line;
+    if (std::find(programs.begin(), programs.end(), program) == programs.end()) programs.push_back(program);
+    if (std::find(hosts.begin(), hosts.end(), pr.host) == hosts.end()) hosts.push_back(pr.host);
+  }
+  r.header.program.clear();
+  for (const std::string& p : programs) r.header.program += (r.header.program.empty() ? "" : " | ") + p;
+  r.header.host.clear();
+  for (const std::string& h : hosts) r.header.host += (r.header.host.empty() ? "" : ", ") + h;
+  // Collector warnings say which rank they came from.
+  for (const analysis::RankRow& row : r.ranks) {
+    for (const core::CollectorEventRecord& e : run.collector_events) {
+      if (e.severity == "info" || std::find(row.group.process_ids.begin(), row.group.process_ids.end(), e.process_id) ==
+                                      row.group.process_ids.end()) {
+        continue;
+      }
+      auto w = std::find(r.header.warnings.begin(), r.header.warnings.end(), e.severity + ": " + e.message);
+      if (w != r.header.warnings.end()) *w = e.severity + ": " + row.group.label + ": " + e.message;
+    }
+  }
+  if (const auto im = analysis::rankImbalance(r.ranks); im && im->ratio >= 1.1) {
+    r.findings.push_back(fmt::format("{} spends {:.2f}x the kernel time outside NCCL of {} ({} against {}): the "
+                                     "other ranks wait for it at every collective; see the per-rank table.",
+                                     r.ranks[im->most].group.label, im->ratio, r.ranks[im->least].group.label,
+                                     formatDurationNs(static_cast<double>(r.ranks[im->most].computeNs())),
+                                     formatDurationNs(static_cast<double>(r.ranks[im->least].computeNs()))));
+  }
+}
+
 }  // namespace
 
 ReportData buildReport(const core::Profile& run, const core::Profile* baseline, const BuildOptions& options) {
@@ -459,6 +493,7 @@ ReportData buildReport(const core::Profile& run, const core::Profile* baseline, 
   r.groups = std::move(b.all_groups);
   addFusion(r, run, ops);
   addFindings(r);
+  if (run.processes.size() > 1) addRanks(r, run);
   return r;
 }
 

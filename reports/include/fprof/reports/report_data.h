@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "fprof/analysis/ranks.h"
 #include "fprof/core/store.h"
 
 namespace fprof::reports {
@@ -151,6 +152,8 @@ struct ReportData {
   int64_t fusion_measured_pairs = 0;
   std::optional<BaselineSection> baseline;
   std::vector<std::string> findings;  // the top findings, in plain text (shared by all formats)
+  // One row per rank when the run holds several processes (a merged job, fprof merge); else empty.
+  std::vector<analysis::RankRow> ranks;
 };
 
 struct BuildOptions {
