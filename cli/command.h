@@ -27,6 +27,7 @@ Command addViewCommand(CLI::App& root);
 Command addDiffCommand(CLI::App& root);
 Command addGateCommand(CLI::App& root);
 Command addExportCommand(CLI::App& root);
+Command addMergeCommand(CLI::App& root);
 
 // Prints "fprof: <message>" on stderr and returns 2, for bad input.
 int inputError(const std::string& message);

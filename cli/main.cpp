@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   std::vector<Command> commands = {addRunCommand(app), addInfoCommand(app), addReportCommand(app), addCeilingsCommand(app), addMetricsCommand(app), addSchemaCommand(app)};
   commands.push_back(addDiffCommand(app));
   commands.push_back(addGateCommand(app));
+  commands.push_back(addMergeCommand(app));
   commands.push_back(addExportCommand(app));
   commands.push_back(addViewCommand(app));
   if (argc > 1 && argv[1][0] != '-') {

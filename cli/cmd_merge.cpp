@@ -1,0 +1,62 @@
+// fprof merge: joins the databases the processes of one job wrote (one per rank under torchrun,
+// mpirun or srun) into one, rank and host kept, for info, report, view and gate (docs/multi-process.md).
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "command.h"
+#include "fprof/core/merge.h"
+#include "fprof/core/store.h"
+
+namespace fprof::cli {
+namespace {
+
+struct MergeCliOptions {
+  std::vector<std::string> inputs;
+  std::string output;
+  bool force = false;
+  bool quiet = false;
+};
+
+int runMerge(const MergeCliOptions& opt) {
+  core::MergeOptions mo;
+  mo.overwrite = opt.force;
+  auto merged = core::mergeDatabases(opt.inputs, opt.output, mo);
+  if (!merged) return inputError(merged.error());
+  for (const std::string& note : merged->notes) std::fprintf(stderr, "[fprof] note: %s\n", note.c_str());
+  if (!opt.quiet) {
+    // Read back what was written: the line names the ranks as every other command will see them.
+    auto p = core::loadProfile(opt.output);
+    if (!p) return inputError(p.error());
+    std::fprintf(stderr, "[fprof] merged %zu file%s into %s: %lld process%s (%s), %lld kernels (next: fprof info %s)\n",
+                 opt.inputs.size(), opt.inputs.size() == 1 ? "" : "s", opt.output.c_str(),
+                 static_cast<long long>(merged->processes), merged->processes == 1 ? "" : "es",
+                 core::describeRanks(core::rankGroups(*p)).c_str(), static_cast<long long>(merged->kernels),
+                 opt.output.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command addMergeCommand(CLI::App& root) {
+  auto opt = std::make_shared<MergeCliOptions>();
+  CLI::App* app = root.add_subcommand(
+      "merge",
+      "Join the .fprof databases of several processes (the ranks of a torchrun, mpirun or srun job: "
+      "NAME.rank<N>.fprof) into one, with rank and host kept. info, report, view and gate then show every rank "
+      "together and one by one (--rank N). Merged files can be merged again.");
+  app->add_option("inputs", opt->inputs, "The databases to join (at least one)")->required();
+  app->add_option("-o,--output", opt->output, "The merged database to write")->required();
+  app->add_flag("--force", opt->force, "Overwrite the output if it exists (never an input)");
+  app->add_flag("-q,--quiet", opt->quiet, "Print nothing but errors and notes");
+  app->footer("Example (docs/multi-process.md):\n  fprof run -o job.fprof torchrun --nproc-per-node 2 train.py\n"
+              "  fprof merge job.rank*.fprof -o job.all.fprof\n  fprof info job.all.fprof\n"
+              "  fprof info job.all.fprof --rank 1");
+  return {app, [opt] { return runMerge(*opt); }};
+}
+
+}  // namespace fprof::cli
