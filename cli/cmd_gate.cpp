@@ -13,6 +13,7 @@
 #include "command.h"
 #include "fprof/analysis/diff.h"
 #include "fprof/core/store.h"
+#include "gate_config.h"
 
 namespace fprof::cli {
 namespace {
@@ -24,63 +25,6 @@ struct GateCliOptions {
   std::string markdown, json, junit;
   bool quiet = false;
 };
-
-// "5%" or "5" -> 0.05. Thresholds are always percentages.
-core::Expected<double> parsePercent(const std::string& text, const std::string& what) {
-  std::string t = text;
-  if (!t.empty() && t.back() == '%') t.pop_back();
-  try {
-    size_t used = 0;
-    const double v = std::stod(t, &used);
-    if (used != t.size() || v < 0) throw std::invalid_argument(t);
-    return v / 100.0;
-  } catch (const std::exception&) {
-    return core::makeError(fmt::format("{} '{}' is not a percentage (e.g. 5%)", what, text));
-  }
-}
-
-core::Status applyConfig(const std::string& path, analysis::GateOptions& g) {
-  std::ifstream in(path);
-  if (!in) return core::makeError(path + ": cannot read the gate configuration");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(in);
-  } catch (const std::exception& e) {
-    return core::makeError(path + ": not valid JSON: " + e.what());
-  }
-  if (!j.is_object()) return core::makeError(path + ": the gate configuration must be a JSON object");
-  for (const auto& [key, value] : j.items()) {
-    try {
-      if (key == "time_threshold" || key == "counter_threshold") {
-        auto v = value.is_string() ? parsePercent(value.get<std::string>(), key)
-                                   : parsePercent(fmt::format("{}", value.get<double>()), key);
-        if (!v) return core::makeError(path + ": " + v.error());
-        (key == "time_threshold" ? g.time_threshold : g.counter_threshold) = *v;
-      } else if (key == "alpha") {
-        g.alpha = value.get<double>();
-        if (g.alpha <= 0 || g.alpha >= 1) return core::makeError(path + ": alpha must be between 0 and 1");
-      } else if (key == "min_share") {
-        auto v = value.is_string() ? parsePercent(value.get<std::string>(), key)
-                                   : parsePercent(fmt::format("{}", value.get<double>()), key);
-        if (!v) return core::makeError(path + ": " + v.error());
-        g.min_share = *v;
-      } else if (key == "fail_on_new") {
-        g.fail_on_new = value.get<bool>();
-      } else if (key == "fail_on_vanished") {
-        g.fail_on_vanished = value.get<bool>();
-      } else if (key == "ignore") {
-        g.ignore = value.get<std::vector<std::string>>();
-      } else {
-        return core::makeError(path + ": unknown key '" + key +
-                               "' (known: time_threshold, counter_threshold, alpha, min_share, fail_on_new, "
-                               "fail_on_vanished, ignore)");
-      }
-    } catch (const nlohmann::json::exception&) {
-      return core::makeError(path + ": '" + key + "' has the wrong type");
-    }
-  }
-  return {};
-}
 
 std::string num(const std::optional<double>& v) { return v ? fmt::format("{:.6g}", *v) : "n/a"; }
 
@@ -199,7 +143,7 @@ core::Status writeFile(const std::string& path, const std::string& text) {
 int runGate(const GateCliOptions& o) {
   analysis::GateOptions g;
   if (!o.config.empty()) {
-    if (core::Status s = applyConfig(o.config, g); !s) return inputError(s.error());
+    if (core::Status s = applyGateConfigFile(o.config, g); !s) return inputError(s.error());
   }
   // Command-line options override the configuration file.
   if (!o.time_threshold.empty()) {
@@ -250,7 +194,8 @@ Command addGateCommand(CLI::App& root) {
                   "(default 1%)");
   app->add_option("--alpha", opt->alpha, "Significance level of the time test (default 0.01)")
       ->check(CLI::Range(1e-12, 0.5));
-  app->add_option("--config", opt->config, "JSON file with the options above and ignore lists (docs/gate.md)");
+  app->add_option("--config", opt->config,
+                  "JSON or TOML file (by extension) with the options above and ignore lists (docs/gate.md)");
   app->add_option("--markdown", opt->markdown, "Write the Markdown summary here (e.g. $GITHUB_STEP_SUMMARY)");
   app->add_option("--json", opt->json, "Write the findings as JSON here");
   app->add_option("--junit", opt->junit, "Write a JUnit XML report here");
