@@ -169,17 +169,23 @@ InstanceResult evaluate(const Instance& in, ModelContext& ctx) {
   }
   // Intermediate bytes each stage stops moving: the consumer's read, the producer's write unless
   // the value must still be written. `direct` is the allocation size where known (what crosses L2
-  // and L1), `dram` the edge's bytes (the counters' figure where there are counters).
-  std::vector<double> removed_dram(in.stages.size(), 0.0), removed_direct(in.stages.size(), 0.0);
+  // and L1), else the edge's bytes; `dram_read` the consumer's DRAM figure (the edge's bytes).
+  const size_t n = in.stages.size();
+  std::vector<double> removed_dram(n, 0.0), removed_dram_read(n, 0.0), removed_direct(n, 0.0),
+      removed_read(n, 0.0), removed_write(n, 0.0);
   if (bytes_complete) {
     for (size_t e = 0; e < in.edges.size(); ++e) {
       const StageEdge& ed = in.edges[e];
       const double direct = ed.allocation_bytes.value_or(*edge_bytes[e]);
-      for (const size_t st : {ed.from, ed.to}) {
-        if (st == ed.from && !ed.write_removed) continue;
-        removed_dram[st] += *edge_bytes[e];
-        removed_direct[st] += direct;
+      if (ed.write_removed) {
+        removed_dram[ed.from] += *edge_bytes[e];
+        removed_direct[ed.from] += direct;
+        removed_write[ed.from] += direct;
       }
+      removed_dram[ed.to] += *edge_bytes[e];
+      removed_dram_read[ed.to] += *edge_bytes[e];
+      removed_direct[ed.to] += direct;
+      removed_read[ed.to] += direct;
     }
     std::vector<std::optional<Work>> works;
     bool have_work = true;
@@ -188,8 +194,11 @@ InstanceResult evaluate(const Instance& in, ModelContext& ctx) {
       if (!works.back()) have_work = false;
     }
     if (have_work) {
-      // Roofline model. The intermediates' share of a stage's DRAM traffic is taken as their share
-      // at L2 and L1 too (a multi-pass kernel re-reads them there), and at least their size.
+      // Roofline model. At L2 and L1 a stage stops writing the intermediates it produced (once
+      // each: their size) and stops reading the ones it consumed, which a kernel may read several
+      // times there (a multi-pass softmax, a GEMM re-reading its operand tile by tile): their share
+      // of the stage's DRAM reads, applied to its reads at that level (its bytes there less its
+      // DRAM writes, which cross every level once), and at least their size.
       Work combined;
       double parts_roof_ns = 0;
       bool roofs = true;
@@ -199,11 +208,15 @@ InstanceResult evaluate(const Instance& in, ModelContext& ctx) {
         if (!t) roofs = false;
         parts_roof_ns += t.value_or(0);
         auto& dram_bytes = w.bytes[static_cast<size_t>(MemLevel::kDram)];
-        const double share = dram_bytes && *dram_bytes > 0 ? std::min(1.0, removed_dram[s] / *dram_bytes) : 1.0;
         if (dram_bytes) dram_bytes = std::max(0.0, *dram_bytes - removed_dram[s]);
+        const double dram_read = stageDram(p, in.stages[s], false).value_or(0);
+        const double dram_write = stageDram(p, in.stages[s], true).value_or(0);
+        const double read_share = dram_read > 0 ? std::min(1.0, removed_dram_read[s] / dram_read) : 1.0;
         for (const MemLevel l : {MemLevel::kL2, MemLevel::kL1}) {
           auto& b = w.bytes[static_cast<size_t>(l)];
-          if (b) b = *b - std::min(*b, std::max(share * *b, removed_direct[s]));
+          if (!b) continue;
+          const double reads = std::max(0.0, *b - dram_write);
+          b = *b - std::min(*b, removed_write[s] + std::max(read_share * reads, removed_read[s]));
         }
         if (s == 0) {
           combined = w;
