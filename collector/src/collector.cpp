@@ -201,6 +201,7 @@ bool Collector::initialize() {
   if (!config_.enabled) return false;
   const bool metrics = metrics_.configure(
       readMetricsConfig([](const char* name) { return static_cast<const char*>(std::getenv(name)); }));
+  if (metrics) translator_.setUnmatchedLaunchGenerations(Translator::kUnmatchedLaunchGenerationsReplay);
   if (!openDatabase()) {
     writer_.reset();
     return false;

@@ -76,7 +76,7 @@ void Translator::endGeneration() {
     const PendingLaunch& p = it->second;
     const bool expired = p.first_match_generation != 0
                              ? generation_ - p.first_match_generation >= kGraphLaunchGenerations
-                             : generation_ - p.added_generation >= kUnmatchedLaunchGenerations;
+                             : generation_ - p.added_generation >= static_cast<uint64_t>(unmatched_generations_);
     if (expired) {
       if (p.info.nested_correlation_id != 0) nested_to_outer_.erase(p.info.nested_correlation_id);
       it = launches_.erase(it);

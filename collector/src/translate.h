@@ -43,6 +43,11 @@ class Translator {
   // How many flush periods a launch that never matched a kernel is kept (a kernel queued behind
   // long work, or a launch captured into a graph, whose kernels carry the graph launch's id).
   static constexpr int kUnmatchedLaunchGenerations = 120;
+  // Metrics mode: kernel replay delays kernel records by far more than 120 periods (a model run
+  // of 90 s lost the launch facts and NVTX paths of its first 40 kernels), and runs launch few
+  // kernels, so launches are kept for this many periods instead.
+  static constexpr int kUnmatchedLaunchGenerationsReplay = 1 << 20;
+  void setUnmatchedLaunchGenerations(int periods) { unmatched_generations_ = periods; }
   // Graph launches match one record per kernel node; keep them this many periods after the first.
   static constexpr int kGraphLaunchGenerations = 2;
 
@@ -83,6 +88,7 @@ class Translator {
   std::unordered_set<uint64_t> seen_current_, seen_previous_;
   std::unordered_map<std::string, NameInfo> names_;
   uint64_t generation_ = 1;
+  int unmatched_generations_ = kUnmatchedLaunchGenerations;
   TranslatorStats stats_;
 };
 

@@ -394,6 +394,19 @@ TEST(Translate, LaunchesAndDuplicateKeysExpireByGeneration) {
   EXPECT_EQ(v.pendingLaunches(), 1u);
   v.endGeneration();
   EXPECT_EQ(v.pendingLaunches(), 0u);
+
+  // Metrics mode keeps it much longer: kernel replay delays the kernel's record.
+  Translator w;
+  w.setUnmatchedLaunchGenerations(Translator::kUnmatchedLaunchGenerationsReplay);
+  w.addLaunch(lonely);
+  for (int i = 0; i < 10 * Translator::kUnmatchedLaunchGenerations; ++i) w.endGeneration();
+  EXPECT_EQ(w.pendingLaunches(), 1u);
+  TranslatedBatch late;
+  Records late_recs;
+  const auto& late_kernel = addKernel(late_recs, 77, kKernelName, 10, 20);
+  w.translate(reinterpret_cast<const CUpti_Activity&>(late_kernel), late);
+  ASSERT_EQ(late.kernels.size(), 1u);
+  EXPECT_EQ(w.stats().unmatched_kernels, 0u) << "the late kernel found its launch";
 }
 
 TEST(Translate, GraphNodeLearnsLocalMemoryFromADirectLaunchOfTheSameKernel) {
