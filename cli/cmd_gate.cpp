@@ -7,11 +7,14 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "command.h"
 #include "fprof/analysis/diff.h"
+#include "fprof/core/merge.h"
 #include "fprof/core/store.h"
 #include "gate_config.h"
 
@@ -28,9 +31,9 @@ struct GateCliOptions {
 
 std::string num(const std::optional<double>& v) { return v ? fmt::format("{:.6g}", *v) : "n/a"; }
 
-std::string markdown(const GateCliOptions& o, const analysis::GateOptions& g, const analysis::GateResult& r) {
-  std::string md = fmt::format("## fprof gate: {}\n\n", r.passed() ? "passed" : "FAILED");
-  md += fmt::format("`{}` -> `{}`: {} kernels compared, {} regression(s). Time threshold {:.3g}% (one-sided "
+// The comparison sentence and the findings table of one comparison (a whole run, or one rank).
+std::string markdownBody(const GateCliOptions& o, const analysis::GateOptions& g, const analysis::GateResult& r) {
+  std::string md = fmt::format("`{}` -> `{}`: {} kernels compared, {} regression(s). Time threshold {:.3g}% (one-sided "
                     "Mann-Whitney U, alpha {}), counter threshold {:.3g}%.\n\n",
                     o.base, o.cur, r.kernels_checked, r.regressions, g.time_threshold * 100, g.alpha,
                     g.counter_threshold * 100);
@@ -66,6 +69,81 @@ std::string markdown(const GateCliOptions& o, const analysis::GateOptions& g, co
   return md;
 }
 
+std::string markdown(const GateCliOptions& o, const analysis::GateOptions& g, const analysis::GateResult& r) {
+  return fmt::format("## fprof gate: {}\n\n", r.passed() ? "passed" : "FAILED") + markdownBody(o, g, r);
+}
+
+// Databases holding several processes (fprof merge) are compared rank by rank when both hold the
+// same ranks: a regression on one rank is not averaged away by the others. Otherwise the whole
+// files are compared, and the note says why.
+struct RankGate {
+  std::string label;  // "rank 0"
+  std::optional<int> rank;
+  analysis::RunDiff diff;
+  analysis::GateResult result;
+};
+
+struct GatePlan {
+  std::vector<RankGate> ranks;  // empty: the whole files were compared
+  std::string note;             // "" for two single-process files
+};
+
+std::optional<std::vector<int>> ranksOf(const std::vector<core::RankGroup>& groups) {
+  std::vector<int> ranks;
+  for (const core::RankGroup& g : groups) {
+    if (!g.rank) return std::nullopt;
+    ranks.push_back(*g.rank);
+  }
+  return ranks;
+}
+
+GatePlan planByRank(const GateCliOptions& o, const core::Profile& base, const core::Profile& cur,
+                    const analysis::GateOptions& g) {
+  GatePlan plan;
+  if (base.processes.size() <= 1 && cur.processes.size() <= 1) return plan;
+  const auto bg = core::rankGroups(base), cg = core::rankGroups(cur);
+  const auto br = ranksOf(bg), cr = ranksOf(cg);
+  if (br && cr && *br == *cr) {
+    plan.note = fmt::format("Compared rank by rank: both files hold {}.", core::describeRanks(bg));
+    for (const core::RankGroup& group : bg) {
+      auto b = core::selectRank(base, *group.rank), c = core::selectRank(cur, *group.rank);
+      RankGate rg{group.label, group.rank, analysis::diffProfiles(*b, *c), {}};
+      rg.result = analysis::evaluateGate(rg.diff, g);
+      plan.ranks.push_back(std::move(rg));
+    }
+    return plan;
+  }
+  plan.note = fmt::format("Compared all processes together, not rank by rank: `{}` holds {}, `{}` holds {}.", o.base,
+                          core::describeRanks(bg), o.cur, core::describeRanks(cg));
+  return plan;
+}
+
+std::string markdownByRank(const GateCliOptions& o, const analysis::GateOptions& g, const GatePlan& plan) {
+  int failed = 0;
+  for (const RankGate& r : plan.ranks) failed += r.result.passed() ? 0 : 1;
+  std::string md = fmt::format("## fprof gate: {}\n\n{} {} of {} rank{} regressed.\n", failed ? "FAILED" : "passed",
+                               plan.note, failed, plan.ranks.size(), plan.ranks.size() == 1 ? "" : "s");
+  for (const RankGate& r : plan.ranks) {
+    md += fmt::format("\n### {}: {}\n\n", r.label, r.result.passed() ? "passed" : "FAILED");
+    md += markdownBody(o, g, r.result);
+  }
+  return md;
+}
+
+nlohmann::json findingsJson(const analysis::GateResult& r, std::optional<int> rank) {
+  auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  nlohmann::json findings = nlohmann::json::array();
+  for (const auto& f : r.findings) {
+    nlohmann::json jf = {{"kind", analysis::findingKindName(f.kind)}, {"regression", f.regression},
+                         {"kernel", f.kernel}, {"shape", f.shape}, {"metric", f.metric},
+                         {"base", opt(f.base_value)}, {"current", opt(f.cur_value)}, {"change", opt(f.change)},
+                         {"p_value", opt(f.p_value)}, {"message", f.message}};
+    if (rank) jf["rank"] = *rank;
+    findings.push_back(std::move(jf));
+  }
+  return findings;
+}
+
 nlohmann::json toJson(const GateCliOptions& o, const analysis::GateOptions& g, const analysis::GateResult& r) {
   nlohmann::json j;
   j["base"] = o.base;
@@ -75,13 +153,30 @@ nlohmann::json toJson(const GateCliOptions& o, const analysis::GateOptions& g, c
   j["kernels_checked"] = r.kernels_checked;
   j["options"] = {{"time_threshold", g.time_threshold}, {"counter_threshold", g.counter_threshold},
                   {"alpha", g.alpha}, {"min_share", g.min_share}, {"test", "one-sided Mann-Whitney U"}};
-  auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
-  j["findings"] = nlohmann::json::array();
-  for (const auto& f : r.findings) {
-    j["findings"].push_back({{"kind", analysis::findingKindName(f.kind)}, {"regression", f.regression},
-                             {"kernel", f.kernel}, {"shape", f.shape}, {"metric", f.metric},
-                             {"base", opt(f.base_value)}, {"current", opt(f.cur_value)}, {"change", opt(f.change)},
-                             {"p_value", opt(f.p_value)}, {"message", f.message}});
+  j["findings"] = findingsJson(r, std::nullopt);
+  return j;
+}
+
+// Per rank: the totals over the ranks at the top level, findings tagged with their rank, and one
+// entry per rank with its own verdict.
+nlohmann::json toJsonByRank(const GateCliOptions& o, const analysis::GateOptions& g, const GatePlan& plan) {
+  analysis::GateResult all;
+  for (const RankGate& r : plan.ranks) {
+    all.regressions += r.result.regressions;
+    all.kernels_checked += r.result.kernels_checked;
+  }
+  nlohmann::json j = toJson(o, g, all);
+  j["comparison"] = "per rank";
+  j["note"] = plan.note;
+  j["ranks"] = nlohmann::json::array();
+  for (const RankGate& r : plan.ranks) {
+    const nlohmann::json findings = findingsJson(r.result, r.rank);
+    for (const auto& f : findings) j["findings"].push_back(f);
+    j["ranks"].push_back({{"rank", r.rank ? nlohmann::json(*r.rank) : nlohmann::json(nullptr)},
+                          {"passed", r.result.passed()},
+                          {"regressions", r.result.regressions},
+                          {"kernels_checked", r.result.kernels_checked},
+                          {"findings", findings}});
   }
   return j;
 }
@@ -108,7 +203,13 @@ std::string xmlEscape(const std::string& s) {
 }
 
 // One test case per regression or per compared kernel that passed; regressions are failures.
-std::string junit(const analysis::RunDiff& d, const analysis::GateResult& r) {
+// `prefix` names the rank ("rank 0: ") when ranks are compared one by one.
+struct JunitCases {
+  std::string cases;
+  int tests = 0, failures = 0;
+};
+
+JunitCases junitCases(const analysis::RunDiff& d, const analysis::GateResult& r, const std::string& prefix) {
   std::string cases;
   int tests = 0, failures = 0;
   std::set<std::string> failed;
@@ -118,14 +219,25 @@ std::string junit(const analysis::RunDiff& d, const analysis::GateResult& r) {
     ++failures;
     failed.insert(f.kernel + '\x1f' + f.shape);
     cases += fmt::format("    <testcase classname=\"fprof.gate.{}\" name=\"{} [{}]\">\n      <failure message=\"{}\"/>\n    </testcase>\n",
-                         analysis::findingKindName(f.kind), xmlEscape(f.kernel), xmlEscape(f.metric.empty() ? f.shape : f.metric),
+                         analysis::findingKindName(f.kind), xmlEscape(prefix + f.kernel), xmlEscape(f.metric.empty() ? f.shape : f.metric),
                          xmlEscape(f.message));
   }
   for (const auto& e : d.kernels) {
     if (!e.base || !e.cur || failed.count(e.name + '\x1f' + e.shape)) continue;
     ++tests;
-    cases += fmt::format("    <testcase classname=\"fprof.gate.kernel\" name=\"{} [{}]\"/>\n", xmlEscape(e.name),
+    cases += fmt::format("    <testcase classname=\"fprof.gate.kernel\" name=\"{} [{}]\"/>\n", xmlEscape(prefix + e.name),
                          xmlEscape(e.shape));
+  }
+  return {cases, tests, failures};
+}
+
+std::string junitDocument(const std::vector<JunitCases>& parts) {
+  std::string cases;
+  int tests = 0, failures = 0;
+  for (const JunitCases& p : parts) {
+    cases += p.cases;
+    tests += p.tests;
+    failures += p.failures;
   }
   return fmt::format("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n  <testsuite name=\"fprof gate\" "
                      "tests=\"{}\" failures=\"{}\">\n{}  </testsuite>\n</testsuites>\n",
@@ -161,20 +273,43 @@ int runGate(const GateCliOptions& o) {
   if (!base) return inputError(base.error());
   auto cur = core::loadProfile(o.cur);
   if (!cur) return inputError(cur.error());
-  const analysis::RunDiff d = analysis::diffProfiles(*base, *cur);
-  const analysis::GateResult r = analysis::evaluateGate(d, g);
-  const std::string md = markdown(o, g, r);
+  const GatePlan plan = planByRank(o, *base, *cur, g);
+  std::string md;
+  nlohmann::json json;
+  std::vector<JunitCases> junit;
+  bool passed = true;
+  if (!plan.ranks.empty()) {
+    md = markdownByRank(o, g, plan);
+    json = toJsonByRank(o, g, plan);
+    for (const RankGate& r : plan.ranks) {
+      junit.push_back(junitCases(r.diff, r.result, r.label + ": "));
+      passed = passed && r.result.passed();
+    }
+  } else {
+    const analysis::RunDiff d = analysis::diffProfiles(*base, *cur);
+    const analysis::GateResult r = analysis::evaluateGate(d, g);
+    md = markdown(o, g, r);
+    json = toJson(o, g, r);
+    if (!plan.note.empty()) {
+      // Several processes whose ranks differ: say that the comparison is of the whole files.
+      md.insert(md.find("\n\n") + 2, plan.note + "\n\n");
+      json["comparison"] = "all processes";
+      json["note"] = plan.note;
+    }
+    junit.push_back(junitCases(d, r, ""));
+    passed = r.passed();
+  }
   if (!o.markdown.empty()) {
     if (core::Status s = writeFile(o.markdown, md); !s) return inputError(s.error());
   }
   if (!o.json.empty()) {
-    if (core::Status s = writeFile(o.json, toJson(o, g, r).dump(2) + "\n"); !s) return inputError(s.error());
+    if (core::Status s = writeFile(o.json, json.dump(2) + "\n"); !s) return inputError(s.error());
   }
   if (!o.junit.empty()) {
-    if (core::Status s = writeFile(o.junit, junit(d, r)); !s) return inputError(s.error());
+    if (core::Status s = writeFile(o.junit, junitDocument(junit)); !s) return inputError(s.error());
   }
   if (!o.quiet) std::fputs(md.c_str(), stdout);
-  return r.passed() ? 0 : 1;
+  return passed ? 0 : 1;
 }
 
 }  // namespace
@@ -184,7 +319,8 @@ Command addGateCommand(CLI::App& root) {
   CLI::App* app = root.add_subcommand(
       "gate", "CI performance gate: exit 0 when CURRENT is no worse than BASE, 1 on a regression, 2 on bad input. "
               "Time regressions must be significant (one-sided Mann-Whitney U over repeated launches); counters are "
-              "exact signals.");
+              "exact signals. Databases of several processes (fprof merge) holding the same ranks are compared rank "
+              "by rank.");
   app->add_option("base", opt->base, "The baseline .fprof database")->required();
   app->add_option("current", opt->cur, "The current .fprof database")->required();
   app->add_option("--time-threshold", opt->time_threshold,
