@@ -2,13 +2,15 @@
 // analysed end to end: open, roofline, pairs (NVTX and data flow), summary.
 //   analysis_bench generate FILE [kernels] [ranges]   write the database (not timed)
 //   analysis_bench run FILE                           time each phase, print peak RSS
-// Results go to bench/RESULTS.md, section "Analyzer (issue 4)".
+//   analysis_bench report FILE [OUT.html]             time `fprof report`'s phases (issue 5)
+// Results go to bench/RESULTS.md, sections "Analyzer (issue 4)" and "Report (issue 5)".
 #include <sys/resource.h>
 #include <time.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 
 #include "fprof/analysis/dataflow.h"
@@ -18,6 +20,8 @@
 #include "fprof/analysis/roofline.h"
 #include "fprof/analysis/summary.h"
 #include "fprof/core/store.h"
+#include "fprof/reports/html_report.h"
+#include "fprof/reports/report_data.h"
 
 namespace {
 
@@ -197,6 +201,46 @@ int run(const std::string& path) {
   return summary.kernel_count > 0 ? 0 : 1;
 }
 
+// What `fprof report FILE -o OUT` does (cli/cmd_report.cpp), phase by phase.
+int report(const std::string& path, const std::string& out) {
+  const auto t0 = Clock::now();
+  const double c0 = cpuSeconds();
+  auto loaded = core::loadProfile(path);
+  if (!loaded) {
+    std::fprintf(stderr, "%s\n", loaded.error().c_str());
+    return 2;
+  }
+  const double t_open = since(t0), c_open = cpuSeconds() - c0;
+  auto t = Clock::now();
+  double c = cpuSeconds();
+  const reports::ReportData data = reports::buildReport(*loaded, nullptr);
+  const double t_build = since(t), c_build = cpuSeconds() - c;
+  t = Clock::now();
+  c = cpuSeconds();
+  const std::string html = reports::renderHtml(data);
+  const double t_render = since(t), c_render = cpuSeconds() - c;
+  t = Clock::now();
+  c = cpuSeconds();
+  std::ofstream f(out, std::ios::binary | std::ios::trunc);
+  f.write(html.data(), static_cast<std::streamsize>(html.size()));
+  f.close();
+  if (!f) {
+    std::fprintf(stderr, "%s: cannot write\n", out.c_str());
+    return 2;
+  }
+  const double t_write = since(t), c_write = cpuSeconds() - c;
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  std::printf("kernels %zu, groups %lld, fusion rows %zu, HTML %zu bytes -> %s\n", loaded->kernels.size(),
+              static_cast<long long>(data.group_count), data.fusion.size(), html.size(), out.c_str());
+  std::printf("wall: open %.3f s, analysis+build %.3f s, render %.3f s, write %.3f s, total %.3f s\n", t_open, t_build,
+              t_render, t_write, since(t0));
+  std::printf("cpu:  open %.3f s, analysis+build %.3f s, render %.3f s, write %.3f s, total %.3f s\n", c_open, c_build,
+              c_render, c_write, cpuSeconds() - c0);
+  std::printf("peak RSS %.0f MiB\n", static_cast<double>(ru.ru_maxrss) / 1024.0);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -206,6 +250,9 @@ int main(int argc, char** argv) {
     return generate(argv[2], kernels, ranges);
   }
   if (argc == 3 && std::string(argv[1]) == "run") return run(argv[2]);
-  std::fprintf(stderr, "usage: %s generate FILE [kernels] [ranges] | run FILE\n", argv[0]);
+  if ((argc == 3 || argc == 4) && std::string(argv[1]) == "report") {
+    return report(argv[2], argc == 4 ? argv[3] : "/tmp/analysis_bench_report.html");
+  }
+  std::fprintf(stderr, "usage: %s generate FILE [kernels] [ranges] | run FILE | report FILE [OUT.html]\n", argv[0]);
   return 2;
 }
