@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cmath>
 #include <ctime>
+#include <future>
 #include <map>
+#include <system_error>
 #include <unordered_map>
 
 #include "fprof/analysis/ceilings.h"
@@ -342,9 +344,18 @@ void addBaseline(ReportData& r, const core::Profile& base, const core::Profile& 
   r.baseline = std::move(section);
 }
 
-void addFusion(ReportData& r, const core::Profile& p, const analysis::OpIndex& ops) {
-  const analysis::DataFlow df = analysis::analyzeDataFlow(p);
-  const analysis::FusionResult fr = analysis::analyzeFusion(p, ops, df);
+// Data flow and the fusion pairs take most of the build time and only read the profile, so they
+// run on a second thread while the kernel groups are built (here, when no thread can be had).
+std::future<analysis::FusionResult> startFusion(const core::Profile& p, const analysis::OpIndex& ops) {
+  auto analyze = [&p, &ops] { return analysis::analyzeFusion(p, ops, analysis::analyzeDataFlow(p)); };
+  try {
+    return std::async(std::launch::async, analyze);
+  } catch (const std::system_error&) {
+    return std::async(std::launch::deferred, analyze);
+  }
+}
+
+void addFusion(ReportData& r, const analysis::FusionResult& fr) {
   for (const analysis::FusionCandidate& c : fr.candidates) {
     FusionRow f;
     f.id = c.id;
@@ -478,6 +489,7 @@ ReportData buildReport(const core::Profile& run, const core::Profile* baseline, 
   ReportData r;
   r.roofs = pickRoofs(run);
   const analysis::OpIndex ops = analysis::indexOps(run);
+  std::future<analysis::FusionResult> fusion = startFusion(run, ops);
   Built b = buildGroups(run, ops);
   r.header = std::move(b.header);
   r.ops = std::move(b.ops);
@@ -491,7 +503,7 @@ ReportData buildReport(const core::Profile& run, const core::Profile* baseline, 
     b.all_groups.resize(options.max_groups);
   }
   r.groups = std::move(b.all_groups);
-  addFusion(r, run, ops);
+  addFusion(r, fusion.get());
   addFindings(r);
   if (run.processes.size() > 1) addRanks(r, run);
   return r;
