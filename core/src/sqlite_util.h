@@ -90,6 +90,34 @@ class Statement {
   int rc_ = SQLITE_ERROR;
 };
 
+// The arguments of an application-defined SQL function, read like a Statement's columns. A
+// function called once per row receives the row's values without a sqlite3_column_* call (and
+// its locking and error checks) per value: the reader's big tables go through one.
+class ValueRow {
+ public:
+  explicit ValueRow(sqlite3_value** values) : v_(values) {}
+  int64_t i64(int col) const { return sqlite3_value_int64(v_[col]); }
+  double f64(int col) const { return sqlite3_value_double(v_[col]); }
+  bool isNull(int col) const { return sqlite3_value_type(v_[col]) == SQLITE_NULL; }
+  std::string_view textView(int col) const {
+    const unsigned char* t = sqlite3_value_text(v_[col]);
+    return t ? std::string_view(reinterpret_cast<const char*>(t), static_cast<size_t>(sqlite3_value_bytes(v_[col])))
+             : std::string_view();
+  }
+  template <class T>
+  std::optional<T> opt(int col) const {
+    if (isNull(col)) return std::nullopt;
+    if constexpr (std::is_floating_point_v<T>) {
+      return static_cast<T>(f64(col));
+    } else {
+      return static_cast<T>(i64(col));
+    }
+  }
+
+ private:
+  sqlite3_value** v_;
+};
+
 inline std::string sqliteMessage(sqlite3* db) { return db ? sqlite3_errmsg(db) : "out of memory"; }
 
 }  // namespace fprof::core::detail

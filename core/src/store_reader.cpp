@@ -10,11 +10,13 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string_view>
 #include <system_error>
 #include <thread>
 #include <tuple>
 #include <unordered_map>
+#include <utility>
 
 #include "fprof/core/schema.h"
 #include "fprof/core/store.h"
@@ -175,29 +177,38 @@ Expected<RowidSpan> rowidSpan(sqlite3* db, const std::string& path, const std::s
   return span;
 }
 
-// Rows [begin, end) of a table's vector: a rowid range of a dense table, or (whole) the table.
+// How one table is read: its columns (the first one the rowid), and for a dense table its size,
+// set once by whichever chunk runs first (touching a few hundred MB of new rows takes a while; the
+// other threads start on other tables meanwhile).
+struct TableRead {
+  const char* table;
+  const char* rowid_column;
+  const char* columns;
+  RowidSpan span;
+  std::once_flag sized;
+};
+
+// Rows [begin, end) of a dense table's vector, or (whole) the table read in one go.
 struct ChunkRows {
+  TableRead* read = nullptr;
   size_t begin = 0;
   size_t end = 0;
-  int64_t first_rowid = 0;  // rowid of vector slot 0
   bool whole = false;
 };
 
 // 16K rows: a few MB per chunk, enough chunks for the threads to share the work evenly.
 constexpr int64_t kChunkRows = 16384;
 
-template <class Row, class Chunk>
-void planChunks(const RowidSpan& span, std::vector<Row>& rows, std::vector<Chunk>& chunks) {
-  if (span.count == 0) return;
-  if (!span.dense) {
-    rows.reserve(static_cast<size_t>(span.count));
-    chunks.emplace_back().rows() = ChunkRows{0, 0, 0, true};
+template <class Chunk>
+void planChunks(TableRead& read, std::vector<Chunk>& chunks) {
+  if (read.span.count == 0) return;
+  if (!read.span.dense) {
+    chunks.emplace_back().rows = ChunkRows{&read, 0, 0, true};
     return;
   }
-  rows.resize(static_cast<size_t>(span.count));
-  for (int64_t at = 0; at < span.count; at += kChunkRows) {
-    chunks.emplace_back().rows() = ChunkRows{static_cast<size_t>(at), static_cast<size_t>(std::min(at + kChunkRows, span.count)),
-                                             span.first, false};
+  for (int64_t at = 0; at < read.span.count; at += kChunkRows) {
+    chunks.emplace_back().rows = ChunkRows{&read, static_cast<size_t>(at),
+                                           static_cast<size_t>(std::min(at + kChunkRows, read.span.count)), false};
   }
 }
 
@@ -227,14 +238,12 @@ struct ChunkTexts {
 };
 
 struct TableChunk {
-  ChunkRows chunk;
-  ChunkRows& rows() { return chunk; }
+  ChunkRows rows;
 };
 
 struct KernelChunk {
-  ChunkRows chunk;
+  ChunkRows rows;
   ChunkTexts texts;
-  ChunkRows& rows() { return chunk; }
 };
 
 // Database string id -> index into Profile::strings.
@@ -248,58 +257,110 @@ struct StringIds {
   }
 };
 
-// One loading thread's connection (SQLite connections are used by one thread at a time) and its
-// chunk queries, prepared once and rebound for every chunk.
-struct Conn {
-  sqlite3* db = nullptr;
-  std::vector<std::pair<std::pair<const char*, bool>, std::unique_ptr<Statement>>> statements;
+void rowFunction(sqlite3_context* ctx, int, sqlite3_value** values);
 
-  Statement* statement(const char* select_sql, const char* rowid_column, bool whole) {
-    for (auto& [key, st] : statements) {
-      if (key.first == select_sql && key.second == whole) return st.get();
-    }
-    const std::string sql = std::string(select_sql) +
-                            (whole ? "" : std::string(" WHERE ") + rowid_column + " BETWEEN ?1 AND ?2") +
-                            " ORDER BY " + rowid_column;
-    auto st = std::make_unique<Statement>(db, sql.c_str());
-    if (!st->ok()) return nullptr;
-    statements.emplace_back(std::make_pair(select_sql, whole), std::move(st));
-    return statements.back().second.get();
+// One loading thread's connection (SQLite connections are used by one thread at a time) and its
+// chunk queries, prepared once and rebound for every chunk. A chunk query selects
+// fprof_row(columns...): SQLite hands each row to `sink` as function arguments, which costs less
+// than a sqlite3_column_* call per value.
+class Conn {
+ public:
+  explicit Conn(sqlite3* db) : db_(db) {}
+  ~Conn() {
+    statements_.clear();
+    if (registered_) sqlite3_create_function_v2(db_, "fprof_row", -1, SQLITE_UTF8, nullptr, nullptr, nullptr, nullptr, nullptr);
   }
+  Conn(const Conn&) = delete;
+  Conn& operator=(const Conn&) = delete;
+
+  sqlite3* db() const { return db_; }
+
+  Statement* statement(const TableRead& t, bool whole) {
+    for (auto& [key, st] : statements_) {
+      if (key.first == &t && key.second == whole) return st.get();
+    }
+    if (!registered_) {
+      // DIRECTONLY: the file's own views and triggers cannot call it.
+      if (sqlite3_create_function_v2(db_, "fprof_row", -1, SQLITE_UTF8 | SQLITE_DIRECTONLY, this, rowFunction, nullptr,
+                                     nullptr, nullptr) != SQLITE_OK) {
+        return nullptr;
+      }
+      registered_ = true;
+    }
+    const std::string rowid = t.rowid_column;
+    const std::string sql = std::string("SELECT fprof_row(") + t.columns + ") FROM " + t.table +
+                            (whole ? "" : " WHERE " + rowid + " BETWEEN ?1 AND ?2") + " ORDER BY " + rowid;
+    auto st = std::make_unique<Statement>(db_, sql.c_str());
+    if (!st->ok()) return nullptr;
+    statements_.emplace_back(std::make_pair(&t, whole), std::move(st));
+    return statements_.back().second.get();
+  }
+
+  // Called by fprof_row for each row of the running chunk query.
+  std::function<void(const detail::ValueRow&)> sink;
+  std::exception_ptr sink_error;  // an exception must not unwind through SQLite's frames
+
+ private:
+  sqlite3* db_;
+  bool registered_ = false;
+  std::vector<std::pair<std::pair<const TableRead*, bool>, std::unique_ptr<Statement>>> statements_;
 };
+
+void rowFunction(sqlite3_context* ctx, int, sqlite3_value** values) {
+  auto* conn = static_cast<Conn*>(sqlite3_user_data(ctx));
+  try {
+    conn->sink(detail::ValueRow(values));
+  } catch (...) {
+    conn->sink_error = std::current_exception();
+    sqlite3_result_error(ctx, "fprof: reading a row failed", -1);
+  }
+}
 
 using Task = std::function<Status(Conn&)>;
 
-// Reads one chunk of a table into its rows. Column 0 of select_sql is the rowid.
+// Reads one chunk of a table into its rows.
 template <class Row, class Decode>
-Status loadChunk(Conn& conn, const std::string& path, ChunkRows& c, std::vector<Row>& out, const char* select_sql,
-                 const char* rowid_column, Decode&& decode) {
-  Statement* st = conn.statement(select_sql, rowid_column, c.whole);
-  if (!st) return makeError(path + ": damaged database (" + detail::sqliteMessage(conn.db) + ")");
-  if (!c.whole) {
-    st->bind(1, c.first_rowid + static_cast<int64_t>(c.begin));
-    st->bind(2, c.first_rowid + static_cast<int64_t>(c.end) - 1);
+Status loadChunk(Conn& conn, const std::string& path, ChunkRows& c, std::vector<Row>& out, Decode&& decode) {
+  const TableRead& t = *c.read;
+  Statement* st = conn.statement(t, c.whole);
+  if (!st) return makeError(path + ": damaged database (" + detail::sqliteMessage(conn.db()) + ")");
+  const int64_t first = t.span.first;
+  size_t read = 0;
+  bool stray = false;
+  if (c.whole) {
+    out.reserve(static_cast<size_t>(t.span.count));
+    conn.sink = [&](const detail::ValueRow& row) {
+      decode(row, out.emplace_back());
+      ++read;
+    };
+  } else {
+    std::call_once(c.read->sized, [&] { out.resize(static_cast<size_t>(t.span.count)); });
+    st->bind(1, first + static_cast<int64_t>(c.begin));
+    st->bind(2, first + static_cast<int64_t>(c.end) - 1);
+    conn.sink = [&](const detail::ValueRow& row) {
+      const auto at = static_cast<size_t>(row.i64(0) - first);
+      if (at < c.begin || at >= c.end) {
+        stray = true;
+        return;
+      }
+      decode(row, out[at]);
+      ++read;
+    };
   }
   int rc;
-  size_t read = 0;
   while ((rc = st->step()) == SQLITE_ROW) {
-    if (c.whole) {
-      decode(*st, out.emplace_back());
-    } else {
-      const auto at = static_cast<size_t>(st->i64(0) - c.first_rowid);
-      if (at < c.begin || at >= c.end) break;
-      decode(*st, out[at]);
-    }
-    ++read;
   }
-  const std::string message = detail::sqliteMessage(conn.db);
+  const std::string message = detail::sqliteMessage(conn.db());
   st->reset();
-  if (rc != SQLITE_DONE && rc != SQLITE_ROW) return makeError(path + ": damaged database (" + message + ")");
+  conn.sink = nullptr;
+  if (conn.sink_error) std::rethrow_exception(std::exchange(conn.sink_error, nullptr));
+  if (rc != SQLITE_DONE) return makeError(path + ": damaged database (" + message + ")");
   if (c.whole) {
     c.end = out.size();
-  } else if (rc == SQLITE_ROW || read != c.end - c.begin) {
-    return makeError(path + ": damaged database (rowids " + std::to_string(c.first_rowid + static_cast<int64_t>(c.begin)) +
-                     ".." + std::to_string(c.first_rowid + static_cast<int64_t>(c.end) - 1) + " of a table were counted but " +
+  } else if (stray || read != c.end - c.begin) {
+    return makeError(path + ": damaged database (" + t.table + " rowids " +
+                     std::to_string(first + static_cast<int64_t>(c.begin)) + ".." +
+                     std::to_string(first + static_cast<int64_t>(c.end) - 1) + " were counted but " +
                      std::to_string(read) + " read)");
   }
   return {};
@@ -307,59 +368,50 @@ Status loadChunk(Conn& conn, const std::string& path, ChunkRows& c, std::vector<
 
 Status loadKernels(Conn& conn, const std::string& path, const StringIds& str_id, KernelChunk& c,
                    std::vector<KernelRow>& out) {
-  return loadChunk(
-      conn, path, c.chunk, out,
-      "SELECT id, process_id, device_id, context_id, stream_id, correlation_id, thread_id, start_ns, end_ns, "
-      "name_id, demangled_id, grid_x, grid_y, grid_z, block_x, block_y, block_z, cluster_x, cluster_y, cluster_z, "
-      "registers_per_thread, static_shared_bytes, dynamic_shared_bytes, local_bytes_per_thread, local_bytes_total, "
-      "shared_carveout_bytes, theoretical_occupancy, theoretical_blocks_per_sm, occupancy_limiter, graph_id, "
-      "graph_node_id, launch_api, nvtx_range_id, nvtx_path_id FROM kernel",
-      "id", [&](const Statement& st, KernelRow& k) {
-        int i = 0;
-        k.id = st.i64(i++);
-        k.process_id = static_cast<uint32_t>(st.i64(i++));
-        k.device_id = static_cast<uint32_t>(st.i64(i++));
-        k.context_id = static_cast<uint32_t>(st.i64(i++));
-        k.stream_id = static_cast<uint32_t>(st.i64(i++));
-        k.correlation_id = static_cast<uint32_t>(st.i64(i++));
-        k.thread_id = static_cast<uint32_t>(st.i64(i++));
-        k.start_ns = st.i64(i++);
-        k.end_ns = st.i64(i++);
-        k.name_id = str_id(st.i64(i++));
-        k.demangled_id = str_id(st.i64(i++));
-        for (int32_t* f : {&k.grid_x, &k.grid_y, &k.grid_z, &k.block_x, &k.block_y, &k.block_z, &k.cluster_x,
-                           &k.cluster_y, &k.cluster_z, &k.registers_per_thread, &k.static_shared_bytes,
-                           &k.dynamic_shared_bytes}) {
-          *f = static_cast<int32_t>(st.i64(i++));
-        }
-        k.local_bytes_per_thread = st.i64(i++);
-        k.local_bytes_total = st.i64(i++);
-        k.shared_carveout_bytes = st.i64(i++);
-        k.theoretical_occupancy = st.opt<double>(i++);
-        k.theoretical_blocks_per_sm = st.opt<int>(i++);
-        k.occupancy_limiter_id = c.texts.id(st.textView(i++));
-        k.graph_id = static_cast<uint32_t>(st.i64(i++));
-        k.graph_node_id = static_cast<uint64_t>(st.i64(i++));
-        k.launch_api_id = c.texts.id(st.textView(i++));
-        k.nvtx_range_key = st.opt<uint64_t>(i++);
-        if (auto pid = st.opt<int64_t>(i++)) k.nvtx_path_id = str_id(*pid);
-      });
+  return loadChunk(conn, path, c.rows, out, [&](const detail::ValueRow& row, KernelRow& k) {
+    int i = 0;
+    k.id = row.i64(i++);
+    k.process_id = static_cast<uint32_t>(row.i64(i++));
+    k.device_id = static_cast<uint32_t>(row.i64(i++));
+    k.context_id = static_cast<uint32_t>(row.i64(i++));
+    k.stream_id = static_cast<uint32_t>(row.i64(i++));
+    k.correlation_id = static_cast<uint32_t>(row.i64(i++));
+    k.thread_id = static_cast<uint32_t>(row.i64(i++));
+    k.start_ns = row.i64(i++);
+    k.end_ns = row.i64(i++);
+    k.name_id = str_id(row.i64(i++));
+    k.demangled_id = str_id(row.i64(i++));
+    for (int32_t* f : {&k.grid_x, &k.grid_y, &k.grid_z, &k.block_x, &k.block_y, &k.block_z, &k.cluster_x, &k.cluster_y,
+                       &k.cluster_z, &k.registers_per_thread, &k.static_shared_bytes, &k.dynamic_shared_bytes}) {
+      *f = static_cast<int32_t>(row.i64(i++));
+    }
+    k.local_bytes_per_thread = row.i64(i++);
+    k.local_bytes_total = row.i64(i++);
+    k.shared_carveout_bytes = row.i64(i++);
+    k.theoretical_occupancy = row.opt<double>(i++);
+    k.theoretical_blocks_per_sm = row.opt<int>(i++);
+    k.occupancy_limiter_id = c.texts.id(row.textView(i++));
+    k.graph_id = static_cast<uint32_t>(row.i64(i++));
+    k.graph_node_id = static_cast<uint64_t>(row.i64(i++));
+    k.launch_api_id = c.texts.id(row.textView(i++));
+    k.nvtx_range_key = row.opt<uint64_t>(i++);
+    if (auto pid = row.opt<int64_t>(i++)) k.nvtx_path_id = str_id(*pid);
+  });
 }
 
 // Runs the tasks on this thread's connection and, when there are chunks to share, on up to three
-// more threads with their own read-only connections. The error is the one a sequential run would
-// have met first: tasks start in order, and none starts after one has failed.
-Status runTasks(sqlite3* db, const std::string& path, const std::vector<Task>& tasks, size_t chunks) {
+// more threads with their own read-only connections. Every task runs, whatever fails: the error
+// returned is the one of the lowest `order`, the one a sequential read would have met first.
+struct OrderedTask {
+  size_t order;
+  Task run;
+};
+
+Status runTasks(sqlite3* db, const std::string& path, const std::vector<OrderedTask>& tasks, size_t chunks) {
   std::vector<Status> results(tasks.size());
   std::atomic<size_t> next{0};
-  std::atomic<bool> failed{false};
   auto work = [&](Conn& conn) {
-    while (!failed.load()) {
-      const size_t t = next.fetch_add(1);
-      if (t >= tasks.size()) return;
-      results[t] = tasks[t](conn);
-      if (!results[t]) failed = true;
-    }
+    for (size_t t; (t = next.fetch_add(1)) < tasks.size();) results[t] = tasks[t].run(conn);
   };
   const size_t hardware = std::max(1u, std::thread::hardware_concurrency());
   const size_t helpers = chunks >= 2 ? std::min<size_t>({hardware, 4, chunks}) - 1 : 0;
@@ -374,11 +426,10 @@ Status runTasks(sqlite3* db, const std::string& path, const std::vector<Task>& t
           if (sqlite3_open_v2(path.c_str(), &own.db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK) {
             return;
           }
-          Conn conn{own.db, {}};
+          Conn conn(own.db);
           work(conn);
         } catch (...) {
           errors[i + 1] = std::current_exception();
-          failed = true;
         }
       });
     } catch (const std::system_error&) {
@@ -386,20 +437,24 @@ Status runTasks(sqlite3* db, const std::string& path, const std::vector<Task>& t
     }
   }
   try {
-    Conn conn{db, {}};
+    Conn conn(db);
     work(conn);
   } catch (...) {
     errors[0] = std::current_exception();
-    failed = true;
   }
   for (std::thread& t : threads) t.join();
   for (const std::exception_ptr& e : errors) {
     if (e) std::rethrow_exception(e);
   }
-  for (Status& s : results) {
-    if (!s) return s;
+  const Status* first = nullptr;
+  size_t first_order = 0;
+  for (size_t t = 0; t < tasks.size(); ++t) {
+    if (!results[t] && (!first || tasks[t].order < first_order)) {
+      first = &results[t];
+      first_order = tasks[t].order;
+    }
   }
-  return {};
+  return first ? *first : Status{};
 }
 
 }  // namespace
@@ -502,38 +557,58 @@ Expected<Profile> loadProfile(const std::string& path) {
   // threads, one connection each; every other table is one task of the same pool. Each task fills
   // only its own rows, so the profile is the same whatever the number of threads.
   const StringIds ids{&dense, &sparse};
-  std::vector<Task> tasks;
+  TableRead kernel_read{"kernel", "id",
+                        "id, process_id, device_id, context_id, stream_id, correlation_id, thread_id, start_ns, end_ns, "
+                        "name_id, demangled_id, grid_x, grid_y, grid_z, block_x, block_y, block_z, cluster_x, "
+                        "cluster_y, cluster_z, registers_per_thread, static_shared_bytes, dynamic_shared_bytes, "
+                        "local_bytes_per_thread, local_bytes_total, shared_carveout_bytes, theoretical_occupancy, "
+                        "theoretical_blocks_per_sm, occupancy_limiter, graph_id, graph_node_id, launch_api, "
+                        "nvtx_range_id, nvtx_path_id",
+                        {}, {}};
+  TableRead arg_read{"kernel_arg", "rowid",
+                     "rowid, process_id, correlation_id, arg_index, offset_bytes, size_bytes, value", {}, {}};
+  TableRead counter_read{"kernel_counter", "kernel_id",
+                         "kernel_id, dram_read_bytes, dram_write_bytes, l2_bytes, l1_bytes, flops_fp64, flops_fp32, "
+                         "flops_fp16, flops_bf16, flops_tensor_fp16, flops_tensor_bf16, flops_tensor_tf32, "
+                         "flops_tensor_fp8, flops_tensor_fp64, ops_tensor_int8, achieved_occupancy, local_load_bytes, "
+                         "local_store_bytes, instructions, gpu_time_ns",
+                         {}, {}};
+  for (TableRead* t : {&kernel_read, &arg_read, &counter_read}) {
+    Expected<RowidSpan> span = rowidSpan(h.db, path, t->table);
+    if (!span) return Error{span.error()};
+    t->span = *span;
+  }
   std::vector<KernelChunk> kernel_chunks;
   std::vector<TableChunk> arg_chunks, counter_chunks;
+  planChunks(kernel_read, kernel_chunks);
+  planChunks(arg_read, arg_chunks);
+  planChunks(counter_read, counter_chunks);
 
-  Expected<RowidSpan> kernel_span = rowidSpan(h.db, path, "kernel");
-  if (!kernel_span) return Error{kernel_span.error()};
-  planChunks(*kernel_span, p.kernels, kernel_chunks);
+  // Tasks in the order a sequential read takes the tables (which error is reported) ...
+  std::vector<Task> in_order;
+  std::vector<size_t> kernel_tasks, arg_tasks, counter_tasks, whole_tasks;
+  auto add = [&](std::vector<size_t>& kind, Task task) {
+    kind.push_back(in_order.size());
+    in_order.push_back(std::move(task));
+  };
   for (KernelChunk& c : kernel_chunks) {
-    tasks.push_back([&p, &c, &ids, &path](Conn& conn) { return loadKernels(conn, path, ids, c, p.kernels); });
+    add(kernel_tasks, [&p, &c, &ids, &path](Conn& conn) { return loadKernels(conn, path, ids, c, p.kernels); });
   }
-
-  Expected<RowidSpan> arg_span = rowidSpan(h.db, path, "kernel_arg");
-  if (!arg_span) return Error{arg_span.error()};
-  planChunks(*arg_span, p.kernel_args, arg_chunks);
   for (TableChunk& c : arg_chunks) {
-    tasks.push_back([&p, &c, &path](Conn& conn) {
-      return loadChunk(conn, path, c.chunk, p.kernel_args,
-                       "SELECT rowid, process_id, correlation_id, arg_index, offset_bytes, size_bytes, value "
-                       "FROM kernel_arg",
-                       "rowid", [](const Statement& st, KernelArgRecord& a) {
-                         a.process_id = static_cast<uint32_t>(st.i64(1));
-                         a.correlation_id = static_cast<uint32_t>(st.i64(2));
-                         a.index = static_cast<int32_t>(st.i64(3));
-                         a.offset_bytes = static_cast<int32_t>(st.i64(4));
-                         a.size_bytes = static_cast<int32_t>(st.i64(5));
-                         a.value = static_cast<uint64_t>(st.i64(6));
-                       });
+    add(arg_tasks, [&p, &c, &path](Conn& conn) {
+      return loadChunk(conn, path, c.rows, p.kernel_args, [](const detail::ValueRow& row, KernelArgRecord& a) {
+        a.process_id = static_cast<uint32_t>(row.i64(1));
+        a.correlation_id = static_cast<uint32_t>(row.i64(2));
+        a.index = static_cast<int32_t>(row.i64(3));
+        a.offset_bytes = static_cast<int32_t>(row.i64(4));
+        a.size_bytes = static_cast<int32_t>(row.i64(5));
+        a.value = static_cast<uint64_t>(row.i64(6));
+      });
     });
   }
 
-  tasks.push_back([&p, &path](Conn& conn) {
-    return forEachRow(conn.db, path,
+  add(whole_tasks, [&p, &path](Conn& conn) {
+    return forEachRow(conn.db(), path,
                       "SELECT id, process_id, parent_id, domain, message, payload, thread_id, depth, start_ns, end_ns, "
                       "push_pop FROM nvtx_range",
                       [&](Statement& st) {
@@ -552,8 +627,8 @@ Expected<Profile> loadProfile(const std::string& path) {
                       });
   });
 
-  tasks.push_back([&p, &path](Conn& conn) {
-    return forEachRow(conn.db, path,
+  add(whole_tasks, [&p, &path](Conn& conn) {
+    return forEachRow(conn.db(), path,
                       "SELECT process_id, device_id, context_id, stream_id, correlation_id, start_ns, end_ns, bytes, "
                       "copy_kind, src_kind, dst_kind, graph_id FROM memcpy ORDER BY start_ns, id",
                       [&](Statement& st) {
@@ -573,8 +648,8 @@ Expected<Profile> loadProfile(const std::string& path) {
                       });
   });
 
-  tasks.push_back([&p, &path](Conn& conn) {
-    return forEachRow(conn.db, path,
+  add(whole_tasks, [&p, &path](Conn& conn) {
+    return forEachRow(conn.db(), path,
                       "SELECT process_id, device_id, context_id, stream_id, correlation_id, start_ns, end_ns, bytes, "
                       "value, memory_kind, graph_id FROM memset ORDER BY start_ns, id",
                       [&](Statement& st) {
@@ -593,8 +668,8 @@ Expected<Profile> loadProfile(const std::string& path) {
                       });
   });
 
-  tasks.push_back([&p, &path](Conn& conn) {
-    return forEachRow(conn.db, path,
+  add(whole_tasks, [&p, &path](Conn& conn) {
+    return forEachRow(conn.db(), path,
                       "SELECT process_id, device_id, context_id, stream_id, correlation_id, timestamp_ns, operation, "
                       "address, bytes, memory_kind FROM memory_event ORDER BY timestamp_ns, id",
                       [&](Statement& st) {
@@ -612,8 +687,8 @@ Expected<Profile> loadProfile(const std::string& path) {
                       });
   });
 
-  tasks.push_back([&p, &path](Conn& conn) {
-    return forEachRow(conn.db, path,
+  add(whole_tasks, [&p, &path](Conn& conn) {
+    return forEachRow(conn.db(), path,
                       "SELECT process_id, timestamp_ns, severity, message FROM collector_event ORDER BY id",
                       [&](Statement& st) {
                         CollectorEventRecord& e = p.collector_events.emplace_back();
@@ -624,50 +699,52 @@ Expected<Profile> loadProfile(const std::string& path) {
                       });
   });
 
-  Expected<RowidSpan> counter_span = rowidSpan(h.db, path, "kernel_counter");
-  if (!counter_span) return Error{counter_span.error()};
-  planChunks(*counter_span, p.counters, counter_chunks);
   for (TableChunk& c : counter_chunks) {
-    tasks.push_back([&p, &c, &path](Conn& conn) {
-      return loadChunk(conn, path, c.chunk, p.counters,
-                       "SELECT kernel_id, dram_read_bytes, dram_write_bytes, l2_bytes, l1_bytes, flops_fp64, "
-                       "flops_fp32, flops_fp16, flops_bf16, flops_tensor_fp16, flops_tensor_bf16, flops_tensor_tf32, "
-                       "flops_tensor_fp8, flops_tensor_fp64, ops_tensor_int8, achieved_occupancy, local_load_bytes, "
-                       "local_store_bytes, instructions, gpu_time_ns FROM kernel_counter",
-                       "kernel_id", [](const Statement& st, KernelCounters& k) {
-                         int i = 0;
-                         k.kernel_id = st.i64(i++);
-                         for (std::optional<double>* v :
-                              {&k.dram_read_bytes, &k.dram_write_bytes, &k.l2_bytes, &k.l1_bytes, &k.flops_fp64,
-                               &k.flops_fp32, &k.flops_fp16, &k.flops_bf16, &k.flops_tensor_fp16,
-                               &k.flops_tensor_bf16, &k.flops_tensor_tf32, &k.flops_tensor_fp8, &k.flops_tensor_fp64,
-                               &k.ops_tensor_int8, &k.achieved_occupancy, &k.local_load_bytes, &k.local_store_bytes,
-                               &k.instructions, &k.gpu_time_ns}) {
-                           *v = st.opt<double>(i++);
-                         }
-                       });
+    add(counter_tasks, [&p, &c, &path](Conn& conn) {
+      return loadChunk(conn, path, c.rows, p.counters, [](const detail::ValueRow& row, KernelCounters& k) {
+        int i = 0;
+        k.kernel_id = row.i64(i++);
+        for (std::optional<double>* v :
+             {&k.dram_read_bytes, &k.dram_write_bytes, &k.l2_bytes, &k.l1_bytes, &k.flops_fp64, &k.flops_fp32,
+              &k.flops_fp16, &k.flops_bf16, &k.flops_tensor_fp16, &k.flops_tensor_bf16, &k.flops_tensor_tf32,
+              &k.flops_tensor_fp8, &k.flops_tensor_fp64, &k.ops_tensor_int8, &k.achieved_occupancy,
+              &k.local_load_bytes, &k.local_store_bytes, &k.instructions, &k.gpu_time_ns}) {
+          *v = row.opt<double>(i++);
+        }
+      });
     });
   }
 
-  tasks.push_back([&p, &path](Conn& conn) {
-    return forEachRow(conn.db, path,
+  add(whole_tasks, [&p, &path](Conn& conn) {
+    return forEachRow(conn.db(), path,
                       "SELECT m.kernel_id, s.value, m.value FROM kernel_metric m JOIN string s ON s.id = m.metric_id "
                       "ORDER BY m.kernel_id, s.value",
                       [&](Statement& st) { p.metrics.push_back({st.i64(0), st.text(1), st.f64(2)}); });
   });
 
-  tasks.push_back([&p, &path](Conn& conn) {
-    return forEachRow(conn.db, path,
+  add(whole_tasks, [&p, &path](Conn& conn) {
+    return forEachRow(conn.db(), path,
                       "SELECT device_name, ceiling, unit, value, source, method FROM ceiling "
                       "ORDER BY device_name, ceiling, source",
                       [&](Statement& st) {
-                        p.ceilings.push_back(
-                            {st.text(0), st.text(1), st.text(2), st.f64(3), st.text(4), st.text(5)});
+                        p.ceilings.push_back({st.text(0), st.text(1), st.text(2), st.f64(3), st.text(4), st.text(5)});
                       });
   });
 
-  const size_t chunked = kernel_chunks.size() + arg_chunks.size() + counter_chunks.size();
-  s = runTasks(h.db, path, tasks, chunked);
+  // ... and in the order they run: each big table's first chunk (it sizes the table) and the tables
+  // read whole go first, so that no thread is left with a long task at the end.
+  std::vector<OrderedTask> tasks;
+  auto run = [&](const std::vector<size_t>& kind, size_t from, size_t to) {
+    for (size_t i = from; i < std::min(to, kind.size()); ++i) tasks.push_back({kind[i], std::move(in_order[kind[i]])});
+  };
+  run(kernel_tasks, 0, 1);
+  run(arg_tasks, 0, 1);
+  run(counter_tasks, 0, 1);
+  run(whole_tasks, 0, whole_tasks.size());
+  run(arg_tasks, 1, arg_tasks.size());
+  run(counter_tasks, 1, counter_tasks.size());
+  run(kernel_tasks, 1, kernel_tasks.size());
+  s = runTasks(h.db, path, tasks, kernel_chunks.size() + arg_chunks.size() + counter_chunks.size());
   if (!s) return Error{s.error()};
 
   // Launch API and occupancy limiter texts became string ids per chunk; numbering them chunk by
@@ -676,7 +753,7 @@ Expected<Profile> loadProfile(const std::string& path) {
     std::vector<uint32_t> global;
     global.reserve(c.texts.texts.size());
     for (const std::string& t : c.texts.texts) global.push_back(internText(t));
-    for (size_t i = c.chunk.begin; i < c.chunk.end; ++i) {
+    for (size_t i = c.rows.begin; i < c.rows.end; ++i) {
       KernelRow& k = p.kernels[i];
       k.occupancy_limiter_id = global[k.occupancy_limiter_id];
       k.launch_api_id = global[k.launch_api_id];
