@@ -34,8 +34,10 @@ bool endsWithSuffix(const std::string& path) {
 
 Ranks readRanks(const EnvLookup& env) {
   Ranks r;
-  r.rank = firstRank(env, {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"});
-  r.local_rank = firstRank(env, {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"});
+  // torchrun, Open MPI, Slurm, then MPICH/Intel MPI (Hydra's PMI_RANK, MPI_LOCALRANKID) and MVAPICH2.
+  r.rank = firstRank(env, {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "PMI_RANK", "MV2_COMM_WORLD_RANK"});
+  r.local_rank = firstRank(env, {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "MPI_LOCALRANKID",
+                                 "MV2_COMM_WORLD_LOCAL_RANK"});
   return r;
 }
 

@@ -71,6 +71,12 @@ TEST(Config, RanksInPrecedenceOrder) {
   r = readRanks(envOf({{"SLURM_PROCID", "12"}, {"SLURM_LOCALID", "4"}}));
   EXPECT_EQ(r.rank, std::optional<int>(12));
   EXPECT_EQ(r.local_rank, std::optional<int>(4));
+  r = readRanks(envOf({{"PMI_RANK", "9"}, {"MPI_LOCALRANKID", "1"}}));  // MPICH / Intel MPI (Hydra)
+  EXPECT_EQ(r.rank, std::optional<int>(9));
+  EXPECT_EQ(r.local_rank, std::optional<int>(1));
+  r = readRanks(envOf({{"MV2_COMM_WORLD_RANK", "6"}, {"MV2_COMM_WORLD_LOCAL_RANK", "0"}}));  // MVAPICH2
+  EXPECT_EQ(r.rank, std::optional<int>(6));
+  EXPECT_EQ(r.local_rank, std::optional<int>(0));
   r = readRanks(envOf({{"RANK", "x"}, {"SLURM_PROCID", "7"}, {"LOCAL_RANK", "-1"}}));
   EXPECT_EQ(r.rank, std::optional<int>(7));  // a malformed RANK is skipped
   EXPECT_FALSE(r.local_rank.has_value());

@@ -27,7 +27,7 @@ std::vector<TableDef> makeTables() {
        {{"id", "INTEGER PRIMARY KEY", "Process id within this database."},
         {"pid", "INTEGER NOT NULL", "Operating-system process id."},
         {"host", "TEXT NOT NULL", "Host name."},
-        {"rank", "INTEGER", "Global rank (RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID); NULL if none."},
+        {"rank", "INTEGER", "Global rank (RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID, PMI_RANK, MV2_COMM_WORLD_RANK); NULL if none."},
         {"local_rank", "INTEGER", "Rank on its host (LOCAL_RANK, ...); NULL if none."},
         {"command_line", "TEXT NOT NULL", "The profiled command line, arguments space-separated."},
         {"start_unix_ns", "INTEGER NOT NULL", "Wall-clock time the collector started, ns since 1970."}},
