@@ -347,7 +347,7 @@ RooflineResult analyzeRoofline(const core::Profile& p, const RunSummary& s, cons
     if (in.work.has_counters) ++r.kernels_with_counters;
     groups[static_cast<size_t>(group_of[i])].add(in, k.process_id, k.device_id);
     if (k.nvtx_path_id) {
-      auto [it, inserted] = op_index.emplace(*k.nvtx_path_id, ops.size());
+      auto [it, inserted] = op_index.try_emplace(*k.nvtx_path_id, ops.size());
       if (inserted) {
         ops.emplace_back();
         op_path.push_back(*k.nvtx_path_id);

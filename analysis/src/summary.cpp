@@ -18,12 +18,21 @@ RunSummary summarize(const core::Profile& profile) {
   std::vector<std::vector<std::pair<int64_t, int64_t>>> intervals_by_device;
   std::unordered_map<uint64_t, size_t> gpu_of;
   std::map<std::string, size_t> gpu_of_uuid;
+  // Consecutive kernels mostly run on one GPU: the last answer is kept. try_emplace allocates a
+  // node only for a new key (emplace would allocate one per kernel).
+  uint64_t last_key = ~uint64_t{0};
+  size_t last_gpu = 0;
   auto gpuIndex = [&](const core::KernelRow& k) {
-    auto [it, inserted] = gpu_of.emplace((uint64_t{k.process_id} << 32) | k.device_id, intervals_by_device.size());
+    const uint64_t key = (uint64_t{k.process_id} << 32) | k.device_id;
+    if (key == last_key) return last_gpu;
+    last_key = key;
+    auto [it, inserted] = gpu_of.try_emplace(key, intervals_by_device.size());
+    last_gpu = it->second;
     if (!inserted) return it->second;
     if (const core::DeviceInfo* d = profile.device(k.process_id, k.device_id); d && !d->uuid.empty()) {
       auto [u, fresh] = gpu_of_uuid.emplace(d->uuid, intervals_by_device.size());
       it->second = u->second;
+      last_gpu = it->second;
       if (!fresh) return it->second;
     }
     intervals_by_device.emplace_back();
@@ -38,7 +47,7 @@ RunSummary summarize(const core::Profile& profile) {
     last = i == 0 ? k.end_ns : std::max(last, k.end_ns);
     intervals_by_device[gpuIndex(k)].emplace_back(k.start_ns, k.end_ns);
     Key key{k.demangled_id, k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y, k.block_z};
-    auto [it, inserted] = index.emplace(key, s.groups.size());
+    auto [it, inserted] = index.try_emplace(key, s.groups.size());
     if (inserted) {
       KernelGroup g;
       g.demangled_id = k.demangled_id;
@@ -71,7 +80,8 @@ RunSummary summarize(const core::Profile& profile) {
                                   [](const core::KernelRow& k) { return k.start_ns == 0; }) ||
                      profile.kernels.size() < 2;
   for (auto& iv : intervals_by_device) {
-    std::sort(iv.begin(), iv.end());
+    // Kernels come ordered by start, so this is usually sorted already.
+    if (!std::is_sorted(iv.begin(), iv.end())) std::sort(iv.begin(), iv.end());
     int64_t cur_start = iv.front().first, cur_end = iv.front().second;
     for (const auto& [a, b] : iv) {
       if (a > cur_end) {
