@@ -166,9 +166,15 @@ int run(const std::string& path) {
   const core::Profile& p = *loaded;
   const double t_open = since(t0);
   const double c_open = cpuSeconds() - c0;
+  // The summary first: the roofline reuses it, as fprof report does.
   auto t = Clock::now();
   double c = cpuSeconds();
-  const analysis::RooflineResult roof = analysis::analyzeRoofline(p);
+  const analysis::RunSummary summary = analysis::summarize(p);
+  const double t_summary = since(t);
+  const double c_summary = cpuSeconds() - c;
+  t = Clock::now();
+  c = cpuSeconds();
+  const analysis::RooflineResult roof = analysis::analyzeRoofline(p, summary);
   const analysis::OriginTotals origins = analysis::sumByOrigin(p);
   const double t_roof = since(t);
   const double c_roof = cpuSeconds() - c;
@@ -179,11 +185,6 @@ int run(const std::string& path) {
   const analysis::FusionResult fusion = analysis::analyzeFusion(p, ops, df);
   const double t_pairs = since(t);
   const double c_pairs = cpuSeconds() - c;
-  t = Clock::now();
-  c = cpuSeconds();
-  const analysis::RunSummary summary = analysis::summarize(p);
-  const double t_summary = since(t);
-  const double c_summary = cpuSeconds() - c;
   const double total = since(t0);
   const double c_total = cpuSeconds() - c0;
   rusage ru{};
