@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <unordered_map>
 
 #include "fprof/analysis/summary.h"
@@ -246,13 +247,15 @@ const Ceilings& CeilingCache::get(uint32_t process_id, uint32_t device_id) {
   return cache_.back().second;
 }
 
-PlacementInput kernelInput(const core::Profile& p, const core::KernelRow& k, const core::DeviceInfo* device) {
+namespace {
+
+PlacementInput inputOf(const core::KernelRow& k, const core::DeviceInfo* device, const core::KernelCounters* c) {
   PlacementInput in;
   in.duration_ns = k.durationNs();
   in.blocks = k.blocks();
   if (device && device->sm_count > 0) in.sm_count = device->sm_count;
   in.occupancy = k.theoretical_occupancy;
-  if (const core::KernelCounters* c = countersFor(p, k.id)) {
+  if (c) {
     in.work = Work::fromCounters(*c);
     if (c->achieved_occupancy) {
       in.occupancy = c->achieved_occupancy;
@@ -260,6 +263,30 @@ PlacementInput kernelInput(const core::Profile& p, const core::KernelRow& k, con
     }
   }
   return in;
+}
+
+// Kernel id -> its counters, for a pass over every kernel: one array read instead of countersFor's
+// binary search per kernel, same answers. Empty in trace mode, and where countersFor is kept:
+// counters out of kernel_id order, or ids too sparse for an array.
+std::vector<int32_t> counterIndex(const core::Profile& p) {
+  std::vector<int32_t> index;
+  if (p.counters.empty() || p.counters.size() > size_t{INT32_MAX}) return index;
+  auto by_id = [](const core::KernelCounters& a, const core::KernelCounters& b) { return a.kernel_id < b.kernel_id; };
+  if (!std::is_sorted(p.counters.begin(), p.counters.end(), by_id)) return index;
+  const int64_t first = p.counters.front().kernel_id, last = p.counters.back().kernel_id;
+  if (first < 0 || last > 4 * static_cast<int64_t>(p.counters.size()) + 1024) return index;
+  index.assign(static_cast<size_t>(last) + 1, -1);
+  // Backwards, so that a repeated id keeps its first row, as the binary search finds.
+  for (size_t i = p.counters.size(); i-- > 0;) {
+    index[static_cast<size_t>(p.counters[i].kernel_id)] = static_cast<int32_t>(i);
+  }
+  return index;
+}
+
+}  // namespace
+
+PlacementInput kernelInput(const core::Profile& p, const core::KernelRow& k, const core::DeviceInfo* device) {
+  return inputOf(k, device, countersFor(p, k.id));
 }
 
 Placement placeKernel(const core::Profile& p, size_t kernel_index, CeilingCache& ceilings,
@@ -333,6 +360,13 @@ RooflineResult analyzeRoofline(const core::Profile& p, const RunSummary& s, cons
   }
   const core::DeviceInfo* last_device = nullptr;
   uint64_t last_key = ~uint64_t{0};
+  const std::vector<int32_t> counter_of = counterIndex(p);
+  auto counters = [&](int64_t kernel_id) -> const core::KernelCounters* {
+    if (counter_of.empty()) return p.counters.empty() ? nullptr : countersFor(p, kernel_id);
+    if (kernel_id < 0 || static_cast<size_t>(kernel_id) >= counter_of.size()) return nullptr;
+    const int32_t c = counter_of[static_cast<size_t>(kernel_id)];
+    return c < 0 ? nullptr : &p.counters[static_cast<size_t>(c)];
+  };
   for (size_t i = 0; i < p.kernels.size(); ++i) {
     const core::KernelRow& k = p.kernels[i];
     const uint64_t key = (uint64_t{k.process_id} << 32) | k.device_id;
@@ -340,7 +374,7 @@ RooflineResult analyzeRoofline(const core::Profile& p, const RunSummary& s, cons
       last_device = p.device(k.process_id, k.device_id);
       last_key = key;
     }
-    const PlacementInput in = kernelInput(p, k, last_device);
+    const PlacementInput in = inputOf(k, last_device, counters(k.id));
     const Bound bound = classifyBound(in, cache.get(k.process_id, k.device_id), opt);
     r.kernels_by_bound[static_cast<size_t>(bound)] += 1;
     r.ns_by_bound[static_cast<size_t>(bound)] += k.durationNs();
