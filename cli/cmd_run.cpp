@@ -53,9 +53,10 @@ std::string defaultOutput(const std::string& program) {
   return candidate;
 }
 
-// Databases this run produced: the named file, and per-rank / per-process siblings of it.
-std::vector<std::string> producedFiles(const std::string& output, fs::file_time_type started) {
-  std::vector<std::string> files;
+// The named database and the per-rank / per-process siblings the collector writes beside it
+// (run.rank3.fprof, run.pid812.fprof: collector/src/config.cpp), as they are on disk now.
+std::vector<fs::path> runDatabases(const std::string& output) {
+  std::vector<fs::path> files;
   const fs::path out(output);
   const fs::path dir = out.parent_path().empty() ? fs::path(".") : out.parent_path();
   const std::string stem = out.stem().string();
@@ -64,11 +65,21 @@ std::vector<std::string> producedFiles(const std::string& output, fs::file_time_
     const std::string name = e.path().filename().string();
     const bool same = e.path().filename() == out.filename();
     const bool sibling = name.rfind(stem + ".rank", 0) == 0 || name.rfind(stem + ".pid", 0) == 0;
-    if ((same || sibling) && e.path().extension() == ".fprof" && e.last_write_time(ec) >= started) {
-      files.push_back((out.parent_path().empty() ? e.path().filename() : e.path()).string());
+    if ((same || sibling) && e.path().extension() == ".fprof") {
+      files.push_back(out.parent_path().empty() ? e.path().filename() : e.path());
     }
   }
   std::sort(files.begin(), files.end());
+  return files;
+}
+
+// Databases this run produced: those of runDatabases written since it started.
+std::vector<std::string> producedFiles(const std::string& output, fs::file_time_type started) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const fs::path& f : runDatabases(output)) {
+    if (fs::last_write_time(f, ec) >= started) files.push_back(f.string());
+  }
   return files;
 }
 
@@ -146,15 +157,8 @@ int runProgram(const RunOptions& opt) {
   if (opt.force) {
     // The file and its per-rank / per-process siblings from an earlier run: the collector never
     // overwrites a file (each process claims a fresh name), so --force clears them here.
-    const fs::path out(output);
-    const fs::path dir = out.parent_path().empty() ? fs::path(".") : out.parent_path();
-    const std::string stem = out.stem().string();
-    for (const auto& e : fs::directory_iterator(dir, ec)) {
-      const std::string name = e.path().filename().string();
-      const bool sibling = name.rfind(stem + ".rank", 0) == 0 || name.rfind(stem + ".pid", 0) == 0;
-      if (sibling && e.path().extension() == ".fprof") {
-        for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(e.path().string() + suffix, ec);
-      }
+    for (const fs::path& f : runDatabases(output)) {
+      for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(f.string() + suffix, ec);
     }
     for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(output + suffix, ec);
   }
