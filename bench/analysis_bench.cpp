@@ -22,6 +22,7 @@
 #include "fprof/core/store.h"
 #include "fprof/reports/html_report.h"
 #include "fprof/reports/report_data.h"
+#include "sm90_limits.h"
 
 namespace {
 
@@ -43,18 +44,8 @@ int generate(const std::string& path, int64_t kernels, int64_t ranges) {
   core::DeviceInfo d;
   d.process_id = pid;
   d.name = "NVIDIA H100 80GB HBM3";
-  d.compute_major = 9;
+  testing::setSm90Limits(d);
   d.sm_count = 132;
-  d.max_threads_per_sm = 2048;
-  d.max_threads_per_block = 1024;
-  d.max_blocks_per_sm = 32;
-  d.max_warps_per_sm = 64;
-  d.regs_per_sm = 65536;
-  d.regs_per_block = 65536;
-  d.shared_per_sm_bytes = 233472;
-  d.shared_per_block_bytes = 49152;
-  d.shared_per_block_optin_bytes = 232448;
-  d.reserved_shared_per_block_bytes = 1024;
   d.memory_bus_width_bits = 5120;
   d.memory_clock_khz = 2619000;
   d.sm_clock_khz = 1980000;

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "fprof/core/store.h"
+#include "sm90_limits.h"
 
 namespace {
 
@@ -27,18 +28,8 @@ core::DeviceInfo h100(uint32_t process_id) {
   core::DeviceInfo d;
   d.process_id = process_id;
   d.name = "NVIDIA H100 80GB HBM3";
-  d.compute_major = 9;
+  testing::setSm90Limits(d);
   d.sm_count = 132;
-  d.max_threads_per_sm = 2048;
-  d.max_threads_per_block = 1024;
-  d.max_blocks_per_sm = 32;
-  d.max_warps_per_sm = 64;
-  d.regs_per_sm = 65536;
-  d.regs_per_block = 65536;
-  d.shared_per_sm_bytes = 233472;
-  d.shared_per_block_bytes = 49152;
-  d.shared_per_block_optin_bytes = 232448;
-  d.reserved_shared_per_block_bytes = 1024;
   d.l2_bytes = 52428800;
   d.global_memory_bytes = 85520809984;
   d.memory_bus_width_bits = 5120;

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "fprof/core/store.h"
+#include "sm90_limits.h"
 
 namespace fprof::analysis::testing {
 
@@ -18,20 +19,8 @@ inline core::DeviceInfo testDevice() {
   d.process_id = 1;
   d.id = 0;
   d.name = "TestGPU";
-  d.compute_major = 9;
-  d.compute_minor = 0;
+  ::fprof::testing::setSm90Limits(d);
   d.sm_count = 100;
-  d.max_threads_per_sm = 2048;
-  d.max_threads_per_block = 1024;
-  d.max_blocks_per_sm = 32;
-  d.max_warps_per_sm = 64;
-  d.regs_per_sm = 65536;
-  d.regs_per_block = 65536;
-  d.warp_size = 32;
-  d.shared_per_sm_bytes = 233472;
-  d.shared_per_block_bytes = 49152;
-  d.shared_per_block_optin_bytes = 232448;
-  d.reserved_shared_per_block_bytes = 1024;
   d.l2_bytes = 50 << 20;
   d.global_memory_bytes = int64_t{80} << 30;
   d.memory_bus_width_bits = 4096;

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "fprof/core/store.h"
+#include "sm90_limits.h"
 
 namespace fprof::testing {
 namespace {
@@ -16,20 +17,8 @@ core::DeviceInfo device(const RankFixture& f, uint32_t process_id) {
   d.name = f.device_name;
   const bool h100 = f.device_name.find("H100") != std::string::npos;
   d.uuid = "GPU-" + f.host + "-" + std::to_string(f.local_rank);
-  d.compute_major = 9;
-  d.compute_minor = 0;
+  setSm90Limits(d);
   d.sm_count = 132;
-  d.max_threads_per_sm = 2048;
-  d.max_threads_per_block = 1024;
-  d.max_blocks_per_sm = 32;
-  d.max_warps_per_sm = 64;
-  d.regs_per_sm = 65536;
-  d.regs_per_block = 65536;
-  d.warp_size = 32;
-  d.shared_per_sm_bytes = 233472;
-  d.shared_per_block_bytes = 49152;
-  d.shared_per_block_optin_bytes = 232448;
-  d.reserved_shared_per_block_bytes = 1024;
   d.l2_bytes = h100 ? 52428800 : 62914560;
   d.global_memory_bytes = h100 ? 85520809984 : 150110011392;
   d.memory_bus_width_bits = h100 ? 5120 : 6144;
