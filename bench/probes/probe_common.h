@@ -12,11 +12,14 @@
 #include <cupti_range_profiler.h>
 #include <cupti_target.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <string>
@@ -55,10 +58,10 @@ inline std::string jsonEscape(const std::string& in) {
 class Json {
  public:
   Json& str(const char* k, const std::string& v) { return add(k, "\"" + jsonEscape(v) + "\""); }
-  Json& num(const char* k, double v) {
+  Json& num(const char* k, double v) {  // NaN and infinities (a failed evaluation) become null
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.17g", v);
-    return add(k, buf);
+    return add(k, std::isfinite(v) ? std::string(buf) : std::string("null"));
   }
   Json& integer(const char* k, long long v) { return add(k, std::to_string(v)); }
   Json& boolean(const char* k, bool v) { return add(k, v ? "true" : "false"); }
@@ -156,14 +159,14 @@ struct Range {
   std::vector<double> values;
 };
 
-// Auto range + kernel replay on one context, as the collector sets it up, with range names.
+// Auto range + kernel replay on one context, as the collector sets it up, with range names. Several
+// metric configurations can share the context's range-profiler object (addConfig/select): each has
+// its own host object, config image and counter-data image, and select() points SetConfig at it.
 class RangeProfiler {
  public:
   // cacheControl < 0: the 13.0 Enable params; >= 0: the 13.4 params with that cache-control mode.
   bool setup(CUcontext ctx, const std::vector<std::string>& metrics, size_t maxRanges, int cacheControl = -1) {
     ctx_ = ctx;
-    names_ = metrics;
-    for (const std::string& m : names_) ptrs_.push_back(m.c_str());
     max_ranges_ = maxRanges;
     CUpti_Profiler_Initialize_Params init{CUpti_Profiler_Initialize_Params_STRUCT_SIZE};
     if (CUPTI_REC(cuptiProfilerInitialize(&init)) != CUPTI_SUCCESS) return false;
@@ -183,31 +186,6 @@ class RangeProfiler {
     availability_.assign(avail.counterAvailabilityImageSize, 0);
     avail.pCounterAvailabilityImage = availability_.data();
     if (CUPTI_REC(cuptiProfilerGetCounterAvailability(&avail)) != CUPTI_SUCCESS) return false;
-    CUpti_Profiler_Host_Initialize_Params host{CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE};
-    host.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
-    host.pChipName = chip_.c_str();
-    host.pCounterAvailabilityImage = availability_.data();
-    if (CUPTI_REC(cuptiProfilerHostInitialize(&host)) != CUPTI_SUCCESS) return false;
-    host_ = host.pHostObject;
-    CUpti_Profiler_Host_ConfigAddMetrics_Params add{CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE};
-    add.pHostObject = host_;
-    add.ppMetricNames = ptrs_.data();
-    add.numMetrics = ptrs_.size();
-    if (CUPTI_REC(cuptiProfilerHostConfigAddMetrics(&add)) != CUPTI_SUCCESS) return false;
-    CUpti_Profiler_Host_GetConfigImageSize_Params size{CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE};
-    size.pHostObject = host_;
-    if (CUPTI_REC(cuptiProfilerHostGetConfigImageSize(&size)) != CUPTI_SUCCESS) return false;
-    config_.assign(size.configImageSize, 0);
-    CUpti_Profiler_Host_GetConfigImage_Params image{CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE};
-    image.pHostObject = host_;
-    image.configImageSize = config_.size();
-    image.pConfigImage = config_.data();
-    if (CUPTI_REC(cuptiProfilerHostGetConfigImage(&image)) != CUPTI_SUCCESS) return false;
-    CUpti_Profiler_Host_GetNumOfPasses_Params passes{CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE};
-    passes.configImageSize = config_.size();
-    passes.pConfigImage = config_.data();
-    if (CUPTI_REC(cuptiProfilerHostGetNumOfPasses(&passes)) != CUPTI_SUCCESS) return false;
-    passes_ = passes.numOfPasses;
     if (cacheControl < 0) {
       CUpti_RangeProfiler_Enable_Params enable{CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE};
       enable.ctx = ctx_;
@@ -223,6 +201,54 @@ class RangeProfiler {
         return false;
       object_ = enable.pRangeProfilerObject;
     }
+    return addConfig(metrics) == 0 && select(0);
+  }
+
+  // Builds another metric configuration; returns its index, or -1.
+  int addConfig(const std::vector<std::string>& metrics) {
+    configs_.emplace_back();
+    Config& c = configs_.back();
+    c.names = metrics;
+    for (const std::string& m : c.names) c.ptrs.push_back(m.c_str());
+    CUpti_Profiler_Host_Initialize_Params host{CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE};
+    host.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
+    host.pChipName = chip_.c_str();
+    host.pCounterAvailabilityImage = availability_.data();
+    if (CUPTI_REC(cuptiProfilerHostInitialize(&host)) != CUPTI_SUCCESS) return -1;
+    c.host = host.pHostObject;
+    CUpti_Profiler_Host_ConfigAddMetrics_Params add{CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE};
+    add.pHostObject = c.host;
+    add.ppMetricNames = c.ptrs.data();
+    add.numMetrics = c.ptrs.size();
+    if (CUPTI_REC(cuptiProfilerHostConfigAddMetrics(&add)) != CUPTI_SUCCESS) return -1;
+    CUpti_Profiler_Host_GetConfigImageSize_Params size{CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE};
+    size.pHostObject = c.host;
+    if (CUPTI_REC(cuptiProfilerHostGetConfigImageSize(&size)) != CUPTI_SUCCESS) return -1;
+    c.config.assign(size.configImageSize, 0);
+    CUpti_Profiler_Host_GetConfigImage_Params image{CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE};
+    image.pHostObject = c.host;
+    image.configImageSize = c.config.size();
+    image.pConfigImage = c.config.data();
+    if (CUPTI_REC(cuptiProfilerHostGetConfigImage(&image)) != CUPTI_SUCCESS) return -1;
+    CUpti_Profiler_Host_GetNumOfPasses_Params passes{CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE};
+    passes.configImageSize = c.config.size();
+    passes.pConfigImage = c.config.data();
+    if (CUPTI_REC(cuptiProfilerHostGetNumOfPasses(&passes)) != CUPTI_SUCCESS) return -1;
+    c.passes = passes.numOfPasses;
+    CUpti_RangeProfiler_GetCounterDataSize_Params s{CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE};
+    s.pRangeProfilerObject = object_;
+    s.pMetricNames = c.ptrs.data();
+    s.numMetrics = c.ptrs.size();
+    s.maxNumOfRanges = max_ranges_;
+    s.maxNumRangeTreeNodes = static_cast<uint32_t>(max_ranges_);
+    if (CUPTI_REC(cuptiRangeProfilerGetCounterDataSize(&s)) != CUPTI_SUCCESS) return -1;
+    c.image.assign(s.counterDataSize, 0);
+    return static_cast<int>(configs_.size()) - 1;
+  }
+
+  // Makes configuration i the one the next Start collects (a fresh counter-data image + SetConfig).
+  bool select(int i) {
+    current_ = i;
     return resetImage();
   }
 
@@ -240,36 +266,37 @@ class RangeProfiler {
 
   // Decodes what was gathered since the last decode into `out` (appended), then readies the image.
   CUptiResult decode(std::vector<Range>& out, size_t& dropped) {
+    Config& c = configs_[current_];
     CUpti_RangeProfiler_DecodeData_Params d{CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE};
     d.pRangeProfilerObject = object_;
     CUptiResult r = CUPTI_REC(cuptiRangeProfilerDecodeData(&d));
     dropped = d.numOfRangeDropped;
     if (r != CUPTI_SUCCESS) return r;
     CUpti_RangeProfiler_GetCounterDataInfo_Params info{CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE};
-    info.pCounterDataImage = image_.data();
-    info.counterDataImageSize = image_.size();
+    info.pCounterDataImage = c.image.data();
+    info.counterDataImageSize = c.image.size();
     r = CUPTI_REC(cuptiRangeProfilerGetCounterDataInfo(&info));
     if (r != CUPTI_SUCCESS) return r;
     for (size_t i = 0; i < info.numTotalRanges; ++i) {
       Range range;
       CUpti_RangeProfiler_CounterData_GetRangeInfo_Params ri{
           CUpti_RangeProfiler_CounterData_GetRangeInfo_Params_STRUCT_SIZE};
-      ri.pCounterDataImage = image_.data();
-      ri.counterDataImageSize = image_.size();
+      ri.pCounterDataImage = c.image.data();
+      ri.counterDataImageSize = c.image.size();
       ri.rangeIndex = i;
       ri.rangeDelimiter = "/";
       if (CUPTI_REC(cuptiRangeProfilerCounterDataGetRangeInfo(&ri)) == CUPTI_SUCCESS && ri.rangeName)
         range.name = ri.rangeName;
       else
         range.name = "<no name>";
-      range.values.assign(ptrs_.size(), -1.0);
+      range.values.assign(c.ptrs.size(), -1.0);
       CUpti_Profiler_Host_EvaluateToGpuValues_Params ev{CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE};
-      ev.pHostObject = host_;
-      ev.pCounterDataImage = image_.data();
-      ev.counterDataImageSize = image_.size();
+      ev.pHostObject = c.host;
+      ev.pCounterDataImage = c.image.data();
+      ev.counterDataImageSize = c.image.size();
       ev.rangeIndex = i;
-      ev.ppMetricNames = ptrs_.data();
-      ev.numMetrics = ptrs_.size();
+      ev.ppMetricNames = c.ptrs.data();
+      ev.numMetrics = c.ptrs.size();
       ev.pMetricValues = range.values.data();
       CUPTI_REC(cuptiProfilerHostEvaluateToGpuValues(&ev));
       out.push_back(std::move(range));
@@ -277,57 +304,57 @@ class RangeProfiler {
     return resetImage() ? CUPTI_SUCCESS : CUPTI_ERROR_UNKNOWN;
   }
 
+  // Index of a metric in the current configuration's values, or -1.
   int index(const std::string& metric) const {
-    for (size_t i = 0; i < names_.size(); ++i)
-      if (names_[i] == metric) return static_cast<int>(i);
+    const Config& c = configs_[current_];
+    for (size_t i = 0; i < c.names.size(); ++i)
+      if (c.names[i] == metric) return static_cast<int>(i);
     return -1;
   }
-  size_t passes() const { return passes_; }
+  size_t passes() const { return configs_.empty() ? 0 : configs_[current_].passes; }
   const std::string& chip() const { return chip_; }
 
  private:
+  struct Config {
+    std::vector<std::string> names;
+    std::vector<const char*> ptrs;  // into names: a Config is never copied after addConfig fills it
+    CUpti_Profiler_Host_Object* host = nullptr;
+    std::vector<uint8_t> config, image;
+    size_t passes = 0;
+  };
+
   bool resetImage() {
-    if (image_.empty()) {
-      CUpti_RangeProfiler_GetCounterDataSize_Params s{CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE};
-      s.pRangeProfilerObject = object_;
-      s.pMetricNames = ptrs_.data();
-      s.numMetrics = ptrs_.size();
-      s.maxNumOfRanges = max_ranges_;
-      s.maxNumRangeTreeNodes = static_cast<uint32_t>(max_ranges_);
-      if (CUPTI_REC(cuptiRangeProfilerGetCounterDataSize(&s)) != CUPTI_SUCCESS) return false;
-      image_.assign(s.counterDataSize, 0);
-    }
+    Config& c = configs_[current_];
+    std::fill(c.image.begin(), c.image.end(), uint8_t{0});
     CUpti_RangeProfiler_CounterDataImage_Initialize_Params init{
         CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE};
     init.pRangeProfilerObject = object_;
-    init.counterDataSize = image_.size();
-    init.pCounterData = image_.data();
+    init.counterDataSize = c.image.size();
+    init.pCounterData = c.image.data();
     if (CUPTI_REC(cuptiRangeProfilerCounterDataImageInitialize(&init)) != CUPTI_SUCCESS) return false;
-    CUpti_RangeProfiler_SetConfig_Params c{CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE};
-    c.pRangeProfilerObject = object_;
-    c.configSize = config_.size();
-    c.pConfig = config_.data();
-    c.counterDataImageSize = image_.size();
-    c.pCounterDataImage = image_.data();
-    c.range = CUPTI_AutoRange;
-    c.replayMode = CUPTI_KernelReplay;
-    c.maxRangesPerPass = max_ranges_;
-    c.numNestingLevels = 1;
-    c.minNestingLevel = 1;
-    c.passIndex = 0;
-    c.targetNestingLevel = 1;
-    return CUPTI_REC(cuptiRangeProfilerSetConfig(&c)) == CUPTI_SUCCESS;
+    CUpti_RangeProfiler_SetConfig_Params sc{CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE};
+    sc.pRangeProfilerObject = object_;
+    sc.configSize = c.config.size();
+    sc.pConfig = c.config.data();
+    sc.counterDataImageSize = c.image.size();
+    sc.pCounterDataImage = c.image.data();
+    sc.range = CUPTI_AutoRange;
+    sc.replayMode = CUPTI_KernelReplay;
+    sc.maxRangesPerPass = max_ranges_;
+    sc.numNestingLevels = 1;
+    sc.minNestingLevel = 1;
+    sc.passIndex = 0;
+    sc.targetNestingLevel = 1;
+    return CUPTI_REC(cuptiRangeProfilerSetConfig(&sc)) == CUPTI_SUCCESS;
   }
 
   CUcontext ctx_ = nullptr;
   std::string chip_;
-  std::vector<std::string> names_;
-  std::vector<const char*> ptrs_;
-  std::vector<uint8_t> availability_, config_, image_;
-  CUpti_Profiler_Host_Object* host_ = nullptr;
+  std::vector<uint8_t> availability_;
+  std::deque<Config> configs_;  // deque: configs never move, so their names/ptrs stay valid
   CUpti_RangeProfiler_Object* object_ = nullptr;
   size_t max_ranges_ = 0;
-  size_t passes_ = 0;
+  int current_ = 0;
 };
 
 // The metric sets of core/src/metric_sets.cpp the probes need (copied: probes do not link fprof).

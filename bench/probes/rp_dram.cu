@@ -12,7 +12,11 @@
 //     CACHE_CONTROL=-1|0|1|2            -1: CUPTI 13.0 Enable params; else the 13.4 cacheControlMode
 //                                       (0 none, 1 all, 2 L2)
 //     ROUNDS=3
+//     ALTERNATE=1                       two configurations on one range-profiler object, switched
+//                                       per round: even rounds the 4 memory metrics (1 pass), odd
+//                                       rounds the other 20 roofline metrics (FLOPs, tensor, ...)
 // Output: "@json" rows of table "q2", one per profiled kernel.
+#include <algorithm>
 #include <vector>
 
 #include "probe_common.h"
@@ -106,7 +110,12 @@ int main(int argc, char** argv) {
   const std::vector<std::string> metrics = set == "roofline" ? probe::rooflineMetrics() : probe::memoryOnePassMetrics();
   std::string label = std::string("cupti ") + std::to_string(probe::cuptiVersion()) + " " + set +
                       " flush=" + flush + " cache_control=" + std::to_string(cacheControl);
-  if (profile && !rp.setup(ctx, metrics, 64, cacheControl)) {
+  const bool alternate = std::getenv("ALTERNATE") != nullptr;
+  std::vector<std::string> rest;  // the roofline metrics outside the one-pass memory set
+  for (const std::string& m : probe::rooflineMetrics())
+    if (std::find(metrics.begin(), metrics.end(), m) == metrics.end()) rest.push_back(m);
+  if (alternate) label += " alternate";
+  if (profile && !(rp.setup(ctx, metrics, 64, cacheControl) && (!alternate || rp.addConfig(rest) == 1))) {
     std::printf("FATAL: range profiler setup failed (%s): %s\n", label.c_str(), probe::calls().take().c_str());
     Json().str("table", "q2setup").str("config", label).boolean("ok", false).emit();
     return 2;
@@ -116,8 +125,15 @@ int main(int argc, char** argv) {
     Json().str("table", "q2setup").str("config", label).boolean("ok", true).integer("passes", rp.passes()).emit();
   }
 #endif
+#ifndef RP_DRAM_NATIVE
+  std::vector<probe::Range> ranges;  // memory-configuration ranges
+  size_t dropped = 0;
+#endif
   const double t0 = probe::nowMs();
   for (int r = 0; r < rounds; ++r) {
+#ifndef RP_DRAM_NATIVE
+    if (profile && alternate) rp.select(r % 2);
+#endif
     for (int k = 0; k < 3; ++k) {
       if (flush == "memset") CUDA_OK(cudaMemsetAsync(scratch, r + k, size_t(120) << 20));
       if (flush == "sweep") readSweep<<<1056, 512>>>(scratchBytes / 16, static_cast<const float4*>(scratch), sink);
@@ -131,6 +147,25 @@ int main(int argc, char** argv) {
 #endif
       CUDA_OK(cudaDeviceSynchronize());
     }
+#ifndef RP_DRAM_NATIVE
+    if (profile && alternate && r % 2 == 1) {  // the FLOP configuration's round: decode and report it
+      std::vector<probe::Range> flops;
+      rp.decode(flops, dropped);
+      const int iF = rp.index("sm__sass_thread_inst_executed_op_ffma_pred_on.sum");
+      for (const auto& range : flops) {
+        std::printf("  alternate round %d (%zu passes): %s ffma %.0f\n", r, rp.passes(), range.name.c_str(),
+                    iF >= 0 ? range.values[iF] : -1.0);
+        Json()
+            .str("table", "q2alt")
+            .str("range_name", range.name)
+            .integer("round", r)
+            .integer("passes", static_cast<long long>(rp.passes()))
+            .num("ffma", iF >= 0 ? range.values[iF] : -1.0)
+            .emit();
+      }
+    }
+    if (profile && alternate && r % 2 == 0) rp.decode(ranges, dropped);
+#endif
   }
   const double t1 = probe::nowMs();
   CUDA_OK(cudaGetLastError());
@@ -139,18 +174,22 @@ int main(int argc, char** argv) {
     return 0;
   }
 #ifndef RP_DRAM_NATIVE
-  const char* names[] = {"axpy", "relu", "sgemm"};
-  std::vector<probe::Range> ranges;
-  size_t dropped = 0;
-  rp.decode(ranges, dropped);
+  if (!alternate) rp.decode(ranges, dropped);
+  rp.select(0);  // index() below names the memory configuration's metrics
   std::printf("rp_dram %s: %zu ranges, %zu dropped, %.1f ms, cupti [%s]\n", label.c_str(), ranges.size(), dropped,
               t1 - t0, probe::calls().take().c_str());
   const int iR = rp.index("dram__bytes_read.sum"), iW = rp.index("dram__bytes_write.sum"),
             iL = rp.index("lts__t_bytes.sum"), iT = rp.index("gpu__time_duration.sum");
+  std::map<std::string, int> seen;  // kernel -> ranges so far: its round
   for (size_t i = 0; i < ranges.size(); ++i) {
     const auto& v = ranges[i].values;
-    std::printf("  %-6s round %zu: dram read %12.0f write %12.0f  lts %12.0f  time %8.0f ns  (%s)\n", names[i % 3],
-                i / 3, v[iR], v[iW], v[iL], v[iT], ranges[i].name.c_str());
+    const char* kernels[] = {"axpy", "relu", "sgemm"};
+    std::string kernel = kernels[i % 3];  // by position when the range name names none of them
+    for (const char* k : kernels)
+      if (ranges[i].name.find(k) != std::string::npos) kernel = k;
+    const int round = seen[kernel]++;
+    std::printf("  %-6s round %d: dram read %12.0f write %12.0f  lts %12.0f  time %8.0f ns  (%s)\n", kernel.c_str(),
+                round, v[iR], v[iW], v[iL], v[iT], ranges[i].name.c_str());
     Json()
         .str("table", "q2")
         .str("config", label)
@@ -159,8 +198,8 @@ int main(int argc, char** argv) {
         .integer("cache_control", cacheControl)
         .integer("cupti", probe::cuptiVersion())
         .integer("passes", static_cast<long long>(rp.passes()))
-        .str("kernel", names[i % 3])
-        .integer("round", static_cast<long long>(i / 3))
+        .str("kernel", kernel)
+        .integer("round", round)
         .str("range_name", ranges[i].name)
         .num("dram_read", v[iR])
         .num("dram_write", v[iW])

@@ -193,7 +193,9 @@ void scenario(const char* name, int expectRanges, const std::function<void()>& b
   const int timeIdx = g_rp.index("gpu__time_duration.sum");
   std::string times = "[";
   for (size_t i = 0; i < ranges.size(); ++i)
-    times += (i ? "," : "") + std::to_string(timeIdx >= 0 ? ranges[i].values[timeIdx] : -1.0);
+    times += (i ? "," : "") + std::to_string(timeIdx >= 0 && std::isfinite(ranges[i].values[timeIdx])
+                                                 ? ranges[i].values[timeIdx]
+                                                 : -1.0);
   times += "]";
   for (const auto& n : names) std::printf("  range: %s\n", n.c_str());
   for (const auto& l : launches) std::printf("  launch: %s\n", l.c_str());

@@ -67,13 +67,14 @@ for cfg in "one none" "roofline none" "one memset" "one sweep" "roofline sweep";
   set -- $cfg
   step "q2-$1-$2" 60 "$old_lib" env METRICS="$1" FLUSH="$2" "$bin/rp_dram" profile
 done
+step q2-one-alternate 60 "$old_lib" env METRICS=one ALTERNATE=1 ROUNDS=4 "$bin/rp_dram" profile
 m_one=dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum,gpu__time_duration.sum
 m_roof=$m_one,l1tex__t_bytes.sum,l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum,l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum
 m_roof=$m_roof,sm__warps_active.avg.pct_of_peak_sustained_active,smsp__inst_executed.sum
 for op in dadd dmul dfma fadd fmul ffma hadd hmul hfma; do m_roof=$m_roof,sm__sass_thread_inst_executed_op_${op}_pred_on.sum; done
 for t in fp16 bf16_dst_fp32 tf32_dst_fp32 fp8 fp64 int8; do m_roof=$m_roof,sm__ops_path_tensor_src_$t.sum; done
 ncu_run() {  # ncu_run NAME CACHE METRICS
-  step "$1" 90 "$old_lib" "$ncu" --csv --print-units base --cache-control "$2" -k regex:'axpy|relu|sgemm' \
+  step "$1" 90 "" "$ncu" --csv --print-units base --cache-control "$2" -k regex:'axpy|relu|sgemm' \
     --launch-skip 3 --launch-count 9 \
     --metrics "$3" "$bin/rp_dram_native"
 }
@@ -81,17 +82,17 @@ ncu_run ncu-one-none none "$m_one"
 ncu_run ncu-one-all all "$m_one"
 ncu_run ncu-roofline-none none "$m_roof"
 
-# Q3: the SASS Metrics API, one variant per process.
+# Q3: the SASS Metrics API, one variant per process. Variants that call CUPTI from inside a
+# callback (which may deadlock) run after the newer CUPTI's steps.
 variants=$(LD_LIBRARY_PATH=$old_lib "$bin/sass_probe" list 2>/dev/null | awk '{print $1}')
 [ -n "$variants" ] || variants="primary sample_ctx one_metric flush_end eager_patch callback_enable_lazy1"
+safe=$(echo "$variants" | grep -v -E 'callback|modload')
+risky=$(echo "$variants" | grep -E 'callback|modload')
 first=1
-for v in $variants; do
+for v in $safe; do
   extra=()
   ((first)) && extra=(LIST_METRICS=1) && first=0
-  step "q3-$v" 30 "$old_lib" env DUMP_PCS=1 "${extra[@]}" "$bin/sass_probe" "$v"
-done
-for v in primary eager_patch callback_enable_lazy1 sample_ctx; do
-  step "q3-$v-EAGER" 30 "$old_lib" env CUDA_MODULE_LOADING=EAGER DUMP_PCS=1 "$bin/sass_probe" "$v"
+  step "q3-$v" 20 "$old_lib" env DUMP_PCS=1 "${extra[@]}" "$bin/sass_probe" "$v"
 done
 
 # The newer CUPTI (its range profiler has a cache-control mode): does it load on this driver, and
@@ -102,12 +103,18 @@ if [ -n "$new_lib" ]; then
   step q2-new-roofline-cc-all 60 "$new_lib" env METRICS=roofline CACHE_CONTROL=1 "$bin/rp_dram" profile
   step q2-new-one-cc-l2 60 "$new_lib" env METRICS=one CACHE_CONTROL=2 "$bin/rp_dram" profile
   step q2-new-roofline-none 60 "$new_lib" env METRICS=roofline "$bin/rp_dram" profile
-  for v in primary sample_ctx callback_enable_lazy1 touch_first_eager_patch; do
-    step "q3-new-$v" 30 "$new_lib" env DUMP_PCS=1 "$bin/sass_probe" "$v"
+  for v in primary sample_ctx touch_first_eager_patch; do
+    step "q3-new-$v" 20 "$new_lib" env DUMP_PCS=1 "$bin/sass_probe" "$v"
   done
-  step q3-new-primary-EAGER 30 "$new_lib" env CUDA_MODULE_LOADING=EAGER DUMP_PCS=1 "$bin/sass_probe" primary
+  step q3-new-primary-EAGER 20 "$new_lib" env CUDA_MODULE_LOADING=EAGER DUMP_PCS=1 "$bin/sass_probe" primary
   for g in basic graph threads; do step "q1-new-$g-one" 40 "$new_lib" "$bin/rp_identity" "$g" one; done
 fi
+
+for v in $risky; do step "q3-$v" 20 "$old_lib" env DUMP_PCS=1 "$bin/sass_probe" "$v"; done
+[ -n "$new_lib" ] && step q3-new-callback_enable_lazy1 20 "$new_lib" env DUMP_PCS=1 "$bin/sass_probe" callback_enable_lazy1
+for v in primary eager_patch callback_enable_lazy1 sample_ctx; do
+  step "q3-$v-EAGER" 20 "$old_lib" env CUDA_MODULE_LOADING=EAGER DUMP_PCS=1 "$bin/sass_probe" "$v"
+done
 
 # Q1 with the seven-pass roofline set, and its cost per kernel.
 for g in coop cluster graph; do step "q1-$g-roofline" 60 "$old_lib" "$bin/rp_identity" "$g" roofline; done

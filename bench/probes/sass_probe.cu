@@ -35,6 +35,7 @@ struct Variant {
   int lazy = 1;                  // enableLazyPatching
   bool flushEach = true;         // flush after every kernel (else once at the end)
   bool cycle = false;            // disable + enable after each flush
+  bool fullReset = false;        // disable + unset + set config + enable after each flush
   bool callbackEnable = false;   // enable at each launch's ENTER, sync + flush + disable at its EXIT
   bool modloadConfig = false;    // unset + set config (+ re-enable) inside the module-loaded callback
   bool modloadDeferred = false;  // the same at the next launch ENTER after a module load
@@ -81,6 +82,7 @@ std::vector<Variant> allVariants() {
   add("warm_first", "every kernel run once before enable (modules loaded, functions resolved)",
       [](Variant& x) { x.warmFirst = true; });
   add("cycle", "disable + enable after each flush", [](Variant& x) { x.cycle = true; });
+  add("full_reset", "disable + unset + set config + enable after each flush", [](Variant& x) { x.fullReset = true; });
   add("callback_enable_lazy1", "enable at launch ENTER, sync/flush/disable at EXIT, lazy patching",
       [](Variant& x) { x.callbackEnable = true; });
   add("callback_enable_lazy0", "as callback_enable_lazy1 with enableLazyPatching=0", [](Variant& x) {
@@ -204,7 +206,7 @@ void flush(CUcontext ctx, const std::string& at) {
     for (auto& d : data) {
       if (!d.functionName) continue;
       ++filled;
-      FunctionCounts& f = funcs[d.functionName];
+      FunctionCounts& f = funcs[d.functionName];  // (NVIDIA's sample frees functionName; a probe may leak)
       f.name = d.functionName;
       f.crc = d.cubinCrc;
       for (size_t k = 0; k < askInstances; ++k) {
@@ -213,7 +215,6 @@ void flush(CUcontext ctx, const std::string& at) {
         if (m == "smsp__sass_inst_executed") f.inst[d.pcOffset] += iv.value;
         if (m == "smsp__sass_thread_inst_executed") f.thread[d.pcOffset] += iv.value;
       }
-      free(const_cast<char*>(d.functionName));  // allocated by CUPTI (as NVIDIA's sample frees it)
     }
   }
   ++g_flushes;
@@ -521,6 +522,7 @@ int main(int argc, char** argv) {
           disable(g_ctx);
           enable(g_ctx);
         }
+        if (g_v.fullReset) reconfigure(g_ctx, "after the flush");
       }
     }
   }

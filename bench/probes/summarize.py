@@ -166,11 +166,13 @@ def q2(steps):
                 table.append((f"{st['name']}: setup FAILED {'; '.join(cupti_errors(st))[:80]}", "", {}))
             if r.get("table") != "q2":
                 continue
-            cc = {-1: "", 0: " cc=none", 1: " cc=ALL", 2: " cc=L2"}.get(r["cache_control"], "")
-            label = f"probe {r['cupti']} {r['set']} flush={r['flush']}{cc}"
+            label = "probe " + r["config"].replace("cupti ", "").replace(" cache_control=-1", "")
+            label = label.replace("cache_control=0", "cc=none").replace("cache_control=1", "cc=ALL")
+            label = label.replace("cache_control=2", "cc=L2").replace("roofline", "roof")
             passes = str(r["passes"])
-            per[r["kernel"]][0].append(r["dram_read"] / MB)
-            per[r["kernel"]][1].append(r["dram_write"] / MB)
+            if r["dram_read"] is not None and r["dram_write"] is not None:
+                per[r["kernel"]][0].append(r["dram_read"] / MB)
+                per[r["kernel"]][1].append(r["dram_write"] / MB)
         if label:
             table.append((label, passes, per))
     print(f"{'source':46s} {'pass':>4s}  " + " ".join(f"{k + ' rd':>17s} {k + ' wr':>17s}" for k in ("axpy", "relu", "sgemm")))
@@ -189,6 +191,12 @@ def q2(steps):
             rd, wr = per.get(k, ([], []))
             cells += [cell(rd), cell(wr)]
         print(f"{label[:46]:46s} {passes:>4s}  " + " ".join(cells))
+    for st in steps:
+        alt = [r for r in st["rows"] if r.get("table") == "q2alt"]
+        if alt:
+            print(f"alternating configurations ({st['name']}), the FLOP configuration's rounds ({alt[0]['passes']} passes): "
+                  + ", ".join(f"{r['range_name'][:24]} ffma={r['ffma']:.0f}" for r in alt)
+                  + " (analytic ffma: axpy 4194304, relu 0, sgemm 1073741824)")
     # Which probe configurations agree with which ncu policy (within 2%, or 0.2 MB when small).
     refs = {label: per for label, _, per in table if label.startswith("ncu 4 metrics")}
     print("agreement with ncu (all 6 values within 2% or 0.2 MB):")
