@@ -51,7 +51,7 @@ step() {  # step NAME LIMIT_S LIBDIR COMMAND...: one probe run, logged, time-bou
   local secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}')
   { echo "@@step $name rc=$rc s=$secs"; cat "$logs/$name.log"; } >>"$logs/all.log"
   echo "$name|exit $rc ($secs s)" >>"$logs/steps.txt"
-  grep -v -E '^@(json|pc) ' "$logs/$name.log" | tail -n 3 | cut -c1-160 | sed 's/^/    /'
+  echo "   exit $rc, $secs s"
 }
 
 step env 30 "$old_lib" bash -c "nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv,noheader;
@@ -124,9 +124,9 @@ ncu_run ncu-roofline-all all "$m_roof"
 
 grep -h '^@json ' "$logs/all.log" | sed 's/^@json //' >"$out/results.jsonl"
 python3 "$(dirname "$0")/summarize.py" "$logs" >"$out/summary.txt" 2>&1
+{ echo "== steps ($(($(date +%s) - started)) s of $budget)"; awk -F'|' '{printf "  %-34s %s\n", $1, $2}' "$logs/steps.txt"; } \
+  >>"$out/summary.txt"
 tar -C "$logs" --exclude=cupti-new -czf "$out/probes-logs.tar.gz" .
 echo
-echo "== steps ($(($(date +%s) - started)) s of $budget)"
-awk -F'|' '{printf "  %-34s %s\n", $1, $2}' "$logs/steps.txt"
-echo
-cat "$out/summary.txt"
+echo "== run_probes: $(($(date +%s) - started)) s; full tables in \$OUT/summary.txt, logs in \$OUT/probes-logs.tar.gz"
+python3 "$(dirname "$0")/summarize.py" "$logs" --compact 2>&1

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Answer tables of bench/probes/run_probes.sh from its logs directory (all.log, sass_probe.sass).
 
-    summarize.py LOGS_DIR
+    summarize.py LOGS_DIR [--compact]     (--compact: what run_probes.sh prints last, under 12,000 characters)
 """
 import collections
 import csv
@@ -68,53 +68,72 @@ def squeeze(names, width=48):
     return "; ".join(out)
 
 
-def q1(steps):
+def q1_notes(r):
+    notes = []
+    bad = [x for x in r["launch_results"].split(",") if x and not x.endswith(":OK")]
+    if bad:
+        notes.append("launch " + ", ".join(sorted(set(bad)))[:100])
+    if r["sync"] != "cudaSuccess":
+        notes.append("sync " + r["sync"])
+    if r["dropped"]:
+        notes.append(f"{r['dropped']} dropped")
+    if r["scenario"].startswith("two_threads"):
+        notes.append("order as launch ENTER: " + ("yes" if r["thread_order_matches"] else "NO"))
+    apis = sorted({l.split()[1] for l in r["launches"] if len(l.split()) > 1})
+    if apis:
+        notes.append("APIs " + ",".join(apis))
+    notes.append(f"{r['ms']:.0f} ms")
+    return "; ".join(notes)
+
+
+def q1(steps, compact):
     print("Q1/Q4  range profiler (auto range, kernel replay): ranges per launch kind, range names, call results")
-    print(f"{'scenario':40s} {'cupti':>6s} {'pass':>4s} {'ranges':>9s}  names (in order)")
+    print(f"{'scenario':36s} {'cupti':>6s} {'p':>2s} {'ranges':>7s}  names in order | notes")
+    baseline = {}  # scenario -> (ranges, names) of the toolkit CUPTI's one-pass run
     example = None
     for st in steps:
+        if not st["name"].startswith("q1-") or st["name"].startswith("q1-cost"):
+            continue
         setup = next((r for r in st["rows"] if r.get("table") == "q1setup"), None)
-        if st["name"].startswith("q1-") and not st["name"].startswith("q1-cost") and setup is None:
-            print(f"{st['name']:40s} no setup row: exit {st['rc']}; {'; '.join(cupti_errors(st))[:120]}")
-        for r in st["rows"]:
-            if r.get("table") == "q1setup" and not r.get("ok"):
-                print(f"{st['name']:40s} range profiler setup FAILED: {'; '.join(cupti_errors(st))[:150]}")
-            if r.get("table") != "q1":
+        if setup is None or not setup.get("ok"):
+            print(f"{st['name']:36s} setup FAILED or no output: exit {st['rc']}; {'; '.join(cupti_errors(st))[:110]}")
+            continue
+        is_base = st["name"].endswith("-one") and "-new-" not in st["name"]
+        same = 0
+        for r in [x for x in st["rows"] if x.get("table") == "q1"]:
+            key = (r["ranges"], squeeze(r["names"]))
+            if is_base:
+                baseline[r["scenario"]] = key
+            elif compact and baseline.get(r["scenario"]) == key:
+                same += 1
                 continue
-            cupti = next((x.get("cupti") for x in st["rows"] if x.get("table") == "q1setup"), "?")
-            mark = "" if r["ranges"] == r["expected"] else "  <-- differs"
-            print(f"{r['scenario'][:40]:40s} {str(cupti)[-6:]:>6s} {r['passes']:4d} {r['ranges']:4d}/{r['expected']:<4d}"
-                  f"  {squeeze(r['names'])[:150]}{mark}")
-            notes = []
-            bad = [x for x in r["launch_results"].split(",") if x and not x.endswith(":OK")]
-            if bad:
-                notes.append("launch " + ", ".join(sorted(set(bad)))[:100])
-            if r["sync"] != "cudaSuccess":
-                notes.append("sync " + r["sync"])
-            if r["dropped"]:
-                notes.append(f"{r['dropped']} dropped")
-            if r["scenario"].startswith("two_threads"):
-                notes.append("range order == launch ENTER order: " + ("yes" if r["thread_order_matches"] else "NO"))
-            apis = sorted({" ".join(l.split()[1:2]) for l in r["launches"]})
-            if apis:
-                notes.append("driver APIs " + ",".join(apis))
-            notes.append(f"{r['ms']:.0f} ms")
-            print(f"{'':40s} {'':>6s} {'':>4s} {'':9s}  " + "; ".join(notes))
+            mark = "" if r["ranges"] == r["expected"] else " <-- differs"
+            line = (f"{r['scenario'][:36]:36s} {str(setup['cupti'])[-6:]:>6s} {r['passes']:2d} "
+                    f"{r['ranges']:3d}/{r['expected']:<3d}  {squeeze(r['names'], 30)[:(44 if compact else 160)]}{mark}")
+            if compact:
+                notes = q1_notes(r)
+                keep = [n for n in notes.split("; ") if n.startswith(("launch", "sync", "order", "dropped"))]
+                print(f"{line}{' | ' + '; '.join(keep)[:60] if keep else ''}")
+            else:
+                print(line)
+                print(f"{'':36s} {'':>6s} {'':>2s} {'':7s}  {q1_notes(r)}")
             if example is None and r["names"]:
                 example = r["names"][0]
-        errs = cupti_errors(st) if st["name"].startswith("q1-") else []
+        if same:
+            print(f"{st['name']:36s} {str(setup['cupti'])[-6:]:>6s} {setup['passes']:2d}  {same} scenarios as in the one-pass run")
+        errs = cupti_errors(st)
         if errs:
-            print(f"{'':40s} CUPTI errors in {st['name']}: {'; '.join(errs)[:160]}")
+            print(f"{'':10s} CUPTI errors in {st['name']}: {'; '.join(errs)[:(90 if compact else 300)]}")
     if example:
         print(f"example range name, verbatim: {example!r}")
     print()
     print("Q1  cost per kernel")
-    print(f"{'mode':42s} {'step':22s} {'pass':>4s} {'ms/kernel':>10s} {'native':>8s} {'ranges':>7s}")
+    print(f"{'mode':40s} {'step':18s} {'p':>2s} {'ms/kernel':>9s} {'native':>7s} {'ranges':>7s}")
     for st in steps:
         for r in st["rows"]:
             if r.get("table") == "q1cost":
-                print(f"{r['mode']:42s} {st['name']:22s} {r['passes']:4d} {r['ms_per_kernel']:10.2f} "
-                      f"{r['native_ms_per_kernel']:8.3f} {r['ranges']:4d}/{r['kernels']}")
+                print(f"{r['mode'][:40]:40s} {st['name'][:18]:18s} {r['passes']:2d} {r['ms_per_kernel']:9.2f} "
+                      f"{r['native_ms_per_kernel']:7.3f} {r['ranges']:3d}/{r['kernels']}")
     print()
 
 
@@ -140,7 +159,7 @@ def ncu_rows(step):
     return rows
 
 
-def q2(steps):
+def q2(steps, compact):
     print("Q2  DRAM bytes per kernel, MB (mean of 3 rounds; [min-max] when rounds differ by more than 2%)")
     table = []  # (label, passes, {kernel: (reads, writes)})
     table.append(("analytic minimum", "", {"axpy": ([33.554432], [16.777216]), "relu": ([16.777216], [16.777216]),
@@ -175,55 +194,59 @@ def q2(steps):
                 per[r["kernel"]][1].append(r["dram_write"] / MB)
         if label:
             table.append((label, passes, per))
-    print(f"{'source':46s} {'pass':>4s}  " + " ".join(f"{k + ' rd':>17s} {k + ' wr':>17s}" for k in ("axpy", "relu", "sgemm")))
+    # Which ncu policy each row agrees with: all 6 values within 2%, or 0.2 MB when small.
+    refs = {("none" if "none" in label else "all"): per for label, _, per in table if label.startswith("ncu 4 metrics")}
+
+    def agrees(per):
+        out = []
+        for name, ref in sorted(refs.items(), reverse=True):
+            ok = True
+            for k in ("axpy", "relu", "sgemm"):
+                for i in (0, 1):
+                    a, b = per.get(k, ([], []))[i], ref.get(k, ([], []))[i]
+                    if not a or not b or abs(statistics.mean(a) - statistics.mean(b)) > max(0.02 * abs(statistics.mean(b)), 0.2):
+                        ok = False
+            if ok:
+                out.append(name)
+        return ",".join(out) or "-"
+
+    w, lw = (13, 38) if compact else (17, 46)
+    print(f"{'source':{lw}s} {'pass':>4s}  " + " ".join(f"{k + ' rd':>{w}s} {k + ' wr':>{w}s}" for k in ("axpy", "relu", "sgemm"))
+          + "  = ncu")
 
     def cell(vals):
         if not vals:
-            return f"{'-':>17s}"
+            return "-".rjust(w)
         m = statistics.mean(vals)
         if max(vals) - min(vals) > 0.02 * max(abs(m), 0.05):
-            return f"{m:.2f}({min(vals):.1f}-{max(vals):.1f})".rjust(17)
-        return f"{m:17.3f}"
+            return (f"{m:.1f}({min(vals):.0f}-{max(vals):.0f})" if compact else
+                    f"{m:.2f}({min(vals):.1f}-{max(vals):.1f})").rjust(w)
+        return f"{m:{w}.3f}"
 
     for label, passes, per in table:
         cells = []
         for k in ("axpy", "relu", "sgemm"):
             rd, wr = per.get(k, ([], []))
             cells += [cell(rd), cell(wr)]
-        print(f"{label[:46]:46s} {passes:>4s}  " + " ".join(cells))
+        verdict = agrees(per) if label.startswith(("probe", "ncu 24")) else ""
+        print(f"{label[:lw]:{lw}s} {passes:>4s}  " + " ".join(cells) + f"  {verdict}")
+    print("(= ncu: the ncu --cache-control policy, 4-metric run, whose 6 values the row matches within 2% or 0.2 MB)")
     for st in steps:
         alt = [r for r in st["rows"] if r.get("table") == "q2alt"]
         if alt:
             print(f"alternating configurations ({st['name']}), the FLOP configuration's rounds ({alt[0]['passes']} passes): "
                   + ", ".join(f"{r['range_name'][:24]} ffma={r['ffma']:.0f}" for r in alt)
                   + " (analytic ffma: axpy 4194304, relu 0, sgemm 1073741824)")
-    # Which probe configurations agree with which ncu policy (within 2%, or 0.2 MB when small).
-    refs = {label: per for label, _, per in table if label.startswith("ncu 4 metrics")}
-    print("agreement with ncu (all 6 values within 2% or 0.2 MB):")
-    for label, passes, per in table:
-        if not label.startswith("probe"):
-            continue
-        verdicts = []
-        for ref_label, ref in refs.items():
-            ok = True
-            for k in ("axpy", "relu", "sgemm"):
-                for i in (0, 1):
-                    a, b = per.get(k, ([], []))[i], ref.get(k, ([], []))[i]
-                    if not a or not b:
-                        ok = False
-                        continue
-                    ma, mb = statistics.mean(a), statistics.mean(b)
-                    if abs(ma - mb) > max(0.02 * abs(mb), 0.2):
-                        ok = False
-            verdicts.append(f"{ref_label.replace('ncu 4 metrics ', '')}: {'MATCH' if ok else 'no'}")
-        print(f"  {label[:46]:46s} " + ", ".join(verdicts))
     print()
 
 
-def q3(steps, sass_path):
+def q3(steps, sass_path, compact):
     print("Q3  SASS Metrics API: per-PC counts for every function? (5 functions in 3 modules; exact = every PC")
     print("    executed once per warp per launch, thread count 32x)")
-    print(f"{'variant':28s} {'loading':8s} {'cupti':>6s} {'flushes':>8s} {'exact fns':>9s}  first flushes: got (records)   errors")
+    if compact:
+        print(f"{'variant (-EAGER: CUDA_MODULE_LOADING)':28s} {'cupti':>6s} {'exact':>5s} {'fns':>4s}  {'functions with any records':34s} errors")
+    else:
+        print(f"{'variant':28s} {'loading':8s} {'cupti':>6s} {'flushes':>8s} {'exact fns':>9s}  first flushes: got (records)   errors")
     for st in steps:
         if not st["name"].startswith("q3-"):
             continue
@@ -237,11 +260,18 @@ def q3(steps, sass_path):
             continue
         loading = "EAGER" if "EAGER" in run["module_loading"] else "lazy"
         got = " | ".join(f"{f['got'] or '-'} ({f['filled']})" for f in flushes[:4])
-        print(f"{name:28s} {loading:8s} {str(run['cupti'])[-6:]:>6s} {run['exact_flushes']:3d}/{run['flushes']:<4d} "
-              f"{run['exact_function_count']:5d}/5   {got[:70]}   {errs[:90]}")
+        if compact:
+            union = []
+            for f in flushes:
+                union += [g.replace("k_", "") for g in f["got"].split() if g.replace("k_", "") not in union]
+            print(f"{name[:28]:28s} {str(run['cupti'])[-6:]:>6s} {run['exact_flushes']:2d}/{run['flushes']:<2d} "
+                  f"{run['exact_function_count']:2d}/5  {','.join(union)[:34] or '-':34s} {errs[:22]}")
+        else:
+            print(f"{name:28s} {loading:8s} {str(run['cupti'])[-6:]:>6s} {run['exact_flushes']:3d}/{run['flushes']:<4d} "
+                  f"{run['exact_function_count']:5d}/5   {got[:90]}   {errs[:200]}")
     metrics_line = next((l for st in steps for l in st["lines"] if "SASS metrics on" in l), None)
     if metrics_line:
-        print("SASS metrics:", metrics_line.strip()[:300])
+        print("SASS metrics:", metrics_line.strip()[:(100 if compact else 3000)])
     print()
     if not os.path.exists(sass_path):
         print("(no cuobjdump output: FLOPs per lane not joined)")
@@ -291,14 +321,15 @@ def q3(steps, sass_path):
 
 
 def main():
-    logs = sys.argv[1]
+    compact = "--compact" in sys.argv
+    logs = [a for a in sys.argv[1:] if not a.startswith("--")][0]
     steps = read_steps(os.path.join(logs, "all.log"))
     env = next((s for s in steps if s["name"] == "env"), None)
     if env:
         print("device:", " / ".join(l.strip() for l in env["lines"][:1]))
-    q1(steps)
-    q2(steps)
-    q3(steps, os.path.join(logs, "sass_probe.sass"))
+    q1(steps, compact)
+    q2(steps, compact)
+    q3(steps, os.path.join(logs, "sass_probe.sass"), compact)
     failed = [f"{s['name']} (exit {s['rc']})" for s in steps if s["rc"] != 0]
     print("steps that did not exit 0:", ", ".join(failed) if failed else "none")
 
