@@ -46,10 +46,12 @@ struct Variant {
   uint8_t granularity = CUPTI_SASS_METRICS_OUTPUT_GRANULARITY_GPU;
   bool activity = false;    // kernel activity records enabled as fprof's trace would
   bool warmFirst = false;   // every kernel launched once before enable
+  bool warmBeforeInit = false;  // every kernel launched once before cuptiProfilerInitialize (reference WARM=1)
   bool touchFirst = false;  // every module loaded (cudaFuncGetAttributes, JIT load) before enable
   bool sampleIo = false;    // each kernel inside cudaMalloc/cudaMemcpyAsync/cudaMemcpy/cudaFree as the sample
   bool reverse = false;     // another launch order (module B first)
   bool repeatFirst = false; // the first kernel three times before the others
+  bool noSubscribe = false; // no CUPTI callback subscriber at all (as the reference probe and the sample)
 };
 
 std::vector<Variant> allVariants() {
@@ -72,6 +74,14 @@ std::vector<Variant> allVariants() {
     x.ownCtx = true;
     x.sampleIo = true;
   });
+  add("primary_nosub", "primary without any callback subscriber (exactly the reference probe's calls)",
+      [](Variant& x) { x.noSubscribe = true; });
+  add("sample_ctx_nosub", "sample_ctx without any callback subscriber (exactly the sample's calls)", [](Variant& x) {
+    x.ownCtx = true;
+    x.metrics = "smsp__sass_inst_executed";
+    x.sampleIo = true;
+    x.noSubscribe = true;
+  });
   add("one_metric", "primary with only smsp__sass_inst_executed", [](Variant& x) { x.metrics = "smsp__sass_inst_executed"; });
   add("flush_end", "primary, one flush at the end", [](Variant& x) { x.flushEach = false; });
   add("eager_patch", "primary, enableLazyPatching=0", [](Variant& x) { x.lazy = 0; });
@@ -79,6 +89,8 @@ std::vector<Variant> allVariants() {
     x.touchFirst = true;
     x.lazy = 0;
   });
+  add("warm_before_init", "every kernel run once before cuptiProfilerInitialize (the reference probe's WARM=1)",
+      [](Variant& x) { x.warmBeforeInit = true; });
   add("warm_first", "every kernel run once before enable (modules loaded, functions resolved)",
       [](Variant& x) { x.warmFirst = true; });
   add("cycle", "disable + enable after each flush", [](Variant& x) { x.cycle = true; });
@@ -408,19 +420,40 @@ int main(int argc, char** argv) {
   const std::string loading = probe::envOr("CUDA_MODULE_LOADING", "(default: LAZY)");
   std::printf("== sass_probe %s: %s; CUDA_MODULE_LOADING=%s\n", g_v.name.c_str(), g_v.what.c_str(), loading.c_str());
 
-  CUpti_SubscriberHandle sub;
-  CUPTI_REC(cuptiSubscribe(&sub, reinterpret_cast<CUpti_CallbackFunc>(onCallback), nullptr));
-  CUPTI_REC(cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED));
-  CUPTI_REC(cuptiEnableDomain(1, sub, CUPTI_CB_DOMAIN_DRIVER_API));
+  if (!g_v.noSubscribe) {
+    CUpti_SubscriberHandle sub;
+    CUPTI_REC(cuptiSubscribe(&sub, reinterpret_cast<CUpti_CallbackFunc>(onCallback), nullptr));
+    CUPTI_REC(cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED));
+    CUPTI_REC(cuptiEnableDomain(1, sub, CUPTI_CB_DOMAIN_DRIVER_API));
+  }
   if (g_v.activity) {
     CUPTI_REC(cuptiActivityRegisterCallbacks(bufferRequested, bufferCompleted));
     CUPTI_REC(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
   }
   const size_t n = size_t(sass_probe::kGrid) * sass_probe::kBlock;
+  auto allocate = [n] {
+    CUDA_OK(cudaMalloc(&g_f, n * 4));
+    CUDA_OK(cudaMalloc(&g_h2, n * 4));
+    CUDA_OK(cudaMalloc(&g_d, n * 8));
+    CUDA_OK(cudaMalloc(&g_h, n * 2));
+  };
+  std::vector<double> warmMs(kNumKernels, -1.0), patchedMs;
+  auto warm = [&warmMs] {  // each kernel twice, the second launch timed: unpatched times
+    for (int k = 0; k < kNumKernels; ++k) {
+      launchKernel(k);
+      CUDA_OK(cudaDeviceSynchronize());
+      const double t = probe::nowMs();
+      launchKernel(k);
+      CUDA_OK(cudaDeviceSynchronize());
+      warmMs[k] = probe::nowMs() - t;
+    }
+  };
   CUDA_OK(cudaSetDevice(0));
   if (!g_v.ownCtx) {
     CUDA_OK(cudaFree(0));
     cuCtxGetCurrent(&g_ctx);
+    allocate();
+    if (g_v.warmBeforeInit) warm();
   }
   cudaDeviceProp prop{};
   CUDA_OK(cudaGetDeviceProperties(&prop, 0));
@@ -434,11 +467,8 @@ int main(int argc, char** argv) {
     CUdevice dev = 0;
     cuDeviceGet(&dev, 0);
     if (cuCtxCreate(&g_ctx, nullptr, 0, dev) != CUDA_SUCCESS) std::printf("  cuCtxCreate failed\n");
+    allocate();
   }
-  CUDA_OK(cudaMalloc(&g_f, n * 4));
-  CUDA_OK(cudaMalloc(&g_h2, n * 4));
-  CUDA_OK(cudaMalloc(&g_d, n * 8));
-  CUDA_OK(cudaMalloc(&g_h, n * 2));
   CUpti_Device_GetChipName_Params chip{CUpti_Device_GetChipName_Params_STRUCT_SIZE};
   chip.deviceIndex = 0;
   CUPTI_REC(cuptiDeviceGetChipName(&chip));
@@ -476,17 +506,7 @@ int main(int argc, char** argv) {
   } else {
     for (int k : {kFfma, kHfma2, kDfma, kHfma, kJit, kFfma}) order[count++] = k;
   }
-  std::vector<double> warmMs(kNumKernels, -1.0), patchedMs;
-  if (g_v.warmFirst) {
-    for (int k = 0; k < kNumKernels; ++k) {
-      launchKernel(k);
-      CUDA_OK(cudaDeviceSynchronize());
-      const double t = probe::nowMs();
-      launchKernel(k);
-      CUDA_OK(cudaDeviceSynchronize());
-      warmMs[k] = probe::nowMs() - t;
-    }
-  }
+  if (g_v.warmFirst) warm();
   if (g_v.touchFirst) {
     cudaFuncAttributes a;
     for (const void* f : {sass_probe::ffma64Symbol(), sass_probe::hfma2x64Symbol(), sass_probe::dfma32Symbol(),
@@ -548,12 +568,12 @@ int main(int argc, char** argv) {
   for (auto& [k, e] : g_functionExact) exact += (exact.empty() ? "" : " ") + k;
   std::string ms;
   for (double m : patchedMs) ms += (ms.empty() ? "" : ",") + std::to_string(m);
-  std::string warm;
-  for (double m : warmMs) warm += (warm.empty() ? "" : ",") + std::to_string(m);
+  std::string warmText;
+  for (double m : warmMs) warmText += (warmText.empty() ? "" : ",") + std::to_string(m);
   std::printf("  done: %d flushes, %d all-exact; functions exact somewhere: {%s}; dropped %zu; activity records %zu; "
               "CUDA %s; modules (crc:bytes) %s; launch ms [%s] unpatched [%s]; cupti [%s]\n",
               g_flushes, g_exactFlushes, exact.c_str(), dropped, g_activityRecords, cudaGetErrorName(err), crcs.c_str(),
-              ms.c_str(), warm.c_str(), probe::calls().take().c_str());
+              ms.c_str(), warmText.c_str(), probe::calls().take().c_str());
   Json()
       .str("table", "q3run")
       .str("variant", g_v.name)
@@ -570,7 +590,7 @@ int main(int argc, char** argv) {
       .str("cuda", cudaGetErrorName(err))
       .str("modules", crcs)
       .raw("launch_ms", "[" + ms + "]")
-      .raw("unpatched_ms", "[" + warm + "]")
+      .raw("unpatched_ms", "[" + warmText + "]")
       .emit();
   return 0;
 }

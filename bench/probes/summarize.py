@@ -331,7 +331,8 @@ def main():
     q2(steps, compact)
     q3(steps, os.path.join(logs, "sass_probe.sass"), compact)
     failed = [f"{s['name']} (exit {s['rc']})" for s in steps if s["rc"] != 0]
-    print("steps that did not exit 0:", ", ".join(failed) if failed else "none")
+    text = ", ".join(failed) if failed else "none"
+    print("steps that did not exit 0:", text[:400] + (" ..." if compact and len(text) > 400 else "") if compact else text)
 
 
 if __name__ == "__main__":
