@@ -298,7 +298,10 @@ def q3(steps, sass_path, compact):
     print("Q3  FLOPs per lane from per-PC counts x cuobjdump opcodes (per launch)")
     for kernel, (opcode, per_thread) in ANALYTIC_LANES.items():
         fn = next((f for f in functions if kernel in f), None)
-        data = next((v for (s, f), v in pcs.items() if kernel in f and v), None)
+        # Prefer a flush whose executed PCs all have one count (straight-line code: each PC once per warp).
+        candidates = [v for (_, f), v in pcs.items() if kernel in f and v]
+        data = next((v for v in candidates if len({i for i, _, _ in v.values() if i}) == 1),
+                    candidates[0] if candidates else None)
         if not fn or not data:
             print(f"  {kernel:12s} no {'per-PC data' if fn else 'SASS'}")
             continue
