@@ -396,6 +396,8 @@ void writeOpenRanges() {
   writeOpenRanges();
   if (g_opt.crash == CrashKind::kIllegalAddress) {
     float* bad = reinterpret_cast<float*>(uintptr_t{0x10});
+    // Facts first: once the kernel faults, driver calls return the context's sticky error.
+    const FunctionFacts facts = factsOf(illegal_address_kernel);
     illegal_address_kernel<<<1, 32>>>(bad);
     Launch l;
     l.label = "illegal_address";
@@ -406,7 +408,7 @@ void writeOpenRanges() {
     l.fault = true;
     l.counters_required = false;
     l.args8 = {arg8(bad)};
-    expectLaunch(factsOf(illegal_address_kernel), l);
+    expectLaunch(facts, l);
     const cudaError_t e = cudaDeviceSynchronize();
     g_expect.line("crash\tkind=illegal-address\tkernels=" + std::to_string(kernels) + "\texit_code=3\terror=" +
                   cudaGetErrorName(e));
