@@ -8,7 +8,7 @@
 // Each check names the fprof feature it needs, so checks of work still in progress fail visibly
 // instead of being skipped: trace, metrics (what fprof does today), and coverage (counters for
 // every kernel), lanes (fp16/bf16 FLOPs per instruction lane), v2-function, v2-args, v2-sass,
-// v2-missing (the tables and columns of schema v2), exit (how the program ended, in the metadata), crash (nothing collected lost on a crash), program (the program's own correctness
+// v2-missing, v2-provenance (the tables and columns of schema v2), exit (how the program ended, in the metadata), crash (nothing collected lost on a crash), program (the program's own correctness
 // checks), ncu (fprof against Nsight Compute). Schema v2 tables are read with SQL, so this builds
 // and runs against a version-1 reader too (the checks then fail with "no such table").
 //
@@ -74,6 +74,7 @@ const std::map<std::string, std::string>& featureNotes() {
       {"v2-args", "schema v2 table function_arg (argument roles, issue 14)"},
       {"v2-sass", "schema v2 table function_sass_op"},
       {"v2-missing", "schema v2 kernel_counter_missing: a reason for every kernel without counters"},
+      {"v2-provenance", "schema v2 kernel_counter.source and signature_varies"},
       {"exit", "metadata exit_code / exit_signal / exit_status"},
       {"crash", "a crashing program keeps everything collected (issue 13)"},
       {"program", "the validation program's own results and build facts"},
@@ -425,6 +426,8 @@ void checkDatabase(const std::string& db_path, const std::vector<Fields>& expect
   }
   std::map<int64_t, std::string> half_method;
   std::string half_method_error;
+  std::map<int64_t, std::pair<std::string, std::string>> provenance;  // source, signature_varies
+  std::string provenance_error;
   if (opt.metrics) {
     if (auto rows = db.query("SELECT kernel_id, half_flops_method FROM kernel_counter")) {
       for (const auto& r : *rows) {
@@ -432,6 +435,11 @@ void checkDatabase(const std::string& db_path, const std::vector<Fields>& expect
       }
     } else {
       half_method_error = db.lastError();
+    }
+    if (auto rows = db.query("SELECT kernel_id, source, signature_varies FROM kernel_counter")) {
+      for (const auto& r : *rows) provenance[std::stoll(r[0].value_or("0"))] = {r[1].value_or("NULL"), r[2].value_or("NULL")};
+    } else {
+      provenance_error = db.lastError();
     }
   }
 
@@ -528,6 +536,16 @@ void checkDatabase(const std::string& db_path, const std::vector<Fields>& expect
       if (c == counters.end()) continue;
       const KernelCounters& kc = *c->second;
       const std::string t = g.title + " #" + std::to_string(k->correlation_id);
+      // Where the counters come from; these kernels do the same work at every launch, so a
+      // signature never "varies".
+      auto prov = provenance.find(k->id);
+      const std::string got_prov = prov != provenance.end()
+                                       ? prov->second.first + ", signature_varies " + prov->second.second
+                                       : (provenance_error.empty() ? "absent" : provenance_error);
+      record("v2-provenance", t + ": counter source", "profiled or same_signature, not varying", got_prov,
+             prov != provenance.end() &&
+                 (prov->second.first == "profiled" || prov->second.first == "same_signature") &&
+                 prov->second.second != "1");
       eqNum("metrics", t + ": fp32 FLOPs", num(f, "flops_fp32"), kc.flops_fp32);
       eqNum("metrics", t + ": fp64 FLOPs", num(f, "flops_fp64"), kc.flops_fp64);
       eqNum("metrics", t + ": tensor fp16 FLOPs", num(f, "flops_tensor_fp16"), kc.flops_tensor_fp16);

@@ -219,7 +219,9 @@ fs::path idealDatabase(const std::string& mode = "metrics") {
       "INSERT INTO kernel_counter_missing SELECT id, 'graph launch: one range for the graph' FROM kernel "
       "WHERE correlation_id = 22;"
       "ALTER TABLE kernel_counter ADD COLUMN half_flops_method TEXT;"
-      "UPDATE kernel_counter SET half_flops_method = 'SASS lanes x instruction counts';");
+      "UPDATE kernel_counter SET half_flops_method = 'SASS lanes x instruction counts';"
+      "ALTER TABLE kernel_counter ADD COLUMN source TEXT NOT NULL DEFAULT 'profiled';"
+      "ALTER TABLE kernel_counter ADD COLUMN signature_varies INTEGER;");
   return db;
 }
 
@@ -271,7 +273,7 @@ TEST(ValidationCheck, IdealDatabasePassesEveryCheck) {
   // Every feature was exercised.
   const std::string both = metrics.text + trace.text;
   for (const char* feature : {"trace ", "metrics ", "coverage ", "lanes ", "v2-function ", "v2-args ", "v2-sass ",
-                              "v2-missing ", "exit ", "program "}) {
+                              "v2-missing ", "v2-provenance ", "exit ", "program "}) {
     EXPECT_NE(both.find("\n" + std::string(feature)), std::string::npos) << feature << "\n" << both;
   }
 }
@@ -304,6 +306,7 @@ TEST(ValidationCheck, EachDamageFailsItsCheck) {
       {"local", "UPDATE kernel_counter SET local_load_bytes = 0;", "local load bytes"},
       {"bytes", "UPDATE kernel_counter SET l2_bytes = 1;", "L2 bytes >= footprint"},
       {"raw", "UPDATE kernel_metric SET value = value + 1;", "sm__sass_thread_inst_executed_op_ffma"},
+      {"varies", "UPDATE kernel_counter SET signature_varies = 1;", "counter source"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);

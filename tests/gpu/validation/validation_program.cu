@@ -1258,14 +1258,27 @@ int main(int argc, char** argv) {
   CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   if (g_opt.crash != CrashKind::kNone && g_opt.crash_after == 0) crashNow();
 
+  long before = 0;
+  auto said = [&](const char* phase) {
+    std::printf("validation_program: %-11s %3ld kernels\n", phase, g_kernels.load() - before);
+    std::fflush(stdout);
+    before = g_kernels.load();
+  };
   phaseLaunchApis(b, s, prop.multiProcessorCount);
+  said("launch_apis");
   for (int rep = 0; rep < g_opt.repeat; ++rep) phaseArith(b, s, rep);
+  said("arith");
   phaseTensor(s);
+  said("tensor");
   phaseMemory(b, s, prop.l2CacheSize);
+  said("memory");
   phaseModules(b, s);
+  said("modules");
   phaseGraphs(b, s);
+  said("graphs");
   CUDA_CHECK(cudaStreamSynchronize(s));
   phaseThreads(b, g_opt.threads, g_opt.repeat);
+  said("threads");
   CUDA_CHECK(cudaDeviceSynchronize());
   if (g_opt.crash != CrashKind::kNone) {
     std::printf("validation_program: the run ended before %ld kernels; no crash\n", g_opt.crash_after);
