@@ -3,6 +3,7 @@
 #include "arg_roles.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 
 namespace fprof::collector {
@@ -14,6 +15,30 @@ std::string_view argRoleName(ArgRole role) {
     case ArgRole::kNotPointer: return "not_pointer";
   }
   return "not_pointer";
+}
+
+void readParamWords(const std::vector<ParamLayout>& layout, void* const* kernel_params, const uint8_t* buffer,
+                    size_t buffer_bytes, size_t max_words, LaunchArgs& out) {
+  if (kernel_params == nullptr && buffer == nullptr) return;
+  size_t words = 0;
+  for (const ParamLayout& p : layout) {
+    if (p.size_bytes < 8 || p.offset_bytes < 0) continue;
+    // Pointers are 8-aligned in the buffer; the first such offset inside this parameter.
+    const int32_t first = (p.offset_bytes + 7) / 8 * 8;
+    for (int32_t at = first; at + 8 <= p.offset_bytes + p.size_bytes; at += 8) {
+      if (words == max_words) return;
+      uint64_t value = 0;
+      if (kernel_params != nullptr) {
+        if (kernel_params[p.index] == nullptr) break;
+        std::memcpy(&value, static_cast<const uint8_t*>(kernel_params[p.index]) + (at - p.offset_bytes), 8);
+      } else {
+        if (static_cast<size_t>(at) + 8 > buffer_bytes) return;
+        std::memcpy(&value, buffer + at, 8);
+      }
+      out.push_back(LaunchArg{p.index, at, p.size_bytes, value});
+      ++words;
+    }
+  }
 }
 
 std::vector<ByteWindow> planWindows(uint64_t pointer, uint64_t span_end, const SamplePolicy& policy) {
@@ -211,6 +236,7 @@ std::optional<std::vector<ArgRoleResult>> ArgSample::after(ProbeMemory& memory, 
       case EntryKind::kUnmeasured:
         continue;
       case EntryKind::kNotPointer:
+        if (e.arg.size_bytes > 8) continue;  // data inside a struct parameter
         r.role = ArgRole::kNotPointer;
         r.method = e.note;
         break;

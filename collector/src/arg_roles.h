@@ -14,6 +14,22 @@
 
 namespace fprof::collector {
 
+// One kernel parameter as cuFuncGetParamInfo gives it.
+struct ParamLayout {
+  int32_t index = 0;
+  int32_t offset_bytes = 0;  // in the parameter buffer
+  int32_t size_bytes = 0;
+};
+
+// Every 8-byte word at an 8-aligned offset of the parameter buffer, inside any parameter, up to
+// max_words: the candidates the probe classifies. Pointers also hide inside larger parameters
+// (PyTorch's elementwise kernels pass theirs in an `at::detail::Array<char*, N>`, others in a
+// struct or a lambda capture). Each word keeps its parameter's index and size and its own offset
+// in the buffer. Values come from kernelParams (kernel_params[i] points at parameter i) or, when
+// that is null, from a CU_LAUNCH_PARAM_BUFFER_POINTER buffer of buffer_bytes.
+void readParamWords(const std::vector<ParamLayout>& layout, void* const* kernel_params, const uint8_t* buffer,
+                    size_t buffer_bytes, size_t max_words, LaunchArgs& out);
+
 // function_arg.role: kWrite = bytes behind the pointer changed during the launch (written, maybe
 // also read); kRead = a device address whose sampled bytes did not change (read, unused, or
 // written with the values already there); kNotPointer = the value is no device address.
@@ -93,8 +109,9 @@ class ArgSample {
   // Reads the "before" copy. False with `why_not` when a read failed.
   bool readBefore(ProbeMemory& memory, std::string& why_not);
 
-  // Reads the same windows again and gives each argument its role, in argument order: not
-  // pointers, then every sampled argument (aliases take the role of the argument they alias).
+  // Reads the same windows again and gives each argument its role, in argument order (aliases
+  // take the role of the argument they alias). A word inside a larger parameter that is no
+  // pointer gets no row: it is just data of a struct.
   // nullopt with `why_not` when an allocation changed or a read failed.
   std::optional<std::vector<ArgRoleResult>> after(ProbeMemory& memory, std::string& why_not) const;
 

@@ -3,6 +3,7 @@
 // unreadable memory, the byte budget, and the failures that must measure nothing.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -102,6 +103,82 @@ TEST(ArgRoles, RoleNamesAreTheSchemaValues) {
   EXPECT_EQ(argRoleName(ArgRole::kWrite), "write");
   EXPECT_EQ(argRoleName(ArgRole::kRead), "read");
   EXPECT_EQ(argRoleName(ArgRole::kNotPointer), "not_pointer");
+}
+
+// A launch's parameters as a kernel would take them: int n; float* out; Array<char*, 3> data;
+// struct {int a, b, c;} shape (4-aligned, 12 bytes).
+struct Params {
+  int32_t n = 5;
+  uint64_t out = 0x200000;
+  uint64_t data[3] = {0x300000, 0x300100, 0x400000};
+  int32_t shape[3] = {1, 2, 3};
+};
+const std::vector<ParamLayout> kLayout = {{0, 0, 4}, {1, 8, 8}, {2, 16, 24}, {3, 40, 12}};
+
+TEST(ReadParamWords, EveryAlignedWordOfEveryParameter) {
+  Params p;
+  void* kernel_params[] = {&p.n, &p.out, &p.data, &p.shape};
+  LaunchArgs words;
+  readParamWords(kLayout, kernel_params, nullptr, 0, 64, words);
+  ASSERT_EQ(words.size(), 5u);  // out, data[0..2], shape's first 8 bytes; n is too small
+  EXPECT_EQ(words[0].index, 1);
+  EXPECT_EQ(words[0].offset_bytes, 8);
+  EXPECT_EQ(words[0].size_bytes, 8);
+  EXPECT_EQ(words[0].value, 0x200000u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(words[1 + i].index, 2);
+    EXPECT_EQ(words[1 + i].offset_bytes, static_cast<int32_t>(16 + 8 * i));
+    EXPECT_EQ(words[1 + i].size_bytes, 24);
+    EXPECT_EQ(words[1 + i].value, p.data[i]);
+  }
+  EXPECT_EQ(words[4].index, 3);
+  EXPECT_EQ(words[4].offset_bytes, 40);
+  EXPECT_EQ(words[4].value, (uint64_t{2} << 32) | 1u);
+
+  // The same launch through a packed parameter buffer gives the same words.
+  uint8_t buffer[56] = {};
+  std::memcpy(buffer + 0, &p.n, 4);
+  std::memcpy(buffer + 8, &p.out, 8);
+  std::memcpy(buffer + 16, p.data, 24);
+  std::memcpy(buffer + 40, p.shape, 12);
+  LaunchArgs packed;
+  readParamWords(kLayout, nullptr, buffer, sizeof buffer, 64, packed);
+  ASSERT_EQ(packed.size(), words.size());
+  for (size_t i = 0; i < packed.size(); ++i) {
+    EXPECT_EQ(packed[i].value, words[i].value);
+    EXPECT_EQ(packed[i].offset_bytes, words[i].offset_bytes);
+  }
+}
+
+TEST(ReadParamWords, StopsAtTheWordLimitAndTheBufferEnd) {
+  Params p;
+  void* kernel_params[] = {&p.n, &p.out, &p.data, &p.shape};
+  LaunchArgs words;
+  readParamWords(kLayout, kernel_params, nullptr, 0, 2, words);
+  EXPECT_EQ(words.size(), 2u);
+  uint8_t buffer[32] = {};
+  LaunchArgs cut;
+  readParamWords(kLayout, nullptr, buffer, sizeof buffer, 64, cut);
+  EXPECT_EQ(cut.size(), 3u);  // out and data[0..1]: data[2] lies past the 32 bytes given
+}
+
+TEST(ArgSample, PointersInsideAStructParameterGetRolesItsOtherWordsNone) {
+  FakeMemory m;
+  const uint64_t out = m.add(0x200000, 256), in = m.add(0x300000, 512), other = m.add(0x400000, 64);
+  Params p;
+  void* kernel_params[] = {&p.n, &p.out, &p.data, &p.shape};
+  LaunchArgs words;
+  readParamWords(kLayout, kernel_params, nullptr, 0, 64, words);
+  const auto roles = measure(m, words, [&] { m.at(in + 0x100 + 3) ^= 1; });  // writes through data[1]
+  ASSERT_EQ(roles.size(), 4u) << "shape's word is no pointer and gets no row";
+  EXPECT_EQ(roles[0].role, ArgRole::kRead);   // out
+  EXPECT_EQ(roles[1].role, ArgRole::kRead);   // data[0]: its span ends where data[1] starts
+  EXPECT_EQ(roles[1].sampled_bytes, 0x100);
+  EXPECT_EQ(roles[2].role, ArgRole::kWrite);  // data[1]
+  EXPECT_EQ(roles[2].offset_bytes, 24);
+  EXPECT_EQ(roles[3].role, ArgRole::kRead);   // data[2]
+  (void)out;
+  (void)other;
 }
 
 TEST(PlanWindows, ShortSpanIsReadWhole) {

@@ -34,6 +34,14 @@ __global__ void attentionLike(const float* q, const float* k, const float* v, fl
   for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) o[i] = q[i] + k[i] * v[i];
 }
 
+struct Pointers {  // as PyTorch passes its elementwise kernels' tensors: inside one parameter
+  const float* in;
+  float* out;
+};
+__global__ void structArgs(int n, Pointers p) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) p.out[i] = p.in[i] + 1.0f;
+}
+
 int g_failures = 0;
 void check(bool ok, const std::string& what) {
   std::printf("%s  %s\n", ok ? "ok  " : "FAIL", what.c_str());
@@ -148,6 +156,29 @@ int main() {
     check(rolesAre(o, {ArgRole::kRead, ArgRole::kRead, ArgRole::kRead, ArgRole::kWrite, ArgRole::kNotPointer}),
           "views into one allocation: q, k, v read, o write:" + rolesText(o));
     cudaFree(qkvo);
+  }
+  // Pointers inside a struct parameter, found through the function's parameter layout.
+  {
+    cudaFunction_t f = nullptr;
+    cudaGetFuncBySymbol(&f, reinterpret_cast<const void*>(&structArgs));
+    std::vector<fprof::collector::ParamLayout> layout;
+    for (size_t i = 0;; ++i) {
+      size_t offset = 0, bytes = 0;
+      if (cuFuncGetParamInfo(reinterpret_cast<CUfunction>(f), i, &offset, &bytes) != CUDA_SUCCESS) break;
+      layout.push_back({static_cast<int32_t>(i), static_cast<int32_t>(offset), static_cast<int32_t>(bytes)});
+    }
+    check(layout.size() == 2 && layout[1].size_bytes == 16, "cuFuncGetParamInfo: int n, then a 16-byte struct");
+    int count = 1 << 20;
+    Pointers ptrs{x, y};
+    void* params[] = {&count, &ptrs};
+    LaunchArgs words;
+    fprof::collector::readParamWords(layout, params, nullptr, 0, 64, words);
+    const ProbeOutcome o = probe(p, reinterpret_cast<const void*>(f), stream, words, [&] {
+      cuLaunchKernel(reinterpret_cast<CUfunction>(f), 64, 1, 1, 256, 1, 1, 0, reinterpret_cast<CUstream>(stream), params,
+                     nullptr);
+    });
+    check(rolesAre(o, {ArgRole::kRead, ArgRole::kWrite}) && o.roles[0].arg_index == 1 && o.roles[1].offset_bytes == 16,
+          "struct parameter: in read, out write, at parameter 1:" + rolesText(o));
   }
   // A capturing stream is left alone and the function stays wanted.
   {
