@@ -207,11 +207,13 @@ void ArgRoleProbe::settle(const void* key, FunctionState state) {
   functions_[key].state = state;
 }
 
-void ArgRoleProbe::retryLater(const void* key) {
+bool ArgRoleProbe::retryLater(const void* key) {
   std::lock_guard lock(mu_);
   FunctionEntry& e = functions_[key];
   e.state = e.attempts >= limits_.max_attempts_per_function ? FunctionState::kGivenUp : FunctionState::kOpen;
-  if (e.state == FunctionState::kGivenUp) given_up_.fetch_add(1, std::memory_order_relaxed);
+  if (e.state != FunctionState::kGivenUp) return false;
+  given_up_.fetch_add(1, std::memory_order_relaxed);
+  return true;
 }
 
 ProbeOutcome ArgRoleProbe::giveUp(const void* key, uint32_t correlation_id, std::string reason) {
@@ -229,12 +231,12 @@ std::optional<ProbeState> ArgRoleProbe::before(const ProbeLaunch& launch, ProbeO
   if (disabled_.load(std::memory_order_relaxed) || launch.args == nullptr || !claim(launch.function_key)) {
     return std::nullopt;
   }
-  // Kernels that wait for other kernels or other processes: draining their stream could hang.
   auto stop = [&](std::string reason) {
     ProbeOutcome o = giveUp(launch.function_key, launch.correlation_id, std::move(reason));
     if (gave_up != nullptr) *gave_up = std::move(o);
     return std::nullopt;
   };
+  // Kernels that wait for other kernels or other processes: draining their stream could hang.
   if (launch.symbol_name != nullptr && std::strstr(launch.symbol_name, "nccl") != nullptr) {
     return stop("NCCL kernels wait on other ranks: their stream is never drained");
   }
@@ -242,16 +244,22 @@ std::optional<ProbeState> ArgRoleProbe::before(const ProbeLaunch& launch, ProbeO
   const auto start = std::chrono::steady_clock::now();
   OwnCalls own;
   std::string why;
-  if (!own.ok() || streamCapturing(launch.stream, why)) {
-    retryLater(launch.function_key);
+  // Not now, perhaps on a later launch; after the last attempt the function is given up.
+  auto later = [&](const std::string& reason) {
+    if (retryLater(launch.function_key) && gave_up != nullptr) {
+      gave_up->function_key = launch.function_key;
+      gave_up->correlation_id = launch.correlation_id;
+      gave_up->reason = "not measured in " + std::to_string(limits_.max_attempts_per_function) +
+                        " launches; the last: " + reason;
+      gave_up->final_for_function = true;
+    }
     return std::nullopt;
-  }
+  };
+  if (!own.ok()) return later("the stream capture mode could not be exchanged");
+  if (streamCapturing(launch.stream, why)) return later(why);
   DriverMemory memory(launch.stream);
   std::optional<ArgSample> sample = ArgSample::plan(memory, *launch.args, policy_, why);
-  if (!sample) {
-    retryLater(launch.function_key);  // no device pointer in this launch: perhaps in a later one
-    return std::nullopt;
-  }
+  if (!sample) return later(why);  // no device pointer in this launch: perhaps in a later one
   std::string error;
   switch (drainStream(launch.stream, limits_.stream_wait, error)) {
     case Drain::kIdle:
@@ -275,8 +283,8 @@ std::optional<ProbeState> ArgRoleProbe::before(const ProbeLaunch& launch, ProbeO
 
 ProbeOutcome ArgRoleProbe::after(ProbeState&& state, CUresult launch_result) {
   if (launch_result != CUDA_SUCCESS) {
-    retryLater(state.function_key);
     ProbeOutcome o;
+    o.final_for_function = retryLater(state.function_key);
     o.function_key = state.function_key;
     o.correlation_id = state.correlation_id;
     o.reason = "the launch failed (" + resultText(launch_result) + "), so nothing ran to measure";

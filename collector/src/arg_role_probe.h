@@ -101,7 +101,7 @@ class ArgRoleProbe {
   };
   bool claim(const void* key);
   void settle(const void* key, FunctionState state);
-  void retryLater(const void* key);
+  bool retryLater(const void* key);  // true: that was the last attempt, the function is given up
   ProbeOutcome giveUp(const void* key, uint32_t correlation_id, std::string reason);
 
   SamplePolicy policy_;
