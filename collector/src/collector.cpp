@@ -7,7 +7,6 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <generated_nvtx_meta.h>
@@ -35,28 +34,14 @@
 #include "device_query.h"
 #include "fprof/core/store.h"
 #include "function_cache.h"
-#include "launch_info.h"
 #include "log.h"
 #include "metrics_collector.h"
 #include "metrics_config.h"
-#include "nvtx_tracker.h"
+#include "trace_recorder.h"
 #include "translate.h"
 
 namespace fprof::collector {
 namespace {
-
-struct ThreadState {
-  int depth = 0;
-  bool pushed = false;
-  LaunchInfo current;
-  NvtxThreadStack nvtx;
-  uint32_t tid = static_cast<uint32_t>(syscall(SYS_gettid));
-};
-
-ThreadState& threadState() {
-  thread_local ThreadState state;
-  return state;
-}
 
 struct RawBuffer {
   uint8_t* data = nullptr;
@@ -89,10 +74,9 @@ class Collector {
   void handleNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData* data);
   void handleContextCreated(const CUpti_ResourceData* data);
   void handleTeardown();
-  void pushLaunch(ThreadState& t);
   void addEvent(const char* severity, const std::string& message);
   void recordCuptiLibraries();
-  std::string eventMessage(const nvtxEventAttributes_t* attributes, std::optional<uint64_t>& payload);
+  NvtxText eventMessage(const nvtxEventAttributes_t* attributes, std::optional<uint64_t>& payload, char (&text)[512]);
 
   void writerLoop();
   void drain();
@@ -105,14 +89,13 @@ class Collector {
   uint32_t process_id_ = 0;
   std::string path_;
 
-  NvtxTracker nvtx_;
+  std::unique_ptr<TraceRecorder> recorder_;  // launch and NVTX bookkeeping (created by initialize)
   FunctionCache functions_;
   MetricsCollector metrics_;  // off unless FPROF_MODE=metrics
   Translator translator_;  // writer thread only
 
   std::mutex pending_mu_;
   std::vector<RawBuffer> buffers_;
-  std::vector<LaunchInfo> launches_;
   std::vector<core::DeviceInfo> devices_;
   std::vector<core::CollectorEventRecord> events_;
   std::vector<std::pair<std::string, std::string>> metadata_;
@@ -143,6 +126,16 @@ bool claimPath(const std::string& path) {
   if (fd < 0) return false;
   ::close(fd);
   return true;
+}
+
+// A wide NVTX message in the locale's multibyte encoding, in `text` (truncated to its size).
+std::string_view wideText(const wchar_t* w, char (&text)[512]) {
+  if (w == nullptr) return {};
+  std::mbstate_t state{};
+  const size_t n = std::wcsrtombs(text, &w, sizeof text - 1, &state);
+  if (n == static_cast<size_t>(-1)) return "<non-convertible unicode message>";
+  text[n] = '\0';
+  return std::string_view(text, n);
 }
 
 int64_t unixNowNs() {
@@ -202,6 +195,9 @@ bool Collector::initialize() {
   const bool metrics = metrics_.configure(
       readMetricsConfig([](const char* name) { return static_cast<const char*>(std::getenv(name)); }));
   if (metrics) translator_.setUnmatchedLaunchGenerations(Translator::kUnmatchedLaunchGenerationsReplay);
+  TraceRecorder::Options recorder_options;
+  recorder_options.paths_on_threads = metrics;  // launches are selected by NVTX path as they are made
+  recorder_ = std::make_unique<TraceRecorder>(recorder_options);
   if (!openDatabase()) {
     writer_.reset();
     return false;
@@ -356,93 +352,72 @@ void Collector::onCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, c
   }
 }
 
-void Collector::pushLaunch(ThreadState& t) {
-  std::lock_guard lock(pending_mu_);
-  launches_.push_back(std::move(t.current));
-  t.pushed = true;
-}
-
 void Collector::handleLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
-  ThreadState& t = threadState();
-  if (cb->callbackSite == CUPTI_API_ENTER) {
-    if (t.depth == 0) {
-      t.current = LaunchInfo{};
-      t.current.correlation_id = cb->correlationId;
-      t.current.launch_api = CuptiActivityApi::launchApiName(domain, cbid);
-      const NvtxSnapshot snap = nvtx_.snapshot(t.nvtx);
-      t.current.nvtx_key = snap.innermost_key;
-      t.current.nvtx_path = snap.path;
-      t.current.thread_id = t.tid;
-      t.current.graph_launch = CuptiActivityApi::isGraphLaunch(domain, cbid);
-      t.pushed = false;
-    } else if (t.current.nested_correlation_id == 0 && cb->correlationId != t.current.correlation_id) {
-      t.current.nested_correlation_id = cb->correlationId;
-    }
-    // The driver callback is the last stop before the launch is submitted, so the launch is
-    // queued for the writer before its kernel can complete and its record arrive.
-    if (domain == CUPTI_CB_DOMAIN_DRIVER_API && !t.pushed) {
-      CUfunction f = nullptr;
-      void** params = nullptr;
-      void** extra = nullptr;
-      bool cooperative = false;
-      switch (cbid) {
-        case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
-        case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
-          const auto* p = static_cast<const cuLaunchKernel_params*>(cb->functionParams);
-          f = p->f;
-          params = p->kernelParams;
-          extra = p->extra;
-          break;
-        }
-        case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
-        case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
-          const auto* p = static_cast<const cuLaunchKernelEx_params*>(cb->functionParams);
-          f = p->f;
-          params = p->kernelParams;
-          extra = p->extra;
-          for (unsigned i = 0; p->config != nullptr && i < p->config->numAttrs; ++i) {
-            const CUlaunchAttribute& a = p->config->attrs[i];
-            cooperative = cooperative || (a.id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE && a.value.cooperative != 0);
-          }
-          break;
-        }
-        case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
-        case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz: {
-          const auto* p = static_cast<const cuLaunchCooperativeKernel_params*>(cb->functionParams);
-          f = p->f;
-          params = p->kernelParams;
-          cooperative = true;
-          break;
-        }
-        default:
-          break;  // graph launches: the kernels' parameters live in the graph's nodes
-      }
-      if (f != nullptr) {
-        const FunctionInfo& info = functions_.lookup(f);
-        t.current.local_bytes_per_thread = info.local_bytes_per_thread;
-        FunctionCache::readArgs(info, params, extra, t.current.args);
-      }
-      if (metrics_.enabled()) {
-        LaunchRequest request;
-        request.context = cb->context;
-        request.correlation_id = t.current.correlation_id;
-        request.nested_correlation_id = t.current.nested_correlation_id;
-        request.symbol_name = cb->symbolName;
-        request.nvtx_path = t.current.nvtx_path;
-        request.graph_launch = t.current.graph_launch;
-        request.cooperative = cooperative;
-        metrics_.beforeLaunch(request);
-      }
-      pushLaunch(t);
-    }
-    ++t.depth;
+  if (cb->callbackSite != CUPTI_API_ENTER) {
+    recorder_->exitLaunch();
     return;
   }
-  if (t.depth > 0) --t.depth;
-  if (t.depth == 0 && !t.pushed) pushLaunch(t);
+  LaunchCall call;
+  call.correlation_id = cb->correlationId;
+  call.launch_api = CuptiActivityApi::launchApiName(domain, cbid);
+  call.driver = domain == CUPTI_CB_DOMAIN_DRIVER_API;
+  call.graph_launch = CuptiActivityApi::isGraphLaunch(domain, cbid);
+  // The driver callback is the last stop before the launch is submitted, so the launch is
+  // queued for the writer before its kernel can complete and its record arrive.
+  const OpenLaunch* open = recorder_->enterLaunch(call);
+  if (open == nullptr) return;
+  CUfunction f = nullptr;
+  void** params = nullptr;
+  void** extra = nullptr;
+  bool cooperative = false;
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
+      const auto* p = static_cast<const cuLaunchKernel_params*>(cb->functionParams);
+      f = p->f;
+      params = p->kernelParams;
+      extra = p->extra;
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
+      const auto* p = static_cast<const cuLaunchKernelEx_params*>(cb->functionParams);
+      f = p->f;
+      params = p->kernelParams;
+      extra = p->extra;
+      for (unsigned i = 0; p->config != nullptr && i < p->config->numAttrs; ++i) {
+        const CUlaunchAttribute& a = p->config->attrs[i];
+        cooperative = cooperative || (a.id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE && a.value.cooperative != 0);
+      }
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz: {
+      const auto* p = static_cast<const cuLaunchCooperativeKernel_params*>(cb->functionParams);
+      f = p->f;
+      params = p->kernelParams;
+      cooperative = true;
+      break;
+    }
+    default:
+      break;  // graph launches: the kernels' parameters live in the graph's nodes
+  }
+  const FunctionInfo* info = f != nullptr ? &functions_.lookup(f) : nullptr;
+  if (metrics_.enabled()) {
+    LaunchRequest request;
+    request.context = cb->context;
+    request.correlation_id = open->correlation_id;
+    request.nested_correlation_id = open->nested_correlation_id;
+    request.symbol_name = cb->symbolName;
+    request.nvtx_path = recorder_->openLaunchNvtxPath();
+    request.graph_launch = open->graph_launch;
+    request.cooperative = cooperative;
+    metrics_.beforeLaunch(request);
+  }
+  recorder_->submitLaunch(info, params, extra);
 }
 
-std::string Collector::eventMessage(const nvtxEventAttributes_t* a, std::optional<uint64_t>& payload) {
+NvtxText Collector::eventMessage(const nvtxEventAttributes_t* a, std::optional<uint64_t>& payload, char (&text)[512]) {
   if (a == nullptr) return {};
   switch (a->payloadType) {
     case NVTX_PAYLOAD_TYPE_UNSIGNED_INT64: payload = a->payload.ullValue; break;
@@ -453,104 +428,87 @@ std::string Collector::eventMessage(const nvtxEventAttributes_t* a, std::optiona
   }
   switch (a->messageType) {
     case NVTX_MESSAGE_TYPE_ASCII:
-      return a->message.ascii != nullptr ? a->message.ascii : "";
-    case NVTX_MESSAGE_TYPE_UNICODE: {
-      if (a->message.unicode == nullptr) return {};
-      std::mbstate_t state{};
-      const wchar_t* src = a->message.unicode;
-      char text[512];
-      const size_t n = std::wcsrtombs(text, &src, sizeof text - 1, &state);
-      if (n == static_cast<size_t>(-1)) return "<non-convertible unicode message>";
-      text[n] = '\0';
-      return text;
-    }
+      return NvtxText{a->message.ascii != nullptr ? std::string_view(a->message.ascii) : std::string_view()};
+    case NVTX_MESSAGE_TYPE_UNICODE:
+      return NvtxText{wideText(a->message.unicode, text)};
     case NVTX_MESSAGE_TYPE_REGISTERED:
-      return nvtx_.registeredString(a->message.registered);
+      return NvtxText{{}, a->message.registered};
     default:
       return {};
   }
 }
 
 void Collector::handleNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData* data) {
-  ThreadState& t = threadState();
   const void* params = data->functionParams;
   std::optional<uint64_t> payload;
-  auto wide = [](const wchar_t* w) -> std::string {
-    if (w == nullptr) return {};
-    std::mbstate_t state{};
-    char text[512];
-    const size_t n = std::wcsrtombs(text, &w, sizeof text - 1, &state);
-    if (n == static_cast<size_t>(-1)) return "<non-convertible unicode message>";
-    text[n] = '\0';
-    return text;
-  };
+  char text[512];
+  auto ascii = [](const char* m) { return NvtxText{m != nullptr ? std::string_view(m) : std::string_view()}; };
   auto rangeId = [data]() -> uint64_t {
     return data->functionReturnValue != nullptr ? *static_cast<const nvtxRangeId_t*>(data->functionReturnValue) : 0;
   };
+  TraceRecorder& r = *recorder_;
   switch (cbid) {
-    case CUPTI_CBID_NVTX_nvtxRangePushA: {
-      const char* m = static_cast<const nvtxRangePushA_params*>(params)->message;
-      nvtx_.push(t.nvtx, nullptr, m != nullptr ? m : "", std::nullopt, t.tid, CuptiActivityApi::timestampNs());
+    case CUPTI_CBID_NVTX_nvtxRangePushA:
+      r.pushRange(nullptr, ascii(static_cast<const nvtxRangePushA_params*>(params)->message), std::nullopt,
+                  CuptiActivityApi::timestampNs());
       break;
-    }
     case CUPTI_CBID_NVTX_nvtxRangePushW:
-      nvtx_.push(t.nvtx, nullptr, wide(static_cast<const nvtxRangePushW_params*>(params)->message), std::nullopt,
-                 t.tid, CuptiActivityApi::timestampNs());
+      r.pushRange(nullptr, NvtxText{wideText(static_cast<const nvtxRangePushW_params*>(params)->message, text)},
+                  std::nullopt, CuptiActivityApi::timestampNs());
       break;
     case CUPTI_CBID_NVTX_nvtxRangePushEx: {
-      std::string m = eventMessage(static_cast<const nvtxRangePushEx_params*>(params)->eventAttrib, payload);
-      nvtx_.push(t.nvtx, nullptr, m, payload, t.tid, CuptiActivityApi::timestampNs());
+      const NvtxText m = eventMessage(static_cast<const nvtxRangePushEx_params*>(params)->eventAttrib, payload, text);
+      r.pushRange(nullptr, m, payload, CuptiActivityApi::timestampNs());
       break;
     }
     case CUPTI_CBID_NVTX_nvtxDomainRangePushEx: {
       const auto* p = static_cast<const nvtxDomainRangePushEx_params*>(params);
-      std::string m = eventMessage(p->core.eventAttrib, payload);
-      nvtx_.push(t.nvtx, p->domain, m, payload, t.tid, CuptiActivityApi::timestampNs());
+      const NvtxText m = eventMessage(p->core.eventAttrib, payload, text);
+      r.pushRange(p->domain, m, payload, CuptiActivityApi::timestampNs());
       break;
     }
     case CUPTI_CBID_NVTX_nvtxRangePop:
-      nvtx_.pop(t.nvtx, nullptr, CuptiActivityApi::timestampNs());
+      r.popRange(nullptr, CuptiActivityApi::timestampNs());
       break;
     case CUPTI_CBID_NVTX_nvtxDomainRangePop:
-      nvtx_.pop(t.nvtx, static_cast<const nvtxDomainRangePop_params*>(params)->domain, CuptiActivityApi::timestampNs());
+      r.popRange(static_cast<const nvtxDomainRangePop_params*>(params)->domain, CuptiActivityApi::timestampNs());
       break;
-    case CUPTI_CBID_NVTX_nvtxRangeStartA: {
-      const char* m = static_cast<const nvtxRangeStartA_params*>(params)->message;
-      nvtx_.start(rangeId(), nullptr, m != nullptr ? m : "", std::nullopt, t.tid, CuptiActivityApi::timestampNs());
+    case CUPTI_CBID_NVTX_nvtxRangeStartA:
+      r.startRange(rangeId(), nullptr, ascii(static_cast<const nvtxRangeStartA_params*>(params)->message),
+                   std::nullopt, CuptiActivityApi::timestampNs());
       break;
-    }
     case CUPTI_CBID_NVTX_nvtxRangeStartW:
-      nvtx_.start(rangeId(), nullptr, wide(static_cast<const nvtxRangeStartW_params*>(params)->message), std::nullopt,
-                  t.tid, CuptiActivityApi::timestampNs());
+      r.startRange(rangeId(), nullptr, NvtxText{wideText(static_cast<const nvtxRangeStartW_params*>(params)->message, text)},
+                   std::nullopt, CuptiActivityApi::timestampNs());
       break;
     case CUPTI_CBID_NVTX_nvtxRangeStartEx: {
-      std::string m = eventMessage(static_cast<const nvtxRangeStartEx_params*>(params)->eventAttrib, payload);
-      nvtx_.start(rangeId(), nullptr, m, payload, t.tid, CuptiActivityApi::timestampNs());
+      const NvtxText m = eventMessage(static_cast<const nvtxRangeStartEx_params*>(params)->eventAttrib, payload, text);
+      r.startRange(rangeId(), nullptr, m, payload, CuptiActivityApi::timestampNs());
       break;
     }
     case CUPTI_CBID_NVTX_nvtxDomainRangeStartEx: {
       const auto* p = static_cast<const nvtxDomainRangeStartEx_params*>(params);
-      std::string m = eventMessage(p->core.eventAttrib, payload);
-      nvtx_.start(rangeId(), p->domain, m, payload, t.tid, CuptiActivityApi::timestampNs());
+      const NvtxText m = eventMessage(p->core.eventAttrib, payload, text);
+      r.startRange(rangeId(), p->domain, m, payload, CuptiActivityApi::timestampNs());
       break;
     }
     case CUPTI_CBID_NVTX_nvtxRangeEnd:
-      nvtx_.end(static_cast<const nvtxRangeEnd_params*>(params)->id, CuptiActivityApi::timestampNs());
+      r.endRange(static_cast<const nvtxRangeEnd_params*>(params)->id, CuptiActivityApi::timestampNs());
       break;
     case CUPTI_CBID_NVTX_nvtxDomainRangeEnd:
-      nvtx_.end(static_cast<const nvtxDomainRangeEnd_params*>(params)->core.id, CuptiActivityApi::timestampNs());
+      r.endRange(static_cast<const nvtxDomainRangeEnd_params*>(params)->core.id, CuptiActivityApi::timestampNs());
       break;
     case CUPTI_CBID_NVTX_nvtxDomainCreateA:
       if (data->functionReturnValue != nullptr) {
         const char* name = static_cast<const nvtxDomainCreateA_params*>(params)->name;
-        nvtx_.registerDomain(*static_cast<const nvtxDomainHandle_t*>(data->functionReturnValue),
-                             name != nullptr ? name : "");
+        r.registerDomain(*static_cast<const nvtxDomainHandle_t*>(data->functionReturnValue),
+                         name != nullptr ? name : "");
       }
       break;
     case CUPTI_CBID_NVTX_nvtxDomainRegisterStringA:
       if (data->functionReturnValue != nullptr) {
         const char* s = static_cast<const nvtxDomainRegisterStringA_params*>(params)->string;
-        nvtx_.registerString(*static_cast<const nvtxStringHandle_t*>(data->functionReturnValue), s != nullptr ? s : "");
+        r.registerString(*static_cast<const nvtxStringHandle_t*>(data->functionReturnValue), s != nullptr ? s : "");
       }
       break;
     default:
@@ -632,7 +590,6 @@ void Collector::writerLoop() {
 void Collector::drain() {
   if (!writer_) return;
   std::vector<RawBuffer> buffers;
-  std::vector<LaunchInfo> launches;
   std::vector<core::DeviceInfo> devices;
   std::vector<core::CollectorEventRecord> events;
   std::vector<std::pair<std::string, std::string>> metadata;
@@ -640,12 +597,9 @@ void Collector::drain() {
     // Buffers first: every launch of a kernel in these buffers was queued before them.
     std::lock_guard lock(pending_mu_);
     buffers.swap(buffers_);
-    launches.swap(launches_);
     devices.swap(devices_);
     events.swap(events_);
     metadata.swap(metadata_);
-    // Grow the next period's queue here, on the writer thread, not launch by launch.
-    launches_.reserve(launches.size());
   }
   for (const auto& [key, value] : metadata) {
     if (core::Status s = writer_->setMetadata(key, value); !s) logWarning("%s", s.error().c_str());
@@ -655,7 +609,8 @@ void Collector::drain() {
     translator_.addDevice(d);
     if (core::Status s = writer_->addDevice(d); !s) logWarning("%s", s.error().c_str());
   }
-  for (LaunchInfo& l : launches) translator_.addLaunch(std::move(l));
+  std::vector<core::NvtxRangeRecord> ranges;
+  recorder_->collect(translator_, ranges);
   TranslatedBatch batch;
   CuptiActivityApi& api = CuptiActivityApi::instance();
   for (const RawBuffer& b : buffers) {
@@ -665,12 +620,8 @@ void Collector::drain() {
     }
     api.releaseBuffer(b.data);
   }
-  for (core::KernelRecord& r : batch.kernels) writer_->add(r);
-  for (core::KernelArgRecord& r : batch.kernel_args) writer_->add(r);
-  for (core::MemcpyRecord& r : batch.memcpys) writer_->add(r);
-  for (core::MemsetRecord& r : batch.memsets) writer_->add(r);
-  for (core::MemoryEventRecord& r : batch.memory_events) writer_->add(r);
-  for (core::NvtxRangeRecord& r : nvtx_.takeRecords()) {
+  addToStore(*writer_, batch);
+  for (core::NvtxRangeRecord& r : ranges) {
     r.process_id = process_id_;
     writer_->add(r);
   }
@@ -738,7 +689,7 @@ void Collector::finish() {
         process_id_, unixNowNs(), "warning",
         std::to_string(unmatched) + " profiled launches had counters but no kernel record; their counters are lost"});
   }
-  if (const uint64_t pops = nvtx_.unmatchedPops(); pops > 0) {
+  if (const uint64_t pops = recorder_->unmatchedPops(); pops > 0) {
     writer_->add(core::CollectorEventRecord{process_id_, unixNowNs(), "warning",
                                             std::to_string(pops) + " NVTX pops had no matching push"});
   }

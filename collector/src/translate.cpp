@@ -53,6 +53,14 @@ const char* memoryKindName(uint32_t kind) {
   }
 }
 
+void addToStore(core::Writer& writer, const TranslatedBatch& batch) {
+  for (const core::KernelRecord& r : batch.kernels) writer.add(r);
+  for (const core::KernelArgRecord& r : batch.kernel_args) writer.add(r);
+  for (const core::MemcpyRecord& r : batch.memcpys) writer.add(r);
+  for (const core::MemsetRecord& r : batch.memsets) writer.add(r);
+  for (const core::MemoryEventRecord& r : batch.memory_events) writer.add(r);
+}
+
 void Translator::addLaunch(LaunchInfo launch) {
   const uint32_t id = launch.correlation_id;
   if (launch.nested_correlation_id != 0) nested_to_outer_[launch.nested_correlation_id] = id;

@@ -13,6 +13,7 @@
 #include <cupti_activity.h>
 
 #include "fprof/core/model.h"
+#include "fprof/core/store.h"
 #include "launch_info.h"
 
 namespace fprof::collector {
@@ -91,6 +92,9 @@ class Translator {
   int unmatched_generations_ = kUnmatchedLaunchGenerations;
   TranslatorStats stats_;
 };
+
+// Hands one period's translated records to the store, in the order Collector::drain always used.
+void addToStore(core::Writer& writer, const TranslatedBatch& batch);
 
 // Names CUPTI enums the way the store spells them.
 const char* memcpyKindName(uint32_t kind);
