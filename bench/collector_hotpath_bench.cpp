@@ -80,7 +80,7 @@ struct Function {
   std::vector<uint64_t> values;   // the 8-byte arguments' values
   std::vector<void*> params;      // kernelParams: one pointer per parameter
   std::vector<uint8_t> buffer;    // the CU_LAUNCH_PARAM_BUFFER_POINTER form
-  size_t buffer_bytes = 0;
+  std::unique_ptr<size_t> buffer_bytes;  // on the heap: `extra` points at it and Functions move
   std::vector<void*> extra;
   enum Kind : uint8_t { kRuntime, kDriverOnly, kGraph, kParamBuffer } kind = kRuntime;
   uint32_t graph_nodes = 0;
@@ -142,8 +142,8 @@ class PlanBuilder {
       for (const FunctionInfo::Param& prm : f.info.eight_byte_params) {
         std::memcpy(f.buffer.data() + prm.offset_bytes, &f.values[static_cast<size_t>(prm.index)], 8);
       }
-      f.buffer_bytes = f.buffer.size();
-      f.extra = {CU_LAUNCH_PARAM_BUFFER_POINTER, f.buffer.data(), CU_LAUNCH_PARAM_BUFFER_SIZE, &f.buffer_bytes,
+      f.buffer_bytes = std::make_unique<size_t>(f.buffer.size());
+      f.extra = {CU_LAUNCH_PARAM_BUFFER_POINTER, f.buffer.data(), CU_LAUNCH_PARAM_BUFFER_SIZE, f.buffer_bytes.get(),
                  CU_LAUNCH_PARAM_END};
     }
     if (kind == Function::kGraph) f.graph_nodes = 3;

@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <chrono>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <cwchar>
@@ -37,6 +38,7 @@
 #include "log.h"
 #include "metrics_collector.h"
 #include "metrics_config.h"
+#include "self_timing.h"
 #include "trace_recorder.h"
 #include "translate.h"
 
@@ -76,11 +78,14 @@ class Collector {
   void handleTeardown();
   void addEvent(const char* severity, const std::string& message);
   void recordCuptiLibraries();
+  void recordCollectorSettings();
+  const FunctionInfo& functionInfo(CUfunction f);
   NvtxText eventMessage(const nvtxEventAttributes_t* attributes, std::optional<uint64_t>& payload, char (&text)[512]);
 
   void writerLoop();
+  void flushCupti(bool forced);
   void drain();
-  void finish();
+  void finish(int64_t last_start_ns = 0);
   void wake(char code);
 
   CollectorConfig config_;
@@ -93,6 +98,7 @@ class Collector {
   FunctionCache functions_;
   MetricsCollector metrics_;  // off unless FPROF_MODE=metrics
   Translator translator_;  // writer thread only
+  SelfTimingTotals self_timing_;  // writer thread only
 
   std::mutex pending_mu_;
   std::vector<RawBuffer> buffers_;
@@ -136,6 +142,19 @@ std::string_view wideText(const wchar_t* w, char (&text)[512]) {
   if (n == static_cast<size_t>(-1)) return "<non-convertible unicode message>";
   text[n] = '\0';
   return std::string_view(text, n);
+}
+
+std::string prefixLines(const std::string& text, const char* prefix) {
+  std::string out;
+  size_t at = 0;
+  while (at < text.size()) {
+    const size_t end = text.find('\n', at);
+    out += prefix;
+    out += text.substr(at, end == std::string::npos ? std::string::npos : end + 1 - at);
+    if (end == std::string::npos) out += '\n';
+    at = end == std::string::npos ? text.size() : end + 1;
+  }
+  return out;
 }
 
 int64_t unixNowNs() {
@@ -190,6 +209,7 @@ bool Collector::openDatabase() {
 bool Collector::initialize() {
   config_ = readConfig([](const char* name) { return static_cast<const char*>(std::getenv(name)); });
   setQuiet(config_.quiet);
+  setSelfTimingEnabled(config_.self_timing);
   for (const std::string& w : config_.warnings) logWarning("%s", w.c_str());
   if (!config_.enabled) return false;
   const bool metrics = metrics_.configure(
@@ -217,9 +237,16 @@ bool Collector::initialize() {
   if (metrics && !api.enableMemoryOperationCallbacks()) {
     addEvent("warning", "memset/memcpy callbacks could not be enabled; counters of kernels next to them may be discarded");
   }
-  if (!api.enableCallbacks()) {
+  if (!api.enableCallbacks(config_.cupti.nvtx_callbacks)) {
     addEvent("warning", "some CUPTI callbacks could not be enabled; launch API, NVTX or arguments may be missing");
   }
+  api.setBufferBytes(config_.cupti.buffer_bytes);
+  CuptiActivityApi::Kinds kinds;
+  kinds.kernel = config_.cupti.kernel;
+  kinds.memcpy = config_.cupti.memcpy;
+  kinds.memset = config_.cupti.memset;
+  kinds.memory = config_.cupti.memory;
+  recordCollectorSettings();
   for (const std::string& w : api.enableActivities([this](uint8_t* data, size_t valid) {
          size_t queued = 0;
          {
@@ -229,11 +256,11 @@ bool Collector::initialize() {
          }
          // Full buffers are 8 MiB each: do not let many wait for the next period.
          if (queued >= 4) wake(kWakeFlush);
-       })) {
+       }, kinds)) {
     logWarning("%s", w.c_str());
     addEvent("warning", w);
   }
-  api.setFlushPeriod(config_.flush_interval_ms);
+  api.setFlushPeriod(config_.cupti.flush_period_ms.value_or(config_.flush_interval_ms));
 
   if (pipe2(wake_pipe_, O_CLOEXEC | O_NONBLOCK) != 0 || pipe2(done_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) {
     logWarning("pipe2 failed: %s; records are written only at exit", std::strerror(errno));
@@ -296,6 +323,30 @@ void Collector::recordCuptiLibraries() {
   }
 }
 
+// The FPROF_* switches that change what CUPTI does (measurement runs; docs/overhead.md), kept
+// with the data they shaped. Nothing is written when all are at their defaults.
+void Collector::recordCollectorSettings() {
+  const CuptiSettings& c = config_.cupti;
+  const CuptiSettings d;
+  std::string s;
+  auto add = [&s](const std::string& item) { s += (s.empty() ? "" : " ") + item; };
+  if (c.kernel != d.kernel || c.memcpy != d.memcpy || c.memset != d.memset || c.memory != d.memory) {
+    std::string kinds;
+    for (auto [on, name] : {std::pair{c.kernel, "kernel"}, {c.memcpy, "memcpy"}, {c.memset, "memset"}, {c.memory, "memory"}}) {
+      if (on) kinds += (kinds.empty() ? "" : ",") + std::string(name);
+    }
+    add("activity=" + (kinds.empty() ? std::string("none") : kinds));
+  }
+  if (!c.nvtx_callbacks) add("nvtx_callbacks=0");
+  if (!c.periodic_flush_all) add("cupti_flush_all=0");
+  if (c.flush_period_ms) add("cupti_flush_period_ms=" + std::to_string(*c.flush_period_ms));
+  if (c.buffer_bytes != d.buffer_bytes) add("buffer_mb=" + std::to_string(c.buffer_bytes >> 20));
+  if (config_.self_timing) add("self_timing=1");
+  if (s.empty()) return;
+  std::lock_guard lock(pending_mu_);
+  metadata_.emplace_back("collector_settings", s);
+}
+
 // On the thread of the new client's cuptiSubscribe call, before it runs (see
 // collector/preload/cupti_guard.cpp). What was collected so far is kept; later work is not seen.
 void Collector::yieldCupti(const char* client) {
@@ -352,7 +403,22 @@ void Collector::onCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, c
   }
 }
 
+// A small per-thread cache in front of FunctionCache, whose lookup takes a lock whenever the
+// function differs from the thread's last one (every launch of a model that alternates kernels).
+// FunctionCache never drops an entry, so the pointers stay valid.
+const FunctionInfo& Collector::functionInfo(CUfunction f) {
+  struct Slot {
+    CUfunction function = nullptr;
+    const FunctionInfo* info = nullptr;
+  };
+  thread_local Slot cache[64];
+  Slot& slot = cache[(reinterpret_cast<uintptr_t>(f) >> 4) % 64];
+  if (slot.function != f || slot.info == nullptr) slot = Slot{f, &functions_.lookup(f)};
+  return *slot.info;
+}
+
 void Collector::handleLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
+  ScopedAppTimer timer(selfTimingEnabled() ? recorder_->threadTimes() : nullptr, AppTimer::kLaunchCallback);
   if (cb->callbackSite != CUPTI_API_ENTER) {
     recorder_->exitLaunch();
     return;
@@ -402,7 +468,11 @@ void Collector::handleLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
     default:
       break;  // graph launches: the kernels' parameters live in the graph's nodes
   }
-  const FunctionInfo* info = f != nullptr ? &functions_.lookup(f) : nullptr;
+  const FunctionInfo* info = nullptr;
+  if (f != nullptr) {
+    ScopedAppTimer lookup_timer(selfTimingEnabled() ? recorder_->threadTimes() : nullptr, AppTimer::kFunctionLookup);
+    info = &functionInfo(f);
+  }
   if (metrics_.enabled()) {
     LaunchRequest request;
     request.context = cb->context;
@@ -439,6 +509,7 @@ NvtxText Collector::eventMessage(const nvtxEventAttributes_t* a, std::optional<u
 }
 
 void Collector::handleNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData* data) {
+  ScopedAppTimer timer(selfTimingEnabled() ? recorder_->threadTimes() : nullptr, AppTimer::kNvtxCallback);
   const void* params = data->functionParams;
   std::optional<uint64_t> payload;
   char text[512];
@@ -564,20 +635,22 @@ void Collector::writerLoop() {
         }
       }
     }
+    const bool last = strongest == kWakeSignalFinal || strongest == kWakeQuit;
+    const int64_t last_start_ns = last && selfTimingEnabled() ? selfTimingNowNs() : 0;
     if (strongest == kWakeSignalFlush || strongest == kWakeSignalFinal) {
-      CuptiActivityApi::instance().flushAll(true);
-    } else if (strongest != kWakeQuit) {
+      flushCupti(true);
+    } else if (strongest != kWakeQuit && config_.cupti.periodic_flush_all) {
       // CUPTI's own flush period delivers only full buffers; without this a SIGKILL would lose
       // every record of a partly filled buffer, not just the last period.
-      CuptiActivityApi::instance().flushAll(false);
+      flushCupti(false);
     }
     drain();
     if (strongest == kWakeSignalFlush) {
       char done = 'd';
       (void)!::write(done_pipe_[1], &done, 1);
     }
-    if (strongest == kWakeSignalFinal || strongest == kWakeQuit) {
-      finish();
+    if (last) {
+      finish(last_start_ns);
       if (strongest == kWakeSignalFinal) {
         char done = 'd';
         (void)!::write(done_pipe_[1], &done, 1);
@@ -587,8 +660,16 @@ void Collector::writerLoop() {
   }
 }
 
+void Collector::flushCupti(bool forced) {
+  const int64_t t0 = selfTimingEnabled() ? selfTimingNowNs() : 0;
+  CuptiActivityApi::instance().flushAll(forced);
+  if (t0 != 0) self_timing_.addWriter(WriterTimer::kCuptiFlush, selfTimingNowNs() - t0);
+}
+
 void Collector::drain() {
   if (!writer_) return;
+  const bool timing = selfTimingEnabled();
+  auto now = [timing] { return timing ? selfTimingNowNs() : 0; };
   std::vector<RawBuffer> buffers;
   std::vector<core::DeviceInfo> devices;
   std::vector<core::CollectorEventRecord> events;
@@ -609,8 +690,11 @@ void Collector::drain() {
     translator_.addDevice(d);
     if (core::Status s = writer_->addDevice(d); !s) logWarning("%s", s.error().c_str());
   }
+  int64_t t0 = now();
   std::vector<core::NvtxRangeRecord> ranges;
   recorder_->collect(translator_, ranges);
+  int64_t t1 = now();
+  if (timing) self_timing_.addWriter(WriterTimer::kCollect, t1 - t0);
   TranslatedBatch batch;
   CuptiActivityApi& api = CuptiActivityApi::instance();
   for (const RawBuffer& b : buffers) {
@@ -619,6 +703,11 @@ void Collector::drain() {
       translator_.translate(*r, batch);
     }
     api.releaseBuffer(b.data);
+  }
+  if (timing) {
+    self_timing_.max_pending_launches = std::max<uint64_t>(self_timing_.max_pending_launches, translator_.pendingLaunches());
+    t0 = now();
+    self_timing_.addWriter(WriterTimer::kTranslate, t0 - t1);
   }
   addToStore(*writer_, batch);
   for (core::NvtxRangeRecord& r : ranges) {
@@ -651,10 +740,15 @@ void Collector::drain() {
     static std::atomic<int> budget{3};
     if (budget.fetch_sub(1) > 0) logWarning("writing %s failed: %s", path_.c_str(), s.error().c_str());
   }
+  if (timing) {
+    t1 = now();
+    self_timing_.addWriter(WriterTimer::kStore, t1 - t0);
+  }
   translator_.endGeneration();
+  if (timing) self_timing_.addWriter(WriterTimer::kTranslate, now() - t1);
 }
 
-void Collector::finish() {
+void Collector::finish(int64_t last_start_ns) {
   if (!writer_) return;
   const TranslatorStats& stats = translator_.stats();
   if (stats.unmatched_kernels > 0) {
@@ -693,10 +787,28 @@ void Collector::finish() {
     writer_->add(core::CollectorEventRecord{process_id_, unixNowNs(), "warning",
                                             std::to_string(pops) + " NVTX pops had no matching push"});
   }
+  SelfTimingTotals timing;
+  if (selfTimingEnabled()) {
+    // Stored before closing: the close itself (indexes, WAL checkpoint) is only printed.
+    timing = self_timing_;
+    recorder_->addTotals(timing);
+    if (last_start_ns != 0) timing.addWriter(WriterTimer::kFinalWrite, selfTimingNowNs() - last_start_ns);
+    if (core::Status s = writer_->setMetadata("self_timing", selfTimingJson(timing)); !s) {
+      logWarning("%s", s.error().c_str());
+    }
+  }
+  const int64_t close_start_ns = selfTimingEnabled() ? selfTimingNowNs() : 0;
   if (core::Status s = writer_->close(); !s) {
     logWarning("closing %s failed: %s", path_.c_str(), s.error().c_str());
   } else {
     logInfo("wrote %s", path_.c_str());
+  }
+  if (selfTimingEnabled()) {
+    // Printed whatever FPROF_QUIET says: it was asked for.
+    const std::string text = selfTimingText(timing);
+    std::fprintf(stderr, "%s", prefixLines(text, "[fprof] ").c_str());
+    std::fprintf(stderr, "[fprof] self-timing: closing the database (indexes, WAL checkpoint): %.1f ms\n",
+                 double(selfTimingNowNs() - close_start_ns) * 1e-6);
   }
   writer_.reset();
   finished_.store(true);

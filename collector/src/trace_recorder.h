@@ -13,6 +13,7 @@
 
 #include "fprof/core/model.h"
 #include "function_cache.h"
+#include "self_timing.h"
 #include "translate.h"
 
 namespace fprof::collector {
@@ -77,6 +78,8 @@ class TraceRecorder {
   void endRange(uint64_t range_id, int64_t timestamp_ns);
   void registerDomain(const void* handle, std::string_view name);
   void registerString(const void* handle, std::string_view text);
+  // This thread's self-timing totals (null if the thread could not be registered).
+  AppTimes* threadTimes();
 
   // ---- Writer thread ----
   // Moves what the application threads recorded since the last call: each launch into the
@@ -85,6 +88,8 @@ class TraceRecorder {
   void collect(Translator& translator, std::vector<core::NvtxRangeRecord>& ranges);
   // NVTX pops without a matching push, counted where pops are matched (the writer thread).
   uint64_t unmatchedPops() const;
+  // Adds every thread's timers and the event counts to `totals` (writer thread, at exit).
+  void addTotals(SelfTimingTotals& totals) const;
 
   struct Impl;
 
