@@ -719,8 +719,11 @@ int main(int argc, char** argv) {
                   perUnit(full.back(), true), perUnit(full.back(), true) / perUnit(full.front(), true));
     }
     const double total_units = double(o.workload == "nvtx" ? plan.nvtx_events : plan.launches.size());
-    std::printf("application thread: %.3f s, %.0f %s overall\n", double(app_ns) * 1e-9,
-                double(app_ns) / std::max(1.0, total_units), unit);
+    int64_t app_cpu_ns = 0;
+    for (const Window& w : windows) app_cpu_ns += w.cpu_ns;
+    std::printf("application thread: %.3f s wall, %.3f s CPU; overall %.0f %s wall, %.0f CPU\n",
+                double(app_ns) * 1e-9, double(app_cpu_ns) * 1e-9, double(app_ns) / std::max(1.0, total_units), unit,
+                double(app_cpu_ns) / std::max(1.0, total_units));
     if (o.writer) {
       std::printf("writer thread: %zu drains, %.3f s CPU (%.0f ns per launch), longest drain %.1f ms; "
                   "%zu kernels, %zu range records; unmatched kernels %zu, unmatched pops %llu\n",

@@ -757,6 +757,13 @@ void Collector::finish(int64_t last_start_ns) {
         std::to_string(stats.unmatched_kernels) +
             " kernels had no launch callback: their launch API, NVTX path, arguments and local memory are unknown"});
   }
+  if (stats.dropped_launches > 0) {
+    writer_->add(core::CollectorEventRecord{
+        process_id_, unixNowNs(), "warning",
+        std::to_string(stats.dropped_launches) + " launches waited for their kernel record past the limit of " +
+            std::to_string(Translator::kMaxPendingLaunches) + " and were dropped: kernels matching them later lack "
+            "their launch API, NVTX path and arguments"});
+  }
   if (stats.duplicates > 0) {
     writer_->add(core::CollectorEventRecord{process_id_, unixNowNs(), "info",
                                             std::to_string(stats.duplicates) + " duplicate activity records ignored"});
