@@ -6,7 +6,7 @@
 //
 //   collector_hotpath_bench [--workload model|distinct|launches|nvtx|mixed] [--launches N]
 //                           [--window N] [--flush-ms MS] [--db FILE] [--reproducible]
-//                           [--no-writer] [--recorder on|off]
+//                           [--no-writer] [--recorder on|off] [--self-timing]
 //
 // Workloads: `model` replays the reference transformer (reference_kernels/transformer.cu): a
 // prefill, then 32 decode steps of 142 launches each (unfused, 8 layers), in domain "fprof" with
@@ -19,7 +19,8 @@
 // Prints ns per launch (with its share of NVTX events) per window of --window launches, wall
 // and thread CPU time, so growth over the run shows; then the writer thread's cost and the final
 // write. --reproducible fixes thread ids and timestamps so two builds' databases can be compared
-// (sqlite3 FILE .dump).
+// (sqlite3 FILE .dump). --self-timing turns on the collector's own timers (FPROF_SELF_TIMING's)
+// and prints their breakdown; each timed part then also pays two clock reads.
 #include <pthread.h>
 #include <time.h>
 
@@ -370,6 +371,7 @@ struct Options {
   bool reproducible = false;
   bool writer = true;
   bool recorder = true;
+  bool self_timing = false;
 };
 
 std::atomic<int64_t> g_fake_clock{0};
@@ -566,11 +568,14 @@ class Writer {
         if (auto s = store_->close(); !s) std::fprintf(stderr, "close: %s\n", s.error().c_str());
       }
       stats_.close_ns = wallNs() - t1;
+      timing_.addWriter(fprof::collector::WriterTimer::kFinalWrite, wallNs() - t0);
       stats_.cpu_ns = threadCpuNs();
       stats_.unmatched_kernels = translator_.stats().unmatched_kernels;
       stats_.unmatched_pops = recorder_.unmatchedPops();
     });
   }
+
+  const fprof::collector::SelfTimingTotals& timing() const { return timing_; }
 
   WriterStats finish() {
     {
@@ -587,9 +592,12 @@ class Writer {
     const int64_t t0 = wallNs();
     // As in the collector: the kernel records first (only launches made before them can have
     // them), then what the application's threads recorded.
+    using fprof::collector::WriterTimer;
     const size_t launched = progress_.load(std::memory_order_acquire);
     std::vector<fprof::core::NvtxRangeRecord> ranges;
     recorder_.collect(translator_, ranges);
+    int64_t t1 = wallNs();
+    timing_.addWriter(WriterTimer::kCollect, t1 - t0);
     fprof::collector::TranslatedBatch batch;
     CUpti_ActivityKernel10 k{};
     k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
@@ -619,6 +627,9 @@ class Writer {
     }
     stats_.kernels += batch.kernels.size();
     stats_.ranges += ranges.size();
+    timing_.max_pending_launches = std::max<uint64_t>(timing_.max_pending_launches, translator_.pendingLaunches());
+    int64_t t2 = wallNs();
+    timing_.addWriter(WriterTimer::kTranslate, t2 - t1);
     if (store_) {
       fprof::collector::addToStore(*store_, batch);
       for (fprof::core::NvtxRangeRecord& r : ranges) {
@@ -626,8 +637,12 @@ class Writer {
         store_->add(r);
       }
       if (auto s = store_->flush(); !s) std::fprintf(stderr, "flush: %s\n", s.error().c_str());
+      const int64_t t3 = wallNs();
+      timing_.addWriter(WriterTimer::kStore, t3 - t2);
+      t2 = t3;
     }
     translator_.endGeneration();
+    timing_.addWriter(WriterTimer::kTranslate, wallNs() - t2);
     ++stats_.drains;
     stats_.max_drain_ns = std::max(stats_.max_drain_ns, wallNs() - t0);
   }
@@ -644,6 +659,7 @@ class Writer {
   std::condition_variable cv_;
   bool stop_ = false;
   WriterStats stats_;
+  fprof::collector::SelfTimingTotals timing_;
 };
 
 Options parse(int argc, char** argv) {
@@ -662,6 +678,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--reproducible") o.reproducible = true;
     else if (a == "--no-writer") o.writer = false;
     else if (a == "--recorder") o.recorder = value() != "off";
+    else if (a == "--self-timing") o.self_timing = true;
     else throw std::invalid_argument("unknown argument " + a + " (see the comment at the top of the source)");
   }
   return o;
@@ -672,6 +689,7 @@ Options parse(int argc, char** argv) {
 int main(int argc, char** argv) {
   try {
     const Options o = parse(argc, argv);
+    fprof::collector::setSelfTimingEnabled(o.self_timing);
     const Plan plan = buildPlan(o.workload, o.launches);
     TraceRecorder::Options ro;
     if (o.reproducible) ro.thread_id = &fixedThreadId;
@@ -732,6 +750,11 @@ int main(int argc, char** argv) {
                   static_cast<unsigned long long>(ws.unmatched_pops));
       std::printf("at exit: %.1f ms (last drain %.1f ms, close %.1f ms)\n", double(exit_ns) * 1e-6,
                   double(ws.final_drain_ns) * 1e-6, double(ws.close_ns) * 1e-6);
+    }
+    if (o.self_timing) {
+      fprof::collector::SelfTimingTotals totals = writer ? writer->timing() : fprof::collector::SelfTimingTotals{};
+      recorder.addTotals(totals);
+      std::printf("%s", fprof::collector::selfTimingText(totals).c_str());
     }
     return 0;
   } catch (const std::exception& e) {
