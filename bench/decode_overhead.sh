@@ -8,8 +8,9 @@
 #   - one more `fprof run` of each with FPROF_SELF_TIMING=1: where the collector's time goes, and
 #     the final database write at exit on its own;
 #   - with DIAGNOSE=1 (default), single runs of the model that switch CUPTI's parts off one at a
-#     time (NVTX callbacks, NVTX injection, the periodic cuptiActivityFlushAll, activity kinds) and
-#     a bare-CUPTI library, so what remains can be put on CUPTI or on fprof.
+#     time (NVTX through CUPTI's layer as before, with and without callbacks; no NVTX injection;
+#     the periodic cuptiActivityFlushAll; activity kinds) and a bare-CUPTI library, so what
+#     remains can be put on CUPTI or on fprof.
 # Every profile's kernels and NVTX ranges are checked against the program's own counts. A short
 # ratio table comes last; the summary and a log archive go to $OUT.
 #
@@ -17,6 +18,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 build=${FPROF_BUILD:-build}
+case $build in /*) ;; *) build=$PWD/$build ;; esac  # injected libraries need absolute paths
 fprof=$build/bin/fprof
 model=$build/bin/model
 collector=$build/lib/libfprof_collector.so
@@ -77,16 +79,22 @@ FPROF_SELF_TIMING=1 fprof_run model.selftiming 1 "$model" "${model_args[@]}"
 [ "$have_torch" = 1 ] && FPROF_SELF_TIMING=1 fprof_run torch.nvtx.selftiming 1 python3 bench/torch_loop.py $(torch_args nvtx)
 
 if [ "$diagnose" = 1 ]; then
-  FPROF_NVTX_CALLBACKS=0 fprof_run model.diag-no-nvtx-callbacks 1 "$model" "${model_args[@]}"
+  # NVTX through CUPTI's NVTX layer and callbacks (the collector before issue 17), then through
+  # CUPTI's layer with no callbacks asked for.
+  FPROF_NVTX_INJECTION=cupti fprof_run model.diag-nvtx-through-cupti 1 "$model" "${model_args[@]}"
+  FPROF_NVTX_INJECTION=cupti FPROF_NVTX_CALLBACKS=0 fprof_run model.diag-cupti-nvtx-no-callbacks 1 "$model" "${model_args[@]}"
+  # shellcheck disable=SC2046
+  [ "$have_torch" = 1 ] && FPROF_NVTX_INJECTION=cupti fprof_run torch.nvtx.diag-nvtx-through-cupti 1 \
+    python3 bench/torch_loop.py $(torch_args nvtx)
   FPROF_CUPTI_FLUSH_ALL=0 fprof_run model.diag-no-periodic-flushall 1 "$model" "${model_args[@]}"
   FPROF_ACTIVITY=kernel fprof_run model.diag-kernel-activity-only 1 "$model" "${model_args[@]}"
   FPROF_ACTIVITY=none fprof_run model.diag-no-activity 1 "$model" "${model_args[@]}"
   # The collector without NVTX injection: NVTX calls stay no-ops, as natively.
-  run model.diag-no-nvtx-injection 1 "$work/diag-no-nvtx-injection.fprof" env CUDA_INJECTION64_PATH="$PWD/$collector" \
+  run model.diag-no-nvtx-injection 1 "$work/diag-no-nvtx-injection.fprof" env CUDA_INJECTION64_PATH="$collector" \
     FPROF_OUTPUT="$work/diag-no-nvtx-injection.fprof" FPROF_FORCE=1 "$model" "${model_args[@]}"
   if [ -e "$baseline" ]; then
-    run model.diag-cupti-activity 1 - env CUDA_INJECTION64_PATH="$PWD/$baseline" TRACE_BASELINE=activity "$model" "${model_args[@]}"
-    run model.diag-cupti-callbacks 1 - env CUDA_INJECTION64_PATH="$PWD/$baseline" TRACE_BASELINE=callbacks "$model" "${model_args[@]}"
+    run model.diag-cupti-activity 1 - env CUDA_INJECTION64_PATH="$baseline" TRACE_BASELINE=activity "$model" "${model_args[@]}"
+    run model.diag-cupti-callbacks 1 - env CUDA_INJECTION64_PATH="$baseline" TRACE_BASELINE=callbacks "$model" "${model_args[@]}"
   fi
 fi
 
@@ -226,6 +234,11 @@ if diag:
             print(f"  {label:36s} n/a")
             continue
         print(f"  {label:36s} {u:8.2f} ms {u / nu:6.2f}x   {f:8.2f} ms {f / nf:6.2f}x")
+    n = med("torch.nvtx.native", "us_per_kernel")
+    for label in ("torch.nvtx.fprof", "torch.nvtx.diag-nvtx-through-cupti"):
+        v = med(label, "us_per_kernel")
+        if v is not None and n:
+            print(f"  {label:36s} {v:8.3f} us/kernel {v / n:6.2f}x (torch loop + NVTX)")
 
 print()
 print("== whole process (start-up, run, and for fprof the final database write), median seconds")

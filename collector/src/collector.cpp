@@ -38,6 +38,8 @@
 #include "log.h"
 #include "metrics_collector.h"
 #include "metrics_config.h"
+#include "nvtx_decode.h"
+#include "nvtx_injection.h"
 #include "self_timing.h"
 #include "trace_recorder.h"
 #include "translate.h"
@@ -64,6 +66,8 @@ class Collector {
   void onSignal(int sig);
   void onForkChild();
   void yieldCupti(const char* client);
+  bool active() const { return active_.load(std::memory_order_relaxed); }
+  bool nvtxDirect() const { return config_.nvtx_direct; }
 
   static Collector& instance() {
     static auto* c = new Collector();  // leaked: callbacks may arrive during static destruction
@@ -80,7 +84,6 @@ class Collector {
   void recordCuptiLibraries();
   void recordCollectorSettings();
   const FunctionInfo& functionInfo(CUfunction f);
-  NvtxText eventMessage(const nvtxEventAttributes_t* attributes, std::optional<uint64_t>& payload, char (&text)[512]);
 
   void writerLoop();
   void flushCupti(bool forced);
@@ -123,6 +126,7 @@ void signalTrampoline(int sig) { Collector::instance().onSignal(sig); }
 void forkChildTrampoline() { Collector::instance().onForkChild(); }
 void exitTrampoline() { Collector::instance().onExit(); }
 void yieldTrampoline(const char* client) { Collector::instance().yieldCupti(client); }
+bool activeTrampoline() { return Collector::instance().active(); }
 void CUPTIAPI callbackTrampoline(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   Collector::instance().onCallback(domain, cbid, data);
 }
@@ -132,16 +136,6 @@ bool claimPath(const std::string& path) {
   if (fd < 0) return false;
   ::close(fd);
   return true;
-}
-
-// A wide NVTX message in the locale's multibyte encoding, in `text` (truncated to its size).
-std::string_view wideText(const wchar_t* w, char (&text)[512]) {
-  if (w == nullptr) return {};
-  std::mbstate_t state{};
-  const size_t n = std::wcsrtombs(text, &w, sizeof text - 1, &state);
-  if (n == static_cast<size_t>(-1)) return "<non-convertible unicode message>";
-  text[n] = '\0';
-  return std::string_view(text, n);
 }
 
 std::string prefixLines(const std::string& text, const char* prefix) {
@@ -218,6 +212,7 @@ bool Collector::initialize() {
   TraceRecorder::Options recorder_options;
   recorder_options.paths_on_threads = metrics;  // launches are selected by NVTX path as they are made
   recorder_ = std::make_unique<TraceRecorder>(recorder_options);
+  if (config_.nvtx_direct) setNvtxTarget(NvtxTarget{recorder_.get(), &CuptiActivityApi::timestampNs, &activeTrampoline});
   if (!openDatabase()) {
     writer_.reset();
     return false;
@@ -237,7 +232,8 @@ bool Collector::initialize() {
   if (metrics && !api.enableMemoryOperationCallbacks()) {
     addEvent("warning", "memset/memcpy callbacks could not be enabled; counters of kernels next to them may be discarded");
   }
-  if (!api.enableCallbacks(config_.cupti.nvtx_callbacks)) {
+  // NVTX reaches fprof's own handlers directly unless FPROF_NVTX_INJECTION=cupti.
+  if (!api.enableCallbacks(config_.cupti.nvtx_callbacks && !config_.nvtx_direct)) {
     addEvent("warning", "some CUPTI callbacks could not be enabled; launch API, NVTX or arguments may be missing");
   }
   api.setBufferBytes(config_.cupti.buffer_bytes);
@@ -337,6 +333,7 @@ void Collector::recordCollectorSettings() {
     }
     add("activity=" + (kinds.empty() ? std::string("none") : kinds));
   }
+  if (!config_.nvtx_direct) add("nvtx_injection=cupti");
   if (!c.nvtx_callbacks) add("nvtx_callbacks=0");
   if (!c.periodic_flush_all) add("cupti_flush_all=0");
   if (c.flush_period_ms) add("cupti_flush_period_ms=" + std::to_string(*c.flush_period_ms));
@@ -487,40 +484,18 @@ void Collector::handleLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
   recorder_->submitLaunch(info, params, extra);
 }
 
-NvtxText Collector::eventMessage(const nvtxEventAttributes_t* a, std::optional<uint64_t>& payload, char (&text)[512]) {
-  if (a == nullptr) return {};
-  switch (a->payloadType) {
-    case NVTX_PAYLOAD_TYPE_UNSIGNED_INT64: payload = a->payload.ullValue; break;
-    case NVTX_PAYLOAD_TYPE_INT64: payload = static_cast<uint64_t>(a->payload.llValue); break;
-    case NVTX_PAYLOAD_TYPE_UNSIGNED_INT32: payload = a->payload.uiValue; break;
-    case NVTX_PAYLOAD_TYPE_INT32: payload = static_cast<uint64_t>(static_cast<int64_t>(a->payload.iValue)); break;
-    default: break;
-  }
-  switch (a->messageType) {
-    case NVTX_MESSAGE_TYPE_ASCII:
-      return NvtxText{a->message.ascii != nullptr ? std::string_view(a->message.ascii) : std::string_view()};
-    case NVTX_MESSAGE_TYPE_UNICODE:
-      return NvtxText{wideText(a->message.unicode, text)};
-    case NVTX_MESSAGE_TYPE_REGISTERED:
-      return NvtxText{{}, a->message.registered};
-    default:
-      return {};
-  }
-}
-
 void Collector::handleNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData* data) {
   ScopedAppTimer timer(selfTimingEnabled() ? recorder_->threadTimes() : nullptr, AppTimer::kNvtxCallback);
   const void* params = data->functionParams;
   std::optional<uint64_t> payload;
   char text[512];
-  auto ascii = [](const char* m) { return NvtxText{m != nullptr ? std::string_view(m) : std::string_view()}; };
   auto rangeId = [data]() -> uint64_t {
     return data->functionReturnValue != nullptr ? *static_cast<const nvtxRangeId_t*>(data->functionReturnValue) : 0;
   };
   TraceRecorder& r = *recorder_;
   switch (cbid) {
     case CUPTI_CBID_NVTX_nvtxRangePushA:
-      r.pushRange(nullptr, ascii(static_cast<const nvtxRangePushA_params*>(params)->message), std::nullopt,
+      r.pushRange(nullptr, asciiText(static_cast<const nvtxRangePushA_params*>(params)->message), std::nullopt,
                   CuptiActivityApi::timestampNs());
       break;
     case CUPTI_CBID_NVTX_nvtxRangePushW:
@@ -528,13 +503,13 @@ void Collector::handleNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData* data) {
                   std::nullopt, CuptiActivityApi::timestampNs());
       break;
     case CUPTI_CBID_NVTX_nvtxRangePushEx: {
-      const NvtxText m = eventMessage(static_cast<const nvtxRangePushEx_params*>(params)->eventAttrib, payload, text);
+      const NvtxText m = eventText(static_cast<const nvtxRangePushEx_params*>(params)->eventAttrib, payload, text);
       r.pushRange(nullptr, m, payload, CuptiActivityApi::timestampNs());
       break;
     }
     case CUPTI_CBID_NVTX_nvtxDomainRangePushEx: {
       const auto* p = static_cast<const nvtxDomainRangePushEx_params*>(params);
-      const NvtxText m = eventMessage(p->core.eventAttrib, payload, text);
+      const NvtxText m = eventText(p->core.eventAttrib, payload, text);
       r.pushRange(p->domain, m, payload, CuptiActivityApi::timestampNs());
       break;
     }
@@ -545,7 +520,7 @@ void Collector::handleNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData* data) {
       r.popRange(static_cast<const nvtxDomainRangePop_params*>(params)->domain, CuptiActivityApi::timestampNs());
       break;
     case CUPTI_CBID_NVTX_nvtxRangeStartA:
-      r.startRange(rangeId(), nullptr, ascii(static_cast<const nvtxRangeStartA_params*>(params)->message),
+      r.startRange(rangeId(), nullptr, asciiText(static_cast<const nvtxRangeStartA_params*>(params)->message),
                    std::nullopt, CuptiActivityApi::timestampNs());
       break;
     case CUPTI_CBID_NVTX_nvtxRangeStartW:
@@ -553,13 +528,13 @@ void Collector::handleNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData* data) {
                    std::nullopt, CuptiActivityApi::timestampNs());
       break;
     case CUPTI_CBID_NVTX_nvtxRangeStartEx: {
-      const NvtxText m = eventMessage(static_cast<const nvtxRangeStartEx_params*>(params)->eventAttrib, payload, text);
+      const NvtxText m = eventText(static_cast<const nvtxRangeStartEx_params*>(params)->eventAttrib, payload, text);
       r.startRange(rangeId(), nullptr, m, payload, CuptiActivityApi::timestampNs());
       break;
     }
     case CUPTI_CBID_NVTX_nvtxDomainRangeStartEx: {
       const auto* p = static_cast<const nvtxDomainRangeStartEx_params*>(params);
-      const NvtxText m = eventMessage(p->core.eventAttrib, payload, text);
+      const NvtxText m = eventText(p->core.eventAttrib, payload, text);
       r.startRange(rangeId(), p->domain, m, payload, CuptiActivityApi::timestampNs());
       break;
     }
@@ -873,5 +848,7 @@ bool initializeCollector() {
   std::call_once(once, [] { on = Collector::instance().initialize(); });
   return on;
 }
+
+bool nvtxInjectionDirect() { return Collector::instance().nvtxDirect(); }
 
 }  // namespace fprof::collector

@@ -44,6 +44,13 @@ void readCuptiSettings(const EnvLookup& env, CollectorConfig& c) {
     }
   };
   flag("FPROF_NVTX_CALLBACKS", s.nvtx_callbacks);
+  if (const char* v = env("FPROF_NVTX_INJECTION"); v != nullptr) {
+    if (std::strcmp(v, "direct") == 0 || std::strcmp(v, "cupti") == 0) {
+      c.nvtx_direct = v[0] == 'd';
+    } else {
+      c.warnings.push_back(std::string("FPROF_NVTX_INJECTION=") + v + " is not direct or cupti; using direct");
+    }
+  }
   flag("FPROF_CUPTI_FLUSH_ALL", s.periodic_flush_all);
   if (const char* v = env("FPROF_CUPTI_FLUSH_PERIOD_MS"); v != nullptr) {
     auto ms = parseInt(v);

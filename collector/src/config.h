@@ -34,6 +34,9 @@ struct CollectorConfig {
   int flush_interval_ms = 500;
   bool quiet = false;
   bool self_timing = false;  // FPROF_SELF_TIMING=1: time the collector's own work, report at exit
+  // FPROF_NVTX_INJECTION=direct (default): fprof's own NVTX handlers; `cupti`: NVTX through
+  // CUPTI's NVTX layer and callbacks, as before.
+  bool nvtx_direct = true;
   CuptiSettings cupti;
   Ranks ranks;
   std::vector<std::string> warnings;  // to print once, each prefixed "[fprof] "

@@ -69,6 +69,12 @@ TEST(Config, SelfTimingAndCuptiSwitches) {
   EXPECT_TRUE(d.cupti.periodic_flush_all);
   EXPECT_FALSE(d.cupti.flush_period_ms.has_value());
   EXPECT_EQ(d.cupti.buffer_bytes, size_t{8} << 20);
+  EXPECT_TRUE(d.nvtx_direct);
+  EXPECT_FALSE(readConfig(envOf({{"FPROF_OUTPUT", "a.fprof"}, {"FPROF_NVTX_INJECTION", "cupti"}})).nvtx_direct);
+  const CollectorConfig typo = readConfig(envOf({{"FPROF_OUTPUT", "a.fprof"}, {"FPROF_NVTX_INJECTION", "nsys"}}));
+  EXPECT_TRUE(typo.nvtx_direct);
+  ASSERT_EQ(typo.warnings.size(), 1u);
+  EXPECT_NE(typo.warnings[0].find("FPROF_NVTX_INJECTION=nsys is not direct or cupti"), std::string::npos);
 
   const CollectorConfig c = readConfig(envOf({{"FPROF_OUTPUT", "a.fprof"},
                                               {"FPROF_SELF_TIMING", "1"},
