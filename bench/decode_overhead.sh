@@ -240,6 +240,17 @@ if diag:
         if v is not None and n:
             print(f"  {label:36s} {v:8.3f} us/kernel {v / n:6.2f}x (torch loop + NVTX)")
 
+for label in ("model.selftiming", "torch.nvtx.selftiming"):
+    if label not in by:
+        continue
+    log = text(by[label][0]["log"])
+    final = re.search(r"final_write\s+([0-9.]+)", log)
+    close = re.search(r"closing the database[^:]*: ([0-9.]+) ms", log)
+    if final:
+        print(f"== final database write at exit, {label}: {float(final.group(1)):.0f} ms writing what was "
+              f"still queued, then {float(close.group(1)) if close else float('nan'):.0f} ms closing the file "
+              "(indexes, WAL checkpoint)")
+
 print()
 print("== whole process (start-up, run, and for fprof the final database write), median seconds")
 for a, b in (("model.native", "model.fprof"), ("torch.plain.native", "torch.plain.fprof"),
