@@ -14,7 +14,10 @@
 # Every profile's kernels and NVTX ranges are checked against the program's own counts. A short
 # ratio table comes last; the summary and a log archive go to $OUT.
 #
-#   FPROF_BUILD=build-gpu bench/decode_overhead.sh        ROUNDS=3 TORCH_ITERS=30000 DIAGNOSE=1
+#   FPROF_BUILD=build-gpu bench/decode_overhead.sh        ROUNDS=3 TORCH_ITERS=30000 DIAGNOSE=1 BUDGET_S=480
+#
+# Within BUDGET_S seconds the summary is always printed: later rounds, the diagnostics and the
+# self-timing runs are skipped (and said so) when time runs short.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 build=${FPROF_BUILD:-build}
@@ -26,6 +29,9 @@ baseline=$build/lib/libtrace_overhead_cupti_baseline.so
 rounds=${ROUNDS:-3}
 iters=${TORCH_ITERS:-30000}
 diagnose=${DIAGNOSE:-1}
+budget=${BUDGET_S:-480}
+SECONDS=0
+time_left() { [ $((budget - SECONDS)) -gt "$1" ]; }  # time_left S: more than S seconds of budget left
 work=${DECODE_OVERHEAD_DIR:-/tmp/decode_overhead}  # databases and logs; only the summary goes to OUT
 out=${OUT:-$work/out}
 rm -rf "$work"
@@ -45,7 +51,7 @@ run() {  # run LABEL ROUND DB COMMAND...: one timed run, its log and database re
   shift 3
   local log=$work/logs/$label.$round.log t0 t1 rc
   t0=$(date +%s.%N)
-  timeout 300 "$@" >"$log" 2>&1
+  timeout 120 "$@" >"$log" 2>&1
   rc=$?
   t1=$(date +%s.%N)
   printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$label" "$round" "$rc" "$(python3 -c "print(round($t1 - $t0, 3))")" "$log" "$db" >>"$runs"
@@ -61,6 +67,7 @@ torch_cases=()
 torch_args() { [ "$1" = nvtx ] && echo "--iters $iters --nvtx" || echo "--iters $iters"; }
 
 for round in $(seq "$rounds"); do
+  if [ "$round" -gt 1 ] && ! time_left 240; then echo "decode_overhead: $((round - 1)) rounds only (budget)"; break; fi
   run model.native "$round" - "$model" "${model_args[@]}"
   fprof_run model.fprof "$round" "$model" "${model_args[@]}"
   for case in "${torch_cases[@]}"; do
@@ -74,10 +81,15 @@ for round in $(seq "$rounds"); do
 done
 
 # Where the time goes: the collector's own timers (stderr and metadata self_timing).
-FPROF_SELF_TIMING=1 fprof_run model.selftiming 1 "$model" "${model_args[@]}"
-# shellcheck disable=SC2046
-[ "$have_torch" = 1 ] && FPROF_SELF_TIMING=1 fprof_run torch.nvtx.selftiming 1 python3 bench/torch_loop.py $(torch_args nvtx)
+if time_left 150; then
+  FPROF_SELF_TIMING=1 fprof_run model.selftiming 1 "$model" "${model_args[@]}"
+  # shellcheck disable=SC2046
+  [ "$have_torch" = 1 ] && FPROF_SELF_TIMING=1 fprof_run torch.nvtx.selftiming 1 python3 bench/torch_loop.py $(torch_args nvtx)
+else
+  echo "decode_overhead: no self-timing runs (budget)"
+fi
 
+if [ "$diagnose" = 1 ] && ! time_left 120; then echo "decode_overhead: no diagnostic runs (budget)"; diagnose=0; fi
 if [ "$diagnose" = 1 ]; then
   # NVTX through CUPTI's NVTX layer and callbacks (the collector before issue 17), then through
   # CUPTI's layer with no callbacks asked for.
