@@ -529,7 +529,9 @@ std::string bestFusion(const ReportData& r) {
   const FusionRow& f = r.fusion.front();
   std::string chain;
   for (const std::string& stage : f.stage_labels) chain += (chain.empty() ? "" : " -> ") + quoted(stage);
-  return fmt::format("{} ({}) would save {} over {} run{}, {} of kernel time (predicted{}).", quoted(f.label), chain,
+  // A pair named by its kernels (data flow) is its chain: no need to say it twice.
+  const std::string pair = f.label == r.names.chainLabel(f.stages) ? chain : quoted(f.label) + " (" + chain + ")";
+  return fmt::format("{} would save {} over {} run{}, {} of kernel time (predicted{}).", pair,
                      formatDurationNs(*f.payoff_ns), f.instances, f.instances == 1 ? "" : "s",
                      formatPercent(f.payoff_share), f.measured_saving_ns ? ", fused variant measured too" : "");
 }
