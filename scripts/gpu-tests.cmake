@@ -1,6 +1,7 @@
 # Writes the GPU tests of a build (ctest -L gpu) as a list that runs from wherever the checkout is
 # carried: CTest's own files hold the absolute paths of the machine that configured the build.
-#   cmake -DBUILD=build-gpu -DROOT="$(pwd -P)" -P scripts/gpu-tests.cmake   (writes BUILD/gpu-tests.txt)
+#   cmake -DBUILD=build-gpu -DROOT="$(pwd -P)" [-DEXCLUDE=LABEL_REGEX] -P scripts/gpu-tests.cmake
+# writes BUILD/gpu-tests.txt (without the tests whose labels match EXCLUDE, as ctest -LE).
 # One test per line: name, time limit (s), skip exit code, working directory, command; fields
 # separated by tabs, the command's words by the unit separator (0x1f); paths under the checkout as
 # @ROOT@/... . scripts/gpu-tests runs the list.
@@ -9,7 +10,11 @@ if(NOT BUILD OR NOT ROOT)
   message(FATAL_ERROR "usage: cmake -DBUILD=build-gpu -DROOT=/path/of/the/checkout -P scripts/gpu-tests.cmake")
 endif()
 get_filename_component(cmake_dir "${CMAKE_COMMAND}" DIRECTORY)
-execute_process(COMMAND "${cmake_dir}/ctest" --test-dir "${BUILD}" -L gpu --show-only=json-v1
+set(exclude "")
+if(EXCLUDE)
+  set(exclude -LE "${EXCLUDE}")
+endif()
+execute_process(COMMAND "${cmake_dir}/ctest" --test-dir "${BUILD}" -L gpu ${exclude} --show-only=json-v1
                 OUTPUT_VARIABLE json RESULT_VARIABLE rc ERROR_VARIABLE err)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "ctest --show-only failed in ${BUILD}: ${err}")
