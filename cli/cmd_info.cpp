@@ -237,7 +237,11 @@ int runInfo(const InfoOptions& opt) {
                      formatDurationNs(static_cast<double>(s.memcpy_ns)), s.memset_count);
   out += fmt::format("NVTX    : {} ranges\n", s.nvtx_range_count);
   if (report) {
-    out += "coverage: " + analysis::describeCoverage(analysis::counterCoverage(p)) + "\n";
+    const analysis::CounterCoverage coverage = analysis::counterCoverage(p);
+    out += "coverage: " + analysis::describeCoverage(coverage) + "\n";
+    if (const std::string missing = analysis::describeMissing(coverage); !missing.empty()) {
+      out += "missing : " + missing + "\n";
+    }
     const std::string best = reports::bestFusion(*report);
     out += "fusion  : " +
            (best.empty() ? std::string("no pair worth fusing found (fprof report lists the pairs and why)")
