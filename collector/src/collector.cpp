@@ -34,6 +34,7 @@
 #include "cupti_activity_api.h"
 #include "device_query.h"
 #include "fprof/core/store.h"
+#include "arg_role_probe.h"
 #include "function_cache.h"
 #include "log.h"
 #include "metrics_collector.h"
@@ -57,6 +58,8 @@ constexpr char kWakeFlush = 'f';
 constexpr char kWakeSignalFlush = 's';
 constexpr char kWakeSignalFinal = 'S';
 constexpr char kWakeQuit = 'q';
+
+struct DriverLaunch;
 
 class Collector {
  public:
@@ -102,6 +105,15 @@ class Collector {
   std::unique_ptr<TraceRecorder> recorder_;  // launch and NVTX bookkeeping (created by initialize)
   FunctionCache functions_;
   MetricsCollector metrics_;  // off unless FPROF_MODE=metrics
+  // Trace mode: which pointer arguments each function writes, measured once per function
+  // (FPROF_ARG_ROLES=0 turns it off); its own copies are left out of the trace.
+  ArgRoleProbe arg_probe_;
+  bool arg_roles_ = false;
+  std::vector<core::FunctionArgRecord> arg_roles_found_;  // under pending_mu_
+  std::vector<uint32_t> own_copies_;                      // under pending_mu_
+  void probeBefore(const CUpti_CallbackData* cb, CUpti_CallbackId cbid, const DriverLaunch& launch,
+                   const FunctionInfo& info, uint32_t correlation_id);
+  void probeAfter(CUresult result);
   Translator translator_;  // writer thread only
   SelfTimingTotals self_timing_;  // writer thread only
 
@@ -242,6 +254,11 @@ bool Collector::initialize() {
     return false;
   }
   CuptiActivityApi& api = CuptiActivityApi::instance();
+  if (const char* roles = std::getenv("FPROF_ARG_ROLES"); !metrics && !(roles != nullptr && roles[0] == '0')) {
+    const auto ids = ArgRoleProbe::copyCallbackIds();
+    arg_roles_ = api.enableDriverCallbacks(ids.data(), ids.size());
+    if (!arg_roles_) addEvent("warning", "argument roles are not measured: copy callbacks could not be enabled");
+  }
   if (metrics && !api.enableMemoryOperationCallbacks()) {
     addEvent("warning", "memset/memcpy callbacks could not be enabled; counters of kernels next to them may be discarded");
   }
@@ -400,6 +417,14 @@ void Collector::onCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, c
     case CUPTI_CB_DOMAIN_RUNTIME_API:
     case CUPTI_CB_DOMAIN_DRIVER_API: {
       const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+      if (ArgRoleProbe::activeOnThisThread()) {
+        // The probe's own copies: their activity records are not the program's.
+        if (cb->callbackSite == CUPTI_API_ENTER) {
+          std::lock_guard lock(pending_mu_);
+          own_copies_.push_back(cb->correlationId);
+        }
+        return;
+      }
       if (CuptiActivityApi::isContextTeardown(domain, cbid)) {
         if (cb->callbackSite == CUPTI_API_ENTER) handleTeardown();
         return;
@@ -510,13 +535,81 @@ DriverLaunch driverLaunch(CUpti_CallbackId cbid, const void* function_params) {
   return d;
 }
 
+// The argument-role probe's launch in flight on this thread, from the driver ENTER to its EXIT.
+struct ProbeInFlight {
+  std::optional<ProbeState> state;
+  std::string name;  // mangled
+};
+thread_local ProbeInFlight t_probe;
+
+void Collector::probeBefore(const CUpti_CallbackData* cb, CUpti_CallbackId cbid, const DriverLaunch& launch,
+                            const FunctionInfo& info, uint32_t correlation_id) {
+  std::vector<ParamLayout> layout;
+  layout.reserve(info.params.size());
+  for (size_t i = 0; i < info.params.size(); ++i) {
+    layout.push_back({static_cast<int32_t>(i), info.params[i].offset_bytes, info.params[i].size_bytes});
+  }
+  const uint8_t* buffer = nullptr;
+  size_t buffer_bytes = 0;
+  if (launch.params == nullptr && launch.extra != nullptr) {
+    for (void** p = launch.extra; *p != CU_LAUNCH_PARAM_END; p += 2) {
+      if (*p == CU_LAUNCH_PARAM_BUFFER_POINTER) buffer = static_cast<const uint8_t*>(p[1]);
+      if (*p == CU_LAUNCH_PARAM_BUFFER_SIZE && p[1] != nullptr) buffer_bytes = *static_cast<const size_t*>(p[1]);
+    }
+  }
+  LaunchArgs words;
+  readParamWords(layout, launch.params, buffer, buffer_bytes, 64, words);
+  const bool per_thread = cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz ||
+                          cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz ||
+                          cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz;
+  ProbeLaunch probe;
+  probe.function_key = launch.f;
+  probe.stream = launch.stream == nullptr && per_thread ? CU_STREAM_PER_THREAD : launch.stream;
+  probe.symbol_name = cb->symbolName;
+  probe.cooperative = launch.cooperative;
+  probe.correlation_id = correlation_id;
+  probe.args = &words;
+  ProbeOutcome gave_up;
+  t_probe.state = arg_probe_.before(probe, &gave_up);
+  t_probe.name = cb->symbolName != nullptr ? cb->symbolName : "";
+  if (!t_probe.state && gave_up.final_for_function && !gave_up.reason.empty()) {
+    addEvent("info", "argument roles of " + t_probe.name + " not measured: " + gave_up.reason);
+  }
+}
+
+void Collector::probeAfter(CUresult result) {
+  if (!t_probe.state) return;
+  ProbeOutcome outcome = arg_probe_.after(std::move(*t_probe.state), result);
+  t_probe.state.reset();
+  if (!outcome.measured) {
+    if (outcome.final_for_function && !outcome.reason.empty()) {
+      addEvent("info", "argument roles of " + t_probe.name + " not measured: " + outcome.reason);
+    }
+    return;
+  }
+  std::lock_guard lock(pending_mu_);
+  for (const ArgRoleResult& r : outcome.roles) {
+    core::FunctionArgRecord a;
+    a.process_id = process_id_;
+    a.name = t_probe.name;
+    a.arg_index = r.arg_index;
+    a.offset_bytes = r.offset_bytes;
+    a.role = std::string(argRoleName(r.role));
+    a.method = r.method;
+    a.sampled_bytes = r.sampled_bytes;
+    a.correlation_id = outcome.correlation_id;
+    arg_roles_found_.push_back(std::move(a));
+  }
+}
+
 void Collector::handleLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
   ScopedAppTimer timer(selfTimingEnabled() ? recorder_->threadTimes() : nullptr, AppTimer::kLaunchCallback);
   if (cb->callbackSite != CUPTI_API_ENTER) {
-    if (domain == CUPTI_CB_DOMAIN_DRIVER_API && metrics_.enabled()) {
+    if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
       const CUresult result =
           cb->functionReturnValue != nullptr ? *static_cast<const CUresult*>(cb->functionReturnValue) : CUDA_SUCCESS;
-      metrics_.afterLaunch(result);
+      if (metrics_.enabled()) metrics_.afterLaunch(result);
+      if (arg_roles_) probeAfter(result);
     }
     recorder_->exitLaunch();
     return;
@@ -550,6 +643,8 @@ void Collector::handleLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
       request.signature = FunctionCache::signature(launch.f, *info, launch.shape, launch.params, launch.extra);
     }
     metrics_.beforeLaunch(request);
+  } else if (arg_roles_ && info != nullptr && arg_probe_.wanted(launch.f)) {
+    probeBefore(cb, cbid, launch, *info, open->correlation_id);
   }
   recorder_->submitLaunch(info, launch.params, launch.extra);
 }
@@ -753,6 +848,15 @@ void Collector::drain() {
     translator_.addDevice(d);
     if (core::Status s = writer_->addDevice(d); !s) logWarning("%s", s.error().c_str());
   }
+  std::vector<uint32_t> own_copies;
+  std::vector<core::FunctionArgRecord> arg_roles;
+  {
+    std::lock_guard lock(pending_mu_);
+    own_copies.swap(own_copies_);
+    arg_roles.swap(arg_roles_found_);
+  }
+  for (uint32_t c : own_copies) translator_.ignoreCopy(c);
+  for (core::FunctionArgRecord& a : arg_roles) writer_->add(a);
   int64_t t0 = now();
   std::vector<core::NvtxRangeRecord> ranges;
   recorder_->collect(translator_, ranges);

@@ -337,4 +337,13 @@ bool CuptiActivityApi::enableModuleLoadCallbacks() {
   return FPROF_CUPTI_OK(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED));
 }
 
+bool CuptiActivityApi::enableDriverCallbacks(const uint32_t* ids, size_t count) {
+  bool ok = true;
+  for (size_t i = 0; i < count; ++i) {
+    ok &= FPROF_CUPTI_OK(
+        cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, static_cast<CUpti_CallbackId>(ids[i])));
+  }
+  return ok;
+}
+
 }  // namespace fprof::collector

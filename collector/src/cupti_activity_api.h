@@ -31,6 +31,8 @@ class CuptiActivityApi {
   // Metrics mode: every module's cubin, for the SASS that says how many lanes a half
   // instruction has (core/sass_half.h).
   bool enableModuleLoadCallbacks();
+  // Driver API callbacks by id (the argument-role probe's own copies, to leave them out).
+  bool enableDriverCallbacks(const uint32_t* ids, size_t count);
   static bool isMemoryOperation(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
   // Which activity kinds to record (all four by default).
   struct Kinds {

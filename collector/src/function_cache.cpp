@@ -7,6 +7,27 @@
 
 namespace fprof::collector {
 
+namespace {
+// Words read per large parameter and per function: PyTorch's Array<char*, N> holds a few pointers
+// at its start; a 4 KB struct of sizes would otherwise add hundreds of rows to every launch.
+constexpr size_t kWordsPerLargeParam = 16;
+constexpr size_t kWordsPerFunction = 48;
+
+void addPointerWords(FunctionInfo& info, int32_t index, size_t offset, size_t size) {
+  if (size == 8) {
+    info.eight_byte_params.push_back({index, static_cast<int32_t>(offset), 0, 8});
+    return;
+  }
+  const size_t first = (offset + 7) / 8 * 8;
+  size_t words = 0;
+  for (size_t at = first; at + 8 <= offset + size && words < kWordsPerLargeParam; at += 8, ++words) {
+    if (info.eight_byte_params.size() >= kWordsPerFunction) return;
+    info.eight_byte_params.push_back(
+        {index, static_cast<int32_t>(at), static_cast<int32_t>(at - offset), static_cast<int32_t>(size)});
+  }
+}
+}  // namespace
+
 const FunctionInfo& FunctionCache::lookup(CUfunction handle) {
   thread_local CUfunction last_handle = nullptr;
   thread_local const FunctionInfo* last_info = nullptr;
@@ -41,7 +62,7 @@ FunctionInfo FunctionCache::query(CUfunction handle) {
   for (size_t i = 0; i < 4096; ++i) {
     size_t offset = 0, size = 0;
     if (cuFuncGetParamInfo(function, i, &offset, &size) != CUDA_SUCCESS) break;
-    if (size == 8) info.eight_byte_params.push_back({static_cast<int32_t>(i), static_cast<int32_t>(offset)});
+    addPointerWords(info, static_cast<int32_t>(i), offset, size);
     info.params.push_back({static_cast<int32_t>(offset), static_cast<int32_t>(size)});
   }
   return info;
@@ -146,9 +167,9 @@ void FunctionCache::readArgs(const FunctionInfo& info, void** kernel_params, voi
       if (static_cast<size_t>(p.offset_bytes) + 8 > buffer_bytes) continue;
       std::memcpy(&value, buffer + p.offset_bytes, 8);
     } else {
-      std::memcpy(&value, kernel_params[p.index], 8);
+      std::memcpy(&value, static_cast<const uint8_t*>(kernel_params[p.index]) + p.within_bytes, 8);
     }
-    out.push_back(LaunchArg{p.index, p.offset_bytes, 8, value});
+    out.push_back(LaunchArg{p.index, p.offset_bytes, p.param_bytes, value});
   }
 }
 

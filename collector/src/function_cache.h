@@ -19,9 +19,14 @@ namespace fprof::collector {
 
 struct FunctionInfo {
   int64_t local_bytes_per_thread = -1;  // -1: the driver did not say
+  // The 8-byte parameters, and the 8-aligned words inside larger ones (PyTorch passes its
+  // elementwise kernels' pointers in an at::detail::Array<char*, N>, others in structs or lambda
+  // captures): each a possible device address for data flow.
   struct Param {
     int32_t index = 0;
-    int32_t offset_bytes = 0;
+    int32_t offset_bytes = 0;   // of the word, in the parameter buffer
+    int32_t within_bytes = 0;   // of the word, inside its parameter
+    int32_t param_bytes = 8;    // the parameter's size
   };
   std::vector<Param> eight_byte_params;
   struct Layout {

@@ -54,9 +54,11 @@ uint32_t readArgs(const FunctionInfo& info, void** kernel_params, void** extra, 
       if (static_cast<size_t>(p.offset_bytes) + 8 > buffer_bytes) continue;
       std::memcpy(&value, buffer + p.offset_bytes, 8);
     } else {
-      std::memcpy(&value, kernel_params[p.index], 8);
+      std::memcpy(&value, static_cast<const uint8_t*>(kernel_params[p.index]) + p.within_bytes, 8);
     }
-    out[n++] = LaunchArg{p.index, p.offset_bytes, 8, value};
+    // A word inside a larger parameter below 4 GiB is a size or a flag, not a device address.
+    if (p.param_bytes > 8 && value < (uint64_t{1} << 32)) continue;
+    out[n++] = LaunchArg{p.index, p.offset_bytes, p.param_bytes, value};
   }
   return n;
 }

@@ -61,6 +61,8 @@ class Translator {
   void setProcessId(uint32_t process_id) { process_id_ = process_id; }
   void addDevice(const core::DeviceInfo& device) { devices_[device.id] = device; }
   void addLaunch(LaunchInfo launch);
+  // A copy of fprof's own (the argument-role probe's): its memcpy record is not the program's.
+  void ignoreCopy(uint32_t correlation_id) { ignored_copies_.insert(correlation_id); }
 
   // Appends the translation of one record to `out`; duplicates and unknown kinds add nothing.
   void translate(const CUpti_Activity& record, TranslatedBatch& out);
@@ -109,6 +111,7 @@ class Translator {
   int unmatched_generations_ = kUnmatchedLaunchGenerations;
   size_t max_pending_ = kMaxPendingLaunches;
   TranslatorStats stats_;
+  std::unordered_set<uint32_t> ignored_copies_;
 };
 
 // Hands one period's translated records to the store, in the order Collector::drain always used.

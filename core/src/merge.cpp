@@ -143,7 +143,7 @@ void addFunctionTables(const Profile& p, const std::unordered_map<uint32_t, uint
   }
   for (const FunctionArgRow& a : p.function_args) {
     w.add(FunctionArgRecord{pid_map.at(a.process_id), p.str(a.name_id), a.arg_index, a.role, a.method,
-                            a.sampled_bytes, a.correlation_id});
+                            a.sampled_bytes, a.correlation_id, a.offset_bytes});
   }
   for (const FunctionSassOpRow& o : p.function_sass_ops) {
     w.add(FunctionSassOpRecord{pid_map.at(o.process_id), p.str(o.name_id), o.opcode, o.static_count});

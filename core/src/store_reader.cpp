@@ -492,8 +492,8 @@ void addSchema2Tasks(Profile& p, const std::string& path, const StringIds& str_i
   });
   add([&p, &path, &str_id](Conn& conn) {
     return forEachRow(conn.db(), path,
-                      "SELECT process_id, name_id, arg_index, role, method, sampled_bytes, correlation_id "
-                      "FROM function_arg ORDER BY process_id, name_id, arg_index",
+                      "SELECT process_id, name_id, arg_index, role, method, sampled_bytes, correlation_id, "
+                      "offset_bytes FROM function_arg ORDER BY process_id, name_id, arg_index, offset_bytes",
                       [&](Statement& st) {
                         FunctionArgRow& a = p.function_args.emplace_back();
                         a.process_id = static_cast<uint32_t>(st.i64(0));
@@ -503,6 +503,7 @@ void addSchema2Tasks(Profile& p, const std::string& path, const StringIds& str_i
                         a.method = st.text(4);
                         a.sampled_bytes = st.opt<int64_t>(5);
                         a.correlation_id = st.opt<uint32_t>(6);
+                        a.offset_bytes = static_cast<int32_t>(st.i64(7));
                       });
   });
   add([&p, &path, &str_id](Conn& conn) {

@@ -468,13 +468,13 @@ Status Writer::writeFunctionTables() {
   if (!function_args_.empty()) {
     Statement st(db_,
                  "INSERT OR REPLACE INTO function_arg(process_id, name_id, arg_index, role, method, sampled_bytes, "
-                 "correlation_id) VALUES (?,?,?,?,?,?,?)");
+                 "correlation_id, offset_bytes) VALUES (?,?,?,?,?,?,?,?)");
     if (!st.ok()) return sqlError(path_, db_, "prepare function_arg");
     for (const FunctionArgRecord& a : function_args_) {
       auto id = nameId(a.name);
       if (!id) return Error{id.error()};
       st.bindAll(a.process_id, *id, a.arg_index, std::string_view(a.role), std::string_view(a.method),
-                 a.sampled_bytes, a.correlation_id);
+                 a.sampled_bytes, a.correlation_id, a.offset_bytes);
       if (st.run() != SQLITE_DONE) return sqlError(path_, db_, "write function_arg");
     }
   }

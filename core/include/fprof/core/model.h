@@ -246,6 +246,7 @@ struct FunctionArgRecord {
   std::string method;  // how it was obtained
   std::optional<int64_t> sampled_bytes;
   std::optional<uint32_t> correlation_id;
+  int32_t offset_bytes = 0;  // of the pointer in the parameter buffer (several may share an arg_index)
 };
 
 // Static count of one half-precision opcode class in a function's SASS (function_sass_op).
@@ -277,6 +278,7 @@ struct FunctionArgRow {
   std::string method;
   std::optional<int64_t> sampled_bytes;
   std::optional<uint32_t> correlation_id;
+  int32_t offset_bytes = 0;
 };
 
 struct FunctionSassOpRow {
