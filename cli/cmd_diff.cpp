@@ -35,9 +35,9 @@ std::string ns(const std::optional<analysis::SideStats>& s) {
 }
 
 int runDiff(const DiffOptions& opt) {
-  auto base = core::loadProfile(opt.base);
+  auto base = loadProfile(opt.base);
   if (!base) return inputError(base.error());
-  auto cur = core::loadProfile(opt.cur);
+  auto cur = loadProfile(opt.cur);
   if (!cur) return inputError(cur.error());
   const analysis::RunDiff d = analysis::diffProfiles(*base, *cur);
 
@@ -86,7 +86,7 @@ int runDiff(const DiffOptions& opt) {
     out += "\nNVTX ops (one sample per range instance):\n" + o.render();
   }
   out += "\np(slower): one-sided Mann-Whitney U over the launches (ops: range instances); counters per launch\n";
-  std::fputs(out.c_str(), stdout);
+  printText(stdout, out);
   return 0;
 }
 

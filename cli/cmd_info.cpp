@@ -15,6 +15,7 @@
 #include "fprof/analysis/summary.h"
 #include "fprof/core/merge.h"
 #include "fprof/core/store.h"
+#include "fprof/reports/escape.h"
 #include "fprof/reports/format.h"
 #include "text_table.h"
 
@@ -24,6 +25,7 @@ namespace {
 using reports::formatBytes;
 using reports::formatDurationNs;
 using reports::formatPercent;
+using reports::shownText;  // a command line or host name of any length is cut for the terminal
 
 struct InfoOptions {
   std::string file;
@@ -33,7 +35,8 @@ struct InfoOptions {
 };
 
 std::string deviceText(const core::DeviceInfo& d) {
-  return fmt::format("{}, sm_{}{}, {} SMs, {} memory, {} L2", d.name, d.compute_major, d.compute_minor, d.sm_count,
+  return fmt::format("{}, sm_{}{}, {} SMs, {} memory, {} L2", shownText(d.name), d.compute_major, d.compute_minor,
+                     d.sm_count,
                      formatBytes(static_cast<double>(d.global_memory_bytes)), formatBytes(static_cast<double>(d.l2_bytes)));
 }
 
@@ -45,8 +48,8 @@ std::string processesText(const core::Profile& p) {
     if (std::find(v.begin(), v.end(), s) == v.end()) v.push_back(s);
   };
   for (const core::ProcessInfo& pr : p.processes) {
-    addUnique(commands, pr.command_line.empty() ? "?" : pr.command_line);
-    addUnique(hosts, pr.host.empty() ? "?" : pr.host);
+    addUnique(commands, pr.command_line.empty() ? "?" : shownText(pr.command_line));
+    addUnique(hosts, pr.host.empty() ? "?" : shownText(pr.host));
   }
   for (const std::string& c : commands) out += fmt::format("command : {}\n", c);
   std::string host_list;
@@ -77,8 +80,9 @@ std::string rankTable(const core::Profile& p, bool full_names) {
               {A::kRight, A::kLeft, A::kRight, A::kLeft, A::kLeft, A::kRight, A::kRight, A::kRight, A::kRight,
                A::kRight, A::kLeft});
   for (const analysis::RankRow& r : rows) {
-    t.addRow({r.group.rank ? std::to_string(*r.group.rank) : "-", r.hosts, r.pids, r.devices.empty() ? "?" : r.devices,
-              r.mode, std::to_string(r.kernel_count), formatDurationNs(static_cast<double>(r.total_kernel_ns)),
+    t.addRow({r.group.rank ? std::to_string(*r.group.rank) : "-", shownText(r.hosts), r.pids,
+              r.devices.empty() ? "?" : shownText(r.devices), shownText(r.mode), std::to_string(r.kernel_count),
+              formatDurationNs(static_cast<double>(r.total_kernel_ns)),
               formatPercent(r.share), formatPercent(r.nccl_share), formatPercent(r.topKernelShare()),
               full_names ? r.top_kernel : truncateMiddle(r.top_kernel, 60)});
   }
@@ -91,7 +95,7 @@ std::string rankTable(const core::Profile& p, bool full_names) {
 }
 
 int runInfo(const InfoOptions& opt) {
-  auto loaded = core::loadProfile(opt.file);
+  auto loaded = loadProfile(opt.file);
   if (!loaded) return inputError(loaded.error());
   std::string label = opt.file;
   if (opt.rank) {
@@ -106,13 +110,13 @@ int runInfo(const InfoOptions& opt) {
   const bool several = p.processes.size() > 1;
 
   std::string out = fmt::format("{}  (schema {}, recorded by fprof {}, mode {})\n", label, p.schema_version,
-                                p.meta("fprof_version", "?"), p.meta("mode", "?"));
+                                shownText(p.meta("fprof_version", "?")), shownText(p.meta("mode", "?")));
   if (several) {
     out += processesText(p);
   } else {
     for (const core::ProcessInfo& pr : p.processes) {
-      out += fmt::format("command : {}\n", pr.command_line.empty() ? "?" : pr.command_line);
-      std::string where = fmt::format("host {}, pid {}", pr.host.empty() ? "?" : pr.host, pr.pid);
+      out += fmt::format("command : {}\n", pr.command_line.empty() ? "?" : shownText(pr.command_line));
+      std::string where = fmt::format("host {}, pid {}", pr.host.empty() ? "?" : shownText(pr.host), pr.pid);
       if (pr.rank) where += fmt::format(", rank {}", *pr.rank);
       if (pr.local_rank) where += fmt::format(", local rank {}", *pr.local_rank);
       out += fmt::format("process : {}\n", where);
@@ -141,7 +145,7 @@ int runInfo(const InfoOptions& opt) {
   out += fmt::format("NVTX    : {} ranges\n", s.nvtx_range_count);
   if (const std::string dropped = p.meta("dropped_records", "0"); dropped != "0") {
     out += fmt::format("warning : the collector dropped {} records (buffers full); totals are lower bounds\n",
-                       dropped);
+                       shownText(dropped));
   }
   std::map<uint32_t, std::string> rank_of_process;
   if (several) {
@@ -150,7 +154,9 @@ int runInfo(const InfoOptions& opt) {
     }
   }
   for (const core::CollectorEventRecord& e : p.collector_events) {
-    if (e.severity != "info") out += fmt::format("{:<8}: {}{}\n", e.severity, rank_of_process[e.process_id], e.message);
+    if (e.severity != "info") {
+      out += fmt::format("{:<8}: {}{}\n", shownText(e.severity), rank_of_process[e.process_id], shownText(e.message));
+    }
   }
   if (several && core::rankGroups(p).size() > 1) out += rankTable(p, opt.full_names);
 
@@ -176,7 +182,7 @@ int runInfo(const InfoOptions& opt) {
     out += t.render();
     out += "occupancy = theoretical (launch configuration and device limits); local/thr = stack frame and spills\n";
   }
-  std::fputs(out.c_str(), stdout);
+  printText(stdout, out);
   return 0;
 }
 

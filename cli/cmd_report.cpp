@@ -45,11 +45,11 @@ bool samePath(const std::string& a, const std::string& b) {
 }
 
 int runReport(const ReportOptions& opt) {
-  auto run = core::loadProfile(opt.file);
+  auto run = loadProfile(opt.file);
   if (!run) return inputError(run.error());
   std::optional<core::Profile> base;
   if (!opt.baseline.empty()) {
-    auto loaded = core::loadProfile(opt.baseline);
+    auto loaded = loadProfile(opt.baseline);
     if (!loaded) return inputError(loaded.error());
     base = std::move(*loaded);
   }
@@ -78,7 +78,7 @@ int runReport(const ReportOptions& opt) {
   f.write(text.data(), static_cast<std::streamsize>(text.size()));
   f.close();
   if (!f) return inputError(fmt::format("{}: writing the report failed (disk full?)", out));
-  std::fprintf(stderr, "fprof: wrote %s (%.1f KiB)\n", out.c_str(), static_cast<double>(text.size()) / 1024.0);
+  printText(stderr, fmt::format("fprof: wrote {} ({:.1f} KiB)\n", out, static_cast<double>(text.size()) / 1024.0));
   return 0;
 }
 
