@@ -74,7 +74,7 @@ class Collector {
   bool initialize();
   void onCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data);
   void onExit();
-  void onSignal(int sig);
+  void onSignal(int sig, siginfo_t* info, void* context);
   void onForkChild();
   void yieldCupti(const char* client);
 
@@ -89,6 +89,7 @@ class Collector {
   void handleNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData* data);
   void handleContextCreated(const CUpti_ResourceData* data);
   void handleTeardown();
+  void saveCubin(const CUpti_ResourceData* data);
   void pushLaunch(ThreadState& t);
   void addEvent(const char* severity, const std::string& message);
   void recordCuptiLibraries();
@@ -104,6 +105,7 @@ class Collector {
   std::unique_ptr<core::Writer> writer_;  // owned by the writer thread once it runs
   uint32_t process_id_ = 0;
   std::string path_;
+  std::string cubin_dir_;  // metrics mode: where module cubins go (FPROF_CUBIN_DIR)
 
   NvtxTracker nvtx_;
   FunctionCache functions_;
@@ -127,16 +129,22 @@ class Collector {
   uint64_t dropped_reported_ = 0;
 };
 
-struct sigaction g_previous_int {};
-struct sigaction g_previous_term {};
+// Signals after which the program's records are written before it goes on or dies: the polite
+// ones (INT, TERM) and the fatal ones a crash raises (abort(), a failed assert, a null pointer).
+constexpr int kHandledSignals[] = {SIGINT, SIGTERM, SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+struct sigaction g_previous[NSIG] {};
+std::atomic<int> g_fatal_signal{0};  // the signal that ends the program, for the writer to record
+pthread_t g_writer_thread{};
 
-void signalTrampoline(int sig) { Collector::instance().onSignal(sig); }
+void signalTrampoline(int sig, siginfo_t* info, void* context) { Collector::instance().onSignal(sig, info, context); }
 void forkChildTrampoline() { Collector::instance().onForkChild(); }
 void exitTrampoline() { Collector::instance().onExit(); }
 void yieldTrampoline(const char* client) { Collector::instance().yieldCupti(client); }
 void CUPTIAPI callbackTrampoline(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   Collector::instance().onCallback(domain, cbid, data);
 }
+
+void installSignalHandlers();
 
 bool claimPath(const std::string& path) {
   const int fd = ::open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
@@ -206,6 +214,11 @@ bool Collector::initialize() {
     writer_.reset();
     return false;
   }
+  if (metrics) {
+    writer_->expectCountersForEveryKernel(
+        "no profiling decision was recorded for this launch (a launch path the collector does not see, or the "
+        "program ended before its counters were decoded)");
+  }
 
   std::string error;
   if (!CuptiActivityApi::instance().subscribe(callbackTrampoline, nullptr, error)) {
@@ -220,6 +233,12 @@ bool Collector::initialize() {
   CuptiActivityApi& api = CuptiActivityApi::instance();
   if (metrics && !api.enableMemoryOperationCallbacks()) {
     addEvent("warning", "memset/memcpy callbacks could not be enabled; counters of kernels next to them may be discarded");
+  }
+  if (const char* dir = std::getenv("FPROF_CUBIN_DIR"); metrics && dir != nullptr && *dir != '\0') {
+    cubin_dir_ = dir;
+    if (!api.enableModuleLoadCallbacks()) {
+      addEvent("warning", "module-load callbacks could not be enabled: half-precision FLOPs stay unknown");
+    }
   }
   if (!api.enableCallbacks()) {
     addEvent("warning", "some CUPTI callbacks could not be enabled; launch API, NVTX or arguments may be missing");
@@ -242,24 +261,20 @@ bool Collector::initialize() {
   if (pipe2(wake_pipe_, O_CLOEXEC | O_NONBLOCK) != 0 || pipe2(done_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) {
     logWarning("pipe2 failed: %s; records are written only at exit", std::strerror(errno));
   }
-  // The writer never runs the signal handler: the handler waits for it.
+  // The writer never runs the handler of an asynchronous signal: the handler waits for it.
   sigset_t blocked, previous;
   sigemptyset(&blocked);
   sigaddset(&blocked, SIGINT);
   sigaddset(&blocked, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &blocked, &previous);
   writer_thread_ = std::thread([this] { writerLoop(); });
+  g_writer_thread = writer_thread_.native_handle();
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
 
   active_.store(true);
   std::atexit(exitTrampoline);
   pthread_atfork(nullptr, nullptr, forkChildTrampoline);
-  struct sigaction action {};
-  action.sa_handler = signalTrampoline;
-  sigemptyset(&action.sa_mask);
-  action.sa_flags = SA_RESTART;
-  sigaction(SIGINT, &action, &g_previous_int);
-  sigaction(SIGTERM, &action, &g_previous_term);
+  installSignalHandlers();
   recordCuptiLibraries();
   // libfprof_preload.so (LD_PRELOADed by `fprof run`) calls yieldCupti when another client
   // (torch.profiler) subscribes to CUPTI later. Registered after our own subscription on purpose.
@@ -336,6 +351,7 @@ void Collector::onCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, c
       return;
     case CUPTI_CB_DOMAIN_RESOURCE:
       if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED) handleContextCreated(static_cast<const CUpti_ResourceData*>(data));
+      if (cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED) saveCubin(static_cast<const CUpti_ResourceData*>(data));
       return;
     case CUPTI_CB_DOMAIN_RUNTIME_API:
     case CUPTI_CB_DOMAIN_DRIVER_API: {
@@ -345,7 +361,11 @@ void Collector::onCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, c
         return;
       }
       if (CuptiActivityApi::isMemoryOperation(domain, cbid)) {
-        if (cb->callbackSite == CUPTI_API_ENTER) metrics_.beforeMemoryOperation(cb->context);
+        if (cb->callbackSite == CUPTI_API_ENTER) {
+          metrics_.beforeMemoryOperation(cb->context);
+        } else {
+          metrics_.afterMemoryOperation();
+        }
         return;
       }
       handleLaunch(domain, cbid, cb);
@@ -360,6 +380,68 @@ void Collector::pushLaunch(ThreadState& t) {
   std::lock_guard lock(pending_mu_);
   launches_.push_back(std::move(t.current));
   t.pushed = true;
+}
+
+// What a driver launch call passes: the function, its arguments and its shape. Graph launches
+// carry none of these (the kernels' parameters live in the graph's nodes).
+struct DriverLaunch {
+  CUfunction f = nullptr;
+  void** params = nullptr;
+  void** extra = nullptr;
+  bool cooperative = false;
+  LaunchShape shape;
+};
+
+DriverLaunch driverLaunch(CUpti_CallbackId cbid, const void* function_params) {
+  DriverLaunch d;
+  auto shapeOf = [](auto* p, uint32_t shared) {
+    LaunchShape s;
+    s.grid[0] = p->gridDimX, s.grid[1] = p->gridDimY, s.grid[2] = p->gridDimZ;
+    s.block[0] = p->blockDimX, s.block[1] = p->blockDimY, s.block[2] = p->blockDimZ;
+    s.dynamic_shared_bytes = shared;
+    return s;
+  };
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
+      const auto* p = static_cast<const cuLaunchKernel_params*>(function_params);
+      d.f = p->f;
+      d.params = p->kernelParams;
+      d.extra = p->extra;
+      d.shape = shapeOf(p, p->sharedMemBytes);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
+      const auto* p = static_cast<const cuLaunchKernelEx_params*>(function_params);
+      d.f = p->f;
+      d.params = p->kernelParams;
+      d.extra = p->extra;
+      if (p->config == nullptr) break;
+      d.shape = shapeOf(p->config, p->config->sharedMemBytes);
+      for (unsigned i = 0; i < p->config->numAttrs; ++i) {
+        const CUlaunchAttribute& a = p->config->attrs[i];
+        d.cooperative = d.cooperative || (a.id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE && a.value.cooperative != 0);
+        if (a.id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
+          d.shape.cluster[0] = a.value.clusterDim.x, d.shape.cluster[1] = a.value.clusterDim.y;
+          d.shape.cluster[2] = a.value.clusterDim.z;
+        }
+      }
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz: {
+      const auto* p = static_cast<const cuLaunchCooperativeKernel_params*>(function_params);
+      d.f = p->f;
+      d.params = p->kernelParams;
+      d.cooperative = true;
+      d.shape = shapeOf(p, p->sharedMemBytes);
+      break;
+    }
+    default:
+      break;
+  }
+  return d;
 }
 
 void Collector::handleLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
@@ -381,46 +463,12 @@ void Collector::handleLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
     // The driver callback is the last stop before the launch is submitted, so the launch is
     // queued for the writer before its kernel can complete and its record arrive.
     if (domain == CUPTI_CB_DOMAIN_DRIVER_API && !t.pushed) {
-      CUfunction f = nullptr;
-      void** params = nullptr;
-      void** extra = nullptr;
-      bool cooperative = false;
-      switch (cbid) {
-        case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
-        case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
-          const auto* p = static_cast<const cuLaunchKernel_params*>(cb->functionParams);
-          f = p->f;
-          params = p->kernelParams;
-          extra = p->extra;
-          break;
-        }
-        case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
-        case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
-          const auto* p = static_cast<const cuLaunchKernelEx_params*>(cb->functionParams);
-          f = p->f;
-          params = p->kernelParams;
-          extra = p->extra;
-          for (unsigned i = 0; p->config != nullptr && i < p->config->numAttrs; ++i) {
-            const CUlaunchAttribute& a = p->config->attrs[i];
-            cooperative = cooperative || (a.id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE && a.value.cooperative != 0);
-          }
-          break;
-        }
-        case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
-        case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz: {
-          const auto* p = static_cast<const cuLaunchCooperativeKernel_params*>(cb->functionParams);
-          f = p->f;
-          params = p->kernelParams;
-          cooperative = true;
-          break;
-        }
-        default:
-          break;  // graph launches: the kernels' parameters live in the graph's nodes
-      }
-      if (f != nullptr) {
-        const FunctionInfo& info = functions_.lookup(f);
-        t.current.local_bytes_per_thread = info.local_bytes_per_thread;
-        FunctionCache::readArgs(info, params, extra, t.current.args);
+      const DriverLaunch launch = driverLaunch(cbid, cb->functionParams);
+      const FunctionInfo* info = nullptr;
+      if (launch.f != nullptr) {
+        info = &functions_.lookup(launch.f);
+        t.current.local_bytes_per_thread = info->local_bytes_per_thread;
+        FunctionCache::readArgs(*info, launch.params, launch.extra, t.current.args);
       }
       if (metrics_.enabled()) {
         LaunchRequest request;
@@ -430,13 +478,21 @@ void Collector::handleLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
         request.symbol_name = cb->symbolName;
         request.nvtx_path = t.current.nvtx_path;
         request.graph_launch = t.current.graph_launch;
-        request.cooperative = cooperative;
+        request.cooperative = launch.cooperative;
+        if (info != nullptr) {
+          request.signature = FunctionCache::signature(launch.f, *info, launch.shape, launch.params, launch.extra);
+        }
         metrics_.beforeLaunch(request);
       }
       pushLaunch(t);
     }
     ++t.depth;
     return;
+  }
+  if (domain == CUPTI_CB_DOMAIN_DRIVER_API && metrics_.enabled()) {
+    const CUresult result =
+        cb->functionReturnValue != nullptr ? *static_cast<const CUresult*>(cb->functionReturnValue) : CUDA_SUCCESS;
+    metrics_.afterLaunch(result);
   }
   if (t.depth > 0) --t.depth;
   if (t.depth == 0 && !t.pushed) pushLaunch(t);
@@ -576,6 +632,24 @@ void Collector::handleContextCreated(const CUpti_ResourceData* data) {
   if (device) devices_.push_back(*device);
 }
 
+// Metrics mode: each loaded module's cubin goes to FPROF_CUBIN_DIR, where `fprof run` reads the
+// SASS of the functions that ran half-precision instructions once the program has ended.
+void Collector::saveCubin(const CUpti_ResourceData* data) {
+  if (cubin_dir_.empty() || data == nullptr || data->resourceDescriptor == nullptr) return;
+  const auto* module = static_cast<const CUpti_ModuleResourceData*>(data->resourceDescriptor);
+  if (module->pCubin == nullptr || module->cubinSize == 0) return;
+  const std::string path = cubin_dir_ + "/pid" + std::to_string(getpid()) + ".module" + std::to_string(module->moduleId) + ".cubin";
+  const int fd = ::open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  size_t written = 0;
+  while (written < module->cubinSize) {
+    const ssize_t n = ::write(fd, module->pCubin + written, module->cubinSize - written);
+    if (n <= 0) break;
+    written += static_cast<size_t>(n);
+  }
+  ::close(fd);
+}
+
 void Collector::handleTeardown() {
   // The context's records must leave CUPTI's buffers before the context goes away. No current
   // context (cudaDeviceReset before any work) is not an error worth reporting.
@@ -674,10 +748,24 @@ void Collector::drain() {
     r.process_id = process_id_;
     writer_->add(r);
   }
+  for (FunctionFacts& f : functions_.takeNewFunctions()) {
+    writer_->add(core::FunctionRecord{process_id_, std::move(f.name), f.registers_per_thread, f.local_bytes_per_thread,
+                                      f.static_shared_bytes, f.const_bytes, f.max_threads_per_block, f.binary_version,
+                                      f.ptx_version});
+  }
   for (core::CollectorEventRecord& e : events) writer_->add(e);
   for (LaunchCounterResult& r : metrics_.takeResults()) {
-    writer_->addCountersForLaunch(process_id_, r.correlation_id, r.nested_correlation_id, r.counters,
-                                  std::move(r.raw));
+    const core::Writer::LaunchRef launch{r.launch.correlation_id, r.launch.nested_correlation_id};
+    if (!r.missing_reason.empty()) {
+      writer_->addMissingCountersForLaunch(process_id_, launch, std::move(r.missing_reason));
+    } else if (r.source) {
+      writer_->addCopiedCountersForLaunch(process_id_, launch,
+                                          {r.source->correlation_id, r.source->nested_correlation_id}, r.counters,
+                                          std::move(r.raw));
+    } else {
+      writer_->addCountersForLaunch(process_id_, launch.correlation_id, launch.alt_correlation_id, r.counters,
+                                    std::move(r.raw));
+    }
   }
   for (const auto& [severity, message] : metrics_.takeNotes()) {
     writer_->add(core::CollectorEventRecord{process_id_, unixNowNs(), severity, message});
@@ -705,6 +793,14 @@ void Collector::drain() {
 
 void Collector::finish() {
   if (!writer_) return;
+  if (const int sig = g_fatal_signal.load(); sig != 0) {
+    const char* abbrev = sigabbrev_np(sig);
+    const std::string name = abbrev != nullptr ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+    (void)writer_->setMetadata("exit_signal", name);
+    writer_->add(core::CollectorEventRecord{process_id_, unixNowNs(), "warning",
+                                            "the program received " + name +
+                                                " and died; everything collected until then was written"});
+  }
   const TranslatorStats& stats = translator_.stats();
   if (stats.unmatched_kernels > 0) {
     writer_->add(core::CollectorEventRecord{
@@ -771,12 +867,44 @@ void Collector::onExit() {
   if (writer_thread_.joinable()) writer_thread_.join();
 }
 
-void Collector::onSignal(int sig) {
+// Our handler goes in front of whatever the program had (the program may install its own later;
+// then ours is simply not called). SA_ONSTACK: a stack overflow's SIGSEGV runs on the program's
+// alternate stack if it set one up.
+void installSignalHandlers() {
+  struct sigaction action {};
+  action.sa_sigaction = signalTrampoline;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART | SA_SIGINFO | SA_ONSTACK;
+  for (int sig : kHandledSignals) sigaction(sig, &action, &g_previous[sig]);
+}
+
+bool endsProgram(const struct sigaction& previous) {
+  return !(previous.sa_flags & SA_SIGINFO) && previous.sa_handler == SIG_DFL;
+}
+
+// Hands the signal to what the program had installed before us, or lets it do what it would have
+// done: re-raised with the original disposition (a crash still dumps core and exits by signal).
+void passOn(int sig, siginfo_t* info, void* context) {
+  const struct sigaction& previous = g_previous[sig];
+  if (endsProgram(previous)) {
+    sigaction(sig, &previous, nullptr);
+    // A fault re-executes the faulting instruction on return; raise() covers abort() and kill.
+    raise(sig);
+  } else if (previous.sa_flags & SA_SIGINFO) {
+    if (previous.sa_sigaction != nullptr) previous.sa_sigaction(sig, info, context);
+  } else if (previous.sa_handler != SIG_IGN && previous.sa_handler != nullptr) {
+    previous.sa_handler(sig);
+  }
+}
+
+void Collector::onSignal(int sig, siginfo_t* info, void* context) {
   const int saved_errno = errno;
-  struct sigaction* previous = sig == SIGINT ? &g_previous_int : &g_previous_term;
-  const bool dies = previous->sa_handler == SIG_DFL && !(previous->sa_flags & SA_SIGINFO);
-  if (!finished_.load() && !exiting_.load()) {
+  const bool dies = endsProgram(g_previous[sig]);
+  // The writer cannot wait for itself: a fault on the writer thread keeps what earlier flushes wrote.
+  const bool on_writer = writer_thread_.joinable() && pthread_equal(pthread_self(), g_writer_thread);
+  if (!finished_.load() && !exiting_.load() && !on_writer) {
     // Only async-signal-safe calls here: a byte to the writer, then wait (bounded) for its reply.
+    if (dies) g_fatal_signal.store(sig);
     wake(dies ? kWakeSignalFinal : kWakeSignalFlush);
     pollfd fd{done_pipe_[0], POLLIN, 0};
     if (::poll(&fd, 1, 5000) > 0) {
@@ -785,14 +913,7 @@ void Collector::onSignal(int sig) {
     }
   }
   errno = saved_errno;
-  if (dies) {
-    sigaction(sig, previous, nullptr);
-    raise(sig);
-  } else if (previous->sa_flags & SA_SIGINFO) {
-    if (previous->sa_sigaction != nullptr) previous->sa_sigaction(sig, nullptr, nullptr);
-  } else if (previous->sa_handler != SIG_IGN && previous->sa_handler != nullptr) {
-    previous->sa_handler(sig);
-  }
+  passOn(sig, info, context);
 }
 
 }  // namespace

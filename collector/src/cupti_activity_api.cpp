@@ -330,4 +330,8 @@ bool CuptiActivityApi::enableMemoryOperationCallbacks() {
   return ok;
 }
 
+bool CuptiActivityApi::enableModuleLoadCallbacks() {
+  return FPROF_CUPTI_OK(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED));
+}
+
 }  // namespace fprof::collector

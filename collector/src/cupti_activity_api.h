@@ -28,6 +28,9 @@ class CuptiActivityApi {
   // Metrics mode: callbacks on every driver memset and memcpy, because the driver may run them
   // as kernels, which the range profiler would count as ranges of their own.
   bool enableMemoryOperationCallbacks();
+  // Metrics mode: every module's cubin, for the SASS that says how many lanes a half
+  // instruction has (core/sass_half.h).
+  bool enableModuleLoadCallbacks();
   static bool isMemoryOperation(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
   // Kernel, memcpy, memset and memory activity. Returns one warning per kind that failed.
   std::vector<std::string> enableActivities(BufferSink sink);

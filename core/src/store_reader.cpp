@@ -582,6 +582,73 @@ Status checkDatabase(const std::string& path) {
   return openAndCheck(path, h, version);
 }
 
+// Rows of the function tables whose name id the string table lacks: (row index, string id), given
+// their placeholder name once the loading threads are done (strings are not shared with them).
+struct FunctionNamesMissing {
+  std::vector<std::pair<size_t, int64_t>> functions, args, sass_ops;
+};
+
+// The tables schema 2 added: per-function facts and why kernels have no counters.
+template <class AddTask>
+void addSchema2Tasks(Profile& p, const std::string& path, const StringIds& str_id, FunctionNamesMissing& missing,
+                     AddTask&& add) {
+  add([&p, &path](Conn& conn) {
+    return forEachRow(conn.db(), path, "SELECT kernel_id, reason FROM kernel_counter_missing ORDER BY kernel_id",
+                      [&](Statement& st) { p.counters_missing.push_back({st.i64(0), cleanText(st.textView(1))}); });
+  });
+  auto name = [&str_id](int64_t db_id, size_t row, std::vector<std::pair<size_t, int64_t>>& missing_rows) {
+    const uint32_t id = str_id(db_id);
+    if (id != kMissingString) return id;
+    missing_rows.emplace_back(row, db_id);
+    return uint32_t{0};
+  };
+  add([&p, &path, name, &missing](Conn& conn) {
+    return forEachRow(conn.db(), path,
+                      "SELECT process_id, name_id, registers_per_thread, local_bytes_per_thread, static_shared_bytes, "
+                      "const_bytes, max_threads_per_block, binary_version, ptx_version FROM function "
+                      "ORDER BY process_id, name_id",
+                      [&](Statement& st) {
+                        FunctionRow& f = p.functions.emplace_back();
+                        f.process_id = static_cast<uint32_t>(st.i64(0));
+                        f.name_id = name(st.i64(1), p.functions.size() - 1, missing.functions);
+                        f.registers_per_thread = st.opt<int>(2);
+                        f.local_bytes_per_thread = st.opt<int64_t>(3);
+                        f.static_shared_bytes = st.opt<int64_t>(4);
+                        f.const_bytes = st.opt<int64_t>(5);
+                        f.max_threads_per_block = st.opt<int>(6);
+                        f.binary_version = st.opt<int>(7);
+                        f.ptx_version = st.opt<int>(8);
+                      });
+  });
+  add([&p, &path, name, &missing](Conn& conn) {
+    return forEachRow(conn.db(), path,
+                      "SELECT process_id, name_id, arg_index, role, method, sampled_bytes, correlation_id "
+                      "FROM function_arg ORDER BY process_id, name_id, arg_index",
+                      [&](Statement& st) {
+                        FunctionArgRow& a = p.function_args.emplace_back();
+                        a.process_id = static_cast<uint32_t>(st.i64(0));
+                        a.name_id = name(st.i64(1), p.function_args.size() - 1, missing.args);
+                        a.arg_index = static_cast<int32_t>(st.i64(2));
+                        a.role = cleanText(st.textView(3));
+                        a.method = cleanText(st.textView(4));
+                        a.sampled_bytes = st.opt<int64_t>(5);
+                        a.correlation_id = st.opt<uint32_t>(6);
+                      });
+  });
+  add([&p, &path, name, &missing](Conn& conn) {
+    return forEachRow(conn.db(), path,
+                      "SELECT process_id, name_id, opcode, static_count FROM function_sass_op "
+                      "ORDER BY process_id, name_id, opcode",
+                      [&](Statement& st) {
+                        FunctionSassOpRow& o = p.function_sass_ops.emplace_back();
+                        o.process_id = static_cast<uint32_t>(st.i64(0));
+                        o.name_id = name(st.i64(1), p.function_sass_ops.size() - 1, missing.sass_ops);
+                        o.opcode = cleanText(st.textView(2));
+                        o.static_count = st.i64(3);
+                      });
+  });
+}
+
 Expected<Profile> loadProfile(const std::string& path) {
   Db h;
   Profile p;
@@ -687,11 +754,18 @@ Expected<Profile> loadProfile(const std::string& path) {
                         {}, {}};
   TableRead arg_read{"kernel_arg", "rowid",
                      "rowid, process_id, correlation_id, arg_index, offset_bytes, size_bytes, value", {}, {}};
+  // Version 2 added where counters came from; a version-1 file has only profiled counters.
+  const bool v2 = p.schema_version >= 2;
   TableRead counter_read{"kernel_counter", "kernel_id",
-                         "kernel_id, dram_read_bytes, dram_write_bytes, l2_bytes, l1_bytes, flops_fp64, flops_fp32, "
-                         "flops_fp16, flops_bf16, flops_tensor_fp16, flops_tensor_bf16, flops_tensor_tf32, "
-                         "flops_tensor_fp8, flops_tensor_fp64, ops_tensor_int8, achieved_occupancy, local_load_bytes, "
-                         "local_store_bytes, instructions, gpu_time_ns",
+                         v2 ? "kernel_id, dram_read_bytes, dram_write_bytes, l2_bytes, l1_bytes, flops_fp64, flops_fp32, "
+                              "flops_fp16, flops_bf16, flops_tensor_fp16, flops_tensor_bf16, flops_tensor_tf32, "
+                              "flops_tensor_fp8, flops_tensor_fp64, ops_tensor_int8, achieved_occupancy, "
+                              "local_load_bytes, local_store_bytes, instructions, gpu_time_ns, source, "
+                              "source_kernel_id, signature_varies, half_flops_method"
+                            : "kernel_id, dram_read_bytes, dram_write_bytes, l2_bytes, l1_bytes, flops_fp64, flops_fp32, "
+                              "flops_fp16, flops_bf16, flops_tensor_fp16, flops_tensor_bf16, flops_tensor_tf32, "
+                              "flops_tensor_fp8, flops_tensor_fp64, ops_tensor_int8, achieved_occupancy, "
+                              "local_load_bytes, local_store_bytes, instructions, gpu_time_ns",
                          {}, {}};
   for (TableRead* t : {&kernel_read, &arg_read, &counter_read}) {
     Expected<RowidSpan> span = rowidSpan(h.db, path, t->table);
@@ -821,8 +895,8 @@ Expected<Profile> loadProfile(const std::string& path) {
   });
 
   for (CounterChunk& c : counter_chunks) {
-    add(counter_tasks, [&p, &c, &path](Conn& conn) {
-      return loadChunk(conn, path, c.rows, p.counters, [&c](const detail::ValueRow& row, KernelCounters& k) {
+    add(counter_tasks, [&p, &c, &path, v2](Conn& conn) {
+      return loadChunk(conn, path, c.rows, p.counters, [&c, v2](const detail::ValueRow& row, KernelCounters& k) {
         int i = 0;
         k.kernel_id = row.i64(i++);
         for (std::optional<double>* v :
@@ -837,9 +911,17 @@ Expected<Profile> loadProfile(const std::string& path) {
             if (c.non_finite++ == 0) c.first_non_finite = k.kernel_id;
           }
         }
+        if (!v2) return;
+        k.source = cleanText(row.textView(i++));
+        k.source_kernel_id = row.opt<int64_t>(i++);
+        if (auto varies = row.opt<int64_t>(i++)) k.signature_varies = *varies != 0;
+        k.half_flops_method = cleanText(row.textView(i++));
       });
     });
   }
+
+  FunctionNamesMissing function_names_missing;
+  if (v2) addSchema2Tasks(p, path, ids, function_names_missing, [&](Task t) { add(whole_tasks, std::move(t)); });
 
   int64_t metrics_non_finite = 0, first_metric_non_finite = 0;
   Dangling missing_metric_names;
@@ -921,6 +1003,25 @@ Expected<Profile> loadProfile(const std::string& path) {
     if (c.negative_durations > 0 && negative_durations == 0) first_negative = c.first_negative;
     negative_durations += c.negative_durations;
   }
+  Dangling missing_function_names;
+  for (auto [rows, list] : {std::pair{&function_names_missing.functions, 0}, {&function_names_missing.args, 1},
+                            {&function_names_missing.sass_ops, 2}}) {
+    for (const auto& [row, db_id] : *rows) {
+      const uint32_t id = internText(unknownString("name", db_id));
+      if (list == 0) p.functions[row].name_id = id;
+      if (list == 1) p.function_args[row].name_id = id;
+      if (list == 2) p.function_sass_ops[row].name_id = id;
+      missing_function_names.see(static_cast<int64_t>(row), db_id);
+    }
+  }
+  if (missing_function_names.rows > 0) {  // the placeholders' ids came last: keep the documented order
+    auto by_name = [](const auto& a, const auto& b) {
+      return std::tie(a.process_id, a.name_id) < std::tie(b.process_id, b.name_id);
+    };
+    std::stable_sort(p.functions.begin(), p.functions.end(), by_name);
+    std::stable_sort(p.function_args.begin(), p.function_args.end(), by_name);
+    std::stable_sort(p.function_sass_ops.begin(), p.function_sass_ops.end(), by_name);
+  }
   int64_t counters_non_finite = 0, first_counter_non_finite = 0;
   for (const CounterChunk& c : counter_chunks) {
     if (c.non_finite > 0 && counters_non_finite == 0) first_counter_non_finite = c.first_non_finite;
@@ -955,6 +1056,12 @@ Expected<Profile> loadProfile(const std::string& path) {
                          " an NVTX path string id missing from the string table (first: kernel " +
                          std::to_string(missing_paths.first_row) + ", string #" +
                          std::to_string(missing_paths.first_string) + "); shown as <unknown NVTX path #ID>");
+  }
+  if (missing_function_names.rows > 0) {
+    p.warnings.push_back(path + ": " +
+                         plural(missing_function_names.rows, "function table row names", "function table rows name") +
+                         " a string id missing from the string table (first: string #" +
+                         std::to_string(missing_function_names.first_string) + "); shown as <unknown name #ID>");
   }
   if (missing_metric_names.rows > 0) {
     p.warnings.push_back(path + ": " +

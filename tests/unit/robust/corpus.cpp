@@ -40,6 +40,10 @@ struct Texts {
   std::string copy_kind = "HtoD";
   std::string memory_kind = "device";
   std::string launch_api = "cudaLaunchKernel";
+  std::string arg_method = "bytes behind the pointer changed";  // schema 2: function_arg.method
+  std::string sass_opcode = "HFMA2";                             // function_sass_op.opcode
+  std::string missing_reason = "cooperative launch: not replayed";  // kernel_counter_missing.reason
+  std::string exit_status = "exited with 0";
   int64_t pid = 4242;  // each case its own, so that `fprof merge` takes it with the clean file
 };
 
@@ -67,7 +71,8 @@ core::Status writeRun(const std::string& path, const Texts& t) {
   auto created = core::Writer::create(path, true);
   if (!created) return core::makeError(created.error());
   core::Writer& w = **created;
-  for (const auto& [key, value] : {std::pair<std::string, std::string>{"mode", t.mode}, {"fprof_version", "0.1.0"}}) {
+  for (const auto& [key, value] : {std::pair<std::string, std::string>{"mode", t.mode}, {"fprof_version", "0.1.0"},
+                                    {"exit_status", t.exit_status}}) {
     if (auto st = w.setMetadata(key, value); !st) return st;
   }
   core::ProcessInfo proc;
@@ -187,6 +192,17 @@ core::Status writeRun(const std::string& path, const Texts& t) {
     range(std::nullopt, t.plain_domain, t.plain_message, 0, plain_start, now, it);
   }
   kernel(t.relu, 9'000, std::nullopt, "", kBufferA, kBufferB, 1.0e6, 8.0e6);
+  // Schema 2: what the driver said of each function, and one kernel left without counters.
+  for (const std::string& name : {t.gemm, t.relu, t.fused}) {
+    core::FunctionRecord f;
+    f.process_id = *pid;
+    f.name = name;
+    f.registers_per_thread = 30;
+    w.add(f);
+    w.add(core::FunctionArgRecord{*pid, name, 1, "write", t.arg_method, 64, 1});
+    w.add(core::FunctionSassOpRecord{*pid, name, t.sass_opcode, 12});
+  }
+  w.add(core::KernelCounterMissing{w.nextKernelId() - 1, t.missing_reason});
   for (uint64_t address : {kBufferA, kBufferB, kBufferC}) {
     w.add(core::MemoryEventRecord{*pid, 0, 1, 0, correlation++, now, false, address, 1 << 20, t.memory_kind});
   }
@@ -227,6 +243,10 @@ Texts hostileTexts(const std::string& payload) {
   t.copy_kind = payload;
   t.memory_kind = payload;
   t.launch_api = payload;
+  t.arg_method = payload;
+  t.sass_opcode = payload;
+  t.missing_reason = payload;
+  t.exit_status = payload;
   return t;
 }
 
@@ -340,7 +360,9 @@ const std::vector<Builder>& builders() {
                  damaged(Texts{},
                          "UPDATE kernel SET name_id = 99999, demangled_id = 99999 WHERE id IN (1, 2, 5);"
                          "UPDATE kernel SET nvtx_path_id = 88888 WHERE id = 3;"
-                         "UPDATE kernel_metric SET metric_id = 77777 WHERE kernel_id = 4;")});
+                         "UPDATE kernel_metric SET metric_id = 77777 WHERE kernel_id = 4;"
+                         "UPDATE function SET name_id = 66666 WHERE rowid = 1;"
+                         "UPDATE function_sass_op SET name_id = 66666 WHERE rowid = 1;")});
     b.push_back({{"dangling_refs",
                   "kernels naming missing ranges, processes and devices; ranges naming missing parents; counters, "
                   "metrics and a free of missing kernels and allocations",
@@ -404,7 +426,13 @@ const std::vector<Builder>& builders() {
                          "ELSE -demangled_id END, nvtx_path_id = CASE WHEN nvtx_path_id > 3 THEN nvtx_path_id + "
                          "1000000000000 ELSE -nvtx_path_id END;"
                          "UPDATE kernel_metric SET metric_id = CASE WHEN metric_id > 3 THEN metric_id + 1000000000000 "
-                         "ELSE -metric_id END;")});
+                         "ELSE -metric_id END;"
+                         "UPDATE function SET name_id = CASE WHEN name_id > 3 THEN name_id + 1000000000000 "
+                         "ELSE -name_id END;"
+                         "UPDATE function_arg SET name_id = CASE WHEN name_id > 3 THEN name_id + 1000000000000 "
+                         "ELSE -name_id END;"
+                         "UPDATE function_sass_op SET name_id = CASE WHEN name_id > 3 THEN name_id + 1000000000000 "
+                         "ELSE -name_id END;")});
     b.push_back({{"empty", "a valid database without a single kernel, range or string", "", ""},
                  [](const std::string& path) -> core::Status {
                    auto w = core::Writer::create(path, true);
