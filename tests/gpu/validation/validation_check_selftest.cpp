@@ -201,27 +201,17 @@ fs::path idealDatabase(const std::string& mode = "metrics") {
   m.end_ns = 200;
   writer.add(m);
   EXPECT_TRUE(writer.close().ok());
-  // Schema v2, as SCHEMA_V2 describes it (the lead's writer will make these).
+  // Schema v2 rows (the writer made the tables).
   sql(db,
-      "CREATE TABLE function(process_id INTEGER, name_id INTEGER, registers_per_thread INTEGER, "
-      "local_bytes_per_thread INTEGER, static_shared_bytes INTEGER, const_bytes INTEGER, max_threads_per_block "
-      "INTEGER, binary_version INTEGER, ptx_version INTEGER);"
       "INSERT INTO function SELECT 1, id, 16, 0, 0, 0, 1024, 90, 90 FROM string WHERE value = '_Z4fakev';"
       "INSERT INTO function SELECT 1, id, 10, 0, 0, 0, 1024, 90, 90 FROM string WHERE value = '_Z5halfv';"
       "INSERT INTO function SELECT 1, id, 32, 256, 0, 0, 1024, 90, 90 FROM string WHERE value = '_Z6workerv';"
-      "CREATE TABLE function_arg(process_id INTEGER, name_id INTEGER, arg_index INTEGER, role TEXT, method TEXT, "
-      "sampled_bytes INTEGER, correlation_id INTEGER);"
       "INSERT INTO function_arg SELECT 1, id, 0, 'write', 'bytes compared', 64, 10 FROM string WHERE value = '_Z4fakev';"
       "INSERT INTO function_arg SELECT 1, id, 1, 'read', 'bytes compared', 64, 10 FROM string WHERE value = '_Z4fakev';"
-      "CREATE TABLE function_sass_op(process_id INTEGER, name_id INTEGER, opcode TEXT, static_count INTEGER);"
       "INSERT INTO function_sass_op SELECT 1, id, 'HFMA2', 1 FROM string WHERE value IN ('_Z5halfv', '_Z6workerv');"
-      "CREATE TABLE kernel_counter_missing(kernel_id INTEGER PRIMARY KEY, reason TEXT NOT NULL);"
       "INSERT INTO kernel_counter_missing SELECT id, 'graph launch: one range for the graph' FROM kernel "
       "WHERE correlation_id = 22;"
-      "ALTER TABLE kernel_counter ADD COLUMN half_flops_method TEXT;"
-      "UPDATE kernel_counter SET half_flops_method = 'SASS lanes x instruction counts';"
-      "ALTER TABLE kernel_counter ADD COLUMN source TEXT NOT NULL DEFAULT 'profiled';"
-      "ALTER TABLE kernel_counter ADD COLUMN signature_varies INTEGER;");
+      "UPDATE kernel_counter SET half_flops_method = 'SASS lanes x instruction counts';");
   return db;
 }
 
@@ -424,7 +414,7 @@ void torchDatabase(const std::string& stem, bool metrics, bool drop_autograd_cou
   }
   ASSERT_TRUE(writer.close().ok());
   if (!metrics) return;
-  std::string statements = "CREATE TABLE kernel_counter_missing(kernel_id INTEGER PRIMARY KEY, reason TEXT NOT NULL);";
+  std::string statements;
   for (uint32_t c : unprofiled) {
     statements += "INSERT INTO kernel_counter_missing SELECT id, 'not selected (--nvtx-include)' FROM kernel "
                   "WHERE correlation_id = " + std::to_string(c) + ";";
