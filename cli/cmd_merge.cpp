@@ -11,6 +11,7 @@
 #include "fprof/core/merge.h"
 #include "fprof/core/store.h"
 #include "fprof/core/text.h"
+#include "progress.h"
 
 namespace fprof::cli {
 namespace {
@@ -25,12 +26,18 @@ struct MergeCliOptions {
 int runMerge(const MergeCliOptions& opt) {
   core::MergeOptions mo;
   mo.overwrite = opt.force;
+  Progress progress(Progress::wanted(opt.quiet));
+  progress.step(
+      fmt::format("merging {} file{} into {}", opt.inputs.size(), opt.inputs.size() == 1 ? "" : "s", opt.output));
   auto merged = core::mergeDatabases(opt.inputs, opt.output, mo);
+  progress.done();
   if (!merged) return inputError(merged.error());
   for (const std::string& note : merged->notes) printText(stderr, "[fprof] note: " + core::cleanText(note) + "\n");
   if (!opt.quiet) {
     // Read back what was written: the line names the ranks as every other command will see them.
+    progress.step("reading back " + opt.output);
     auto p = core::loadProfile(opt.output);
+    progress.done();
     if (!p) return inputError(p.error());
     printText(stderr, fmt::format("[fprof] merged {} file{} into {}: {} process{} ({}), {} kernels (next: fprof info {})\n",
                                   opt.inputs.size(), opt.inputs.size() == 1 ? "" : "s", opt.output, merged->processes,

@@ -36,9 +36,12 @@ Command addMergeCommand(CLI::App& root);
 // line (core/text.h): it may quote a damaged file.
 int inputError(const std::string& message);
 
+class Progress;
+
 // core::loadProfile, and on stderr one "fprof: warning: ..." line per kind of damage the reader
-// repaired (Profile::warnings).
-core::Expected<core::Profile> loadProfile(const std::string& path);
+// repaired (Profile::warnings). A progress line, if given, is cleared before the first warning so
+// that each warning starts a line of its own (the next step draws it again).
+core::Expected<core::Profile> loadProfile(const std::string& path, Progress* progress = nullptr);
 
 // Writes text for a terminal (stdout or stderr): cleaned, line feeds and tabs kept, so that no
 // escape sequence a database holds reaches the terminal, whatever path it took.

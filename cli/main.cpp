@@ -5,6 +5,7 @@
 
 #include "command.h"
 #include "fprof/core/text.h"
+#include "progress.h"
 
 namespace fprof::cli {
 
@@ -13,9 +14,10 @@ int inputError(const std::string& message) {
   return 2;
 }
 
-core::Expected<core::Profile> loadProfile(const std::string& path) {
+core::Expected<core::Profile> loadProfile(const std::string& path, Progress* progress) {
   auto loaded = core::loadProfile(path);
   if (loaded) {
+    if (progress && !loaded->warnings.empty()) progress->done();
     for (const std::string& w : loaded->warnings) printText(stderr, "fprof: warning: " + core::cleanText(w) + "\n");
   }
   return loaded;

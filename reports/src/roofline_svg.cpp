@@ -48,9 +48,12 @@ std::string roofLabel(const Roof& r) {
 }
 
 std::string groupTitle(const GroupRow& g) {
-  std::string t = fmt::format("{}\ngrid {} block {}\nop: {}\ntime {} ({} of kernel time), {} calls", shownText(g.name),
-                              g.grid, g.block, g.op.empty() ? "(none)" : shownText(g.op), formatDurationNs(static_cast<double>(g.total_ns)),
-                              formatPercent(g.share), g.calls);
+  // The short name, then the full one: each cut for display on its own.
+  const std::string names =
+      g.short_name == g.name ? shownText(g.name) : shownText(g.short_name) + "\n" + shownText(g.name);
+  std::string t = fmt::format("{}\ngrid {} block {}\nop: {}\ntime {} ({} of kernel time), {} calls", names, g.grid,
+                              g.block, g.op.empty() ? "(none)" : shownText(g.op),
+                              formatDurationNs(static_cast<double>(g.total_ns)), formatPercent(g.share), g.calls);
   t += "\nintensity (DRAM) " + orNa(g.intensity_dram, formatIntensity);
   t += "\nachieved " + orNa(g.flops_per_s, formatFlopRate);
   t += "\n" + formatPercent(g.roof_fraction) + " of roof" + (g.binding_roof.empty() ? "" : " (" + g.binding_roof + ")");

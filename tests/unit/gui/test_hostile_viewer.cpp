@@ -61,8 +61,12 @@ class HostileViewer : public ::testing::TestWithParam<CorpusCase> {
     }
   }
 
-  // What the viewer shows of an item: clean, one line per cell, cut to the display limit.
-  static void checkItemTexts(const Item& it, MemLevel level, int64_t total_ns) {
+  // What the viewer shows of an item: clean, one line per cell, cut to the display limit; a
+  // kernel's short name clean and short (an op's is its NVTX path, cut in the cell).
+  static void checkItemTexts(const Item& it, MemLevel level, int64_t total_ns, PointMode mode) {
+    if (mode != PointMode::kOps) {
+      EXPECT_EQ(fprof::testing::shortNameProblem(it.short_name), "");
+    }
     for (size_t c = 0; c < kColumnCount; ++c) {
       const std::string cell = cellText(it, static_cast<Column>(c), level, total_ns);
       EXPECT_EQ(terminalProblem(cell), "") << columnName(static_cast<Column>(c));
@@ -88,7 +92,7 @@ class HostileViewer : public ::testing::TestWithParam<CorpusCase> {
       }
       const auto& items = d->items(m);
       for (size_t i = 0; i < items.size() && i < 40; ++i) {
-        checkItemTexts(items[i], v.level(), d->totalKernelNs());
+        checkItemTexts(items[i], v.level(), d->totalKernelNs(), m);
         v.select(i);
         frame(v);  // the details panel draws the selected item
       }
@@ -114,6 +118,8 @@ class HostileViewer : public ::testing::TestWithParam<CorpusCase> {
     }
     for (const DiffRow& r : v.diff()) {
       EXPECT_EQ(terminalProblem(r.name), "");
+      EXPECT_EQ(terminalProblem(r.short_name), "");
+      EXPECT_LE(core::codePointCount(r.short_name), 2 * fprof::testing::kShortNameMaxCodePoints + 4);  // "a -> b"
       EXPECT_EQ(terminalProblem(r.why), "");
     }
     EXPECT_EQ(terminalProblem(v.tooltip()), "");

@@ -205,8 +205,33 @@ inline std::string htmlProblem(const std::string& html) {
   return "";
 }
 
+// A kernel's short name (analysis/kernel_names.h) as an output gives it: not empty, clean text, and
+// short even for a 1 MB name (a short name has at most about 240 characters, plus " #n").
+inline constexpr size_t kShortNameMaxCodePoints = 400;
+inline std::string shortNameProblem(const std::string& s) {
+  if (s.empty()) return "an empty short name";
+  if (std::string e = terminalProblem(s); !e.empty()) return "short name: " + e;
+  if (core::codePointCount(s) > kShortNameMaxCodePoints) {
+    return "a short name of " + std::to_string(core::codePointCount(s)) + " characters";
+  }
+  return "";
+}
+
+// The JSON the HTML report embeds for its tooltips (<script type="application/json">), parsed;
+// null when there is none or it does not parse.
+inline nlohmann::json htmlEmbeddedJson(const std::string& html) {
+  const std::string open = "<script type=\"application/json\"";
+  const size_t at = html.find(open);
+  if (at == std::string::npos) return nullptr;
+  const size_t begin = html.find('>', at);
+  const size_t end = html.find("</script>", begin);
+  if (begin == std::string::npos || end == std::string::npos) return nullptr;
+  return nlohmann::json::parse(html.substr(begin + 1, end - begin - 1), nullptr, /*allow_exceptions=*/false);
+}
+
 // Markdown: no control byte; every table keeps its column count (pipes not escaped by a
-// backslash); outside code spans, no '<' that could open a tag.
+// backslash); outside code spans and the report's own <details> lines, no '<' that could open a
+// tag.
 inline std::string markdownProblem(const std::string& md) {
   if (std::string e = terminalProblem(md); !e.empty()) return e;
   std::istringstream lines(md);
@@ -215,6 +240,8 @@ inline std::string markdownProblem(const std::string& md) {
   size_t columns = 0;  // 0: not in a table
   while (std::getline(lines, line)) {
     ++line_no;
+    // The report's own markup (the folded list of full kernel names) holds no data.
+    if (line == "<details><summary>Full kernel names</summary>" || line == "</details>") continue;
     // Code spans out (a run of n backticks to the next run of n); the rest is markup.
     std::string outside;
     for (size_t i = 0; i < line.size();) {

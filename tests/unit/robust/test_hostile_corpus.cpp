@@ -24,6 +24,7 @@
 
 #include "checks.h"
 #include "corpus.h"
+#include "fprof/analysis/kernel_names.h"
 #include "fprof/core/text.h"
 
 namespace fprof::testing {
@@ -176,6 +177,10 @@ TEST_P(HostileCorpus, EverySubcommandEndsWithValidOutput) {
     if (!c.warning.empty()) {
       EXPECT_NE(html.find(c.warning), std::string::npos) << "the report names the damage";
     }
+    // The tooltips' data names kernel groups by short name too: clean and short.
+    const nlohmann::json data = htmlEmbeddedJson(html);
+    ASSERT_TRUE(data.is_object()) << "no embedded JSON in " << r.command;
+    for (const auto& g : data["groups"]) EXPECT_EQ(shortNameProblem(g["short_name"].get<std::string>()), "") << r.command;
     if (long_strings) {
       EXPECT_LT(html.size(), size_t{2 * 1024 * 1024}) << "the report does not cut 1 MB strings";
     }
@@ -197,6 +202,12 @@ TEST_P(HostileCorpus, EverySubcommandEndsWithValidOutput) {
     if (long_strings) {
       EXPECT_GT(csv.size(), size_t{1 << 20}) << "an export keeps whole names";
     }
+    std::vector<std::vector<std::string>> rows;
+    ASSERT_EQ(parseCsv(csv, rows), "");
+    const auto column = std::find(rows.at(0).begin(), rows.at(0).end(), "short_name");
+    ASSERT_NE(column, rows.at(0).end()) << "no short_name column";
+    const auto at = static_cast<size_t>(column - rows.at(0).begin());
+    for (size_t k = 1; k < rows.size(); ++k) EXPECT_EQ(shortNameProblem(rows[k].at(at)), "") << "CSV row " << k;
   }
   {
     const CommandRun r = check({"export", file_, "--format", "json", "-o", out("export.json")}, {0}, 1);
@@ -208,7 +219,18 @@ TEST_P(HostileCorpus, EverySubcommandEndsWithValidOutput) {
       EXPECT_GT(text.size(), size_t{1 << 20}) << "an export keeps whole names";
     }
     if (j.contains("kernels")) {
-      for (const auto& k : j["kernels"]) EXPECT_FALSE(k["name"].get<std::string>().empty()) << "an empty kernel name";
+      // Short names are those of the cleaned full names (the reader's), never of the raw bytes:
+      // the same table built here from the exported names gives the same short names.
+      std::vector<std::string> full_names;
+      for (const auto& k : j["kernels"]) full_names.push_back(k["name"].get<std::string>());
+      const analysis::KernelNames names(full_names);
+      for (const auto& k : j["kernels"]) {
+        const std::string name = k["name"].get<std::string>(), short_name = k["short_name"].get<std::string>();
+        EXPECT_FALSE(name.empty()) << "an empty kernel name";
+        EXPECT_EQ(shortNameProblem(short_name), "") << name.substr(0, 300);
+        EXPECT_EQ(short_name, names.shortName(name)) << name.substr(0, 300);
+      }
+      for (const auto& g : j["kernel_groups"]) EXPECT_EQ(shortNameProblem(g["short_name"].get<std::string>()), "");
     }
   }
   {
@@ -233,7 +255,13 @@ TEST_P(HostileCorpus, EverySubcommandEndsWithValidOutput) {
     EXPECT_EQ(terminalProblem(r.out), "") << r.command;
     EXPECT_EQ(markdownProblem(r.out), "") << r.command;
     if (r.code != 2) {
-      EXPECT_EQ(jsonProblem(readFile(out("gate.json"))), "") << r.command;
+      nlohmann::json gate;
+      EXPECT_EQ(jsonProblem(readFile(out("gate.json")), &gate), "") << r.command;
+      for (const auto& f : gate.value("findings", nlohmann::json::array())) {
+        if (!f["kernel"].get<std::string>().empty()) {
+          EXPECT_EQ(shortNameProblem(f["short_name"].get<std::string>()), "") << r.command;
+        }
+      }
       EXPECT_EQ(junitProblem(readFile(out("gate.xml"))), "") << r.command;
       EXPECT_EQ(markdownProblem(readFile(out("gate.md"))), "") << r.command;
     }
