@@ -10,6 +10,7 @@
 #include "fprof/analysis/diff.h"
 #include "fprof/analysis/kernel_names.h"
 #include "fprof/core/store.h"
+#include "fprof/reports/escape.h"
 #include "fprof/reports/format.h"
 #include "text_table.h"
 
@@ -36,13 +37,16 @@ std::string ns(const std::optional<analysis::SideStats>& s) {
 }
 
 int runDiff(const DiffOptions& opt) {
-  auto base = core::loadProfile(opt.base);
+  auto base = loadProfile(opt.base);
   if (!base) return inputError(base.error());
-  auto cur = core::loadProfile(opt.cur);
+  auto cur = loadProfile(opt.cur);
   if (!cur) return inputError(cur.error());
   const analysis::RunDiff d = analysis::diffProfiles(*base, *cur);
   const analysis::KernelNames names = analysis::KernelNames::of({&*base, &*cur});
-  auto shown_name = [&](const std::string& full) { return opt.full_names ? full : names.shortName(full); };
+  // Cut for display like any text shown: a 1 MB full name is no 1 MB line.
+  auto shown_name = [&](const std::string& full) {
+    return reports::shownText(opt.full_names ? full : names.shortName(full));
+  };
 
   std::string out = fmt::format("base {}: {} kernels, {}\ncur  {}: {} kernels, {}\ntotal kernel time {}\n\n",
                                 opt.base, base->kernels.size(), formatDurationNs(d.base_total_ns), opt.cur,
@@ -90,7 +94,7 @@ int runDiff(const DiffOptions& opt) {
     out += "\nNVTX ops (one sample per range instance):\n" + o.render();
   }
   out += "\np(slower): one-sided Mann-Whitney U over the launches (ops: range instances); counters per launch\n";
-  std::fputs(out.c_str(), stdout);
+  printText(stdout, out);
   return 0;
 }
 

@@ -4,6 +4,7 @@
 // name (analysis/kernel_names.h).
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -20,6 +21,7 @@
 #include "fprof/analysis/origin.h"
 #include "fprof/analysis/roofline.h"
 #include "fprof/core/store.h"
+#include "fprof/core/text.h"
 
 namespace fprof::cli {
 namespace {
@@ -34,17 +36,14 @@ struct ExportOptions {
 
 json opt(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
 
-std::string csvField(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
+// Text in exports is whole (never cut for display) and clean: the reader cleaned what the file
+// held; the path is the user's and is cleaned here. A JSON string never throws on bad UTF-8.
+using core::csvField;
 
-std::string optCsv(const std::optional<double>& v) { return v ? fmt::format("{:.6g}", *v) : ""; }
+std::string jsonText(const json& j, int indent) { return j.dump(indent, ' ', false, json::error_handler_t::replace); }
+
+// Empty where there is no number, or none that is finite (JSON writes such a value as null).
+std::string optCsv(const std::optional<double>& v) { return v && std::isfinite(*v) ? fmt::format("{:.6g}", *v) : ""; }
 
 class OriginMemo {
  public:
@@ -112,7 +111,7 @@ json placementJson(const analysis::Placement& pl) {
 std::string exportJson(const core::Profile& p) {
   const analysis::KernelNames names = analysis::KernelNames::of({&p});
   json j;
-  j["file"] = p.path;
+  j["file"] = core::cleanText(p.path);
   j["schema_version"] = p.schema_version;
   j["devices"] = json::array();
   for (const core::DeviceInfo& d : p.devices) {
@@ -227,7 +226,7 @@ std::string exportJson(const core::Profile& p) {
          {"reason", c.reason}, {"risks", c.risks}});
   }
   j["fusion"] = fusion;
-  return j.dump(2) + "\n";
+  return jsonText(j, 2) + "\n";
 }
 
 std::string exportChromeTrace(const core::Profile& p) {
@@ -248,7 +247,7 @@ std::string exportChromeTrace(const core::Profile& p) {
     out += e;
     first = false;
   };
-  auto str = [](const std::string& s) { return json(s).dump(); };
+  auto str = [](const std::string& s) { return jsonText(json(core::cleanText(s)), -1); };
   std::set<std::pair<uint32_t, int64_t>> tracks;
   for (const auto& pr : p.processes) {
     emit(fmt::format("{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"args\":{{\"name\":{}}}}}", pr.id,
@@ -265,9 +264,10 @@ std::string exportChromeTrace(const core::Profile& p) {
   }
   for (const auto& m : p.memcpys) {
     tracks.emplace(m.process_id, m.stream_id);
-    emit(fmt::format("{{\"ph\":\"X\",\"cat\":\"memcpy\",\"name\":\"memcpy {}\",\"pid\":{},\"tid\":{},\"ts\":{},"
+    emit(fmt::format("{{\"ph\":\"X\",\"cat\":\"memcpy\",\"name\":{},\"pid\":{},\"tid\":{},\"ts\":{},"
                      "\"dur\":{},\"args\":{{\"bytes\":{}}}}}",
-                     m.copy_kind, m.process_id, m.stream_id, us(m.start_ns), dur(m.end_ns - m.start_ns), m.bytes));
+                     str("memcpy " + m.copy_kind), m.process_id, m.stream_id, us(m.start_ns),
+                     dur(m.end_ns - m.start_ns), m.bytes));
   }
   for (const auto& m : p.memsets) {
     tracks.emplace(m.process_id, m.stream_id);
@@ -294,7 +294,7 @@ std::string exportChromeTrace(const core::Profile& p) {
 }
 
 int runExport(const ExportOptions& o) {
-  auto loaded = core::loadProfile(o.file);
+  auto loaded = loadProfile(o.file);
   if (!loaded) return inputError(loaded.error());
   std::string text;
   if (o.format == "csv") {

@@ -16,6 +16,8 @@
 #include "fprof/analysis/diff.h"
 #include "fprof/core/merge.h"
 #include "fprof/core/store.h"
+#include "fprof/core/text.h"
+#include "fprof/reports/escape.h"
 #include "gate_config.h"
 
 namespace fprof::cli {
@@ -43,18 +45,19 @@ std::string markdownBody(const GateCliOptions& o, const analysis::GateOptions& g
   md += "| verdict | kind | metric | base | current | change | p | kernel | detail |\n";
   md += "|---|---|---|---|---|---|---|---|---|\n";
   // In a code span entities are not decoded: only pipes (table cells) and backticks need care.
+  // Text is cleaned to one line and cut to the display limit first: a table row stays a row.
   auto code = [](const std::string& s) {
     std::string out;
-    for (char c : s) {
+    for (char c : core::cleanText(reports::shownText(s))) {
       if (c == '|') out += "\\|";
       else if (c == '`') out += '\'';
       else out += c;
     }
     return out;
   };
-  auto esc = [](std::string s) {
+  auto esc = [](const std::string& s) {
     std::string out;
-    for (char c : s) {
+    for (char c : core::cleanText(reports::shownText(s))) {
       if (c == '|') out += "\\|";
       else if (c == '<') out += "&lt;";
       else if (c == '>') out += "&gt;";
@@ -154,8 +157,8 @@ nlohmann::json findingsJson(const analysis::GateResult& r, std::optional<int> ra
 nlohmann::json toJson(const GateCliOptions& o, const analysis::GateOptions& g, const analysis::GateResult& r,
                       const analysis::KernelNames& names) {
   nlohmann::json j;
-  j["base"] = o.base;
-  j["current"] = o.cur;
+  j["base"] = core::cleanText(o.base);
+  j["current"] = core::cleanText(o.cur);
   j["passed"] = r.passed();
   j["regressions"] = r.regressions;
   j["kernels_checked"] = r.kernels_checked;
@@ -190,9 +193,13 @@ nlohmann::json toJsonByRank(const GateCliOptions& o, const analysis::GateOptions
   return j;
 }
 
+// XML 1.0 forbids control characters even as references: the text is cleaned first (they become
+// visible pictures), and the two noncharacters U+FFFE and U+FFFF, valid UTF-8 but no XML, become U+FFFD.
 std::string xmlEscape(const std::string& s) {
   std::string out;
-  for (char c : s) {
+  const std::string clean = core::cleanText(s);
+  for (size_t i = 0; i < clean.size(); ++i) {
+    const char c = clean[i];
     switch (c) {
       case '&': out += "&amp;"; break;
       case '<': out += "&lt;"; break;
@@ -200,9 +207,10 @@ std::string xmlEscape(const std::string& s) {
       case '"': out += "&quot;"; break;
       case '\'': out += "&apos;"; break;
       default:
-        // XML 1.0 forbids most control characters; kernel names never need them.
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n') {
-          out += '?';
+        if (c == '\xEF' && i + 2 < clean.size() && clean[i + 1] == '\xBF' &&
+            (clean[i + 2] == '\xBE' || clean[i + 2] == '\xBF')) {
+          out += core::kReplacementCharacter;
+          i += 2;
         } else {
           out += c;
         }
@@ -280,9 +288,9 @@ int runGate(const GateCliOptions& o) {
     g.counter_threshold = *v;
   }
   if (o.alpha > 0) g.alpha = o.alpha;
-  auto base = core::loadProfile(o.base);
+  auto base = loadProfile(o.base);
   if (!base) return inputError(base.error());
-  auto cur = core::loadProfile(o.cur);
+  auto cur = loadProfile(o.cur);
   if (!cur) return inputError(cur.error());
   const GatePlan plan = planByRank(o, *base, *cur, g);
   const analysis::KernelNames names = analysis::KernelNames::of({&*base, &*cur});
@@ -315,12 +323,13 @@ int runGate(const GateCliOptions& o) {
     if (core::Status s = writeFile(o.markdown, md); !s) return inputError(s.error());
   }
   if (!o.json.empty()) {
-    if (core::Status s = writeFile(o.json, json.dump(2) + "\n"); !s) return inputError(s.error());
+    const std::string text = json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    if (core::Status s = writeFile(o.json, text); !s) return inputError(s.error());
   }
   if (!o.junit.empty()) {
     if (core::Status s = writeFile(o.junit, junitDocument(junit)); !s) return inputError(s.error());
   }
-  if (!o.quiet) std::fputs(md.c_str(), stdout);
+  if (!o.quiet) printText(stdout, md);
   return passed ? 0 : 1;
 }
 

@@ -17,6 +17,7 @@
 #include "fprof/analysis/summary.h"
 #include "fprof/core/merge.h"
 #include "fprof/core/store.h"
+#include "fprof/reports/escape.h"
 #include "fprof/reports/format.h"
 #include "fprof/reports/report_data.h"
 #include "progress.h"
@@ -28,6 +29,7 @@ namespace {
 using reports::formatBytes;
 using reports::formatDurationNs;
 using reports::formatPercent;
+using reports::shownText;  // a command line or host name of any length is cut for the terminal
 
 struct InfoOptions {
   std::string file;
@@ -44,7 +46,8 @@ std::string unquoted(std::string text) {
 }
 
 std::string deviceText(const core::DeviceInfo& d) {
-  return fmt::format("{}, sm_{}{}, {} SMs, {} memory, {} L2", d.name, d.compute_major, d.compute_minor, d.sm_count,
+  return fmt::format("{}, sm_{}{}, {} SMs, {} memory, {} L2", shownText(d.name), d.compute_major, d.compute_minor,
+                     d.sm_count,
                      formatBytes(static_cast<double>(d.global_memory_bytes)), formatBytes(static_cast<double>(d.l2_bytes)));
 }
 
@@ -56,8 +59,8 @@ std::string processesText(const core::Profile& p) {
     if (std::find(v.begin(), v.end(), s) == v.end()) v.push_back(s);
   };
   for (const core::ProcessInfo& pr : p.processes) {
-    addUnique(commands, pr.command_line.empty() ? "?" : pr.command_line);
-    addUnique(hosts, pr.host.empty() ? "?" : pr.host);
+    addUnique(commands, pr.command_line.empty() ? "?" : shownText(pr.command_line));
+    addUnique(hosts, pr.host.empty() ? "?" : shownText(pr.host));
   }
   for (const std::string& c : commands) out += fmt::format("command : {}\n", c);
   std::string host_list;
@@ -87,10 +90,11 @@ std::string rankTable(const std::vector<analysis::RankRow>& rows, const analysis
               {A::kRight, A::kLeft, A::kRight, A::kLeft, A::kLeft, A::kRight, A::kRight, A::kRight, A::kRight,
                A::kRight, A::kLeft});
   for (const analysis::RankRow& r : rows) {
-    t.addRow({r.group.rank ? std::to_string(*r.group.rank) : "-", r.hosts, r.pids, r.devices.empty() ? "?" : r.devices,
-              r.mode, std::to_string(r.kernel_count), formatDurationNs(static_cast<double>(r.total_kernel_ns)),
+    t.addRow({r.group.rank ? std::to_string(*r.group.rank) : "-", shownText(r.hosts), r.pids,
+              r.devices.empty() ? "?" : shownText(r.devices), shownText(r.mode), std::to_string(r.kernel_count),
+              formatDurationNs(static_cast<double>(r.total_kernel_ns)),
               formatPercent(r.share), formatPercent(r.nccl_share), formatPercent(r.topKernelShare()),
-              full_names ? r.top_kernel : names.shortName(r.top_kernel)});
+              shownText(full_names ? r.top_kernel : names.shortName(r.top_kernel))});
   }
   out += t.render();
   if (const auto im = analysis::rankImbalance(rows)) {
@@ -154,7 +158,7 @@ std::string topKernelTable(const core::Profile& p, const analysis::RunSummary& s
       cells.push_back(roof);
       cells.push_back(r && !r->bound.empty() ? r->bound : "n/a");
     }
-    cells.push_back(opt.full_names ? name : names.shortName(name));
+    cells.push_back(shownText(opt.full_names ? name : names.shortName(name)));
     t.addRow(std::move(cells));
   }
   out += t.render();
@@ -172,7 +176,7 @@ std::string topKernelTable(const core::Profile& p, const analysis::RunSummary& s
 int runInfo(const InfoOptions& opt) {
   Progress progress(Progress::wantedForFiles(opt.quiet, {opt.file}));
   progress.step("reading " + opt.file);
-  auto loaded = core::loadProfile(opt.file);
+  auto loaded = loadProfile(opt.file, &progress);
   if (!loaded) {
     progress.done();
     return inputError(loaded.error());
@@ -203,13 +207,13 @@ int runInfo(const InfoOptions& opt) {
   progress.done();
 
   std::string out = fmt::format("{}  (schema {}, recorded by fprof {}, mode {})\n", label, p.schema_version,
-                                p.meta("fprof_version", "?"), p.meta("mode", "?"));
+                                shownText(p.meta("fprof_version", "?")), shownText(p.meta("mode", "?")));
   if (several) {
     out += processesText(p);
   } else {
     for (const core::ProcessInfo& pr : p.processes) {
-      out += fmt::format("command : {}\n", pr.command_line.empty() ? "?" : pr.command_line);
-      std::string where = fmt::format("host {}, pid {}", pr.host.empty() ? "?" : pr.host, pr.pid);
+      out += fmt::format("command : {}\n", pr.command_line.empty() ? "?" : shownText(pr.command_line));
+      std::string where = fmt::format("host {}, pid {}", pr.host.empty() ? "?" : shownText(pr.host), pr.pid);
       if (pr.rank) where += fmt::format(", rank {}", *pr.rank);
       if (pr.local_rank) where += fmt::format(", local rank {}", *pr.local_rank);
       out += fmt::format("process : {}\n", where);
@@ -238,19 +242,20 @@ int runInfo(const InfoOptions& opt) {
   out += fmt::format("NVTX    : {} ranges\n", s.nvtx_range_count);
   if (report) {
     const analysis::CounterCoverage coverage = analysis::counterCoverage(p);
-    out += "coverage: " + analysis::describeCoverage(coverage) + "\n";
+    // Counter sources and missing reasons come from the database: cut like any text shown.
+    out += "coverage: " + shownText(analysis::describeCoverage(coverage)) + "\n";
     if (const std::string missing = analysis::describeMissing(coverage); !missing.empty()) {
-      out += "missing : " + missing + "\n";
+      out += "missing : " + shownText(missing) + "\n";
     }
     const std::string best = reports::bestFusion(*report);
     out += "fusion  : " +
            (best.empty() ? std::string("no pair worth fusing found (fprof report lists the pairs and why)")
-                         : "best pair " + unquoted(best)) +
+                         : "best pair " + shownText(unquoted(best))) +
            "\n";
   }
   if (const std::string dropped = p.meta("dropped_records", "0"); dropped != "0") {
     out += fmt::format("warning : the collector dropped {} records (buffers full); totals are lower bounds\n",
-                       dropped);
+                       shownText(dropped));
   }
   std::map<uint32_t, std::string> rank_of_process;
   if (several) {
@@ -259,11 +264,13 @@ int runInfo(const InfoOptions& opt) {
     }
   }
   for (const core::CollectorEventRecord& e : p.collector_events) {
-    if (e.severity != "info") out += fmt::format("{:<8}: {}{}\n", e.severity, rank_of_process[e.process_id], e.message);
+    if (e.severity != "info") {
+      out += fmt::format("{:<8}: {}{}\n", shownText(e.severity), rank_of_process[e.process_id], shownText(e.message));
+    }
   }
   if (rank_table) out += rankTable(rank_rows, names, opt.full_names);
   if (!s.groups.empty()) out += topKernelTable(p, s, report ? &*report : nullptr, names, opt, several);
-  std::fputs(out.c_str(), stdout);
+  printText(stdout, out);
   return 0;
 }
 

@@ -10,6 +10,7 @@
 #include "command.h"
 #include "fprof/core/merge.h"
 #include "fprof/core/store.h"
+#include "fprof/core/text.h"
 #include "progress.h"
 
 namespace fprof::cli {
@@ -31,18 +32,17 @@ int runMerge(const MergeCliOptions& opt) {
   auto merged = core::mergeDatabases(opt.inputs, opt.output, mo);
   progress.done();
   if (!merged) return inputError(merged.error());
-  for (const std::string& note : merged->notes) std::fprintf(stderr, "[fprof] note: %s\n", note.c_str());
+  for (const std::string& note : merged->notes) printText(stderr, "[fprof] note: " + core::cleanText(note) + "\n");
   if (!opt.quiet) {
     // Read back what was written: the line names the ranks as every other command will see them.
     progress.step("reading back " + opt.output);
     auto p = core::loadProfile(opt.output);
     progress.done();
     if (!p) return inputError(p.error());
-    std::fprintf(stderr, "[fprof] merged %zu file%s into %s: %lld process%s (%s), %lld kernels (next: fprof info %s)\n",
-                 opt.inputs.size(), opt.inputs.size() == 1 ? "" : "s", opt.output.c_str(),
-                 static_cast<long long>(merged->processes), merged->processes == 1 ? "" : "es",
-                 core::describeRanks(core::rankGroups(*p)).c_str(), static_cast<long long>(merged->kernels),
-                 opt.output.c_str());
+    printText(stderr, fmt::format("[fprof] merged {} file{} into {}: {} process{} ({}), {} kernels (next: fprof info {})\n",
+                                  opt.inputs.size(), opt.inputs.size() == 1 ? "" : "s", opt.output, merged->processes,
+                                  merged->processes == 1 ? "" : "es", core::describeRanks(core::rankGroups(*p)),
+                                  merged->kernels, opt.output));
   }
   return 0;
 }

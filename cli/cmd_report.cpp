@@ -54,12 +54,12 @@ int runReport(const ReportOptions& opt) {
     return inputError(message);
   };
   progress.step("reading " + opt.file);
-  auto run = core::loadProfile(opt.file);
+  auto run = loadProfile(opt.file, &progress);
   if (!run) return fail(run.error());
   std::optional<core::Profile> base;
   if (!opt.baseline.empty()) {
     progress.step("reading the baseline " + opt.baseline);
-    auto loaded = core::loadProfile(opt.baseline);
+    auto loaded = loadProfile(opt.baseline, &progress);
     if (!loaded) return fail(loaded.error());
     base = std::move(*loaded);
   }
@@ -92,7 +92,7 @@ int runReport(const ReportOptions& opt) {
   f.close();
   if (!f) return inputError(fmt::format("{}: writing the report failed (disk full?)", out));
   if (!opt.quiet) {
-    std::fprintf(stderr, "fprof: wrote %s (%.1f KiB)\n", out.c_str(), static_cast<double>(text.size()) / 1024.0);
+    printText(stderr, fmt::format("fprof: wrote {} ({:.1f} KiB)\n", out, static_cast<double>(text.size()) / 1024.0));
   }
   return 0;
 }

@@ -3,8 +3,11 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
 #include <functional>
 #include <string>
+
+#include "fprof/core/store.h"
 
 namespace fprof::cli {
 
@@ -29,7 +32,19 @@ Command addGateCommand(CLI::App& root);
 Command addExportCommand(CLI::App& root);
 Command addMergeCommand(CLI::App& root);
 
-// Prints "fprof: <message>" on stderr and returns 2, for bad input.
+// Prints "fprof: <message>" on stderr and returns 2, for bad input. The message is cleaned to one
+// line (core/text.h): it may quote a damaged file.
 int inputError(const std::string& message);
+
+class Progress;
+
+// core::loadProfile, and on stderr one "fprof: warning: ..." line per kind of damage the reader
+// repaired (Profile::warnings). A progress line, if given, is cleared before the first warning so
+// that each warning starts a line of its own (the next step draws it again).
+core::Expected<core::Profile> loadProfile(const std::string& path, Progress* progress = nullptr);
+
+// Writes text for a terminal (stdout or stderr): cleaned, line feeds and tabs kept, so that no
+// escape sequence a database holds reaches the terminal, whatever path it took.
+void printText(std::FILE* stream, const std::string& text);
 
 }  // namespace fprof::cli

@@ -4,12 +4,28 @@
 #include <vector>
 
 #include "command.h"
+#include "fprof/core/text.h"
+#include "progress.h"
 
 namespace fprof::cli {
 
 int inputError(const std::string& message) {
-  std::fprintf(stderr, "fprof: %s\n", message.c_str());
+  printText(stderr, "fprof: " + core::cleanText(message) + "\n");
   return 2;
+}
+
+core::Expected<core::Profile> loadProfile(const std::string& path, Progress* progress) {
+  auto loaded = core::loadProfile(path);
+  if (loaded) {
+    if (progress && !loaded->warnings.empty()) progress->done();
+    for (const std::string& w : loaded->warnings) printText(stderr, "fprof: warning: " + core::cleanText(w) + "\n");
+  }
+  return loaded;
+}
+
+void printText(std::FILE* stream, const std::string& text) {
+  const std::string clean = core::cleanText(text, core::TextLines::kKeepLineBreaks);
+  std::fwrite(clean.data(), 1, clean.size(), stream);
 }
 
 }  // namespace fprof::cli

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "fprof/core/text.h"
+
 namespace fprof::cli {
 
 TextTable::TextTable(std::vector<std::string> headers, std::vector<Align> align)
@@ -16,16 +18,17 @@ void TextTable::addRow(std::vector<std::string> cells) {
 }
 
 std::string TextTable::render() const {
+  // Widths in code points: a cleaned name shows a control character as one 3-byte picture.
   std::vector<size_t> width(headers_.size());
-  for (size_t c = 0; c < headers_.size(); ++c) width[c] = headers_[c].size();
+  for (size_t c = 0; c < headers_.size(); ++c) width[c] = core::codePointCount(headers_[c]);
   for (const auto& r : rows_) {
-    for (size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], r[c].size());
+    for (size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], core::codePointCount(r[c]));
   }
   auto line = [&](const std::vector<std::string>& cells) {
     std::string out;
     for (size_t c = 0; c < cells.size(); ++c) {
       if (c) out += "  ";
-      const size_t pad = width[c] - cells[c].size();
+      const size_t pad = width[c] - core::codePointCount(cells[c]);
       if (align_[c] == Align::kRight) out.append(pad, ' ');
       out += cells[c];
       if (align_[c] == Align::kLeft && c + 1 < cells.size()) out.append(pad, ' ');
@@ -38,10 +41,8 @@ std::string TextTable::render() const {
 }
 
 std::string truncateMiddle(const std::string& s, size_t max_chars) {
-  if (s.size() <= max_chars || max_chars < 5) return s;
-  const size_t head = (max_chars - 3) / 2;
-  const size_t tail = max_chars - 3 - head;
-  return s.substr(0, head) + "..." + s.substr(s.size() - tail);
+  // Between code points, never inside one: a cut must not make invalid UTF-8.
+  return core::truncateTextMiddle(s, max_chars, "...");
 }
 
 }  // namespace fprof::cli

@@ -99,7 +99,9 @@ SideStats finish(Accum& a) {
   s.median_ns = median(s.samples_ns);
   for (size_t i = 0; i < kCounterMetricCount; ++i) {
     if (a.present[i] != s.calls || s.calls == 0) continue;  // missing for some launch: not comparable
-    s.metrics[i] = a.extreme[i] ? a.extreme[i] : std::optional<double>(a.sum[i] / static_cast<double>(s.calls));
+    const double v = a.extreme[i] ? *a.extreme[i] : a.sum[i] / static_cast<double>(s.calls);
+    // A sum that overflowed (a damaged file's counters near 1e308) is no measurement: n/a, not inf.
+    if (std::isfinite(v)) s.metrics[i] = v;
   }
   return s;
 }

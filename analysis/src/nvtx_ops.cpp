@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 #include <unordered_map>
+#include <utility>
 
 namespace fprof::analysis {
 
@@ -19,6 +20,36 @@ std::vector<std::string> splitList(std::string_view v) {
     v.remove_prefix(comma + 1);
   }
   return out;
+}
+
+// (process, range key): range keys are unique per process only.
+struct RangeKeyHash {
+  size_t operator()(const std::pair<uint32_t, uint64_t>& k) const {
+    return std::hash<uint64_t>{}(k.second * 0x9E3779B97F4A7C15ull ^ k.first);
+  }
+};
+
+// Cuts op parent links that run in a circle, at the link that closes it. The reader already cuts
+// circles of NVTX ranges in a file; this keeps a hand-built profile's walks finite too.
+void cutParentCycles(std::vector<int32_t>& parent) {
+  enum : uint8_t { kUnseen, kOnPath, kDone };
+  std::vector<uint8_t> state(parent.size(), kUnseen);
+  std::vector<size_t> path;
+  for (size_t start = 0; start < parent.size(); ++start) {
+    path.clear();
+    for (size_t at = start; state[at] == kUnseen;) {
+      state[at] = kOnPath;
+      path.push_back(at);
+      if (parent[at] < 0) break;
+      const auto next = static_cast<size_t>(parent[at]);
+      if (state[next] == kOnPath) {
+        parent[at] = -1;
+        break;
+      }
+      at = next;
+    }
+    for (size_t x : path) state[x] = kDone;
+  }
 }
 
 }  // namespace
@@ -58,9 +89,9 @@ OpIndex indexOps(const core::Profile& p) {
   OpIndex idx;
   idx.kernel_op.assign(p.kernels.size(), -1);
   // (process, range key) -> range index; and range index -> op instance (or -1).
-  std::unordered_map<uint64_t, size_t> range_of;
+  std::unordered_map<std::pair<uint32_t, uint64_t>, size_t, RangeKeyHash> range_of;
   range_of.reserve(p.nvtx_ranges.size());
-  auto rkey = [](uint32_t process, uint64_t key) { return (uint64_t{process} << 40) ^ key; };
+  auto rkey = [](uint32_t process, uint64_t key) { return std::make_pair(process, key); };
   for (size_t i = 0; i < p.nvtx_ranges.size(); ++i) range_of[rkey(p.nvtx_ranges[i].process_id, p.nvtx_ranges[i].key)] = i;
   std::vector<int32_t> op_of_range(p.nvtx_ranges.size(), -1);
   for (size_t i = 0; i < p.nvtx_ranges.size(); ++i) {
@@ -77,7 +108,9 @@ OpIndex indexOps(const core::Profile& p) {
     op_of_range[i] = static_cast<int32_t>(idx.ops.size());
     idx.ops.push_back(std::move(op));
   }
-  // Nearest enclosing op range, walking parent links (ranges of other domains are skipped).
+  // Nearest enclosing op range, walking parent links (ranges of other domains are skipped). Each
+  // range is walked over once (the answer is kept for every range on the way), and no walk takes
+  // more steps than there are ranges, whatever the links.
   std::vector<int32_t> nearest(p.nvtx_ranges.size(), -2);  // -2 = not computed yet
   auto nearestOp = [&](size_t start) {
     std::vector<size_t> path;
@@ -102,16 +135,19 @@ OpIndex indexOps(const core::Profile& p) {
     for (size_t x : path) nearest[x] = found;
     return found;
   };
+  std::vector<int32_t> op_parent(idx.ops.size(), -1);
   for (size_t i = 0; i < idx.ops.size(); ++i) {
     const core::NvtxRangeRecord& r = p.nvtx_ranges[idx.ops[i].range_index];
     if (!r.parent_key) continue;
     auto it = range_of.find(rkey(r.process_id, *r.parent_key));
     if (it == range_of.end()) continue;
-    const int32_t parent = nearestOp(it->second);
-    if (parent >= 0) {
-      idx.ops[i].parent = static_cast<size_t>(parent);
-      idx.ops[static_cast<size_t>(parent)].children.push_back(i);
-    }
+    op_parent[i] = nearestOp(it->second);
+  }
+  cutParentCycles(op_parent);
+  for (size_t i = 0; i < idx.ops.size(); ++i) {
+    if (op_parent[i] < 0) continue;
+    idx.ops[i].parent = static_cast<size_t>(op_parent[i]);
+    idx.ops[static_cast<size_t>(op_parent[i])].children.push_back(i);
   }
   for (size_t k = 0; k < p.kernels.size(); ++k) {
     const core::KernelRow& kr = p.kernels[k];
@@ -122,7 +158,8 @@ OpIndex indexOps(const core::Profile& p) {
     idx.kernel_op[k] = op;
     if (op < 0) continue;
     idx.ops[static_cast<size_t>(op)].kernels.push_back(k);
-    for (std::optional<size_t> o = static_cast<size_t>(op); o; o = idx.ops[*o].parent) {
+    size_t steps = 0;  // the parents hold no circle (cut above); the bound says so again
+    for (std::optional<size_t> o = static_cast<size_t>(op); o && steps++ < idx.ops.size(); o = idx.ops[*o].parent) {
       idx.ops[*o].all_kernels.push_back(k);
     }
   }

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <unordered_map>
 
@@ -123,6 +124,27 @@ std::optional<double> rooflineTimeNs(const Work& w, const Ceilings& c) {
   return best;
 }
 
+// Counters near the top of the double range (a damaged file) overflow sums and rates to infinity:
+// such a number is no measurement, so it reads n/a (STYLE.md rule 6), and the roof it set binds no more.
+void dropNonFinite(Placement& p) {
+  auto drop = [](std::optional<double>& v) {
+    if (v && !std::isfinite(*v)) v.reset();
+  };
+  for (std::optional<double>* v : {&p.total_flops, &p.achieved_flops_per_s, &p.compute_time_ns,
+                                   &p.effective_peak_flops_per_s, &p.attainable_ns, &p.roof_fraction}) {
+    drop(*v);
+  }
+  for (auto& v : p.flops_per_s) drop(v);
+  for (auto& v : p.bytes_per_s) drop(v);
+  for (auto& v : p.intensity_flop_per_byte) drop(v);
+  for (auto& v : p.memory_time_ns) drop(v);
+  if (!p.attainable_ns) {
+    p.binding.clear();
+    p.binding_source.reset();
+    p.roof_fraction.reset();
+  }
+}
+
 Placement place(const PlacementInput& in, const Ceilings& c, const RooflineOptions& opt) {
   Placement p;
   p.duration_ns = in.duration_ns;
@@ -162,6 +184,7 @@ Placement place(const PlacementInput& in, const Ceilings& c, const RooflineOptio
   } else {
     p.missing.push_back("counters (record with fprof run --metrics roofline)");
   }
+  dropNonFinite(p);
 
   // Bound label, first rule that applies (docs/analysis.md).
   const double per_launch_ns =
@@ -182,8 +205,11 @@ Placement place(const PlacementInput& in, const Ceilings& c, const RooflineOptio
   } else if (!p.binding.empty()) {
     const bool memory = p.binding == "dram" || p.binding == "l2" || p.binding == "l1";
     p.bound = memory ? Bound::kMemory : Bound::kCompute;
-    p.reason = fmt::format("{} roof binds ({}), at {:.1f}% of it", p.binding,
-                           ceilingSourceName(*p.binding_source), *p.roof_fraction * 100);
+    // No fraction without a positive measured time (a damaged file's kernel may end before it starts).
+    p.reason = p.roof_fraction ? fmt::format("{} roof binds ({}), at {:.1f}% of it", p.binding,
+                                             ceilingSourceName(*p.binding_source), *p.roof_fraction * 100)
+                               : fmt::format("{} roof binds ({}); no measured time to compare with", p.binding,
+                                             ceilingSourceName(*p.binding_source));
   } else {
     p.bound = Bound::kUnknown;
     p.reason = p.has_counters ? "counters present but no roof could be computed (missing ceilings)"

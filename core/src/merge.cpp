@@ -266,6 +266,8 @@ Expected<MergeResult> mergeDatabases(const std::vector<std::string>& inputs, con
       if (!loaded) return Error{loaded.error()};
       const Profile& p = *loaded;
       if (Status s = checkProcessIds(p); !s) return Error{s.error()};
+      // What the reader repaired in an input is written repaired; the user hears of it once.
+      result.notes.insert(result.notes.end(), p.warnings.begin(), p.warnings.end());
 
       std::unordered_map<uint32_t, uint32_t> pid_map;
       for (const ProcessInfo& pr : p.processes) {

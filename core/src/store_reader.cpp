@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cmath>
 #include <cstring>
 #include <exception>
 #include <filesystem>
@@ -20,6 +21,7 @@
 
 #include "fprof/core/schema.h"
 #include "fprof/core/store.h"
+#include "fprof/core/text.h"
 #include "sqlite_util.h"
 
 namespace fprof::core {
@@ -105,7 +107,8 @@ Status openAndCheck(const std::string& path, Db& h, int& version) {
   char* end = nullptr;
   const long parsed = std::strtol(v.c_str(), &end, 10);
   if (v.empty() || *end != '\0' || parsed <= 0) {
-    return makeError(path + ": damaged database (schema_version '" + v + "' is not a number)");
+    return makeError(path + ": damaged database (schema_version '" + cleanText(truncateText(v, 40)) +
+                     "' is not a number)");
   }
   version = static_cast<int>(parsed);
   if (version > kSchemaVersion) {
@@ -237,6 +240,41 @@ struct ChunkTexts {
   }
 };
 
+// Database string id -> index into Profile::strings, or kMissingString where the string table has
+// no such id (a damaged file).
+constexpr uint32_t kMissingString = UINT32_MAX;
+
+struct StringIds {
+  const std::vector<uint32_t>* dense;
+  const std::unordered_map<int64_t, uint32_t>* sparse;
+  uint32_t operator()(int64_t db_id) const {
+    if (db_id >= 0 && static_cast<size_t>(db_id) < dense->size()) return (*dense)[static_cast<size_t>(db_id)];
+    auto it = sparse->find(db_id);
+    return it == sparse->end() ? kMissingString : it->second;
+  }
+};
+
+// What a dangling string id is shown as: never an empty name.
+std::string unknownString(std::string_view what, int64_t db_id) {
+  return "<unknown " + std::string(what) + " #" + std::to_string(db_id) + ">";
+}
+
+// Rows of one kind that name a string id the string table lacks: how many, and the first.
+struct Dangling {
+  int64_t rows = 0;
+  int64_t first_row = 0;     // the row's id (kernel id)
+  int64_t first_string = 0;  // the missing string id
+
+  void see(int64_t row, int64_t string_id) {
+    if (rows++ == 0) first_row = row, first_string = string_id;
+  }
+  void add(const Dangling& o) {
+    if (o.rows == 0) return;
+    if (rows == 0) first_row = o.first_row, first_string = o.first_string;
+    rows += o.rows;
+  }
+};
+
 struct TableChunk {
   ChunkRows rows;
 };
@@ -244,17 +282,20 @@ struct TableChunk {
 struct KernelChunk {
   ChunkRows rows;
   ChunkTexts texts;
+  // Kernels naming missing strings; their ids hold kChunkText | an index into `texts` (a
+  // placeholder text) until the chunk's texts get string ids.
+  Dangling missing_names;
+  Dangling missing_paths;
+  int64_t negative_durations = 0;
+  int64_t first_negative = 0;  // kernel id
 };
 
-// Database string id -> index into Profile::strings.
-struct StringIds {
-  const std::vector<uint32_t>* dense;
-  const std::unordered_map<int64_t, uint32_t>* sparse;
-  uint32_t operator()(int64_t db_id) const {
-    if (db_id >= 0 && static_cast<size_t>(db_id) < dense->size()) return (*dense)[static_cast<size_t>(db_id)];
-    auto it = sparse->find(db_id);
-    return it == sparse->end() ? 0 : it->second;
-  }
+constexpr uint32_t kChunkText = 0x80000000u;
+
+struct CounterChunk {
+  ChunkRows rows;
+  int64_t non_finite = 0;
+  int64_t first_non_finite = 0;  // kernel id
 };
 
 void rowFunction(sqlite3_context* ctx, int, sqlite3_value** values);
@@ -379,8 +420,18 @@ Status loadKernels(Conn& conn, const std::string& path, const StringIds& str_id,
     k.thread_id = static_cast<uint32_t>(row.i64(i++));
     k.start_ns = row.i64(i++);
     k.end_ns = row.i64(i++);
-    k.name_id = str_id(row.i64(i++));
-    k.demangled_id = str_id(row.i64(i++));
+    if (k.end_ns < k.start_ns && c.negative_durations++ == 0) c.first_negative = k.id;
+    // A string id the string table lacks gets a placeholder text, never an empty name.
+    std::optional<int64_t> missing;
+    auto name = [&](int64_t db_id, std::string_view what) {
+      const uint32_t id = str_id(db_id);
+      if (id != kMissingString) return id;
+      if (!missing) missing = db_id;
+      return kChunkText | c.texts.id(unknownString(what, db_id));
+    };
+    k.name_id = name(row.i64(i++), "name");
+    k.demangled_id = name(row.i64(i++), "name");
+    if (missing) c.missing_names.see(k.id, *missing);
     for (int32_t* f : {&k.grid_x, &k.grid_y, &k.grid_z, &k.block_x, &k.block_y, &k.block_z, &k.cluster_x, &k.cluster_y,
                        &k.cluster_z, &k.registers_per_thread, &k.static_shared_bytes, &k.dynamic_shared_bytes}) {
       *f = static_cast<int32_t>(row.i64(i++));
@@ -389,13 +440,18 @@ Status loadKernels(Conn& conn, const std::string& path, const StringIds& str_id,
     k.local_bytes_total = row.i64(i++);
     k.shared_carveout_bytes = row.i64(i++);
     k.theoretical_occupancy = row.opt<double>(i++);
+    if (k.theoretical_occupancy && !std::isfinite(*k.theoretical_occupancy)) k.theoretical_occupancy.reset();
     k.theoretical_blocks_per_sm = row.opt<int>(i++);
     k.occupancy_limiter_id = c.texts.id(row.textView(i++));
     k.graph_id = static_cast<uint32_t>(row.i64(i++));
     k.graph_node_id = static_cast<uint64_t>(row.i64(i++));
     k.launch_api_id = c.texts.id(row.textView(i++));
     k.nvtx_range_key = row.opt<uint64_t>(i++);
-    if (auto pid = row.opt<int64_t>(i++)) k.nvtx_path_id = str_id(*pid);
+    if (auto path_id = row.opt<int64_t>(i++)) {
+      missing.reset();
+      k.nvtx_path_id = name(*path_id, "NVTX path");
+      if (missing) c.missing_paths.see(k.id, *missing);
+    }
   });
 }
 
@@ -457,6 +513,67 @@ Status runTasks(sqlite3* db, const std::string& path, const std::vector<OrderedT
   return first ? *first : Status{};
 }
 
+// NVTX ranges whose parent links run in a circle (a range its own parent, two ranges each
+// other's): every walk up the parents would never end. Each circle is cut at the range whose
+// parent link closes it, which is said by id. Linear in the ranges, without recursion, so a
+// chain 200,000 ranges deep costs what 200,000 separate ranges do.
+void breakNvtxCycles(Profile& p) {
+  struct KeyHash {
+    size_t operator()(const std::pair<uint32_t, uint64_t>& k) const {
+      return std::hash<uint64_t>{}(k.second * 0x9E3779B97F4A7C15ull ^ k.first);
+    }
+  };
+  // The collector numbers ranges as they open, so a parent's key is below its child's; merge moves
+  // a file's keys together. Links that all point to lower keys of the same process cannot close a
+  // circle: then there is nothing to look up (the common case, and a cheap one).
+  bool all_down = true;
+  for (const NvtxRangeRecord& r : p.nvtx_ranges) all_down = all_down && (!r.parent_key || *r.parent_key < r.key);
+  if (all_down) return;
+  std::unordered_map<std::pair<uint32_t, uint64_t>, size_t, KeyHash> index;
+  index.reserve(p.nvtx_ranges.size());
+  for (size_t i = 0; i < p.nvtx_ranges.size(); ++i) {
+    index.emplace(std::make_pair(p.nvtx_ranges[i].process_id, p.nvtx_ranges[i].key), i);
+  }
+  enum : uint8_t { kUnseen, kOnPath, kDone };
+  std::vector<uint8_t> state(p.nvtx_ranges.size(), kUnseen);
+  std::vector<size_t> path;
+  int64_t cycles = 0;
+  std::string first;
+  for (size_t start = 0; start < p.nvtx_ranges.size(); ++start) {
+    path.clear();
+    for (size_t at = start; state[at] == kUnseen;) {
+      state[at] = kOnPath;
+      path.push_back(at);
+      const NvtxRangeRecord& r = p.nvtx_ranges[at];
+      if (!r.parent_key) break;
+      auto it = index.find({r.process_id, *r.parent_key});
+      if (it == index.end()) break;  // a parent not in the file: the range is at the top
+      if (state[it->second] == kOnPath) {
+        // `at` closes a circle that starts at it->second.
+        if (cycles++ == 0) {
+          std::string chain;
+          const auto from = std::find(path.begin(), path.end(), it->second);
+          for (auto c = from; c != path.end() && chain.size() < 200; ++c) {
+            chain += std::to_string(p.nvtx_ranges[*c].key) + " -> ";
+          }
+          first = "range " + std::to_string(r.key) +
+                  (r.key == *r.parent_key ? " is its own parent"
+                                          : " is its own ancestor (" + chain + std::to_string(*r.parent_key) + ")");
+        }
+        p.nvtx_ranges[at].parent_key.reset();
+        break;
+      }
+      at = it->second;
+    }
+    for (size_t x : path) state[x] = kDone;
+  }
+  if (cycles > 0) {
+    p.warnings.push_back(p.path + ": " + std::to_string(cycles) + " NVTX parent chain" +
+                         (cycles == 1 ? " runs" : "s run") + " in a circle (" + first +
+                         (cycles == 1 ? "" : ", and others") + "); the parent link that closes each circle is ignored");
+  }
+}
+
 }  // namespace
 
 Status checkDatabase(const std::string& path) {
@@ -465,14 +582,27 @@ Status checkDatabase(const std::string& path) {
   return openAndCheck(path, h, version);
 }
 
+// Rows of the function tables whose name id the string table lacks: (row index, string id), given
+// their placeholder name once the loading threads are done (strings are not shared with them).
+struct FunctionNamesMissing {
+  std::vector<std::pair<size_t, int64_t>> functions, args, sass_ops;
+};
+
 // The tables schema 2 added: per-function facts and why kernels have no counters.
 template <class AddTask>
-void addSchema2Tasks(Profile& p, const std::string& path, const StringIds& str_id, AddTask&& add) {
+void addSchema2Tasks(Profile& p, const std::string& path, const StringIds& str_id, FunctionNamesMissing& missing,
+                     AddTask&& add) {
   add([&p, &path](Conn& conn) {
     return forEachRow(conn.db(), path, "SELECT kernel_id, reason FROM kernel_counter_missing ORDER BY kernel_id",
-                      [&](Statement& st) { p.counters_missing.push_back({st.i64(0), st.text(1)}); });
+                      [&](Statement& st) { p.counters_missing.push_back({st.i64(0), cleanText(st.textView(1))}); });
   });
-  add([&p, &path, &str_id](Conn& conn) {
+  auto name = [&str_id](int64_t db_id, size_t row, std::vector<std::pair<size_t, int64_t>>& missing_rows) {
+    const uint32_t id = str_id(db_id);
+    if (id != kMissingString) return id;
+    missing_rows.emplace_back(row, db_id);
+    return uint32_t{0};
+  };
+  add([&p, &path, name, &missing](Conn& conn) {
     return forEachRow(conn.db(), path,
                       "SELECT process_id, name_id, registers_per_thread, local_bytes_per_thread, static_shared_bytes, "
                       "const_bytes, max_threads_per_block, binary_version, ptx_version FROM function "
@@ -480,7 +610,7 @@ void addSchema2Tasks(Profile& p, const std::string& path, const StringIds& str_i
                       [&](Statement& st) {
                         FunctionRow& f = p.functions.emplace_back();
                         f.process_id = static_cast<uint32_t>(st.i64(0));
-                        f.name_id = str_id(st.i64(1));
+                        f.name_id = name(st.i64(1), p.functions.size() - 1, missing.functions);
                         f.registers_per_thread = st.opt<int>(2);
                         f.local_bytes_per_thread = st.opt<int64_t>(3);
                         f.static_shared_bytes = st.opt<int64_t>(4);
@@ -490,31 +620,31 @@ void addSchema2Tasks(Profile& p, const std::string& path, const StringIds& str_i
                         f.ptx_version = st.opt<int>(8);
                       });
   });
-  add([&p, &path, &str_id](Conn& conn) {
+  add([&p, &path, name, &missing](Conn& conn) {
     return forEachRow(conn.db(), path,
                       "SELECT process_id, name_id, arg_index, role, method, sampled_bytes, correlation_id, "
                       "offset_bytes FROM function_arg ORDER BY process_id, name_id, arg_index, offset_bytes",
                       [&](Statement& st) {
                         FunctionArgRow& a = p.function_args.emplace_back();
                         a.process_id = static_cast<uint32_t>(st.i64(0));
-                        a.name_id = str_id(st.i64(1));
+                        a.name_id = name(st.i64(1), p.function_args.size() - 1, missing.args);
                         a.arg_index = static_cast<int32_t>(st.i64(2));
-                        a.role = st.text(3);
-                        a.method = st.text(4);
+                        a.role = cleanText(st.textView(3));
+                        a.method = cleanText(st.textView(4));
                         a.sampled_bytes = st.opt<int64_t>(5);
                         a.correlation_id = st.opt<uint32_t>(6);
                         a.offset_bytes = static_cast<int32_t>(st.i64(7));
                       });
   });
-  add([&p, &path, &str_id](Conn& conn) {
+  add([&p, &path, name, &missing](Conn& conn) {
     return forEachRow(conn.db(), path,
                       "SELECT process_id, name_id, opcode, static_count FROM function_sass_op "
                       "ORDER BY process_id, name_id, opcode",
                       [&](Statement& st) {
                         FunctionSassOpRow& o = p.function_sass_ops.emplace_back();
                         o.process_id = static_cast<uint32_t>(st.i64(0));
-                        o.name_id = str_id(st.i64(1));
-                        o.opcode = st.text(2);
+                        o.name_id = name(st.i64(1), p.function_sass_ops.size() - 1, missing.sass_ops);
+                        o.opcode = cleanText(st.textView(2));
                         o.static_count = st.i64(3);
                       });
   });
@@ -527,24 +657,26 @@ Expected<Profile> loadProfile(const std::string& path) {
   if (Status s = openAndCheck(path, h, p.schema_version); !s) return Error{s.error()};
 
   Status s = forEachRow(h.db, path, "SELECT key, value FROM metadata",
-                        [&](Statement& st) { p.metadata[st.text(0)] = st.text(1); });
+                        [&](Statement& st) { p.metadata[cleanText(st.textView(0))] = cleanText(st.textView(1)); });
   if (!s) return Error{s.error()};
 
   // Strings: ids are dense from 0 in files fprof writes; map any other id space densely too.
-  // A dense vector (not a hash map) serves the common case; other ids fall back to the map.
+  // A dense vector (not a hash map) serves the common case; other ids (and a damaged file's stray
+  // huge id, which must not size the vector) fall back to the map.
   std::vector<uint32_t> dense;
   std::unordered_map<int64_t, uint32_t> sparse;
   std::unordered_map<std::string, uint32_t, TextHash, std::equal_to<>> text_ids;
   s = forEachRow(h.db, path, "SELECT id, value FROM string ORDER BY id", [&](Statement& st) {
     const int64_t db_id = st.i64(0);
     const auto id = static_cast<uint32_t>(p.strings.size());
-    if (db_id >= 0 && db_id < (int64_t{1} << 26)) {
-      if (dense.size() <= static_cast<size_t>(db_id)) dense.resize(static_cast<size_t>(db_id) + 1, 0);
+    if (db_id >= 0 && db_id < (int64_t{1} << 26) && static_cast<size_t>(db_id) <= 2 * p.strings.size() + 1024) {
+      if (dense.size() <= static_cast<size_t>(db_id)) dense.resize(static_cast<size_t>(db_id) + 1, kMissingString);
       dense[static_cast<size_t>(db_id)] = id;
     } else {
       sparse[db_id] = id;
     }
     p.strings.push_back(st.text(1));
+    cleanTextInPlace(p.strings.back());
     text_ids.emplace(p.strings.back(), id);
   });
   if (!s) return Error{s.error()};
@@ -554,12 +686,13 @@ Expected<Profile> loadProfile(const std::string& path) {
   }
   // Low-cardinality TEXT columns (launch API, occupancy limiter) become string ids too, without
   // a std::string per row.
-  auto internText = [&](std::string_view t) -> uint32_t {
+  auto internText = [&](std::string_view raw) -> uint32_t {
+    const std::string t = cleanText(raw);
     auto it = text_ids.find(t);
     if (it != text_ids.end()) return it->second;
     const auto id = static_cast<uint32_t>(p.strings.size());
-    p.strings.emplace_back(t);
-    text_ids.emplace(std::string(t), id);
+    p.strings.push_back(t);
+    text_ids.emplace(t, id);
     return id;
   };
 
@@ -569,10 +702,10 @@ Expected<Profile> loadProfile(const std::string& path) {
                    ProcessInfo pi;
                    pi.id = static_cast<uint32_t>(st.i64(0));
                    pi.pid = st.i64(1);
-                   pi.host = st.text(2);
+                   pi.host = cleanText(st.textView(2));
                    pi.rank = st.opt<int>(3);
                    pi.local_rank = st.opt<int>(4);
-                   pi.command_line = st.text(5);
+                   pi.command_line = cleanText(st.textView(5));
                    pi.start_unix_ns = st.i64(6);
                    p.processes.push_back(std::move(pi));
                  });
@@ -589,8 +722,8 @@ Expected<Profile> loadProfile(const std::string& path) {
                    int i = 0;
                    d.process_id = static_cast<uint32_t>(st.i64(i++));
                    d.id = static_cast<uint32_t>(st.i64(i++));
-                   d.name = st.text(i++);
-                   d.uuid = st.text(i++);
+                   d.name = cleanText(st.textView(i++));
+                   d.uuid = cleanText(st.textView(i++));
                    for (int* f : {&d.compute_major, &d.compute_minor, &d.sm_count, &d.max_threads_per_sm,
                                   &d.max_threads_per_block, &d.max_blocks_per_sm, &d.max_warps_per_sm,
                                   &d.regs_per_sm, &d.regs_per_block, &d.warp_size}) {
@@ -641,7 +774,8 @@ Expected<Profile> loadProfile(const std::string& path) {
     t->span = *span;
   }
   std::vector<KernelChunk> kernel_chunks;
-  std::vector<TableChunk> arg_chunks, counter_chunks;
+  std::vector<TableChunk> arg_chunks;
+  std::vector<CounterChunk> counter_chunks;
   planChunks(kernel_read, kernel_chunks);
   planChunks(arg_read, arg_chunks);
   planChunks(counter_read, counter_chunks);
@@ -678,8 +812,8 @@ Expected<Profile> loadProfile(const std::string& path) {
                         r.key = static_cast<uint64_t>(st.i64(0));
                         r.process_id = static_cast<uint32_t>(st.i64(1));
                         r.parent_key = st.opt<uint64_t>(2);
-                        r.domain = st.text(3);
-                        r.message = st.text(4);
+                        r.domain = cleanText(st.textView(3));
+                        r.message = cleanText(st.textView(4));
                         r.payload = st.opt<uint64_t>(5);
                         r.thread_id = static_cast<uint32_t>(st.i64(6));
                         r.depth = static_cast<int32_t>(st.i64(7));
@@ -703,9 +837,9 @@ Expected<Profile> loadProfile(const std::string& path) {
                         m.start_ns = st.i64(5);
                         m.end_ns = st.i64(6);
                         m.bytes = st.i64(7);
-                        m.copy_kind = st.text(8);
-                        m.src_kind = st.text(9);
-                        m.dst_kind = st.text(10);
+                        m.copy_kind = cleanText(st.textView(8));
+                        m.src_kind = cleanText(st.textView(9));
+                        m.dst_kind = cleanText(st.textView(10));
                         m.graph_id = static_cast<uint32_t>(st.i64(11));
                       });
   });
@@ -725,7 +859,7 @@ Expected<Profile> loadProfile(const std::string& path) {
                         m.end_ns = st.i64(6);
                         m.bytes = st.i64(7);
                         m.value = static_cast<uint32_t>(st.i64(8));
-                        m.memory_kind = st.text(9);
+                        m.memory_kind = cleanText(st.textView(9));
                         m.graph_id = static_cast<uint32_t>(st.i64(10));
                       });
   });
@@ -745,7 +879,7 @@ Expected<Profile> loadProfile(const std::string& path) {
                         m.is_alloc = st.textView(6) == "alloc";
                         m.address = static_cast<uint64_t>(st.i64(7));
                         m.bytes = st.i64(8);
-                        m.memory_kind = st.text(9);
+                        m.memory_kind = cleanText(st.textView(9));
                       });
   });
 
@@ -756,14 +890,14 @@ Expected<Profile> loadProfile(const std::string& path) {
                         CollectorEventRecord& e = p.collector_events.emplace_back();
                         e.process_id = static_cast<uint32_t>(st.i64(0));
                         e.timestamp_ns = st.i64(1);
-                        e.severity = st.text(2);
-                        e.message = st.text(3);
+                        e.severity = cleanText(st.textView(2));
+                        e.message = cleanText(st.textView(3));
                       });
   });
 
-  for (TableChunk& c : counter_chunks) {
+  for (CounterChunk& c : counter_chunks) {
     add(counter_tasks, [&p, &c, &path, v2](Conn& conn) {
-      return loadChunk(conn, path, c.rows, p.counters, [v2](const detail::ValueRow& row, KernelCounters& k) {
+      return loadChunk(conn, path, c.rows, p.counters, [&c, v2](const detail::ValueRow& row, KernelCounters& k) {
         int i = 0;
         k.kernel_id = row.i64(i++);
         for (std::optional<double>* v :
@@ -772,31 +906,60 @@ Expected<Profile> loadProfile(const std::string& path) {
               &k.flops_tensor_fp8, &k.flops_tensor_fp64, &k.ops_tensor_int8, &k.achieved_occupancy,
               &k.local_load_bytes, &k.local_store_bytes, &k.instructions, &k.gpu_time_ns}) {
           *v = row.opt<double>(i++);
+          // A counter is a count: an infinite value (SQLite stores NaN as NULL) is no measurement.
+          if (*v && !std::isfinite(**v)) {
+            v->reset();
+            if (c.non_finite++ == 0) c.first_non_finite = k.kernel_id;
+          }
         }
         if (!v2) return;
-        k.source = std::string(row.textView(i++));
+        k.source = cleanText(row.textView(i++));
         k.source_kernel_id = row.opt<int64_t>(i++);
         if (auto varies = row.opt<int64_t>(i++)) k.signature_varies = *varies != 0;
-        k.half_flops_method = std::string(row.textView(i++));
+        k.half_flops_method = cleanText(row.textView(i++));
       });
     });
   }
 
-  if (v2) addSchema2Tasks(p, path, ids, [&](Task t) { add(whole_tasks, std::move(t)); });
+  FunctionNamesMissing function_names_missing;
+  if (v2) addSchema2Tasks(p, path, ids, function_names_missing, [&](Task t) { add(whole_tasks, std::move(t)); });
 
-  add(whole_tasks, [&p, &path](Conn& conn) {
+  int64_t metrics_non_finite = 0, first_metric_non_finite = 0;
+  Dangling missing_metric_names;
+  add(whole_tasks, [&](Conn& conn) {
     return forEachRow(conn.db(), path,
-                      "SELECT m.kernel_id, s.value, m.value FROM kernel_metric m JOIN string s ON s.id = m.metric_id "
-                      "ORDER BY m.kernel_id, s.value",
-                      [&](Statement& st) { p.metrics.push_back({st.i64(0), st.text(1), st.f64(2)}); });
+                      "SELECT m.kernel_id, s.value, m.value, m.metric_id FROM kernel_metric m LEFT JOIN string s "
+                      "ON s.id = m.metric_id ORDER BY m.kernel_id, s.value",
+                      [&](Statement& st) {
+                        KernelMetricRecord& m = p.metrics.emplace_back();
+                        m.kernel_id = st.i64(0);
+                        if (st.isNull(1)) {
+                          missing_metric_names.see(m.kernel_id, st.i64(3));
+                          m.metric = unknownString("metric", st.i64(3));
+                        } else {
+                          m.metric = cleanText(st.textView(1));
+                        }
+                        // Raw values are kept as recorded (merge copies them); a non-finite one is said.
+                        m.value = st.f64(2);
+                        if (!std::isfinite(m.value) && metrics_non_finite++ == 0) first_metric_non_finite = m.kernel_id;
+                      });
   });
 
-  add(whole_tasks, [&p, &path](Conn& conn) {
+  int64_t ceilings_non_finite = 0;
+  add(whole_tasks, [&](Conn& conn) {
     return forEachRow(conn.db(), path,
                       "SELECT device_name, ceiling, unit, value, source, method FROM ceiling "
                       "ORDER BY device_name, ceiling, source",
                       [&](Statement& st) {
-                        p.ceilings.push_back({st.text(0), st.text(1), st.text(2), st.f64(3), st.text(4), st.text(5)});
+                        // An infinite roof would place every kernel at 0% of it and stretch the
+                        // chart's axes without end: such a row is left out.
+                        if (!std::isfinite(st.f64(3))) {
+                          ++ceilings_non_finite;
+                          return;
+                        }
+                        p.ceilings.push_back({cleanText(st.textView(0)), cleanText(st.textView(1)),
+                                              cleanText(st.textView(2)), st.f64(3), cleanText(st.textView(4)),
+                                              cleanText(st.textView(5))});
                       });
   });
 
@@ -817,16 +980,53 @@ Expected<Profile> loadProfile(const std::string& path) {
   if (!s) return Error{s.error()};
 
   // Launch API and occupancy limiter texts became string ids per chunk; numbering them chunk by
-  // chunk, in row order, gives the ids one sequential scan would.
+  // chunk, in row order, gives the ids one sequential scan would. So do the placeholders of
+  // dangling string ids.
+  Dangling missing_names, missing_paths;
+  int64_t negative_durations = 0, first_negative = 0;
   for (const KernelChunk& c : kernel_chunks) {
     std::vector<uint32_t> global;
     global.reserve(c.texts.texts.size());
     for (const std::string& t : c.texts.texts) global.push_back(internText(t));
+    const bool placeholders = c.missing_names.rows > 0 || c.missing_paths.rows > 0;
     for (size_t i = c.rows.begin; i < c.rows.end; ++i) {
       KernelRow& k = p.kernels[i];
       k.occupancy_limiter_id = global[k.occupancy_limiter_id];
       k.launch_api_id = global[k.launch_api_id];
+      if (!placeholders) continue;
+      for (uint32_t* id : {&k.name_id, &k.demangled_id}) {
+        if (*id & kChunkText) *id = global[*id & ~kChunkText];
+      }
+      if (k.nvtx_path_id && (*k.nvtx_path_id & kChunkText)) k.nvtx_path_id = global[*k.nvtx_path_id & ~kChunkText];
     }
+    missing_names.add(c.missing_names);
+    missing_paths.add(c.missing_paths);
+    if (c.negative_durations > 0 && negative_durations == 0) first_negative = c.first_negative;
+    negative_durations += c.negative_durations;
+  }
+  Dangling missing_function_names;
+  for (auto [rows, list] : {std::pair{&function_names_missing.functions, 0}, {&function_names_missing.args, 1},
+                            {&function_names_missing.sass_ops, 2}}) {
+    for (const auto& [row, db_id] : *rows) {
+      const uint32_t id = internText(unknownString("name", db_id));
+      if (list == 0) p.functions[row].name_id = id;
+      if (list == 1) p.function_args[row].name_id = id;
+      if (list == 2) p.function_sass_ops[row].name_id = id;
+      missing_function_names.see(static_cast<int64_t>(row), db_id);
+    }
+  }
+  if (missing_function_names.rows > 0) {  // the placeholders' ids came last: keep the documented order
+    auto by_name = [](const auto& a, const auto& b) {
+      return std::tie(a.process_id, a.name_id) < std::tie(b.process_id, b.name_id);
+    };
+    std::stable_sort(p.functions.begin(), p.functions.end(), by_name);
+    std::stable_sort(p.function_args.begin(), p.function_args.end(), by_name);
+    std::stable_sort(p.function_sass_ops.begin(), p.function_sass_ops.end(), by_name);
+  }
+  int64_t counters_non_finite = 0, first_counter_non_finite = 0;
+  for (const CounterChunk& c : counter_chunks) {
+    if (c.non_finite > 0 && counters_non_finite == 0) first_counter_non_finite = c.first_non_finite;
+    counters_non_finite += c.non_finite;
   }
   // Rows come in rowid order; sorting here is much cheaper than SQLite walking the start_ns index
   // and fetching each row. The writer inserts in time order, so usually there is nothing to sort.
@@ -841,6 +1041,58 @@ Expected<Profile> loadProfile(const std::string& path) {
   if (!std::is_sorted(p.nvtx_ranges.begin(), p.nvtx_ranges.end(), range_less)) {
     std::stable_sort(p.nvtx_ranges.begin(), p.nvtx_ranges.end(), range_less);
   }
+
+  // Damage that leaves the file readable: repaired above or below, and said once per kind.
+  auto plural = [](int64_t n, const char* one, const char* many) {
+    return std::to_string(n) + " " + (n == 1 ? one : many);
+  };
+  if (missing_names.rows > 0) {
+    p.warnings.push_back(path + ": " + plural(missing_names.rows, "kernel names", "kernels name") +
+                         " a string id missing from the string table (first: kernel " +
+                         std::to_string(missing_names.first_row) + ", string #" +
+                         std::to_string(missing_names.first_string) + "); shown as <unknown name #ID>");
+  }
+  if (missing_paths.rows > 0) {
+    p.warnings.push_back(path + ": " + plural(missing_paths.rows, "kernel names", "kernels name") +
+                         " an NVTX path string id missing from the string table (first: kernel " +
+                         std::to_string(missing_paths.first_row) + ", string #" +
+                         std::to_string(missing_paths.first_string) + "); shown as <unknown NVTX path #ID>");
+  }
+  if (missing_function_names.rows > 0) {
+    p.warnings.push_back(path + ": " +
+                         plural(missing_function_names.rows, "function table row names", "function table rows name") +
+                         " a string id missing from the string table (first: string #" +
+                         std::to_string(missing_function_names.first_string) + "); shown as <unknown name #ID>");
+  }
+  if (missing_metric_names.rows > 0) {
+    p.warnings.push_back(path + ": " +
+                         plural(missing_metric_names.rows, "kernel_metric row names", "kernel_metric rows name") +
+                         " a metric string id missing from the string table (first: kernel " +
+                         std::to_string(missing_metric_names.first_row) + ", string #" +
+                         std::to_string(missing_metric_names.first_string) + "); shown as <unknown metric #ID>");
+  }
+  if (negative_durations > 0) {
+    p.warnings.push_back(path + ": " + plural(negative_durations, "kernel ends", "kernels end") +
+                         " before it starts (first: kernel " + std::to_string(first_negative) +
+                         "); their durations are negative and the totals they enter are wrong");
+  }
+  if (counters_non_finite > 0) {
+    p.warnings.push_back(path + ": " +
+                         plural(counters_non_finite, "kernel_counter value is", "kernel_counter values are") +
+                         " infinite (first: kernel " + std::to_string(first_counter_non_finite) +
+                         "); read as not collected (n/a)");
+  }
+  if (metrics_non_finite > 0) {
+    p.warnings.push_back(path + ": " +
+                         plural(metrics_non_finite, "kernel_metric value is", "kernel_metric values are") +
+                         " not finite (first: kernel " + std::to_string(first_metric_non_finite) + ")");
+  }
+  if (ceilings_non_finite > 0) {
+    p.warnings.push_back(path + ": " + plural(ceilings_non_finite, "ceiling row has", "ceiling rows have") +
+                         " an infinite value; left out");
+  }
+  breakNvtxCycles(p);
+  for (std::string& w : p.warnings) cleanTextInPlace(w);  // the path is the user's, and may hold anything
   return p;
 }
 

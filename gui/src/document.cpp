@@ -12,6 +12,7 @@
 #include "fprof/analysis/nvtx_ops.h"
 #include "fprof/analysis/origin.h"
 #include "fprof/analysis/summary.h"
+#include "fprof/core/text.h"
 
 namespace fprof::gui {
 
@@ -345,6 +346,9 @@ bool itemHasPrecision(const Item& item, uint32_t precision_mask) {
 
 namespace {
 
+// What the tooltip and the details show of a text: a 1 MB name is cut, an ellipsis says so.
+std::string shown(const std::string& s) { return core::truncateText(s, core::kMaxShownCodePoints); }
+
 std::string optPercent(const std::optional<double>& v) {
   return v ? fmt::format("{:.1f}%", *v * 100) : std::string("n/a");
 }
@@ -364,8 +368,8 @@ std::string levelLabel(MemLevel l) {
 
 std::string tooltipText(const Item& item, MemLevel level) {
   const analysis::Placement& pl = item.placement;
-  std::string s = (item.short_name.empty() ? item.name : item.short_name) + "\n";
-  if (!item.short_name.empty() && item.short_name != item.name) s += item.name + "\n";
+  std::string s = shown(item.short_name.empty() ? item.name : item.short_name) + "\n";
+  if (!item.short_name.empty() && item.short_name != item.name) s += shown(item.name) + "\n";
   s += fmt::format("time {} ({} call{})\n", formatDurationNs(static_cast<double>(item.duration_ns)), item.calls,
                    item.calls == 1 ? "" : "s");
   const auto& in = pl.intensity_flop_per_byte[static_cast<size_t>(level)];
@@ -380,10 +384,10 @@ std::string tooltipText(const Item& item, MemLevel level) {
 std::string detailsText(const Item& item) {
   const analysis::Placement& pl = item.placement;
   std::string s;
-  s += fmt::format("{}\n", item.short_name.empty() ? item.name : item.short_name);
-  if (!item.short_name.empty() && item.short_name != item.name) s += fmt::format("full name: {}\n", item.name);
+  s += fmt::format("{}\n", shown(item.short_name.empty() ? item.name : item.short_name));
+  if (!item.short_name.empty() && item.short_name != item.name) s += fmt::format("full name: {}\n", shown(item.name));
   if (!item.origin.empty()) s += fmt::format("origin: {}\n", item.origin);
-  s += fmt::format("NVTX path: {}\n", item.nvtx_path.empty() ? "(none)" : item.nvtx_path);
+  s += fmt::format("NVTX path: {}\n", item.nvtx_path.empty() ? "(none)" : shown(item.nvtx_path));
   s += fmt::format("calls: {}   time: {} (mean {})\n", item.calls, formatDurationNs(static_cast<double>(item.duration_ns)),
                    formatDurationNs(static_cast<double>(item.duration_ns) / static_cast<double>(std::max<int64_t>(item.calls, 1))));
   s += fmt::format("grid: {}x{}x{}   block: {}x{}x{}{}\n", item.grid[0], item.grid[1], item.grid[2], item.block[0],

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "fprof/core/text.h"
 #include "fprof/gui/viewer.h"
 
 namespace {
@@ -88,11 +89,22 @@ int runViewer(const Options& opt) {
   const auto t_open = std::chrono::steady_clock::now();
   auto run = Document::open(opt.run);
   const double open_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_open).count();
-  if (!run) std::fprintf(stderr, "fprof-view: %s\n", run.error().c_str());
+  // Messages may quote a damaged file: cleaned to one line each (core/text.h).
+  auto say = [](const std::string& message) {
+    std::fprintf(stderr, "fprof-view: %s\n", fprof::core::cleanText(message).c_str());
+  };
+  auto warn = [&](const fprof::core::Expected<std::shared_ptr<Document>>& d) {
+    if (d) {
+      for (const std::string& w : (*d)->profile().warnings) say("warning: " + w);
+    }
+  };
+  if (!run) say(run.error());
+  warn(run);
   std::optional<fprof::core::Expected<std::shared_ptr<Document>>> base;
   if (!opt.baseline.empty()) {
     base = Document::open(opt.baseline);
-    if (!*base) std::fprintf(stderr, "fprof-view: baseline: %s\n", base->error().c_str());
+    if (!*base) say("baseline: " + base->error());
+    warn(*base);
   }
   const bool load_failed = !run || (base && !*base);
 

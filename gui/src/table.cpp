@@ -5,7 +5,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <regex>
+
+#include "fprof/core/text.h"
 
 namespace fprof::gui {
 
@@ -62,22 +65,18 @@ std::string lower(std::string s) {
   return s;
 }
 
-std::string csvQuote(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char ch : s) {
-    if (ch == '"') q += '"';
-    q += ch;
-  }
-  return q + "\"";
-}
+// The CSV keeps whole texts (an export), cleaned and quoted per RFC 4180.
+std::string csvQuote(const std::string& s) { return core::csvField(s); }
+
+// What a cell shows of a text: a 1 MB name is cut (an ellipsis ends it), the CSV keeps it whole.
+std::string shown(const std::string& s) { return core::truncateText(s, core::kMaxShownCodePoints); }
 
 }  // namespace
 
 std::string cellText(const Item& it, Column c, MemLevel level, int64_t total_ns) {
   auto pct = [](const std::optional<double>& v) { return v ? fmt::format("{:.1f}%", *v * 100) : std::string("n/a"); };
   switch (c) {
-    case Column::kName: return it.short_name.empty() ? it.name : it.short_name;
+    case Column::kName: return shown(it.short_name.empty() ? it.name : it.short_name);
     case Column::kCalls: return std::to_string(it.calls);
     case Column::kTime: return formatDurationNs(static_cast<double>(it.duration_ns));
     case Column::kShare: return pct(cellValue(it, c, level, total_ns));
@@ -96,7 +95,7 @@ std::string cellText(const Item& it, Column c, MemLevel level, int64_t total_ns)
     case Column::kShared: return std::to_string(it.static_shared_bytes + it.dynamic_shared_bytes);
     case Column::kOccTheoretical: return pct(it.theoretical_occupancy);
     case Column::kOccAchieved: return pct(it.achieved_occupancy);
-    case Column::kNvtx: return it.nvtx_path;
+    case Column::kNvtx: return shown(it.nvtx_path);
   }
   return "";
 }
@@ -122,7 +121,9 @@ core::Expected<std::vector<uint32_t>> filterItems(const std::vector<Item>& items
     if (re) {
       if (!have_last || it.name != last_name) {
         last_name = it.name;
-        last_match = std::regex_search(it.name, *re);
+        // The name as the table shows it: std::regex recurses once per character it matches, and a
+        // 1 MB name would overflow the stack.
+        last_match = std::regex_search(shown(it.name), *re);
         have_last = true;
       }
       if (!last_match) continue;
@@ -161,7 +162,7 @@ std::string tableCsv(const std::vector<Item>& items, const std::vector<uint32_t>
       "kernel,calls,duration_ns,share,intensity_flop_per_byte,memory_level,achieved_flops_per_s,roof_fraction,"
       "binding_roof,bound,registers_per_thread,local_bytes_per_thread,shared_bytes,theoretical_occupancy,"
       "achieved_occupancy,dram_bytes,l2_bytes,l1_bytes,total_flops,nvtx_path,short_name\n";
-  auto num = [](const std::optional<double>& v) { return v ? fmt::format("{}", *v) : std::string(); };
+  auto num = [](const std::optional<double>& v) { return v && std::isfinite(*v) ? fmt::format("{}", *v) : std::string(); };
   for (uint32_t r : rows) {
     const Item& it = items[r];
     const analysis::Placement& pl = it.placement;

@@ -11,8 +11,13 @@
 #include <cstdio>
 #include <fstream>
 
+#include "fprof/core/text.h"
+
 namespace fprof::gui {
 namespace {
+
+// What a cell or a line shows of a text: a 1 MB name is cut, an ellipsis says so.
+std::string shown(const std::string& s) { return core::truncateText(s, core::kMaxShownCodePoints); }
 
 // Colours (IM_COL32 is ABGR packed). Roof colours are kept away from the point palettes so a
 // roof can be found in a screenshot by colour.
@@ -382,7 +387,7 @@ void Viewer::frame() {
 void Viewer::drawToolbar() {
   const core::Profile& p = run_->profile();
   ImGui::Text("%s  |  %s  |  %zu launches, %lld with counters  |  kernel time %s", p.path.c_str(),
-              run_->roofs().device_name.empty() ? "no device recorded" : run_->roofs().device_name.c_str(),
+              run_->roofs().device_name.empty() ? "no device recorded" : shown(run_->roofs().device_name).c_str(),
               p.kernels.size(), static_cast<long long>(run_->kernelsWithCounters()),
               formatDurationNs(static_cast<double>(run_->totalKernelNs())).c_str());
   if (base_) {
@@ -765,7 +770,7 @@ void Viewer::drawDetails() {
   } else {
     const auto& ops = run_->opNames();
     for (size_t o = 0; o < ops.size() && o < 12; ++o) {
-      ImGui::TextColored(ImColor(kPalette[o % kPalette.size()]), "  %s", ops[o].c_str());
+      ImGui::TextColored(ImColor(kPalette[o % kPalette.size()]), "  %s", shown(ops[o]).c_str());
     }
     if (ops.size() > 12) ImGui::Text("  ... %zu ops", ops.size());
   }
@@ -815,13 +820,13 @@ void Viewer::drawTable() {
       ImGui::TableNextRow();
       ImGui::TableNextColumn();
       ImGui::PushID(static_cast<int>(i));
-      const std::string shown = cellText(it, Column::kName, level_, total);
-      if (ImGui::Selectable(shown.c_str(), selected_ == i, ImGuiSelectableFlags_SpanAllColumns)) {
+      const std::string shown_name = cellText(it, Column::kName, level_, total);
+      if (ImGui::Selectable(shown_name.c_str(), selected_ == i, ImGuiSelectableFlags_SpanAllColumns)) {
         selected_ = i;  // no scroll: the row is already in view
       }
       if (ImGui::IsItemHovered()) {
         hovered_ = i;
-        if (shown != it.name) tooltip_ = it.name;
+        if (shown_name != it.name) tooltip_ = shown(it.name);
       }
       ImGui::PopID();
       for (size_t c = 1; c < kColumnCount; ++c) {
@@ -835,7 +840,7 @@ void Viewer::drawTable() {
 
 void Viewer::drawFusion() {
   const analysis::FusionResult& f = run_->fusion();
-  for (const std::string& n : f.notes) ImGui::TextWrapped("note: %s", n.c_str());
+  for (const std::string& n : f.notes) ImGui::TextWrapped("note: %s", shown(n).c_str());
   if (f.median_abs_error) {
     ImGui::Text("model error (median |predicted - measured| / measured over %lld measured pairs): %.1f%%",
                 static_cast<long long>(f.measured_pairs), *f.median_abs_error * 100);
@@ -881,7 +886,7 @@ void Viewer::drawFusion() {
         c.fuse ? (c.risks.empty() ? "fuse" : "fuse; risk: " + c.risks.front()) : "don't: " + c.reason};
     for (const std::string& s : cells) {
       ImGui::TableNextColumn();
-      ImGui::TextUnformatted(s.c_str());
+      ImGui::TextUnformatted(shown(s).c_str());
     }
   }
   ImGui::EndTable();
@@ -932,7 +937,7 @@ void Viewer::drawDiff() {
         r.why};
     for (const std::string& s : cells) {
       ImGui::TableNextColumn();
-      ImGui::TextUnformatted(s.c_str());
+      ImGui::TextUnformatted(shown(s).c_str());
     }
   }
   ImGui::EndTable();
@@ -949,7 +954,7 @@ void Viewer::drawRankFilter() {
     }
     for (const core::RankGroup& g : rank_groups_) {
       if (!g.rank) continue;  // a process without a rank is shown with all of them
-      if (ImGui::Selectable(g.label.c_str(), rank_ == g.rank)) {
+      if (ImGui::Selectable(shown(g.label).c_str(), rank_ == g.rank)) {
         if (core::Status st = setRank(g.rank); !st) status_ = st.error();
       }
     }
@@ -977,7 +982,7 @@ void Viewer::drawRanks() {
     ImGui::TableNextColumn();
     ImGui::PushID(static_cast<int>(i));
     const bool selectable = r.group.rank.has_value();
-    if (ImGui::Selectable(r.group.rank ? std::to_string(*r.group.rank).c_str() : r.group.label.c_str(),
+    if (ImGui::Selectable(r.group.rank ? std::to_string(*r.group.rank).c_str() : shown(r.group.label).c_str(),
                           selectable && rank_ == r.group.rank, ImGuiSelectableFlags_SpanAllColumns) &&
         selectable) {
       if (core::Status st = setRank(rank_ == r.group.rank ? std::nullopt : r.group.rank); !st) status_ = st.error();
@@ -990,7 +995,7 @@ void Viewer::drawRanks() {
                              : percent(r.topKernelShare()) + "  " + all_run_->kernelNames().shortName(r.top_kernel)};
     for (const std::string& c : cells) {
       ImGui::TableNextColumn();
-      ImGui::TextUnformatted(c.c_str());
+      ImGui::TextUnformatted(shown(c).c_str());
     }
   }
   ImGui::EndTable();

@@ -3,45 +3,17 @@
 
 #include <nlohmann/json.hpp>
 
+#include "fprof/core/text.h"
+
 namespace fprof::reports {
-namespace {
-
-// Length of the valid UTF-8 sequence starting at s[i], or 0 if it is invalid.
-size_t utf8SequenceLength(std::string_view s, size_t i) {
-  const auto b0 = static_cast<unsigned char>(s[i]);
-  if (b0 < 0x80) return 1;
-  size_t n = 0;
-  unsigned min_cp = 0;
-  unsigned cp = 0;
-  if ((b0 & 0xE0) == 0xC0) {
-    n = 2, min_cp = 0x80, cp = b0 & 0x1Fu;
-  } else if ((b0 & 0xF0) == 0xE0) {
-    n = 3, min_cp = 0x800, cp = b0 & 0x0Fu;
-  } else if ((b0 & 0xF8) == 0xF0) {
-    n = 4, min_cp = 0x10000, cp = b0 & 0x07u;
-  } else {
-    return 0;
-  }
-  if (i + n > s.size()) return 0;
-  for (size_t k = 1; k < n; ++k) {
-    const auto b = static_cast<unsigned char>(s[i + k]);
-    if ((b & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (b & 0x3Fu);
-  }
-  // Overlong forms, surrogates and values past U+10FFFF are invalid.
-  if (cp < min_cp || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-  return n;
-}
-
-}  // namespace
 
 std::string sanitizeUtf8(std::string_view text) {
   std::string out;
   out.reserve(text.size());
   for (size_t i = 0; i < text.size();) {
-    const size_t n = utf8SequenceLength(text, i);
+    const size_t n = core::utf8SequenceLength(text, i);
     if (n == 0) {
-      out += "\xEF\xBF\xBD";
+      out += core::kReplacementCharacter;
       ++i;
     } else {
       out.append(text.substr(i, n));
@@ -52,32 +24,26 @@ std::string sanitizeUtf8(std::string_view text) {
 }
 
 std::string htmlEscape(std::string_view text) {
+  // Clean first (our own line feeds and tabs are layout: a tooltip's lines), then escape markup.
+  const std::string clean = core::cleanText(text, core::TextLines::kKeepLineBreaks);
   std::string out;
-  out.reserve(text.size() + text.size() / 8);
-  for (size_t i = 0; i < text.size();) {
-    const char c = text[i];
+  out.reserve(clean.size() + clean.size() / 8);
+  for (const char c : clean) {
     switch (c) {
-      case '&': out += "&amp;"; ++i; continue;
-      case '<': out += "&lt;"; ++i; continue;
-      case '>': out += "&gt;"; ++i; continue;
-      case '"': out += "&quot;"; ++i; continue;
-      case '\'': out += "&#39;"; ++i; continue;
-      default: break;
-    }
-    const size_t n = utf8SequenceLength(text, i);
-    if (n == 0) {
-      out += "\xEF\xBF\xBD";
-      ++i;
-    } else if (n == 1 && static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') {
-      out += ' ';  // control characters have no business in a name; keep the layout intact
-      ++i;
-    } else {
-      out.append(text.substr(i, n));
-      i += n;
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
     }
   }
   return out;
 }
+
+std::string shownText(std::string_view text) { return core::truncateText(text, core::kMaxShownCodePoints); }
+
+std::string htmlEscapeShown(std::string_view text) { return htmlEscape(shownText(text)); }
 
 std::string jsonForScript(const nlohmann::json& value) {
   const std::string raw = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

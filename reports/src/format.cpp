@@ -38,7 +38,7 @@ std::string formatBytes(double bytes) {
 }
 
 std::string formatPercent(std::optional<double> fraction) {
-  return fraction ? fmt::format("{:.1f}%", *fraction * 100.0) : "n/a";
+  return fraction && std::isfinite(*fraction) ? fmt::format("{:.1f}%", *fraction * 100.0) : "n/a";
 }
 
 std::string formatFlopRate(double flops_per_s) { return scaled(flops_per_s, "FLOP/s"); }

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <random>
 
 #include "fprof/reports/escape.h"
@@ -24,11 +25,12 @@ std::string randomNonce() {
   return n;
 }
 
-std::string e(std::string_view s) { return htmlEscape(s); }
+// Every text shown: cut to the display limit and escaped.
+std::string e(std::string_view s) { return htmlEscapeShown(s); }
 
 // A table cell: the shown text, and a sort key when there is a number behind it.
 std::string numCell(const std::string& text, std::optional<double> key) {
-  if (!key) return "<td class=\"num na\">" + e(text) + "</td>";
+  if (!key || !std::isfinite(*key)) return "<td class=\"num na\">" + e(text) + "</td>";
   return fmt::format("<td class=\"num\" data-v=\"{:.6g}\">{}</td>", *key, e(text));
 }
 
@@ -550,18 +552,20 @@ std::string baselineSection(const ReportData& r) {
 std::string embeddedData(const ReportData& r) {
   nlohmann::json groups = nlohmann::json::array();
   for (const GroupRow& g : r.groups) {
-    std::string tip = g.short_name + (g.short_name == g.name ? "" : "\n" + g.name) + "\ngrid " + g.grid + "  block " +
-                      g.block + "\nop: " + (g.op.empty() ? "(none)" : g.op) +
+    std::string tip = shownText(g.short_name) + (g.short_name == g.name ? "" : "\n" + shownText(g.name)) + "\ngrid " +
+                      g.grid + "  block " + g.block + "\nop: " + (g.op.empty() ? "(none)" : shownText(g.op)) +
                       "\ntime " + formatDurationNs(static_cast<double>(g.total_ns)) + " (" + formatPercent(g.share) +
                       "), " + std::to_string(g.calls) + " calls" + "\nintensity (DRAM) " +
                       orNa(g.intensity_dram, formatIntensity) + ", achieved " + orNa(g.flops_per_s, formatFlopRate) +
                       "\n" + formatPercent(g.roof_fraction) + " of roof" + (g.bound.empty() ? "" : ", " + g.bound + " bound");
-    groups.push_back({{"name", g.name}, {"short_name", g.short_name}, {"op", g.op}, {"total_ns", g.total_ns},
-                      {"calls", g.calls}, {"tip", tip}});
+    groups.push_back({{"name", shownText(g.name)}, {"short_name", shownText(g.short_name)}, {"op", shownText(g.op)},
+                      {"total_ns", g.total_ns}, {"calls", g.calls}, {"tip", tip}});
   }
-  nlohmann::json j = {{"file", r.header.file},          {"program", r.header.program},
-                      {"mode", r.header.mode},          {"has_counters", r.header.has_counters},
-                      {"findings", r.findings},         {"groups", std::move(groups)}};
+  nlohmann::json findings = nlohmann::json::array();
+  for (const std::string& f : r.findings) findings.push_back(shownText(f));
+  nlohmann::json j = {{"file", shownText(r.header.file)}, {"program", shownText(r.header.program)},
+                      {"mode", shownText(r.header.mode)}, {"has_counters", r.header.has_counters},
+                      {"findings", std::move(findings)}, {"groups", std::move(groups)}};
   return jsonForScript(j);
 }
 

@@ -4,23 +4,34 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <set>
 #include <utility>
 #include <vector>
 
+#include "fprof/core/text.h"
+#include "fprof/reports/escape.h"
 #include "fprof/reports/format.h"
 
 namespace fprof::reports {
 namespace {
 
+// One line of text, as shown: our own line breaks flattened to spaces, then cleaned (the data
+// is cleaned by the reader; this keeps any other control character out of the table too) and
+// cut to the display limit, so a 1 MB name is no 1 MB table row.
+std::string oneLine(const std::string& s) {
+  std::string flat = s;
+  std::replace(flat.begin(), flat.end(), '\n', ' ');
+  std::replace(flat.begin(), flat.end(), '\r', ' ');
+  return core::cleanText(shownText(flat));
+}
+
 // Inline text for a table cell: pipes escaped, line breaks flattened.
 std::string cellText(const std::string& s) {
   std::string out;
-  for (char c : s) {
+  for (char c : oneLine(s)) {
     if (c == '|') {
       out += "\\|";
-    } else if (c == '\n' || c == '\r') {
-      out += ' ';
     } else {
       out += c;
     }
@@ -28,25 +39,29 @@ std::string cellText(const std::string& s) {
   return out;
 }
 
-std::string shorten(const std::string& s, size_t max_chars) {
-  if (s.size() <= max_chars) return s;
-  const size_t head = (max_chars - 3) / 2;
-  const size_t tail = max_chars - 3 - head;
-  return s.substr(0, head) + "..." + s.substr(s.size() - tail);
+std::string shorten(const std::string& s, size_t max_chars) { return core::truncateTextMiddle(s, max_chars, "..."); }
+
+// A code span of text already made one line: it survives backticks in the text (CommonMark: a
+// fence longer than any run of backticks inside, padded with spaces).
+std::string fenced(const std::string& text) {
+  size_t longest = 0, run = 0;
+  for (char c : text) {
+    run = c == '`' ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  if (longest == 0) return "`" + text + "`";
+  const std::string fence(longest + 1, '`');
+  return fence + " " + text + " " + fence;
 }
 
-// A code span that survives backticks in the text (CommonMark: a longer fence, padded).
-std::string code(const std::string& s) {
-  const std::string text = cellText(s);
-  if (text.find('`') == std::string::npos) return "`" + text + "`";
-  return "`` " + text + " ``";
-}
+// A code span for a table cell: one line, cut for display, pipes escaped.
+std::string code(const std::string& s) { return fenced(cellText(s)); }
 
 // Text outside code spans: escape what would otherwise become markup. A lone '>' cannot open a
 // tag, and mid-line it is no blockquote, so arrows stay readable.
 std::string plain(const std::string& s) {
   std::string out;
-  for (char c : s) {
+  for (char c : oneLine(s)) {
     if (c == '<') {
       out += "&lt;";
     } else if (c == '&') {
@@ -54,8 +69,6 @@ std::string plain(const std::string& s) {
     } else if (c == '*' || c == '_' || c == '[' || c == ']' || c == '\\' || c == '|') {
       out += '\\';
       out += c;
-    } else if (c == '\n') {
-      out += ' ';
     } else {
       out += c;
     }
@@ -78,7 +91,7 @@ std::string findingText(const std::string& s) {
       out += plain(s.substr(i));
       break;
     }
-    out += plain(s.substr(i, open - i)) + s.substr(open, close - open + 1);
+    out += plain(s.substr(i, open - i)) + "`" + oneLine(s.substr(open + 1, close - open - 1)) + "`";
     i = close + 1;
   }
   return out;
@@ -99,13 +112,9 @@ class FullNames {
   }
 
  private:
-  // A code span outside a table: no pipe escapes, line breaks flattened.
-  static std::string span(const std::string& text) {
-    std::string t;
-    for (char c : text) t += (c == '\n' || c == '\r') ? ' ' : c;
-    if (t.find('`') == std::string::npos) return "`" + t + "`";
-    return "`` " + t + " ``";
-  }
+  // A code span outside a table: no pipe escapes; one line, cleaned and cut for display like
+  // every text shown (a 1 MB full name is no 1 MB line).
+  static std::string span(const std::string& text) { return fenced(oneLine(text)); }
   std::set<std::string> seen_;
   std::vector<std::pair<std::string, std::string>> list_;
 };
@@ -146,7 +155,7 @@ std::string renderMarkdown(const ReportData& r, const MarkdownOptions& options) 
   const RunHeader& h = r.header;
   FullNames full_names;
   std::string s = "## fprof report: " + code(h.program.empty() ? h.file : shorten(h.program, 120)) + "\n\n";
-  s += fmt::format("- file: {} (mode {}, recorded by fprof {})\n", code(h.file), cellText(h.mode), cellText(h.fprof_version));
+  s += fmt::format("- file: {} (mode {}, recorded by fprof {})\n", code(h.file), plain(h.mode), plain(h.fprof_version));
   if (!h.date_utc.empty()) s += "- date: " + h.date_utc + "\n";
   for (const std::string& d : h.devices) s += "- device: " + plain(d) + "\n";
   const std::string timeline =

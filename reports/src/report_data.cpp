@@ -67,6 +67,8 @@ RunHeader makeHeader(const core::Profile& p, const analysis::RunSummary& s) {
   for (const core::CollectorEventRecord& e : p.collector_events) {
     if (e.severity != "info") h.warnings.push_back(e.severity + ": " + e.message);
   }
+  // What the reader found damaged in the file, and how it read it anyway.
+  h.warnings.insert(h.warnings.end(), p.warnings.begin(), p.warnings.end());
   return h;
 }
 
@@ -102,7 +104,8 @@ std::string opName(const core::Profile& p, const analysis::OpIndex& ops, size_t 
     // Walk out from the innermost op; the op is the outermost of the enclosing ranges that carry a
     // variant (a stage and its op both do; structural ranges such as layer or prefill do not).
     std::optional<size_t> chosen;
-    for (std::optional<size_t> at = static_cast<size_t>(inner); at; at = ops.ops[*at].parent) {
+    size_t steps = 0;  // indexOps leaves no circle in the parents; the bound keeps the walk finite regardless
+    for (std::optional<size_t> at = static_cast<size_t>(inner); at && steps++ < ops.ops.size(); at = ops.ops[*at].parent) {
       if (!ops.ops[*at].tags.variant.empty()) {
         chosen = *at;
       } else if (chosen) {
@@ -213,12 +216,14 @@ KernelOps kernelOps(const core::Profile& p, const analysis::OpIndex& ops) {
   return r;
 }
 
-// Kernel id -> index into Profile::counters, for the group sums.
+// Kernel id -> index into Profile::counters, for the group sums. Empty (the caller then searches)
+// where the ids are too sparse for an array: a damaged file's kernel id 2^40 must not size one.
 std::vector<int32_t> counterIndex(const core::Profile& p) {
   std::vector<int32_t> index;
   if (p.counters.empty()) return index;
   int64_t max_id = 0;
   for (const core::KernelRow& k : p.kernels) max_id = std::max(max_id, k.id);
+  if (max_id > 4 * static_cast<int64_t>(p.kernels.size() + p.counters.size()) + 1024) return index;
   index.assign(static_cast<size_t>(max_id) + 1, -1);
   for (size_t i = 0; i < p.counters.size(); ++i) {
     const int64_t id = p.counters[i].kernel_id;
@@ -261,6 +266,8 @@ Built buildGroups(const core::Profile& p, const analysis::OpIndex& op_index) {
       const int64_t d = k.durationNs();
       if (!counter_of.empty() && k.id >= 0 && static_cast<size_t>(k.id) < counter_of.size()) {
         if (const int32_t c = counter_of[static_cast<size_t>(k.id)]; c >= 0) accumulate(sums, p.counters[static_cast<size_t>(c)], d);
+      } else if (counter_of.empty() && !p.counters.empty()) {
+        if (const core::KernelCounters* c = analysis::countersFor(p, k.id)) accumulate(sums, *c, d);
       }
       const uint32_t op = kops.of_kernel[idx];
       ops[op].total_ns += d;

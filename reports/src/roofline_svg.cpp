@@ -48,10 +48,12 @@ std::string roofLabel(const Roof& r) {
 }
 
 std::string groupTitle(const GroupRow& g) {
-  std::string t = fmt::format("{}\ngrid {} block {}\nop: {}\ntime {} ({} of kernel time), {} calls",
-                              g.short_name == g.name ? g.name : g.short_name + "\n" + g.name, g.grid,
-                              g.block, g.op.empty() ? "(none)" : g.op, formatDurationNs(static_cast<double>(g.total_ns)),
-                              formatPercent(g.share), g.calls);
+  // The short name, then the full one: each cut for display on its own.
+  const std::string names =
+      g.short_name == g.name ? shownText(g.name) : shownText(g.short_name) + "\n" + shownText(g.name);
+  std::string t = fmt::format("{}\ngrid {} block {}\nop: {}\ntime {} ({} of kernel time), {} calls", names, g.grid,
+                              g.block, g.op.empty() ? "(none)" : shownText(g.op),
+                              formatDurationNs(static_cast<double>(g.total_ns)), formatPercent(g.share), g.calls);
   t += "\nintensity (DRAM) " + orNa(g.intensity_dram, formatIntensity);
   t += "\nachieved " + orNa(g.flops_per_s, formatFlopRate);
   t += "\n" + formatPercent(g.roof_fraction) + " of roof" + (g.binding_roof.empty() ? "" : " (" + g.binding_roof + ")");
@@ -109,7 +111,8 @@ std::string renderRooflineSvg(const ReportData& report) {
   };
   for (const GroupRow* g : pts) {
     include(*g->intensity_dram, *g->flops_per_s);
-    if (g->base_intensity_dram && g->base_flops_per_s && *g->base_intensity_dram > 0 && *g->base_flops_per_s > 0) {
+    if (g->base_intensity_dram && g->base_flops_per_s && *g->base_intensity_dram > 0 && *g->base_flops_per_s > 0 &&
+        std::isfinite(*g->base_intensity_dram) && std::isfinite(*g->base_flops_per_s)) {
       include(*g->base_intensity_dram, *g->base_flops_per_s);
     }
   }
@@ -172,12 +175,12 @@ std::string renderRooflineSvg(const ReportData& report) {
     if (x_start >= x_end) continue;
     s += fmt::format("<line class=\"roof roof-bw roof-{}\" data-roof=\"{}\" x1=\"{:.1f}\" y1=\"{:.1f}\" "
                      "x2=\"{:.1f}\" y2=\"{:.1f}\"><title>{}</title></line>\n",
-                     htmlEscape(r.name), htmlEscape(r.name), ax.x(x_start), ax.y(x_start * r.value), ax.x(x_end),
-                     ax.y(x_end * r.value), htmlEscape(roofLabel(r) + ": " + r.method));
+                     htmlEscapeShown(r.name), htmlEscapeShown(r.name), ax.x(x_start), ax.y(x_start * r.value), ax.x(x_end),
+                     ax.y(x_end * r.value), htmlEscapeShown(roofLabel(r) + ": " + r.method));
     // Label along the line, a little in from its start, staggered so levels do not overlap.
     const double lx = std::pow(10.0, std::log10(x_start) + (std::log10(x_end) - std::log10(x_start)) * (0.12 + 0.1 * label_slot));
     s += fmt::format("<text class=\"roof-label\" transform=\"translate({:.1f} {:.1f}) rotate({:.1f})\">{}</text>\n",
-                     ax.x(lx), ax.y(lx * r.value) - 5, slope_deg, htmlEscape(roofLabel(r)));
+                     ax.x(lx), ax.y(lx * r.value) - 5, slope_deg, htmlEscapeShown(roofLabel(r)));
     ++label_slot;
   }
   s += "</g>\n";
@@ -189,15 +192,15 @@ std::string renderRooflineSvg(const ReportData& report) {
     if (r.value < ax.ymin() || r.value > ax.ymax()) continue;
     s += fmt::format("<line class=\"roof roof-compute\" data-roof=\"{}\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" "
                      "y2=\"{:.1f}\"><title>{}</title></line>\n",
-                     htmlEscape(r.name), ax.x(x_start), ax.y(r.value), kLeft + kPlotW, ax.y(r.value),
-                     htmlEscape(roofLabel(r) + ": " + r.method));
+                     htmlEscapeShown(r.name), ax.x(x_start), ax.y(r.value), kLeft + kPlotW, ax.y(r.value),
+                     htmlEscapeShown(roofLabel(r) + ": " + r.method));
     labels.emplace_back(ax.y(r.value) + 4, &r);
   }
   std::sort(labels.begin(), labels.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   for (size_t i = 1; i < labels.size(); ++i) labels[i].first = std::max(labels[i].first, labels[i - 1].first + 13);
   for (const auto& [y, r] : labels) {
     s += fmt::format("<text class=\"roof-label\" x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n", kLeft + kPlotW + 4, y,
-                     htmlEscape(roofLabel(*r)));
+                     htmlEscapeShown(roofLabel(*r)));
   }
 
   // Baseline arrows under the points.
@@ -207,7 +210,8 @@ std::string renderRooflineSvg(const ReportData& report) {
     const GroupRow& g = report.groups[i];
     if (!g.onRoofline()) continue;
     const double cx = ax.x(*g.intensity_dram), cy = ax.y(*g.flops_per_s);
-    if (g.base_intensity_dram && g.base_flops_per_s && *g.base_intensity_dram > 0 && *g.base_flops_per_s > 0) {
+    if (g.base_intensity_dram && g.base_flops_per_s && *g.base_intensity_dram > 0 && *g.base_flops_per_s > 0 &&
+        std::isfinite(*g.base_intensity_dram) && std::isfinite(*g.base_flops_per_s)) {
       const double bx = ax.x(*g.base_intensity_dram), by = ax.y(*g.base_flops_per_s);
       arrows += fmt::format("<circle class=\"pt-base\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\"/>", bx, by);
       if (std::hypot(cx - bx, cy - by) > 2.0) {
@@ -220,7 +224,7 @@ std::string renderRooflineSvg(const ReportData& report) {
     // The same FLOP/s against L2 and L1 bytes: the hierarchical roofline's other two points.
     const std::pair<const char*, const std::optional<double>*> lv[] = {{"l2", &g.intensity_l2}, {"l1", &g.intensity_l1}};
     for (const auto& [level, v] : lv) {
-      if (!*v || **v <= 0) continue;
+      if (!*v || !(**v > 0) || !std::isfinite(**v)) continue;
       levels += fmt::format("<rect class=\"lvl lvl-{}\" data-g=\"{}\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"6\" "
                             "height=\"6\"><title>{} intensity {}</title></rect>\n",
                             level, i, ax.x(**v) - 3, cy - 3, level, formatIntensity(**v));
@@ -238,7 +242,7 @@ std::string renderRooflineSvg(const ReportData& report) {
     points += fmt::format("<circle class=\"pt\" data-g=\"{}\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{:.1f}\" fill=\"{}\">"
                           "<title>{}</title></circle>\n",
                           i, ax.x(*g.intensity_dram), ax.y(*g.flops_per_s), pointRadius(g.share),
-                          palette.colour(g.op), htmlEscape(groupTitle(g)));
+                          palette.colour(g.op), htmlEscapeShown(groupTitle(g)));
   }
   s += "<g class=\"levels\" clip-path=\"url(#plotclip)\">\n" + levels + "</g>\n";
   s += "<g class=\"arrows\" clip-path=\"url(#plotclip)\">\n" + arrows + "</g>\n";

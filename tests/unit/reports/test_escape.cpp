@@ -19,7 +19,11 @@ TEST(Escape, HtmlKeepsValidUtf8AndReplacesInvalid) {
   EXPECT_EQ(htmlEscape("caf\xC3\xA9"), "caf\xC3\xA9");
   EXPECT_EQ(htmlEscape("a\xFF" "b"), "a\xEF\xBF\xBD" "b");
   EXPECT_EQ(htmlEscape("\xC0\xBC"), "\xEF\xBF\xBD\xEF\xBF\xBD");  // overlong '<' must not survive
-  EXPECT_EQ(htmlEscape("a\x01" "b"), "a b");
+  // Control characters become visible Control Pictures; line feeds and tabs (layout) stay.
+  EXPECT_EQ(htmlEscape("a\x01" "b"), "a\xE2\x90\x81" "b");
+  EXPECT_EQ(htmlEscape("\x1B[31mred"), "\xE2\x90\x9B[31mred");
+  EXPECT_EQ(htmlEscape("a\nb\tc\rd"), "a\nb\tc\xE2\x90\x8D" "d");
+  EXPECT_EQ(htmlEscape(std::string("a\0b", 3)), "a\xE2\x90\x80" "b");
   EXPECT_EQ(sanitizeUtf8("x\xE2\x82"), "x\xEF\xBF\xBD\xEF\xBF\xBD");
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "fprof/analysis/nvtx_ops.h"
 #include "fprof/reports/report_data.h"
 #include "test_util.h"
 
@@ -267,6 +268,58 @@ TEST(ReportData, ShortNamesTellKernelsApart) {
                                              "scale<float>(float*, int)"}));
   EXPECT_EQ(r.findings.front().rfind("Top kernel: `relu_kernel<Half>` (1 / 1)", 0), 0u) << r.findings.front();
   EXPECT_EQ(r.names.shortName(r.groups[1].name), r.groups[1].short_name);
+}
+
+}  // namespace
+}  // namespace fprof::reports
+
+namespace fprof::reports {
+namespace {
+
+// A profile built by hand (no reader to cut circles): op ranges that are each other's parents, a
+// range its own parent, and a range of a second process whose key the old (process << 40) ^ key
+// packing confused with the first process's. The op index and the report must end, and every op
+// must have a finite way up.
+TEST(ReportData, OpParentCyclesInAHandBuiltProfileEnd) {
+  core::Profile p;
+  p.strings = {"", "kernel_a", "fprof::op=a"};
+  auto range = [&](uint32_t process, uint64_t key, std::optional<uint64_t> parent, const std::string& message) {
+    core::NvtxRangeRecord r;
+    r.process_id = process;
+    r.key = key;
+    r.parent_key = parent;
+    r.domain = "fprof";
+    r.message = message;
+    r.end_ns = 100;
+    p.nvtx_ranges.push_back(r);
+  };
+  range(0, 1, 2, "op=a variant=unfused pair=p");
+  range(0, 2, 1, "op=b variant=unfused pair=p");
+  range(0, 3, 3, "op=c variant=fused pair=p");
+  // Process 1 names a parent key 1 it does not have; the old key packing ((process << 40) ^ key) took
+  // this range for process 0's range 1 and linked it there.
+  range(1, (uint64_t{1} << 40) ^ 1, 1, "op=d");
+  for (uint64_t key : {1, 2, 3}) {
+    core::KernelRow k;
+    k.id = static_cast<int64_t>(key);
+    k.start_ns = static_cast<int64_t>(key) * 10;
+    k.end_ns = k.start_ns + 5;
+    k.grid_x = k.grid_y = k.grid_z = k.block_x = k.block_y = k.block_z = 1;
+    k.name_id = k.demangled_id = 1;
+    k.nvtx_range_key = key;
+    k.nvtx_path_id = 2;
+    p.kernels.push_back(k);
+  }
+  const analysis::OpIndex ops = analysis::indexOps(p);
+  ASSERT_EQ(ops.ops.size(), 4u);
+  for (size_t start = 0; start < ops.ops.size(); ++start) {
+    size_t steps = 0;
+    for (std::optional<size_t> at = start; at; at = ops.ops[*at].parent) ASSERT_LE(++steps, ops.ops.size());
+  }
+  EXPECT_FALSE(ops.ops[2].parent.has_value());  // its own parent: cut
+  EXPECT_FALSE(ops.ops[3].parent.has_value());  // process 1's parent key 1 is no range of process 1
+  const ReportData r = buildReport(p, nullptr);
+  EXPECT_EQ(r.header.kernel_count, 3);
 }
 
 }  // namespace

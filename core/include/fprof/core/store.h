@@ -42,13 +42,20 @@ struct Profile {
   std::vector<FunctionRow> functions;                  // ordered by (process_id, name_id)
   std::vector<FunctionArgRow> function_args;           // ordered by (process_id, name_id, arg_index)
   std::vector<FunctionSassOpRow> function_sass_ops;    // ordered by (process_id, name_id, opcode)
+  // What the reader found damaged and how it was read anyway (a string id with no string, NVTX
+  // ranges whose parents form a circle, non-finite counters, ...): one sentence per kind of
+  // damage, naming the file and the first example. Front-ends show them once.
+  std::vector<std::string> warnings;
 
   const std::string& str(uint32_t id) const { return strings.at(id); }
   const DeviceInfo* device(uint32_t process_id, uint32_t device_id) const;
   std::string meta(const std::string& key, const std::string& fallback = "") const;
 };
 
-// Opens and validates a database, then loads it. Errors are one sentence naming the file.
+// Opens and validates a database, then loads it. Errors are one sentence naming the file. Every
+// text is cleaned (core/text.h: valid UTF-8, control characters made visible), and damage that
+// leaves the file readable is repaired in memory and said in Profile::warnings, so that whatever
+// a file holds, every walk over what is loaded ends.
 Expected<Profile> loadProfile(const std::string& path);
 
 // Only validates (cheap): is it SQLite, an fprof database, complete, of a readable version?

@@ -34,7 +34,8 @@ const char* columnName(Column c);
 std::string cellText(const Item& item, Column c, MemLevel level, int64_t total_kernel_ns);
 
 struct TableFilter {
-  std::string name_regex;  // ECMAScript, case-insensitive, searched anywhere in the name; "" = all
+  std::string name_regex;  // ECMAScript, case-insensitive, searched anywhere in the name as shown
+                           // (its first core::kMaxShownCodePoints characters); "" = all
   std::string nvtx;        // substring of the NVTX path, case-insensitive; "" = all
 };
 

@@ -3,6 +3,7 @@
 // they only format what is here, so both formats always agree.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -78,7 +79,11 @@ struct GroupRow {
   std::optional<double> base_intensity_dram;
   std::optional<double> base_flops_per_s;
 
-  bool onRoofline() const { return intensity_dram && flops_per_s && *intensity_dram > 0 && *flops_per_s > 0; }
+  // Positive and finite (a damaged file's counters may overflow): a point a log-log chart can place.
+  bool onRoofline() const {
+    return intensity_dram && flops_per_s && *intensity_dram > 0 && *flops_per_s > 0 && std::isfinite(*intensity_dram) &&
+           std::isfinite(*flops_per_s);
+  }
 };
 
 // Time by op (NVTX op range).
