@@ -203,6 +203,7 @@ std::string exportJson(const core::Profile& p) {
   for (const auto& c : fr.candidates) {
     fusion["candidates"].push_back(
         {{"source", analysis::pairSourceName(c.source)}, {"id", c.id}, {"op", c.op}, {"stages", c.stages},
+         {"stage_kernels", c.stage_kernels}, {"roles", c.roles},
          {"intermediates", c.intermediates}, {"instances", c.instances},
          {"launches_per_instance", c.launches_per_instance}, {"launches_removed", c.launches_removed},
          {"unfused_ns", c.unfused_ns}, {"stage_ns", c.stage_ns}, {"intermediate_bytes", opt(c.intermediate_bytes)},

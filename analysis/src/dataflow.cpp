@@ -139,8 +139,6 @@ ResolvedLaunches resolveLaunches(const core::Profile& p, const AllocationTable& 
     for (size_t i = 0; i < resolved.size(); ++i) {
       if (roles[i]) addAccess(r.accesses, begin, resolved[i].first, resolved[i].second, *roles[i]);
     }
-    std::sort(r.accesses.begin() + static_cast<std::ptrdiff_t>(begin), r.accesses.end(),
-              [](const KernelAccess& a, const KernelAccess& b) { return a.address < b.address; });
   }
   r.access_begin[p.kernels.size()] = static_cast<uint32_t>(r.accesses.size());
   return r;

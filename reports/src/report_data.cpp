@@ -91,8 +91,11 @@ std::vector<Roof> pickRoofs(const core::Profile& p) {
 }
 
 // The op of a kernel: under the NVTX op convention, the innermost enclosing op that has a variant
-// (the op, not its stage), shown as "name (variant)"; otherwise the innermost range's message.
-std::string opName(const core::Profile& p, const analysis::OpIndex& ops, size_t kernel_index) {
+// (the op, not its stage), shown as "name (variant)"; else the framework op or named region it ran
+// in (framework_ops.h: "aten::mm", not "aten::mm, seq = 12, op_id = 724"); otherwise the innermost
+// range's message.
+std::string opName(const core::Profile& p, const analysis::OpIndex& ops, const analysis::FrameworkOps& fops,
+                   size_t kernel_index) {
   const int32_t inner = kernel_index < ops.kernel_op.size() ? ops.kernel_op[kernel_index] : -1;
   if (inner >= 0) {
     // Walk out from the innermost op; the op is the outermost of the enclosing ranges that carry a
@@ -108,6 +111,7 @@ std::string opName(const core::Profile& p, const analysis::OpIndex& ops, size_t 
     const analysis::OpTags& t = ops.ops[chosen ? *chosen : static_cast<size_t>(inner)].tags;
     return t.variant.empty() ? t.op : t.op + " (" + t.variant + ")";
   }
+  if (std::string framework = analysis::frameworkOpName(p, fops, kernel_index); !framework.empty()) return framework;
   const core::KernelRow& k = p.kernels[kernel_index];
   if (!k.nvtx_path_id) return "";
   const std::string& path = p.str(*k.nvtx_path_id);
@@ -183,6 +187,7 @@ struct KernelOps {
 };
 
 KernelOps kernelOps(const core::Profile& p, const analysis::OpIndex& ops) {
+  const analysis::FrameworkOps fops = analysis::indexFrameworkOps(p);
   KernelOps r;
   std::unordered_map<std::string, uint32_t> ids;
   auto intern = [&](std::string name) {
@@ -198,11 +203,15 @@ KernelOps kernelOps(const core::Profile& p, const analysis::OpIndex& ops) {
     const int32_t inner = i < ops.kernel_op.size() ? ops.kernel_op[i] : -1;
     if (inner >= 0) {
       int64_t& id = by_instance[static_cast<size_t>(inner)];
-      if (id < 0) id = intern(opName(p, ops, i));
+      if (id < 0) id = intern(opName(p, ops, fops, i));
       r.of_kernel[i] = static_cast<uint32_t>(id);
     } else if (const auto& path = p.kernels[i].nvtx_path_id) {
+      if (!fops.kernel_op.empty() && (fops.kernel_op[i] >= 0 || fops.kernel_region[i] >= 0)) {
+        r.of_kernel[i] = intern(opName(p, ops, fops, i));
+        continue;
+      }
       auto it = by_path.find(*path);
-      if (it == by_path.end()) it = by_path.emplace(*path, intern(opName(p, ops, i))).first;
+      if (it == by_path.end()) it = by_path.emplace(*path, intern(opName(p, ops, fops, i))).first;
       r.of_kernel[i] = it->second;
     }
   }
@@ -361,8 +370,13 @@ void addFusion(ReportData& r, const analysis::FusionResult& fr) {
     f.id = c.id;
     f.op = c.op;
     f.stages = c.stages;
-    f.evidence = c.source == analysis::PairSource::kNvtx ? "NVTX op metadata (declared pair)"
-                                                          : "data flow (pointer arguments and allocations)";
+    switch (c.source) {
+      case analysis::PairSource::kNvtx: f.evidence = "NVTX op metadata (declared pair)"; break;
+      case analysis::PairSource::kFrameworkOps: f.evidence = "PyTorch op graph (emit_nvtx input_op_ids)"; break;
+      case analysis::PairSource::kDataFlow:
+        f.evidence = "data flow (pointer arguments and allocations; roles " + c.roles + ")";
+        break;
+    }
     f.intermediates = c.intermediates;
     f.instances = c.instances;
     f.launches_removed = c.launches_removed;

@@ -47,7 +47,7 @@ struct DataFlow {
   std::vector<Allocation> allocations;    // in allocation order
   std::vector<MemoryTimeline> timelines;  // per (process, device)
   int64_t unmatched_frees = 0;            // frees of addresses with no recorded allocation
-  // Per kernel (CSR): accesses[access_begin[k] .. access_begin[k+1]), in address order.
+  // Per kernel (CSR): accesses[access_begin[k] .. access_begin[k+1]), in argument order.
   std::vector<uint32_t> access_begin;
   std::vector<KernelAccess> accesses;
   // Per kernel: whether its pointer arguments are known. Graph-launched kernels share the graph
