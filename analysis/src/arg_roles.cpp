@@ -158,7 +158,14 @@ Signature parseSignature(std::string_view name) {
 std::vector<std::optional<ArgRoleResult>> argumentRoles(const MeasuredRoles& measured, const Signature& sig,
                                                         uint32_t process_id, uint32_t name_id,
                                                         const std::vector<int32_t>& indices) {
-  std::vector<std::optional<ArgRoleResult>> out(indices.size());
+  std::vector<std::optional<ArgRoleResult>> out;
+  argumentRoles(measured, sig, process_id, name_id, indices, out);
+  return out;
+}
+
+void argumentRoles(const MeasuredRoles& measured, const Signature& sig, uint32_t process_id, uint32_t name_id,
+                   const std::vector<int32_t>& indices, std::vector<std::optional<ArgRoleResult>>& out) {
+  out.assign(indices.size(), std::nullopt);
   // The signature speaks only if it covers every resolved argument (a parameter list that does
   // not match the launch is not this kernel's).
   const bool by_signature = sig.parsed && !indices.empty() && indices.front() >= 0 &&
@@ -166,8 +173,9 @@ std::vector<std::optional<ArgRoleResult>> argumentRoles(const MeasuredRoles& mea
   // A kernel that marks its inputs const declares its outputs by leaving them mutable; so does one
   // whose only pointer parameter is mutable (fill, arange).
   const bool const_correct = by_signature && (sig.anyConstPointer() || sig.pointerCount() == 1);
+  const bool any_measured = !measured.empty();
   for (size_t i = 0; i < indices.size(); ++i) {
-    if (auto m = measured.find(process_id, name_id, indices[i])) {
+    if (auto m = any_measured ? measured.find(process_id, name_id, indices[i]) : std::nullopt) {
       if (m->pointer) out[i] = ArgRoleResult{m->role, RoleSource::kMeasured};
       continue;
     }
@@ -184,7 +192,6 @@ std::vector<std::optional<ArgRoleResult>> argumentRoles(const MeasuredRoles& mea
     }
     out[i] = ArgRoleResult{i + 1 == indices.size() ? ArgRole::kWrite : ArgRole::kRead, RoleSource::kPosition};
   }
-  return out;
 }
 
 bool launchIsOpaque(const Signature& sig, const core::KernelArgRecord* args, size_t arg_count,

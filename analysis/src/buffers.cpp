@@ -60,10 +60,15 @@ void LiveAllocations::apply(const core::MemoryEventRecord& e, std::optional<uint
 }
 
 std::optional<uint32_t> LiveAllocations::find(uint32_t process_id, uint64_t address) const {
-  const auto pit = live_.find(process_id);
-  if (pit == live_.end()) return std::nullopt;
-  auto it = pit->second.upper_bound(address);
-  if (it == pit->second.begin()) return std::nullopt;
+  if (process_id != last_process_ || !last_live_) {
+    const auto pit = live_.find(process_id);
+    if (pit == live_.end()) return std::nullopt;
+    last_process_ = process_id;
+    last_live_ = &pit->second;  // unordered_map nodes stay put
+  }
+  const auto& live = *last_live_;
+  auto it = live.upper_bound(address);
+  if (it == live.begin()) return std::nullopt;
   --it;
   const Allocation& a = table_.allocations[it->second];
   if (address >= a.address + static_cast<uint64_t>(a.bytes)) return std::nullopt;

@@ -109,6 +109,7 @@ ResolvedLaunches resolveLaunches(const core::Profile& p, const AllocationTable& 
   std::unordered_map<uint32_t, Signature> signatures;  // by demangled name id
   std::vector<int32_t> indices;
   std::vector<std::pair<uint32_t, uint64_t>> resolved;  // (allocation, address), by argument index
+  std::vector<std::optional<ArgRoleResult>> roles;
   for (size_t ki = 0; ki < p.kernels.size(); ++ki) {
     const core::KernelRow& k = p.kernels[ki];
     live.advanceTo(k.start_ns, [&](uint32_t freed) { r.frees.emplace_back(ki, freed); });
@@ -134,7 +135,7 @@ ResolvedLaunches resolveLaunches(const core::Profile& p, const AllocationTable& 
     if (sig == signatures.end()) sig = signatures.emplace(k.demangled_id, parseSignature(p.str(k.demangled_id))).first;
     r.opaque[ki] = launchIsOpaque(sig->second, count ? &p.kernel_args[first] : nullptr, count, resolved.size()) ? 1 : 0;
     if (resolved.empty()) continue;
-    const auto roles = argumentRoles(measured, sig->second, k.process_id, k.name_id, indices);
+    argumentRoles(measured, sig->second, k.process_id, k.name_id, indices, roles);
     const size_t begin = r.accesses.size();
     for (size_t i = 0; i < resolved.size(); ++i) {
       if (roles[i]) addAccess(r.accesses, begin, resolved[i].first, resolved[i].second, *roles[i]);
@@ -194,12 +195,16 @@ struct Value {
 void linkProducers(const core::Profile& p, const ResolvedLaunches& r, DataFlow& df) {
   ByteVersions versions(df.allocations.size());
   std::vector<Value> values;
+  values.reserve(r.accesses.size());
   std::unordered_map<uint64_t, uint64_t> device_epoch;
   const std::vector<DeviceWrite> copies = deviceWrites(p);
   size_t next_copy = 0, next_free = 0;
+  uint64_t last_device = ~uint64_t{0};
+  uint64_t* epoch_slot = nullptr;
   std::vector<DataEdge> found;                        // this consumer's edges
   std::vector<std::pair<size_t, int32_t>> found_values;  // (index in found, value)
   std::vector<std::pair<size_t, int32_t>> edge_values;   // (edge, value)
+  std::vector<size_t> order, slot;                       // sorting this consumer's edges
   for (size_t ki = 0; ki < p.kernels.size(); ++ki) {
     const core::KernelRow& k = p.kernels[ki];
     for (; next_free < r.frees.size() && r.frees[next_free].first <= ki; ++next_free) {
@@ -208,7 +213,12 @@ void linkProducers(const core::Profile& p, const ResolvedLaunches& r, DataFlow& 
     for (; next_copy < copies.size() && copies[next_copy].start_ns < k.start_ns; ++next_copy) {
       ++device_epoch[pairKey(copies[next_copy].process_id, copies[next_copy].device_id)];
     }
-    uint64_t& epoch = device_epoch[pairKey(k.process_id, k.device_id)];
+    const uint64_t dkey = pairKey(k.process_id, k.device_id);
+    if (dkey != last_device) {
+      epoch_slot = &device_epoch[dkey];  // unordered_map references stay valid as it grows
+      last_device = dkey;
+    }
+    uint64_t& epoch = *epoch_slot;
     const uint64_t skey = streamKey(k);
     const uint32_t begin = r.access_begin[ki], end = r.access_begin[ki + 1];
     found.clear();
@@ -243,13 +253,15 @@ void linkProducers(const core::Profile& p, const ResolvedLaunches& r, DataFlow& 
                               });
     }
     // By producer; each edge remembers its values, whose readers are known at the end.
-    std::vector<size_t> order(found.size());
+    order.resize(found.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-      return found[a].producer != found[b].producer ? found[a].producer < found[b].producer
-                                                    : found[a].allocation < found[b].allocation;
-    });
-    std::vector<size_t> slot(found.size());
+    if (order.size() > 1) {
+      std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+        return found[a].producer != found[b].producer ? found[a].producer < found[b].producer
+                                                      : found[a].allocation < found[b].allocation;
+      });
+    }
+    slot.resize(found.size());
     for (size_t i = 0; i < order.size(); ++i) {
       slot[order[i]] = df.edges.size();
       df.edges.push_back(found[order[i]]);

@@ -215,15 +215,17 @@ FrameworkOps indexFrameworkOps(const core::Profile& p) {
   ranges.reserve(p.nvtx_ranges.size());
   std::unordered_map<uint64_t, size_t> range_of;
   range_of.reserve(p.nvtx_ranges.size());
-  for (size_t i = 0; i < p.nvtx_ranges.size(); ++i) {
-    const core::NvtxRangeRecord& r = p.nvtx_ranges[i];
+  bool any = false;
+  for (const core::NvtxRangeRecord& r : p.nvtx_ranges) {
     ranges.push_back(parseFrameworkRange(r.domain, r.message));
+    any = any || ranges.back().kind != FrameworkRangeKind::kNone;
     out.pytorch = out.pytorch || ranges.back().kind == FrameworkRangeKind::kTorchOp;
     out.op_graph = out.op_graph || !ranges.back().input_ops.empty();
     out.xla = out.xla || ranges.back().kind == FrameworkRangeKind::kXlaOp;
-    range_of[rangeKey(r.process_id, r.key)] = i;
   }
   out.kernel_region.assign(p.kernels.size(), -1);
+  if (!any) return out;  // only fprof's own convention, or no ranges
+  for (size_t i = 0; i < p.nvtx_ranges.size(); ++i) range_of[rangeKey(p.nvtx_ranges[i].process_id, p.nvtx_ranges[i].key)] = i;
   std::unordered_map<size_t, int32_t> region_of_range;
   std::unordered_map<std::string, int32_t> region_of_name;
   for (size_t k = 0; k < p.kernels.size(); ++k) {

@@ -308,24 +308,24 @@ void addFrameworkChains(const core::Profile& p, const FrameworkOps& fops, const 
       groupLinks(fops.links.size(), [&](size_t i) { return fops.links[i].producer; },
                  [&](size_t i) { return fops.links[i].consumer; }, [&](size_t i) { return fops.links[i].readers; });
   std::map<std::string, Aggregate> flow;
-  for (const Chain& chain : findChains(links, fops.ops.size(), skip)) {
+  findChains(links, fops.ops.size(), skip, [&](const std::vector<const ChainLink*>& chain, bool other_readers) {
     Instance in;
-    std::vector<size_t> ops = {chain.links.front()->producer};
-    for (const ChainLink* l : chain.links) ops.push_back(l->consumer);
+    std::vector<size_t> ops = {chain.front()->producer};
+    for (const ChainLink* l : chain) ops.push_back(l->consumer);
     for (size_t o : ops) in.stages.push_back(fops.ops[o].kernels);
     std::vector<std::string> intermediates;
-    for (size_t s = 0; s < chain.links.size(); ++s) {
-      const ChainLink& l = *chain.links[s];
+    for (size_t s = 0; s < chain.size(); ++s) {
+      const ChainLink& l = *chain[s];
       const FrameworkOpLink& first = fops.links[l.first];
       std::optional<double> bytes;
       for (size_t e = l.first; e < l.first + l.count; ++e) {
         const auto b = opInputBytes(p, df, fops.ops[l.producer], fops.ops[l.consumer], fops.links[e].input);
         bytes = b && (!bytes || *b > *bytes) ? b : bytes;
       }
-      in.edges.push_back({s, s + 1, "", bytes, !chain.other_readers});
+      in.edges.push_back({s, s + 1, "", bytes, !other_readers});
       intermediates.push_back(fmt::format("{} input {}", fops.ops[l.consumer].range.name, first.input));
     }
-    std::string key(chain.other_readers ? "m" : "c");
+    std::string key(other_readers ? "m" : "c");
     for (size_t o : ops) {
       key += fops.ops[o].range.name;
       key += '\n';
@@ -344,14 +344,14 @@ void addFrameworkChains(const core::Profile& p, const FrameworkOps& fops, const 
       for (const auto& st : in.stages) launches += static_cast<int64_t>(st.size());
       a.c.launches_per_instance = launches;
       a.c.launches_removed = launches - 1;
-      if (chain.other_readers) {
+      if (other_readers) {
         a.c.fuse = false;
         a.c.reason = fmt::format("the intermediate is also read by {} other op(s): it would still be written",
-                                 chain.links.front()->readers - 1);
+                                 chain.front()->readers - 1);
       }
     }
     addInstance(a, model.evaluate(in));
-  }
+  });
   for (auto& [key, a] : flow) res.candidates.push_back(finish(a, res.program_gpu_ns));
 }
 
@@ -371,21 +371,21 @@ void addDataFlowChains(const core::Profile& p, const DataFlow& df, const Framewo
       groupLinks(df.edges.size(), [&](size_t i) { return df.edges[i].producer; },
                  [&](size_t i) { return df.edges[i].consumer; }, [&](size_t i) { return df.edges[i].readers_of_value; });
   std::map<std::string, Aggregate> flow;
-  for (const Chain& chain : findChains(links, p.kernels.size(), skip)) {
+  findChains(links, p.kernels.size(), skip, [&](const std::vector<const ChainLink*>& chain, bool other_readers) {
     Instance in;
-    in.stages.push_back({chain.links.front()->producer});
-    for (const ChainLink* l : chain.links) in.stages.push_back({l->consumer});
+    in.stages.push_back({chain.front()->producer});
+    for (const ChainLink* l : chain) in.stages.push_back({l->consumer});
     RoleSource roles = RoleSource::kMeasured;
-    for (size_t s = 0; s < chain.links.size(); ++s) {
-      const ChainLink& l = *chain.links[s];
+    for (size_t s = 0; s < chain.size(); ++s) {
+      const ChainLink& l = *chain[s];
       double bytes = 0;
       for (size_t e = l.first; e < l.first + l.count; ++e) {
         bytes += static_cast<double>(df.edges[e].bytes);
         roles = weaker(roles, df.edges[e].roles);
       }
-      in.edges.push_back({s, s + 1, "", bytes, !chain.other_readers});
+      in.edges.push_back({s, s + 1, "", bytes, !other_readers});
     }
-    std::string key(chain.other_readers ? "m" : "c");
+    std::string key(other_readers ? "m" : "c");
     for (const auto& st : in.stages) appendKernelKey(p, st.front(), key);
     Aggregate& a = flow[key];
     if (a.c.instances == 0) {
@@ -394,22 +394,22 @@ void addDataFlowChains(const core::Profile& p, const DataFlow& df, const Framewo
       for (const auto& st : in.stages) names.push_back(stageName(p, fops, st.front()));
       describeStages(p, in, names, a.c);
       for (const auto& n : names) a.c.id += (a.c.id.empty() ? "" : " -> ") + n;
-      for (const ChainLink* l : chain.links) {
+      for (const ChainLink* l : chain) {
         const DataEdge& e = df.edges[l->first];
         const Allocation& al = df.allocations[e.allocation];
         a.c.intermediates.push_back(fmt::format("{} B in the allocation at 0x{:x}", e.bytes, al.address));
       }
       a.c.launches_per_instance = static_cast<int64_t>(in.stages.size());
       a.c.launches_removed = a.c.launches_per_instance - 1;
-      if (chain.other_readers) {
+      if (other_readers) {
         a.c.fuse = false;
         a.c.reason = fmt::format("the intermediate is also read by {} other kernel(s): it would still be written",
-                                 chain.links.front()->readers - 1);
+                                 chain.front()->readers - 1);
       }
     }
     a.roles = weaker(a.roles.value_or(roles), roles);  // the weakest of any instance's
     addInstance(a, model.evaluate(in));
-  }
+  });
   for (auto& [key, a] : flow) {
     a.c.roles = rolesName(*a.roles);
     res.candidates.push_back(finish(a, res.program_gpu_ns));

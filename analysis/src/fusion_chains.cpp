@@ -3,7 +3,8 @@
 
 namespace fprof::analysis {
 
-std::vector<Chain> findChains(const std::vector<ChainLink>& links, size_t nodes, const std::vector<uint8_t>& skip) {
+void findChains(const std::vector<ChainLink>& links, size_t nodes, const std::vector<uint8_t>& skip,
+                const std::function<void(const std::vector<const ChainLink*>& chain, bool other_readers)>& fn) {
   // Single-reader links per node: how many go out and come in, and the link when there is one
   // (flat arrays: a million kernels must not mean a million small vectors).
   constexpr int64_t kNone = -1;
@@ -27,7 +28,7 @@ std::vector<Chain> findChains(const std::vector<ChainLink>& links, size_t nodes,
     const ChainLink* l = &links[static_cast<size_t>(out_link[n])];
     return in_count[l->consumer] == 1 ? l : nullptr;
   };
-  std::vector<Chain> chains;
+  std::vector<const ChainLink*> chain;
   for (size_t n = 0; n < nodes; ++n) {
     const ChainLink* l = next(n);
     if (!l) continue;
@@ -36,22 +37,25 @@ std::vector<Chain> findChains(const std::vector<ChainLink>& links, size_t nodes,
       const ChainLink* in = &links[static_cast<size_t>(in_link[n])];
       if (next(in->producer) == in) continue;
     }
-    Chain c;
+    chain.clear();
     for (; l; l = next(l->consumer)) {
-      c.links.push_back(l);
-      if (c.links.size() > nodes) break;  // a cycle: kernels run in time order, ops may not
+      chain.push_back(l);
+      if (chain.size() > nodes) break;  // a cycle: kernels run in time order, ops may not
     }
-    chains.push_back(std::move(c));
+    fn(chain, false);
   }
   // A consumer with several single-reader producers: each link is its own pair.
   for (const ChainLink& l : links) {
-    if (!skipped(l) && l.readers == 1 && in_count[l.consumer] > 1) chains.push_back({{&l}, false});
+    if (skipped(l) || l.readers != 1 || in_count[l.consumer] <= 1) continue;
+    chain.assign(1, &l);
+    fn(chain, false);
   }
   // A value other nodes read too: still written when fused.
   for (const ChainLink& l : links) {
-    if (!skipped(l) && l.readers != 1) chains.push_back({{&l}, true});
+    if (skipped(l) || l.readers == 1) continue;
+    chain.assign(1, &l);
+    fn(chain, true);
   }
-  return chains;
 }
 
 }  // namespace fprof::analysis

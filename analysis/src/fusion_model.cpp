@@ -216,13 +216,18 @@ std::optional<double> traceFusedNs(const DataFlow& df, const Instance& in, const
 
 FusionModel::FusionModel(const core::Profile& p, const DataFlow& df, const FusionOptions& opt)
     : p_(p), df_(df), opt_(opt), cache_(p) {
+  double* last = nullptr;
+  uint64_t last_key = ~uint64_t{0};
   for (const core::KernelRow& k : p.kernels) {
     // The fixed cost of a kernel (ramp-up, drain, the timer's own overhead) is at most the
     // shortest kernel the device ran, and at most the stated cap (docs/analysis.md).
     const uint64_t key = uint64_t{k.process_id} << 32 | k.device_id;
     const double d = static_cast<double>(std::min<int64_t>(k.durationNs(), opt.max_kernel_fixed_ns));
-    auto [it, inserted] = fixed_ns_.emplace(key, d);
-    if (!inserted) it->second = std::min(it->second, d);
+    if (key != last_key) {
+      last = &fixed_ns_.try_emplace(key, d).first->second;  // map nodes stay put
+      last_key = key;
+    }
+    *last = std::min(*last, d);
   }
 }
 

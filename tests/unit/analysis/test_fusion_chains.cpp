@@ -19,13 +19,14 @@ std::vector<ChainLink> linksOf(const std::vector<E>& edges) {
 }
 
 // Each chain as its node sequence, and whether it is marked.
-std::vector<std::pair<std::vector<size_t>, bool>> nodes(const std::vector<Chain>& chains) {
+std::vector<std::pair<std::vector<size_t>, bool>> chainsOf(const std::vector<ChainLink>& links, size_t n,
+                                                           const std::vector<uint8_t>& skip) {
   std::vector<std::pair<std::vector<size_t>, bool>> out;
-  for (const Chain& c : chains) {
-    std::vector<size_t> n = {c.links.front()->producer};
-    for (const ChainLink* l : c.links) n.push_back(l->consumer);
-    out.emplace_back(n, c.other_readers);
-  }
+  findChains(links, n, skip, [&](const std::vector<const ChainLink*>& chain, bool other_readers) {
+    std::vector<size_t> nodes = {chain.front()->producer};
+    for (const ChainLink* l : chain) nodes.push_back(l->consumer);
+    out.emplace_back(nodes, other_readers);
+  });
   return out;
 }
 
@@ -33,7 +34,7 @@ using Expected = std::vector<std::pair<std::vector<size_t>, bool>>;
 
 TEST(Chains, SingleReaderLinksChainUp) {
   const auto links = linksOf({{0, 1, 1}, {1, 2, 1}, {2, 3, 1}, {5, 6, 1}});
-  EXPECT_EQ(nodes(findChains(links, 7, {})), (Expected{{{0, 1, 2, 3}, false}, {{5, 6}, false}}));
+  EXPECT_EQ(chainsOf(links, 7, {}), (Expected{{{0, 1, 2, 3}, false}, {{5, 6}, false}}));
 }
 
 TEST(Chains, EdgesOfOneProducerAndConsumerAreOneLink) {
@@ -41,26 +42,26 @@ TEST(Chains, EdgesOfOneProducerAndConsumerAreOneLink) {
   const auto links = linksOf({{0, 1, 1}, {0, 1, 1}, {1, 2, 1}});
   ASSERT_EQ(links.size(), 2u);
   EXPECT_EQ(links[0].count, 2u);
-  EXPECT_EQ(nodes(findChains(links, 3, {})), (Expected{{{0, 1, 2}, false}}));
+  EXPECT_EQ(chainsOf(links, 3, {}), (Expected{{{0, 1, 2}, false}}));
 }
 
 TEST(Chains, AConsumerWithTwoProducersGivesAPairEach) {
   const auto links = linksOf({{0, 2, 1}, {1, 2, 1}});
-  EXPECT_EQ(nodes(findChains(links, 3, {})), (Expected{{{0, 2}, false}, {{1, 2}, false}}));
+  EXPECT_EQ(chainsOf(links, 3, {}), (Expected{{{0, 2}, false}, {{1, 2}, false}}));
 }
 
 TEST(Chains, AValueWithOtherReadersIsAMarkedPair) {
   // 0's output is read by 1 and 2 (a residual): each link is a pair that would still write it.
   const auto links = linksOf({{0, 1, 2}, {0, 2, 2}, {2, 3, 1}});
-  EXPECT_EQ(nodes(findChains(links, 4, {})), (Expected{{{2, 3}, false}, {{0, 1}, true}, {{0, 2}, true}}));
+  EXPECT_EQ(chainsOf(links, 4, {}), (Expected{{{2, 3}, false}, {{0, 1}, true}, {{0, 2}, true}}));
 }
 
 TEST(Chains, SkippedNodesAndCyclesFormNoChain) {
   const auto links = linksOf({{0, 1, 1}, {1, 2, 1}});
-  EXPECT_EQ(nodes(findChains(links, 3, {0, 1, 0})), Expected{});
+  EXPECT_EQ(chainsOf(links, 3, {0, 1, 0}), Expected{});
   // Ops need not run in order: a ring of single-reader links has no start.
   const auto ring = linksOf({{1, 0, 1}, {0, 1, 1}});
-  EXPECT_EQ(nodes(findChains(ring, 2, {})), Expected{});
+  EXPECT_EQ(chainsOf(ring, 2, {}), Expected{});
 }
 
 }  // namespace

@@ -86,6 +86,9 @@ struct ArgRoleResult {
 std::vector<std::optional<ArgRoleResult>> argumentRoles(const MeasuredRoles& measured, const Signature& signature,
                                                         uint32_t process_id, uint32_t name_id,
                                                         const std::vector<int32_t>& indices);
+// The same into `out` (reused across launches: one call per kernel of a large run).
+void argumentRoles(const MeasuredRoles& measured, const Signature& signature, uint32_t process_id, uint32_t name_id,
+                   const std::vector<int32_t>& indices, std::vector<std::optional<ArgRoleResult>>& out);
 
 // Whether a launch may write memory beyond its resolved pointer arguments (see the top of this
 // file). `args`: the launch's recorded 8-byte arguments in index order (kernel_arg: every 8-byte

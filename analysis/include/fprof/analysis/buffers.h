@@ -77,6 +77,8 @@ class LiveAllocations {
   size_t next_event_ = 0;
   uint32_t next_allocation_ = 0;
   std::unordered_map<uint32_t, std::map<uint64_t, uint32_t>> live_;  // process -> address -> allocation
+  mutable uint32_t last_process_ = 0;  // the last process looked up, and its map
+  mutable const std::map<uint64_t, uint32_t>* last_live_ = nullptr;
   void apply(const core::MemoryEventRecord& e, std::optional<uint32_t>* freed);
 };
 

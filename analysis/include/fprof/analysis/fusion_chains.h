@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace fprof::analysis {
@@ -22,11 +23,6 @@ struct ChainLink {
   int32_t readers = 0;  // the most readers of any value passed
   size_t first = 0;     // the edges [first, first + count) of the caller's list
   size_t count = 0;
-};
-
-struct Chain {
-  std::vector<const ChainLink*> links;  // producer of the first, then each link's consumer
-  bool other_readers = false;           // a single link whose value others read too
 };
 
 // Edges sorted by consumer with a consumer's edges adjacent, as dataflow.h and framework_ops.h
@@ -52,8 +48,11 @@ std::vector<ChainLink> groupLinks(size_t edge_count, Producer&& producer, Consum
   return links;
 }
 
-// The chains among `links` over `nodes` nodes; links touching a node marked in `skip` are left
-// out (nodes another source already pairs).
-std::vector<Chain> findChains(const std::vector<ChainLink>& links, size_t nodes, const std::vector<uint8_t>& skip);
+// Calls fn(chain, other_readers) for each chain among `links` over `nodes` nodes: its links in
+// order (the first link's producer, then each link's consumer, are its stages); other_readers
+// marks a single link whose value others read too. Links touching a node marked in `skip` are
+// left out (nodes another source already pairs). `chain` is only valid during the call.
+void findChains(const std::vector<ChainLink>& links, size_t nodes, const std::vector<uint8_t>& skip,
+                const std::function<void(const std::vector<const ChainLink*>& chain, bool other_readers)>& fn);
 
 }  // namespace fprof::analysis
