@@ -197,6 +197,7 @@ KernelOps kernelOps(const core::Profile& p, const analysis::OpIndex& ops) {
   };
   std::vector<int64_t> by_instance(ops.ops.size(), -1);
   std::unordered_map<uint32_t, uint32_t> by_path;
+  std::vector<int64_t> by_framework_op(fops.ops.size(), -1), by_region(fops.region_names.size(), -1);
   const uint32_t none = intern("");
   r.of_kernel.assign(p.kernels.size(), none);
   for (size_t i = 0; i < p.kernels.size(); ++i) {
@@ -205,11 +206,12 @@ KernelOps kernelOps(const core::Profile& p, const analysis::OpIndex& ops) {
       int64_t& id = by_instance[static_cast<size_t>(inner)];
       if (id < 0) id = intern(opName(p, ops, fops, i));
       r.of_kernel[i] = static_cast<uint32_t>(id);
+    } else if (fops.kernel_op[i] >= 0 || fops.kernel_region[i] >= 0) {
+      int64_t& id = fops.kernel_op[i] >= 0 ? by_framework_op[static_cast<size_t>(fops.kernel_op[i])]
+                                           : by_region[static_cast<size_t>(fops.kernel_region[i])];
+      if (id < 0) id = intern(opName(p, ops, fops, i));
+      r.of_kernel[i] = static_cast<uint32_t>(id);
     } else if (const auto& path = p.kernels[i].nvtx_path_id) {
-      if (!fops.kernel_op.empty() && (fops.kernel_op[i] >= 0 || fops.kernel_region[i] >= 0)) {
-        r.of_kernel[i] = intern(opName(p, ops, fops, i));
-        continue;
-      }
       auto it = by_path.find(*path);
       if (it == by_path.end()) it = by_path.emplace(*path, intern(opName(p, ops, fops, i))).first;
       r.of_kernel[i] = it->second;
