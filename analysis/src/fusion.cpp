@@ -4,6 +4,7 @@
 #include "fprof/analysis/fusion.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <map>
@@ -297,6 +298,16 @@ std::optional<double> opInputBytes(const core::Profile& p, const DataFlow& df, c
   return std::nullopt;
 }
 
+// "aten::gelu input 0 [512, 1024]": the consumer's input, with its shape where recorded.
+std::string inputName(const FrameworkOp& consumer, int32_t input) {
+  std::string name = fmt::format("{} input {}", consumer.range.name, input);
+  const auto& sizes = consumer.range.sizes;
+  if (input >= 0 && static_cast<size_t>(input) < sizes.size() && sizes.size() == consumer.range.input_ops.size()) {
+    name += fmt::format(" [{}]", fmt::join(sizes[static_cast<size_t>(input)], ", "));
+  }
+  return name;
+}
+
 void addFrameworkChains(const core::Profile& p, const FrameworkOps& fops, const DataFlow& df, FusionModel& model,
                         const std::vector<uint8_t>& skip_kernels, FusionResult& res) {
   if (fops.links.empty()) return;
@@ -323,7 +334,7 @@ void addFrameworkChains(const core::Profile& p, const FrameworkOps& fops, const 
         bytes = b && (!bytes || *b > *bytes) ? b : bytes;
       }
       in.edges.push_back({s, s + 1, "", bytes, !other_readers});
-      intermediates.push_back(fmt::format("{} input {}", fops.ops[l.consumer].range.name, first.input));
+      intermediates.push_back(inputName(fops.ops[l.consumer], first.input));
     }
     std::string key(other_readers ? "m" : "c");
     for (size_t o : ops) {

@@ -459,7 +459,8 @@ TEST(Fusion, PytorchOpGraphChainsAreNamedByOp) {
   EXPECT_EQ(c.stages, (std::vector<std::string>{"aten::linear", "aten::gelu", "aten::linear"}));
   EXPECT_EQ(c.stage_kernels, (std::vector<std::vector<std::string>>{{gemm}, {gelu}, {gemm}}));
   EXPECT_EQ(c.roles, "declared by PyTorch (emit_nvtx input_op_ids)");
-  EXPECT_EQ(c.intermediates, (std::vector<std::string>{"aten::gelu input 0", "aten::linear input 0"}));
+  EXPECT_EQ(c.intermediates,
+            (std::vector<std::string>{"aten::gelu input 0 [512, 1024]", "aten::linear input 0 [512, 1024]"}));
   EXPECT_EQ(c.launches_removed, 2);
   EXPECT_DOUBLE_EQ(*c.intermediate_bytes, 2.0 * 1048576);
   EXPECT_EQ(*c.model, PredictionModel::kTrace);
