@@ -1,6 +1,6 @@
 // Producer -> consumer edges from argument roles and buffer versions (see dataflow.h). Read top
 // down: the launch arguments, the accesses of every kernel (steps 1 and 2), their extents, then
-// the walk that links readers to writers (step 3).
+// the walk that links readers to writers (step 3, ProducerLinker).
 #include "fprof/analysis/dataflow.h"
 
 #include <algorithm>
@@ -190,123 +190,157 @@ struct Value {
   size_t last_reader = SIZE_MAX;
 };
 
-// Step 3: the walk in time order. Reads link to the versions they see; an opaque kernel, copy or
-// memset advances its device's epoch, and a link needs the epoch of the write.
-void linkProducers(const core::Profile& p, const ResolvedLaunches& r, DataFlow& df) {
-  ByteVersions versions(df.allocations.size());
-  std::vector<Value> values;
-  values.reserve(r.accesses.size());
-  std::unordered_map<uint64_t, uint64_t> device_epoch;
-  const std::vector<DeviceWrite> copies = deviceWrites(p);
-  size_t next_copy = 0, next_free = 0;
-  uint64_t last_device = ~uint64_t{0};
-  uint64_t* epoch_slot = nullptr;
-  std::vector<DataEdge> found;                        // this consumer's edges
-  std::vector<std::pair<size_t, int32_t>> found_values;  // (index in found, value)
-  std::vector<std::pair<size_t, int32_t>> edge_values;   // (edge, value)
-  std::vector<size_t> order, slot;                       // sorting this consumer's edges
-  for (size_t ki = 0; ki < p.kernels.size(); ++ki) {
-    const core::KernelRow& k = p.kernels[ki];
-    for (; next_free < r.frees.size() && r.frees[next_free].first <= ki; ++next_free) {
-      versions.clear(r.frees[next_free].second);
+// Step 3: the walk in time order. For each kernel: what happened on its device since the last one
+// (frees end versions; copies and memsets advance the device's epoch), its reads (linked to the
+// versions they see, if written on its stream in the same epoch), then its writes (new versions).
+// An opaque kernel advances its device's epoch between the two.
+class ProducerLinker {
+ public:
+  ProducerLinker(const core::Profile& p, const ResolvedLaunches& r, DataFlow& df)
+      : p_(p), r_(r), df_(df), versions_(df.allocations.size()), copies_(deviceWrites(p)) {
+    values_.reserve(r.accesses.size());
+  }
+
+  void run() {
+    for (size_t ki = 0; ki < p_.kernels.size(); ++ki) {
+      uint64_t& epoch = catchUp(ki);
+      linkReads(ki, epoch);
+      if (r_.opaque[ki]) ++epoch;  // its unseen writes land while it runs, before its visible ones
+      recordWrites(ki, epoch);
     }
-    for (; next_copy < copies.size() && copies[next_copy].start_ns < k.start_ns; ++next_copy) {
-      ++device_epoch[pairKey(copies[next_copy].process_id, copies[next_copy].device_id)];
+    countReaders();
+  }
+
+ private:
+  // Frees and device writes before kernel ki; its device's epoch.
+  uint64_t& catchUp(size_t ki) {
+    const core::KernelRow& k = p_.kernels[ki];
+    for (; next_free_ < r_.frees.size() && r_.frees[next_free_].first <= ki; ++next_free_) {
+      versions_.clear(r_.frees[next_free_].second);
+    }
+    for (; next_copy_ < copies_.size() && copies_[next_copy_].start_ns < k.start_ns; ++next_copy_) {
+      ++device_epoch_[pairKey(copies_[next_copy_].process_id, copies_[next_copy_].device_id)];
     }
     const uint64_t dkey = pairKey(k.process_id, k.device_id);
-    if (dkey != last_device) {
-      epoch_slot = &device_epoch[dkey];  // unordered_map references stay valid as it grows
-      last_device = dkey;
+    if (dkey != last_device_) {
+      epoch_slot_ = &device_epoch_[dkey];  // unordered_map references stay valid as it grows
+      last_device_ = dkey;
     }
-    uint64_t& epoch = *epoch_slot;
-    const uint64_t skey = streamKey(k);
-    const uint32_t begin = r.access_begin[ki], end = r.access_begin[ki + 1];
-    found.clear();
-    for (uint32_t x = begin; x < end; ++x) {
-      const KernelAccess& acc = r.accesses[x];
+    return *epoch_slot_;
+  }
+
+  void linkReads(size_t ki, uint64_t epoch) {
+    const uint64_t stream = streamKey(p_.kernels[ki]);
+    found_.clear();
+    for (uint32_t x = r_.access_begin[ki]; x < r_.access_begin[ki + 1]; ++x) {
+      const KernelAccess& acc = r_.accesses[x];
       if (!acc.read && !acc.unknown) continue;
       if (acc.read) {
-        Allocation& al = df.allocations[acc.allocation];
+        Allocation& al = df_.allocations[acc.allocation];
         ++al.reader_launches;
         if (!al.first_reader) al.first_reader = ki;
       }
-      versions.forEachOverlap(acc.allocation, {acc.address, acc.address + static_cast<uint64_t>(acc.bytes)},
-                              [&](int32_t v, int64_t bytes) {
-                                Value& val = values[static_cast<size_t>(v)];
-                                if (val.last_reader != ki) {
-                                  val.last_reader = ki;
-                                  ++val.readers;
-                                }
-                                if (!acc.read || !val.writer || *val.writer == ki) return;
-                                if (val.stream != skey || val.epoch != epoch) return;
-                                size_t e = 0;
-                                while (e < found.size() &&
-                                       (found[e].producer != *val.writer || found[e].allocation != acc.allocation)) {
-                                  ++e;
-                                }
-                                if (e == found.size()) {
-                                  found.push_back({*val.writer, ki, acc.allocation, 0, 0, val.source});
-                                }
-                                found[e].bytes += bytes;
-                                found[e].roles = weaker(found[e].roles, weaker(val.source, acc.source));
-                                found_values.emplace_back(e, v);
-                              });
-    }
-    // By producer; each edge remembers its values, whose readers are known at the end.
-    order.resize(found.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    if (order.size() > 1) {
-      std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-        return found[a].producer != found[b].producer ? found[a].producer < found[b].producer
-                                                      : found[a].allocation < found[b].allocation;
+      versions_.forEachOverlap(acc.allocation, rangeOf(acc), [&](int32_t v, int64_t bytes) {
+        Value& val = values_[static_cast<size_t>(v)];
+        if (val.last_reader != ki) {
+          val.last_reader = ki;
+          ++val.readers;  // an access of unknown role may have read it: a reader all the same
+        }
+        if (acc.read && val.writer && *val.writer != ki && val.stream == stream && val.epoch == epoch) {
+          addEdge(ki, acc, val, v, bytes);
+        }
       });
     }
-    slot.resize(found.size());
-    for (size_t i = 0; i < order.size(); ++i) {
-      slot[order[i]] = df.edges.size();
-      df.edges.push_back(found[order[i]]);
+    flushEdges();
+  }
+
+  // One edge per (producer, allocation) of this consumer; the values it passed are remembered.
+  void addEdge(size_t ki, const KernelAccess& acc, const Value& val, int32_t v, int64_t bytes) {
+    size_t e = 0;
+    while (e < found_.size() && (found_[e].producer != *val.writer || found_[e].allocation != acc.allocation)) ++e;
+    if (e == found_.size()) found_.push_back({*val.writer, ki, acc.allocation, 0, 0, val.source});
+    found_[e].bytes += bytes;
+    found_[e].roles = weaker(found_[e].roles, weaker(val.source, acc.source));
+    found_values_.emplace_back(e, v);
+  }
+
+  // This consumer's edges into df, by producer.
+  void flushEdges() {
+    order_.resize(found_.size());
+    for (size_t i = 0; i < order_.size(); ++i) order_[i] = i;
+    if (order_.size() > 1) {
+      std::sort(order_.begin(), order_.end(), [&](size_t a, size_t b) {
+        return found_[a].producer != found_[b].producer ? found_[a].producer < found_[b].producer
+                                                        : found_[a].allocation < found_[b].allocation;
+      });
     }
-    for (const auto& [e, v] : found_values) edge_values.emplace_back(slot[e], v);
-    found_values.clear();
-    // An opaque kernel's unseen writes land while it runs: after its reads, before its own
-    // visible writes (which stay linkable).
-    if (r.opaque[ki]) ++epoch;
-    for (uint32_t x = begin; x < end; ++x) {
-      const KernelAccess& acc = r.accesses[x];
+    slot_.resize(found_.size());
+    for (size_t i = 0; i < order_.size(); ++i) {
+      slot_[order_[i]] = df_.edges.size();
+      df_.edges.push_back(found_[order_[i]]);
+    }
+    for (const auto& [e, v] : found_values_) edge_values_.emplace_back(slot_[e], v);
+    found_values_.clear();
+  }
+
+  void recordWrites(size_t ki, uint64_t epoch) {
+    const uint64_t stream = streamKey(p_.kernels[ki]);
+    for (uint32_t x = r_.access_begin[ki]; x < r_.access_begin[ki + 1]; ++x) {
+      const KernelAccess& acc = r_.accesses[x];
       if (!acc.write && !acc.unknown) continue;
       Value val;
       if (acc.write) {
         val.writer = ki;
-        Allocation& al = df.allocations[acc.allocation];
+        Allocation& al = df_.allocations[acc.allocation];
         ++al.writer_launches;
         if (!al.first_writer) al.first_writer = ki;
       }
-      val.stream = skey;
+      val.stream = stream;
       val.epoch = epoch;
       val.source = acc.source;
       val.allocation = acc.allocation;
-      versions.write(acc.allocation, {acc.address, acc.address + static_cast<uint64_t>(acc.bytes)},
-                     static_cast<int32_t>(values.size()));
-      values.push_back(val);
+      versions_.write(acc.allocation, rangeOf(acc), static_cast<int32_t>(values_.size()));
+      values_.push_back(val);
     }
   }
-  // An edge's value(s) may have been read by later kernels too: the most readers of any of them.
-  for (const auto& [e, v] : edge_values) {
-    df.edges[e].readers_of_value = std::max(df.edges[e].readers_of_value, values[static_cast<size_t>(v)].readers);
+
+  // Readers are known once the walk is over: each edge's (the most of any value it passed), and
+  // per allocation how many values were read exactly once.
+  void countReaders() {
+    for (const auto& [e, v] : edge_values_) {
+      df_.edges[e].readers_of_value = std::max(df_.edges[e].readers_of_value, values_[static_cast<size_t>(v)].readers);
+    }
+    std::vector<int32_t> written(df_.allocations.size(), 0), read_once(df_.allocations.size(), 0);
+    for (const Value& v : values_) {
+      if (!v.writer) continue;
+      ++written[v.allocation];
+      if (v.readers == 1) ++read_once[v.allocation];
+    }
+    for (uint32_t a = 0; a < df_.allocations.size(); ++a) {
+      Allocation& al = df_.allocations[a];
+      al.values_written = written[a];
+      al.values_read_once = read_once[a];
+      if (al.values_written > 0 && al.values_read_once == al.values_written) df_.written_once_read_once.push_back(a);
+    }
   }
-  std::vector<int32_t> written(df.allocations.size(), 0), read_once(df.allocations.size(), 0);
-  for (const Value& v : values) {
-    if (!v.writer) continue;
-    ++written[v.allocation];
-    if (v.readers == 1) ++read_once[v.allocation];
-  }
-  for (uint32_t a = 0; a < df.allocations.size(); ++a) {
-    Allocation& al = df.allocations[a];
-    al.values_written = written[a];
-    al.values_read_once = read_once[a];
-    if (al.values_written > 0 && al.values_read_once == al.values_written) df.written_once_read_once.push_back(a);
-  }
-}
+
+  static ByteRange rangeOf(const KernelAccess& a) { return {a.address, a.address + static_cast<uint64_t>(a.bytes)}; }
+
+  const core::Profile& p_;
+  const ResolvedLaunches& r_;
+  DataFlow& df_;
+  ByteVersions versions_;
+  std::vector<Value> values_;
+  const std::vector<DeviceWrite> copies_;
+  std::unordered_map<uint64_t, uint64_t> device_epoch_;
+  size_t next_copy_ = 0, next_free_ = 0;
+  uint64_t last_device_ = ~uint64_t{0};
+  uint64_t* epoch_slot_ = nullptr;
+  std::vector<DataEdge> found_;                           // this consumer's edges
+  std::vector<std::pair<size_t, int32_t>> found_values_;  // (index in found_, value)
+  std::vector<std::pair<size_t, int32_t>> edge_values_;   // (edge, value)
+  std::vector<size_t> order_, slot_;                      // sorting this consumer's edges
+};
 
 }  // namespace
 
@@ -323,7 +357,7 @@ DataFlow analyzeDataFlow(const core::Profile& p, const MeasuredRoles& measured) 
   df.allocations = std::move(table.allocations);
   df.timelines = std::move(table.timelines);
   df.unmatched_frees = table.unmatched_frees;
-  linkProducers(p, launches, df);
+  ProducerLinker(p, launches, df).run();
   df.access_begin = std::move(launches.access_begin);
   df.accesses = std::move(launches.accesses);
   df.args_known = std::move(launches.args_known);
