@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <regex>
 #include <string>
@@ -16,6 +17,7 @@
 
 #include "command.h"
 #include "paths.h"
+#include "sass_step.h"
 #include "fprof/core/metric_sets.h"
 #include "fprof/core/store.h"
 
@@ -34,6 +36,8 @@ struct RunOptions {
   std::vector<std::string> ops;
   int64_t launch_skip = 0;
   int64_t launch_count = 0;  // 0 = no limit
+  int64_t samples_per_launch_kind = 0;  // 0 = the collector's default (1)
+  bool every_launch = false;
   std::vector<std::string> program;
 };
 
@@ -120,6 +124,21 @@ void attachCeilings(const std::string& run_file, const std::string& ceilings_fil
   }
 }
 
+// How the program ended, as metadata: exit_code or exit_signal, and a sentence (exit_status).
+std::map<std::string, std::string> exitFacts(int status) {
+  if (WIFEXITED(status)) {
+    return {{"exit_code", std::to_string(WEXITSTATUS(status))},
+            {"exit_status", "exited with " + std::to_string(WEXITSTATUS(status))}};
+  }
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    const char* abbrev = sigabbrev_np(sig);
+    const std::string name = abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+    return {{"exit_signal", name}, {"exit_status", "killed by " + name + (WCOREDUMP(status) ? " (core dumped)" : "")}};
+  }
+  return {{"exit_status", "unknown (wait status " + std::to_string(status) + ")"}};
+}
+
 int runProgram(const RunOptions& opt) {
   if (opt.program.empty()) return inputError("run: no program given; usage: fprof run [-o FILE] PROGRAM [ARGS...]");
   if (const char* other = std::getenv("CUDA_INJECTION64_PATH"); other && *other) {
@@ -143,10 +162,12 @@ int runProgram(const RunOptions& opt) {
     }
   }
   const bool selects = !opt.kernel_regex.empty() || !opt.nvtx_include.empty() || !opt.ops.empty() ||
-                       opt.launch_skip != 0 || opt.launch_count != 0;
+                       opt.launch_skip != 0 || opt.launch_count != 0 || opt.samples_per_launch_kind != 0 ||
+                       opt.every_launch;
   if (selects && opt.metrics.empty()) {
-    return inputError("run: --kernel-regex, --nvtx-include, --ops, --launch-skip and --launch-count choose the "
-                      "kernels that --metrics profiles; add --metrics roofline (or memory, full)");
+    return inputError("run: --kernel-regex, --nvtx-include, --ops, --launch-skip, --launch-count, "
+                      "--samples-per-launch-kind and --every-launch choose the kernels that --metrics profiles; add "
+                      "--metrics roofline (or memory, full)");
   }
   const std::string collector = findCollector();
   if (collector.empty()) {
@@ -167,6 +188,13 @@ int runProgram(const RunOptions& opt) {
     return inputError("run: output directory " + out_dir.string() + " does not exist");
   }
 
+  // Metrics mode: the collector saves each module's cubin here; the SASS step reads and removes them.
+  std::string cubin_dir;
+  if (!opt.metrics.empty()) {
+    cubin_dir = fs::absolute(output).string() + ".cubins";
+    fs::create_directories(cubin_dir, ec);
+    if (ec) cubin_dir.clear();
+  }
   const auto started = fs::file_time_type::clock::now();
   std::vector<char*> argv;
   for (const std::string& a : opt.program) argv.push_back(const_cast<char*>(a.c_str()));
@@ -188,6 +216,12 @@ int runProgram(const RunOptions& opt) {
     setenv("FPROF_OUTPUT", fs::absolute(output).c_str(), 1);
     setenv("FPROF_FORCE", opt.force ? "1" : "0", 1);
     setenv("FPROF_MODE", opt.metrics.empty() ? "trace" : "metrics", 1);
+    if (!cubin_dir.empty()) setenv("FPROF_CUBIN_DIR", cubin_dir.c_str(), 1);
+    if (opt.every_launch) {
+      setenv("FPROF_SAMPLES_PER_LAUNCH_KIND", "0", 1);
+    } else if (opt.samples_per_launch_kind > 0) {
+      setenv("FPROF_SAMPLES_PER_LAUNCH_KIND", std::to_string(opt.samples_per_launch_kind).c_str(), 1);
+    }
     if (!opt.metrics.empty()) {
       auto join = [](const std::vector<std::string>& v) {
         std::string out;
@@ -227,6 +261,7 @@ int runProgram(const RunOptions& opt) {
                  strsignal(WTERMSIG(status)));
   }
   const std::vector<std::string> files = producedFiles(output, started);
+  const std::map<std::string, std::string> ending = exitFacts(status);
   if (files.empty()) {
     std::fprintf(stderr,
                  "[fprof] no database was written: the program made no CUDA calls, or the collector was off (see "
@@ -236,10 +271,19 @@ int runProgram(const RunOptions& opt) {
     if (core::Status s = core::checkDatabase(f); !s) {
       std::fprintf(stderr, "[fprof] %s is incomplete: %s\n", f.c_str(), s.error().c_str());
     } else {
+      if (core::Status recorded = core::appendMetadata(f, ending); !recorded) {
+        std::fprintf(stderr, "[fprof] how the program ended was not recorded: %s\n", recorded.error().c_str());
+      }
+      if (!cubin_dir.empty()) {
+        if (const std::string said = applySassStep(f, cubin_dir); !said.empty()) {
+          std::fprintf(stderr, "[fprof] %s: %s\n", f.c_str(), said.c_str());
+        }
+      }
       attachCeilings(f, opt.ceilings);
       std::fprintf(stderr, "[fprof] profile ready: %s (next: fprof info %s, fprof report %s)\n", f.c_str(), f.c_str(), f.c_str());
     }
   }
+  if (!cubin_dir.empty()) fs::remove_all(cubin_dir, ec);
   return code;
 }
 
@@ -276,6 +320,12 @@ Command addRunCommand(CLI::App& root) {
       ->check(CLI::NonNegativeNumber);
   app->add_option("--launch-count", opt->launch_count, "With --metrics: profile at most this many selected launches")
       ->check(CLI::PositiveNumber);
+  app->add_option("--samples-per-launch-kind", opt->samples_per_launch_kind,
+                  "With --metrics: launches profiled per launch signature (function, grid, block, shared memory and "
+                  "non-pointer argument bytes; default 1); later identical launches get the measured values, marked "
+                  "'same_signature'")
+      ->check(CLI::PositiveNumber);
+  app->add_flag("--every-launch", opt->every_launch, "With --metrics: profile every selected launch (no copies)");
   // Everything from PROGRAM on belongs to the program, its options included.
   app->prefix_command();
   app->footer(

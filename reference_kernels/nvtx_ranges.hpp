@@ -5,6 +5,7 @@
 
 #include <nvtx3/nvToolsExt.h>
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -17,10 +18,18 @@ inline nvtxDomainHandle_t nvtxFprofDomain() {
   return domain;
 }
 
+// Ranges pushed so far: the program's own count, which a profile's range count is checked
+// against (model prints it at exit; bench/decode_overhead.sh compares).
+inline std::atomic<std::uint64_t>& nvtxRangesPushed() {
+  static std::atomic<std::uint64_t> count{0};
+  return count;
+}
+
 // RAII push/pop so an early return cannot leave a range open.
 class NvtxRange {
  public:
   NvtxRange(const RangeTags& tags, std::uint64_t repeat_index) {
+    nvtxRangesPushed().fetch_add(1, std::memory_order_relaxed);
     const std::string message = tags.message();
     nvtxEventAttributes_t attr{};
     attr.version = NVTX_VERSION;

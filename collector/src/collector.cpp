@@ -7,7 +7,6 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <generated_nvtx_meta.h>
@@ -17,6 +16,7 @@
 #include <cerrno>
 #include <chrono>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <cwchar>
@@ -35,28 +35,17 @@
 #include "device_query.h"
 #include "fprof/core/store.h"
 #include "function_cache.h"
-#include "launch_info.h"
 #include "log.h"
 #include "metrics_collector.h"
 #include "metrics_config.h"
-#include "nvtx_tracker.h"
+#include "nvtx_decode.h"
+#include "nvtx_injection.h"
+#include "self_timing.h"
+#include "trace_recorder.h"
 #include "translate.h"
 
 namespace fprof::collector {
 namespace {
-
-struct ThreadState {
-  int depth = 0;
-  bool pushed = false;
-  LaunchInfo current;
-  NvtxThreadStack nvtx;
-  uint32_t tid = static_cast<uint32_t>(syscall(SYS_gettid));
-};
-
-ThreadState& threadState() {
-  thread_local ThreadState state;
-  return state;
-}
 
 struct RawBuffer {
   uint8_t* data = nullptr;
@@ -74,9 +63,11 @@ class Collector {
   bool initialize();
   void onCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data);
   void onExit();
-  void onSignal(int sig);
+  void onSignal(int sig, siginfo_t* info, void* context);
   void onForkChild();
   void yieldCupti(const char* client);
+  bool active() const { return active_.load(std::memory_order_relaxed); }
+  bool nvtxDirect() const { return config_.nvtx_direct; }
 
   static Collector& instance() {
     static auto* c = new Collector();  // leaked: callbacks may arrive during static destruction
@@ -89,14 +80,16 @@ class Collector {
   void handleNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData* data);
   void handleContextCreated(const CUpti_ResourceData* data);
   void handleTeardown();
-  void pushLaunch(ThreadState& t);
+  void saveCubin(const CUpti_ResourceData* data);
   void addEvent(const char* severity, const std::string& message);
   void recordCuptiLibraries();
-  std::string eventMessage(const nvtxEventAttributes_t* attributes, std::optional<uint64_t>& payload);
+  void recordCollectorSettings();
+  const FunctionInfo& functionInfo(CUfunction f);
 
   void writerLoop();
+  void flushCupti(bool forced);
   void drain();
-  void finish();
+  void finish(int64_t last_start_ns = 0);
   void wake(char code);
 
   CollectorConfig config_;
@@ -104,15 +97,16 @@ class Collector {
   std::unique_ptr<core::Writer> writer_;  // owned by the writer thread once it runs
   uint32_t process_id_ = 0;
   std::string path_;
+  std::string cubin_dir_;  // metrics mode: where module cubins go (FPROF_CUBIN_DIR)
 
-  NvtxTracker nvtx_;
+  std::unique_ptr<TraceRecorder> recorder_;  // launch and NVTX bookkeeping (created by initialize)
   FunctionCache functions_;
   MetricsCollector metrics_;  // off unless FPROF_MODE=metrics
   Translator translator_;  // writer thread only
+  SelfTimingTotals self_timing_;  // writer thread only
 
   std::mutex pending_mu_;
   std::vector<RawBuffer> buffers_;
-  std::vector<LaunchInfo> launches_;
   std::vector<core::DeviceInfo> devices_;
   std::vector<core::CollectorEventRecord> events_;
   std::vector<std::pair<std::string, std::string>> metadata_;
@@ -127,22 +121,42 @@ class Collector {
   uint64_t dropped_reported_ = 0;
 };
 
-struct sigaction g_previous_int {};
-struct sigaction g_previous_term {};
+// Signals after which the program's records are written before it goes on or dies: the polite
+// ones (INT, TERM) and the fatal ones a crash raises (abort(), a failed assert, a null pointer).
+constexpr int kHandledSignals[] = {SIGINT, SIGTERM, SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+struct sigaction g_previous[NSIG] {};
+std::atomic<int> g_fatal_signal{0};  // the signal that ends the program, for the writer to record
+pthread_t g_writer_thread{};
 
-void signalTrampoline(int sig) { Collector::instance().onSignal(sig); }
+void signalTrampoline(int sig, siginfo_t* info, void* context) { Collector::instance().onSignal(sig, info, context); }
 void forkChildTrampoline() { Collector::instance().onForkChild(); }
 void exitTrampoline() { Collector::instance().onExit(); }
 void yieldTrampoline(const char* client) { Collector::instance().yieldCupti(client); }
+bool activeTrampoline() { return Collector::instance().active(); }
 void CUPTIAPI callbackTrampoline(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   Collector::instance().onCallback(domain, cbid, data);
 }
+
+void installSignalHandlers();
 
 bool claimPath(const std::string& path) {
   const int fd = ::open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
   if (fd < 0) return false;
   ::close(fd);
   return true;
+}
+
+std::string prefixLines(const std::string& text, const char* prefix) {
+  std::string out;
+  size_t at = 0;
+  while (at < text.size()) {
+    const size_t end = text.find('\n', at);
+    out += prefix;
+    out += text.substr(at, end == std::string::npos ? std::string::npos : end + 1 - at);
+    if (end == std::string::npos) out += '\n';
+    at = end == std::string::npos ? text.size() : end + 1;
+  }
+  return out;
 }
 
 int64_t unixNowNs() {
@@ -197,14 +211,24 @@ bool Collector::openDatabase() {
 bool Collector::initialize() {
   config_ = readConfig([](const char* name) { return static_cast<const char*>(std::getenv(name)); });
   setQuiet(config_.quiet);
+  setSelfTimingEnabled(config_.self_timing);
   for (const std::string& w : config_.warnings) logWarning("%s", w.c_str());
   if (!config_.enabled) return false;
   const bool metrics = metrics_.configure(
       readMetricsConfig([](const char* name) { return static_cast<const char*>(std::getenv(name)); }));
   if (metrics) translator_.setUnmatchedLaunchGenerations(Translator::kUnmatchedLaunchGenerationsReplay);
+  TraceRecorder::Options recorder_options;
+  recorder_options.paths_on_threads = metrics;  // launches are selected by NVTX path as they are made
+  recorder_ = std::make_unique<TraceRecorder>(recorder_options);
+  if (config_.nvtx_direct) setNvtxTarget(NvtxTarget{recorder_.get(), &CuptiActivityApi::timestampNs, &activeTrampoline});
   if (!openDatabase()) {
     writer_.reset();
     return false;
+  }
+  if (metrics) {
+    writer_->expectCountersForEveryKernel(
+        "no profiling decision was recorded for this launch (a launch path the collector does not see, or the "
+        "program ended before its counters were decoded)");
   }
 
   std::string error;
@@ -221,9 +245,23 @@ bool Collector::initialize() {
   if (metrics && !api.enableMemoryOperationCallbacks()) {
     addEvent("warning", "memset/memcpy callbacks could not be enabled; counters of kernels next to them may be discarded");
   }
-  if (!api.enableCallbacks()) {
+  if (const char* dir = std::getenv("FPROF_CUBIN_DIR"); metrics && dir != nullptr && *dir != '\0') {
+    cubin_dir_ = dir;
+    if (!api.enableModuleLoadCallbacks()) {
+      addEvent("warning", "module-load callbacks could not be enabled: half-precision FLOPs stay unknown");
+    }
+  }
+  // NVTX reaches fprof's own handlers directly unless FPROF_NVTX_INJECTION=cupti.
+  if (!api.enableCallbacks(config_.cupti.nvtx_callbacks && !config_.nvtx_direct)) {
     addEvent("warning", "some CUPTI callbacks could not be enabled; launch API, NVTX or arguments may be missing");
   }
+  api.setBufferBytes(config_.cupti.buffer_bytes);
+  CuptiActivityApi::Kinds kinds;
+  kinds.kernel = config_.cupti.kernel;
+  kinds.memcpy = config_.cupti.memcpy;
+  kinds.memset = config_.cupti.memset;
+  kinds.memory = config_.cupti.memory;
+  recordCollectorSettings();
   for (const std::string& w : api.enableActivities([this](uint8_t* data, size_t valid) {
          size_t queued = 0;
          {
@@ -233,33 +271,29 @@ bool Collector::initialize() {
          }
          // Full buffers are 8 MiB each: do not let many wait for the next period.
          if (queued >= 4) wake(kWakeFlush);
-       })) {
+       }, kinds)) {
     logWarning("%s", w.c_str());
     addEvent("warning", w);
   }
-  api.setFlushPeriod(config_.flush_interval_ms);
+  api.setFlushPeriod(config_.cupti.flush_period_ms.value_or(config_.flush_interval_ms));
 
   if (pipe2(wake_pipe_, O_CLOEXEC | O_NONBLOCK) != 0 || pipe2(done_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) {
     logWarning("pipe2 failed: %s; records are written only at exit", std::strerror(errno));
   }
-  // The writer never runs the signal handler: the handler waits for it.
+  // The writer never runs the handler of an asynchronous signal: the handler waits for it.
   sigset_t blocked, previous;
   sigemptyset(&blocked);
   sigaddset(&blocked, SIGINT);
   sigaddset(&blocked, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &blocked, &previous);
   writer_thread_ = std::thread([this] { writerLoop(); });
+  g_writer_thread = writer_thread_.native_handle();
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
 
   active_.store(true);
   std::atexit(exitTrampoline);
   pthread_atfork(nullptr, nullptr, forkChildTrampoline);
-  struct sigaction action {};
-  action.sa_handler = signalTrampoline;
-  sigemptyset(&action.sa_mask);
-  action.sa_flags = SA_RESTART;
-  sigaction(SIGINT, &action, &g_previous_int);
-  sigaction(SIGTERM, &action, &g_previous_term);
+  installSignalHandlers();
   recordCuptiLibraries();
   // libfprof_preload.so (LD_PRELOADed by `fprof run`) calls yieldCupti when another client
   // (torch.profiler) subscribes to CUPTI later. Registered after our own subscription on purpose.
@@ -300,6 +334,31 @@ void Collector::recordCuptiLibraries() {
   }
 }
 
+// The FPROF_* switches that change what CUPTI does (measurement runs; docs/overhead.md), kept
+// with the data they shaped. Nothing is written when all are at their defaults.
+void Collector::recordCollectorSettings() {
+  const CuptiSettings& c = config_.cupti;
+  const CuptiSettings d;
+  std::string s;
+  auto add = [&s](const std::string& item) { s += (s.empty() ? "" : " ") + item; };
+  if (c.kernel != d.kernel || c.memcpy != d.memcpy || c.memset != d.memset || c.memory != d.memory) {
+    std::string kinds;
+    for (auto [on, name] : {std::pair{c.kernel, "kernel"}, {c.memcpy, "memcpy"}, {c.memset, "memset"}, {c.memory, "memory"}}) {
+      if (on) kinds += (kinds.empty() ? "" : ",") + std::string(name);
+    }
+    add("activity=" + (kinds.empty() ? std::string("none") : kinds));
+  }
+  if (!config_.nvtx_direct) add("nvtx_injection=cupti");
+  if (!c.nvtx_callbacks) add("nvtx_callbacks=0");
+  if (!c.periodic_flush_all) add("cupti_flush_all=0");
+  if (c.flush_period_ms) add("cupti_flush_period_ms=" + std::to_string(*c.flush_period_ms));
+  if (c.buffer_bytes != d.buffer_bytes) add("buffer_mb=" + std::to_string(c.buffer_bytes >> 20));
+  if (config_.self_timing) add("self_timing=1");
+  if (s.empty()) return;
+  std::lock_guard lock(pending_mu_);
+  metadata_.emplace_back("collector_settings", s);
+}
+
 // On the thread of the new client's cuptiSubscribe call, before it runs (see
 // collector/preload/cupti_guard.cpp). What was collected so far is kept; later work is not seen.
 void Collector::yieldCupti(const char* client) {
@@ -336,6 +395,7 @@ void Collector::onCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, c
       return;
     case CUPTI_CB_DOMAIN_RESOURCE:
       if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED) handleContextCreated(static_cast<const CUpti_ResourceData*>(data));
+      if (cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED) saveCubin(static_cast<const CUpti_ResourceData*>(data));
       return;
     case CUPTI_CB_DOMAIN_RUNTIME_API:
     case CUPTI_CB_DOMAIN_DRIVER_API: {
@@ -345,7 +405,11 @@ void Collector::onCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, c
         return;
       }
       if (CuptiActivityApi::isMemoryOperation(domain, cbid)) {
-        if (cb->callbackSite == CUPTI_API_ENTER) metrics_.beforeMemoryOperation(cb->context);
+        if (cb->callbackSite == CUPTI_API_ENTER) {
+          metrics_.beforeMemoryOperation(cb->context);
+        } else {
+          metrics_.afterMemoryOperation();
+        }
         return;
       }
       handleLaunch(domain, cbid, cb);
@@ -356,201 +420,196 @@ void Collector::onCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, c
   }
 }
 
-void Collector::pushLaunch(ThreadState& t) {
-  std::lock_guard lock(pending_mu_);
-  launches_.push_back(std::move(t.current));
-  t.pushed = true;
+// A small per-thread cache in front of FunctionCache, whose lookup takes a lock whenever the
+// function differs from the thread's last one (every launch of a model that alternates kernels).
+// FunctionCache never drops an entry, so the pointers stay valid.
+const FunctionInfo& Collector::functionInfo(CUfunction f) {
+  struct Slot {
+    CUfunction function = nullptr;
+    const FunctionInfo* info = nullptr;
+  };
+  thread_local Slot cache[64];
+  Slot& slot = cache[(reinterpret_cast<uintptr_t>(f) >> 4) % 64];
+  if (slot.function != f || slot.info == nullptr) slot = Slot{f, &functions_.lookup(f)};
+  return *slot.info;
+}
+
+// What a driver launch call passes: the function, its arguments and its shape. Graph launches
+// carry none of these (the kernels' parameters live in the graph's nodes).
+struct DriverLaunch {
+  CUfunction f = nullptr;
+  void** params = nullptr;
+  void** extra = nullptr;
+  bool cooperative = false;
+  LaunchShape shape;
+};
+
+DriverLaunch driverLaunch(CUpti_CallbackId cbid, const void* function_params) {
+  DriverLaunch d;
+  auto shapeOf = [](auto* p, uint32_t shared) {
+    LaunchShape s;
+    s.grid[0] = p->gridDimX, s.grid[1] = p->gridDimY, s.grid[2] = p->gridDimZ;
+    s.block[0] = p->blockDimX, s.block[1] = p->blockDimY, s.block[2] = p->blockDimZ;
+    s.dynamic_shared_bytes = shared;
+    return s;
+  };
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
+      const auto* p = static_cast<const cuLaunchKernel_params*>(function_params);
+      d.f = p->f;
+      d.params = p->kernelParams;
+      d.extra = p->extra;
+      d.shape = shapeOf(p, p->sharedMemBytes);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
+      const auto* p = static_cast<const cuLaunchKernelEx_params*>(function_params);
+      d.f = p->f;
+      d.params = p->kernelParams;
+      d.extra = p->extra;
+      if (p->config == nullptr) break;
+      d.shape = shapeOf(p->config, p->config->sharedMemBytes);
+      for (unsigned i = 0; i < p->config->numAttrs; ++i) {
+        const CUlaunchAttribute& a = p->config->attrs[i];
+        d.cooperative = d.cooperative || (a.id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE && a.value.cooperative != 0);
+        if (a.id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
+          d.shape.cluster[0] = a.value.clusterDim.x, d.shape.cluster[1] = a.value.clusterDim.y;
+          d.shape.cluster[2] = a.value.clusterDim.z;
+        }
+      }
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz: {
+      const auto* p = static_cast<const cuLaunchCooperativeKernel_params*>(function_params);
+      d.f = p->f;
+      d.params = p->kernelParams;
+      d.cooperative = true;
+      d.shape = shapeOf(p, p->sharedMemBytes);
+      break;
+    }
+    default:
+      break;
+  }
+  return d;
 }
 
 void Collector::handleLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
-  ThreadState& t = threadState();
-  if (cb->callbackSite == CUPTI_API_ENTER) {
-    if (t.depth == 0) {
-      t.current = LaunchInfo{};
-      t.current.correlation_id = cb->correlationId;
-      t.current.launch_api = CuptiActivityApi::launchApiName(domain, cbid);
-      const NvtxSnapshot snap = nvtx_.snapshot(t.nvtx);
-      t.current.nvtx_key = snap.innermost_key;
-      t.current.nvtx_path = snap.path;
-      t.current.thread_id = t.tid;
-      t.current.graph_launch = CuptiActivityApi::isGraphLaunch(domain, cbid);
-      t.pushed = false;
-    } else if (t.current.nested_correlation_id == 0 && cb->correlationId != t.current.correlation_id) {
-      t.current.nested_correlation_id = cb->correlationId;
+  ScopedAppTimer timer(selfTimingEnabled() ? recorder_->threadTimes() : nullptr, AppTimer::kLaunchCallback);
+  if (cb->callbackSite != CUPTI_API_ENTER) {
+    if (domain == CUPTI_CB_DOMAIN_DRIVER_API && metrics_.enabled()) {
+      const CUresult result =
+          cb->functionReturnValue != nullptr ? *static_cast<const CUresult*>(cb->functionReturnValue) : CUDA_SUCCESS;
+      metrics_.afterLaunch(result);
     }
-    // The driver callback is the last stop before the launch is submitted, so the launch is
-    // queued for the writer before its kernel can complete and its record arrive.
-    if (domain == CUPTI_CB_DOMAIN_DRIVER_API && !t.pushed) {
-      CUfunction f = nullptr;
-      void** params = nullptr;
-      void** extra = nullptr;
-      bool cooperative = false;
-      switch (cbid) {
-        case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
-        case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
-          const auto* p = static_cast<const cuLaunchKernel_params*>(cb->functionParams);
-          f = p->f;
-          params = p->kernelParams;
-          extra = p->extra;
-          break;
-        }
-        case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
-        case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
-          const auto* p = static_cast<const cuLaunchKernelEx_params*>(cb->functionParams);
-          f = p->f;
-          params = p->kernelParams;
-          extra = p->extra;
-          for (unsigned i = 0; p->config != nullptr && i < p->config->numAttrs; ++i) {
-            const CUlaunchAttribute& a = p->config->attrs[i];
-            cooperative = cooperative || (a.id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE && a.value.cooperative != 0);
-          }
-          break;
-        }
-        case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
-        case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz: {
-          const auto* p = static_cast<const cuLaunchCooperativeKernel_params*>(cb->functionParams);
-          f = p->f;
-          params = p->kernelParams;
-          cooperative = true;
-          break;
-        }
-        default:
-          break;  // graph launches: the kernels' parameters live in the graph's nodes
-      }
-      if (f != nullptr) {
-        const FunctionInfo& info = functions_.lookup(f);
-        t.current.local_bytes_per_thread = info.local_bytes_per_thread;
-        FunctionCache::readArgs(info, params, extra, t.current.args);
-      }
-      if (metrics_.enabled()) {
-        LaunchRequest request;
-        request.context = cb->context;
-        request.correlation_id = t.current.correlation_id;
-        request.nested_correlation_id = t.current.nested_correlation_id;
-        request.symbol_name = cb->symbolName;
-        request.nvtx_path = t.current.nvtx_path;
-        request.graph_launch = t.current.graph_launch;
-        request.cooperative = cooperative;
-        metrics_.beforeLaunch(request);
-      }
-      pushLaunch(t);
-    }
-    ++t.depth;
+    recorder_->exitLaunch();
     return;
   }
-  if (t.depth > 0) --t.depth;
-  if (t.depth == 0 && !t.pushed) pushLaunch(t);
-}
-
-std::string Collector::eventMessage(const nvtxEventAttributes_t* a, std::optional<uint64_t>& payload) {
-  if (a == nullptr) return {};
-  switch (a->payloadType) {
-    case NVTX_PAYLOAD_TYPE_UNSIGNED_INT64: payload = a->payload.ullValue; break;
-    case NVTX_PAYLOAD_TYPE_INT64: payload = static_cast<uint64_t>(a->payload.llValue); break;
-    case NVTX_PAYLOAD_TYPE_UNSIGNED_INT32: payload = a->payload.uiValue; break;
-    case NVTX_PAYLOAD_TYPE_INT32: payload = static_cast<uint64_t>(static_cast<int64_t>(a->payload.iValue)); break;
-    default: break;
+  LaunchCall call;
+  call.correlation_id = cb->correlationId;
+  call.launch_api = CuptiActivityApi::launchApiName(domain, cbid);
+  call.driver = domain == CUPTI_CB_DOMAIN_DRIVER_API;
+  call.graph_launch = CuptiActivityApi::isGraphLaunch(domain, cbid);
+  // The driver callback is the last stop before the launch is submitted, so the launch is
+  // queued for the writer before its kernel can complete and its record arrive.
+  const OpenLaunch* open = recorder_->enterLaunch(call);
+  if (open == nullptr) return;
+  const DriverLaunch launch = driverLaunch(cbid, cb->functionParams);
+  const FunctionInfo* info = nullptr;
+  if (launch.f != nullptr) {
+    ScopedAppTimer lookup_timer(selfTimingEnabled() ? recorder_->threadTimes() : nullptr, AppTimer::kFunctionLookup);
+    info = &functionInfo(launch.f);
   }
-  switch (a->messageType) {
-    case NVTX_MESSAGE_TYPE_ASCII:
-      return a->message.ascii != nullptr ? a->message.ascii : "";
-    case NVTX_MESSAGE_TYPE_UNICODE: {
-      if (a->message.unicode == nullptr) return {};
-      std::mbstate_t state{};
-      const wchar_t* src = a->message.unicode;
-      char text[512];
-      const size_t n = std::wcsrtombs(text, &src, sizeof text - 1, &state);
-      if (n == static_cast<size_t>(-1)) return "<non-convertible unicode message>";
-      text[n] = '\0';
-      return text;
+  if (metrics_.enabled()) {
+    LaunchRequest request;
+    request.context = cb->context;
+    request.correlation_id = open->correlation_id;
+    request.nested_correlation_id = open->nested_correlation_id;
+    request.symbol_name = cb->symbolName;
+    request.nvtx_path = recorder_->openLaunchNvtxPath();
+    request.graph_launch = open->graph_launch;
+    request.cooperative = launch.cooperative;
+    if (info != nullptr) {
+      request.signature = FunctionCache::signature(launch.f, *info, launch.shape, launch.params, launch.extra);
     }
-    case NVTX_MESSAGE_TYPE_REGISTERED:
-      return nvtx_.registeredString(a->message.registered);
-    default:
-      return {};
+    metrics_.beforeLaunch(request);
   }
+  recorder_->submitLaunch(info, launch.params, launch.extra);
 }
 
 void Collector::handleNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData* data) {
-  ThreadState& t = threadState();
+  ScopedAppTimer timer(selfTimingEnabled() ? recorder_->threadTimes() : nullptr, AppTimer::kNvtxCallback);
   const void* params = data->functionParams;
   std::optional<uint64_t> payload;
-  auto wide = [](const wchar_t* w) -> std::string {
-    if (w == nullptr) return {};
-    std::mbstate_t state{};
-    char text[512];
-    const size_t n = std::wcsrtombs(text, &w, sizeof text - 1, &state);
-    if (n == static_cast<size_t>(-1)) return "<non-convertible unicode message>";
-    text[n] = '\0';
-    return text;
-  };
+  char text[512];
   auto rangeId = [data]() -> uint64_t {
     return data->functionReturnValue != nullptr ? *static_cast<const nvtxRangeId_t*>(data->functionReturnValue) : 0;
   };
+  TraceRecorder& r = *recorder_;
   switch (cbid) {
-    case CUPTI_CBID_NVTX_nvtxRangePushA: {
-      const char* m = static_cast<const nvtxRangePushA_params*>(params)->message;
-      nvtx_.push(t.nvtx, nullptr, m != nullptr ? m : "", std::nullopt, t.tid, CuptiActivityApi::timestampNs());
+    case CUPTI_CBID_NVTX_nvtxRangePushA:
+      r.pushRange(nullptr, asciiText(static_cast<const nvtxRangePushA_params*>(params)->message), std::nullopt,
+                  CuptiActivityApi::timestampNs());
       break;
-    }
     case CUPTI_CBID_NVTX_nvtxRangePushW:
-      nvtx_.push(t.nvtx, nullptr, wide(static_cast<const nvtxRangePushW_params*>(params)->message), std::nullopt,
-                 t.tid, CuptiActivityApi::timestampNs());
+      r.pushRange(nullptr, NvtxText{wideText(static_cast<const nvtxRangePushW_params*>(params)->message, text)},
+                  std::nullopt, CuptiActivityApi::timestampNs());
       break;
     case CUPTI_CBID_NVTX_nvtxRangePushEx: {
-      std::string m = eventMessage(static_cast<const nvtxRangePushEx_params*>(params)->eventAttrib, payload);
-      nvtx_.push(t.nvtx, nullptr, m, payload, t.tid, CuptiActivityApi::timestampNs());
+      const NvtxText m = eventText(static_cast<const nvtxRangePushEx_params*>(params)->eventAttrib, payload, text);
+      r.pushRange(nullptr, m, payload, CuptiActivityApi::timestampNs());
       break;
     }
     case CUPTI_CBID_NVTX_nvtxDomainRangePushEx: {
       const auto* p = static_cast<const nvtxDomainRangePushEx_params*>(params);
-      std::string m = eventMessage(p->core.eventAttrib, payload);
-      nvtx_.push(t.nvtx, p->domain, m, payload, t.tid, CuptiActivityApi::timestampNs());
+      const NvtxText m = eventText(p->core.eventAttrib, payload, text);
+      r.pushRange(p->domain, m, payload, CuptiActivityApi::timestampNs());
       break;
     }
     case CUPTI_CBID_NVTX_nvtxRangePop:
-      nvtx_.pop(t.nvtx, nullptr, CuptiActivityApi::timestampNs());
+      r.popRange(nullptr, CuptiActivityApi::timestampNs());
       break;
     case CUPTI_CBID_NVTX_nvtxDomainRangePop:
-      nvtx_.pop(t.nvtx, static_cast<const nvtxDomainRangePop_params*>(params)->domain, CuptiActivityApi::timestampNs());
+      r.popRange(static_cast<const nvtxDomainRangePop_params*>(params)->domain, CuptiActivityApi::timestampNs());
       break;
-    case CUPTI_CBID_NVTX_nvtxRangeStartA: {
-      const char* m = static_cast<const nvtxRangeStartA_params*>(params)->message;
-      nvtx_.start(rangeId(), nullptr, m != nullptr ? m : "", std::nullopt, t.tid, CuptiActivityApi::timestampNs());
+    case CUPTI_CBID_NVTX_nvtxRangeStartA:
+      r.startRange(rangeId(), nullptr, asciiText(static_cast<const nvtxRangeStartA_params*>(params)->message),
+                   std::nullopt, CuptiActivityApi::timestampNs());
       break;
-    }
     case CUPTI_CBID_NVTX_nvtxRangeStartW:
-      nvtx_.start(rangeId(), nullptr, wide(static_cast<const nvtxRangeStartW_params*>(params)->message), std::nullopt,
-                  t.tid, CuptiActivityApi::timestampNs());
+      r.startRange(rangeId(), nullptr, NvtxText{wideText(static_cast<const nvtxRangeStartW_params*>(params)->message, text)},
+                   std::nullopt, CuptiActivityApi::timestampNs());
       break;
     case CUPTI_CBID_NVTX_nvtxRangeStartEx: {
-      std::string m = eventMessage(static_cast<const nvtxRangeStartEx_params*>(params)->eventAttrib, payload);
-      nvtx_.start(rangeId(), nullptr, m, payload, t.tid, CuptiActivityApi::timestampNs());
+      const NvtxText m = eventText(static_cast<const nvtxRangeStartEx_params*>(params)->eventAttrib, payload, text);
+      r.startRange(rangeId(), nullptr, m, payload, CuptiActivityApi::timestampNs());
       break;
     }
     case CUPTI_CBID_NVTX_nvtxDomainRangeStartEx: {
       const auto* p = static_cast<const nvtxDomainRangeStartEx_params*>(params);
-      std::string m = eventMessage(p->core.eventAttrib, payload);
-      nvtx_.start(rangeId(), p->domain, m, payload, t.tid, CuptiActivityApi::timestampNs());
+      const NvtxText m = eventText(p->core.eventAttrib, payload, text);
+      r.startRange(rangeId(), p->domain, m, payload, CuptiActivityApi::timestampNs());
       break;
     }
     case CUPTI_CBID_NVTX_nvtxRangeEnd:
-      nvtx_.end(static_cast<const nvtxRangeEnd_params*>(params)->id, CuptiActivityApi::timestampNs());
+      r.endRange(static_cast<const nvtxRangeEnd_params*>(params)->id, CuptiActivityApi::timestampNs());
       break;
     case CUPTI_CBID_NVTX_nvtxDomainRangeEnd:
-      nvtx_.end(static_cast<const nvtxDomainRangeEnd_params*>(params)->core.id, CuptiActivityApi::timestampNs());
+      r.endRange(static_cast<const nvtxDomainRangeEnd_params*>(params)->core.id, CuptiActivityApi::timestampNs());
       break;
     case CUPTI_CBID_NVTX_nvtxDomainCreateA:
       if (data->functionReturnValue != nullptr) {
         const char* name = static_cast<const nvtxDomainCreateA_params*>(params)->name;
-        nvtx_.registerDomain(*static_cast<const nvtxDomainHandle_t*>(data->functionReturnValue),
-                             name != nullptr ? name : "");
+        r.registerDomain(*static_cast<const nvtxDomainHandle_t*>(data->functionReturnValue),
+                         name != nullptr ? name : "");
       }
       break;
     case CUPTI_CBID_NVTX_nvtxDomainRegisterStringA:
       if (data->functionReturnValue != nullptr) {
         const char* s = static_cast<const nvtxDomainRegisterStringA_params*>(params)->string;
-        nvtx_.registerString(*static_cast<const nvtxStringHandle_t*>(data->functionReturnValue), s != nullptr ? s : "");
+        r.registerString(*static_cast<const nvtxStringHandle_t*>(data->functionReturnValue), s != nullptr ? s : "");
       }
       break;
     default:
@@ -574,6 +633,24 @@ void Collector::handleContextCreated(const CUpti_ResourceData* data) {
   std::lock_guard lock(pending_mu_);
   if (have_driver) metadata_.emplace_back("driver_version", std::to_string(driver_version));
   if (device) devices_.push_back(*device);
+}
+
+// Metrics mode: each loaded module's cubin goes to FPROF_CUBIN_DIR, where `fprof run` reads the
+// SASS of the functions that ran half-precision instructions once the program has ended.
+void Collector::saveCubin(const CUpti_ResourceData* data) {
+  if (cubin_dir_.empty() || data == nullptr || data->resourceDescriptor == nullptr) return;
+  const auto* module = static_cast<const CUpti_ModuleResourceData*>(data->resourceDescriptor);
+  if (module->pCubin == nullptr || module->cubinSize == 0) return;
+  const std::string path = cubin_dir_ + "/pid" + std::to_string(getpid()) + ".module" + std::to_string(module->moduleId) + ".cubin";
+  const int fd = ::open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  size_t written = 0;
+  while (written < module->cubinSize) {
+    const ssize_t n = ::write(fd, module->pCubin + written, module->cubinSize - written);
+    if (n <= 0) break;
+    written += static_cast<size_t>(n);
+  }
+  ::close(fd);
 }
 
 void Collector::handleTeardown() {
@@ -606,20 +683,22 @@ void Collector::writerLoop() {
         }
       }
     }
+    const bool last = strongest == kWakeSignalFinal || strongest == kWakeQuit;
+    const int64_t last_start_ns = last && selfTimingEnabled() ? selfTimingNowNs() : 0;
     if (strongest == kWakeSignalFlush || strongest == kWakeSignalFinal) {
-      CuptiActivityApi::instance().flushAll(true);
-    } else if (strongest != kWakeQuit) {
+      flushCupti(true);
+    } else if (strongest != kWakeQuit && config_.cupti.periodic_flush_all) {
       // CUPTI's own flush period delivers only full buffers; without this a SIGKILL would lose
       // every record of a partly filled buffer, not just the last period.
-      CuptiActivityApi::instance().flushAll(false);
+      flushCupti(false);
     }
     drain();
     if (strongest == kWakeSignalFlush) {
       char done = 'd';
       (void)!::write(done_pipe_[1], &done, 1);
     }
-    if (strongest == kWakeSignalFinal || strongest == kWakeQuit) {
-      finish();
+    if (last) {
+      finish(last_start_ns);
       if (strongest == kWakeSignalFinal) {
         char done = 'd';
         (void)!::write(done_pipe_[1], &done, 1);
@@ -629,10 +708,17 @@ void Collector::writerLoop() {
   }
 }
 
+void Collector::flushCupti(bool forced) {
+  const int64_t t0 = selfTimingEnabled() ? selfTimingNowNs() : 0;
+  CuptiActivityApi::instance().flushAll(forced);
+  if (t0 != 0) self_timing_.addWriter(WriterTimer::kCuptiFlush, selfTimingNowNs() - t0);
+}
+
 void Collector::drain() {
   if (!writer_) return;
+  const bool timing = selfTimingEnabled();
+  auto now = [timing] { return timing ? selfTimingNowNs() : 0; };
   std::vector<RawBuffer> buffers;
-  std::vector<LaunchInfo> launches;
   std::vector<core::DeviceInfo> devices;
   std::vector<core::CollectorEventRecord> events;
   std::vector<std::pair<std::string, std::string>> metadata;
@@ -640,12 +726,9 @@ void Collector::drain() {
     // Buffers first: every launch of a kernel in these buffers was queued before them.
     std::lock_guard lock(pending_mu_);
     buffers.swap(buffers_);
-    launches.swap(launches_);
     devices.swap(devices_);
     events.swap(events_);
     metadata.swap(metadata_);
-    // Grow the next period's queue here, on the writer thread, not launch by launch.
-    launches_.reserve(launches.size());
   }
   for (const auto& [key, value] : metadata) {
     if (core::Status s = writer_->setMetadata(key, value); !s) logWarning("%s", s.error().c_str());
@@ -655,7 +738,11 @@ void Collector::drain() {
     translator_.addDevice(d);
     if (core::Status s = writer_->addDevice(d); !s) logWarning("%s", s.error().c_str());
   }
-  for (LaunchInfo& l : launches) translator_.addLaunch(std::move(l));
+  int64_t t0 = now();
+  std::vector<core::NvtxRangeRecord> ranges;
+  recorder_->collect(translator_, ranges);
+  int64_t t1 = now();
+  if (timing) self_timing_.addWriter(WriterTimer::kCollect, t1 - t0);
   TranslatedBatch batch;
   CuptiActivityApi& api = CuptiActivityApi::instance();
   for (const RawBuffer& b : buffers) {
@@ -665,19 +752,34 @@ void Collector::drain() {
     }
     api.releaseBuffer(b.data);
   }
-  for (core::KernelRecord& r : batch.kernels) writer_->add(r);
-  for (core::KernelArgRecord& r : batch.kernel_args) writer_->add(r);
-  for (core::MemcpyRecord& r : batch.memcpys) writer_->add(r);
-  for (core::MemsetRecord& r : batch.memsets) writer_->add(r);
-  for (core::MemoryEventRecord& r : batch.memory_events) writer_->add(r);
-  for (core::NvtxRangeRecord& r : nvtx_.takeRecords()) {
+  if (timing) {
+    self_timing_.max_pending_launches = std::max<uint64_t>(self_timing_.max_pending_launches, translator_.pendingLaunches());
+    t0 = now();
+    self_timing_.addWriter(WriterTimer::kTranslate, t0 - t1);
+  }
+  addToStore(*writer_, batch);
+  for (core::NvtxRangeRecord& r : ranges) {
     r.process_id = process_id_;
     writer_->add(r);
   }
+  for (FunctionFacts& f : functions_.takeNewFunctions()) {
+    writer_->add(core::FunctionRecord{process_id_, std::move(f.name), f.registers_per_thread, f.local_bytes_per_thread,
+                                      f.static_shared_bytes, f.const_bytes, f.max_threads_per_block, f.binary_version,
+                                      f.ptx_version});
+  }
   for (core::CollectorEventRecord& e : events) writer_->add(e);
   for (LaunchCounterResult& r : metrics_.takeResults()) {
-    writer_->addCountersForLaunch(process_id_, r.correlation_id, r.nested_correlation_id, r.counters,
-                                  std::move(r.raw));
+    const core::Writer::LaunchRef launch{r.launch.correlation_id, r.launch.nested_correlation_id};
+    if (!r.missing_reason.empty()) {
+      writer_->addMissingCountersForLaunch(process_id_, launch, std::move(r.missing_reason));
+    } else if (r.source) {
+      writer_->addCopiedCountersForLaunch(process_id_, launch,
+                                          {r.source->correlation_id, r.source->nested_correlation_id}, r.counters,
+                                          std::move(r.raw));
+    } else {
+      writer_->addCountersForLaunch(process_id_, launch.correlation_id, launch.alt_correlation_id, r.counters,
+                                    std::move(r.raw));
+    }
   }
   for (const auto& [severity, message] : metrics_.takeNotes()) {
     writer_->add(core::CollectorEventRecord{process_id_, unixNowNs(), severity, message});
@@ -700,17 +802,37 @@ void Collector::drain() {
     static std::atomic<int> budget{3};
     if (budget.fetch_sub(1) > 0) logWarning("writing %s failed: %s", path_.c_str(), s.error().c_str());
   }
+  if (timing) {
+    t1 = now();
+    self_timing_.addWriter(WriterTimer::kStore, t1 - t0);
+  }
   translator_.endGeneration();
+  if (timing) self_timing_.addWriter(WriterTimer::kTranslate, now() - t1);
 }
 
-void Collector::finish() {
+void Collector::finish(int64_t last_start_ns) {
   if (!writer_) return;
+  if (const int sig = g_fatal_signal.load(); sig != 0) {
+    const char* abbrev = sigabbrev_np(sig);
+    const std::string name = abbrev != nullptr ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+    (void)writer_->setMetadata("exit_signal", name);
+    writer_->add(core::CollectorEventRecord{process_id_, unixNowNs(), "warning",
+                                            "the program received " + name +
+                                                " and died; everything collected until then was written"});
+  }
   const TranslatorStats& stats = translator_.stats();
   if (stats.unmatched_kernels > 0) {
     writer_->add(core::CollectorEventRecord{
         process_id_, unixNowNs(), "warning",
         std::to_string(stats.unmatched_kernels) +
             " kernels had no launch callback: their launch API, NVTX path, arguments and local memory are unknown"});
+  }
+  if (stats.dropped_launches > 0) {
+    writer_->add(core::CollectorEventRecord{
+        process_id_, unixNowNs(), "warning",
+        std::to_string(stats.dropped_launches) + " launches waited for their kernel record past the limit of " +
+            std::to_string(Translator::kMaxPendingLaunches) + " and were dropped: kernels matching them later lack "
+            "their launch API, NVTX path and arguments"});
   }
   if (stats.duplicates > 0) {
     writer_->add(core::CollectorEventRecord{process_id_, unixNowNs(), "info",
@@ -738,14 +860,32 @@ void Collector::finish() {
         process_id_, unixNowNs(), "warning",
         std::to_string(unmatched) + " profiled launches had counters but no kernel record; their counters are lost"});
   }
-  if (const uint64_t pops = nvtx_.unmatchedPops(); pops > 0) {
+  if (const uint64_t pops = recorder_->unmatchedPops(); pops > 0) {
     writer_->add(core::CollectorEventRecord{process_id_, unixNowNs(), "warning",
                                             std::to_string(pops) + " NVTX pops had no matching push"});
   }
+  SelfTimingTotals timing;
+  if (selfTimingEnabled()) {
+    // Stored before closing: the close itself (indexes, WAL checkpoint) is only printed.
+    timing = self_timing_;
+    recorder_->addTotals(timing);
+    if (last_start_ns != 0) timing.addWriter(WriterTimer::kFinalWrite, selfTimingNowNs() - last_start_ns);
+    if (core::Status s = writer_->setMetadata("self_timing", selfTimingJson(timing)); !s) {
+      logWarning("%s", s.error().c_str());
+    }
+  }
+  const int64_t close_start_ns = selfTimingEnabled() ? selfTimingNowNs() : 0;
   if (core::Status s = writer_->close(); !s) {
     logWarning("closing %s failed: %s", path_.c_str(), s.error().c_str());
   } else {
     logInfo("wrote %s", path_.c_str());
+  }
+  if (selfTimingEnabled()) {
+    // Printed whatever FPROF_QUIET says: it was asked for.
+    const std::string text = selfTimingText(timing);
+    std::fprintf(stderr, "%s", prefixLines(text, "[fprof] ").c_str());
+    std::fprintf(stderr, "[fprof] self-timing: closing the database (indexes, WAL checkpoint): %.1f ms\n",
+                 double(selfTimingNowNs() - close_start_ns) * 1e-6);
   }
   writer_.reset();
   finished_.store(true);
@@ -771,12 +911,44 @@ void Collector::onExit() {
   if (writer_thread_.joinable()) writer_thread_.join();
 }
 
-void Collector::onSignal(int sig) {
+// Our handler goes in front of whatever the program had (the program may install its own later;
+// then ours is simply not called). SA_ONSTACK: a stack overflow's SIGSEGV runs on the program's
+// alternate stack if it set one up.
+void installSignalHandlers() {
+  struct sigaction action {};
+  action.sa_sigaction = signalTrampoline;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART | SA_SIGINFO | SA_ONSTACK;
+  for (int sig : kHandledSignals) sigaction(sig, &action, &g_previous[sig]);
+}
+
+bool endsProgram(const struct sigaction& previous) {
+  return !(previous.sa_flags & SA_SIGINFO) && previous.sa_handler == SIG_DFL;
+}
+
+// Hands the signal to what the program had installed before us, or lets it do what it would have
+// done: re-raised with the original disposition (a crash still dumps core and exits by signal).
+void passOn(int sig, siginfo_t* info, void* context) {
+  const struct sigaction& previous = g_previous[sig];
+  if (endsProgram(previous)) {
+    sigaction(sig, &previous, nullptr);
+    // A fault re-executes the faulting instruction on return; raise() covers abort() and kill.
+    raise(sig);
+  } else if (previous.sa_flags & SA_SIGINFO) {
+    if (previous.sa_sigaction != nullptr) previous.sa_sigaction(sig, info, context);
+  } else if (previous.sa_handler != SIG_IGN && previous.sa_handler != nullptr) {
+    previous.sa_handler(sig);
+  }
+}
+
+void Collector::onSignal(int sig, siginfo_t* info, void* context) {
   const int saved_errno = errno;
-  struct sigaction* previous = sig == SIGINT ? &g_previous_int : &g_previous_term;
-  const bool dies = previous->sa_handler == SIG_DFL && !(previous->sa_flags & SA_SIGINFO);
-  if (!finished_.load() && !exiting_.load()) {
+  const bool dies = endsProgram(g_previous[sig]);
+  // The writer cannot wait for itself: a fault on the writer thread keeps what earlier flushes wrote.
+  const bool on_writer = writer_thread_.joinable() && pthread_equal(pthread_self(), g_writer_thread);
+  if (!finished_.load() && !exiting_.load() && !on_writer) {
     // Only async-signal-safe calls here: a byte to the writer, then wait (bounded) for its reply.
+    if (dies) g_fatal_signal.store(sig);
     wake(dies ? kWakeSignalFinal : kWakeSignalFlush);
     pollfd fd{done_pipe_[0], POLLIN, 0};
     if (::poll(&fd, 1, 5000) > 0) {
@@ -785,14 +957,7 @@ void Collector::onSignal(int sig) {
     }
   }
   errno = saved_errno;
-  if (dies) {
-    sigaction(sig, previous, nullptr);
-    raise(sig);
-  } else if (previous->sa_flags & SA_SIGINFO) {
-    if (previous->sa_sigaction != nullptr) previous->sa_sigaction(sig, nullptr, nullptr);
-  } else if (previous->sa_handler != SIG_IGN && previous->sa_handler != nullptr) {
-    previous->sa_handler(sig);
-  }
+  passOn(sig, info, context);
 }
 
 }  // namespace
@@ -803,5 +968,7 @@ bool initializeCollector() {
   std::call_once(once, [] { on = Collector::instance().initialize(); });
   return on;
 }
+
+bool nvtxInjectionDirect() { return Collector::instance().nvtxDirect(); }
 
 }  // namespace fprof::collector

@@ -11,4 +11,8 @@ namespace fprof::collector {
 // Returns false when collection is off (the target runs on either way).
 bool initializeCollector();
 
+// Whether NVTX goes to fprof's own handlers (FPROF_NVTX_INJECTION=direct, the default) rather
+// than through CUPTI's NVTX layer; valid once initializeCollector() returned true.
+bool nvtxInjectionDirect();
+
 }  // namespace fprof::collector

@@ -3,6 +3,7 @@
 
 #include <charconv>
 #include <cstring>
+#include <string_view>
 
 namespace fprof::collector {
 namespace {
@@ -28,6 +29,68 @@ constexpr std::string_view kSuffix = ".fprof";
 
 bool endsWithSuffix(const std::string& path) {
   return path.size() > kSuffix.size() && path.compare(path.size() - kSuffix.size(), kSuffix.size(), kSuffix) == 0;
+}
+
+// The FPROF_* switches of CUPTI's work; each bad value warns and keeps the default.
+void readCuptiSettings(const EnvLookup& env, CollectorConfig& c) {
+  CuptiSettings& s = c.cupti;
+  auto flag = [&](const char* name, bool& out) {
+    const char* v = env(name);
+    if (v == nullptr) return;
+    if (std::strcmp(v, "0") == 0 || std::strcmp(v, "1") == 0) {
+      out = v[0] == '1';
+    } else {
+      c.warnings.push_back(std::string(name) + "=" + v + " is not 0 or 1; using " + (out ? "1" : "0"));
+    }
+  };
+  flag("FPROF_NVTX_CALLBACKS", s.nvtx_callbacks);
+  if (const char* v = env("FPROF_NVTX_INJECTION"); v != nullptr) {
+    if (std::strcmp(v, "direct") == 0 || std::strcmp(v, "cupti") == 0) {
+      c.nvtx_direct = v[0] == 'd';
+    } else {
+      c.warnings.push_back(std::string("FPROF_NVTX_INJECTION=") + v + " is not direct or cupti; using direct");
+    }
+  }
+  flag("FPROF_CUPTI_FLUSH_ALL", s.periodic_flush_all);
+  if (const char* v = env("FPROF_CUPTI_FLUSH_PERIOD_MS"); v != nullptr) {
+    auto ms = parseInt(v);
+    if (ms && *ms >= 0 && *ms <= 3'600'000) {
+      s.flush_period_ms = static_cast<int>(*ms);
+    } else {
+      c.warnings.push_back(std::string("FPROF_CUPTI_FLUSH_PERIOD_MS=") + v +
+                           " is not a number of milliseconds in 0..3600000; using the flush period");
+    }
+  }
+  if (const char* v = env("FPROF_BUFFER_MB"); v != nullptr) {
+    auto mb = parseInt(v);
+    if (mb && *mb >= 1 && *mb <= 256) {
+      s.buffer_bytes = static_cast<size_t>(*mb) << 20;
+    } else {
+      c.warnings.push_back(std::string("FPROF_BUFFER_MB=") + v + " is not a size in MiB in 1..256; using 8");
+    }
+  }
+  if (const char* v = env("FPROF_ACTIVITY"); v != nullptr) {
+    CuptiSettings kinds = s;
+    kinds.kernel = kinds.memcpy = kinds.memset = kinds.memory = false;
+    bool ok = true;
+    std::string_view list = v;
+    while (ok && !list.empty()) {
+      const size_t comma = list.find(',');
+      const std::string_view item = list.substr(0, comma);
+      if (item == "kernel") kinds.kernel = true;
+      else if (item == "memcpy") kinds.memcpy = true;
+      else if (item == "memset") kinds.memset = true;
+      else if (item == "memory") kinds.memory = true;
+      else if (item != "none") ok = false;
+      list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+    }
+    if (ok) {
+      s = kinds;
+    } else {
+      c.warnings.push_back(std::string("FPROF_ACTIVITY=") + v +
+                           " is not a list of kernel, memcpy, memset, memory (or none); recording all four");
+    }
+  }
 }
 
 }  // namespace
@@ -67,6 +130,9 @@ CollectorConfig readConfig(const EnvLookup& env) {
                            " is not a number of milliseconds in 10..3600000; using 500");
     }
   }
+  const char* timing = env("FPROF_SELF_TIMING");
+  c.self_timing = timing != nullptr && std::strcmp(timing, "1") == 0;
+  readCuptiSettings(env, c);
   c.ranks = readRanks(env);
   return c;
 }

@@ -17,12 +17,27 @@ struct Ranks {
   std::optional<int> local_rank;
 };
 
+// What CUPTI is asked to do, so its own cost per launch can be measured piece by piece (the
+// defaults are what trace mode needs; see docs/overhead.md).
+struct CuptiSettings {
+  bool kernel = true, memcpy = true, memset = true, memory = true;  // FPROF_ACTIVITY: activity kinds
+  bool nvtx_callbacks = true;        // FPROF_NVTX_CALLBACKS=0: NVTX is injected, no callbacks asked
+  bool periodic_flush_all = true;    // FPROF_CUPTI_FLUSH_ALL=0: the writer never calls cuptiActivityFlushAll
+  std::optional<int> flush_period_ms;  // FPROF_CUPTI_FLUSH_PERIOD_MS (0 = off); default: the flush period
+  size_t buffer_bytes = size_t{8} << 20;  // FPROF_BUFFER_MB, 1..256
+};
+
 struct CollectorConfig {
   bool enabled = false;      // false when FPROF_OUTPUT is unset
   std::string output;        // FPROF_OUTPUT as given
   bool force = false;        // FPROF_FORCE=1: overwrite an existing file
   int flush_interval_ms = 500;
   bool quiet = false;
+  bool self_timing = false;  // FPROF_SELF_TIMING=1: time the collector's own work, report at exit
+  // FPROF_NVTX_INJECTION=direct (default): fprof's own NVTX handlers; `cupti`: NVTX through
+  // CUPTI's NVTX layer and callbacks, as before.
+  bool nvtx_direct = true;
+  CuptiSettings cupti;
   Ranks ranks;
   std::vector<std::string> warnings;  // to print once, each prefixed "[fprof] "
 };

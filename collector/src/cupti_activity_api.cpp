@@ -70,7 +70,7 @@ bool CuptiActivityApi::subscribe(CUpti_CallbackFunc callback, void* userdata, st
   return true;
 }
 
-bool CuptiActivityApi::enableCallbacks() {
+bool CuptiActivityApi::enableCallbacks(bool nvtx) {
   bool ok = true;
   for (CUpti_CallbackId id : kRuntimeLaunches) {
     ok &= FPROF_CUPTI_OK(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, id));
@@ -86,11 +86,11 @@ bool CuptiActivityApi::enableCallbacks() {
                                            CUPTI_DRIVER_TRACE_CBID_cuDevicePrimaryCtxReset_v2));
   ok &= FPROF_CUPTI_OK(
       cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED));
-  ok &= FPROF_CUPTI_OK(cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_NVTX));
+  if (nvtx) ok &= FPROF_CUPTI_OK(cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_NVTX));
   return ok;
 }
 
-std::vector<std::string> CuptiActivityApi::enableActivities(BufferSink sink) {
+std::vector<std::string> CuptiActivityApi::enableActivities(BufferSink sink, Kinds kinds) {
   sink_ = std::move(sink);
   std::vector<std::string> warnings;
   if (!FPROF_CUPTI_OK(cuptiActivityRegisterCallbacks(onBufferRequested, onBufferCompleted))) {
@@ -100,10 +100,13 @@ std::vector<std::string> CuptiActivityApi::enableActivities(BufferSink sink) {
   struct Kind {
     CUpti_ActivityKind kind;
     const char* what;
+    bool wanted;
   };
-  for (Kind k : {Kind{CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "kernel"}, Kind{CUPTI_ACTIVITY_KIND_MEMCPY, "memcpy"},
-                 Kind{CUPTI_ACTIVITY_KIND_MEMSET, "memset"}, Kind{CUPTI_ACTIVITY_KIND_MEMORY2, "memory allocation"}}) {
-    if (!FPROF_CUPTI_OK(cuptiActivityEnable(k.kind))) {
+  for (Kind k : {Kind{CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "kernel", kinds.kernel},
+                 Kind{CUPTI_ACTIVITY_KIND_MEMCPY, "memcpy", kinds.memcpy},
+                 Kind{CUPTI_ACTIVITY_KIND_MEMSET, "memset", kinds.memset},
+                 Kind{CUPTI_ACTIVITY_KIND_MEMORY2, "memory allocation", kinds.memory}}) {
+    if (k.wanted && !FPROF_CUPTI_OK(cuptiActivityEnable(k.kind))) {
       warnings.push_back(std::string("CUPTI refused ") + k.what + " activity; those records are missing");
     }
   }
@@ -204,9 +207,9 @@ void CUPTIAPI CuptiActivityApi::onBufferRequested(uint8_t** buffer, size_t* size
       self.pool_.pop_back();
     }
   }
-  if (b == nullptr) b = static_cast<uint8_t*>(std::aligned_alloc(8, kBufferBytes));
+  if (b == nullptr) b = static_cast<uint8_t*>(std::aligned_alloc(8, self.buffer_bytes_));
   *buffer = b;
-  *size = b == nullptr ? 0 : kBufferBytes;  // size 0: CUPTI drops records and counts them
+  *size = b == nullptr ? 0 : self.buffer_bytes_;  // size 0: CUPTI drops records and counts them
   *max_records = 0;
 }
 
@@ -328,6 +331,10 @@ bool CuptiActivityApi::enableMemoryOperationCallbacks() {
     }
   }
   return ok;
+}
+
+bool CuptiActivityApi::enableModuleLoadCallbacks() {
+  return FPROF_CUPTI_OK(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED));
 }
 
 }  // namespace fprof::collector

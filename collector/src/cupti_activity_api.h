@@ -23,14 +23,23 @@ class CuptiActivityApi {
 
   // Fails (with `error` set) when another CUPTI client holds the subscription.
   bool subscribe(CUpti_CallbackFunc callback, void* userdata, std::string& error);
-  // Launch, graph-launch, context-teardown, context-creation and NVTX callbacks.
-  bool enableCallbacks();
+  // Launch, graph-launch, context-teardown, context-creation and (with `nvtx`) NVTX callbacks.
+  bool enableCallbacks(bool nvtx = true);
   // Metrics mode: callbacks on every driver memset and memcpy, because the driver may run them
   // as kernels, which the range profiler would count as ranges of their own.
   bool enableMemoryOperationCallbacks();
+  // Metrics mode: every module's cubin, for the SASS that says how many lanes a half
+  // instruction has (core/sass_half.h).
+  bool enableModuleLoadCallbacks();
   static bool isMemoryOperation(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
+  // Which activity kinds to record (all four by default).
+  struct Kinds {
+    bool kernel = true, memcpy = true, memset = true, memory = true;
+  };
+  // Size of each activity buffer handed to CUPTI; before enableActivities.
+  void setBufferBytes(size_t bytes) { buffer_bytes_ = bytes; }
   // Kernel, memcpy, memset and memory activity. Returns one warning per kind that failed.
-  std::vector<std::string> enableActivities(BufferSink sink);
+  std::vector<std::string> enableActivities(BufferSink sink, Kinds kinds);
   void setFlushPeriod(int period_ms);
   // From a non-CUPTI thread or an API callback only (CUPTI forbids it inside buffer callbacks).
   // A no-op once released.
@@ -66,9 +75,9 @@ class CuptiActivityApi {
   static void CUPTIAPI onBufferCompleted(CUcontext context, uint32_t stream_id, uint8_t* buffer, size_t size,
                                          size_t valid_bytes);
 
-  static constexpr size_t kBufferBytes = 8u << 20;
   static constexpr size_t kPooledBuffers = 8;
 
+  size_t buffer_bytes_ = size_t{8} << 20;
   CUpti_SubscriberHandle subscriber_ = nullptr;
   BufferSink sink_;
   std::mutex pool_mu_;

@@ -36,13 +36,95 @@ FunctionInfo FunctionCache::query(CUfunction handle) {
     resolved_.fetch_add(1, std::memory_order_relaxed);
   }
   info.local_bytes_per_thread = local_bytes;
+  recordFacts(function, local_bytes);
   // cuFuncGetParamInfo answers CUDA_ERROR_INVALID_VALUE past the last parameter.
   for (size_t i = 0; i < 4096; ++i) {
     size_t offset = 0, size = 0;
     if (cuFuncGetParamInfo(function, i, &offset, &size) != CUDA_SUCCESS) break;
     if (size == 8) info.eight_byte_params.push_back({static_cast<int32_t>(i), static_cast<int32_t>(offset)});
+    info.params.push_back({static_cast<int32_t>(offset), static_cast<int32_t>(size)});
   }
   return info;
+}
+
+void FunctionCache::recordFacts(CUfunction function, int local_bytes) {
+  FunctionFacts facts;
+  const char* name = nullptr;
+  if (cuFuncGetName(&name, function) != CUDA_SUCCESS || name == nullptr) return;
+  facts.name = name;
+  facts.local_bytes_per_thread = local_bytes;
+  auto attribute = [function](CUfunction_attribute a) -> std::optional<int> {
+    int v = 0;
+    if (cuFuncGetAttribute(&v, a, function) != CUDA_SUCCESS) return std::nullopt;
+    return v;
+  };
+  facts.registers_per_thread = attribute(CU_FUNC_ATTRIBUTE_NUM_REGS);
+  if (auto v = attribute(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)) facts.static_shared_bytes = *v;
+  if (auto v = attribute(CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES)) facts.const_bytes = *v;
+  facts.max_threads_per_block = attribute(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+  facts.binary_version = attribute(CU_FUNC_ATTRIBUTE_BINARY_VERSION);
+  facts.ptx_version = attribute(CU_FUNC_ATTRIBUTE_PTX_VERSION);
+  new_functions_.push_back(std::move(facts));
+}
+
+std::vector<FunctionFacts> FunctionCache::takeNewFunctions() {
+  std::lock_guard lock(mu_);
+  std::vector<FunctionFacts> out;
+  out.swap(new_functions_);
+  return out;
+}
+
+namespace {
+struct Fnv1a {
+  uint64_t h = 1469598103934665603ull;
+  void add(const void* data, size_t n) {
+    const auto* p = static_cast<const uint8_t*>(data);
+    for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  }
+};
+
+bool isDeviceAddress(uint64_t value) {
+  if (value < (uint64_t{1} << 16)) return false;  // small integers are no addresses
+  unsigned int type = 0;
+  return cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, static_cast<CUdeviceptr>(value)) ==
+         CUDA_SUCCESS;
+}
+}  // namespace
+
+std::optional<uint64_t> FunctionCache::signature(CUfunction handle, const FunctionInfo& info, const LaunchShape& shape,
+                                                 void** kernel_params, void** extra) {
+  const uint8_t* buffer = nullptr;
+  size_t buffer_bytes = 0;
+  if (kernel_params == nullptr && extra != nullptr) {
+    for (void** p = extra; *p != CU_LAUNCH_PARAM_END; p += 2) {
+      if (*p == CU_LAUNCH_PARAM_BUFFER_POINTER) buffer = static_cast<const uint8_t*>(p[1]);
+      if (*p == CU_LAUNCH_PARAM_BUFFER_SIZE && p[1] != nullptr) buffer_bytes = *static_cast<const size_t*>(p[1]);
+    }
+    if (buffer == nullptr) return std::nullopt;
+  } else if (kernel_params == nullptr && !info.params.empty()) {
+    return std::nullopt;
+  }
+  if (info.local_bytes_per_thread < 0) return std::nullopt;  // the function could not be queried
+  Fnv1a h;
+  h.add(&handle, sizeof handle);
+  h.add(&shape, sizeof shape);
+  for (size_t i = 0; i < info.params.size(); ++i) {
+    const FunctionInfo::Layout& p = info.params[i];
+    const uint8_t* bytes = nullptr;
+    if (buffer != nullptr) {
+      if (static_cast<size_t>(p.offset_bytes) + static_cast<size_t>(p.size_bytes) > buffer_bytes) return std::nullopt;
+      bytes = buffer + p.offset_bytes;
+    } else {
+      bytes = static_cast<const uint8_t*>(kernel_params[i]);
+    }
+    if (p.size_bytes == 8) {
+      uint64_t value = 0;
+      std::memcpy(&value, bytes, 8);
+      if (isDeviceAddress(value)) continue;  // where the data lives does not change the work
+    }
+    h.add(bytes, static_cast<size_t>(p.size_bytes));
+  }
+  return h.h;
 }
 
 void FunctionCache::readArgs(const FunctionInfo& info, void** kernel_params, void** extra, LaunchArgs& out) {

@@ -8,6 +8,8 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -22,6 +24,32 @@ struct FunctionInfo {
     int32_t offset_bytes = 0;
   };
   std::vector<Param> eight_byte_params;
+  struct Layout {
+    int32_t offset_bytes = 0;
+    int32_t size_bytes = 0;
+  };
+  std::vector<Layout> params;  // every parameter, in order
+};
+
+// Grid, block, cluster and dynamic shared memory of a launch: with the function and its
+// non-pointer argument bytes, what makes two launches do the same work.
+struct LaunchShape {
+  uint32_t grid[3] = {0, 0, 0};
+  uint32_t block[3] = {0, 0, 0};
+  uint32_t cluster[3] = {0, 0, 0};
+  uint32_t dynamic_shared_bytes = 0;
+};
+
+// What the driver says about a function once (the function table), queued for the writer.
+struct FunctionFacts {
+  std::string name;  // mangled (cuFuncGetName)
+  std::optional<int> registers_per_thread;  // CU_FUNC_ATTRIBUTE_NUM_REGS: what ptxas -v says
+  std::optional<int64_t> local_bytes_per_thread;
+  std::optional<int64_t> static_shared_bytes;
+  std::optional<int64_t> const_bytes;
+  std::optional<int> max_threads_per_block;
+  std::optional<int> binary_version;
+  std::optional<int> ptx_version;
 };
 
 class FunctionCache {
@@ -38,8 +66,19 @@ class FunctionCache {
 
   static void readArgs(const FunctionInfo& info, void** kernel_params, void** extra, LaunchArgs& out);
 
+  // A hash of function, shape and every argument byte except device addresses (8-byte values the
+  // driver knows as device memory): equal for launches that do the same work. None when the
+  // arguments cannot be read.
+  static std::optional<uint64_t> signature(CUfunction handle, const FunctionInfo& info, const LaunchShape& shape,
+                                           void** kernel_params, void** extra);
+
+  // Facts of the functions queried since the last call (writer thread).
+  std::vector<FunctionFacts> takeNewFunctions();
+
  private:
   FunctionInfo query(CUfunction handle);
+  void recordFacts(CUfunction function, int local_bytes);  // requires mu_
+  std::vector<FunctionFacts> new_functions_;
 
   std::mutex mu_;
   std::unordered_map<CUfunction, FunctionInfo> infos_;  // node-based: references stay valid

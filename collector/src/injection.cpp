@@ -4,6 +4,7 @@
 
 #include "collector.h"
 #include "log.h"
+#include "nvtx_injection.h"
 
 // Exported by libcupti but not declared in the CUDA 13.0 headers.
 extern "C" CUptiResult CUPTIAPI cuptiNvtxInitialize2(void* get_export_table);
@@ -17,9 +18,15 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
 
 // Called by the NVTX loader at the first NVTX call of each module when NVTX_INJECTION64_PATH
 // names this library; it may come before cuInit. 0 turns NVTX into no-ops for that module, the
-// cheapest choice when nothing is collected.
+// cheapest choice when nothing is collected. By default fprof's own handlers take the module's
+// NVTX calls (nvtx_injection.h); FPROF_NVTX_INJECTION=cupti routes them through CUPTI.
 extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table) {
   if (!fprof::collector::initializeCollector()) return 0;
+  if (fprof::collector::nvtxInjectionDirect()) {
+    if (fprof::collector::installNvtxHandlers(get_export_table)) return 1;
+    fprof::collector::logWarning("this module's NVTX offers no function tables; its NVTX ranges are not recorded");
+    return 0;
+  }
   const CUptiResult r = cuptiNvtxInitialize2(reinterpret_cast<void*>(get_export_table));
   if (r != CUPTI_SUCCESS) {
     const char* text = nullptr;

@@ -7,18 +7,42 @@
 #include <cstdlib>
 
 #include "checks.h"
-#include "log.h"
 #include "fprof/core/metric_sets.h"
+#include "log.h"
+#include "range_matching.h"
 
 namespace fprof::collector {
 namespace {
 // True while this thread is inside the metrics collector: a driver call made from here (a decode
-// synchronizes) may come back as a callback, which must not lock the mutex again.
+// synchronizes) may come back as a callback, which must not lock again.
 thread_local bool t_inside = false;
 struct Inside {
   Inside() { t_inside = true; }
   ~Inside() { t_inside = false; }
 };
+
+// The window this thread holds, from a launch's (or copy's) ENTER to its EXIT.
+struct Window {
+  std::unique_lock<std::mutex> lock;
+  void* state = nullptr;  // MetricsCollector::ContextState*
+  bool profiled = false;
+  int depth = 0;  // a runtime launch wraps a driver launch: only the outermost driver call counts
+};
+thread_local Window t_window;
+
+// Counts whose equality says two launches did the same work (bytes and time vary run to run).
+bool isDeterministic(const std::string& metric) {
+  return metric.find("inst_executed") != std::string::npos || metric.find("ops_path_tensor") != std::string::npos;
+}
+
+bool sameDeterministicCounts(const std::vector<std::pair<std::string, double>>& a,
+                             const std::vector<std::pair<std::string, double>>& b) {
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    if (isDeterministic(a[i].first) && a[i].second != b[i].second) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 bool MetricsCollector::configure(const MetricsConfig& config) {
@@ -27,26 +51,31 @@ bool MetricsCollector::configure(const MetricsConfig& config) {
   for (const std::string& e : config.errors) logWarning("metrics mode off: %s", e.c_str());
   if (!enabled_) return false;
   selector_ = std::make_unique<LaunchSelector>(config_);
+  const char* debug = std::getenv("FPROF_DEBUG_RANGES");
+  debug_ranges_ = debug != nullptr && *debug == '1';
   std::string list;
   for (const std::string& m : config_.metrics) list += (list.empty() ? "" : ",") + m;
   metadata_.emplace_back("metric_set", config_.selection);
   metadata_.emplace_back("metrics", list);
   metadata_.emplace_back("cache_control", "none");
   metadata_.emplace_back("replay_mode", "kernel");
+  metadata_.emplace_back("samples_per_launch_kind", config_.samples_per_signature == 0
+                                                        ? std::string("every launch")
+                                                        : std::to_string(config_.samples_per_signature));
   started_at_ = last_progress_ = std::chrono::steady_clock::now();
   return true;
 }
 
-std::string MetricsCollector::demangled(const char* symbol) {
-  if (symbol == nullptr) return {};
+const std::string& MetricsCollector::demangled(const char* symbol) {
+  static const std::string none;
+  if (symbol == nullptr) return none;
   auto it = demangled_.find(symbol);
   if (it != demangled_.end()) return it->second;
   int status = 0;
   char* d = abi::__cxa_demangle(symbol, nullptr, nullptr, &status);
   std::string name = (status == 0 && d != nullptr) ? d : symbol;
   std::free(d);
-  demangled_.emplace(symbol, name);
-  return name;
+  return demangled_.emplace(symbol, std::move(name)).first->second;
 }
 
 void MetricsCollector::note(const char* severity, const std::string& message) {
@@ -54,15 +83,24 @@ void MetricsCollector::note(const char* severity, const std::string& message) {
   logWarning("%s", message.c_str());
 }
 
-MetricsCollector::ContextState* MetricsCollector::contextState(CUcontext ctx) {
-  auto it = contexts_.find(ctx);
-  if (it != contexts_.end()) return it->second.failed ? nullptr : &it->second;
-  ContextState& s = contexts_[ctx];
+void MetricsCollector::missing(LaunchRef launch, std::string reason) {
+  LaunchCounterResult r;
+  r.launch = launch;
+  r.missing_reason = std::move(reason);
+  results_.push_back(std::move(r));
+}
+
+MetricsCollector::ContextState& MetricsCollector::stateOf(CUcontext ctx) { return contexts_[ctx]; }
+
+bool MetricsCollector::setUp(ContextState& s) {
+  if (s.set_up) return !s.failed;
+  s.set_up = true;
+  CUcontext ctx = nullptr;
   CUdevice device = 0;
   std::string error;
-  if (!FPROF_CU_OK(cuCtxGetDevice(&device))) {
+  if (!FPROF_CU_OK(cuCtxGetCurrent(&ctx)) || !FPROF_CU_OK(cuCtxGetDevice(&device))) {
     s.failed = true;
-    return nullptr;
+    return false;
   }
   s.profiler = std::make_unique<RangeProfiler>();
   if (!s.profiler->setup(ctx, static_cast<int>(device), config_.metrics, config_.batch_ranges, error)) {
@@ -70,38 +108,96 @@ MetricsCollector::ContextState* MetricsCollector::contextState(CUcontext ctx) {
     s.profiler.reset();
     note("error", "hardware counters unavailable, this context stays in trace mode: " + error);
     metadata_.emplace_back("mode", "trace");
-    return nullptr;
+    return false;
   }
   passes_ = s.profiler->passes();
   metadata_.emplace_back("metrics_passes", std::to_string(passes_));
   metadata_.emplace_back("chip", s.profiler->chip());
   metadata_.emplace_back("mode", "metrics");
-  return &s;
+  return true;
+}
+
+// Copies go out as soon as their source is decoded; until then they wait on it.
+void MetricsCollector::copyOrWait(uint64_t source_index, LaunchRef launch) {
+  auto it = decoded_.find(source_index);
+  if (it == decoded_.end()) {
+    waiting_copies_[source_index].push_back(launch);
+    return;
+  }
+  LaunchCounterResult r;
+  r.launch = launch;
+  r.counters = it->second.counters;
+  r.counters.source = core::kCounterSourceSameSignature;
+  r.raw = it->second.raw;
+  r.source = it->second.launch;
+  if (auto varies = signature_varies_.find(it->second.signature); varies != signature_varies_.end()) {
+    r.counters.signature_varies = varies->second;
+  }
+  ++copied_;
+  results_.push_back(std::move(r));
+}
+
+void MetricsCollector::keepDecoded(const Entry& e, const std::vector<double>& row, const std::string& range_name) {
+  LaunchCounterResult r;
+  r.launch = e.launch;
+  r.counters = core::deriveCounters(config_.metrics, row);
+  for (size_t m = 0; m < config_.metrics.size() && m < row.size(); ++m) r.raw.emplace_back(config_.metrics[m], row[m]);
+  if (e.signature) {
+    // A later sample of a signature says whether identical launches do identical work.
+    auto [first, is_first] = first_sample_.try_emplace(*e.signature, r.raw);
+    if (!is_first) {
+      const bool varies = !sameDeterministicCounts(first->second, r.raw);
+      bool& known = signature_varies_[*e.signature];
+      if (varies && !known) {
+        note("warning", "launches of " + e.demangled +
+                            " with the same grid, block and arguments executed different instruction counts: its "
+                            "work depends on data, so copied values are approximate");
+      }
+      known = known || varies;
+      r.counters.signature_varies = known;
+    } else if (config_.samples_per_signature > 0) {
+      decoded_[e.launch_index] = Profiled{r.counters, r.raw, e.launch, *e.signature};  // copies come from first samples
+    }
+  }
+  if (debug_ranges_) {
+    logInfo("range '%s' -> launch %u (%s)", range_name.c_str(), e.launch.correlation_id, e.mangled.c_str());
+  }
+  results_.push_back(std::move(r));
+  if (auto waiting = waiting_copies_.find(e.launch_index); waiting != waiting_copies_.end()) {
+    std::vector<LaunchRef> copies = std::move(waiting->second);
+    waiting_copies_.erase(waiting);
+    for (const LaunchRef& c : copies) copyOrWait(e.launch_index, c);
+  }
 }
 
 void MetricsCollector::decode(ContextState& s) {
   if (!s.profiler || s.batch.empty()) return;
   std::vector<std::vector<double>> rows;
+  std::vector<std::string> names;
   std::string error;
-  const bool ok = s.profiler->stopAndDecode(rows, error);
-  if (!ok) note("warning", "decoding counters: " + error);
-  if (rows.size() != s.batch.size()) {
-    // Some launch became a range without passing our callback (or the reverse): no row can be
-    // trusted to belong to its kernel, so none is kept.
-    ++mismatched_batches_;
-    note("warning", "counter ranges (" + std::to_string(rows.size()) + ") and profiled launches (" +
-                        std::to_string(s.batch.size()) + ") differ; the batch's counters were discarded");
-  } else {
-    for (size_t i = 0; i < rows.size(); ++i) {
-      LaunchCounterResult r;
-      r.correlation_id = s.batch[i].first;
-      r.nested_correlation_id = s.batch[i].second;
-      r.counters = core::deriveCounters(config_.metrics, rows[i]);
-      for (size_t m = 0; m < config_.metrics.size() && m < rows[i].size(); ++m) {
-        r.raw.emplace_back(config_.metrics[m], rows[i][m]);
+  if (!s.profiler->stopAndDecode(rows, error, &names)) note("warning", "decoding counters: " + error);
+  std::vector<ProfiledLaunchName> launches;
+  launches.reserve(s.batch.size());
+  for (const Entry& e : s.batch) launches.push_back({e.mangled, e.demangled});
+  const std::vector<std::optional<size_t>> match = matchRangesToLaunches(names, rows.size(), launches);
+  size_t matched = 0;
+  for (size_t i = 0; i < s.batch.size(); ++i) {
+    if (match[i]) {
+      ++matched;
+      keepDecoded(s.batch[i], rows[*match[i]], *match[i] < names.size() ? names[*match[i]] : std::string());
+    } else {
+      missing(s.batch[i].launch, "the range profiler returned no counter range for this launch");
+      for (const LaunchRef& c : waiting_copies_[s.batch[i].launch_index]) {
+        missing(c, "the identical launch it would copy from got no counter range");
       }
-      results_.push_back(std::move(r));
+      waiting_copies_.erase(s.batch[i].launch_index);
     }
+  }
+  if (matched != rows.size() || matched != s.batch.size()) {
+    unmatched_ranges_ += rows.size() - matched;
+    note("warning", std::to_string(rows.size()) + " counter ranges for " + std::to_string(s.batch.size()) +
+                        " profiled launches; " + std::to_string(matched) +
+                        " matched by kernel name and order, the others have no counters (with the reason stored)");
   }
   s.batch.clear();
 }
@@ -111,82 +207,163 @@ void MetricsCollector::progress() {
   if (now - last_progress_ < std::chrono::seconds(2)) return;
   last_progress_ = now;
   const double elapsed = std::chrono::duration<double>(now - started_at_).count();
-  logInfo("metrics: %llu kernels profiled (%zu passes each), %.1f s", static_cast<unsigned long long>(profiled_),
-          passes_, elapsed);
+  logInfo("metrics: %llu kernels profiled (%zu passes each), %llu identical launches given their values, %.1f s",
+          static_cast<unsigned long long>(profiled_), passes_, static_cast<unsigned long long>(copied_), elapsed);
 }
 
-void MetricsCollector::beforeLaunch(const LaunchRequest& launch) {
-  if (!enabled_ || t_inside) return;
-  Inside inside;
-  std::lock_guard lock(mu_);
-  if (finished_) return;
+void MetricsCollector::openWindow(const LaunchRequest& launch, ContextState& s) {
   LaunchFacts facts;
   facts.demangled_name = demangled(launch.symbol_name);
   facts.nvtx_path = launch.nvtx_path;
   facts.graph_launch = launch.graph_launch;
   facts.cooperative = launch.cooperative;
-  std::string unsafe;
-  const LaunchDecision decision = selector_->decide(facts, &unsafe);
-  if (decision == LaunchDecision::kSkipUnsafe && unsafe_skips_[unsafe]++ == 0) {
-    note("info", "not profiling " + facts.demangled_name + " (and others like it): " + unsafe +
-                     "; they run unprofiled, in trace mode");
+  facts.signature = launch.signature;
+  const Decision decision = selector_->decide(facts);
+  const LaunchRef ref{launch.correlation_id, launch.nested_correlation_id};
+  switch (decision.kind) {
+    case LaunchDecision::kSkipUnsafe:
+      if (unsafe_skips_[decision.reason]++ == 0) {
+        note("info", "not profiling " + facts.demangled_name + " (and others like it): " + decision.reason);
+      }
+      [[fallthrough]];
+    case LaunchDecision::kSkipFiltered:
+      missing(ref, decision.reason);
+      return;
+    case LaunchDecision::kCopy:
+      copyOrWait(decision.source_index, ref);
+      return;
+    case LaunchDecision::kProfile:
+      break;
   }
-  auto it = contexts_.find(launch.context);
-  if (decision != LaunchDecision::kProfile) {
-    // Not profiled: stop so this kernel runs natively and is no range. Ranges of several
-    // start/stop sessions accumulate until one decode (checked on an H200), so no decode here.
-    if (it != contexts_.end() && it->second.profiler && it->second.profiler->started()) {
-      std::string error;
-      if (!it->second.profiler->stop(error)) note("warning", "stopping the range profiler: " + error);
-    }
+  if (!setUp(s)) {
+    missing(ref, "hardware counters unavailable on this context (see the collector's error)");
     return;
   }
-  ContextState* s = contextState(launch.context);
-  if (s == nullptr) return;
-  if (s->batch.size() >= config_.batch_ranges) decode(*s);
+  if (s.batch.size() >= config_.batch_ranges) decode(s);
   std::string error;
-  if (!s->profiler->start(error)) {
+  if (!s.profiler->start(error)) {
     note("error", "starting the range profiler: " + error);
-    s->failed = true;
+    s.failed = true;
+    missing(ref, "the range profiler could not be started");
     return;
   }
-  s->batch.emplace_back(launch.correlation_id, launch.nested_correlation_id);
+  Entry e;
+  e.launch = ref;
+  e.mangled = launch.symbol_name != nullptr ? launch.symbol_name : "";
+  e.demangled = facts.demangled_name;
+  e.launch_index = decision.launch_index;
+  e.signature = launch.signature;
+  s.batch.push_back(std::move(e));
+  t_window.profiled = true;
   ++profiled_;
   progress();
 }
 
+void MetricsCollector::beforeLaunch(const LaunchRequest& launch) {
+  if (!enabled_ || t_inside) return;
+  if (t_window.depth++ > 0) return;
+  Inside inside;
+  ContextState* s = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    if (finished_) return;
+    s = &stateOf(launch.context);
+  }
+  // The window first, then the collector's lock: the order every path takes.
+  t_window.lock = std::unique_lock<std::mutex>(s->window);
+  t_window.state = s;
+  t_window.profiled = false;
+  std::lock_guard lock(mu_);
+  if (finished_) return;
+  openWindow(launch, *s);
+}
+
+void MetricsCollector::closeWindow(CUresult result) {
+  auto* s = static_cast<ContextState*>(t_window.state);
+  if (s == nullptr || !t_window.profiled || !s->profiler) return;
+  std::string error;
+  if (!s->profiler->stop(error)) note("warning", "stopping the range profiler: " + error);
+  if (result != CUDA_SUCCESS && !s->batch.empty()) {
+    // A failed launch runs no kernel and makes no range; its kernel row will not exist either.
+    s->batch.pop_back();
+    --profiled_;
+  }
+}
+
+void MetricsCollector::afterLaunch(CUresult result) {
+  if (!enabled_ || t_inside || t_window.depth == 0) return;
+  if (--t_window.depth > 0) return;
+  Inside inside;
+  {
+    std::lock_guard lock(mu_);
+    closeWindow(result);
+  }
+  t_window.state = nullptr;
+  t_window.profiled = false;
+  if (t_window.lock.owns_lock()) t_window.lock.unlock();
+}
+
 void MetricsCollector::beforeMemoryOperation(CUcontext context) {
   if (!enabled_ || t_inside) return;
-  std::lock_guard lock(mu_);
-  auto it = contexts_.find(context);
-  if (it == contexts_.end() || !it->second.profiler || !it->second.profiler->started()) return;
-  std::string error;
-  if (!it->second.profiler->stop(error)) note("warning", "stopping the range profiler: " + error);
+  if (t_window.depth++ > 0) return;
+  ContextState* s = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    auto it = contexts_.find(context);
+    if (finished_ || it == contexts_.end()) return;
+    s = &it->second;
+  }
+  t_window.lock = std::unique_lock<std::mutex>(s->window);
+  t_window.state = nullptr;  // nothing to stop: the profiler runs only inside profiled launches
+}
+
+void MetricsCollector::afterMemoryOperation() {
+  if (!enabled_ || t_inside || t_window.depth == 0) return;
+  if (--t_window.depth > 0) return;
+  if (t_window.lock.owns_lock()) t_window.lock.unlock();
 }
 
 void MetricsCollector::finishAll() {
   if (!enabled_ || t_inside) return;
   Inside inside;
-  std::lock_guard lock(mu_);
-  // Launches after this point (a program that goes on after cudaDeviceReset) run unprofiled.
-  finished_ = true;
-  for (auto& [ctx, s] : contexts_) {
-    if (s.profiler == nullptr) continue;
+  std::vector<ContextState*> states;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [ctx, s] : contexts_) states.push_back(&s);
+  }
+  for (ContextState* s : states) {
+    // A window held by this very thread (exit from inside a launch callback) is not waited for.
+    std::unique_lock<std::mutex> window(s->window, std::defer_lock);
+    if (!(t_window.lock.owns_lock() && t_window.lock.mutex() == &s->window)) window.lock();
+    std::lock_guard lock(mu_);
+    if (s->profiler == nullptr) continue;
+    CUcontext ctx = nullptr;
+    for (auto& [c, state] : contexts_) {
+      if (&state == s) ctx = c;
+    }
     // Decoding needs the context current on this thread.
     CUcontext previous = nullptr;
     (void)cuCtxGetCurrent(&previous);
     if (previous != ctx) (void)cuCtxPushCurrent(ctx);
-    decode(s);
+    decode(*s);
     // Disable while the context lives: a range profiler still enabled when the context is
     // destroyed at exit crashed the target on an H200.
-    s.profiler->teardown();
-    s.profiler.reset();
+    s->profiler->teardown();
+    s->profiler.reset();
     if (previous != ctx) (void)cuCtxPopCurrent(nullptr);
   }
-  if (mismatched_batches_ > 0) {
-    metadata_.emplace_back("metrics_discarded_batches", std::to_string(mismatched_batches_));
+  std::lock_guard lock(mu_);
+  // Launches after this point (a program that goes on after cudaDeviceReset) run unprofiled.
+  if (!finished_) {
+    for (auto& [source, copies] : waiting_copies_) {
+      for (const LaunchRef& c : copies) missing(c, "the identical launch it would copy from was never decoded");
+    }
+    waiting_copies_.clear();
+    metadata_.emplace_back("metrics_kernels_profiled", std::to_string(profiled_));
+    metadata_.emplace_back("metrics_kernels_copied", std::to_string(copied_));
+    if (unmatched_ranges_ > 0) metadata_.emplace_back("metrics_unmatched_ranges", std::to_string(unmatched_ranges_));
   }
-  metadata_.emplace_back("metrics_kernels_profiled", std::to_string(profiled_));
+  finished_ = true;
 }
 
 std::vector<LaunchCounterResult> MetricsCollector::takeResults() {

@@ -1,7 +1,12 @@
 // Metrics mode: hardware counters per kernel through the CUPTI range profiler (auto range,
-// kernel replay), one profiler per context. Selected launches run with the profiler started;
-// any other launch first stops it (decoding the batch), so it runs at full speed and can never
-// be mistaken for a profiled range.
+// kernel replay), one profiler per context.
+//
+// Every launch (and every memset/memcpy, which the driver may run as a kernel) holds its context's
+// profiling window from the driver callback's ENTER to its EXIT. The profiler runs only inside the
+// window of a launch chosen for profiling, so no other thread's kernel can become a range, and each
+// range is matched to its launch by name and order when a batch is decoded. Launches identical to
+// one already profiled (same signature) get its values, marked as copied; launches that are not
+// profiled get a stored reason. Every kernel of a metrics run ends with counters or a reason.
 #pragma once
 
 #include <cuda.h>
@@ -11,7 +16,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -21,11 +28,18 @@
 
 namespace fprof::collector {
 
-struct LaunchCounterResult {
+struct LaunchRef {
   uint32_t correlation_id = 0;
-  uint32_t nested_correlation_id = 0;
+  uint32_t nested_correlation_id = 0;  // the driver call inside a runtime launch (0 = none)
+};
+
+// What the writer gets for one launch: counters (profiled or copied from `source`), or a reason.
+struct LaunchCounterResult {
+  LaunchRef launch;
   core::KernelCounters counters;
   std::vector<std::pair<std::string, double>> raw;
+  std::optional<LaunchRef> source;  // copied from this profiled launch
+  std::string missing_reason;       // not empty: no counters, and why
 };
 
 struct LaunchRequest {
@@ -36,6 +50,7 @@ struct LaunchRequest {
   const std::string* nvtx_path = nullptr;
   bool graph_launch = false;
   bool cooperative = false;
+  std::optional<uint64_t> signature;  // see LaunchFacts::signature
 };
 
 class MetricsCollector {
@@ -44,10 +59,12 @@ class MetricsCollector {
   bool configure(const MetricsConfig& config);
   bool enabled() const { return enabled_; }
 
-  // At the driver launch callback (ENTER), just before the launch is submitted.
+  // At the driver launch callback's ENTER, just before the launch is submitted, and its EXIT.
   void beforeLaunch(const LaunchRequest& launch);
-  // At a driver memset/memcpy (ENTER): the driver may run it as a kernel, so the profiler stops.
+  void afterLaunch(CUresult result);
+  // At a driver memset/memcpy's ENTER and EXIT: it holds the window too, with the profiler stopped.
   void beforeMemoryOperation(CUcontext context);
+  void afterMemoryOperation();
   // Stops and decodes every context (teardown, exit, signals). Safe to call repeatedly.
   void finishAll();
 
@@ -56,30 +73,58 @@ class MetricsCollector {
   std::vector<std::pair<std::string, std::string>> takeMetadata();   // (key, value)
 
  private:
-  struct ContextState {
-    std::unique_ptr<RangeProfiler> profiler;
-    std::vector<std::pair<uint32_t, uint32_t>> batch;  // correlation ids of the started ranges
-    bool failed = false;
+  struct Entry {
+    LaunchRef launch;
+    std::string mangled;
+    std::string demangled;
+    uint64_t launch_index = 0;
+    std::optional<uint64_t> signature;
   };
-  ContextState* contextState(CUcontext ctx);
-  void decode(ContextState& s);
+  struct ContextState {
+    std::mutex window;  // held by a launch or copy on this context from ENTER to EXIT
+    std::unique_ptr<RangeProfiler> profiler;
+    std::vector<Entry> batch;  // profiled launches whose ranges are not decoded yet
+    bool failed = false;
+    bool set_up = false;
+  };
+  struct Profiled {  // a decoded launch that copies may come from
+    core::KernelCounters counters;
+    std::vector<std::pair<std::string, double>> raw;
+    LaunchRef launch;
+    uint64_t signature = 0;
+  };
+
+  ContextState& stateOf(CUcontext ctx);  // requires mu_
+  bool setUp(ContextState& s);           // requires mu_
+  void openWindow(const LaunchRequest& launch, ContextState& s);  // requires mu_
+  void closeWindow(CUresult result);     // requires mu_
+  void decode(ContextState& s);          // requires mu_
+  void keepDecoded(const Entry& e, const std::vector<double>& row, const std::string& range_name);
+  void copyOrWait(uint64_t source_index, LaunchRef launch);
+  void missing(LaunchRef launch, std::string reason);
   void note(const char* severity, const std::string& message);
   void progress();
-  std::string demangled(const char* symbol);
+  const std::string& demangled(const char* symbol);
 
-  std::mutex mu_;
+  std::mutex mu_;  // taken after a context's window, never before it
   bool enabled_ = false;
   bool finished_ = false;
+  bool debug_ranges_ = false;
   MetricsConfig config_;
   std::unique_ptr<LaunchSelector> selector_;
-  std::map<CUcontext, ContextState> contexts_;
-  std::map<std::string, std::string> demangled_;
+  std::map<CUcontext, ContextState> contexts_;  // node-based: windows and states stay put
+  std::unordered_map<std::string, std::string> demangled_;
+  std::unordered_map<uint64_t, Profiled> decoded_;                     // by selected-launch index
+  std::unordered_map<uint64_t, std::vector<LaunchRef>> waiting_copies_;  // by source index
+  std::unordered_map<uint64_t, std::vector<std::pair<std::string, double>>> first_sample_;  // by signature
+  std::unordered_map<uint64_t, bool> signature_varies_;
   std::vector<LaunchCounterResult> results_;
   std::vector<std::pair<std::string, std::string>> notes_;
   std::vector<std::pair<std::string, std::string>> metadata_;
   std::map<std::string, uint64_t> unsafe_skips_;
   uint64_t profiled_ = 0;
-  uint64_t mismatched_batches_ = 0;
+  uint64_t copied_ = 0;
+  uint64_t unmatched_ranges_ = 0;
   size_t passes_ = 0;
   std::chrono::steady_clock::time_point started_at_{};
   std::chrono::steady_clock::time_point last_progress_{};

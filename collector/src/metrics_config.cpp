@@ -69,6 +69,13 @@ MetricsConfig readMetricsConfig(const EnvLookup& env) {
       c.errors.push_back(std::string("FPROF_METRICS_BATCH='") + b + "' must be 1..100000");
     }
   }
+  if (const char* n = env("FPROF_SAMPLES_PER_LAUNCH_KIND"); n != nullptr) {
+    if (auto v = parseCount(n)) {
+      c.samples_per_signature = *v;
+    } else {
+      c.errors.push_back(std::string("FPROF_SAMPLES_PER_LAUNCH_KIND='") + n + "' is not a count (0 = every launch)");
+    }
+  }
   if (!c.kernel_regex.empty()) {
     try {
       std::regex test(c.kernel_regex);
@@ -89,14 +96,14 @@ LaunchSelector::LaunchSelector(const MetricsConfig& config) : config_(config) {
   }
 }
 
-bool LaunchSelector::matchesFilters(const LaunchFacts& f) const {
-  if (regex_ && !std::regex_search(f.demangled_name, *regex_)) return false;
+std::string LaunchSelector::filterMiss(const LaunchFacts& f) const {
+  if (regex_ && !std::regex_search(f.demangled_name, *regex_)) return "not selected (--kernel-regex)";
   const std::string empty;
   const std::string& path = f.nvtx_path ? *f.nvtx_path : empty;
   if (!config_.nvtx_include.empty()) {
     bool any = false;
     for (const std::string& s : config_.nvtx_include) any = any || path.find(s) != std::string::npos;
-    if (!any) return false;
+    if (!any) return "not selected (--nvtx-include)";
   }
   if (!config_.ops.empty()) {
     // An op name matches a whole token "op=<name>" in any range of the path.
@@ -110,28 +117,54 @@ bool LaunchSelector::matchesFilters(const LaunchFacts& f) const {
         any = starts && ends;
       }
     }
-    if (!any) return false;
+    if (!any) return "not selected (--ops)";
   }
-  return true;
+  return {};
 }
 
-LaunchDecision LaunchSelector::decide(const LaunchFacts& f, std::string* unsafe_reason) {
-  if (!matchesFilters(f)) return LaunchDecision::kSkipFiltered;
+Decision LaunchSelector::decide(const LaunchFacts& f) {
+  Decision d;
+  if (std::string miss = filterMiss(f); !miss.empty()) {
+    d.kind = LaunchDecision::kSkipFiltered;
+    d.reason = std::move(miss);
+    return d;
+  }
   // Replay re-runs a kernel with memory restored: kernels that wait on other kernels or other
   // processes would hang or deadlock, and graph nodes are not separate launches.
   const char* why = nullptr;
-  if (f.demangled_name.find("nccl") != std::string::npos) why = "NCCL kernels wait on other ranks";
-  if (f.cooperative) why = "cooperative launches may spin on grid-wide barriers";
-  if (f.graph_launch) why = "graph launches are profiled as one range, not per kernel";
+  if (f.demangled_name.find("nccl") != std::string::npos) why = "NCCL kernel: not replayed (it waits on other ranks)";
+  if (f.cooperative) why = "cooperative launch: not replayed (replay would re-run grid-wide barriers)";
+  if (f.graph_launch) why = "CUDA graph launch: kernels of graphs are not profiled";
   if (why != nullptr) {
-    if (unsafe_reason) *unsafe_reason = why;
-    return LaunchDecision::kSkipUnsafe;
+    d.kind = LaunchDecision::kSkipUnsafe;
+    d.reason = why;
+    return d;
   }
-  const uint64_t index = selected_++;
-  if (index < config_.launch_skip) return LaunchDecision::kSkipFiltered;
-  if (exhausted()) return LaunchDecision::kSkipFiltered;
+  d.launch_index = selected_++;
+  if (d.launch_index < config_.launch_skip) {
+    d.kind = LaunchDecision::kSkipFiltered;
+    d.reason = "not selected (--launch-skip)";
+    return d;
+  }
+  if (exhausted()) {
+    d.kind = LaunchDecision::kSkipFiltered;
+    d.reason = "not selected (--launch-count reached)";
+    return d;
+  }
+  ++given_;
+  if (f.signature && config_.samples_per_signature > 0) {
+    auto [it, first] = samples_.try_emplace(*f.signature, Samples{d.launch_index, 0});
+    if (!first && it->second.profiled >= config_.samples_per_signature) {
+      d.kind = LaunchDecision::kCopy;
+      d.source_index = it->second.first_index;
+      ++copied_;
+      return d;
+    }
+    ++it->second.profiled;
+  }
   ++profiled_;
-  return LaunchDecision::kProfile;
+  d.kind = LaunchDecision::kProfile;
+  return d;
 }
 
 }  // namespace fprof::collector

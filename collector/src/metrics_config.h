@@ -6,6 +6,7 @@
 #include <optional>
 #include <regex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "config.h"
@@ -22,6 +23,10 @@ struct MetricsConfig {
   uint64_t launch_skip = 0;            // FPROF_LAUNCH_SKIP: selected launches to let pass first
   std::optional<uint64_t> launch_count;  // FPROF_LAUNCH_COUNT: selected launches to profile at most
   size_t batch_ranges = 256;           // FPROF_METRICS_BATCH: ranges decoded at once
+  // FPROF_SAMPLES_PER_LAUNCH_KIND: launches of one signature (function, grid, block, shared memory,
+  // non-pointer argument bytes) that are profiled; later ones get their values, marked as copied.
+  // 0 = every launch (--every-launch).
+  uint64_t samples_per_signature = 1;
   std::vector<std::string> errors;     // settings that could not be used: metrics mode stays off
 };
 
@@ -33,24 +38,47 @@ struct LaunchFacts {
   const std::string* nvtx_path = nullptr;
   bool graph_launch = false;
   bool cooperative = false;
+  // Hash of function, grid, block, cluster, shared memory and non-pointer argument bytes: launches
+  // with the same one do the same work. None: unknown (each such launch is profiled).
+  std::optional<uint64_t> signature;
 };
 
-enum class LaunchDecision { kProfile, kSkipFiltered, kSkipUnsafe };
+enum class LaunchDecision {
+  kProfile,       // replay it under the range profiler
+  kCopy,          // an identical launch was profiled: it gets those values (Decision::source_index)
+  kSkipFiltered,  // not selected by the user's filters
+  kSkipUnsafe,    // cannot be replayed safely
+};
+
+struct Decision {
+  LaunchDecision kind = LaunchDecision::kProfile;
+  std::string reason;          // for the skips: why this kernel has no counters, one phrase
+  uint64_t source_index = 0;   // kCopy: the selected-launch index of the profiled launch to copy
+  uint64_t launch_index = 0;   // this launch's index among the selected launches
+};
 
 class LaunchSelector {
  public:
   explicit LaunchSelector(const MetricsConfig& config);
   // Counts selected launches for skip/count; call once per launch, in launch order.
-  LaunchDecision decide(const LaunchFacts& facts, std::string* unsafe_reason = nullptr);
+  Decision decide(const LaunchFacts& facts);
   uint64_t profiled() const { return profiled_; }
-  bool exhausted() const { return config_.launch_count && profiled_ >= *config_.launch_count; }
+  uint64_t copied() const { return copied_; }
+  bool exhausted() const { return config_.launch_count && given_ >= *config_.launch_count; }
 
  private:
-  bool matchesFilters(const LaunchFacts& facts) const;
+  std::string filterMiss(const LaunchFacts& facts) const;  // "" when every filter matches
   MetricsConfig config_;
   std::optional<std::regex> regex_;
   uint64_t selected_ = 0;
+  uint64_t given_ = 0;  // selected launches that got (or will get) counters: profiled or copied
   uint64_t profiled_ = 0;
+  uint64_t copied_ = 0;
+  struct Samples {
+    uint64_t first_index = 0;
+    uint64_t profiled = 0;
+  };
+  std::unordered_map<uint64_t, Samples> samples_;  // by signature
 };
 
 }  // namespace fprof::collector

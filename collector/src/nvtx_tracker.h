@@ -1,91 +1,172 @@
-// NVTX range bookkeeping for trace mode: per-thread push/pop stacks (one per domain, interleaved
-// in push order), process-wide start/end ranges, and a cheap snapshot of "where am I" for each
-// kernel launch. Pure C++: the CUPTI callback decodes NVTX parameters and calls in here.
+// NVTX range bookkeeping for trace mode, off the application's threads: the writer thread
+// replays each thread's push/pop events through an NvtxPathStack, which pairs pops with pushes,
+// builds the range records and resolves the path of each launch. Start/end ranges are
+// process-wide and rare; they are kept under a lock when they happen (StartEndRanges), and a
+// launch refers to an immutable snapshot of the open ones. Pure C++: no CUPTI.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
-#include <map>
+#include <deque>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
-#include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "fprof/core/model.h"
 
 namespace fprof::collector {
 
-// The NVTX context of one launch. path points at an interned string that lives as long as the
-// tracker, so a launch carries it for the price of a pointer.
-struct NvtxSnapshot {
-  uint64_t innermost_key = 0;  // 0 = no range open
-  const std::string* path = nullptr;
-};
-
-// One thread's push/pop ranges. The caller keeps one per thread (thread_local).
-struct NvtxThreadStack {
-  struct Entry {
-    uint64_t key = 0;
-    const void* domain = nullptr;
-    const std::string* path = nullptr;  // interned "seg/seg/..." of this entry and those below it
-    std::string segment;                // "domain::message" or "message"
-    core::NvtxRangeRecord record;
-  };
-  std::vector<Entry> entries;
-  // Snapshot cache: valid while the top entry and the start/end generation are unchanged.
-  uint64_t cached_top_key = ~uint64_t{0};
-  uint64_t cached_start_end_generation = ~uint64_t{0};
-  NvtxSnapshot cached;
-};
-
-class NvtxTracker {
+// Names of NVTX domains and registered strings, registered on the thread that created them and
+// read wherever ranges are resolved.
+class NvtxNames {
  public:
-  void registerDomain(const void* handle, const std::string& name);
-  void registerString(const void* handle, const std::string& text);
+  void registerDomain(const void* handle, std::string_view name);
+  void registerString(const void* handle, std::string_view text);
   std::string domainName(const void* handle) const;  // "" for the default domain (nullptr)
   std::string registeredString(const void* handle) const;
 
-  void push(NvtxThreadStack& stack, const void* domain, const std::string& message,
-            std::optional<uint64_t> payload, uint32_t thread_id, int64_t timestamp_ns);
-  // Pops the innermost range of `domain` on this thread. False when none is open (an unmatched
-  // pop in the target), which is counted and otherwise ignored.
-  bool pop(NvtxThreadStack& stack, const void* domain, int64_t timestamp_ns);
-  void start(uint64_t range_id, const void* domain, const std::string& message,
+ private:
+  mutable std::mutex mu_;
+  std::unordered_map<const void*, std::string> domains_;
+  std::unordered_map<const void*, std::string> strings_;
+};
+
+// The open start/end ranges at some moment: immutable once built, shared by the launches made
+// while they were open.
+struct StartEndState {
+  std::string path;  // the open ranges' segments, oldest first, joined by '/'
+  uint64_t innermost_key = 0;  // the newest open range (0 = none open)
+  bool any_open = false;
+};
+
+// Process-wide start/end ranges (nvtxRangeStart/End), which any thread may end.
+class StartEndRanges {
+ public:
+  void start(uint64_t range_id, uint64_t key, std::string domain, std::string segment, std::string message,
              std::optional<uint64_t> payload, uint32_t thread_id, int64_t timestamp_ns);
   bool end(uint64_t range_id, int64_t timestamp_ns);
 
-  NvtxSnapshot snapshot(NvtxThreadStack& stack);
-
-  // Range records produced since the last call: each range once when it opens (no end) and again
-  // when it closes; the store keeps the last record of a key.
+  // Changes with every start and end; a thread compares it with the last state it used.
+  uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
+  // The current state and its generation, together.
+  std::pair<std::shared_ptr<const StartEndState>, uint64_t> current() const;
   std::vector<core::NvtxRangeRecord> takeRecords();
-  uint64_t unmatchedPops() const { return unmatched_pops_.load(std::memory_order_relaxed); }
 
  private:
-  const std::string* intern(std::string text);  // requires mu_
-  void emit(const core::NvtxRangeRecord& record);
-  std::string segment(const void* domain, const std::string& message) const;  // requires mu_
-
-  struct OpenStartEnd {
-    uint64_t key = 0;
+  struct Open {
     uint64_t order = 0;
     std::string segment;
     core::NvtxRangeRecord record;
   };
+  void publish();  // requires mu_
 
   mutable std::mutex mu_;
-  std::unordered_map<const void*, std::string> domains_;
-  std::unordered_map<const void*, std::string> strings_;
-  std::unordered_set<std::string> interned_;
-  std::unordered_map<uint64_t, OpenStartEnd> open_start_end_;  // by nvtxRangeId_t
-  uint64_t start_order_ = 0;
+  std::unordered_map<uint64_t, Open> open_;  // by nvtxRangeId_t
+  uint64_t order_ = 0;
   std::vector<core::NvtxRangeRecord> records_;
-  std::atomic<uint64_t> next_key_{1};
-  std::atomic<uint64_t> start_end_generation_{0};
-  std::atomic<int> open_start_end_count_{0};
-  std::atomic<uint64_t> unmatched_pops_{0};
+  std::shared_ptr<const StartEndState> current_;
+  std::atomic<uint64_t> generation_{0};
+};
+
+// Interned NVTX paths, so a launch carries its path for the price of a pointer and a repeated
+// path is built once: a child path is found by (parent path, domain, message) without building
+// the string again. Single-threaded: the writer thread has one; in metrics mode each
+// application thread has its own.
+class NvtxPathTable {
+ public:
+  const std::string* child(const std::string* parent, const void* domain, std::string_view message,
+                           const NvtxNames& names);
+  // The path of a launch under open start/end ranges: `state.path` + "/" + `path`.
+  const std::string* join(const StartEndState& state, const std::string* path);
+  size_t size() const { return strings_.size(); }
+
+ private:
+  struct KeyView {
+    const std::string* parent;
+    const void* domain;
+    std::string_view message;
+  };
+  struct Key {
+    const std::string* parent;
+    const void* domain;
+    std::string message;
+  };
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(const KeyView& k) const;
+    size_t operator()(const Key& k) const { return (*this)(KeyView{k.parent, k.domain, k.message}); }
+  };
+  struct Eq {
+    using is_transparent = void;
+    static KeyView view(const Key& k) { return {k.parent, k.domain, k.message}; }
+    static KeyView view(const KeyView& k) { return k; }
+    template <class A, class B>
+    bool operator()(const A& a, const B& b) const {
+      const KeyView x = view(a), y = view(b);
+      return x.parent == y.parent && x.domain == y.domain && x.message == y.message;
+    }
+  };
+  struct PairHash {
+    size_t operator()(const std::pair<const std::string*, const std::string*>& p) const;
+  };
+
+  const std::string* intern(std::string text);
+
+  std::deque<std::string> strings_;  // stable addresses
+  std::unordered_map<std::string_view, const std::string*> by_text_;
+  std::unordered_map<Key, const std::string*, Hash, Eq> children_;
+  std::unordered_map<std::pair<const std::string*, const std::string*>, const std::string*, PairHash> joined_;
+};
+
+// One thread's push/pop ranges, replayed in the order the thread made them.
+class NvtxPathStack {
+ public:
+  struct Snapshot {
+    uint64_t innermost_key = 0;  // 0 = no range open
+    const std::string* path = nullptr;
+  };
+
+  void push(uint64_t key, const void* domain, std::string message, std::optional<uint64_t> payload,
+            uint32_t thread_id, int64_t timestamp_ns);
+  // Pops the innermost range of `domain` and, with `records`, appends its record. False when no
+  // range of `domain` is open (an unmatched pop in the target).
+  bool pop(const void* domain, int64_t timestamp_ns, const NvtxNames& names,
+           std::vector<core::NvtxRangeRecord>* records);
+  // The NVTX context of a launch made now: innermost range and path.
+  Snapshot snapshot(const std::shared_ptr<const StartEndState>& start_end, NvtxPathTable& paths,
+                    const NvtxNames& names);
+  // Ends one collection: appends a record (no end yet) for each range pushed since the last
+  // call and still open, so a crash keeps it. A range opened and closed within one collection
+  // gets one record, at its pop; one that spans collections gets one per state it was seen in.
+  void endCollection(const NvtxNames& names, std::vector<core::NvtxRangeRecord>& records);
+  size_t depth() const { return entries_.size(); }
+
+ private:
+  struct Entry {
+    uint64_t key = 0;
+    const void* domain = nullptr;
+    std::string message;
+    std::optional<uint64_t> payload;
+    std::optional<uint64_t> parent_key;
+    int64_t start_ns = 0;
+    uint32_t thread_id = 0;
+    int32_t depth = 0;
+    bool recorded = false;              // its open record went out in an earlier collection
+    const std::string* path = nullptr;  // computed when a launch needs it; reset when it changes
+  };
+  static core::NvtxRangeRecord record(const Entry& e, std::string message, const NvtxNames& names);
+  const std::string* pathOf(size_t index, NvtxPathTable& paths, const NvtxNames& names);
+
+  std::vector<Entry> entries_;
+  // Snapshot cache: valid while the top entry, its path and the start/end state are unchanged.
+  uint64_t cached_top_key_ = ~uint64_t{0};
+  std::shared_ptr<const StartEndState> cached_state_;
+  Snapshot cached_;
 };
 
 }  // namespace fprof::collector

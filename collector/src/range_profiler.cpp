@@ -203,7 +203,8 @@ bool RangeProfiler::stop(std::string& error) {
   return true;
 }
 
-bool RangeProfiler::decode(std::vector<std::vector<double>>& rows, std::string& error) {
+bool RangeProfiler::decode(std::vector<std::vector<double>>& rows, std::string& error,
+                           std::vector<std::string>* names) {
   CUpti_RangeProfiler_DecodeData_Params decode{};
   decode.structSize = CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE;
   decode.pRangeProfilerObject = object_;
@@ -229,12 +230,25 @@ bool RangeProfiler::decode(std::vector<std::vector<double>>& rows, std::string& 
     eval.pMetricValues = values.data();
     RP_CALL(cuptiProfilerHostEvaluateToGpuValues(&eval));
     rows.push_back(std::move(values));
+    if (names != nullptr) names->push_back(rangeName(r));
   }
   if (decode.numOfRangeDropped != 0) {
     error = std::to_string(decode.numOfRangeDropped) + " ranges were dropped by the range profiler";
   }
   // A fresh image for the next batch: the decoded one is full.
   return resetCounterData(error) && decode.numOfRangeDropped == 0;
+}
+
+std::string RangeProfiler::rangeName(size_t range_index) const {
+  CUpti_RangeProfiler_CounterData_GetRangeInfo_Params info{};
+  info.structSize = CUpti_RangeProfiler_CounterData_GetRangeInfo_Params_STRUCT_SIZE;
+  info.pCounterDataImage = counter_data_.data();
+  info.counterDataImageSize = counter_data_.size();
+  info.rangeIndex = range_index;
+  info.rangeDelimiter = "/";
+  if (cuptiRangeProfilerCounterDataGetRangeInfo(&info) != CUPTI_SUCCESS || info.rangeName == nullptr) return {};
+  // CUPTI allocates the name; it documents no call to free it, so it is copied and left.
+  return info.rangeName;
 }
 
 void RangeProfiler::teardown() {

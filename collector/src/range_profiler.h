@@ -29,9 +29,11 @@ class RangeProfiler {
   bool stop(std::string& error);
   // Decodes the ranges gathered since the last decode, appends one row of values per range (in
   // launch order) to `rows`, and readies a fresh counter-data image.
-  bool decode(std::vector<std::vector<double>>& rows, std::string& error);
-  bool stopAndDecode(std::vector<std::vector<double>>& rows, std::string& error) {
-    return stop(error) && decode(rows, error);
+  // `names`, when given, gets each range's name (empty where CUPTI gives none).
+  bool decode(std::vector<std::vector<double>>& rows, std::string& error, std::vector<std::string>* names = nullptr);
+  bool stopAndDecode(std::vector<std::vector<double>>& rows, std::string& error,
+                     std::vector<std::string>* names = nullptr) {
+    return stop(error) && decode(rows, error, names);
   }
 
   bool started() const { return started_; }
@@ -43,6 +45,7 @@ class RangeProfiler {
 
  private:
   bool resetCounterData(std::string& error);
+  std::string rangeName(size_t range_index) const;
 
   CUcontext ctx_ = nullptr;
   std::string chip_;

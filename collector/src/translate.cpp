@@ -53,10 +53,32 @@ const char* memoryKindName(uint32_t kind) {
   }
 }
 
+void addToStore(core::Writer& writer, const TranslatedBatch& batch) {
+  for (const core::KernelRecord& r : batch.kernels) writer.add(r);
+  for (const core::KernelArgRecord& r : batch.kernel_args) writer.add(r);
+  for (const core::MemcpyRecord& r : batch.memcpys) writer.add(r);
+  for (const core::MemsetRecord& r : batch.memsets) writer.add(r);
+  for (const core::MemoryEventRecord& r : batch.memory_events) writer.add(r);
+}
+
 void Translator::addLaunch(LaunchInfo launch) {
   const uint32_t id = launch.correlation_id;
   if (launch.nested_correlation_id != 0) nested_to_outer_[launch.nested_correlation_id] = id;
   launches_[id] = PendingLaunch{std::move(launch), generation_, 0};
+  unmatched_expiry_.push_back(Expiry{generation_, id});
+  while (launches_.size() > max_pending_ && !unmatched_expiry_.empty()) {
+    const Expiry oldest = unmatched_expiry_.front();
+    unmatched_expiry_.pop_front();
+    auto it = launches_.find(oldest.correlation_id);
+    if (it == launches_.end() || it->second.added_generation != oldest.generation) continue;  // gone already
+    forget(it);
+    ++stats_.dropped_launches;
+  }
+}
+
+void Translator::forget(std::unordered_map<uint32_t, PendingLaunch>::iterator it) {
+  if (it->second.info.nested_correlation_id != 0) nested_to_outer_.erase(it->second.info.nested_correlation_id);
+  launches_.erase(it);
 }
 
 bool Translator::seenBefore(uint64_t key) {
@@ -72,17 +94,33 @@ void Translator::endGeneration() {
   seen_previous_.swap(seen_current_);
   seen_current_.clear();
   ++generation_;
-  for (auto it = launches_.begin(); it != launches_.end();) {
-    const PendingLaunch& p = it->second;
-    const bool expired = p.first_match_generation != 0
-                             ? generation_ - p.first_match_generation >= kGraphLaunchGenerations
-                             : generation_ - p.added_generation >= static_cast<uint64_t>(unmatched_generations_);
-    if (expired) {
-      if (p.info.nested_correlation_id != 0) nested_to_outer_.erase(p.info.nested_correlation_id);
-      it = launches_.erase(it);
-    } else {
-      ++it;
+  // Matched graph launches, this many periods after their first kernel node.
+  while (!graph_expiry_.empty() && generation_ - graph_expiry_.front().generation >= kGraphLaunchGenerations) {
+    const Expiry e = graph_expiry_.front();
+    graph_expiry_.pop_front();
+    auto it = launches_.find(e.correlation_id);
+    if (it != launches_.end() && it->second.first_match_generation == e.generation) forget(it);
+  }
+  // Launches whose kernel never came. An entry whose launch was matched (or replaced) is skipped.
+  while (!unmatched_expiry_.empty()) {
+    const Expiry e = unmatched_expiry_.front();
+    auto it = launches_.find(e.correlation_id);
+    if (it == launches_.end() || it->second.added_generation != e.generation || it->second.first_match_generation != 0) {
+      unmatched_expiry_.pop_front();  // matched: gone, or a graph launch now in graph_expiry_
+      continue;
     }
+    if (generation_ - e.generation < static_cast<uint64_t>(unmatched_generations_)) break;  // the rest are newer
+    unmatched_expiry_.pop_front();
+    forget(it);
+  }
+  // A launch that never matches holds the front for many periods; drop the matched entries
+  // behind it once they are most of the queue (amortized O(1) per launch).
+  if (unmatched_expiry_.size() > 2 * launches_.size() + 1024) {
+    std::erase_if(unmatched_expiry_, [this](const Expiry& e) {
+      auto it = launches_.find(e.correlation_id);
+      return it == launches_.end() || it->second.added_generation != e.generation ||
+             it->second.first_match_generation != 0;
+    });
   }
 }
 
@@ -179,10 +217,12 @@ void Translator::translateKernel(const CUpti_ActivityKernel10& k, TranslatedBatc
                                                       a.size_bytes, a.value});
     }
     if (p.info.graph_launch) {
-      if (p.first_match_generation == 0) p.first_match_generation = generation_;
+      if (p.first_match_generation == 0) {
+        p.first_match_generation = generation_;
+        graph_expiry_.push_back(Expiry{generation_, outer});
+      }
     } else {
-      if (p.info.nested_correlation_id != 0) nested_to_outer_.erase(p.info.nested_correlation_id);
-      launches_.erase(it);
+      forget(it);
     }
   } else {
     ++stats_.unmatched_kernels;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -13,6 +14,7 @@
 #include <cupti_activity.h>
 
 #include "fprof/core/model.h"
+#include "fprof/core/store.h"
 #include "launch_info.h"
 
 namespace fprof::collector {
@@ -36,6 +38,7 @@ struct TranslatorStats {
   // CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES (the attribute is stored); one example is kept.
   uint64_t local_memory_mismatches = 0;
   std::string local_memory_example;
+  uint64_t dropped_launches = 0;    // launches forgotten because kMaxPendingLaunches were waiting
 };
 
 class Translator {
@@ -48,8 +51,12 @@ class Translator {
   // kernels, so launches are kept for this many periods instead.
   static constexpr int kUnmatchedLaunchGenerationsReplay = 1 << 20;
   void setUnmatchedLaunchGenerations(int periods) { unmatched_generations_ = periods; }
+  void setMaxPendingLaunches(size_t launches) { max_pending_ = launches; }
   // Graph launches match one record per kernel node; keep them this many periods after the first.
   static constexpr int kGraphLaunchGenerations = 2;
+  // At most this many launches wait for their kernel record; beyond it the oldest is dropped
+  // (counted). Launches made during stream capture never get a record of their own.
+  static constexpr size_t kMaxPendingLaunches = size_t{1} << 20;
 
   void setProcessId(uint32_t process_id) { process_id_ = process_id; }
   void addDevice(const core::DeviceInfo& device) { devices_[device.id] = device; }
@@ -62,6 +69,8 @@ class Translator {
 
   const TranslatorStats& stats() const { return stats_; }
   size_t pendingLaunches() const { return launches_.size(); }
+  // Entries of the expiry queues (bounded by a small multiple of pendingLaunches()).
+  size_t expiryEntries() const { return unmatched_expiry_.size() + graph_expiry_.size(); }
 
  private:
   struct PendingLaunch {
@@ -69,6 +78,11 @@ class Translator {
     uint64_t added_generation = 0;
     uint64_t first_match_generation = 0;  // 0 = not matched yet
   };
+  struct Expiry {
+    uint64_t generation;
+    uint32_t correlation_id;
+  };
+  void forget(std::unordered_map<uint32_t, PendingLaunch>::iterator it);
 
   void translateKernel(const CUpti_ActivityKernel10& k, TranslatedBatch& out);
   void translateMemcpy(const CUpti_ActivityMemcpy6& m, TranslatedBatch& out);
@@ -84,13 +98,21 @@ class Translator {
   uint32_t process_id_ = 0;
   std::map<uint32_t, core::DeviceInfo> devices_;
   std::unordered_map<uint32_t, PendingLaunch> launches_;  // by outermost correlation id
+  // Pending launches in the order they came, and matched graph launches in the order of their
+  // first match: expiry looks only at the front, so a period's upkeep is O(launches expired).
+  std::deque<Expiry> unmatched_expiry_;
+  std::deque<Expiry> graph_expiry_;
   std::unordered_map<uint32_t, uint32_t> nested_to_outer_;
   std::unordered_set<uint64_t> seen_current_, seen_previous_;
   std::unordered_map<std::string, NameInfo> names_;
   uint64_t generation_ = 1;
   int unmatched_generations_ = kUnmatchedLaunchGenerations;
+  size_t max_pending_ = kMaxPendingLaunches;
   TranslatorStats stats_;
 };
+
+// Hands one period's translated records to the store, in the order Collector::drain always used.
+void addToStore(core::Writer& writer, const TranslatedBatch& batch);
 
 // Names CUPTI enums the way the store spells them.
 const char* memcpyKindName(uint32_t kind);

@@ -61,6 +61,56 @@ TEST(Config, BadValuesWarnAndFallBack) {
   EXPECT_EQ(readConfig(envOf({{"FPROF_OUTPUT", "a.fprof"}, {"FPROF_FLUSH_MS", "100ms"}})).flush_interval_ms, 500);
 }
 
+TEST(Config, SelfTimingAndCuptiSwitches) {
+  const CollectorConfig d = readConfig(envOf({{"FPROF_OUTPUT", "a.fprof"}}));
+  EXPECT_FALSE(d.self_timing);
+  EXPECT_TRUE(d.cupti.kernel && d.cupti.memcpy && d.cupti.memset && d.cupti.memory);
+  EXPECT_TRUE(d.cupti.nvtx_callbacks);
+  EXPECT_TRUE(d.cupti.periodic_flush_all);
+  EXPECT_FALSE(d.cupti.flush_period_ms.has_value());
+  EXPECT_EQ(d.cupti.buffer_bytes, size_t{8} << 20);
+  EXPECT_TRUE(d.nvtx_direct);
+  EXPECT_FALSE(readConfig(envOf({{"FPROF_OUTPUT", "a.fprof"}, {"FPROF_NVTX_INJECTION", "cupti"}})).nvtx_direct);
+  const CollectorConfig typo = readConfig(envOf({{"FPROF_OUTPUT", "a.fprof"}, {"FPROF_NVTX_INJECTION", "nsys"}}));
+  EXPECT_TRUE(typo.nvtx_direct);
+  ASSERT_EQ(typo.warnings.size(), 1u);
+  EXPECT_NE(typo.warnings[0].find("FPROF_NVTX_INJECTION=nsys is not direct or cupti"), std::string::npos);
+
+  const CollectorConfig c = readConfig(envOf({{"FPROF_OUTPUT", "a.fprof"},
+                                              {"FPROF_SELF_TIMING", "1"},
+                                              {"FPROF_ACTIVITY", "kernel,memset"},
+                                              {"FPROF_NVTX_CALLBACKS", "0"},
+                                              {"FPROF_CUPTI_FLUSH_ALL", "0"},
+                                              {"FPROF_CUPTI_FLUSH_PERIOD_MS", "0"},
+                                              {"FPROF_BUFFER_MB", "32"}}));
+  EXPECT_TRUE(c.warnings.empty());
+  EXPECT_TRUE(c.self_timing);
+  EXPECT_TRUE(c.cupti.kernel);
+  EXPECT_FALSE(c.cupti.memcpy);
+  EXPECT_TRUE(c.cupti.memset);
+  EXPECT_FALSE(c.cupti.memory);
+  EXPECT_FALSE(c.cupti.nvtx_callbacks);
+  EXPECT_FALSE(c.cupti.periodic_flush_all);
+  EXPECT_EQ(c.cupti.flush_period_ms, std::optional<int>(0));
+  EXPECT_EQ(c.cupti.buffer_bytes, size_t{32} << 20);
+  const CollectorConfig none = readConfig(envOf({{"FPROF_OUTPUT", "a.fprof"}, {"FPROF_ACTIVITY", "none"}}));
+  EXPECT_FALSE(none.cupti.kernel || none.cupti.memcpy || none.cupti.memset || none.cupti.memory);
+
+  const CollectorConfig bad = readConfig(envOf({{"FPROF_OUTPUT", "a.fprof"},
+                                                {"FPROF_ACTIVITY", "kernel,graphs"},
+                                                {"FPROF_NVTX_CALLBACKS", "off"},
+                                                {"FPROF_BUFFER_MB", "0"},
+                                                {"FPROF_CUPTI_FLUSH_PERIOD_MS", "-5"}}));
+  ASSERT_EQ(bad.warnings.size(), 4u);
+  EXPECT_NE(bad.warnings[0].find("FPROF_NVTX_CALLBACKS=off is not 0 or 1"), std::string::npos) << bad.warnings[0];
+  EXPECT_NE(bad.warnings[1].find("FPROF_CUPTI_FLUSH_PERIOD_MS=-5"), std::string::npos) << bad.warnings[1];
+  EXPECT_NE(bad.warnings[2].find("FPROF_BUFFER_MB=0"), std::string::npos) << bad.warnings[2];
+  EXPECT_NE(bad.warnings[3].find("FPROF_ACTIVITY=kernel,graphs"), std::string::npos) << bad.warnings[3];
+  EXPECT_TRUE(bad.cupti.nvtx_callbacks && bad.cupti.memcpy);  // defaults kept
+  EXPECT_EQ(bad.cupti.buffer_bytes, size_t{8} << 20);
+  EXPECT_FALSE(bad.cupti.flush_period_ms.has_value());
+}
+
 TEST(Config, RanksInPrecedenceOrder) {
   Ranks r = readRanks(envOf({{"RANK", "3"}, {"OMPI_COMM_WORLD_RANK", "5"}, {"LOCAL_RANK", "1"}}));
   EXPECT_EQ(r.rank, std::optional<int>(3));

@@ -409,6 +409,49 @@ TEST(Translate, LaunchesAndDuplicateKeysExpireByGeneration) {
   EXPECT_EQ(w.stats().unmatched_kernels, 0u) << "the late kernel found its launch";
 }
 
+TEST(Translate, PendingLaunchesStayBounded) {
+  // One launch never matches (made during stream capture, say) while many others do: the
+  // bookkeeping behind it must not keep every matched launch for the 120 periods it waits.
+  Translator t;
+  LaunchInfo captured;
+  captured.correlation_id = 1;
+  t.addLaunch(captured);
+  TranslatedBatch out;
+  Records recs;
+  uint32_t id = 2;
+  for (int period = 0; period < 50; ++period) {
+    for (int i = 0; i < 1000; ++i, ++id) {
+      LaunchInfo l;
+      l.correlation_id = id;
+      t.addLaunch(l);
+      const auto& k = addKernel(recs, id, kKernelName, id * 10, id * 10 + 5);
+      t.translate(reinterpret_cast<const CUpti_Activity&>(k), out);
+    }
+    t.endGeneration();
+    EXPECT_EQ(t.pendingLaunches(), 1u);
+    EXPECT_LE(t.expiryEntries(), 2048u + 1000u) << "period " << period;
+  }
+  EXPECT_EQ(out.kernels.size(), 50000u);
+  EXPECT_EQ(t.stats().unmatched_kernels, 0u);
+
+  // Past the cap the oldest waiting launch is dropped, and counted.
+  Translator u;
+  u.setMaxPendingLaunches(3);
+  for (uint32_t c = 1; c <= 5; ++c) {
+    LaunchInfo l;
+    l.correlation_id = c;
+    u.addLaunch(l);
+  }
+  EXPECT_EQ(u.pendingLaunches(), 3u);
+  EXPECT_EQ(u.stats().dropped_launches, 2u);
+  TranslatedBatch late;
+  const auto& first = addKernel(recs, 1, kKernelName, 10, 20);
+  const auto& last = addKernel(recs, 5, kKernelName, 30, 40);
+  u.translate(reinterpret_cast<const CUpti_Activity&>(first), late);
+  u.translate(reinterpret_cast<const CUpti_Activity&>(last), late);
+  EXPECT_EQ(u.stats().unmatched_kernels, 1u);  // launch 1 was dropped, launch 5 was kept
+}
+
 TEST(Translate, GraphNodeLearnsLocalMemoryFromADirectLaunchOfTheSameKernel) {
   Records recs;
   auto& direct = addKernel(recs, 1, kKernelName, 10, 20);

@@ -134,6 +134,22 @@ NvtxShift nvtxShift(const Profile& p, uint64_t next_free) {
   return {offset, hi + offset + 1};
 }
 
+// The per-function tables of one input, with process ids renumbered and names as text.
+void addFunctionTables(const Profile& p, const std::unordered_map<uint32_t, uint32_t>& pid_map, Writer& w) {
+  for (const FunctionRow& f : p.functions) {
+    w.add(FunctionRecord{pid_map.at(f.process_id), p.str(f.name_id), f.registers_per_thread, f.local_bytes_per_thread,
+                         f.static_shared_bytes, f.const_bytes, f.max_threads_per_block, f.binary_version,
+                         f.ptx_version});
+  }
+  for (const FunctionArgRow& a : p.function_args) {
+    w.add(FunctionArgRecord{pid_map.at(a.process_id), p.str(a.name_id), a.arg_index, a.role, a.method,
+                            a.sampled_bytes, a.correlation_id});
+  }
+  for (const FunctionSassOpRow& o : p.function_sass_ops) {
+    w.add(FunctionSassOpRecord{pid_map.at(o.process_id), p.str(o.name_id), o.opcode, o.static_count});
+  }
+}
+
 }  // namespace
 
 std::string processMetadataKey(uint32_t process_id, const std::string& key) { return processPrefix(process_id) + key; }
@@ -288,6 +304,12 @@ Expected<MergeResult> mergeDatabases(const std::vector<std::string>& inputs, con
       std::vector<size_t> order(p.kernels.size());
       for (size_t i = 0; i < order.size(); ++i) order[i] = i;
       std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return p.kernels[a].id < p.kernels[b].id; });
+      // Ids are handed out in this order, so every old id's new id is known before the first add
+      // (a copied counter may name a profiled kernel that comes later).
+      std::unordered_map<int64_t, int64_t> new_kernel_id;
+      for (size_t n = 0; n < order.size(); ++n) {
+        new_kernel_id[p.kernels[order[n]].id] = w.nextKernelId() + static_cast<int64_t>(n);
+      }
       size_t next_counter = 0, next_metric = 0;
       auto dangling = [&](const char* table, int64_t kernel_id) {
         return makeError(input + ": damaged database (" + table + " row for kernel " + std::to_string(kernel_id) +
@@ -304,6 +326,11 @@ Expected<MergeResult> mergeDatabases(const std::vector<std::string>& inputs, con
           KernelCounters c = p.counters[next_counter];
           if (c.kernel_id != k.id) return dangling("kernel_counter", c.kernel_id);
           c.kernel_id = id;
+          if (c.source_kernel_id) {
+            auto source = new_kernel_id.find(*c.source_kernel_id);
+            if (source == new_kernel_id.end()) return dangling("kernel_counter.source_kernel_id", *c.source_kernel_id);
+            c.source_kernel_id = source->second;
+          }
           w.add(c);
         }
         for (; next_metric < p.metrics.size() && p.metrics[next_metric].kernel_id <= k.id; ++next_metric) {
@@ -318,6 +345,12 @@ Expected<MergeResult> mergeDatabases(const std::vector<std::string>& inputs, con
       }
       if (next_counter < p.counters.size()) return dangling("kernel_counter", p.counters[next_counter].kernel_id);
       if (next_metric < p.metrics.size()) return dangling("kernel_metric", p.metrics[next_metric].kernel_id);
+      for (const KernelCounterMissing& m : p.counters_missing) {
+        auto kernel = new_kernel_id.find(m.kernel_id);
+        if (kernel == new_kernel_id.end()) return dangling("kernel_counter_missing", m.kernel_id);
+        w.add(KernelCounterMissing{kernel->second, m.reason});
+      }
+      addFunctionTables(p, pid_map, w);
       for (KernelArgRecord a : p.kernel_args) {
         a.process_id = pid_map.at(a.process_id);
         w.add(a);
@@ -483,6 +516,12 @@ Profile selectProcesses(const Profile& p, const std::vector<uint32_t>& process_i
   for (const KernelMetricRecord& m : p.metrics) {
     if (kept(m.kernel_id)) out.metrics.push_back(m);
   }
+  for (const KernelCounterMissing& m : p.counters_missing) {
+    if (kept(m.kernel_id)) out.counters_missing.push_back(m);
+  }
+  copyIf(p.functions, out.functions);
+  copyIf(p.function_args, out.function_args);
+  copyIf(p.function_sass_ops, out.function_sass_ops);
   return out;
 }
 

@@ -118,11 +118,20 @@ KernelCounters deriveCounters(const std::vector<std::string>& names, const std::
   c.flops_fp32 = flops("sm__sass_thread_inst_executed_op_fadd_pred_on.sum",
                        "sm__sass_thread_inst_executed_op_fmul_pred_on.sum",
                        "sm__sass_thread_inst_executed_op_ffma_pred_on.sum", 1.0);
-  // The h* counters cover FP16 and BF16 packed math alike; GH100 has no counter that separates
-  // them, so both are reported as fp16 and flops_bf16 stays unknown.
-  c.flops_fp16 = flops("sm__sass_thread_inst_executed_op_hadd_pred_on.sum",
-                       "sm__sass_thread_inst_executed_op_hmul_pred_on.sum",
-                       "sm__sass_thread_inst_executed_op_hfma_pred_on.sum", kHalfLanesPerInstruction);
+  // The h* counters count instructions of FP16 and BF16 alike, packed (2 lanes), scalar (1) and
+  // immediate moves (0): the FLOPs come from the function's SASS once `fprof run` has read it
+  // (sass_half.h). With none executed, both are exactly 0.
+  const auto hadd = get("sm__sass_thread_inst_executed_op_hadd_pred_on.sum");
+  const auto hmul = get("sm__sass_thread_inst_executed_op_hmul_pred_on.sum");
+  const auto hfma = get("sm__sass_thread_inst_executed_op_hfma_pred_on.sum");
+  if (hadd && hmul && hfma) {
+    if (*hadd == 0 && *hmul == 0 && *hfma == 0) {
+      c.flops_fp16 = 0;
+      c.flops_bf16 = 0;
+    } else {
+      c.half_flops_method = kHalfFlopsPending;
+    }
+  }
   auto tensor = [&](const char* name) -> std::optional<double> {
     auto o = get(name);
     return o ? std::optional<double>(*o * kTensorFlopsPerOp) : std::nullopt;

@@ -465,6 +465,60 @@ Status checkDatabase(const std::string& path) {
   return openAndCheck(path, h, version);
 }
 
+// The tables schema 2 added: per-function facts and why kernels have no counters.
+template <class AddTask>
+void addSchema2Tasks(Profile& p, const std::string& path, const StringIds& str_id, AddTask&& add) {
+  add([&p, &path](Conn& conn) {
+    return forEachRow(conn.db(), path, "SELECT kernel_id, reason FROM kernel_counter_missing ORDER BY kernel_id",
+                      [&](Statement& st) { p.counters_missing.push_back({st.i64(0), st.text(1)}); });
+  });
+  add([&p, &path, &str_id](Conn& conn) {
+    return forEachRow(conn.db(), path,
+                      "SELECT process_id, name_id, registers_per_thread, local_bytes_per_thread, static_shared_bytes, "
+                      "const_bytes, max_threads_per_block, binary_version, ptx_version FROM function "
+                      "ORDER BY process_id, name_id",
+                      [&](Statement& st) {
+                        FunctionRow& f = p.functions.emplace_back();
+                        f.process_id = static_cast<uint32_t>(st.i64(0));
+                        f.name_id = str_id(st.i64(1));
+                        f.registers_per_thread = st.opt<int>(2);
+                        f.local_bytes_per_thread = st.opt<int64_t>(3);
+                        f.static_shared_bytes = st.opt<int64_t>(4);
+                        f.const_bytes = st.opt<int64_t>(5);
+                        f.max_threads_per_block = st.opt<int>(6);
+                        f.binary_version = st.opt<int>(7);
+                        f.ptx_version = st.opt<int>(8);
+                      });
+  });
+  add([&p, &path, &str_id](Conn& conn) {
+    return forEachRow(conn.db(), path,
+                      "SELECT process_id, name_id, arg_index, role, method, sampled_bytes, correlation_id "
+                      "FROM function_arg ORDER BY process_id, name_id, arg_index",
+                      [&](Statement& st) {
+                        FunctionArgRow& a = p.function_args.emplace_back();
+                        a.process_id = static_cast<uint32_t>(st.i64(0));
+                        a.name_id = str_id(st.i64(1));
+                        a.arg_index = static_cast<int32_t>(st.i64(2));
+                        a.role = st.text(3);
+                        a.method = st.text(4);
+                        a.sampled_bytes = st.opt<int64_t>(5);
+                        a.correlation_id = st.opt<uint32_t>(6);
+                      });
+  });
+  add([&p, &path, &str_id](Conn& conn) {
+    return forEachRow(conn.db(), path,
+                      "SELECT process_id, name_id, opcode, static_count FROM function_sass_op "
+                      "ORDER BY process_id, name_id, opcode",
+                      [&](Statement& st) {
+                        FunctionSassOpRow& o = p.function_sass_ops.emplace_back();
+                        o.process_id = static_cast<uint32_t>(st.i64(0));
+                        o.name_id = str_id(st.i64(1));
+                        o.opcode = st.text(2);
+                        o.static_count = st.i64(3);
+                      });
+  });
+}
+
 Expected<Profile> loadProfile(const std::string& path) {
   Db h;
   Profile p;
@@ -567,11 +621,18 @@ Expected<Profile> loadProfile(const std::string& path) {
                         {}, {}};
   TableRead arg_read{"kernel_arg", "rowid",
                      "rowid, process_id, correlation_id, arg_index, offset_bytes, size_bytes, value", {}, {}};
+  // Version 2 added where counters came from; a version-1 file has only profiled counters.
+  const bool v2 = p.schema_version >= 2;
   TableRead counter_read{"kernel_counter", "kernel_id",
-                         "kernel_id, dram_read_bytes, dram_write_bytes, l2_bytes, l1_bytes, flops_fp64, flops_fp32, "
-                         "flops_fp16, flops_bf16, flops_tensor_fp16, flops_tensor_bf16, flops_tensor_tf32, "
-                         "flops_tensor_fp8, flops_tensor_fp64, ops_tensor_int8, achieved_occupancy, local_load_bytes, "
-                         "local_store_bytes, instructions, gpu_time_ns",
+                         v2 ? "kernel_id, dram_read_bytes, dram_write_bytes, l2_bytes, l1_bytes, flops_fp64, flops_fp32, "
+                              "flops_fp16, flops_bf16, flops_tensor_fp16, flops_tensor_bf16, flops_tensor_tf32, "
+                              "flops_tensor_fp8, flops_tensor_fp64, ops_tensor_int8, achieved_occupancy, "
+                              "local_load_bytes, local_store_bytes, instructions, gpu_time_ns, source, "
+                              "source_kernel_id, signature_varies, half_flops_method"
+                            : "kernel_id, dram_read_bytes, dram_write_bytes, l2_bytes, l1_bytes, flops_fp64, flops_fp32, "
+                              "flops_fp16, flops_bf16, flops_tensor_fp16, flops_tensor_bf16, flops_tensor_tf32, "
+                              "flops_tensor_fp8, flops_tensor_fp64, ops_tensor_int8, achieved_occupancy, "
+                              "local_load_bytes, local_store_bytes, instructions, gpu_time_ns",
                          {}, {}};
   for (TableRead* t : {&kernel_read, &arg_read, &counter_read}) {
     Expected<RowidSpan> span = rowidSpan(h.db, path, t->table);
@@ -700,8 +761,8 @@ Expected<Profile> loadProfile(const std::string& path) {
   });
 
   for (TableChunk& c : counter_chunks) {
-    add(counter_tasks, [&p, &c, &path](Conn& conn) {
-      return loadChunk(conn, path, c.rows, p.counters, [](const detail::ValueRow& row, KernelCounters& k) {
+    add(counter_tasks, [&p, &c, &path, v2](Conn& conn) {
+      return loadChunk(conn, path, c.rows, p.counters, [v2](const detail::ValueRow& row, KernelCounters& k) {
         int i = 0;
         k.kernel_id = row.i64(i++);
         for (std::optional<double>* v :
@@ -711,9 +772,16 @@ Expected<Profile> loadProfile(const std::string& path) {
               &k.local_load_bytes, &k.local_store_bytes, &k.instructions, &k.gpu_time_ns}) {
           *v = row.opt<double>(i++);
         }
+        if (!v2) return;
+        k.source = std::string(row.textView(i++));
+        k.source_kernel_id = row.opt<int64_t>(i++);
+        if (auto varies = row.opt<int64_t>(i++)) k.signature_varies = *varies != 0;
+        k.half_flops_method = std::string(row.textView(i++));
       });
     });
   }
+
+  if (v2) addSchema2Tasks(p, path, ids, [&](Task t) { add(whole_tasks, std::move(t)); });
 
   add(whole_tasks, [&p, &path](Conn& conn) {
     return forEachRow(conn.db(), path,

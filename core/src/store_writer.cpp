@@ -2,6 +2,7 @@
 #include <sqlite3.h>
 
 #include <filesystem>
+#include <functional>
 #include <string>
 
 #include "fprof/core/schema.h"
@@ -114,12 +115,102 @@ Status Writer::addDevice(const DeviceInfo& d) {
 
 void Writer::addCountersForLaunch(uint32_t process_id, uint32_t correlation_id, uint32_t alt_correlation_id,
                                   const KernelCounters& counters, std::vector<std::pair<std::string, double>> raw) {
-  pending_launch_counters_.push_back({process_id, correlation_id, alt_correlation_id, counters, std::move(raw)});
+  pending_launch_counters_.push_back(
+      {process_id, {correlation_id, alt_correlation_id}, std::nullopt, counters, std::move(raw)});
+}
+
+void Writer::addCopiedCountersForLaunch(uint32_t process_id, LaunchRef launch, LaunchRef source,
+                                        const KernelCounters& counters,
+                                        std::vector<std::pair<std::string, double>> raw) {
+  KernelCounters copied = counters;
+  copied.source = kCounterSourceSameSignature;
+  pending_launch_counters_.push_back({process_id, launch, source, std::move(copied), std::move(raw)});
+}
+
+void Writer::addMissingCountersForLaunch(uint32_t process_id, LaunchRef launch, std::string reason) {
+  pending_launch_missing_.push_back({process_id, launch, std::move(reason)});
 }
 
 size_t Writer::pendingRecords() const {
   return kernels_.size() + args_.size() + ranges_.size() + memcpys_.size() + memsets_.size() +
-         memory_events_.size() + events_.size() + counters_.size() + metrics_.size() + ceilings_.size();
+         memory_events_.size() + events_.size() + counters_.size() + metrics_.size() + ceilings_.size() +
+         missing_.size() + functions_.size() + function_args_.size() + function_sass_ops_.size() +
+         pending_launch_counters_.size();
+}
+
+std::optional<std::pair<int64_t, int64_t>> Writer::kernelOf(uint32_t process_id, LaunchRef launch) const {
+  auto it = kernel_by_correlation_.find((uint64_t{process_id} << 32) | launch.correlation_id);
+  if (it == kernel_by_correlation_.end() && launch.alt_correlation_id != 0) {
+    it = kernel_by_correlation_.find((uint64_t{process_id} << 32) | launch.alt_correlation_id);
+  }
+  if (it == kernel_by_correlation_.end()) return std::nullopt;
+  return it->second;
+}
+
+// Launch-keyed counters and reasons become kernel-keyed rows once their kernels are written; the
+// rest waits for a later flush (a kernel record can arrive after its counters).
+Status Writer::resolveLaunchCounters() {
+  if (!pending_launch_counters_.empty()) {
+    Statement set_time(db_, "UPDATE kernel SET end_ns = start_ns + ?, duration_ns = ? WHERE id = ?");
+    if (!set_time.ok()) return sqlError(path_, db_, "prepare kernel time update");
+    std::vector<LaunchCounters> still_pending;
+    for (LaunchCounters& lc : pending_launch_counters_) {
+      const auto kernel = kernelOf(lc.process_id, lc.launch);
+      const auto source = lc.source ? kernelOf(lc.process_id, *lc.source) : std::nullopt;
+      if (!kernel || (lc.source && !source)) {
+        still_pending.push_back(std::move(lc));
+        continue;
+      }
+      lc.counters.kernel_id = kernel->first;
+      if (source) lc.counters.source_kernel_id = source->first;
+      if (kernel->second == 0 && lc.counters.gpu_time_ns && !lc.source) {
+        const auto ns = static_cast<int64_t>(*lc.counters.gpu_time_ns);
+        set_time.bind(1, ns);
+        set_time.bind(2, ns);
+        set_time.bind(3, lc.counters.kernel_id);
+        if (set_time.run() != SQLITE_DONE) return sqlError(path_, db_, "set kernel time from counters");
+      }
+      counters_.push_back(lc.counters);
+      for (auto& [metric, value] : lc.raw) metrics_.push_back({lc.counters.kernel_id, metric, value});
+    }
+    pending_launch_counters_ = std::move(still_pending);
+  }
+  return {};
+}
+
+// Reasons go to every kernel of their launch (a graph launch has one per node) that has no
+// counters; then, in a metrics run, every kernel still without either gets the default reason.
+Status Writer::resolveMissingCounters() {
+  if (pending_launch_missing_.empty() && !default_missing_reason_) return {};
+  if (Status s = exec("BEGIN"); !s) return s;
+  auto fail = [&](const char* what) {
+    Error e = sqlError(path_, db_, what);
+    (void)exec("ROLLBACK");
+    return e;
+  };
+  Statement st(db_,
+               "INSERT OR IGNORE INTO kernel_counter_missing(kernel_id, reason) SELECT id, ? FROM kernel "
+               "WHERE process_id = ? AND (correlation_id = ? OR correlation_id = ?) "
+               "AND id NOT IN (SELECT kernel_id FROM kernel_counter)");
+  if (!st.ok()) return fail("prepare kernel_counter_missing");
+  for (const LaunchMissing& lm : pending_launch_missing_) {
+    const uint32_t alt = lm.launch.alt_correlation_id != 0 ? lm.launch.alt_correlation_id : lm.launch.correlation_id;
+    st.bindAll(std::string_view(lm.reason), lm.process_id, lm.launch.correlation_id, alt);
+    if (st.run() != SQLITE_DONE) return fail("write kernel_counter_missing");
+  }
+  if (default_missing_reason_) {
+    Statement rest(db_,
+                   "INSERT OR IGNORE INTO kernel_counter_missing(kernel_id, reason) SELECT id, ? FROM kernel "
+                   "WHERE id NOT IN (SELECT kernel_id FROM kernel_counter)");
+    if (!rest.ok()) return fail("prepare kernel_counter_missing");
+    rest.bindAll(std::string_view(*default_missing_reason_));
+    if (rest.run() != SQLITE_DONE) return fail("write kernel_counter_missing");
+  }
+  if (exec("DELETE FROM kernel_counter_missing WHERE kernel_id IN (SELECT kernel_id FROM kernel_counter)")) {
+    pending_launch_missing_.clear();
+    return exec("COMMIT");
+  }
+  return fail("clean kernel_counter_missing");
 }
 
 Expected<uint32_t> Writer::intern(std::string_view s) {
@@ -262,40 +353,20 @@ Status Writer::flush() {
                  })) {
     return fail("write memory_event");
   }
-  if (!pending_launch_counters_.empty()) {
-    // Kernels of this batch are inserted above, so one lookup finds rows old and new.
-    Statement set_time(db_, "UPDATE kernel SET end_ns = start_ns + ?, duration_ns = ? WHERE id = ?");
-    if (!set_time.ok()) return fail("prepare kernel time update");
-    std::vector<LaunchCounters> still_pending;
-    for (LaunchCounters& lc : pending_launch_counters_) {
-      auto it = kernel_by_correlation_.find((uint64_t{lc.process_id} << 32) | lc.correlation_id);
-      if (it == kernel_by_correlation_.end() && lc.alt_correlation_id != 0) {
-        it = kernel_by_correlation_.find((uint64_t{lc.process_id} << 32) | lc.alt_correlation_id);
-      }
-      if (it == kernel_by_correlation_.end()) {
-        still_pending.push_back(std::move(lc));
-        continue;
-      }
-      lc.counters.kernel_id = it->second.first;
-      if (it->second.second == 0 && lc.counters.gpu_time_ns) {
-        const auto ns = static_cast<int64_t>(*lc.counters.gpu_time_ns);
-        set_time.bind(1, ns);
-        set_time.bind(2, ns);
-        set_time.bind(3, lc.counters.kernel_id);
-        if (set_time.run() != SQLITE_DONE) return fail("set kernel time from counters");
-      }
-      counters_.push_back(lc.counters);
-      for (auto& [metric, value] : lc.raw) metrics_.push_back({lc.counters.kernel_id, metric, value});
-    }
-    pending_launch_counters_ = std::move(still_pending);
+  // Kernels of this batch are inserted above, so one lookup finds rows old and new.
+  if (Status r = resolveLaunchCounters(); !r) {
+    (void)exec("ROLLBACK");
+    forgetNewStrings();
+    return r;
   }
   if (!counters_.empty()) {
     Statement st(db_,
                  "INSERT OR REPLACE INTO kernel_counter(kernel_id, dram_read_bytes, dram_write_bytes, l2_bytes, "
                  "l1_bytes, flops_fp64, flops_fp32, flops_fp16, flops_bf16, flops_tensor_fp16, flops_tensor_bf16, "
                  "flops_tensor_tf32, flops_tensor_fp8, flops_tensor_fp64, ops_tensor_int8, achieved_occupancy, "
-                 "local_load_bytes, local_store_bytes, instructions, gpu_time_ns) "
-                 "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                 "local_load_bytes, local_store_bytes, instructions, gpu_time_ns, source, source_kernel_id, "
+                 "signature_varies, half_flops_method) "
+                 "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     if (!st.ok()) return fail("prepare kernel_counter");
     for (const KernelCounters& c : counters_) {
       int i = 1;
@@ -307,6 +378,11 @@ Status Writer::flush() {
             &c.local_load_bytes, &c.local_store_bytes, &c.instructions, &c.gpu_time_ns}) {
         st.bind(i++, *v);
       }
+      st.bind(i++, std::string_view(c.source));
+      st.bind(i++, c.source_kernel_id);
+      st.bind(i++, c.signature_varies ? std::optional<int64_t>(*c.signature_varies ? 1 : 0) : std::nullopt);
+      st.bind(i++, c.half_flops_method.empty() ? std::optional<std::string_view>() :
+                                                 std::optional<std::string_view>(c.half_flops_method));
       if (st.run() != SQLITE_DONE) return fail("write kernel_counter");
     }
   }
@@ -331,6 +407,17 @@ Status Writer::flush() {
                  })) {
     return fail("write ceiling");
   }
+  if (!insertAll(missing_, "INSERT OR REPLACE INTO kernel_counter_missing(kernel_id, reason) VALUES (?,?)",
+                 [](Statement& st, const KernelCounterMissing& m) {
+                   st.bindAll(m.kernel_id, std::string_view(m.reason));
+                 })) {
+    return fail("write kernel_counter_missing");
+  }
+  if (Status f = writeFunctionTables(); !f) {
+    (void)exec("ROLLBACK");
+    forgetNewStrings();
+    return f;
+  }
   if (!insertAll(events_, "INSERT INTO collector_event(process_id, timestamp_ns, severity, message) VALUES (?,?,?,?)",
                  [](Statement& st, const CollectorEventRecord& e) {
                    st.bindAll(e.process_id, e.timestamp_ns, std::string_view(e.severity),
@@ -348,6 +435,10 @@ Status Writer::flush() {
   counters_.clear();
   metrics_.clear();
   ceilings_.clear();
+  missing_.clear();
+  functions_.clear();
+  function_args_.clear();
+  function_sass_ops_.clear();
   args_.clear();
   ranges_.clear();
   memcpys_.clear();
@@ -357,9 +448,54 @@ Status Writer::flush() {
   return {};
 }
 
+// The per-function tables, keyed by (process, interned mangled name).
+Status Writer::writeFunctionTables() {
+  auto nameId = [&](const std::string& name) { return intern(name); };
+  if (!functions_.empty()) {
+    Statement st(db_,
+                 "INSERT OR REPLACE INTO function(process_id, name_id, registers_per_thread, local_bytes_per_thread, "
+                 "static_shared_bytes, const_bytes, max_threads_per_block, binary_version, ptx_version) "
+                 "VALUES (?,?,?,?,?,?,?,?,?)");
+    if (!st.ok()) return sqlError(path_, db_, "prepare function");
+    for (const FunctionRecord& f : functions_) {
+      auto id = nameId(f.name);
+      if (!id) return Error{id.error()};
+      st.bindAll(f.process_id, *id, f.registers_per_thread, f.local_bytes_per_thread, f.static_shared_bytes,
+                 f.const_bytes, f.max_threads_per_block, f.binary_version, f.ptx_version);
+      if (st.run() != SQLITE_DONE) return sqlError(path_, db_, "write function");
+    }
+  }
+  if (!function_args_.empty()) {
+    Statement st(db_,
+                 "INSERT OR REPLACE INTO function_arg(process_id, name_id, arg_index, role, method, sampled_bytes, "
+                 "correlation_id) VALUES (?,?,?,?,?,?,?)");
+    if (!st.ok()) return sqlError(path_, db_, "prepare function_arg");
+    for (const FunctionArgRecord& a : function_args_) {
+      auto id = nameId(a.name);
+      if (!id) return Error{id.error()};
+      st.bindAll(a.process_id, *id, a.arg_index, std::string_view(a.role), std::string_view(a.method),
+                 a.sampled_bytes, a.correlation_id);
+      if (st.run() != SQLITE_DONE) return sqlError(path_, db_, "write function_arg");
+    }
+  }
+  if (!function_sass_ops_.empty()) {
+    Statement st(db_,
+                 "INSERT OR REPLACE INTO function_sass_op(process_id, name_id, opcode, static_count) VALUES (?,?,?,?)");
+    if (!st.ok()) return sqlError(path_, db_, "prepare function_sass_op");
+    for (const FunctionSassOpRecord& o : function_sass_ops_) {
+      auto id = nameId(o.name);
+      if (!id) return Error{id.error()};
+      st.bindAll(o.process_id, *id, std::string_view(o.opcode), o.static_count);
+      if (st.run() != SQLITE_DONE) return sqlError(path_, db_, "write function_sass_op");
+    }
+  }
+  return {};
+}
+
 Status Writer::close() {
   if (!db_) return {};
   Status s = flush();
+  if (s) s = resolveMissingCounters();
   if (s) s = exec(("BEGIN;\n" + schemaIndexSql() + "COMMIT;").c_str());
   // Back to a rollback journal: the WAL is checkpointed and removed, leaving one file to share.
   if (s) s = exec("PRAGMA journal_mode=DELETE");
@@ -368,7 +504,7 @@ Status Writer::close() {
   return s;
 }
 
-Status appendCeilings(const std::string& path, const std::vector<CeilingRecord>& ceilings) {
+Status updateDatabase(const std::string& path, const std::function<Status(sqlite3*)>& body) {
   if (Status s = checkDatabase(path); !s) return s;
   sqlite3* db = nullptr;
   if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK) {
@@ -376,24 +512,43 @@ Status appendCeilings(const std::string& path, const std::vector<CeilingRecord>&
     sqlite3_close(db);
     return e;
   }
+  sqlite3_busy_timeout(db, 5000);
   Status result;
   if (sqlite3_exec(db, "BEGIN", nullptr, nullptr, nullptr) != SQLITE_OK) {
     result = sqlError(path, db, "begin");
   } else {
-    Statement st(db,
-                 "INSERT OR REPLACE INTO ceiling(device_name, ceiling, unit, value, source, method) "
-                 "VALUES (?,?,?,?,?,?)");
-    if (!st.ok()) result = sqlError(path, db, "prepare ceiling");
-    for (size_t i = 0; result && i < ceilings.size(); ++i) {
-      const CeilingRecord& c = ceilings[i];
-      st.bindAll(c.device_name, c.ceiling, c.unit, c.value, c.source, c.method);
-      if (st.run() != SQLITE_DONE) result = sqlError(path, db, "write ceiling");
-    }
+    result = body(db);
     const char* end = result ? "COMMIT" : "ROLLBACK";
     if (sqlite3_exec(db, end, nullptr, nullptr, nullptr) != SQLITE_OK && result) result = sqlError(path, db, "commit");
   }
   sqlite3_close(db);
   return result;
+}
+
+Status appendCeilings(const std::string& path, const std::vector<CeilingRecord>& ceilings) {
+  return updateDatabase(path, [&](sqlite3* db) -> Status {
+    Statement st(db,
+                 "INSERT OR REPLACE INTO ceiling(device_name, ceiling, unit, value, source, method) "
+                 "VALUES (?,?,?,?,?,?)");
+    if (!st.ok()) return sqlError(path, db, "prepare ceiling");
+    for (const CeilingRecord& c : ceilings) {
+      st.bindAll(c.device_name, c.ceiling, c.unit, c.value, c.source, c.method);
+      if (st.run() != SQLITE_DONE) return sqlError(path, db, "write ceiling");
+    }
+    return {};
+  });
+}
+
+Status appendMetadata(const std::string& path, const std::map<std::string, std::string>& facts) {
+  return updateDatabase(path, [&](sqlite3* db) -> Status {
+    Statement st(db, "INSERT OR REPLACE INTO metadata(key, value) VALUES (?, ?)");
+    if (!st.ok()) return sqlError(path, db, "prepare metadata");
+    for (const auto& [key, value] : facts) {
+      st.bindAll(key, value);
+      if (st.run() != SQLITE_DONE) return sqlError(path, db, "write metadata");
+    }
+    return {};
+  });
 }
 
 }  // namespace fprof::core

@@ -372,5 +372,127 @@ TEST(Store, LaunchCountersFindTheirKernelAcrossFlushes) {
   EXPECT_EQ(p->metrics[0].metric, "sm__x.sum");
 }
 
+TEST(Store, Schema2CopiedCountersAndReasonsFindTheirKernels) {
+  const std::string path = fprof::testing::tempPath("schema2_counters.fprof");
+  auto w = Writer::create(path);
+  ASSERT_TRUE(w.ok());
+  KernelCounters c;
+  c.flops_fp32 = 8;
+  c.half_flops_method = "SASS: packed HFMA2 only (2 lanes)";
+  // The copy arrives before the profiled launch's kernel row: it waits for both rows.
+  (*w)->addCopiedCountersForLaunch(1, {20, 0}, {10, 0}, c, {{"sm__x.sum", 4.0}});
+  (*w)->addMissingCountersForLaunch(1, {30, 31}, "cooperative launch: not replayed");
+  (*w)->add(fprof::testing::makeKernel("copy", 10, 5, 20));
+  ASSERT_TRUE((*w)->flush());
+  EXPECT_EQ((*w)->unmatchedCounters(), 1u) << "the copy waits for its source";
+  (*w)->add(fprof::testing::makeKernel("profiled", 0, 5, 10));
+  (*w)->add(fprof::testing::makeKernel("coop", 20, 5, 31));
+  (*w)->add(fprof::testing::makeKernel("graph_node_a", 30, 5, 40));  // one graph launch, two kernels
+  (*w)->add(fprof::testing::makeKernel("graph_node_b", 40, 5, 40));
+  (*w)->add(fprof::testing::makeKernel("forgotten", 50, 5, 50));
+  (*w)->addMissingCountersForLaunch(1, {40, 0}, "CUDA graph launch: not profiled");
+  (*w)->expectCountersForEveryKernel("no counters recorded");
+  (*w)->addCountersForLaunch(1, 10, 0, c, {{"sm__x.sum", 4.0}});
+  ASSERT_TRUE((*w)->flush());
+  EXPECT_EQ((*w)->unmatchedCounters(), 0u);
+  ASSERT_TRUE((*w)->close());
+
+  auto p = loadProfile(path);
+  ASSERT_TRUE(p.ok()) << p.error();
+  EXPECT_EQ(p->schema_version, kSchemaVersion);
+  std::map<std::string, int64_t> id_of;
+  for (const KernelRow& row : p->kernels) id_of[p->str(row.name_id)] = row.id;
+  ASSERT_EQ(p->counters.size(), 2u);
+  for (const KernelCounters& k : p->counters) {
+    EXPECT_EQ(k.half_flops_method, "SASS: packed HFMA2 only (2 lanes)");
+    if (k.kernel_id == id_of["copy"]) {
+      EXPECT_EQ(k.source, kCounterSourceSameSignature);
+      ASSERT_TRUE(k.source_kernel_id);
+      EXPECT_EQ(*k.source_kernel_id, id_of["profiled"]);
+    } else {
+      EXPECT_EQ(k.kernel_id, id_of["profiled"]);
+      EXPECT_EQ(k.source, kCounterSourceProfiled);
+      EXPECT_FALSE(k.source_kernel_id);
+    }
+  }
+  std::map<int64_t, std::string> reason_of;
+  for (const KernelCounterMissing& m : p->counters_missing) reason_of[m.kernel_id] = m.reason;
+  EXPECT_EQ(reason_of.size(), 4u) << "every kernel without counters has a reason, no kernel with counters has one";
+  EXPECT_EQ(reason_of[id_of["coop"]], "cooperative launch: not replayed");
+  EXPECT_EQ(reason_of[id_of["graph_node_a"]], "CUDA graph launch: not profiled");
+  EXPECT_EQ(reason_of[id_of["graph_node_b"]], "CUDA graph launch: not profiled");
+  EXPECT_EQ(reason_of[id_of["forgotten"]], "no counters recorded");
+}
+
+TEST(Store, Schema2FunctionTablesRoundTrip) {
+  const std::string path = fprof::testing::tempPath("schema2_functions.fprof");
+  {
+    auto w = Writer::create(path);
+    ASSERT_TRUE(w.ok());
+    FunctionRecord f;
+    f.process_id = 1;
+    f.name = "_Z4axpyPfS_";
+    f.registers_per_thread = 10;
+    f.local_bytes_per_thread = 256;
+    f.binary_version = 90;
+    (*w)->add(f);
+    f.registers_per_thread = 12;  // the same function again replaces the row
+    (*w)->add(f);
+    (*w)->add(FunctionArgRecord{1, "_Z4axpyPfS_", 1, kArgRoleWrite, "compared 4096 bytes", 4096, 77});
+    (*w)->add(FunctionArgRecord{1, "_Z4axpyPfS_", 0, kArgRoleRead, "compared 4096 bytes", 4096, std::nullopt});
+    (*w)->add(FunctionSassOpRecord{1, "_Z4axpyPfS_", "HFMA2.scalar", 8});
+    ASSERT_TRUE((*w)->close());
+  }
+  auto p = loadProfile(path);
+  ASSERT_TRUE(p.ok()) << p.error();
+  ASSERT_EQ(p->functions.size(), 1u);
+  EXPECT_EQ(p->str(p->functions[0].name_id), "_Z4axpyPfS_");
+  EXPECT_EQ(p->functions[0].registers_per_thread, 12);
+  EXPECT_EQ(p->functions[0].local_bytes_per_thread, 256);
+  EXPECT_EQ(p->functions[0].binary_version, 90);
+  EXPECT_FALSE(p->functions[0].ptx_version);
+  ASSERT_EQ(p->function_args.size(), 2u);
+  EXPECT_EQ(p->function_args[0].arg_index, 0);
+  EXPECT_EQ(p->function_args[0].role, kArgRoleRead);
+  EXPECT_FALSE(p->function_args[0].correlation_id);
+  EXPECT_EQ(p->function_args[1].role, kArgRoleWrite);
+  EXPECT_EQ(p->function_args[1].correlation_id, 77u);
+  ASSERT_EQ(p->function_sass_ops.size(), 1u);
+  EXPECT_EQ(p->function_sass_ops[0].opcode, "HFMA2.scalar");
+  EXPECT_EQ(p->function_sass_ops[0].static_count, 8);
+}
+
+// Files recorded before schema 2 (tests/data holds several) open with the new fields empty.
+TEST(Store, Schema1FilesStillOpen) {
+  const std::string path = fprof::testing::tempPath("schema1.fprof");
+  {
+    auto w = Writer::create(path);
+    ASSERT_TRUE(w.ok());
+    (*w)->add(fprof::testing::makeKernel("k", 0, 5, 1));
+    KernelCounters c;
+    c.flops_fp32 = 2;
+    (*w)->addCountersForLaunch(1, 1, 0, c, {});
+    ASSERT_TRUE((*w)->close());
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  for (const char* sql : {"DROP TABLE function", "DROP TABLE function_arg", "DROP TABLE function_sass_op",
+                          "DROP TABLE kernel_counter_missing", "ALTER TABLE kernel_counter DROP COLUMN source",
+                          "ALTER TABLE kernel_counter DROP COLUMN source_kernel_id",
+                          "ALTER TABLE kernel_counter DROP COLUMN signature_varies",
+                          "ALTER TABLE kernel_counter DROP COLUMN half_flops_method",
+                          "UPDATE metadata SET value = '1' WHERE key = 'schema_version'"}) {
+    ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql << ": " << sqlite3_errmsg(db);
+  }
+  sqlite3_close(db);
+  auto p = loadProfile(path);
+  ASSERT_TRUE(p.ok()) << p.error();
+  EXPECT_EQ(p->schema_version, 1);
+  ASSERT_EQ(p->counters.size(), 1u);
+  EXPECT_EQ(p->counters[0].source, kCounterSourceProfiled);
+  EXPECT_TRUE(p->functions.empty());
+  EXPECT_TRUE(p->counters_missing.empty());
+}
+
 }  // namespace
 }  // namespace fprof::core

@@ -10,6 +10,7 @@
 #include "fprof/analysis/ranks.h"
 #include "fprof/analysis/summary.h"
 #include "fprof/core/merge.h"
+#include "fprof/core/schema.h"
 #include "fprof/core/store.h"
 #include "merge_checks.h"
 #include "rank_fixture.h"
@@ -331,7 +332,7 @@ TEST_F(MergeRefuses, CountersOfAMissingKernel) {
 TEST_F(MergeRefuses, NewerSchema) {
   execSql(inputs_[1], "UPDATE metadata SET value = '99' WHERE key = 'schema_version'");
   expectRefused(inputs_, dir_ + "/job.fprof",
-                inputs_[1] + ": schema version 99 is newer than this fprof (1); upgrade fprof to read it");
+                inputs_[1] + ": schema version 99 is newer than this fprof (" + std::to_string(core::kSchemaVersion) + "); upgrade fprof to read it");
 }
 
 TEST_F(MergeRefuses, TheSameFileTwice) {

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "fprof/core/merge.h"
+#include "fprof/core/schema.h"
 #include "fprof/core/store.h"
 #include "rank_fixture.h"
 
@@ -129,7 +130,7 @@ TEST_F(MergeCli, InfoOneRankReadsAsItsOwnFile) {
     const Result own = fprofIn(dir_, "info job.rank" + std::to_string(rank) + ".fprof");
     ASSERT_EQ(merged.code, 0) << merged.out;
     EXPECT_EQ(merged.out.substr(0, merged.out.find('\n')),
-              "job.fprof (rank " + std::to_string(rank) + "; the file holds ranks 0-2)  (schema 1, recorded by fprof "
+              "job.fprof (rank " + std::to_string(rank) + "; the file holds ranks 0-2)  (schema " + std::to_string(core::kSchemaVersion) + ", recorded by fprof "
               "0.1.0, mode " + (rank == 2 ? "metrics" : "trace") + ")");
     EXPECT_EQ(dropFirstLine(merged.out), dropFirstLine(own.out));
   }

@@ -58,10 +58,13 @@ TEST(DerivedCounters, FlopsMatchAnalyticCountsExactly) {
   EXPECT_EQ(*addmul.flops_fp32, 3 * n);
   auto daxpy = core::deriveCounters(names, valuesFor(names, {{"sm__sass_thread_inst_executed_op_dfma_pred_on.sum", n}}));
   EXPECT_EQ(*daxpy.flops_fp64, 2 * n);
-  // n HFMA2 instructions: 2 lanes x 2 FLOPs each.
+  // n HFMA2 instructions: packed (2 lanes), scalar or an immediate move; only the function's SASS
+  // tells (core/sass_half.h), so the counters alone leave fp16 and bf16 FLOPs pending.
   auto haxpy2 = core::deriveCounters(names, valuesFor(names, {{"sm__sass_thread_inst_executed_op_hfma_pred_on.sum", n}}));
-  EXPECT_EQ(*haxpy2.flops_fp16, 4 * n);
-  EXPECT_FALSE(haxpy2.flops_bf16.has_value()) << "no GH100 counter separates bf16 from fp16 packed math";
+  EXPECT_FALSE(haxpy2.flops_fp16.has_value());
+  EXPECT_FALSE(haxpy2.flops_bf16.has_value());
+  EXPECT_EQ(haxpy2.half_flops_method, core::kHalfFlopsPending);
+  EXPECT_EQ(*saxpy.flops_fp16, 0) << "no half instruction ran: exactly 0";
   // cuBLAS GEMM 1024x768x512 in fp16: the tensor counter read 2*M*N*K.
   auto gemm = core::deriveCounters(names, valuesFor(names, {{"sm__ops_path_tensor_src_fp16.sum", 805306368}}));
   EXPECT_EQ(*gemm.flops_tensor_fp16, 2.0 * 1024 * 768 * 512);
@@ -135,17 +138,25 @@ LaunchFacts facts(const std::string& name, const std::string* path = nullptr) {
   return f;
 }
 
+LaunchDecision kindOf(LaunchSelector& s, const LaunchFacts& f) { return s.decide(f).kind; }
+
 TEST(LaunchSelector, RegexSkipAndCount) {
   MetricsConfig c = readMetricsConfig(envOf(
       {{"FPROF_MODE", "metrics"}, {"FPROF_KERNEL_REGEX", "gemm"}, {"FPROF_LAUNCH_SKIP", "1"}, {"FPROF_LAUNCH_COUNT", "2"}}));
   LaunchSelector s(c);
-  EXPECT_EQ(s.decide(facts("relu_kernel(float*)")), LaunchDecision::kSkipFiltered);
-  EXPECT_EQ(s.decide(facts("sgemm_128x64(float const*)")), LaunchDecision::kSkipFiltered);  // skipped: 1st match
-  EXPECT_EQ(s.decide(facts("sgemm_128x64(float const*)")), LaunchDecision::kProfile);
-  EXPECT_EQ(s.decide(facts("relu_kernel(float*)")), LaunchDecision::kSkipFiltered);
-  EXPECT_EQ(s.decide(facts("hgemm(half*)")), LaunchDecision::kProfile);
+  Decision d = s.decide(facts("relu_kernel(float*)"));
+  EXPECT_EQ(d.kind, LaunchDecision::kSkipFiltered);
+  EXPECT_EQ(d.reason, "not selected (--kernel-regex)");
+  d = s.decide(facts("sgemm_128x64(float const*)"));  // skipped: 1st match
+  EXPECT_EQ(d.kind, LaunchDecision::kSkipFiltered);
+  EXPECT_EQ(d.reason, "not selected (--launch-skip)");
+  EXPECT_EQ(kindOf(s, facts("sgemm_128x64(float const*)")), LaunchDecision::kProfile);
+  EXPECT_EQ(kindOf(s, facts("relu_kernel(float*)")), LaunchDecision::kSkipFiltered);
+  EXPECT_EQ(kindOf(s, facts("hgemm(half*)")), LaunchDecision::kProfile);
   EXPECT_TRUE(s.exhausted());
-  EXPECT_EQ(s.decide(facts("hgemm(half*)")), LaunchDecision::kSkipFiltered);
+  d = s.decide(facts("hgemm(half*)"));
+  EXPECT_EQ(d.kind, LaunchDecision::kSkipFiltered);
+  EXPECT_EQ(d.reason, "not selected (--launch-count reached)");
   EXPECT_EQ(s.profiled(), 2u);
 }
 
@@ -155,10 +166,10 @@ TEST(LaunchSelector, OpsMatchWholeTokens) {
   const std::string exact = "fprof::op=matmul_bias variant=unfused/fprof::op=matmul variant=unfused";
   const std::string prefix_only = "fprof::op=matmul_bias variant=fused pair=p";
   const std::string none;
-  EXPECT_EQ(s.decide(facts("k", &exact)), LaunchDecision::kProfile);
-  EXPECT_EQ(s.decide(facts("k", &prefix_only)), LaunchDecision::kSkipFiltered);
-  EXPECT_EQ(s.decide(facts("k", &none)), LaunchDecision::kSkipFiltered);
-  EXPECT_EQ(s.decide(facts("k")), LaunchDecision::kSkipFiltered);
+  EXPECT_EQ(kindOf(s, facts("k", &exact)), LaunchDecision::kProfile);
+  EXPECT_EQ(kindOf(s, facts("k", &prefix_only)), LaunchDecision::kSkipFiltered);
+  EXPECT_EQ(kindOf(s, facts("k", &none)), LaunchDecision::kSkipFiltered);
+  EXPECT_EQ(s.decide(facts("k")).reason, "not selected (--ops)");
 }
 
 TEST(LaunchSelector, NvtxIncludeIsAnySubstring) {
@@ -166,24 +177,69 @@ TEST(LaunchSelector, NvtxIncludeIsAnySubstring) {
   LaunchSelector s(c);
   const std::string a = "fprof::op=prefill/fprof::op=layer layer=3";
   const std::string b = "fprof::op=prefill/fprof::op=layer layer=4";
-  EXPECT_EQ(s.decide(facts("k", &a)), LaunchDecision::kProfile);
-  EXPECT_EQ(s.decide(facts("k", &b)), LaunchDecision::kSkipFiltered);
+  EXPECT_EQ(kindOf(s, facts("k", &a)), LaunchDecision::kProfile);
+  EXPECT_EQ(s.decide(facts("k", &b)).reason, "not selected (--nvtx-include)");
 }
 
-TEST(LaunchSelector, UnsafeKernelsAreNeverReplayed) {
+TEST(LaunchSelector, UnsafeKernelsAreNeverReplayedAndSayWhy) {
   MetricsConfig c = readMetricsConfig(envOf({{"FPROF_MODE", "metrics"}}));
   LaunchSelector s(c);
-  std::string why;
-  EXPECT_EQ(s.decide(facts("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"), &why),
-            LaunchDecision::kSkipUnsafe);
-  EXPECT_EQ(why, "NCCL kernels wait on other ranks");
+  Decision d = s.decide(facts("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"));
+  EXPECT_EQ(d.kind, LaunchDecision::kSkipUnsafe);
+  EXPECT_EQ(d.reason, "NCCL kernel: not replayed (it waits on other ranks)");
   LaunchFacts coop = facts("grid_sync_kernel()");
   coop.cooperative = true;
-  EXPECT_EQ(s.decide(coop, &why), LaunchDecision::kSkipUnsafe);
+  d = s.decide(coop);
+  EXPECT_EQ(d.kind, LaunchDecision::kSkipUnsafe);
+  EXPECT_EQ(d.reason, "cooperative launch: not replayed (replay would re-run grid-wide barriers)");
   LaunchFacts graph = facts("");
   graph.graph_launch = true;
-  EXPECT_EQ(s.decide(graph, &why), LaunchDecision::kSkipUnsafe);
+  EXPECT_EQ(s.decide(graph).kind, LaunchDecision::kSkipUnsafe);
   EXPECT_EQ(s.profiled(), 0u);
+}
+
+LaunchFacts signed_facts(const std::string& name, uint64_t signature) {
+  LaunchFacts f = facts(name);
+  f.signature = signature;
+  return f;
+}
+
+TEST(LaunchSelector, EachSignatureIsProfiledOnceThenCopied) {
+  MetricsConfig c = readMetricsConfig(envOf({{"FPROF_MODE", "metrics"}}));
+  ASSERT_EQ(c.samples_per_signature, 1u);
+  LaunchSelector s(c);
+  EXPECT_EQ(kindOf(s, signed_facts("axpy", 1)), LaunchDecision::kProfile);  // index 0
+  EXPECT_EQ(kindOf(s, signed_facts("relu", 2)), LaunchDecision::kProfile);  // index 1
+  Decision d = s.decide(signed_facts("axpy", 1));                            // index 2
+  EXPECT_EQ(d.kind, LaunchDecision::kCopy);
+  EXPECT_EQ(d.source_index, 0u);
+  EXPECT_EQ(d.launch_index, 2u);
+  d = s.decide(signed_facts("relu", 2));
+  EXPECT_EQ(d.kind, LaunchDecision::kCopy);
+  EXPECT_EQ(d.source_index, 1u);
+  EXPECT_EQ(kindOf(s, facts("unknown signature")), LaunchDecision::kProfile) << "no signature: always profiled";
+  EXPECT_EQ(kindOf(s, facts("unknown signature")), LaunchDecision::kProfile);
+  EXPECT_EQ(s.profiled(), 4u);
+  EXPECT_EQ(s.copied(), 2u);
+}
+
+TEST(LaunchSelector, SamplesPerSignatureAndEveryLaunch) {
+  LaunchSelector two(readMetricsConfig(envOf({{"FPROF_MODE", "metrics"}, {"FPROF_SAMPLES_PER_LAUNCH_KIND", "2"}})));
+  EXPECT_EQ(kindOf(two, signed_facts("k", 7)), LaunchDecision::kProfile);
+  EXPECT_EQ(kindOf(two, signed_facts("k", 7)), LaunchDecision::kProfile);
+  Decision d = two.decide(signed_facts("k", 7));
+  EXPECT_EQ(d.kind, LaunchDecision::kCopy);
+  EXPECT_EQ(d.source_index, 0u) << "copies come from the first sample";
+  LaunchSelector every(readMetricsConfig(envOf({{"FPROF_MODE", "metrics"}, {"FPROF_SAMPLES_PER_LAUNCH_KIND", "0"}})));
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(kindOf(every, signed_facts("k", 7)), LaunchDecision::kProfile);
+}
+
+TEST(LaunchSelector, LaunchCountCountsCopiedLaunchesToo) {
+  LaunchSelector s(readMetricsConfig(envOf({{"FPROF_MODE", "metrics"}, {"FPROF_LAUNCH_COUNT", "3"}})));
+  EXPECT_EQ(kindOf(s, signed_facts("k", 7)), LaunchDecision::kProfile);
+  EXPECT_EQ(kindOf(s, signed_facts("k", 7)), LaunchDecision::kCopy);
+  EXPECT_EQ(kindOf(s, signed_facts("k", 7)), LaunchDecision::kCopy);
+  EXPECT_EQ(kindOf(s, signed_facts("k", 7)), LaunchDecision::kSkipFiltered);
 }
 
 }  // namespace

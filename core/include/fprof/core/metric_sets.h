@@ -27,7 +27,9 @@ Expected<std::vector<std::string>> expandMetricSelection(const std::string& sele
 // thread, each two lanes (n HFMA2 read n, so 4n FLOPs); sm__ops_path_tensor_src_* already count
 // FLOPs (a cuBLAS GEMM of M*N*K read exactly 2*M*N*K).
 inline constexpr double kFlopsPerFma = 2.0;
-inline constexpr double kHalfLanesPerInstruction = 2.0;
+// half_flops_method of a kernel whose hadd/hmul/hfma counts wait for its function's SASS (fp16 and
+// bf16 FLOPs stay unknown until `fprof run` has read it: core/sass_half.h).
+inline constexpr const char* kHalfFlopsPending = "pending: the function's SASS was not read yet";
 inline constexpr double kTensorFlopsPerOp = 1.0;
 
 // Derived counters from raw values (names[i] has values[i]); metrics that were not collected

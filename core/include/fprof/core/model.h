@@ -173,6 +173,9 @@ struct CollectorEventRecord {
   std::string message;
 };
 
+inline constexpr const char* kCounterSourceProfiled = "profiled";
+inline constexpr const char* kCounterSourceSameSignature = "same_signature";
+
 // Hardware-counter results for one kernel (metrics mode). Every field is optional: a counter that
 // was not collected is absent, never 0. FLOPs count an FMA as 2; tensor FLOPs are calibrated so a
 // GEMM of M*N*K reads 2*M*N*K.
@@ -198,10 +201,89 @@ struct KernelCounters {
   std::optional<double> instructions;
   std::optional<double> gpu_time_ns;  // from the counter, not the trace (replay may perturb timing)
 
+  // Where the values came from (kernel_counter.source ...): profiled on this launch, or copied
+  // from an identical launch that was (source_kernel_id).
+  std::string source = kCounterSourceProfiled;
+  std::optional<int64_t> source_kernel_id;
+  std::optional<bool> signature_varies;  // profiled launches of the signature disagreed
+  std::string half_flops_method;         // "" = no half-precision instructions ran
+
   std::optional<double> dramBytes() const {
     if (!dram_read_bytes && !dram_write_bytes) return std::nullopt;
     return dram_read_bytes.value_or(0) + dram_write_bytes.value_or(0);
   }
+};
+
+// A metrics-mode kernel without counters, and why (kernel_counter_missing).
+struct KernelCounterMissing {
+  int64_t kernel_id = 0;
+  std::string reason;
+};
+
+// Facts the driver reports once per kernel function (function table). Names are mangled.
+struct FunctionRecord {
+  uint32_t process_id = 0;
+  std::string name;
+  std::optional<int> registers_per_thread;  // CU_FUNC_ATTRIBUTE_NUM_REGS, as ptxas -v says
+  std::optional<int64_t> local_bytes_per_thread;
+  std::optional<int64_t> static_shared_bytes;
+  std::optional<int64_t> const_bytes;
+  std::optional<int> max_threads_per_block;
+  std::optional<int> binary_version;
+  std::optional<int> ptx_version;
+};
+
+inline constexpr const char* kArgRoleWrite = "write";
+inline constexpr const char* kArgRoleRead = "read";
+inline constexpr const char* kArgRoleNotPointer = "not_pointer";
+
+// What one pointer argument of a function does, measured (function_arg).
+struct FunctionArgRecord {
+  uint32_t process_id = 0;
+  std::string name;  // mangled function name
+  int32_t arg_index = 0;
+  std::string role;    // kArgRole*
+  std::string method;  // how it was obtained
+  std::optional<int64_t> sampled_bytes;
+  std::optional<uint32_t> correlation_id;
+};
+
+// Static count of one half-precision opcode class in a function's SASS (function_sass_op).
+struct FunctionSassOpRecord {
+  uint32_t process_id = 0;
+  std::string name;    // mangled function name
+  std::string opcode;  // e.g. "HFMA2", "HFMA2.scalar", "HADD2.F32.convert"
+  int64_t static_count = 0;
+};
+
+// What a reader returns for the function tables: names are ids into Profile::strings.
+struct FunctionRow {
+  uint32_t process_id = 0;
+  uint32_t name_id = 0;
+  std::optional<int> registers_per_thread;
+  std::optional<int64_t> local_bytes_per_thread;
+  std::optional<int64_t> static_shared_bytes;
+  std::optional<int64_t> const_bytes;
+  std::optional<int> max_threads_per_block;
+  std::optional<int> binary_version;
+  std::optional<int> ptx_version;
+};
+
+struct FunctionArgRow {
+  uint32_t process_id = 0;
+  uint32_t name_id = 0;
+  int32_t arg_index = 0;
+  std::string role;
+  std::string method;
+  std::optional<int64_t> sampled_bytes;
+  std::optional<uint32_t> correlation_id;
+};
+
+struct FunctionSassOpRow {
+  uint32_t process_id = 0;
+  uint32_t name_id = 0;
+  std::string opcode;
+  int64_t static_count = 0;
 };
 
 // One raw counter value, kept so every derived number can be traced to its metric name.

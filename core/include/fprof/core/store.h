@@ -3,7 +3,9 @@
 // checks what it opens and says in one sentence what is wrong with a bad file.
 #pragma once
 
+#include <functional>
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -35,6 +37,11 @@ struct Profile {
   std::vector<KernelCounters> counters;  // ordered by kernel_id; empty in trace mode
   std::vector<KernelMetricRecord> metrics;
   std::vector<CeilingRecord> ceilings;
+  // Schema 2 (empty when a version-1 file is read).
+  std::vector<KernelCounterMissing> counters_missing;  // ordered by kernel_id
+  std::vector<FunctionRow> functions;                  // ordered by (process_id, name_id)
+  std::vector<FunctionArgRow> function_args;           // ordered by (process_id, name_id, arg_index)
+  std::vector<FunctionSassOpRow> function_sass_ops;    // ordered by (process_id, name_id, opcode)
 
   const std::string& str(uint32_t id) const { return strings.at(id); }
   const DeviceInfo* device(uint32_t process_id, uint32_t device_id) const;
@@ -50,6 +57,14 @@ Status checkDatabase(const std::string& path);
 // Adds (or replaces) ceiling rows in an existing database, e.g. to attach measured ceilings to a
 // run recorded earlier. One transaction: on error nothing is changed.
 Status appendCeilings(const std::string& path, const std::vector<CeilingRecord>& ceilings);
+
+// Opens an existing database for writing and runs `body` in one transaction: on error nothing is
+// changed. For the post-run steps that complete a recorded file (ceilings, exit status, SASS).
+Status updateDatabase(const std::string& path, const std::function<Status(sqlite3*)>& body);
+
+// Adds (or replaces) metadata keys of an existing database, in one transaction (e.g. how the
+// profiled program ended, written by `fprof run` after it exits).
+Status appendMetadata(const std::string& path, const std::map<std::string, std::string>& facts);
 
 class Writer {
  public:
@@ -75,6 +90,10 @@ class Writer {
   void add(const KernelCounters& r) { counters_.push_back(r); }
   void add(const KernelMetricRecord& r) { metrics_.push_back(r); }
   void add(const CeilingRecord& r) { ceilings_.push_back(r); }  // same device/ceiling/source replaces
+  void add(const KernelCounterMissing& r) { missing_.push_back(r); }  // by kernel id
+  void add(const FunctionRecord& r) { functions_.push_back(r); }      // same process/name replaces
+  void add(const FunctionArgRecord& r) { function_args_.push_back(r); }
+  void add(const FunctionSassOpRecord& r) { function_sass_ops_.push_back(r); }
   // Counters of a launch known by its correlation id (or, for a runtime launch, the id of the
   // driver call inside it: alt_correlation_id, 0 if none); written once the kernel row with that
   // (process_id, correlation_id) exists, in this flush or a later one. `raw` keeps the metric
@@ -82,6 +101,19 @@ class Writer {
   // profiler hides kernel timestamps) takes its duration from counters.gpu_time_ns.
   void addCountersForLaunch(uint32_t process_id, uint32_t correlation_id, uint32_t alt_correlation_id,
                             const KernelCounters& counters, std::vector<std::pair<std::string, double>> raw);
+  // Counters copied from another launch (counters.source = same_signature): source_kernel_id is
+  // filled in once the kernel rows of both launches exist.
+  struct LaunchRef {
+    uint32_t correlation_id = 0;
+    uint32_t alt_correlation_id = 0;
+  };
+  void addCopiedCountersForLaunch(uint32_t process_id, LaunchRef launch, LaunchRef source,
+                                  const KernelCounters& counters, std::vector<std::pair<std::string, double>> raw);
+  // Why the kernels of a launch (several for a graph launch) have no counters
+  // (kernel_counter_missing); resolved when the writer closes.
+  void addMissingCountersForLaunch(uint32_t process_id, LaunchRef launch, std::string reason);
+  // A metrics run: at close, every kernel with neither counters nor a reason gets this one.
+  void expectCountersForEveryKernel(std::string default_reason) { default_missing_reason_ = std::move(default_reason); }
   // Launch counters still waiting for their kernel row.
   size_t unmatchedCounters() const { return pending_launch_counters_.size(); }
   // Id the next added kernel will get (kernel.id), so counters can refer to it.
@@ -118,15 +150,30 @@ class Writer {
   std::vector<KernelCounters> counters_;
   std::vector<KernelMetricRecord> metrics_;
   std::vector<CeilingRecord> ceilings_;
+  std::vector<KernelCounterMissing> missing_;
+  std::vector<FunctionRecord> functions_;
+  std::vector<FunctionArgRecord> function_args_;
+  std::vector<FunctionSassOpRecord> function_sass_ops_;
   int64_t next_kernel_id_ = 1;
   struct LaunchCounters {
     uint32_t process_id;
-    uint32_t correlation_id;
-    uint32_t alt_correlation_id;
+    LaunchRef launch;
+    std::optional<LaunchRef> source;  // copied counters: the profiled launch they came from
     KernelCounters counters;
     std::vector<std::pair<std::string, double>> raw;
   };
   std::vector<LaunchCounters> pending_launch_counters_;
+  struct LaunchMissing {
+    uint32_t process_id;
+    LaunchRef launch;
+    std::string reason;
+  };
+  std::vector<LaunchMissing> pending_launch_missing_;
+  std::optional<std::string> default_missing_reason_;
+  Status resolveLaunchCounters();
+  Status resolveMissingCounters();
+  Status writeFunctionTables();
+  std::optional<std::pair<int64_t, int64_t>> kernelOf(uint32_t process_id, LaunchRef launch) const;
   // (process_id << 32 | correlation_id) -> kernel id of every kernel written, so launch counters
   // find their kernel without an index during collection (indexes are built at close).
   std::unordered_map<uint64_t, std::pair<int64_t, int64_t>> kernel_by_correlation_;  // id, duration

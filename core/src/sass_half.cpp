@@ -1,0 +1,268 @@
+// Half-precision FLOPs per lane from SASS (see sass_half.h).
+#include "fprof/core/sass_half.h"
+
+#include <sqlite3.h>
+
+#include <cmath>
+#include <cstdio>
+#include <set>
+#include <sstream>
+
+#include "fprof/core/metric_sets.h"
+#include "fprof/core/store.h"
+#include "sqlite_util.h"
+
+namespace fprof::core {
+namespace {
+
+using detail::Statement;
+
+constexpr const char* kOpcodes[] = {"HFMA2", "HADD2", "HMUL2"};
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == ';' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+std::vector<std::string_view> splitOperands(std::string_view s) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  for (size_t i = 0; i <= s.size(); ++i) {
+    if (i == s.size() || s[i] == ',') {
+      out.push_back(trim(s.substr(start, i - start)));
+      start = i + 1;
+    }
+  }
+  return out;
+}
+
+bool isZeroRegister(std::string_view op) { return op == "RZ" || op == "-RZ" || op == "|RZ|" || op == "-|RZ|"; }
+
+bool isRegister(std::string_view op) {
+  while (!op.empty() && (op.front() == '-' || op.front() == '|' || op.front() == '!')) op.remove_prefix(1);
+  return op.size() >= 2 && op[0] == 'R' && op[1] >= '0' && op[1] <= '9';
+}
+
+bool broadcastsOneLane(std::string_view op) {
+  return op.find(".H0_H0") != std::string_view::npos || op.find(".H1_H1") != std::string_view::npos;
+}
+
+// "packed", "scalar" or "zero" for one instruction's operands (destination first).
+const char* formOf(std::string_view opcode, std::string_view modifiers, const std::vector<std::string_view>& ops) {
+  const std::vector<std::string_view> sources(ops.size() > 1 ? ops.begin() + 1 : ops.end(), ops.end());
+  // A half->float conversion: HADD2.F32 Rd, -RZ, Rs.H0_H0 adds nothing.
+  if (opcode == "HADD2" && modifiers.find(".F32") != std::string_view::npos && !sources.empty() &&
+      isZeroRegister(sources[0])) {
+    return "zero";
+  }
+  // An immediate moved into a register: HFMA2.MMA Rd, -RZ, RZ, imm (0 * 0 + imm).
+  if (opcode == "HFMA2" && sources.size() >= 2 && isZeroRegister(sources[0]) && isZeroRegister(sources[1])) {
+    return "zero";
+  }
+  if (opcode == "HMUL2" && !sources.empty() && (isZeroRegister(sources[0]) || isZeroRegister(sources.back()))) {
+    return "zero";
+  }
+  bool any_register = false;
+  for (std::string_view op : sources) {
+    if (!isRegister(op)) continue;
+    any_register = true;
+    if (!broadcastsOneLane(op)) return "packed";
+  }
+  return any_register ? "scalar" : "packed";
+}
+
+// The class of one SASS line, or "" when it is no half-precision arithmetic instruction.
+std::string classOf(std::string_view line) {
+  const size_t close = line.find("*/");
+  if (close != std::string_view::npos) line.remove_prefix(close + 2);
+  line = trim(line);
+  if (!line.empty() && line.front() == '@') {  // predicate guard: @P0, @!PT
+    const size_t space = line.find(' ');
+    if (space == std::string_view::npos) return {};
+    line = trim(line.substr(space));
+  }
+  const size_t space = line.find(' ');
+  const std::string_view mnemonic = line.substr(0, space);
+  const size_t dot = mnemonic.find('.');
+  const std::string_view opcode = mnemonic.substr(0, dot);
+  bool half = false;
+  for (const char* o : kOpcodes) half = half || opcode == o;
+  if (!half) return {};
+  const std::string_view modifiers = dot == std::string_view::npos ? std::string_view() : mnemonic.substr(dot);
+  const std::vector<std::string_view> ops =
+      splitOperands(space == std::string_view::npos ? std::string_view() : line.substr(space + 1));
+  const bool bf16 = modifiers.find("BF16") != std::string_view::npos;
+  return std::string(opcode) + (bf16 ? ".bf16." : ".f16.") + formOf(opcode, modifiers, ops);
+}
+
+// "//----- .text._Z4axpyPfi -----" or ".text._Z4axpyPfi:" opens a function's code.
+std::optional<std::string> functionStart(std::string_view line) {
+  line = trim(line);
+  if (line.rfind(".text.", 0) != 0 || line.empty() || line.back() != ':') return std::nullopt;
+  return std::string(line.substr(6, line.size() - 7));
+}
+
+struct OpcodeForms {
+  std::set<std::pair<std::string, std::string>> forms;  // (precision, form) with static count > 0
+};
+
+// The forms of one opcode in a function's SASS.
+OpcodeForms formsOf(const SassHalfCounts& sass, const std::string& opcode) {
+  OpcodeForms f;
+  for (const auto& [cls, count] : sass) {
+    if (count <= 0 || cls.rfind(opcode + ".", 0) != 0) continue;
+    const std::string rest = cls.substr(opcode.size() + 1);
+    const size_t dot = rest.find('.');
+    f.forms.emplace(rest.substr(0, dot), rest.substr(dot + 1));
+  }
+  return f;
+}
+
+double lanesOf(const std::string& form) { return form == "packed" ? 2 : form == "scalar" ? 1 : 0; }
+
+std::string number(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.0f", v);
+  return text;
+}
+
+}  // namespace
+
+std::map<std::string, SassHalfCounts> parseNvdisasmHalfOps(std::string_view text) {
+  std::map<std::string, SassHalfCounts> out;
+  SassHalfCounts* current = nullptr;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view line = text.substr(pos, end - pos);
+    pos = end + 1;
+    if (auto name = functionStart(line)) {
+      current = &out[*name];
+      continue;
+    }
+    if (current == nullptr) continue;
+    if (std::string cls = classOf(line); !cls.empty()) ++(*current)[cls];
+  }
+  return out;
+}
+
+HalfFlops halfFlopsFromSass(const SassHalfCounts& sass, double hadd, double hmul, double hfma) {
+  HalfFlops r;
+  double fp16 = 0, bf16 = 0, low = 0, high = 0;
+  std::vector<std::string> how, ambiguous;
+  const std::pair<const char*, double> executed[] = {{"HADD2", hadd}, {"HMUL2", hmul}, {"HFMA2", hfma}};
+  for (const auto& [opcode, count] : executed) {
+    if (count <= 0) continue;
+    const double per_lane = std::string(opcode) == "HFMA2" ? kFlopsPerFma : 1.0;
+    const OpcodeForms f = formsOf(sass, opcode);
+    if (f.forms.size() == 1) {
+      const auto& [precision, form] = *f.forms.begin();
+      const double flops = count * lanesOf(form) * per_lane;
+      (precision == "bf16" ? bf16 : fp16) += flops;
+      low += flops;
+      high += flops;
+      how.push_back(std::string(opcode) + (precision == "bf16" ? ".BF16 " : " ") + form);
+      continue;
+    }
+    double lo = 2, hi = 0;
+    for (const auto& [precision, form] : f.forms) {
+      lo = std::min(lo, lanesOf(form));
+      hi = std::max(hi, lanesOf(form));
+    }
+    if (f.forms.empty()) lo = 0, hi = 2;  // executed, yet not in the SASS read: wrong module?
+    low += count * lo * per_lane;
+    high += count * hi * per_lane;
+    ambiguous.push_back(std::string(opcode) + (f.forms.empty() ? " (not in the SASS read)" : ""));
+  }
+  if (!ambiguous.empty()) {
+    std::string which;
+    for (const std::string& a : ambiguous) which += (which.empty() ? "" : ", ") + a;
+    r.method = "unknown: the function's SASS holds " + which +
+               " in several forms (packed, lane-broadcast scalar, immediate move/conversion) or precisions, and the "
+               "counters count instructions, not lanes; between " + number(low) + " and " + number(high) + " FLOPs";
+    return r;
+  }
+  r.fp16 = fp16;
+  r.bf16 = bf16;
+  if (how.empty()) return r;
+  std::string list;
+  for (const std::string& h : how) list += (list.empty() ? "" : ", ") + h;
+  r.method = "per lane from the function's SASS (" + list +
+             "; packed = 2 lanes, lane-broadcast scalar = 1, immediate moves and conversions = 0)";
+  return r;
+}
+
+Expected<std::vector<std::string>> functionsNeedingSass(const std::string& db_path) {
+  std::vector<std::string> names;
+  Status s = updateDatabase(db_path, [&](sqlite3* db) -> Status {
+    Statement st(db,
+                 "SELECT DISTINCT n.value FROM kernel_counter c JOIN kernel k ON k.id = c.kernel_id "
+                 "JOIN string n ON n.id = k.name_id WHERE c.half_flops_method = ?");
+    if (!st.ok()) return makeError(db_path + ": " + detail::sqliteMessage(db));
+    st.bind(1, std::string_view(kHalfFlopsPending));
+    while (st.step() == SQLITE_ROW) names.push_back(st.text(0));
+    return {};
+  });
+  if (!s) return Error{s.error()};
+  return names;
+}
+
+Status applySassHalfFlops(const std::string& db_path, const std::map<std::string, SassHalfCounts>& sass,
+                          const std::string& why_missing) {
+  return updateDatabase(db_path, [&](sqlite3* db) -> Status {
+    auto fail = [&](const char* what) { return makeError(db_path + ": " + what + ": " + detail::sqliteMessage(db)); };
+    struct Pending {
+      int64_t kernel_id;
+      uint32_t process_id;
+      std::string name;
+      double hadd, hmul, hfma;
+    };
+    std::vector<Pending> pending;
+    {
+      Statement st(db,
+                   "SELECT c.kernel_id, k.process_id, n.value, "
+                   "(SELECT m.value FROM kernel_metric m JOIN string s ON s.id = m.metric_id "
+                   " WHERE m.kernel_id = c.kernel_id AND s.value = ?), "
+                   "(SELECT m.value FROM kernel_metric m JOIN string s ON s.id = m.metric_id "
+                   " WHERE m.kernel_id = c.kernel_id AND s.value = ?), "
+                   "(SELECT m.value FROM kernel_metric m JOIN string s ON s.id = m.metric_id "
+                   " WHERE m.kernel_id = c.kernel_id AND s.value = ?) "
+                   "FROM kernel_counter c JOIN kernel k ON k.id = c.kernel_id JOIN string n ON n.id = k.name_id "
+                   "WHERE c.half_flops_method = ?");
+      if (!st.ok()) return fail("read kernels waiting for SASS");
+      st.bindAll(std::string_view(kHaddMetric), std::string_view(kHmulMetric), std::string_view(kHfmaMetric),
+                 std::string_view(kHalfFlopsPending));
+      while (st.step() == SQLITE_ROW) {
+        pending.push_back({st.i64(0), static_cast<uint32_t>(st.i64(1)), st.text(2), st.f64(3), st.f64(4), st.f64(5)});
+      }
+    }
+    Statement update(db, "UPDATE kernel_counter SET flops_fp16 = ?, flops_bf16 = ?, half_flops_method = ? "
+                         "WHERE kernel_id = ?");
+    Statement op(db, "INSERT OR REPLACE INTO function_sass_op(process_id, name_id, opcode, static_count) "
+                     "VALUES (?, (SELECT id FROM string WHERE value = ?), ?, ?)");
+    if (!update.ok() || !op.ok()) return fail("prepare SASS updates");
+    std::set<std::pair<uint32_t, std::string>> written;
+    for (const Pending& p : pending) {
+      auto it = sass.find(p.name);
+      HalfFlops flops;
+      if (it == sass.end()) {
+        flops.method = why_missing;
+      } else {
+        flops = halfFlopsFromSass(it->second, p.hadd, p.hmul, p.hfma);
+        if (written.emplace(p.process_id, p.name).second) {
+          for (const auto& [cls, count] : it->second) {
+            op.bindAll(p.process_id, std::string_view(p.name), std::string_view(cls), count);
+            if (op.run() != SQLITE_DONE) return fail("write function_sass_op");
+          }
+        }
+      }
+      update.bindAll(flops.fp16, flops.bf16, std::string_view(flops.method), p.kernel_id);
+      if (update.run() != SQLITE_DONE) return fail("update kernel_counter");
+    }
+    return {};
+  });
+}
+
+}  // namespace fprof::core

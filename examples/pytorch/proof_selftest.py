@@ -1,0 +1,86 @@
+"""CPU test of proof.py's bookkeeping (no torch, no GPU): kernel names from a recorded PyTorch
+profile get the right stage letters, a fusion finds its chain among candidates and not a lookalike,
+and the rows' arithmetic. Prints 'N passed, N failed' and exits 1 on a failure.
+
+  python3 examples/pytorch/proof_selftest.py [tests/data/torch_transformer_eager_h100.fprof]
+"""
+import os
+import sqlite3
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import proof  # noqa: E402  (imports no torch at module level)
+
+passed = failed = 0
+
+
+def check(ok, what):
+    global passed, failed
+    if ok:
+        passed += 1
+    else:
+        failed += 1
+        print(f"FAIL  {what}")
+
+
+def letters_of_recorded(db):
+    """Stage letters of every kernel name in a recorded eager PyTorch profile."""
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    names = [r[0] for r in con.execute(
+        "select distinct s.value from kernel k join string s on s.id = k.demangled_id")]
+    con.close()
+    return {n: proof.token(n) for n in names}
+
+
+def main():
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    db = sys.argv[1] if len(sys.argv) > 1 else os.path.join(root, "tests/data/torch_transformer_eager_h100.fprof")
+    seen = letters_of_recorded(db)
+    expect = {"vectorized_layer_norm_kernel": "L", "nvjet_sm90": "G", "CUDAFunctor_add": "A",
+              "GeluCUDAKernelImpl": "U", "direct_copy_kernel_cuda": "C", "fort_native_sdpa": "F"}
+    for part, letter in expect.items():
+        got = {seen[n] for n in seen if part in n}
+        check(got == {letter}, f"kernels named *{part}* are '{letter}' (got {got})")
+
+    mm, mul, mask, soft, copy = "nvjet_sm90_tst_64x64", "AUnaryFunctor<MulFunctor<float>>", "masked_fill_kernel", \
+        "softmax_warp_forward", "direct_copy_kernel_cuda"
+    add, gelu, ln = "CUDAFunctor_add<c10::BFloat16>", "GeluCUDAKernelImpl", "vectorized_layer_norm_kernel"
+    attention = {"id": "attn", "stages": [copy, mm, mul, mask, soft, mm], "instances": 28, "total_saving_ns": 28e5}
+    lookalike = {"id": "ln-ln", "stages": [ln, ln], "instances": 63, "total_saving_ns": 9e9}
+    longer = {"id": "long", "stages": [mm, add, gelu, mm], "instances": 28, "total_saving_ns": 1e6}
+    bias_gelu = {"id": "bg", "stages": [mm, add, gelu], "instances": 28, "total_saving_ns": 56e4}
+    cands = [lookalike, longer, attention, bias_gelu]
+    m = proof.match_candidate(cands, "sdpa")
+    check(m is not None and m["candidate"] is attention and m["coverage"] == "exact", "attention finds its chain")
+    m = proof.match_candidate(cands, "bias_gelu")
+    check(m is not None and m["candidate"] is bias_gelu, "an exact chain wins over a longer one containing it")
+    m = proof.match_candidate([lookalike, longer], "bias_gelu")
+    check(m is not None and m["coverage"] == "longer chain", "a longer chain is taken, and said to be longer")
+    check(proof.match_candidate([lookalike], "res_ln") is None, "LayerNorm -> LayerNorm is no residual chain")
+    check(proof.suspect([ln, ln]) == "same kernel twice", "a kernel feeding itself is suspect")
+    check(proof.suspect(["cudnn_generated_fort_native_sdpa_sm90", ln]) != "", "attention -> LayerNorm is suspect")
+    check(proof.suspect([add, ln]) == "", "add -> LayerNorm is not suspect")
+
+    run = {"proof_run": "gpt", "dtype": "bf16", "fusions": [], "compile": False, "warmup": 2, "steps": 5,
+           "regions_per_step": {"bias_gelu": 4}, "step_ms": [1.0]}
+    results = {"runs": {"e": {"baseline": None, "result": run},
+                        "f": {"baseline": "e", "result": dict(run, fusions=["bias_gelu"])}},
+               "bench": [{"proof_bench": "gpt", "dtype": "bf16", "fusion": "bias_gelu", "saving_us": 25.0,
+                          "unfused_us": 90.0, "fused_us": 65.0}]}
+    rows = proof.compute_rows(results, {"e": {"fusion": {"candidates": cands}}},
+                              {"e": {"kernel_us_per_step": 1000.0}, "f": {"kernel_us_per_step": 920.0}})
+    check(len(rows) == 1, "one row per applied fusion")
+    r = rows[0]
+    check(abs(r["measured_kernels_us"] - 20.0) < 1e-9, "measured saving per instance: (1000 - 920) / 4")
+    check(abs(r["predicted_us"] - 20.0) < 1e-9, "predicted saving per instance: total / instances")
+    check(r["instances_fprof"] == 28 and r["instances_expected"] == 28, "instances: 4 per step x 7 steps")
+    check(abs(r["error_vs_events"] - (20.0 - 25.0) / 25.0) < 1e-9, "error against the region benchmark")
+    check(abs(r["error_vs_kernels"]) < 1e-9, "error against the profiles")
+    text = proof.table_text(rows, results)
+    check("median |error| vs profile kernel times, exact matches only: 0.0% over 1 fusions" in text, "median line")
+    print(f"proof_selftest: {passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Issue 13's validation on a GPU machine, in one go (scripts/gpu-check validation calls it; about
+# 3 minutes on an H100):
+#   1. validation_check run: validation_program under `fprof run` in trace mode, metrics mode
+#      (--metrics roofline) and crashing (abort after 5 kernels and after 1, SIGSEGV, an illegal
+#      address, abort in metrics mode); every kernel against the program's own expectations.
+#   2. Nsight Compute on the same program with the roofline set's metric names
+#      (--cache-control none, as fprof), compared per kernel with fprof's raw values
+#      (kernel_metric): FLOP and instruction counters exact, bytes within 2%.
+#   3. A PyTorch training step (autograd launches the backward from its own thread) under
+#      `fprof run --metrics roofline --nvtx-include train_step`, the step range as push/pop and as
+#      start/end: counters for every kernel of the selected steps.
+# Writes under OUTDIR (default $OUT): validation_report.txt (every check of every part) and
+# validation_work.tar.gz (expectations, logs, databases, the ncu CSV). Prints a short table
+# last. Exit 0 when every check passed, 1 otherwise, 77 without a GPU.
+#
+#   FPROF_BUILD=build-gpu tests/gpu/validation/run_validation.sh [OUTDIR]
+set -uo pipefail
+cd "$(dirname "$0")/../../.." || exit 2
+build=${FPROF_BUILD:-build}
+out=${1:-${OUT:-/tmp/validation-out}}
+work=/tmp/fprof-validation-work
+rm -rf "$work"
+mkdir -p "$out" "$work"
+check=$build/bin/validation_check
+fprof=$build/bin/fprof
+for f in "$check" "$fprof" "$build/bin/validation_program" "$build/lib/libfprof_validation_dso.so" \
+  "$build/tests/gpu/validation/validation_program.ptxas.txt"; do
+  [ -e "$f" ] || { echo "run_validation: $f missing; build the validation_check target first"; exit 2; }
+done
+if ! nvidia-smi -L >/dev/null 2>&1; then echo "run_validation: no GPU"; exit 77; fi
+report=$out/validation_report.txt
+: >"$report"
+declare -a rows
+part() {  # part NAME LIMIT_S COMMAND...: runs, appends its output to the report, remembers the summary
+  local name=$1 limit=$2
+  shift 2
+  local t0
+  t0=$(date +%s)
+  echo "== $name" | tee -a "$report"
+  timeout "$limit" "$@" >"$work/$name.out" 2>&1
+  local rc=$?
+  cat "$work/$name.out" >>"$report"
+  local summary
+  summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$work/$name.out" | tail -n 1)
+  rows+=("$name|exit $rc, $(( $(date +%s) - t0 )) s|${summary:-no summary (see the report)}")
+  grep -E '^(FAIL|info) ' "$work/$name.out" | head -n 25
+  sed -n '/^feature /,$p' "$work/$name.out"
+}
+
+# 1. fprof against the program's expectations, every mode.
+part fprof 420 "$check" run --program "$build/bin/validation_program" --fprof "$fprof" \
+  --dso "$build/lib/libfprof_validation_dso.so" --ptxas-dir "$build/tests/gpu/validation" --dir "$work/fprof"
+
+# 2. Nsight Compute on the same program and metrics; compared with the metrics-mode database.
+ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+if [ -x "$ncu" ] && [ -e "$work/fprof/metrics.fprof" ]; then
+  metrics=$("$check" roofline-metrics)
+  t0=$(date +%s)
+  timeout 300 "$ncu" --cache-control none --metrics "$metrics" --csv --print-units base \
+    --print-kernel-base mangled --log-file "$work/ncu.csv" "$build/bin/validation_program" \
+    --expect "$work/ncu.expect.tsv" --dso "$build/lib/libfprof_validation_dso.so" >"$work/ncu.out" 2>&1
+  echo "ncu: exit $?, $(( $(date +%s) - t0 )) s" >>"$work/ncu.out"
+  part ncu 120 "$check" ncu-compare --db "$work/fprof/metrics.fprof" --csv "$work/ncu.csv"
+else
+  rows+=("ncu|not run|no ncu ($ncu) or no metrics database")
+fi
+
+# 3. PyTorch: a training step whose backward runs on autograd's thread.
+if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+  py=tests/gpu/validation/torch_train.py
+  timeout 180 "$fprof" run --force -o "$work/torch_trace.fprof" python3 "$py" --expect "$work/torch_trace.expect.tsv" \
+    >"$work/torch_trace.log" 2>&1
+  for variant in pushpop startend; do
+    timeout 240 "$fprof" run --force --metrics roofline --nvtx-include train_step -o "$work/torch_metrics_$variant.fprof" \
+      python3 "$py" --range "$variant" --expect "$work/torch_metrics_$variant.expect.tsv" \
+      >"$work/torch_metrics_$variant.log" 2>&1
+  done
+  part torch 60 "$check" torch --dir "$work"
+else
+  rows+=("torch|not run|python3 cannot import torch with CUDA here")
+fi
+
+tar -C "$work" -czf "$out/validation_work.tar.gz" --exclude='*.fprof-wal' --exclude='*.fprof-shm' . 2>/dev/null
+echo
+echo "== validation summary (report: $report)"
+failed=0
+for r in "${rows[@]}"; do
+  IFS='|' read -r name status summary <<<"$r"
+  printf '  %-7s %-18s %s\n' "$name" "$status" "$summary"
+  [[ "$summary" =~ ^[0-9]+\ passed,\ 0\ failed$ ]] || failed=1
+done
+exit $failed
