@@ -24,7 +24,8 @@ std::string_view roleSourceName(RoleSource s) {
   return "argument position";
 }
 
-void MeasuredRoles::add(uint32_t process_id, uint32_t name_id, int32_t arg_index, std::string_view role) {
+void MeasuredRoles::add(uint32_t process_id, uint32_t name_id, int32_t arg_index, std::string_view role,
+                        std::optional<int32_t> word_offset) {
   Entry e;
   if (role == "write") {
     e.role = ArgRole::kWrite;
@@ -37,21 +38,29 @@ void MeasuredRoles::add(uint32_t process_id, uint32_t name_id, int32_t arg_index
   }
   if (arg_index < 0) return;
   auto& args = by_function_[key(process_id, name_id)];
-  if (args.size() <= static_cast<size_t>(arg_index)) args.resize(static_cast<size_t>(arg_index) + 1);
-  args[static_cast<size_t>(arg_index)] = e;
-}
-
-std::optional<MeasuredRoles::Entry> MeasuredRoles::find(uint32_t process_id, uint32_t name_id, int32_t arg_index) const {
-  const auto it = by_function_.find(key(process_id, name_id));
-  if (it == by_function_.end() || arg_index < 0 || static_cast<size_t>(arg_index) >= it->second.size()) {
-    return std::nullopt;
+  for (Measured& m : args) {
+    if (m.slot.index == arg_index && m.slot.word_offset == word_offset) {
+      m.entry = e;
+      return;
+    }
   }
-  return it->second[static_cast<size_t>(arg_index)];
+  args.push_back({{arg_index, word_offset}, e});
 }
 
-MeasuredRoles measuredRoles(const core::Profile& /*p*/) {
-  // Schema v2's function_arg rows are read here once the core model carries them.
-  return {};
+std::optional<MeasuredRoles::Entry> MeasuredRoles::find(uint32_t process_id, uint32_t name_id,
+                                                        const ArgSlot& slot) const {
+  const auto it = by_function_.find(key(process_id, name_id));
+  if (it == by_function_.end()) return std::nullopt;
+  for (const Measured& m : it->second) {
+    if (m.slot.index == slot.index && m.slot.word_offset == slot.word_offset) return m.entry;
+  }
+  return std::nullopt;
+}
+
+MeasuredRoles measuredRoles(const core::Profile& p) {
+  MeasuredRoles m;
+  for (const core::FunctionArgRow& a : p.function_args) m.add(a.process_id, a.name_id, a.arg_index, a.role);
+  return m;
 }
 
 bool Signature::anyConstPointer() const {
@@ -157,30 +166,35 @@ Signature parseSignature(std::string_view name) {
 
 std::vector<std::optional<ArgRoleResult>> argumentRoles(const MeasuredRoles& measured, const Signature& sig,
                                                         uint32_t process_id, uint32_t name_id,
-                                                        const std::vector<int32_t>& indices) {
+                                                        const std::vector<ArgSlot>& args) {
   std::vector<std::optional<ArgRoleResult>> out;
-  argumentRoles(measured, sig, process_id, name_id, indices, out);
+  argumentRoles(measured, sig, process_id, name_id, args, out);
   return out;
 }
 
 void argumentRoles(const MeasuredRoles& measured, const Signature& sig, uint32_t process_id, uint32_t name_id,
-                   const std::vector<int32_t>& indices, std::vector<std::optional<ArgRoleResult>>& out) {
-  out.assign(indices.size(), std::nullopt);
+                   const std::vector<ArgSlot>& args, std::vector<std::optional<ArgRoleResult>>& out) {
+  out.assign(args.size(), std::nullopt);
   // The signature speaks only if it covers every resolved argument (a parameter list that does
   // not match the launch is not this kernel's).
-  const bool by_signature = sig.parsed && !indices.empty() && indices.front() >= 0 &&
-                            static_cast<size_t>(indices.back()) < sig.params.size();
+  int32_t max_index = -1;
+  bool negative = false;
+  for (const ArgSlot& a : args) {
+    max_index = std::max(max_index, a.index);
+    negative = negative || a.index < 0;
+  }
+  const bool by_signature = sig.parsed && !args.empty() && !negative && static_cast<size_t>(max_index) < sig.params.size();
   // A kernel that marks its inputs const declares its outputs by leaving them mutable; so does one
   // whose only pointer parameter is mutable (fill, arange).
   const bool const_correct = by_signature && (sig.anyConstPointer() || sig.pointerCount() == 1);
   const bool any_measured = !measured.empty();
-  for (size_t i = 0; i < indices.size(); ++i) {
-    if (auto m = any_measured ? measured.find(process_id, name_id, indices[i]) : std::nullopt) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (auto m = any_measured ? measured.find(process_id, name_id, args[i]) : std::nullopt) {
       if (m->pointer) out[i] = ArgRoleResult{m->role, RoleSource::kMeasured};
       continue;
     }
     if (by_signature) {
-      switch (sig.params[static_cast<size_t>(indices[i])]) {
+      switch (sig.params[static_cast<size_t>(args[i].index)]) {
         case ParamKind::kScalar: break;  // an 8-byte value that happens to look like an address
         case ParamKind::kConstPointer: out[i] = ArgRoleResult{ArgRole::kRead, RoleSource::kSignature}; break;
         case ParamKind::kMutablePointer:
@@ -190,23 +204,33 @@ void argumentRoles(const MeasuredRoles& measured, const Signature& sig, uint32_t
       }
       continue;
     }
-    out[i] = ArgRoleResult{i + 1 == indices.size() ? ArgRole::kWrite : ArgRole::kRead, RoleSource::kPosition};
+    out[i] = ArgRoleResult{i + 1 == args.size() ? ArgRole::kWrite : ArgRole::kRead, RoleSource::kPosition};
   }
 }
 
 bool launchIsOpaque(const Signature& sig, const core::KernelArgRecord* args, size_t arg_count,
-                    size_t resolved_pointers) {
+                    size_t resolved_pointers, bool words_recorded) {
   if (resolved_pointers == 0) return true;
-  if (sig.parsed) return sig.anyAggregate();
-  // Offsets of the recorded 8-byte arguments: a gap wider than 8 bytes per missing parameter holds
-  // a parameter larger than 8 bytes.
+  if (sig.parsed) {
+    // A by-value aggregate hides pointers unless its words were recorded.
+    for (size_t i = 0; i < sig.params.size(); ++i) {
+      if (sig.params[i] != ParamKind::kAggregate) continue;
+      bool recorded = false;
+      for (size_t a = 0; a < arg_count && !recorded; ++a) recorded = args[a].index == static_cast<int32_t>(i);
+      if (!recorded && !words_recorded) return true;
+    }
+    return false;
+  }
+  // Offsets of the recorded arguments: a gap wider than 8 bytes per missing parameter holds a
+  // parameter larger than 8 bytes. Words of one parameter follow each other.
   int32_t next_index = 0;
   int64_t next_offset = 0;
   for (size_t i = 0; i < arg_count; ++i) {
+    const bool same_parameter = i > 0 && args[i].index == args[i - 1].index;
     const int64_t missing = args[i].index - next_index;
-    if (missing >= 0 && args[i].offset_bytes - next_offset > 8 * missing) return true;
+    if (!same_parameter && missing >= 0 && args[i].offset_bytes - next_offset > 8 * missing) return true;
     next_index = args[i].index + 1;
-    next_offset = int64_t{args[i].offset_bytes} + args[i].size_bytes;
+    next_offset = int64_t{args[i].offset_bytes} + 8;
   }
   return false;
 }

@@ -106,8 +106,11 @@ ResolvedLaunches resolveLaunches(const core::Profile& p, const AllocationTable& 
   r.opaque.assign(p.kernels.size(), 0);
   LaunchArgs args(p);
   LiveAllocations live(p, table);
+  // Whether the collector recorded the 8-byte words of larger parameters too (arg_roles.h).
+  const bool words_recorded = std::any_of(p.kernel_args.begin(), p.kernel_args.end(),
+                                          [](const core::KernelArgRecord& a) { return a.size_bytes > 8; });
   std::unordered_map<uint32_t, Signature> signatures;  // by demangled name id
-  std::vector<int32_t> indices;
+  std::vector<ArgSlot> slots;
   std::vector<std::pair<uint32_t, uint64_t>> resolved;  // (allocation, address), by argument index
   std::vector<std::optional<ArgRoleResult>> roles;
   for (size_t ki = 0; ki < p.kernels.size(); ++ki) {
@@ -121,21 +124,24 @@ ResolvedLaunches resolveLaunches(const core::Profile& p, const AllocationTable& 
     }
     r.args_known[ki] = 1;
     const auto [first, count] = args.of(k);
-    indices.clear();
+    slots.clear();
     resolved.clear();
     for (size_t a = first; a < first + count; ++a) {
       const core::KernelArgRecord& arg = p.kernel_args[a];
-      if (arg.size_bytes != 8 || arg.value == 0) continue;
+      // An 8-byte parameter, or an 8-byte word of a larger one (a struct or array read word by word).
+      if (arg.size_bytes < 8 || arg.value == 0) continue;
       if (auto alloc = live.find(k.process_id, arg.value)) {
-        indices.push_back(arg.index);
+        slots.push_back({arg.index, arg.size_bytes > 8 ? std::optional<int32_t>(arg.offset_bytes) : std::nullopt});
         resolved.emplace_back(*alloc, arg.value);
       }
     }
     auto sig = signatures.find(k.demangled_id);
     if (sig == signatures.end()) sig = signatures.emplace(k.demangled_id, parseSignature(p.str(k.demangled_id))).first;
-    r.opaque[ki] = launchIsOpaque(sig->second, count ? &p.kernel_args[first] : nullptr, count, resolved.size()) ? 1 : 0;
+    r.opaque[ki] =
+        launchIsOpaque(sig->second, count ? &p.kernel_args[first] : nullptr, count, resolved.size(), words_recorded) ? 1
+                                                                                                                      : 0;
     if (resolved.empty()) continue;
-    argumentRoles(measured, sig->second, k.process_id, k.name_id, indices, roles);
+    argumentRoles(measured, sig->second, k.process_id, k.name_id, slots, roles);
     const size_t begin = r.accesses.size();
     for (size_t i = 0; i < resolved.size(); ++i) {
       if (roles[i]) addAccess(r.accesses, begin, resolved[i].first, resolved[i].second, *roles[i]);

@@ -39,7 +39,9 @@ TEST(Signature, ByValueStructsLambdasAndArraysAreAggregates) {
 
 std::vector<std::optional<ArgRoleResult>> rolesOf(const MeasuredRoles& m, const std::string& name,
                                                   const std::vector<int32_t>& indices) {
-  return argumentRoles(m, parseSignature(name), 1, 7, indices);
+  std::vector<ArgSlot> slots;
+  for (int32_t i : indices) slots.push_back({i, std::nullopt});
+  return argumentRoles(m, parseSignature(name), 1, 7, slots);
 }
 
 void expectRole(const std::optional<ArgRoleResult>& r, ArgRole role, RoleSource source) {
@@ -90,7 +92,7 @@ TEST(ArgRoles, MeasuredRolesWinArgumentByArgument) {
   expectRole(r[1], ArgRole::kRead, RoleSource::kPosition);  // not measured: the fallback, and it says so
   expectRole(r[2], ArgRole::kWrite, RoleSource::kMeasured);
   EXPECT_FALSE(r[3]);
-  EXPECT_FALSE(m.find(1, 7, 5));
+  EXPECT_FALSE(m.find(1, 7, {5, std::nullopt}));
   EXPECT_FALSE(m.empty());
 }
 
@@ -111,6 +113,29 @@ TEST(ArgRoles, OpaqueLaunches) {
   // Triton: pointers with a 4-byte scalar between (index 1, offset 8-16): nothing hidden.
   const std::vector<core::KernelArgRecord> triton = {arg(0, 0), arg(2, 16), arg(3, 24)};
   EXPECT_FALSE(launchIsOpaque(none, triton.data(), triton.size(), 3));
+}
+
+TEST(ArgRoles, WordsOfALargerParameter) {
+  // std::array<char*, 3> at parameter 1, recorded word by word (size 24, offsets 8, 16, 24).
+  const Signature iter = parseSignature("void k(int, std::array<char*, 3ul>)");
+  const std::vector<core::KernelArgRecord> words = {{1, 1, 1, 8, 24, 0x1000}, {1, 1, 1, 16, 24, 0x2000},
+                                                    {1, 1, 1, 24, 24, 0x3000}};
+  EXPECT_FALSE(launchIsOpaque(iter, words.data(), words.size(), 3, true));
+  // A parameter with no row, where words are recorded, is smaller than 8 bytes: no pointer in it.
+  const Signature functor = parseSignature("void k(int, Functor, std::array<char*, 3ul>)");
+  std::vector<core::KernelArgRecord> shifted = words;
+  for (auto& w : shifted) w.index = 2;
+  EXPECT_FALSE(launchIsOpaque(functor, shifted.data(), shifted.size(), 3, true));
+  EXPECT_TRUE(launchIsOpaque(functor, shifted.data(), shifted.size(), 3, false));
+  // Without a parameter list, consecutive words of one parameter leave no gap.
+  EXPECT_FALSE(launchIsOpaque(parseSignature("k_extern_c"), words.data(), words.size(), 3, true));
+
+  MeasuredRoles m;
+  m.add(1, 7, 1, "write", 8);
+  m.add(1, 7, 1, "read");
+  const auto r = argumentRoles(m, iter, 1, 7, {{1, 8}, {1, 16}});
+  expectRole(r[0], ArgRole::kWrite, RoleSource::kMeasured);
+  expectRole(r[1], ArgRole::kUnknown, RoleSource::kSignature);  // the parameter's role is not this word's
 }
 
 }  // namespace

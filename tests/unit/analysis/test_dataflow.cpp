@@ -350,7 +350,8 @@ TEST(DataFlow, AnOpaqueKernelsOwnVisibleOutputStillLinks) {
   auto b = db.kernel("void embed(float const*, long const*, float*)", 3000, 1000);
   db.add(r);
   db.add(b);
-  db.args(r, {0, 0, kY});
+  // Only the pointer is an 8-byte parameter: the lambda has no row.
+  db.writer().add(core::KernelArgRecord{r.correlation_id, db.processId(), 2, 32, 8, kY});
   db.args(b, {kX, kY, kZ});
   const DataFlow df = analyzeDataFlow(db.load());
   EXPECT_EQ(df.opaque[0], 1);
@@ -386,6 +387,64 @@ TEST(DataFlow, MeasuredRolesDecideAndEdgesSaySo) {
   half.add(1, p.kernels[1].name_id, 0, "write");
   half.add(1, p.kernels[1].name_id, 1, "read");
   EXPECT_TRUE(analyzeDataFlow(p, half).edges.empty());
+}
+
+
+TEST(DataFlow, MeasuredRolesAreReadFromTheProfile) {
+  // Schema v2: function_arg rows, as the collector's probe writes them (by mangled name).
+  DbBuilder db("flow_measured_rows");
+  for (uint64_t a : {kX, kY, kZ}) db.alloc(a, 4096, 0);
+  auto a = db.kernel("out_first_a", 1000, 1000);
+  auto b = db.kernel("out_first_b", 3000, 1000);
+  db.add(a);
+  db.add(b);
+  db.args(a, {kY, kX});
+  db.args(b, {kZ, kY});
+  for (const char* name : {"out_first_a", "out_first_b"}) {
+    db.writer().add(core::FunctionArgRecord{db.processId(), name, 0, "write", "sampled 4096 of 4096 bytes", 4096, 1});
+    db.writer().add(core::FunctionArgRecord{db.processId(), name, 1, "read", "sampled 4096 of 4096 bytes", 4096, 1});
+  }
+  const DataFlow df = analyzeDataFlow(db.load());
+  EXPECT_TRUE(df.have_measured_roles);
+  ASSERT_EQ(edges(df), (std::vector<std::pair<size_t, size_t>>{{0, 1}}));
+  EXPECT_EQ(df.edges[0].roles, RoleSource::kMeasured);
+}
+
+// PyTorch's elementwise kernels pass their pointers in a std::array<char*, N> by value. Where the
+// collector records that parameter word by word (rows whose size_bytes is the parameter's, 24),
+// the kernel is not opaque; each word's role is unknown unless measured for that word.
+TEST(DataFlow, WordsOfALargerParameterAreArguments) {
+  DbBuilder db("flow_words");
+  for (uint64_t a : {kX, kY, kZ, kW}) db.alloc(a, 4096, 0);
+  auto add = db.kernel(kAdd, 1000, 1000);
+  auto relu = db.kernel(
+      "void at::native::vectorized_elementwise_kernel<8, at::native::ReluFunctor<c10::Half>, std::array<char*, 2ul> >"
+      "(int, at::native::ReluFunctor<c10::Half>, std::array<char*, 2ul>)",
+      3000, 1000);
+  db.add(add);
+  db.add(relu);
+  auto word = [&](const core::KernelRecord& k, int32_t offset, int32_t size, uint64_t v) {
+    db.writer().add(core::KernelArgRecord{k.correlation_id, db.processId(), 2, offset, size, v});
+  };
+  word(add, 8, 24, kY);  // out = x + w
+  word(add, 16, 24, kX);
+  word(add, 24, 24, kW);
+  word(relu, 8, 16, kZ);  // z = relu(y)
+  word(relu, 16, 16, kY);
+  const core::Profile p = db.load();
+  const DataFlow inferred = analyzeDataFlow(p);
+  EXPECT_EQ(inferred.opaque, (std::vector<uint8_t>{0, 0})) << "every pointer is seen";
+  EXPECT_TRUE(inferred.edges.empty()) << "but without measurement nothing says which word is the output";
+  MeasuredRoles m;
+  m.add(1, p.kernels[0].name_id, 2, "write", 8);
+  m.add(1, p.kernels[0].name_id, 2, "read", 16);
+  m.add(1, p.kernels[0].name_id, 2, "read", 24);
+  m.add(1, p.kernels[1].name_id, 2, "write", 8);
+  m.add(1, p.kernels[1].name_id, 2, "read", 16);
+  m.add(1, p.kernels[1].name_id, 2, "write");  // the whole parameter's role says nothing of a word
+  const DataFlow measured = analyzeDataFlow(p, m);
+  ASSERT_EQ(edges(measured), (std::vector<std::pair<size_t, size_t>>{{0, 1}}));
+  EXPECT_EQ(measured.edges[0].roles, RoleSource::kMeasured);
 }
 
 }  // namespace
