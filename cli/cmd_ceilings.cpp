@@ -18,6 +18,7 @@
 #include "fprof/analysis/ceilings.h"
 #include "fprof/core/store.h"
 #include "paths.h"
+#include "progress.h"
 #include "text_table.h"
 
 namespace fprof::cli {
@@ -32,15 +33,18 @@ struct CeilingsOptions {
   std::string save_json;
   bool quick = false;
   bool force = false;
+  bool quiet = false;
 };
 
-core::Expected<std::string> runMeasurement(bool quick) {
+core::Expected<std::string> runMeasurement(bool quick, bool quiet) {
   const std::string exe = findSibling("fprof-ceilings");
   if (exe.empty()) {
     return core::makeError("ceilings: fprof-ceilings not found next to fprof (this build has no CUDA compiler)");
   }
   const std::string cmd = "'" + exe + "'" + (quick ? " --quick" : "");
-  std::fprintf(stderr, "[fprof] measuring ceilings with %s (about a minute)\n", exe.c_str());
+  if (!quiet) std::fprintf(stderr, "[fprof] measuring ceilings with %s (about a minute)\n", exe.c_str());
+  Progress progress(Progress::wanted(quiet));
+  progress.step(quick ? "measuring ceilings (a few seconds)" : "measuring ceilings (about a minute)");
   FILE* f = popen(cmd.c_str(), "r");
   if (!f) return core::makeError("ceilings: cannot start " + exe);
   std::string out;
@@ -48,6 +52,7 @@ core::Expected<std::string> runMeasurement(bool quick) {
   size_t n;
   while ((n = fread(buf.data(), 1, buf.size(), f)) > 0) out.append(buf.data(), n);
   const int status = pclose(f);
+  progress.done();
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     return core::makeError("ceilings: fprof-ceilings failed (see its message above); is a GPU present?");
   }
@@ -88,7 +93,7 @@ int runCeilings(const CeilingsOptions& opt) {
     ss << in.rdbuf();
     text = ss.str();
   } else {
-    auto measured = runMeasurement(opt.quick);
+    auto measured = runMeasurement(opt.quick, opt.quiet);
     if (!measured) {
       std::fprintf(stderr, "fprof: %s\n", measured.error().c_str());
       return 1;
@@ -209,6 +214,7 @@ Command addCeilingsCommand(CLI::App& root) {
   app->add_option("--from-json", opt->from_json,
                   "Store a measurement saved earlier with --save-json instead of measuring (no GPU needed)");
   app->add_option("--save-json", opt->save_json, "Also save the raw measurement as JSON");
+  app->add_flag("-q,--quiet", opt->quiet, "No note and no progress line on stderr while measuring");
   return {app, [opt] { return runCeilings(*opt); }};
 }
 

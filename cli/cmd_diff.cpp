@@ -8,6 +8,7 @@
 
 #include "command.h"
 #include "fprof/analysis/diff.h"
+#include "fprof/analysis/kernel_names.h"
 #include "fprof/core/store.h"
 #include "fprof/reports/format.h"
 #include "text_table.h"
@@ -40,6 +41,8 @@ int runDiff(const DiffOptions& opt) {
   auto cur = core::loadProfile(opt.cur);
   if (!cur) return inputError(cur.error());
   const analysis::RunDiff d = analysis::diffProfiles(*base, *cur);
+  const analysis::KernelNames names = analysis::KernelNames::of({&*base, &*cur});
+  auto shown_name = [&](const std::string& full) { return opt.full_names ? full : names.shortName(full); };
 
   std::string out = fmt::format("base {}: {} kernels, {}\ncur  {}: {} kernels, {}\ntotal kernel time {}\n\n",
                                 opt.base, base->kernels.size(), formatDurationNs(d.base_total_ns), opt.cur,
@@ -65,8 +68,9 @@ int runDiff(const DiffOptions& opt) {
       }
     }
     if (counters.empty()) counters = e.base && e.cur ? "same" : "-";
-    std::string name = e.kind == analysis::MatchKind::kRenamed ? e.base_name + " => " + e.name : e.name;
-    if (!opt.full_names) name = truncateMiddle(name, 60);
+    const std::string name = e.kind == analysis::MatchKind::kRenamed
+                                 ? shown_name(e.base_name) + " => " + shown_name(e.name)
+                                 : shown_name(e.name);
     const std::string calls = fmt::format("{}/{}", e.base ? std::to_string(e.base->calls) : "-",
                                           e.cur ? std::to_string(e.cur->calls) : "-");
     t.addRow({std::string(analysis::matchKindName(e.kind)), calls, ns(e.base), ns(e.cur), change(e.time_change),
@@ -101,7 +105,7 @@ Command addDiffCommand(CLI::App& root) {
   app->add_option("current", opt->cur, "The current .fprof database")->required();
   app->add_option("--top", opt->top, "How many kernels to list (default 20)")->check(CLI::PositiveNumber);
   app->add_flag("--all", opt->all, "List every kernel");
-  app->add_flag("--full-names", opt->full_names, "Do not shorten long kernel names");
+  app->add_flag("--full-names", opt->full_names, "Full demangled kernel names instead of the short ones");
   return {app, [opt] { return runDiff(*opt); }};
 }
 

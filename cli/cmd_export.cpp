@@ -1,6 +1,7 @@
 // fprof export: a .fprof database as CSV (one row per kernel), JSON (kernels plus the analysis:
 // roofline per kernel group and op, origins, memory, fusion candidates) or a Chrome trace that
-// opens in Perfetto and chrome://tracing.
+// opens in Perfetto and chrome://tracing. CSV and JSON name kernels in full and by their short
+// name (analysis/kernel_names.h).
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -14,6 +15,7 @@
 #include "command.h"
 #include "fprof/analysis/dataflow.h"
 #include "fprof/analysis/fusion.h"
+#include "fprof/analysis/kernel_names.h"
 #include "fprof/analysis/nvtx_ops.h"
 #include "fprof/analysis/origin.h"
 #include "fprof/analysis/roofline.h"
@@ -63,14 +65,15 @@ std::string exportCsv(const core::Profile& p) {
       "kernel_id,process_id,device_id,stream_id,correlation_id,start_ns,end_ns,duration_ns,grid_x,grid_y,grid_z,"
       "block_x,block_y,block_z,registers_per_thread,shared_bytes,local_bytes_per_thread,theoretical_occupancy,"
       "graph_id,origin,bound,binding_roof,roof_fraction,attainable_ns,dram_intensity_flop_per_byte,"
-      "achieved_flops_per_s,dram_bytes_per_s,name,nvtx_path\n";
+      "achieved_flops_per_s,dram_bytes_per_s,name,nvtx_path,short_name\n";
   analysis::CeilingCache cache(p);
   OriginMemo origins(p);
+  const analysis::KernelNames names = analysis::KernelNames::of({&p});
   for (size_t i = 0; i < p.kernels.size(); ++i) {
     const core::KernelRow& k = p.kernels[i];
     const analysis::Placement pl = analysis::placeKernel(p, i, cache);
     const auto dram = static_cast<size_t>(analysis::MemLevel::kDram);
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", k.id,
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", k.id,
                        k.process_id, k.device_id, k.stream_id, k.correlation_id, k.start_ns, k.end_ns, k.durationNs(),
                        k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y, k.block_z, k.registers_per_thread,
                        k.static_shared_bytes + k.dynamic_shared_bytes, k.local_bytes_per_thread,
@@ -78,7 +81,8 @@ std::string exportCsv(const core::Profile& p) {
                        analysis::boundName(pl.bound), pl.binding, optCsv(pl.roof_fraction), optCsv(pl.attainable_ns),
                        optCsv(pl.intensity_flop_per_byte[dram]), optCsv(pl.achieved_flops_per_s),
                        optCsv(pl.bytes_per_s[dram]), csvField(p.str(k.demangled_id)),
-                       csvField(k.nvtx_path_id ? p.str(*k.nvtx_path_id) : ""));
+                       csvField(k.nvtx_path_id ? p.str(*k.nvtx_path_id) : ""),
+                       csvField(names.shortName(p.str(k.demangled_id))));
   }
   return out;
 }
@@ -106,6 +110,7 @@ json placementJson(const analysis::Placement& pl) {
 }
 
 std::string exportJson(const core::Profile& p) {
+  const analysis::KernelNames names = analysis::KernelNames::of({&p});
   json j;
   j["file"] = p.path;
   j["schema_version"] = p.schema_version;
@@ -137,7 +142,8 @@ std::string exportJson(const core::Profile& p) {
     for (size_t i = 0; i < p.kernels.size(); ++i) {
       const core::KernelRow& k = p.kernels[i];
       const analysis::Placement pl = analysis::placeKernel(p, i, cache);
-      j["kernels"].push_back({{"id", k.id}, {"name", p.str(k.demangled_id)}, {"process_id", k.process_id},
+      j["kernels"].push_back({{"id", k.id}, {"name", p.str(k.demangled_id)},
+                              {"short_name", names.shortName(p.str(k.demangled_id))}, {"process_id", k.process_id},
                               {"device_id", k.device_id}, {"stream_id", k.stream_id}, {"start_ns", k.start_ns},
                               {"duration_ns", k.durationNs()}, {"grid", {k.grid_x, k.grid_y, k.grid_z}},
                               {"block", {k.block_x, k.block_y, k.block_z}},
@@ -155,7 +161,7 @@ std::string exportJson(const core::Profile& p) {
   j["kernels_with_counters"] = roof.kernels_with_counters;
   j["kernel_groups"] = json::array();
   for (const auto& g : roof.kernel_groups) {
-    j["kernel_groups"].push_back({{"name", g.label}, {"calls", g.calls},
+    j["kernel_groups"].push_back({{"name", g.label}, {"short_name", names.shortName(g.label)}, {"calls", g.calls},
                                   {"origin", analysis::originName(analysis::classifyOrigin(g.label))},
                                   {"roofline", placementJson(g.placement)}});
   }
@@ -201,9 +207,14 @@ std::string exportJson(const core::Profile& p) {
   fusion["notes"] = fr.notes;
   fusion["candidates"] = json::array();
   for (const auto& c : fr.candidates) {
+    // Stages are kernels or NVTX ops; a data-flow pair is named by its kernels.
+    std::vector<std::string> short_stages;
+    for (const std::string& st : c.stages) short_stages.push_back(names.label(st));
+    const std::string short_id = c.source == analysis::PairSource::kDataFlow ? names.chainLabel(c.stages) : c.id;
     fusion["candidates"].push_back(
-        {{"source", analysis::pairSourceName(c.source)}, {"id", c.id}, {"op", c.op}, {"stages", c.stages},
-         {"stage_kernels", c.stage_kernels}, {"roles", c.roles},
+        {{"source", analysis::pairSourceName(c.source)}, {"id", c.id}, {"short_id", short_id}, {"op", c.op},
+         {"stages", c.stages}, {"short_stages", short_stages}, {"stage_kernels", c.stage_kernels},
+         {"roles", c.roles},
          {"intermediates", c.intermediates}, {"instances", c.instances},
          {"launches_per_instance", c.launches_per_instance}, {"launches_removed", c.launches_removed},
          {"unfused_ns", c.unfused_ns}, {"stage_ns", c.stage_ns}, {"intermediate_bytes", opt(c.intermediate_bytes)},

@@ -32,7 +32,9 @@ struct GateCliOptions {
 std::string num(const std::optional<double>& v) { return v ? fmt::format("{:.6g}", *v) : "n/a"; }
 
 // The comparison sentence and the findings table of one comparison (a whole run, or one rank).
-std::string markdownBody(const GateCliOptions& o, const analysis::GateOptions& g, const analysis::GateResult& r) {
+// Kernels by their short names (analysis/kernel_names.h); the JSON keeps the full ones too.
+std::string markdownBody(const GateCliOptions& o, const analysis::GateOptions& g, const analysis::GateResult& r,
+                         const analysis::KernelNames& names) {
   std::string md = fmt::format("`{}` -> `{}`: {} kernels compared, {} regression(s). Time threshold {:.3g}% (one-sided "
                     "Mann-Whitney U, alpha {}), counter threshold {:.3g}%.\n\n",
                     o.base, o.cur, r.kernels_checked, r.regressions, g.time_threshold * 100, g.alpha,
@@ -64,13 +66,15 @@ std::string markdownBody(const GateCliOptions& o, const analysis::GateOptions& g
     md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | `{}` | {} |\n", f.regression ? "**regression**" : "info",
                       analysis::findingKindName(f.kind), f.metric.empty() ? "-" : f.metric, num(f.base_value),
                       num(f.cur_value), f.change ? fmt::format("{:+.2f}%", *f.change * 100) : "n/a",
-                      f.p_value ? fmt::format("{:.2g}", *f.p_value) : "n/a", code(f.kernel), esc(f.message));
+                      f.p_value ? fmt::format("{:.2g}", *f.p_value) : "n/a", code(names.shortName(f.kernel)),
+                      esc(analysis::shortMessage(f, names)));
   }
   return md;
 }
 
-std::string markdown(const GateCliOptions& o, const analysis::GateOptions& g, const analysis::GateResult& r) {
-  return fmt::format("## fprof gate: {}\n\n", r.passed() ? "passed" : "FAILED") + markdownBody(o, g, r);
+std::string markdown(const GateCliOptions& o, const analysis::GateOptions& g, const analysis::GateResult& r,
+                     const analysis::KernelNames& names) {
+  return fmt::format("## fprof gate: {}\n\n", r.passed() ? "passed" : "FAILED") + markdownBody(o, g, r, names);
 }
 
 // Databases holding several processes (fprof merge) are compared rank by rank when both hold the
@@ -118,24 +122,27 @@ GatePlan planByRank(const GateCliOptions& o, const core::Profile& base, const co
   return plan;
 }
 
-std::string markdownByRank(const GateCliOptions& o, const analysis::GateOptions& g, const GatePlan& plan) {
+std::string markdownByRank(const GateCliOptions& o, const analysis::GateOptions& g, const GatePlan& plan,
+                           const analysis::KernelNames& names) {
   int failed = 0;
   for (const RankGate& r : plan.ranks) failed += r.result.passed() ? 0 : 1;
   std::string md = fmt::format("## fprof gate: {}\n\n{} {} of {} rank{} regressed.\n", failed ? "FAILED" : "passed",
                                plan.note, failed, plan.ranks.size(), plan.ranks.size() == 1 ? "" : "s");
   for (const RankGate& r : plan.ranks) {
     md += fmt::format("\n### {}: {}\n\n", r.label, r.result.passed() ? "passed" : "FAILED");
-    md += markdownBody(o, g, r.result);
+    md += markdownBody(o, g, r.result, names);
   }
   return md;
 }
 
-nlohmann::json findingsJson(const analysis::GateResult& r, std::optional<int> rank) {
+nlohmann::json findingsJson(const analysis::GateResult& r, std::optional<int> rank,
+                            const analysis::KernelNames& names) {
   auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
   nlohmann::json findings = nlohmann::json::array();
   for (const auto& f : r.findings) {
     nlohmann::json jf = {{"kind", analysis::findingKindName(f.kind)}, {"regression", f.regression},
-                         {"kernel", f.kernel}, {"shape", f.shape}, {"metric", f.metric},
+                         {"kernel", f.kernel}, {"short_name", names.shortName(f.kernel)}, {"shape", f.shape},
+                         {"metric", f.metric},
                          {"base", opt(f.base_value)}, {"current", opt(f.cur_value)}, {"change", opt(f.change)},
                          {"p_value", opt(f.p_value)}, {"message", f.message}};
     if (rank) jf["rank"] = *rank;
@@ -144,7 +151,8 @@ nlohmann::json findingsJson(const analysis::GateResult& r, std::optional<int> ra
   return findings;
 }
 
-nlohmann::json toJson(const GateCliOptions& o, const analysis::GateOptions& g, const analysis::GateResult& r) {
+nlohmann::json toJson(const GateCliOptions& o, const analysis::GateOptions& g, const analysis::GateResult& r,
+                      const analysis::KernelNames& names) {
   nlohmann::json j;
   j["base"] = o.base;
   j["current"] = o.cur;
@@ -153,24 +161,25 @@ nlohmann::json toJson(const GateCliOptions& o, const analysis::GateOptions& g, c
   j["kernels_checked"] = r.kernels_checked;
   j["options"] = {{"time_threshold", g.time_threshold}, {"counter_threshold", g.counter_threshold},
                   {"alpha", g.alpha}, {"min_share", g.min_share}, {"test", "one-sided Mann-Whitney U"}};
-  j["findings"] = findingsJson(r, std::nullopt);
+  j["findings"] = findingsJson(r, std::nullopt, names);
   return j;
 }
 
 // Per rank: the totals over the ranks at the top level, findings tagged with their rank, and one
 // entry per rank with its own verdict.
-nlohmann::json toJsonByRank(const GateCliOptions& o, const analysis::GateOptions& g, const GatePlan& plan) {
+nlohmann::json toJsonByRank(const GateCliOptions& o, const analysis::GateOptions& g, const GatePlan& plan,
+                            const analysis::KernelNames& names) {
   analysis::GateResult all;
   for (const RankGate& r : plan.ranks) {
     all.regressions += r.result.regressions;
     all.kernels_checked += r.result.kernels_checked;
   }
-  nlohmann::json j = toJson(o, g, all);
+  nlohmann::json j = toJson(o, g, all, names);
   j["comparison"] = "per rank";
   j["note"] = plan.note;
   j["ranks"] = nlohmann::json::array();
   for (const RankGate& r : plan.ranks) {
-    const nlohmann::json findings = findingsJson(r.result, r.rank);
+    const nlohmann::json findings = findingsJson(r.result, r.rank, names);
     for (const auto& f : findings) j["findings"].push_back(f);
     j["ranks"].push_back({{"rank", r.rank ? nlohmann::json(*r.rank) : nlohmann::json(nullptr)},
                           {"passed", r.result.passed()},
@@ -209,7 +218,8 @@ struct JunitCases {
   int tests = 0, failures = 0;
 };
 
-JunitCases junitCases(const analysis::RunDiff& d, const analysis::GateResult& r, const std::string& prefix) {
+JunitCases junitCases(const analysis::RunDiff& d, const analysis::GateResult& r, const std::string& prefix,
+                      const analysis::KernelNames& names) {
   std::string cases;
   int tests = 0, failures = 0;
   std::set<std::string> failed;
@@ -219,13 +229,14 @@ JunitCases junitCases(const analysis::RunDiff& d, const analysis::GateResult& r,
     ++failures;
     failed.insert(f.kernel + '\x1f' + f.shape);
     cases += fmt::format("    <testcase classname=\"fprof.gate.{}\" name=\"{} [{}]\">\n      <failure message=\"{}\"/>\n    </testcase>\n",
-                         analysis::findingKindName(f.kind), xmlEscape(prefix + f.kernel), xmlEscape(f.metric.empty() ? f.shape : f.metric),
-                         xmlEscape(f.message));
+                         analysis::findingKindName(f.kind), xmlEscape(prefix + names.shortName(f.kernel)),
+                         xmlEscape(f.metric.empty() ? f.shape : f.metric), xmlEscape(analysis::shortMessage(f, names)));
   }
   for (const auto& e : d.kernels) {
     if (!e.base || !e.cur || failed.count(e.name + '\x1f' + e.shape)) continue;
     ++tests;
-    cases += fmt::format("    <testcase classname=\"fprof.gate.kernel\" name=\"{} [{}]\"/>\n", xmlEscape(prefix + e.name),
+    cases += fmt::format("    <testcase classname=\"fprof.gate.kernel\" name=\"{} [{}]\"/>\n",
+                         xmlEscape(prefix + names.shortName(e.name)),
                          xmlEscape(e.shape));
   }
   return {cases, tests, failures};
@@ -274,29 +285,30 @@ int runGate(const GateCliOptions& o) {
   auto cur = core::loadProfile(o.cur);
   if (!cur) return inputError(cur.error());
   const GatePlan plan = planByRank(o, *base, *cur, g);
+  const analysis::KernelNames names = analysis::KernelNames::of({&*base, &*cur});
   std::string md;
   nlohmann::json json;
   std::vector<JunitCases> junit;
   bool passed = true;
   if (!plan.ranks.empty()) {
-    md = markdownByRank(o, g, plan);
-    json = toJsonByRank(o, g, plan);
+    md = markdownByRank(o, g, plan, names);
+    json = toJsonByRank(o, g, plan, names);
     for (const RankGate& r : plan.ranks) {
-      junit.push_back(junitCases(r.diff, r.result, r.label + ": "));
+      junit.push_back(junitCases(r.diff, r.result, r.label + ": ", names));
       passed = passed && r.result.passed();
     }
   } else {
     const analysis::RunDiff d = analysis::diffProfiles(*base, *cur);
     const analysis::GateResult r = analysis::evaluateGate(d, g);
-    md = markdown(o, g, r);
-    json = toJson(o, g, r);
+    md = markdown(o, g, r, names);
+    json = toJson(o, g, r, names);
     if (!plan.note.empty()) {
       // Several processes whose ranks differ: say that the comparison is of the whole files.
       md.insert(md.find("\n\n") + 2, plan.note + "\n\n");
       json["comparison"] = "all processes";
       json["note"] = plan.note;
     }
-    junit.push_back(junitCases(d, r, ""));
+    junit.push_back(junitCases(d, r, "", names));
     passed = r.passed();
   }
   if (!o.markdown.empty()) {

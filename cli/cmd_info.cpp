@@ -11,11 +11,15 @@
 #include <vector>
 
 #include "command.h"
+#include "fprof/analysis/coverage.h"
+#include "fprof/analysis/kernel_names.h"
 #include "fprof/analysis/ranks.h"
 #include "fprof/analysis/summary.h"
 #include "fprof/core/merge.h"
 #include "fprof/core/store.h"
 #include "fprof/reports/format.h"
+#include "fprof/reports/report_data.h"
+#include "progress.h"
 #include "text_table.h"
 
 namespace fprof::cli {
@@ -29,8 +33,15 @@ struct InfoOptions {
   std::string file;
   int top = 10;
   bool full_names = false;
+  bool quiet = false;
   std::optional<int> rank;
 };
+
+// A finding's text for the terminal: its `code spans` without the backticks.
+std::string unquoted(std::string text) {
+  text.erase(std::remove(text.begin(), text.end(), '`'), text.end());
+  return text;
+}
 
 std::string deviceText(const core::DeviceInfo& d) {
   return fmt::format("{}, sm_{}{}, {} SMs, {} memory, {} L2", d.name, d.compute_major, d.compute_minor, d.sm_count,
@@ -69,8 +80,7 @@ std::string processesText(const core::Profile& p) {
 
 // One line per rank: where it ran, its kernel time and share of the job's, its NCCL share, and
 // the kernel that took most of its time.
-std::string rankTable(const core::Profile& p, bool full_names) {
-  const std::vector<analysis::RankRow> rows = analysis::rankBreakdown(p);
+std::string rankTable(const std::vector<analysis::RankRow>& rows, const analysis::KernelNames& names, bool full_names) {
   std::string out = "\nRanks (NCCL = share of the rank's kernel time in NCCL kernels; top = its largest kernel):\n";
   using A = TextTable::Align;
   TextTable t({"rank", "host", "pid", "device", "mode", "kernels", "kernel time", "share", "NCCL", "top", "top kernel"},
@@ -80,7 +90,7 @@ std::string rankTable(const core::Profile& p, bool full_names) {
     t.addRow({r.group.rank ? std::to_string(*r.group.rank) : "-", r.hosts, r.pids, r.devices.empty() ? "?" : r.devices,
               r.mode, std::to_string(r.kernel_count), formatDurationNs(static_cast<double>(r.total_kernel_ns)),
               formatPercent(r.share), formatPercent(r.nccl_share), formatPercent(r.topKernelShare()),
-              full_names ? r.top_kernel : truncateMiddle(r.top_kernel, 60)});
+              full_names ? r.top_kernel : names.shortName(r.top_kernel)});
   }
   out += t.render();
   if (const auto im = analysis::rankImbalance(rows)) {
@@ -90,20 +100,107 @@ std::string rankTable(const core::Profile& p, bool full_names) {
   return out;
 }
 
+// The kernels info names (the top groups, the ranks' top kernels), shortened together.
+analysis::KernelNames namesShown(const core::Profile& p, const analysis::RunSummary& s,
+                                 const std::vector<analysis::RankRow>& ranks, int top) {
+  std::vector<std::string> names;
+  for (size_t i = 0; i < s.groups.size() && i < static_cast<size_t>(top); ++i) {
+    names.push_back(p.str(s.groups[i].demangled_id));
+  }
+  for (const analysis::RankRow& r : ranks) names.push_back(r.top_kernel);
+  return analysis::KernelNames(std::move(names));
+}
+
+// The top kernel groups: launch shape, resources, occupancy; on a run with counters also their
+// place on the roofline, as fprof report computes it (`report` holds the same groups in order).
+std::string topKernelTable(const core::Profile& p, const analysis::RunSummary& s, const reports::ReportData* report,
+                           const analysis::KernelNames& names, const InfoOptions& opt, bool several) {
+  const int shown = std::min<int>(opt.top, static_cast<int>(s.groups.size()));
+  std::string out = fmt::format("\nTop {} kernels by GPU time (grouped by name and launch shape{}):\n", shown,
+                                several ? ", all processes" : "");
+  using A = TextTable::Align;
+  std::vector<std::string> head = {"#",    "time", "share", "calls",     "mean",     "grid",
+                                   "block", "regs", "smem",  "local/thr", "occupancy"};
+  std::vector<A> align(head.size(), A::kRight);
+  if (report) {
+    for (const char* c : {"achieved", "intensity", "FLOP/s", "% of roof", "bound"}) {
+      head.push_back(c);
+      align.push_back(A::kRight);
+    }
+  }
+  head.push_back("kernel");
+  align.push_back(A::kLeft);
+  TextTable t(head, align);
+  for (int i = 0; i < shown; ++i) {
+    const analysis::KernelGroup& g = s.groups[static_cast<size_t>(i)];
+    const double share =
+        s.total_kernel_ns ? static_cast<double>(g.total_ns) / static_cast<double>(s.total_kernel_ns) : 0;
+    const std::string& name = p.str(g.demangled_id);
+    std::vector<std::string> cells = {std::to_string(i + 1), formatDurationNs(static_cast<double>(g.total_ns)),
+                                      formatPercent(share), std::to_string(g.calls), formatDurationNs(g.meanNs()),
+                                      reports::formatShape(g.grid_x, g.grid_y, g.grid_z),
+                                      reports::formatShape(g.block_x, g.block_y, g.block_z),
+                                      std::to_string(g.registers_per_thread), formatBytes(g.shared_bytes),
+                                      formatBytes(static_cast<double>(g.local_bytes_per_thread)),
+                                      formatPercent(g.theoretical_occupancy)};
+    if (report) {
+      // The report keeps its first 2,000 groups; beyond them (a large --top) there is no row.
+      const size_t at = static_cast<size_t>(i);
+      const reports::GroupRow* r = at < report->groups.size() ? &report->groups[at] : nullptr;
+      const std::string roof = r && r->roof_fraction ? formatPercent(r->roof_fraction) + " (" + r->binding_roof + ")" : "n/a";
+      cells.push_back(r ? formatPercent(r->achieved_occupancy) : "n/a");
+      cells.push_back(r ? reports::orNa(r->intensity_dram, reports::formatIntensity) : "n/a");
+      cells.push_back(r ? reports::orNa(r->flops_per_s, reports::formatFlopRate) : "n/a");
+      cells.push_back(roof);
+      cells.push_back(r && !r->bound.empty() ? r->bound : "n/a");
+    }
+    cells.push_back(opt.full_names ? name : names.shortName(name));
+    t.addRow(std::move(cells));
+  }
+  out += t.render();
+  if (report) {
+    out += "occupancy = theoretical (launch configuration and device limits), achieved = measured counters; "
+           "local/thr = stack frame and spills\n";
+    out += "intensity = FLOP per DRAM byte; FLOP/s, % of roof (the binding roof) and bound: the roofline placement of "
+           "fprof report, against the ceilings it lists\n";
+  } else {
+    out += "occupancy = theoretical (launch configuration and device limits); local/thr = stack frame and spills\n";
+  }
+  return out;
+}
+
 int runInfo(const InfoOptions& opt) {
+  Progress progress(Progress::wantedForFiles(opt.quiet, {opt.file}));
+  progress.step("reading " + opt.file);
   auto loaded = core::loadProfile(opt.file);
-  if (!loaded) return inputError(loaded.error());
+  if (!loaded) {
+    progress.done();
+    return inputError(loaded.error());
+  }
   std::string label = opt.file;
   if (opt.rank) {
     const std::string ranks = core::describeRanks(core::rankGroups(*loaded));
     auto one = core::selectRank(*loaded, *opt.rank);
-    if (!one) return inputError(one.error());
+    if (!one) {
+      progress.done();
+      return inputError(one.error());
+    }
     label = fmt::format("{} (rank {}; the file holds {})", opt.file, *opt.rank, ranks);
     *loaded = std::move(*one);
   }
   const core::Profile& p = *loaded;
+  progress.step(fmt::format("analysing {} kernels", p.kernels.size()));
   const analysis::RunSummary s = analysis::summarize(p);
   const bool several = p.processes.size() > 1;
+  // With counters: the report's own analysis (roofline placement, achieved occupancy, fusion), so
+  // info and report never disagree.
+  std::optional<reports::ReportData> report;
+  if (!p.counters.empty()) report = reports::buildReport(p, nullptr);
+  const bool rank_table = several && core::rankGroups(p).size() > 1;
+  const std::vector<analysis::RankRow> rank_rows =
+      report ? report->ranks : (rank_table ? analysis::rankBreakdown(p) : std::vector<analysis::RankRow>{});
+  const analysis::KernelNames names = report ? report->names : namesShown(p, s, rank_rows, opt.top);
+  progress.done();
 
   std::string out = fmt::format("{}  (schema {}, recorded by fprof {}, mode {})\n", label, p.schema_version,
                                 p.meta("fprof_version", "?"), p.meta("mode", "?"));
@@ -139,6 +236,18 @@ int runInfo(const InfoOptions& opt) {
                      formatBytes(static_cast<double>(s.memcpy_bytes)),
                      formatDurationNs(static_cast<double>(s.memcpy_ns)), s.memset_count);
   out += fmt::format("NVTX    : {} ranges\n", s.nvtx_range_count);
+  if (report) {
+    const analysis::CounterCoverage coverage = analysis::counterCoverage(p);
+    out += "coverage: " + analysis::describeCoverage(coverage) + "\n";
+    if (const std::string missing = analysis::describeMissing(coverage); !missing.empty()) {
+      out += "missing : " + missing + "\n";
+    }
+    const std::string best = reports::bestFusion(*report);
+    out += "fusion  : " +
+           (best.empty() ? std::string("no pair worth fusing found (fprof report lists the pairs and why)")
+                         : "best pair " + unquoted(best)) +
+           "\n";
+  }
   if (const std::string dropped = p.meta("dropped_records", "0"); dropped != "0") {
     out += fmt::format("warning : the collector dropped {} records (buffers full); totals are lower bounds\n",
                        dropped);
@@ -152,30 +261,8 @@ int runInfo(const InfoOptions& opt) {
   for (const core::CollectorEventRecord& e : p.collector_events) {
     if (e.severity != "info") out += fmt::format("{:<8}: {}{}\n", e.severity, rank_of_process[e.process_id], e.message);
   }
-  if (several && core::rankGroups(p).size() > 1) out += rankTable(p, opt.full_names);
-
-  if (!s.groups.empty()) {
-    const int shown = std::min<int>(opt.top, static_cast<int>(s.groups.size()));
-    out += fmt::format("\nTop {} kernels by GPU time (grouped by name and launch shape{}):\n", shown,
-                       several ? ", all processes" : "");
-    using A = TextTable::Align;
-    TextTable t({"#", "time", "share", "calls", "mean", "grid", "block", "regs", "smem", "local/thr", "occupancy",
-                 "kernel"},
-                {A::kRight, A::kRight, A::kRight, A::kRight, A::kRight, A::kRight, A::kRight, A::kRight, A::kRight,
-                 A::kRight, A::kRight, A::kLeft});
-    for (int i = 0; i < shown; ++i) {
-      const analysis::KernelGroup& g = s.groups[static_cast<size_t>(i)];
-      const double share = s.total_kernel_ns ? static_cast<double>(g.total_ns) / static_cast<double>(s.total_kernel_ns) : 0;
-      const std::string& name = p.str(g.demangled_id);
-      t.addRow({std::to_string(i + 1), formatDurationNs(static_cast<double>(g.total_ns)), formatPercent(share),
-                std::to_string(g.calls), formatDurationNs(g.meanNs()), reports::formatShape(g.grid_x, g.grid_y, g.grid_z),
-                reports::formatShape(g.block_x, g.block_y, g.block_z), std::to_string(g.registers_per_thread),
-                formatBytes(g.shared_bytes), formatBytes(static_cast<double>(g.local_bytes_per_thread)),
-                formatPercent(g.theoretical_occupancy), opt.full_names ? name : truncateMiddle(name, 60)});
-    }
-    out += t.render();
-    out += "occupancy = theoretical (launch configuration and device limits); local/thr = stack frame and spills\n";
-  }
+  if (rank_table) out += rankTable(rank_rows, names, opt.full_names);
+  if (!s.groups.empty()) out += topKernelTable(p, s, report ? &*report : nullptr, names, opt, several);
   std::fputs(out.c_str(), stdout);
   return 0;
 }
@@ -185,10 +272,13 @@ int runInfo(const InfoOptions& opt) {
 Command addInfoCommand(CLI::App& root) {
   auto opt = std::make_shared<InfoOptions>();
   CLI::App* app = root.add_subcommand(
-      "info", "Summarize a .fprof database: program, device, kernel time, and the top kernels by GPU time.");
+      "info", "Summarize a .fprof database: program, device, kernel time, and the top kernels by GPU time; with "
+              "hardware counters also their roofline placement and achieved occupancy, the counter coverage and the "
+              "best fusion, as fprof report computes them.");
   app->add_option("file", opt->file, "The .fprof database")->required();
   app->add_option("--top", opt->top, "How many kernels to list (default 10)")->check(CLI::PositiveNumber);
-  app->add_flag("--full-names", opt->full_names, "Do not shorten long kernel names");
+  app->add_flag("--full-names", opt->full_names, "Full demangled kernel names instead of the short ones");
+  app->add_flag("-q,--quiet", opt->quiet, "No progress line on a terminal for large databases");
   app->add_option("--rank", opt->rank,
                   "Only this global rank of a database holding several processes (fprof merge); without it, every "
                   "rank together and a line per rank")

@@ -10,6 +10,7 @@
 #include "command.h"
 #include "fprof/core/merge.h"
 #include "fprof/core/store.h"
+#include "progress.h"
 
 namespace fprof::cli {
 namespace {
@@ -24,12 +25,18 @@ struct MergeCliOptions {
 int runMerge(const MergeCliOptions& opt) {
   core::MergeOptions mo;
   mo.overwrite = opt.force;
+  Progress progress(Progress::wanted(opt.quiet));
+  progress.step(
+      fmt::format("merging {} file{} into {}", opt.inputs.size(), opt.inputs.size() == 1 ? "" : "s", opt.output));
   auto merged = core::mergeDatabases(opt.inputs, opt.output, mo);
+  progress.done();
   if (!merged) return inputError(merged.error());
   for (const std::string& note : merged->notes) std::fprintf(stderr, "[fprof] note: %s\n", note.c_str());
   if (!opt.quiet) {
     // Read back what was written: the line names the ranks as every other command will see them.
+    progress.step("reading back " + opt.output);
     auto p = core::loadProfile(opt.output);
+    progress.done();
     if (!p) return inputError(p.error());
     std::fprintf(stderr, "[fprof] merged %zu file%s into %s: %lld process%s (%s), %lld kernels (next: fprof info %s)\n",
                  opt.inputs.size(), opt.inputs.size() == 1 ? "" : "s", opt.output.c_str(),

@@ -15,6 +15,7 @@
 #include "fprof/reports/html_report.h"
 #include "fprof/reports/markdown_report.h"
 #include "fprof/reports/report_data.h"
+#include "progress.h"
 
 namespace fprof::cli {
 namespace {
@@ -25,6 +26,7 @@ struct ReportOptions {
   std::string output;
   std::string format = "html";
   std::optional<int> rank;
+  bool quiet = false;
 };
 
 // --rank N on a database of several processes (fprof merge): the report of that rank alone. A
@@ -45,22 +47,33 @@ bool samePath(const std::string& a, const std::string& b) {
 }
 
 int runReport(const ReportOptions& opt) {
+  Progress progress(Progress::wantedForFiles(opt.quiet, {opt.file, opt.baseline}));
+  // Errors end the progress line first, so they start a line of their own.
+  auto fail = [&](const std::string& message) {
+    progress.done();
+    return inputError(message);
+  };
+  progress.step("reading " + opt.file);
   auto run = core::loadProfile(opt.file);
-  if (!run) return inputError(run.error());
+  if (!run) return fail(run.error());
   std::optional<core::Profile> base;
   if (!opt.baseline.empty()) {
+    progress.step("reading the baseline " + opt.baseline);
     auto loaded = core::loadProfile(opt.baseline);
-    if (!loaded) return inputError(loaded.error());
+    if (!loaded) return fail(loaded.error());
     base = std::move(*loaded);
   }
   if (opt.rank) {
-    if (core::Status st = selectRank(*run, *opt.rank, true); !st) return inputError(st.error());
+    if (core::Status st = selectRank(*run, *opt.rank, true); !st) return fail(st.error());
     if (base) {
-      if (core::Status st = selectRank(*base, *opt.rank, false); !st) return inputError("baseline: " + st.error());
+      if (core::Status st = selectRank(*base, *opt.rank, false); !st) return fail("baseline: " + st.error());
     }
   }
+  progress.step(fmt::format("analysing {} kernels", run->kernels.size()));
   const reports::ReportData data = reports::buildReport(*run, base ? &*base : nullptr);
+  progress.step(opt.format == "md" ? "writing the Markdown summary" : "writing the HTML report");
   const std::string text = opt.format == "md" ? reports::renderMarkdown(data) : reports::renderHtml(data);
+  progress.done();
 
   std::string out = opt.output;
   if (out.empty() && opt.format == "html") {
@@ -78,7 +91,9 @@ int runReport(const ReportOptions& opt) {
   f.write(text.data(), static_cast<std::streamsize>(text.size()));
   f.close();
   if (!f) return inputError(fmt::format("{}: writing the report failed (disk full?)", out));
-  std::fprintf(stderr, "fprof: wrote %s (%.1f KiB)\n", out.c_str(), static_cast<double>(text.size()) / 1024.0);
+  if (!opt.quiet) {
+    std::fprintf(stderr, "fprof: wrote %s (%.1f KiB)\n", out.c_str(), static_cast<double>(text.size()) / 1024.0);
+  }
   return 0;
 }
 
@@ -102,6 +117,9 @@ Command addReportCommand(CLI::App& root) {
                   "Only this global rank of a database holding several processes (fprof merge); the default output "
                   "is then RUN.rank<N>.html. Without it, all ranks together with a table per rank")
       ->check(CLI::NonNegativeNumber);
+  app->add_flag("-q,--quiet", opt->quiet,
+                "Print nothing but errors: no progress line (shown on a terminal for large databases), no 'wrote' "
+                "line");
   return {app, [opt] { return runReport(*opt); }};
 }
 

@@ -38,6 +38,8 @@ struct RunOptions {
   int64_t launch_count = 0;  // 0 = no limit
   int64_t samples_per_launch_kind = 0;  // 0 = the collector's default (1)
   bool every_launch = false;
+  std::string cache_control;  // "" = all where the CUPTI can, else none
+  std::string cupti;          // a libcupti.so.13 to use instead of the toolkit's (FPROF_CUPTI)
   std::vector<std::string> program;
 };
 
@@ -163,11 +165,19 @@ int runProgram(const RunOptions& opt) {
   }
   const bool selects = !opt.kernel_regex.empty() || !opt.nvtx_include.empty() || !opt.ops.empty() ||
                        opt.launch_skip != 0 || opt.launch_count != 0 || opt.samples_per_launch_kind != 0 ||
-                       opt.every_launch;
+                       opt.every_launch || !opt.cache_control.empty();
   if (selects && opt.metrics.empty()) {
     return inputError("run: --kernel-regex, --nvtx-include, --ops, --launch-skip, --launch-count, "
-                      "--samples-per-launch-kind and --every-launch choose the kernels that --metrics profiles; add "
+                      "--samples-per-launch-kind, --every-launch and --cache-control choose what --metrics profiles; add "
                       "--metrics roofline (or memory, full)");
+  }
+  std::string cupti = opt.cupti;
+  if (cupti.empty()) {
+    if (const char* env = std::getenv("FPROF_CUPTI"); env && *env) cupti = env;
+  }
+  if (!cupti.empty()) {
+    if (!fs::exists(cupti, ec)) return inputError("run: --cupti " + cupti + " does not exist");
+    cupti = fs::absolute(cupti).string();
   }
   const std::string collector = findCollector();
   if (collector.empty()) {
@@ -208,8 +218,16 @@ int runProgram(const RunOptions& opt) {
     // collector still works; the program's own libcupti is used then.
     if (const std::string preload = findSibling("libfprof_preload.so"); !preload.empty()) {
       const char* existing = std::getenv("LD_PRELOAD");
-      const std::string value = existing && *existing ? preload + ":" + existing : preload;
+      std::string value = existing && *existing ? preload + ":" + existing : preload;
+      // A chosen libcupti goes first: its soname then satisfies the collector's and the preload's.
+      if (!cupti.empty()) value = cupti + ":" + value;
       setenv("LD_PRELOAD", value.c_str(), 1);
+    }
+    if (!cupti.empty()) {
+      // libnvperf_host/target of the same CUPTI release sit beside it.
+      const std::string dir = fs::path(cupti).parent_path().string();
+      const char* existing = std::getenv("LD_LIBRARY_PATH");
+      setenv("LD_LIBRARY_PATH", (existing && *existing ? dir + ":" + existing : dir).c_str(), 1);
     }
     setenv("CUDA_INJECTION64_PATH", collector.c_str(), 1);
     setenv("NVTX_INJECTION64_PATH", collector.c_str(), 1);
@@ -217,6 +235,7 @@ int runProgram(const RunOptions& opt) {
     setenv("FPROF_FORCE", opt.force ? "1" : "0", 1);
     setenv("FPROF_MODE", opt.metrics.empty() ? "trace" : "metrics", 1);
     if (!cubin_dir.empty()) setenv("FPROF_CUBIN_DIR", cubin_dir.c_str(), 1);
+    if (!opt.cache_control.empty()) setenv("FPROF_CACHE_CONTROL", opt.cache_control.c_str(), 1);
     if (opt.every_launch) {
       setenv("FPROF_SAMPLES_PER_LAUNCH_KIND", "0", 1);
     } else if (opt.samples_per_launch_kind > 0) {
@@ -326,6 +345,14 @@ Command addRunCommand(CLI::App& root) {
                   "'same_signature'")
       ->check(CLI::PositiveNumber);
   app->add_flag("--every-launch", opt->every_launch, "With --metrics: profile every selected launch (no copies)");
+  app->add_option("--cache-control", opt->cache_control,
+                  "With --metrics: all = invalidate caches before every replay pass, as ncu does by default (needs "
+                  "CUPTI 13.4: see --cupti); none = caches as the program left them. Default: all where the CUPTI "
+                  "can, else none, recorded in the database")
+      ->check(CLI::IsMember({"all", "none"}));
+  app->add_option("--cupti", opt->cupti,
+                  "Use this libcupti.so.13 (e.g. from the nvidia-cuda-cupti wheel) instead of the toolkit's; also "
+                  "FPROF_CUPTI");
   // Everything from PROGRAM on belongs to the program, its options included.
   app->prefix_command();
   app->footer(

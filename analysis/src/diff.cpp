@@ -225,6 +225,15 @@ RunDiff diffProfiles(const core::Profile& base, const core::Profile& cur) {
   return d;
 }
 
+std::string shortMessage(const GateFinding& f, const KernelNames& names) {
+  std::string text = f.message;
+  if (f.base_kernel.empty()) return text;
+  if (const size_t at = text.find(f.base_kernel); at != std::string::npos) {
+    text.replace(at, f.base_kernel.size(), names.shortName(f.base_kernel));
+  }
+  return text;
+}
+
 GateResult evaluateGate(const RunDiff& diff, const GateOptions& opt) {
   GateResult g;
   for (const DiffEntry& e : diff.kernels) {
@@ -263,6 +272,7 @@ GateResult evaluateGate(const RunDiff& diff, const GateOptions& opt) {
       GateFinding r = f;
       r.kind = GateFinding::Kind::kRenamed;
       r.message = fmt::format("renamed from {} (same launch shape and NVTX path); compared as one kernel", e.base_name);
+      r.base_kernel = e.base_name;
       g.findings.push_back(r);
     }
     // Time: a median slowdown beyond the threshold that the Mann-Whitney test finds significant.

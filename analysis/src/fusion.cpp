@@ -12,7 +12,6 @@
 
 #include "fprof/analysis/fusion_chains.h"
 #include "fprof/analysis/stats.h"
-#include "short_name.h"
 
 namespace fprof::analysis {
 
@@ -368,12 +367,13 @@ void addFrameworkChains(const core::Profile& p, const FrameworkOps& fops, const 
 
 // ---- Source 3: data flow among the kernels the other sources do not cover.
 
-// A stage's name: the framework op its kernel ran in, else the kernel's short name. Not a region
-// (a module or record_function name spans many kernels: "model.layers.0 -> model.layers.0" would
+// A stage's name: the framework op its kernel ran in, else the kernel (its full name; every front
+// end shows it by the short name the run's name table gives it, kernel_names.h). Not a region (a
+// module or record_function name spans many kernels: "model.layers.0 -> model.layers.0" would
 // read as a self-pair).
 std::string stageName(const core::Profile& p, const FrameworkOps& fops, size_t k) {
   if (fops.kernel_op[k] >= 0) return fops.ops[static_cast<size_t>(fops.kernel_op[k])].range.name;
-  return detail::shortKernelName(p.str(p.kernels[k].demangled_id));
+  return p.str(p.kernels[k].demangled_id);
 }
 
 void addDataFlowChains(const core::Profile& p, const DataFlow& df, const FrameworkOps& fops, FusionModel& model,

@@ -438,11 +438,22 @@ const FunctionInfo& Collector::functionInfo(CUfunction f) {
 // carry none of these (the kernels' parameters live in the graph's nodes).
 struct DriverLaunch {
   CUfunction f = nullptr;
+  CUstream stream = nullptr;
   void** params = nullptr;
   void** extra = nullptr;
   bool cooperative = false;
   LaunchShape shape;
 };
+
+// Whether a launch's stream is recording a graph; the _ptsz launches' stream 0 is the per-thread one.
+bool isCapturing(CUstream stream, CUpti_CallbackId cbid) {
+  const bool per_thread = cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz ||
+                          cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz ||
+                          cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz;
+  if (stream == nullptr && per_thread) stream = CU_STREAM_PER_THREAD;
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  return cuStreamIsCapturing(stream, &status) == CUDA_SUCCESS && status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
 
 DriverLaunch driverLaunch(CUpti_CallbackId cbid, const void* function_params) {
   DriverLaunch d;
@@ -458,6 +469,7 @@ DriverLaunch driverLaunch(CUpti_CallbackId cbid, const void* function_params) {
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
       const auto* p = static_cast<const cuLaunchKernel_params*>(function_params);
       d.f = p->f;
+      d.stream = p->hStream;
       d.params = p->kernelParams;
       d.extra = p->extra;
       d.shape = shapeOf(p, p->sharedMemBytes);
@@ -470,6 +482,7 @@ DriverLaunch driverLaunch(CUpti_CallbackId cbid, const void* function_params) {
       d.params = p->kernelParams;
       d.extra = p->extra;
       if (p->config == nullptr) break;
+      d.stream = p->config->hStream;
       d.shape = shapeOf(p->config, p->config->sharedMemBytes);
       for (unsigned i = 0; i < p->config->numAttrs; ++i) {
         const CUlaunchAttribute& a = p->config->attrs[i];
@@ -485,6 +498,7 @@ DriverLaunch driverLaunch(CUpti_CallbackId cbid, const void* function_params) {
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz: {
       const auto* p = static_cast<const cuLaunchCooperativeKernel_params*>(function_params);
       d.f = p->f;
+      d.stream = p->hStream;
       d.params = p->kernelParams;
       d.cooperative = true;
       d.shape = shapeOf(p, p->sharedMemBytes);
@@ -531,6 +545,7 @@ void Collector::handleLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
     request.nvtx_path = recorder_->openLaunchNvtxPath();
     request.graph_launch = open->graph_launch;
     request.cooperative = launch.cooperative;
+    request.capturing = isCapturing(launch.stream, cbid);
     if (info != nullptr) {
       request.signature = FunctionCache::signature(launch.f, *info, launch.shape, launch.params, launch.extra);
     }

@@ -57,7 +57,6 @@ bool MetricsCollector::configure(const MetricsConfig& config) {
   for (const std::string& m : config_.metrics) list += (list.empty() ? "" : ",") + m;
   metadata_.emplace_back("metric_set", config_.selection);
   metadata_.emplace_back("metrics", list);
-  metadata_.emplace_back("cache_control", "none");
   metadata_.emplace_back("replay_mode", "kernel");
   metadata_.emplace_back("samples_per_launch_kind", config_.samples_per_signature == 0
                                                         ? std::string("every launch")
@@ -103,7 +102,8 @@ bool MetricsCollector::setUp(ContextState& s) {
     return false;
   }
   s.profiler = std::make_unique<RangeProfiler>();
-  if (!s.profiler->setup(ctx, static_cast<int>(device), config_.metrics, config_.batch_ranges, error)) {
+  if (!s.profiler->setup(ctx, static_cast<int>(device), config_.metrics, config_.batch_ranges, config_.cache_control,
+                         error)) {
     s.failed = true;
     s.profiler.reset();
     note("error", "hardware counters unavailable, this context stays in trace mode: " + error);
@@ -111,6 +111,12 @@ bool MetricsCollector::setUp(ContextState& s) {
     return false;
   }
   passes_ = s.profiler->passes();
+  metadata_.emplace_back("cache_control", s.profiler->cacheControlApplied() ? "all" : "none");
+  if (config_.cache_control == CacheControl::kAllIfSupported && !s.profiler->cacheControlApplied()) {
+    note("info",
+         "caches are not invalidated between replay passes (cache control: none): the loaded CUPTI is older than "
+         "13.4; DRAM bytes depend on what ran before each kernel (fprof run --cupti takes a newer libcupti)");
+  }
   metadata_.emplace_back("metrics_passes", std::to_string(passes_));
   metadata_.emplace_back("chip", s.profiler->chip());
   metadata_.emplace_back("mode", "metrics");
@@ -218,6 +224,9 @@ void MetricsCollector::openWindow(const LaunchRequest& launch, ContextState& s) 
   facts.graph_launch = launch.graph_launch;
   facts.cooperative = launch.cooperative;
   facts.signature = launch.signature;
+  // A launch into a capturing stream runs nothing and makes no range: its kernels run, and are
+  // decided, when the graph is launched.
+  if (launch.capturing) return;
   const Decision decision = selector_->decide(facts);
   const LaunchRef ref{launch.correlation_id, launch.nested_correlation_id};
   switch (decision.kind) {

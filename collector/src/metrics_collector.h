@@ -50,6 +50,7 @@ struct LaunchRequest {
   const std::string* nvtx_path = nullptr;
   bool graph_launch = false;
   bool cooperative = false;
+  bool capturing = false;             // the stream records a graph: nothing runs now
   std::optional<uint64_t> signature;  // see LaunchFacts::signature
 };
 

@@ -69,6 +69,14 @@ MetricsConfig readMetricsConfig(const EnvLookup& env) {
       c.errors.push_back(std::string("FPROF_METRICS_BATCH='") + b + "' must be 1..100000");
     }
   }
+  if (const char* cc = env("FPROF_CACHE_CONTROL"); cc != nullptr && *cc != '\0') {
+    const std::string v = cc;
+    if (v == "all" || v == "none") {
+      c.cache_control = v == "all" ? CacheControl::kAll : CacheControl::kNone;
+    } else {
+      c.errors.push_back("FPROF_CACHE_CONTROL='" + v + "' must be all or none");
+    }
+  }
   if (const char* n = env("FPROF_SAMPLES_PER_LAUNCH_KIND"); n != nullptr) {
     if (auto v = parseCount(n)) {
       c.samples_per_signature = *v;
@@ -133,7 +141,6 @@ Decision LaunchSelector::decide(const LaunchFacts& f) {
   // processes would hang or deadlock, and graph nodes are not separate launches.
   const char* why = nullptr;
   if (f.demangled_name.find("nccl") != std::string::npos) why = "NCCL kernel: not replayed (it waits on other ranks)";
-  if (f.cooperative) why = "cooperative launch: not replayed (replay would re-run grid-wide barriers)";
   if (f.graph_launch) why = "CUDA graph launch: kernels of graphs are not profiled";
   if (why != nullptr) {
     d.kind = LaunchDecision::kSkipUnsafe;

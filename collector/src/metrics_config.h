@@ -13,6 +13,8 @@
 
 namespace fprof::collector {
 
+enum class CacheControl { kNone, kAll, kAllIfSupported };
+
 struct MetricsConfig {
   bool enabled = false;               // FPROF_MODE=metrics
   std::string selection = "roofline";  // FPROF_METRICS: a set name or metric names
@@ -27,6 +29,10 @@ struct MetricsConfig {
   // non-pointer argument bytes) that are profiled; later ones get their values, marked as copied.
   // 0 = every launch (--every-launch).
   uint64_t samples_per_signature = 1;
+  // FPROF_CACHE_CONTROL: "all" (as ncu: caches invalidated before every replay pass, so a kernel's
+  // bytes do not depend on what ran before it; needs CUPTI 13.4) or "none" (caches as the program
+  // left them). Unset: all where the loaded CUPTI can, none (said so) where it cannot.
+  CacheControl cache_control = CacheControl::kAllIfSupported;
   std::vector<std::string> errors;     // settings that could not be used: metrics mode stays off
 };
 

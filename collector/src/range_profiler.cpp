@@ -3,6 +3,7 @@
 #include "range_profiler.h"
 
 #include <algorithm>
+#include <cstddef>
 
 #include <cupti.h>
 #include <cupti_profiler_target.h>
@@ -35,8 +36,24 @@ std::string profilerErrorText(const char* call, CUptiResult result) {
 
 RangeProfiler::~RangeProfiler() { teardown(); }
 
+namespace {
+// CUPTI 13.4's layout of CUpti_RangeProfiler_Enable_Params: the 13.0 fields, then cacheControlMode
+// (0 none, 1 all caches, 2 L2). Declared here because fprof builds against the 13.0 headers; a
+// 13.4 library reads the field because structSize says it is there.
+struct RangeProfilerEnableParams134 {
+  size_t structSize;
+  void* pPriv;
+  CUcontext ctx;
+  CUpti_RangeProfiler_Object* pRangeProfilerObject;
+  int cacheControlMode;
+};
+constexpr size_t kEnableParams134Size = offsetof(RangeProfilerEnableParams134, cacheControlMode) + sizeof(int);
+constexpr int kCacheControlAll = 1;
+constexpr uint32_t kFirstCuptiWithCacheControl = 130400;
+}  // namespace
+
 bool RangeProfiler::setup(CUcontext ctx, int device_ordinal, const std::vector<std::string>& metrics,
-                          size_t max_ranges, std::string& error) {
+                          size_t max_ranges, CacheControl cache_control, std::string& error) {
   ctx_ = ctx;
   max_ranges_ = max_ranges;
   metric_names_ = metrics;
@@ -131,12 +148,29 @@ bool RangeProfiler::setup(CUcontext ctx, int device_ordinal, const std::vector<s
   RP_CALL(cuptiProfilerHostGetNumOfPasses(&passes));
   passes_ = passes.numOfPasses;
 
-  CUpti_RangeProfiler_Enable_Params enable{};
-
-  enable.structSize = CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE;
-  enable.ctx = ctx_;
-  RP_CALL(cuptiRangeProfilerEnable(&enable));
-  object_ = enable.pRangeProfilerObject;
+  uint32_t version = 0;
+  const bool can_control = cuptiGetVersion(&version) == CUPTI_SUCCESS && version >= kFirstCuptiWithCacheControl;
+  if (cache_control == CacheControl::kAll && !can_control) {
+    error = "--cache-control all needs CUPTI 13.4 or newer (this process loaded CUPTI " + std::to_string(version) +
+            ", whose kernel replay cannot invalidate caches between passes): install the nvidia-cuda-cupti wheel "
+            "(pip) and run with fprof run --cupti PATH/libcupti.so.13, or use --cache-control none";
+    return false;
+  }
+  cache_control_applied_ = cache_control != CacheControl::kNone && can_control;
+  if (cache_control_applied_) {
+    RangeProfilerEnableParams134 enable{};
+    enable.structSize = kEnableParams134Size;
+    enable.ctx = ctx_;
+    enable.cacheControlMode = kCacheControlAll;
+    RP_CALL(cuptiRangeProfilerEnable(reinterpret_cast<CUpti_RangeProfiler_Enable_Params*>(&enable)));
+    object_ = enable.pRangeProfilerObject;
+  } else {
+    CUpti_RangeProfiler_Enable_Params enable{};
+    enable.structSize = CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE;
+    enable.ctx = ctx_;
+    RP_CALL(cuptiRangeProfilerEnable(&enable));
+    object_ = enable.pRangeProfilerObject;
+  }
   return resetCounterData(error);
 }
 

@@ -7,6 +7,8 @@
 #include <cupti_profiler_host.h>
 #include <cupti_range_profiler.h>
 
+#include "metrics_config.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -22,8 +24,12 @@ class RangeProfiler {
 
   // Sets up host config + target for ctx. On failure returns false and sets `error` to a sentence
   // a user can act on (permission, unsupported device, unknown metric, ...).
+  // cache_control: kAll makes every replay pass start with caches invalidated (ncu's
+  // --cache-control all); it needs CUPTI 13.4's cacheControlMode, and with an older CUPTI setup
+  // fails with a sentence, where kAllIfSupported falls back to none (cacheControlApplied() says).
   bool setup(CUcontext ctx, int device_ordinal, const std::vector<std::string>& metrics, size_t max_ranges,
-             std::string& error);
+             CacheControl cache_control, std::string& error);
+  bool cacheControlApplied() const { return cache_control_applied_; }
 
   bool start(std::string& error);
   bool stop(std::string& error);
@@ -57,6 +63,7 @@ class RangeProfiler {
   size_t max_ranges_ = 0;
   size_t passes_ = 0;
   bool started_ = false;
+  bool cache_control_applied_ = false;
   bool initialized_ = false;
 };
 

@@ -158,6 +158,7 @@ void Document::build() {
   };
   auto pathOf = [&](const core::KernelRow& k) { return k.nvtx_path_id ? p.str(*k.nvtx_path_id) : std::string(); };
 
+  kernel_names_ = analysis::KernelNames::of({&p});
   // Per kernel launch: the analyzer's own per-kernel placement.
   analysis::CeilingCache cache(p);
   auto& kernels = items_[static_cast<size_t>(PointMode::kKernels)];
@@ -166,6 +167,7 @@ void Document::build() {
     const core::KernelRow& k = p.kernels[i];
     Item it;
     it.name = p.str(k.demangled_id);
+    it.short_name = kernel_names_.shortName(it.name);
     it.nvtx_path = pathOf(k);
     it.duration_ns = k.durationNs();
     addKernel(it, p, i, true);
@@ -183,6 +185,7 @@ void Document::build() {
     const analysis::KernelGroup& kg = summary.groups[g];
     Item it;
     it.name = p.str(kg.demangled_id);
+    it.short_name = kernel_names_.shortName(it.name);
     it.calls = kg.calls;
     it.duration_ns = kg.total_ns;
     for (size_t n = 0; n < kg.kernel_indices.size(); ++n) addKernel(it, p, kg.kernel_indices[n], n == 0);
@@ -201,6 +204,7 @@ void Document::build() {
     if (found == op_by_label.end()) continue;  // cannot happen: both group by the NVTX path string
     Item it;
     it.name = gp.label;
+    it.short_name = gp.label;
     it.nvtx_path = gp.label;
     it.calls = gp.calls;
     it.duration_ns = gp.placement.duration_ns;
@@ -367,7 +371,8 @@ std::string levelLabel(MemLevel l) {
 
 std::string tooltipText(const Item& item, MemLevel level) {
   const analysis::Placement& pl = item.placement;
-  std::string s = item.name + "\n";
+  std::string s = (item.short_name.empty() ? item.name : item.short_name) + "\n";
+  if (!item.short_name.empty() && item.short_name != item.name) s += item.name + "\n";
   s += fmt::format("time {} ({} call{})\n", formatDurationNs(static_cast<double>(item.duration_ns)), item.calls,
                    item.calls == 1 ? "" : "s");
   const auto& in = pl.intensity_flop_per_byte[static_cast<size_t>(level)];
@@ -382,7 +387,8 @@ std::string tooltipText(const Item& item, MemLevel level) {
 std::string detailsText(const Item& item) {
   const analysis::Placement& pl = item.placement;
   std::string s;
-  s += fmt::format("{}\n", item.name);
+  s += fmt::format("{}\n", item.short_name.empty() ? item.name : item.short_name);
+  if (!item.short_name.empty() && item.short_name != item.name) s += fmt::format("full name: {}\n", item.name);
   if (!item.origin.empty()) s += fmt::format("origin: {}\n", item.origin);
   s += fmt::format("NVTX path: {}\n", item.nvtx_path.empty() ? "(none)" : item.nvtx_path);
   s += fmt::format("calls: {}   time: {} (mean {})\n", item.calls, formatDurationNs(static_cast<double>(item.duration_ns)),
@@ -444,10 +450,14 @@ std::vector<DiffRow> diffDocuments(const Document& base, const Document& cur, co
   std::map<std::string, std::vector<const analysis::GateFinding*>> findings;
   for (const analysis::GateFinding& f : gate.findings) findings[itemKey(f.kernel, f.shape)].push_back(&f);
 
+  const analysis::KernelNames names = analysis::KernelNames::of({&base.profile(), &cur.profile()});
   std::vector<DiffRow> rows;
   for (const analysis::DiffEntry& e : rd.kernels) {
     DiffRow r;
     r.name = e.kind == analysis::MatchKind::kRenamed ? e.base_name + " -> " + e.name : e.name;
+    r.short_name = e.kind == analysis::MatchKind::kRenamed
+                       ? names.shortName(e.base_name) + " -> " + names.shortName(e.name)
+                       : names.shortName(e.name);
     r.shape = e.shape;
     r.nvtx_path = e.nvtx_path;
     if (e.base) {

@@ -77,7 +77,7 @@ std::string csvQuote(const std::string& s) {
 std::string cellText(const Item& it, Column c, MemLevel level, int64_t total_ns) {
   auto pct = [](const std::optional<double>& v) { return v ? fmt::format("{:.1f}%", *v * 100) : std::string("n/a"); };
   switch (c) {
-    case Column::kName: return it.name;
+    case Column::kName: return it.short_name.empty() ? it.name : it.short_name;
     case Column::kCalls: return std::to_string(it.calls);
     case Column::kTime: return formatDurationNs(static_cast<double>(it.duration_ns));
     case Column::kShare: return pct(cellValue(it, c, level, total_ns));
@@ -160,19 +160,20 @@ std::string tableCsv(const std::vector<Item>& items, const std::vector<uint32_t>
   std::string out =
       "kernel,calls,duration_ns,share,intensity_flop_per_byte,memory_level,achieved_flops_per_s,roof_fraction,"
       "binding_roof,bound,registers_per_thread,local_bytes_per_thread,shared_bytes,theoretical_occupancy,"
-      "achieved_occupancy,dram_bytes,l2_bytes,l1_bytes,total_flops,nvtx_path\n";
+      "achieved_occupancy,dram_bytes,l2_bytes,l1_bytes,total_flops,nvtx_path,short_name\n";
   auto num = [](const std::optional<double>& v) { return v ? fmt::format("{}", *v) : std::string(); };
   for (uint32_t r : rows) {
     const Item& it = items[r];
     const analysis::Placement& pl = it.placement;
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", csvQuote(it.name), it.calls,
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", csvQuote(it.name), it.calls,
                        it.duration_ns, num(cellValue(it, Column::kShare, level, total_ns)),
                        num(pl.intensity_flop_per_byte[static_cast<size_t>(level)]), analysis::memLevelName(level),
                        num(pl.achieved_flops_per_s), num(pl.roof_fraction), csvQuote(pl.binding),
                        analysis::boundName(pl.bound), it.registers_per_thread, it.local_bytes_per_thread,
                        it.static_shared_bytes + it.dynamic_shared_bytes, num(it.theoretical_occupancy),
                        num(it.achieved_occupancy), num(it.work.bytes[0]), num(it.work.bytes[1]),
-                       num(it.work.bytes[2]), num(it.work.totalFlops()), csvQuote(it.nvtx_path));
+                       num(it.work.bytes[2]), num(it.work.totalFlops()), csvQuote(it.nvtx_path),
+                       csvQuote(it.short_name.empty() ? it.name : it.short_name));
   }
   return out;
 }

@@ -369,7 +369,14 @@ void Viewer::frame() {
     ImGui::EndTabBar();
   }
   ImGui::End();
-  if (!tooltip_.empty()) ImGui::SetTooltip("%s", tooltip_.c_str());
+  if (!tooltip_.empty()) {
+    // Full kernel names run to hundreds of characters: wrap them.
+    ImGui::BeginTooltip();
+    ImGui::PushTextWrapPos(ImGui::GetFontSize() * 45.0f);
+    ImGui::TextUnformatted(tooltip_.c_str());
+    ImGui::PopTextWrapPos();
+    ImGui::EndTooltip();
+  }
 }
 
 void Viewer::drawToolbar() {
@@ -808,10 +815,14 @@ void Viewer::drawTable() {
       ImGui::TableNextRow();
       ImGui::TableNextColumn();
       ImGui::PushID(static_cast<int>(i));
-      if (ImGui::Selectable(it.name.c_str(), selected_ == i, ImGuiSelectableFlags_SpanAllColumns)) {
+      const std::string shown = cellText(it, Column::kName, level_, total);
+      if (ImGui::Selectable(shown.c_str(), selected_ == i, ImGuiSelectableFlags_SpanAllColumns)) {
         selected_ = i;  // no scroll: the row is already in view
       }
-      if (ImGui::IsItemHovered()) hovered_ = i;
+      if (ImGui::IsItemHovered()) {
+        hovered_ = i;
+        if (shown != it.name) tooltip_ = it.name;
+      }
       ImGui::PopID();
       for (size_t c = 1; c < kColumnCount; ++c) {
         ImGui::TableNextColumn();
@@ -853,10 +864,12 @@ void Viewer::drawFusion() {
       selected_fusion_ = selected_fusion_ == i ? std::nullopt : std::optional<size_t>(i);
     }
     ImGui::PopID();
-    std::string stages;
-    for (const std::string& s : c.stages) stages += (stages.empty() ? "" : " -> ") + s;
+    const analysis::KernelNames& names = run_->kernelNames();
+    const std::string stages = names.chainLabel(c.stages);
+    // A data-flow pair is named by its kernels: by their short names here.
+    const std::string id = c.source == analysis::PairSource::kDataFlow ? stages : c.id;
     const std::array<std::string, 10> cells = {
-        c.op.empty() ? c.id : fmt::format("{} ({})", c.op, c.id),
+        c.op.empty() ? id : fmt::format("{} ({})", c.op, id),
         stages,
         std::to_string(c.instances),
         formatDurationNs(c.unfused_ns),
@@ -910,7 +923,7 @@ void Viewer::drawDiff() {
     ImGui::PopStyleColor();
     ImGui::PopID();
     const std::array<std::string, 7> cells = {
-        r.name,
+        r.short_name.empty() ? r.name : r.short_name,
         r.shape,
         r.base_median_ns ? formatDurationNs(*r.base_median_ns) : "-",
         r.cur_median_ns ? formatDurationNs(*r.cur_median_ns) : "-",
@@ -973,7 +986,8 @@ void Viewer::drawRanks() {
     const std::array<std::string, 8> cells = {
         r.hosts, r.devices, r.mode, std::to_string(r.kernel_count),
         formatDurationNs(static_cast<double>(r.total_kernel_ns)), percent(r.share), percent(r.nccl_share),
-        r.top_kernel.empty() ? "none" : percent(r.topKernelShare()) + "  " + r.top_kernel};
+        r.top_kernel.empty() ? "none"
+                             : percent(r.topKernelShare()) + "  " + all_run_->kernelNames().shortName(r.top_kernel)};
     for (const std::string& c : cells) {
       ImGui::TableNextColumn();
       ImGui::TextUnformatted(c.c_str());

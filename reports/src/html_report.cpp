@@ -36,6 +36,14 @@ std::string optCell(const std::optional<double>& v, std::string (*format)(double
   return numCell(orNa(v, format), v);
 }
 
+// A kernel's short name, with the full demangled name on hover where they differ.
+std::string titleAttr(const std::string& full, const std::string& shown) {
+  return full == shown ? std::string() : " title=\"" + e(full) + "\"";
+}
+std::string nameCell(const std::string& full, const std::string& shown) {
+  return "<td class=\"name\"" + titleAttr(full, shown) + ">" + e(shown) + "</td>";
+}
+
 const char* kStyle = R"CSS(
 :root{--fg:#1d2330;--muted:#5b6475;--line:#d9dde5;--bg:#fff;--panel:#f6f7f9;--accent:#2f6fdf;--bad:#c0392b;--good:#1e8449}
 *{box-sizing:border-box}
@@ -119,11 +127,17 @@ const char* kScript = R"JS(
     Array.prototype.forEach.call(table.tHead.rows[0].cells, function (c) { c.removeAttribute('aria-sort'); });
     th.setAttribute('aria-sort', descending ? 'descending' : 'ascending');
   }
+  // A row's text, with the full kernel names its short names stand for.
+  function rowText(r) {
+    var text = r.textContent;
+    Array.prototype.forEach.call(r.querySelectorAll('td.name[title]'), function (td) { text += '\n' + td.title; });
+    return text.toLowerCase();
+  }
   function filterTable(table, text) {
     var needle = text.toLowerCase();
     var shown = 0;
     Array.prototype.forEach.call(table.tBodies[0].rows, function (r) {
-      var hit = needle === '' || r.textContent.toLowerCase().indexOf(needle) >= 0;
+      var hit = needle === '' || rowText(r).indexOf(needle) >= 0;
       r.style.display = hit ? '' : 'none';
       if (hit) shown++;
     });
@@ -206,7 +220,7 @@ const char* kScript = R"JS(
       var probe = ktable.tBodies[0].rows[rows - 1].cells[kcol].textContent;
       var shown = filterTable(ktable, probe);
       var allMatch = Array.prototype.every.call(ktable.tBodies[0].rows, function (r) {
-        return r.style.display === 'none' || r.textContent.toLowerCase().indexOf(probe.toLowerCase()) >= 0;
+        return r.style.display === 'none' || rowText(r).indexOf(probe.toLowerCase()) >= 0;
       });
       check('filter shows only matching rows', shown >= 1 && shown < rows && allMatch);
       check('filter cleared shows all rows', filterTable(ktable, '') === rows);
@@ -301,7 +315,9 @@ std::string rankSection(const ReportData& r) {
          numCell(formatDurationNs(static_cast<double>(k.total_kernel_ns)), static_cast<double>(k.total_kernel_ns)) +
          numCell(formatPercent(k.share), k.share) + numCell(formatPercent(k.nccl_share), k.nccl_share) + "<td>" +
          (k.top_kernel.empty() ? std::string("none")
-                               : e(formatPercent(k.topKernelShare())) + " <code>" + e(k.top_kernel) + "</code>") +
+                               : e(formatPercent(k.topKernelShare())) + " <code" +
+                                     titleAttr(k.top_kernel, r.names.shortName(k.top_kernel)) + ">" +
+                                     e(r.names.shortName(k.top_kernel)) + "</code>") +
          "</td></tr>\n";
   }
   return s + "</tbody></table></div>\n";
@@ -358,10 +374,10 @@ std::string barsSection(const ReportData& r) {
   const size_t shown = std::min<size_t>(r.groups.size(), 15);
   for (size_t i = 0; i < shown; ++i) {
     const GroupRow& g = r.groups[i];
-    s += fmt::format("<div class=\"label mono\" title=\"{0}\">{0}</div><div><div class=\"bar\" style=\"width:{1:.2f}%;"
+    s += fmt::format("<div class=\"label mono\" title=\"{0}\">{6}</div><div><div class=\"bar\" style=\"width:{1:.2f}%;"
                      "background:{2}\"></div></div><div class=\"num\">{3} &middot; {4} &middot; {5} calls</div>\n",
                      e(g.name), g.share * 100.0, palette.colour(g.op), e(formatDurationNs(static_cast<double>(g.total_ns))),
-                     e(formatPercent(g.share)), g.calls);
+                     e(formatPercent(g.share)), g.calls, e(g.short_name));
   }
   s += "</div>\n";
   return s;
@@ -369,7 +385,8 @@ std::string barsSection(const ReportData& r) {
 
 std::string kernelTable(const ReportData& r) {
   std::string s = "<h2 id=\"kernels-h\">Kernels</h2>\n";
-  s += "<p class=\"src\">Grouped by demangled name and launch shape. Time, calls, registers, local memory and "
+  s += "<p class=\"src\">Grouped by demangled name and launch shape; kernels by their short name (hover for the full "
+       "one). Time, calls, registers, local memory and "
        "theoretical occupancy: measured trace. Origin: from the kernel name. Intensity, FLOP/s, bytes/s, spill traffic and "
        "achieved occupancy: measured counters. % of roof and bound: the analyzer's placement against the ceilings "
        "above (hover a bound for the reason; without counters only launch and latency bounds can be told). n/a: not computable from this "
@@ -400,7 +417,7 @@ std::string kernelTable(const ReportData& r) {
     const GroupRow& g = r.groups[i];
     s += fmt::format("<tr id=\"g{}\">", i);
     s += numCell(std::to_string(i + 1), static_cast<double>(i + 1));
-    s += "<td class=\"name\">" + e(g.name) + "</td><td>" + e(g.op) + "</td><td>" + e(g.origin) + "</td>";
+    s += nameCell(g.name, g.short_name) + "<td>" + e(g.op) + "</td><td>" + e(g.origin) + "</td>";
     s += "<td class=\"mono\">" + e(g.grid) + "</td><td class=\"mono\">" + e(g.block) + "</td>";
     s += numCell(formatDurationNs(static_cast<double>(g.total_ns)), static_cast<double>(g.total_ns));
     s += numCell(formatPercent(g.share), g.share);
@@ -429,9 +446,13 @@ std::string kernelTable(const ReportData& r) {
   return s;
 }
 
-std::string stageChain(const std::vector<std::string>& stages) {
+std::string stageChain(const FusionRow& f) {
   std::string s;
-  for (const std::string& st : stages) s += (s.empty() ? "" : " &rarr; ") + ("<span class=\"stage\">" + e(st) + "</span>");
+  for (size_t i = 0; i < f.stages.size(); ++i) {
+    const std::string& shown = i < f.stage_labels.size() ? f.stage_labels[i] : f.stages[i];
+    s += (s.empty() ? "" : " &rarr; ") +
+         ("<span class=\"stage\"" + titleAttr(f.stages[i], shown) + ">" + e(shown) + "</span>");
+  }
   return s;
 }
 
@@ -473,7 +494,7 @@ std::string fusionSection(const ReportData& r) {
         "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
         "<td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
         "<td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td></tr>\n",
-        row_attr, i + 1, e(f.id), stageChain(f.stages),
+        row_attr, i + 1, e(f.label), stageChain(f),
         names.empty() ? "" : "<br><span class=\"src\">intermediates: " + e(names) + "</span>", e(f.evidence),
         f.instances, intermediate, f.launches_removed, e(formatDurationNs(f.unfused_ns)),
         e(orNa(f.predicted_fused_ns, formatDurationNs)), e(f.model.empty() ? "n/a" : f.model),
@@ -510,8 +531,8 @@ std::string baselineSection(const ReportData& r) {
   for (size_t i = 0; i < shown; ++i) {
     const DiffRow& d = b.diff[i];
     const std::string cls = d.regression ? "reg" : (d.change && *d.change < 0 ? "imp" : "");
-    s += std::string("<tr") + (d.regression ? " class=\"regression\"" : "") + "><td class=\"name\">" + e(d.name) +
-         "</td><td class=\"mono\">" + e(d.shape) + "</td>";
+    s += std::string("<tr") + (d.regression ? " class=\"regression\"" : "") + ">" + nameCell(d.name, d.short_name) +
+         "<td class=\"mono\">" + e(d.shape) + "</td>";
     s += optCell(d.base_ns, formatDurationNs);
     s += optCell(d.cur_ns, formatDurationNs);
     s += d.change ? fmt::format("<td class=\"num {}\" data-v=\"{:.6g}\">{}</td>", cls, *d.change, formatSignedPercent(*d.change))
@@ -529,12 +550,14 @@ std::string baselineSection(const ReportData& r) {
 std::string embeddedData(const ReportData& r) {
   nlohmann::json groups = nlohmann::json::array();
   for (const GroupRow& g : r.groups) {
-    std::string tip = g.name + "\ngrid " + g.grid + "  block " + g.block + "\nop: " + (g.op.empty() ? "(none)" : g.op) +
+    std::string tip = g.short_name + (g.short_name == g.name ? "" : "\n" + g.name) + "\ngrid " + g.grid + "  block " +
+                      g.block + "\nop: " + (g.op.empty() ? "(none)" : g.op) +
                       "\ntime " + formatDurationNs(static_cast<double>(g.total_ns)) + " (" + formatPercent(g.share) +
                       "), " + std::to_string(g.calls) + " calls" + "\nintensity (DRAM) " +
                       orNa(g.intensity_dram, formatIntensity) + ", achieved " + orNa(g.flops_per_s, formatFlopRate) +
                       "\n" + formatPercent(g.roof_fraction) + " of roof" + (g.bound.empty() ? "" : ", " + g.bound + " bound");
-    groups.push_back({{"name", g.name}, {"op", g.op}, {"total_ns", g.total_ns}, {"calls", g.calls}, {"tip", tip}});
+    groups.push_back({{"name", g.name}, {"short_name", g.short_name}, {"op", g.op}, {"total_ns", g.total_ns},
+                      {"calls", g.calls}, {"tip", tip}});
   }
   nlohmann::json j = {{"file", r.header.file},          {"program", r.header.program},
                       {"mode", r.header.mode},          {"has_counters", r.header.has_counters},

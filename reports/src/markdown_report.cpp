@@ -4,6 +4,10 @@
 
 #include <fmt/format.h>
 
+#include <set>
+#include <utility>
+#include <vector>
+
 #include "fprof/reports/format.h"
 
 namespace fprof::reports {
@@ -80,6 +84,32 @@ std::string findingText(const std::string& s) {
   return out;
 }
 
+// Markdown has no hover: the full names of the kernels shown by a short name are listed at the
+// end, folded, in the order they first appear.
+class FullNames {
+ public:
+  void note(const std::string& full, const std::string& shown) {
+    if (full != shown && seen_.insert(full).second) list_.emplace_back(shown, full);
+  }
+  std::string render() const {
+    if (list_.empty()) return "";
+    std::string s = "\n<details><summary>Full kernel names</summary>\n\n";
+    for (const auto& [shown, full] : list_) s += "- " + span(shown) + ": " + span(full) + "\n";
+    return s + "\n</details>\n";
+  }
+
+ private:
+  // A code span outside a table: no pipe escapes, line breaks flattened.
+  static std::string span(const std::string& text) {
+    std::string t;
+    for (char c : text) t += (c == '\n' || c == '\r') ? ' ' : c;
+    if (t.find('`') == std::string::npos) return "`" + t + "`";
+    return "`` " + t + " ``";
+  }
+  std::set<std::string> seen_;
+  std::vector<std::pair<std::string, std::string>> list_;
+};
+
 std::string row(const std::vector<std::string>& cells) {
   std::string s = "|";
   for (const std::string& c : cells) s += " " + c + " |";
@@ -93,17 +123,19 @@ std::string separator(const std::vector<bool>& right) {
 }
 
 // Several processes: one row per rank (kernel time, its share of the job's, NCCL share, top kernel).
-std::string rankSection(const ReportData& r) {
+std::string rankSection(const ReportData& r, FullNames& full_names) {
   if (r.ranks.empty()) return "";
   std::string s = "\n### Ranks\n\n" +
                   row({"rank", "host", "device", "mode", "kernels", "kernel time", "share", "NCCL", "top kernel"}) +
                   separator({true, false, false, false, true, true, true, true, false});
   for (const analysis::RankRow& k : r.ranks) {
+    const std::string top = r.names.shortName(k.top_kernel);
+    if (!k.top_kernel.empty()) full_names.note(k.top_kernel, top);
     s += row({k.group.rank ? std::to_string(*k.group.rank) : plain(k.group.label), plain(k.hosts),
               plain(k.devices.empty() ? "?" : k.devices), plain(k.mode), std::to_string(k.kernel_count),
               formatDurationNs(static_cast<double>(k.total_kernel_ns)), formatPercent(k.share),
               formatPercent(k.nccl_share),
-              k.top_kernel.empty() ? "none" : formatPercent(k.topKernelShare()) + " " + code(shorten(k.top_kernel, 80))});
+              k.top_kernel.empty() ? "none" : formatPercent(k.topKernelShare()) + " " + code(top)});
   }
   return s + "\nNCCL = share of the rank's kernel time in NCCL kernels; `fprof report --rank N` reports one rank.\n";
 }
@@ -112,6 +144,7 @@ std::string rankSection(const ReportData& r) {
 
 std::string renderMarkdown(const ReportData& r, const MarkdownOptions& options) {
   const RunHeader& h = r.header;
+  FullNames full_names;
   std::string s = "## fprof report: " + code(h.program.empty() ? h.file : shorten(h.program, 120)) + "\n\n";
   s += fmt::format("- file: {} (mode {}, recorded by fprof {})\n", code(h.file), cellText(h.mode), cellText(h.fprof_version));
   if (!h.date_utc.empty()) s += "- date: " + h.date_utc + "\n";
@@ -133,7 +166,7 @@ std::string renderMarkdown(const ReportData& r, const MarkdownOptions& options) 
     s += "- ceilings: " + list + "\n";
   }
   for (const std::string& w : h.warnings) s += "- **warning**: " + plain(w) + "\n";
-  s += rankSection(r);
+  s += rankSection(r, full_names);
 
   s += "\n### Top findings\n\n";
   for (size_t i = 0; i < r.findings.size(); ++i) s += fmt::format("{}. {}\n", i + 1, findingText(r.findings[i]));
@@ -171,7 +204,8 @@ std::string renderMarkdown(const ReportData& r, const MarkdownOptions& options) 
         cells.push_back(formatPercent(g.roof_fraction) + (g.roof_fraction ? " (" + g.binding_roof + ")" : ""));
         cells.push_back(g.bound.empty() ? "n/a" : g.bound);
       }
-      cells.push_back(code(shorten(g.name, 100)));
+      cells.push_back(code(g.short_name));
+      full_names.note(g.name, g.short_name);
       s += row(cells);
     }
     s += "\noccupancy = theoretical (launch configuration and device limits); local/thr = stack frame and spills";
@@ -203,10 +237,13 @@ std::string renderMarkdown(const ReportData& r, const MarkdownOptions& options) 
     for (size_t i = 0; i < shown; ++i) {
       const FusionRow& f = r.fusion[i];
       std::string stages;
-      for (const std::string& st : f.stages) stages += (stages.empty() ? "" : " -> ") + code(shorten(st, 60));
+      for (size_t k = 0; k < f.stage_labels.size(); ++k) {
+        stages += (stages.empty() ? "" : " -> ") + code(f.stage_labels[k]);
+        if (k < f.stages.size()) full_names.note(f.stages[k], f.stage_labels[k]);
+      }
       std::string risks = f.fuse ? "" : "do not fuse: " + f.reason;
       for (const std::string& k : f.risks) risks += (risks.empty() ? "" : "; ") + k;
-      s += row({std::to_string(i + 1), code(f.id), stages, std::to_string(f.instances),
+      s += row({std::to_string(i + 1), code(f.label), stages, std::to_string(f.instances),
                 orNa(f.intermediate_bytes, formatBytes), std::to_string(f.launches_removed), formatDurationNs(f.unfused_ns),
                 orNa(f.predicted_fused_ns, formatDurationNs), orNa(f.measured_fused_ns, formatDurationNs),
                 orNa(f.payoff_ns, formatDurationNs), formatPercent(f.payoff_share), risks.empty() ? "none flagged" : plain(risks)});
@@ -232,12 +269,13 @@ std::string renderMarkdown(const ReportData& r, const MarkdownOptions& options) 
            separator({false, false, true, true, true, false});
       for (size_t i = 0; i < shown; ++i) {
         const DiffRow& d = b.diff[i];
-        s += row({code(shorten(d.name, 80)), d.shape, orNa(d.base_ns, formatDurationNs), orNa(d.cur_ns, formatDurationNs),
+        full_names.note(d.name, d.short_name);
+        s += row({code(d.short_name), d.shape, orNa(d.base_ns, formatDurationNs), orNa(d.cur_ns, formatDurationNs),
                   d.change ? formatSignedPercent(*d.change) : "n/a", plain(d.note)});
       }
     }
   }
-  return s;
+  return s + full_names.render();
 }
 
 }  // namespace fprof::reports

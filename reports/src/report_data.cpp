@@ -8,13 +8,17 @@
 #include <ctime>
 #include <future>
 #include <map>
+#include <optional>
+#include <string_view>
 #include <system_error>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "fprof/analysis/ceilings.h"
 #include "fprof/analysis/dataflow.h"
 #include "fprof/analysis/diff.h"
 #include "fprof/analysis/fusion.h"
+#include "fprof/analysis/kernel_names.h"
 #include "fprof/analysis/nvtx_ops.h"
 #include "fprof/analysis/origin.h"
 #include "fprof/analysis/roofline.h"
@@ -304,28 +308,29 @@ Built buildGroups(const core::Profile& p, const analysis::OpIndex& op_index) {
 
 // The analyzer's diff and gate against the baseline, plus each listed group's baseline place on
 // the roofline (for the arrows).
-void addBaseline(ReportData& r, const core::Profile& base, const core::Profile& cur, std::vector<GroupRow>& cur_groups) {
+void addBaseline(ReportData& r, const core::Profile& base, const analysis::RunDiff& diff,
+                 std::vector<GroupRow>& cur_groups) {
   BaselineSection section;
   const Built b = buildGroups(base, analysis::indexOps(base));
   section.header = b.header;
   section.note = "kernels matched by name, launch shape and NVTX path (renames detected by shape and path)";
-  const analysis::RunDiff diff = analysis::diffProfiles(base, cur);
   const analysis::GateOptions gate_options;
   const analysis::GateResult gate = analysis::evaluateGate(diff, gate_options);
   std::map<std::pair<std::string, std::string>, std::string> flagged;  // (kernel, shape) -> message
   for (const analysis::GateFinding& f : gate.findings) {
-    if (f.regression) flagged.emplace(std::make_pair(f.kernel, f.shape), f.message);
+    if (f.regression) flagged.emplace(std::make_pair(f.kernel, f.shape), analysis::shortMessage(f, r.names));
   }
   for (const analysis::DiffEntry& e : diff.kernels) {
     DiffRow d;
     d.name = e.name;
+    d.short_name = r.names.shortName(e.name);
     d.shape = e.shape;
     d.kind = std::string(analysis::matchKindName(e.kind));
     if (e.base) d.base_ns = e.base->total_ns;
     if (e.cur) d.cur_ns = e.cur->total_ns;
     d.change = e.time_change;
     if (e.test) d.p_value = e.test->p_greater;
-    if (e.kind == analysis::MatchKind::kRenamed) d.note = "renamed from " + e.base_name;
+    if (e.kind == analysis::MatchKind::kRenamed) d.note = "renamed from " + r.names.shortName(e.base_name);
     if (e.kind == analysis::MatchKind::kNew) d.note = "new";
     if (e.kind == analysis::MatchKind::kVanished) d.note = "vanished";
     if (auto it = flagged.find({e.name, e.shape}); it != flagged.end()) {
@@ -337,7 +342,10 @@ void addBaseline(ReportData& r, const core::Profile& base, const core::Profile& 
   section.gate.pass = gate.passed();
   section.gate.kernels_checked = gate.kernels_checked;
   for (const analysis::GateFinding& f : gate.findings) {
-    if (f.regression) section.gate.reasons.push_back(f.kernel + (f.shape.empty() ? "" : " [" + f.shape + "]") + ": " + f.message);
+    if (f.regression) {
+      const std::string shape = f.shape.empty() ? "" : " [" + f.shape + "]";
+      section.gate.reasons.push_back(r.names.shortName(f.kernel) + shape + ": " + analysis::shortMessage(f, r.names));
+    }
   }
   section.gate.method = fmt::format(
       "time: median slower by more than {:.0f}% and one-sided Mann-Whitney p < {} over launches; counters "
@@ -372,6 +380,9 @@ void addFusion(ReportData& r, const analysis::FusionResult& fr) {
     f.id = c.id;
     f.op = c.op;
     f.stages = c.stages;
+    for (const std::string& st : c.stages) f.stage_labels.push_back(r.names.label(st));
+    // A data-flow pair is named by its stages (ops, or kernels by their short names).
+    f.label = c.source == analysis::PairSource::kDataFlow ? r.names.chainLabel(c.stages) : c.id;
     switch (c.source) {
       case analysis::PairSource::kNvtx: f.evidence = "NVTX op metadata (declared pair)"; break;
       case analysis::PairSource::kFrameworkOps: f.evidence = "PyTorch op graph (emit_nvtx input_op_ids)"; break;
@@ -420,8 +431,8 @@ void addFindings(ReportData& r) {
   }
   if (!r.groups.empty()) {
     const GroupRow& g = r.groups.front();
-    r.findings.push_back(fmt::format("Top kernel: {} ({} / {}) takes {} of kernel time ({} over {} calls).", quoted(g.name),
-                                     g.grid, g.block, formatPercent(g.share),
+    r.findings.push_back(fmt::format("Top kernel: {} ({} / {}) takes {} of kernel time ({} over {} calls).",
+                                     quoted(g.short_name), g.grid, g.block, formatPercent(g.share),
                                      formatDurationNs(static_cast<double>(g.total_ns)), g.calls));
   }
   if (!r.ops.empty() && r.ops.front().op != "(no NVTX range)") {
@@ -448,15 +459,7 @@ void addFindings(ReportData& r) {
                                        low, formatPercent(h.total_kernel_ns ? low_ns / static_cast<double>(h.total_kernel_ns) : 0)));
     }
   }
-  if (!r.fusion.empty() && r.fusion.front().fuse && r.fusion.front().payoff_ns) {
-    const FusionRow& f = r.fusion.front();
-    std::string chain;
-    for (const std::string& stage : f.stages) chain += (chain.empty() ? "" : " -> ") + quoted(stage);
-    r.findings.push_back(fmt::format("Best fusion: {} ({}) would save {} over {} runs, {} of kernel time (predicted{}).",
-                                     quoted(f.id), chain, formatDurationNs(*f.payoff_ns), f.instances,
-                                     formatPercent(f.payoff_share),
-                                     f.measured_saving_ns ? ", fused variant measured too" : ""));
-  }
+  if (const std::string best = bestFusion(r); !best.empty()) r.findings.push_back("Best fusion: " + best);
   if (r.baseline) {
     const GateVerdict& v = r.baseline->gate;
     r.findings.push_back(v.pass ? fmt::format("Gate: pass ({} kernels checked against the baseline, no regression).",
@@ -467,8 +470,8 @@ void addFindings(ReportData& r) {
 
 // Several processes (a merged job): the per-rank table, every distinct command and host in the
 // header, and a finding when the ranks' kernel time is unbalanced.
+// After the rank rows themselves (rankBreakdown), which buildReport needs earlier for the names.
 void addRanks(ReportData& r, const core::Profile& run) {
-  r.ranks = analysis::rankBreakdown(run);
   std::vector<std::string> programs, hosts;
   for (const core::ProcessInfo& pr : run.processes) {
     const std::string program = pr.command_line.empty() ? "unknown" : pr.command_line;
@@ -499,7 +502,60 @@ void addRanks(ReportData& r, const core::Profile& run) {
   }
 }
 
+// The kernels an output of the report can name: the listed groups, every kernel of the diff, the
+// fusion stages that are kernels, the ranks' top kernels. Shortened together (kernel_names.h), and
+// only these: a run of 100,000 distinct kernels lists 2,000.
+analysis::KernelNames namesShown(const core::Profile& run, const std::vector<GroupRow>& groups,
+                                 const analysis::FusionResult& fusion, const analysis::RunDiff* diff,
+                                 const std::vector<analysis::RankRow>& ranks) {
+  std::vector<std::string> names;
+  for (const GroupRow& g : groups) names.push_back(g.name);
+  if (diff) {
+    for (const analysis::DiffEntry& e : diff->kernels) {
+      names.push_back(e.name);
+      if (!e.base_name.empty()) names.push_back(e.base_name);
+    }
+  }
+  for (const analysis::RankRow& row : ranks) {
+    if (!row.top_kernel.empty()) names.push_back(row.top_kernel);
+  }
+  // A stage of a declared (NVTX) pair is an op, or a kernel launched in the op outside any stage;
+  // other pairs list their stages' kernels.
+  std::unordered_set<std::string_view> kernels;
+  for (const analysis::FusionCandidate& c : fusion.candidates) {
+    if (c.source != analysis::PairSource::kNvtx) {
+      for (const auto& stage : c.stage_kernels) names.insert(names.end(), stage.begin(), stage.end());
+      continue;
+    }
+    if (c.source == analysis::PairSource::kNvtx && kernels.empty()) {
+      std::vector<bool> seen(run.strings.size(), false);
+      for (const core::KernelRow& k : run.kernels) {
+        if (k.demangled_id < seen.size() && !seen[k.demangled_id]) {
+          seen[k.demangled_id] = true;
+          kernels.insert(run.str(k.demangled_id));
+        }
+      }
+    }
+    for (const std::string& st : c.stages) {
+      if (kernels.count(st)) names.push_back(st);
+    }
+  }
+  return analysis::KernelNames(std::move(names));
+}
+
 }  // namespace
+
+std::string bestFusion(const ReportData& r) {
+  if (r.fusion.empty() || !r.fusion.front().fuse || !r.fusion.front().payoff_ns) return "";
+  const FusionRow& f = r.fusion.front();
+  std::string chain;
+  for (const std::string& stage : f.stage_labels) chain += (chain.empty() ? "" : " -> ") + quoted(stage);
+  // A pair named by its kernels (data flow) is its chain: no need to say it twice.
+  const std::string pair = f.label == r.names.chainLabel(f.stages) ? chain : quoted(f.label) + " (" + chain + ")";
+  return fmt::format("{} would save {} over {} run{}, {} of kernel time (predicted{}).", pair,
+                     formatDurationNs(*f.payoff_ns), f.instances, f.instances == 1 ? "" : "s",
+                     formatPercent(f.payoff_share), f.measured_saving_ns ? ", fused variant measured too" : "");
+}
 
 ReportData buildReport(const core::Profile& run, const core::Profile* baseline, const BuildOptions& options) {
   ReportData r;
@@ -510,7 +566,8 @@ ReportData buildReport(const core::Profile& run, const core::Profile* baseline, 
   r.header = std::move(b.header);
   r.ops = std::move(b.ops);
   r.group_count = static_cast<int64_t>(b.all_groups.size());
-  if (baseline) addBaseline(r, *baseline, run, b.all_groups);
+  std::optional<analysis::RunDiff> diff;
+  if (baseline) diff = analysis::diffProfiles(*baseline, run);
   if (b.all_groups.size() > options.max_groups) {
     for (size_t i = options.max_groups; i < b.all_groups.size(); ++i) {
       ++r.omitted_groups;
@@ -519,7 +576,12 @@ ReportData buildReport(const core::Profile& run, const core::Profile* baseline, 
     b.all_groups.resize(options.max_groups);
   }
   r.groups = std::move(b.all_groups);
-  addFusion(r, fusion.get());
+  const analysis::FusionResult fr = fusion.get();
+  if (run.processes.size() > 1) r.ranks = analysis::rankBreakdown(run);
+  r.names = namesShown(run, r.groups, fr, diff ? &*diff : nullptr, r.ranks);
+  for (GroupRow& g : r.groups) g.short_name = r.names.shortName(g.name);
+  if (baseline) addBaseline(r, *baseline, *diff, r.groups);
+  addFusion(r, fr);
   addFindings(r);
   if (run.processes.size() > 1) addRanks(r, run);
   return r;

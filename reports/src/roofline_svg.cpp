@@ -48,7 +48,8 @@ std::string roofLabel(const Roof& r) {
 }
 
 std::string groupTitle(const GroupRow& g) {
-  std::string t = fmt::format("{}\ngrid {} block {}\nop: {}\ntime {} ({} of kernel time), {} calls", g.name, g.grid,
+  std::string t = fmt::format("{}\ngrid {} block {}\nop: {}\ntime {} ({} of kernel time), {} calls",
+                              g.short_name == g.name ? g.name : g.short_name + "\n" + g.name, g.grid,
                               g.block, g.op.empty() ? "(none)" : g.op, formatDurationNs(static_cast<double>(g.total_ns)),
                               formatPercent(g.share), g.calls);
   t += "\nintensity (DRAM) " + orNa(g.intensity_dram, formatIntensity);

@@ -5,7 +5,8 @@
 //
 //   trace_check PROGRAM COLLECTOR PTXAS_LOG [FPROF_CLI]
 // FPROF_GPU_TEST_DIR: scratch folder (default: a new one under /tmp).
-// FPROF_GPU_TEST_KEEP: copy the main run's .fprof there (tests/data/trace_test_h100.fprof).
+// FPROF_GPU_TEST_KEEP: copy the main run's .fprof there (tests/data/trace_test_h100.fprof), its command
+// line without this machine's paths (tests/common/neutral_paths.h).
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -30,6 +31,7 @@
 #include <vector>
 
 #include "fprof/core/store.h"
+#include "neutral_paths.h"
 
 namespace fs = std::filesystem;
 using fprof::core::Profile;
@@ -438,8 +440,9 @@ int main(int argc, char** argv) {
   if (auto p = load(main_db)) {
     checkMainRun(*p, expect, ptxas, program_pid);
     if (const char* keep = std::getenv("FPROF_GPU_TEST_KEEP"); keep && *keep) {
-      std::error_code ec;
-      fs::copy_file(main_db, keep, fs::copy_options::overwrite_existing, ec);
+      // Kept for tests/data: without this machine's paths in the command line.
+      const std::string error = fprof::testing::copyWithNeutralCommandLines(main_db, keep);
+      check(error.empty(), "kept the database as " + std::string(keep) + (error.empty() ? "" : ": " + error));
     }
   }
 

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "../core/test_util.h"
+#include "neutral_paths.h"
 #include "fprof/core/store.h"
 
 namespace fprof {
@@ -202,9 +203,12 @@ namespace fprof {
 namespace {
 
 // Golden: `fprof info` on profiles recorded on an H200 (tests/data/README.md says how they were
-// made). Regenerate with FPROF_GOLDEN_UPDATE=1 build/bin/cli_tests --gtest_filter='CliGolden.*'.
+// made), copied with their command lines' absolute paths cut to file names (neutral_paths.h).
+// Regenerate with FPROF_GOLDEN_UPDATE=1 build/bin/cli_tests --gtest_filter='CliGolden.*'.
 void checkInfoGolden(const std::string& data, const std::string& expected) {
-  const std::string cmd = std::string("cd ") + FPROF_SOURCE_DIR + " && " + FPROF_BIN + " info " + data + " 2>&1";
+  const std::string dir = std::string(FPROF_TEST_TMP) + "/golden-" + expected;  // one per test: they run at once
+  ASSERT_EQ(testing::copyWithNeutralCommandLines(std::string(FPROF_SOURCE_DIR) + "/" + data, dir + "/" + data), "");
+  const std::string cmd = "cd " + dir + " && " + FPROF_BIN + " info " + data + " 2>&1";
   FILE* f = popen(cmd.c_str(), "r");
   ASSERT_NE(f, nullptr);
   std::string out;

@@ -80,6 +80,7 @@ TEST(Document, TooltipAndDetailsText) {
   ASSERT_TRUE(d);
   const Item& s = d->items(PointMode::kKernels)[find(d->items(PointMode::kKernels), kSaxpy)];
   EXPECT_EQ(tooltipText(s, MemLevel::kDram),
+            "saxpy\n"
             "saxpy(int, float, const float*, float*)\n"
             "time 5 ms (1 call)\n"
             "intensity (DRAM) 0.167 FLOP/byte\n"
@@ -93,6 +94,7 @@ TEST(Document, TooltipAndDetailsText) {
   EXPECT_NE(details.find("DRAM 12.0 GB"), std::string::npos) << details;
   EXPECT_NE(details.find("fp32 2.00 G"), std::string::npos) << details;
   EXPECT_NE(details.find("NVTX path: (none)"), std::string::npos) << details;
+  EXPECT_EQ(details.rfind("saxpy\nfull name: saxpy(int, float, const float*, float*)\n", 0), 0u) << details;
 }
 
 TEST(Document, TraceOnlyProfileSaysWhyThereAreNoPoints) {
@@ -159,12 +161,15 @@ TEST(Table, FilterSortAndCsv) {
   EXPECT_EQ(csv.substr(0, csv.find('\n')),
             "kernel,calls,duration_ns,share,intensity_flop_per_byte,memory_level,achieved_flops_per_s,roof_fraction,"
             "binding_roof,bound,registers_per_thread,local_bytes_per_thread,shared_bytes,theoretical_occupancy,"
-            "achieved_occupancy,dram_bytes,l2_bytes,l1_bytes,total_flops,nvtx_path");
+            "achieved_occupancy,dram_bytes,l2_bytes,l1_bytes,total_flops,nvtx_path,short_name");
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 3);
   auto saxpy_only = filterItems(items, {"saxpy", ""});
   const std::string s_csv = tableCsv(items, *saxpy_only, MemLevel::kDram, d->totalKernelNs());
   EXPECT_NE(s_csv.find("\n\"saxpy(int, float, const float*, float*)\",1,5000000,"), std::string::npos) << s_csv;
   EXPECT_EQ(cellText(items[(*saxpy_only)[0]], Column::kRoof, MemLevel::kDram, 0), "80.0%");
+  // The table shows the short name; the CSV keeps the full one first and the short one last.
+  EXPECT_EQ(cellText(items[(*saxpy_only)[0]], Column::kName, MemLevel::kDram, 0), "saxpy");
+  EXPECT_EQ(s_csv.substr(s_csv.size() - 7), ",saxpy\n") << s_csv;
 }
 
 TEST(Document, FusionCandidatesResolveToKernels) {

@@ -100,7 +100,7 @@ TEST_F(Headless, PointsRoofsHoverTooltipAndClick) {
   ASSERT_TRUE(v.hovered());
   EXPECT_EQ(*v.hovered(), saxpy);
   EXPECT_EQ(v.tooltip(),
-            "saxpy(int, float, const float*, float*)\ntime 5 ms (1 call)\nintensity (DRAM) 0.167 FLOP/byte\n"
+            "saxpy\nsaxpy(int, float, const float*, float*)\ntime 5 ms (1 call)\nintensity (DRAM) 0.167 FLOP/byte\n"
             "achieved 400 GFLOP/s\n80.0% of roof (dram, measured)\nbound: memory");
   click(v);
   ASSERT_TRUE(v.selected());

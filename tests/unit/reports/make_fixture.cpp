@@ -2,10 +2,12 @@
 // benchmark in bench/RESULTS.md. Usage:
 //   fprof_report_fixture trace|counters|hostile|baseline OUT.fprof
 //   fprof_report_fixture large OUT.fprof KERNELS DISTINCT_NAMES [counters]
+//   fprof_report_fixture recorded OUT.fprof RECORDED.fprof   (a copy with neutral command lines)
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
+#include "neutral_paths.h"
 #include "synthetic_profile.h"
 
 int main(int argc, char** argv) {
@@ -18,6 +20,18 @@ int main(int argc, char** argv) {
   const std::string kind = argv[1];
   const std::string out = argv[2];
   fprof::core::Status st;
+  if (kind == "recorded") {
+    if (argc < 4) {
+      std::fprintf(stderr, "recorded needs the recorded database to copy\n");
+      return 2;
+    }
+    const std::string error = copyWithNeutralCommandLines(argv[3], out);
+    if (!error.empty()) {
+      std::fprintf(stderr, "%s\n", error.c_str());
+      return 1;
+    }
+    return 0;
+  }
   if (kind == "large") {
     if (argc < 5) {
       std::fprintf(stderr, "large needs KERNELS and DISTINCT_NAMES\n");

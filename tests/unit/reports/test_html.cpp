@@ -42,6 +42,23 @@ TEST(Html, CountersRunHasOnePointPerPlottableGroup) {
   EXPECT_NE(s.find("<tr class=\"fuse\" data-payoff="), std::string::npos);
 }
 
+TEST(Html, ShortKernelNamesWithTheFullOnesOnHover) {
+  const core::Profile p = loadSynthetic("h_names.fprof", {.counters = true});
+  const std::string s = html(p);
+  const std::string full = "void attention_pv_kernel&lt;64, true&gt;(__half const*, __half const*, __half*, float)";
+  EXPECT_NE(s.find("<td class=\"name\" title=\"" + full + "\">attention_pv_kernel&lt;64, true&gt;</td>"),
+            std::string::npos);
+  EXPECT_NE(s.find("<div class=\"label mono\" title=\"" + full + "\">attention_pv_kernel&lt;64, true&gt;</div>"),
+            std::string::npos);
+  // A name that is no C++ function name stays whole, and needs no hover.
+  EXPECT_NE(s.find("<td class=\"name\">void softmax_kernel&lt;float&gt;(float*, float const*, int) [with "),
+            std::string::npos);
+  // The chart's data (inert JSON, '<' escaped): full and short name; the tooltip starts with the short one.
+  EXPECT_NE(s.find("\"short_name\":\"attention_pv_kernel\\u003c64, true\\u003e\""), std::string::npos);
+  EXPECT_NE(s.find("\"tip\":\"attention_pv_kernel\\u003c64, true\\u003e\\nvoid attention_pv_kernel\\u003c64"),
+            std::string::npos);
+}
+
 TEST(Html, TraceRunSaysWhyThereIsNoRoofline) {
   const core::Profile p = loadSynthetic("h_trace.fprof", {});
   const std::string s = html(p);

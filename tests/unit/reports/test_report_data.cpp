@@ -285,5 +285,46 @@ TEST(ReportData, CapKeepsTheLargestGroupsAndCountsTheRest) {
   EXPECT_EQ(r.omitted_ns, kTotalNs - 10000000 - 4300000 - 4000000);
 }
 
+// Two overloads of one template look the same once shortened: the report tells them apart, and
+// every section names a kernel the same way.
+TEST(ReportData, ShortNamesTellKernelsApart) {
+  const std::string path = testing::tempPath("r_overloads.fprof");
+  {
+    auto w = core::Writer::create(path, true);
+    ASSERT_TRUE(w) << w.error();
+    core::ProcessInfo proc;
+    proc.pid = 1;
+    proc.command_line = "./overloads";
+    auto pid = (*w)->addProcess(proc);
+    ASSERT_TRUE(pid);
+    const char* names[] = {"void ns::scale<float>(float*, int)", "void ns::scale<float>(double*, int)",
+                           "void ns::(anonymous namespace)::relu_kernel<c10::Half>(c10::Half*, int)"};
+    uint32_t correlation = 1;
+    for (int rep = 0; rep < 3; ++rep) {
+      for (int n = 0; n < 3; ++n) {
+        core::KernelRecord k;
+        k.process_id = *pid;
+        k.name = k.demangled_name = names[n];
+        k.correlation_id = correlation++;
+        k.start_ns = 1000 * correlation;
+        k.end_ns = k.start_ns + 100 * (n + 1);
+        k.grid_x = k.grid_y = k.grid_z = k.block_x = k.block_y = k.block_z = 1;
+        (*w)->add(k);
+      }
+    }
+    ASSERT_TRUE((*w)->close());
+  }
+  auto p = core::loadProfile(path);
+  ASSERT_TRUE(p) << p.error();
+  const ReportData r = buildReport(*p, nullptr);
+  ASSERT_EQ(r.groups.size(), 3u);
+  std::vector<std::string> shown;
+  for (const GroupRow& g : r.groups) shown.push_back(g.short_name);
+  EXPECT_EQ(shown, (std::vector<std::string>{"relu_kernel<Half>", "scale<float>(double*, int)",
+                                             "scale<float>(float*, int)"}));
+  EXPECT_EQ(r.findings.front().rfind("Top kernel: `relu_kernel<Half>` (1 / 1)", 0), 0u) << r.findings.front();
+  EXPECT_EQ(r.names.shortName(r.groups[1].name), r.groups[1].short_name);
+}
+
 }  // namespace
 }  // namespace fprof::reports

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "fprof/analysis/kernel_names.h"
 #include "fprof/analysis/stats.h"
 #include "fprof/core/store.h"
 
@@ -82,8 +83,11 @@ struct GateFinding {
   std::optional<double> base_value, cur_value, change;
   std::optional<double> p_value;
   std::string message;
+  std::string base_kernel;  // a renamed kernel's name in the base run, which the message quotes
 };
 std::string_view findingKindName(GateFinding::Kind k);
+// The message with the kernel names it quotes in their short form, for text a person reads.
+std::string shortMessage(const GateFinding& f, const KernelNames& names);
 
 struct GateResult {
   std::vector<GateFinding> findings;  // regressions first

@@ -32,7 +32,7 @@ struct FusionCandidate {
   std::string id;                          // NVTX pair id, or the stage names joined by " -> "
   std::string op;                          // NVTX op name ("" for other pairs)
   // Stage names: the NVTX stage op, else the framework op its kernels ran in ("aten::softmax"),
-  // else the short kernel name.
+  // else the kernel's full name (front ends show its short name, kernel_names.h).
   std::vector<std::string> stages;
   std::vector<std::vector<std::string>> stage_kernels;  // each stage's kernels, full names (first instance)
   std::vector<std::string> intermediates;  // buffer names (NVTX), op inputs, or allocation addresses

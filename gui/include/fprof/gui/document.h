@@ -14,6 +14,7 @@
 #include "fprof/analysis/ceilings.h"
 #include "fprof/analysis/diff.h"
 #include "fprof/analysis/fusion.h"
+#include "fprof/analysis/kernel_names.h"
 #include "fprof/analysis/roofline.h"
 #include "fprof/core/store.h"
 #include "fprof/gui/plot_math.h"
@@ -31,7 +32,8 @@ const char* pointModeName(PointMode m);  // "kernel launches", "kernel groups", 
 
 // One point of the plot and one row of the table.
 struct Item {
-  std::string name;       // demangled kernel name, or the NVTX path for an op
+  std::string name;        // demangled kernel name, or the NVTX path for an op
+  std::string short_name;  // what the table shows: the short kernel name (kernel_names.h), or the path
   std::string nvtx_path;  // innermost NVTX path ("" if none)
   int64_t calls = 1;
   int64_t duration_ns = 0;
@@ -79,6 +81,8 @@ class Document {
   const RoofSet& roofs() const { return roofs_; }
   const analysis::FusionResult& fusion() const { return fusion_; }
   const std::vector<FusionView>& fusionViews() const { return fusion_views_; }
+  // Short names of the profile's kernels, told apart (kernel_names.h).
+  const analysis::KernelNames& kernelNames() const { return kernel_names_; }
   int64_t totalKernelNs() const { return total_kernel_ns_; }
   int64_t kernelsWithCounters() const { return kernels_with_counters_; }
   // A line for the window when no point can be drawn (trace-only runs), else "".
@@ -102,6 +106,7 @@ class Document {
   RoofSet roofs_;
   analysis::FusionResult fusion_;
   std::vector<FusionView> fusion_views_;
+  analysis::KernelNames kernel_names_;
   int64_t total_kernel_ns_ = 0;
   int64_t kernels_with_counters_ = 0;
 };
@@ -112,7 +117,8 @@ std::optional<Vec2> itemPoint(const Item& item, MemLevel level);
 // Whether the item counted FLOPs in a precision enabled in `precision_mask` (bit i = Precision i).
 bool itemHasPrecision(const Item& item, uint32_t precision_mask);
 
-// Tooltip for an item: name, time, intensity at the level, FLOP/s, % of roof, bound.
+// Tooltip for an item: short name, full name (where it differs), time, intensity at the level,
+// FLOP/s, % of roof, bound.
 std::string tooltipText(const Item& item, MemLevel level);
 // Details panel text: launch shape, registers, spills, shared memory, occupancy, bytes per
 // level, FLOPs per precision, NVTX path, bound and its reason.
@@ -128,7 +134,8 @@ enum class Change { kSame, kRegression, kImprovement, kUntestable, kNew, kVanish
 const char* changeName(Change c);
 
 struct DiffRow {
-  std::string name;
+  std::string name;        // "base -> current" for a renamed kernel
+  std::string short_name;  // the same with short kernel names
   std::string shape;      // "grid 128x1x1 block 256x1x1"
   std::string nvtx_path;
   std::optional<size_t> base_item;  // into base items(kKernelGroups)

@@ -44,7 +44,8 @@ core::Expected<std::vector<uint32_t>> filterItems(const std::vector<Item>& items
 // Stable sort of `rows` (indices into items) by a column; unknown values sort last either way.
 void sortRows(std::vector<uint32_t>& rows, const std::vector<Item>& items, Column c, bool ascending, MemLevel level);
 
-// CSV (RFC 4180 quoting) of the rows, every column, numbers unformatted (ns, bytes, FLOP/s).
+// CSV (RFC 4180 quoting) of the rows, every column, numbers unformatted (ns, bytes, FLOP/s); the
+// full kernel name first, the short one the table shows last.
 std::string tableCsv(const std::vector<Item>& items, const std::vector<uint32_t>& rows, MemLevel level,
                      int64_t total_kernel_ns);
 

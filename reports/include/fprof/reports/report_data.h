@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "fprof/analysis/kernel_names.h"
 #include "fprof/analysis/ranks.h"
 #include "fprof/core/store.h"
 
@@ -41,7 +42,8 @@ struct RunHeader {
 
 // Kernels with the same name and launch shape, with their roofline placement where counters exist.
 struct GroupRow {
-  std::string name;  // demangled
+  std::string name;        // demangled
+  std::string short_name;  // what a person reads (analysis/kernel_names.h); the full name on hover
   std::string grid;  // "128" or "64x8x1"
   std::string block;
   std::string op;      // NVTX op that holds most of the group's time, "" if none
@@ -90,8 +92,10 @@ struct OpRow {
 // One producer->consumer pair (or chain) and what fusing it would pay, from the analyzer.
 struct FusionRow {
   std::string id;                    // NVTX pair id, or the kernels joined by " -> "
+  std::string label;                 // the id with short kernel names
   std::string op;                    // NVTX op name, "" for data-flow pairs
   std::vector<std::string> stages;   // producer first
+  std::vector<std::string> stage_labels;  // the stages with short kernel names
   std::string evidence;              // how the pair was found, in words
   std::vector<std::string> intermediates;  // buffer names or allocation addresses
   int64_t instances = 0;             // times the unfused chain ran
@@ -114,6 +118,7 @@ struct FusionRow {
 
 struct DiffRow {
   std::string name;
+  std::string short_name;
   std::string shape;
   std::string kind;                // "matched", "renamed", "new", "vanished"
   std::optional<double> base_ns;   // total over the run; absent: new kernel
@@ -154,7 +159,14 @@ struct ReportData {
   std::vector<std::string> findings;  // the top findings, in plain text (shared by all formats)
   // One row per rank when the run holds several processes (a merged job, fprof merge); else empty.
   std::vector<analysis::RankRow> ranks;
+  // Short names of the kernels this report names (listed groups, the diff, fusion stages, ranks'
+  // top kernels), told apart (kernel_names.h).
+  analysis::KernelNames names;
 };
+
+// The best pair to fuse as the report's finding says it, after "Best fusion: ", with `code spans`
+// (`pair` (`producer` -> `consumer`) would save ...); "" when there is none. fprof info prints it.
+std::string bestFusion(const ReportData& r);
 
 struct BuildOptions {
   // Kernel groups listed in the table and chart; the rest are summed in one line. Keeps a run of
