@@ -212,7 +212,8 @@ std::string exportJson(const core::Profile& p) {
     const std::string short_id = c.source == analysis::PairSource::kDataFlow ? names.chainLabel(c.stages) : c.id;
     fusion["candidates"].push_back(
         {{"source", analysis::pairSourceName(c.source)}, {"id", c.id}, {"short_id", short_id}, {"op", c.op},
-         {"stages", c.stages}, {"short_stages", short_stages},
+         {"stages", c.stages}, {"short_stages", short_stages}, {"stage_kernels", c.stage_kernels},
+         {"roles", c.roles},
          {"intermediates", c.intermediates}, {"instances", c.instances},
          {"launches_per_instance", c.launches_per_instance}, {"launches_removed", c.launches_removed},
          {"unfused_ns", c.unfused_ns}, {"stage_ns", c.stage_ns}, {"intermediate_bytes", opt(c.intermediate_bytes)},

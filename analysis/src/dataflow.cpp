@@ -1,304 +1,373 @@
-// Allocations, their timeline, pointer-argument resolution and producer -> consumer edges
-// (see dataflow.h for the read/write heuristic).
+// Producer -> consumer edges from argument roles and buffer versions (see dataflow.h). Read top
+// down: the launch arguments, the accesses of every kernel (steps 1 and 2), their extents, then
+// the walk that links readers to writers (step 3, ProducerLinker).
 #include "fprof/analysis/dataflow.h"
 
 #include <algorithm>
-#include <map>
-#include <string_view>
 #include <unordered_map>
 
 namespace fprof::analysis {
 
 namespace {
 
-uint64_t pkey(uint32_t a, uint32_t b) { return (uint64_t{a} << 32) | b; }
+uint64_t pairKey(uint32_t a, uint32_t b) { return (uint64_t{a} << 32) | b; }
 
-struct WriteState {
-  std::optional<size_t> writer;  // kernel index of the latest writer
-  uint64_t stream = 0;           // its stream key
-  uint64_t epoch = 0;            // the stream's unknown-kernel epoch at the write
-  int32_t value = -1;            // index of the written value (for its reader count)
+// The recorded 8-byte arguments of each launch. kernel_args is sorted by (process, correlation
+// id), so each launch's arguments are one run, found by binary search (kernels come mostly in
+// correlation order: the next run is tried first). Kernels sharing a launch (graph nodes) are
+// found by sorting the launch keys once.
+class LaunchArgs {
+ public:
+  explicit LaunchArgs(const core::Profile& p) : p_(p) {
+    for (size_t i = 0; i < p.kernel_args.size(); ++i) {
+      const uint64_t key = pairKey(p.kernel_args[i].process_id, p.kernel_args[i].correlation_id);
+      if (runs_.empty() || runs_.back().first != key) runs_.emplace_back(key, static_cast<uint32_t>(i));
+    }
+    if (p.kernel_args.empty()) return;
+    std::vector<uint64_t> keys;
+    keys.reserve(p.kernels.size());
+    for (const core::KernelRow& k : p.kernels) keys.push_back(pairKey(k.process_id, k.correlation_id));
+    std::sort(keys.begin(), keys.end());
+    for (size_t i = 1; i < keys.size(); ++i) {
+      if (keys[i] == keys[i - 1] && (shared_.empty() || shared_.back() != keys[i])) shared_.push_back(keys[i]);
+    }
+  }
+
+  // Several kernels came from this kernel's launch: their arguments cannot be told apart.
+  bool shared(const core::KernelRow& k) const {
+    return std::binary_search(shared_.begin(), shared_.end(), pairKey(k.process_id, k.correlation_id));
+  }
+
+  // [first, first + count) of p.kernel_args.
+  std::pair<size_t, size_t> of(const core::KernelRow& k) {
+    const uint64_t key = pairKey(k.process_id, k.correlation_id);
+    const auto* run = findRun(key);
+    if (!run) return {0, 0};
+    size_t end = run->second;
+    while (end < p_.kernel_args.size() &&
+           pairKey(p_.kernel_args[end].process_id, p_.kernel_args[end].correlation_id) == key) {
+      ++end;
+    }
+    return {run->second, end - run->second};
+  }
+
+ private:
+  const std::pair<uint64_t, uint32_t>* findRun(uint64_t key) {
+    for (size_t c = cursor_; c < cursor_ + 2 && c < runs_.size(); ++c) {
+      if (runs_[c].first == key) {
+        cursor_ = c + 1;
+        return &runs_[c];
+      }
+    }
+    auto it = std::lower_bound(runs_.begin(), runs_.end(), std::make_pair(key, uint32_t{0}));
+    if (it == runs_.end() || it->first != key) return nullptr;
+    cursor_ = static_cast<size_t>(it - runs_.begin()) + 1;
+    return &*it;
+  }
+
+  const core::Profile& p_;
+  std::vector<std::pair<uint64_t, uint32_t>> runs_;  // (launch key, first argument index)
+  std::vector<uint64_t> shared_;                     // launches that produced several kernels
+  size_t cursor_ = 0;
 };
 
-// What a kernel's demangled signature says about each parameter (by index).
-enum class ParamKind : uint8_t { kOther, kConstPointer, kMutablePointer };
+// Steps 1 and 2 for every kernel: its pointer arguments resolved to allocations with their roles
+// (accesses, without extents yet), whether it is opaque, and the frees that happened before it.
+struct ResolvedLaunches {
+  std::vector<uint32_t> access_begin;
+  std::vector<KernelAccess> accesses;
+  std::vector<uint8_t> args_known;
+  std::vector<uint8_t> opaque;
+  std::vector<std::pair<size_t, uint32_t>> frees;  // (kernel index it precedes, allocation)
+};
 
-// Parameter kinds from a demangled name such as "void tagged<1>(float*, float const*, int)".
-// Empty when the name carries no parameter list (extern "C" kernels, Triton) or no pointer.
-std::vector<ParamKind> parseSignature(std::string_view name) {
-  std::vector<ParamKind> kinds;
-  if (name.empty() || name.back() != ')') return kinds;
-  // The parameter list is the last top-level parenthesis group.
-  int depth = 0;
-  size_t open = std::string_view::npos;
-  for (size_t i = name.size(); i-- > 0;) {
-    if (name[i] == ')') ++depth;
-    if (name[i] == '(' && --depth == 0) {
-      open = i;
-      break;
+// Merges the roles of arguments passing the same pointer (in place: read and written).
+void addAccess(std::vector<KernelAccess>& out, size_t begin, uint32_t allocation, uint64_t address,
+               const ArgRoleResult& role) {
+  KernelAccess* a = nullptr;
+  for (size_t x = begin; x < out.size(); ++x) {
+    if (out[x].address == address) a = &out[x];
+  }
+  if (!a) {
+    out.push_back({allocation, false, false, false, role.source, address, 0});
+    a = &out.back();
+  } else {
+    a->source = weaker(a->source, role.source);
+  }
+  a->read = a->read || role.role == ArgRole::kRead;
+  a->write = a->write || role.role == ArgRole::kWrite;
+  a->unknown = a->unknown || role.role == ArgRole::kUnknown;
+}
+
+ResolvedLaunches resolveLaunches(const core::Profile& p, const AllocationTable& table, const MeasuredRoles& measured) {
+  ResolvedLaunches r;
+  r.access_begin.assign(p.kernels.size() + 1, 0);
+  r.args_known.assign(p.kernels.size(), 0);
+  r.opaque.assign(p.kernels.size(), 0);
+  LaunchArgs args(p);
+  LiveAllocations live(p, table);
+  // Whether the collector recorded the 8-byte words of larger parameters too (arg_roles.h).
+  const bool words_recorded = std::any_of(p.kernel_args.begin(), p.kernel_args.end(),
+                                          [](const core::KernelArgRecord& a) { return a.size_bytes > 8; });
+  std::unordered_map<uint32_t, Signature> signatures;  // by demangled name id
+  std::vector<ArgSlot> slots;
+  std::vector<std::pair<uint32_t, uint64_t>> resolved;  // (allocation, address), by argument index
+  std::vector<std::optional<ArgRoleResult>> roles;
+  for (size_t ki = 0; ki < p.kernels.size(); ++ki) {
+    const core::KernelRow& k = p.kernels[ki];
+    live.advanceTo(k.start_ns, [&](uint32_t freed) { r.frees.emplace_back(ki, freed); });
+    r.access_begin[ki] = static_cast<uint32_t>(r.accesses.size());
+    if (p.kernel_args.empty()) continue;
+    if (k.graph_id != 0 || args.shared(k)) {
+      r.opaque[ki] = 1;  // anything may have been written
+      continue;
+    }
+    r.args_known[ki] = 1;
+    const auto [first, count] = args.of(k);
+    slots.clear();
+    resolved.clear();
+    for (size_t a = first; a < first + count; ++a) {
+      const core::KernelArgRecord& arg = p.kernel_args[a];
+      // An 8-byte parameter, or an 8-byte word of a larger one (a struct or array read word by word).
+      if (arg.size_bytes < 8 || arg.value == 0) continue;
+      if (auto alloc = live.find(k.process_id, arg.value)) {
+        slots.push_back({arg.index, arg.size_bytes > 8 ? std::optional<int32_t>(arg.offset_bytes) : std::nullopt});
+        resolved.emplace_back(*alloc, arg.value);
+      }
+    }
+    auto sig = signatures.find(k.demangled_id);
+    if (sig == signatures.end()) sig = signatures.emplace(k.demangled_id, parseSignature(p.str(k.demangled_id))).first;
+    r.opaque[ki] =
+        launchIsOpaque(sig->second, count ? &p.kernel_args[first] : nullptr, count, resolved.size(), words_recorded) ? 1
+                                                                                                                      : 0;
+    if (resolved.empty()) continue;
+    argumentRoles(measured, sig->second, k.process_id, k.name_id, slots, roles);
+    const size_t begin = r.accesses.size();
+    for (size_t i = 0; i < resolved.size(); ++i) {
+      if (roles[i]) addAccess(r.accesses, begin, resolved[i].first, resolved[i].second, *roles[i]);
     }
   }
-  if (open == std::string_view::npos) return kinds;
-  const std::string_view params = name.substr(open + 1, name.size() - open - 2);
-  bool any_pointer = false;
-  auto classify = [&](std::string_view p) {
-    while (!p.empty() && p.front() == ' ') p.remove_prefix(1);
-    while (!p.empty() && p.back() == ' ') p.remove_suffix(1);
-    for (std::string_view suffix : {std::string_view("__restrict__"), std::string_view("__restrict")}) {
-      if (p.size() >= suffix.size() && p.substr(p.size() - suffix.size()) == suffix) p.remove_suffix(suffix.size());
-    }
-    while (!p.empty() && p.back() == ' ') p.remove_suffix(1);
-    if (p.empty() || p.back() != '*') {
-      kinds.push_back(ParamKind::kOther);
-      return;
-    }
-    any_pointer = true;
-    // "float const*" and "const float*" point to const data; "float* const" does not.
-    const std::string_view pointee = p.substr(0, p.size() - 1);
-    const size_t c = pointee.rfind("const");
-    const bool const_pointee = c != std::string_view::npos && pointee.find('*', c) == std::string_view::npos;
-    kinds.push_back(const_pointee ? ParamKind::kConstPointer : ParamKind::kMutablePointer);
-  };
-  size_t start = 0;
-  depth = 0;
-  for (size_t i = 0; i <= params.size(); ++i) {
-    const char ch = i < params.size() ? params[i] : ',';
-    if (ch == '<' || ch == '(' || ch == '[') ++depth;
-    if (ch == '>' || ch == ')' || ch == ']') --depth;
-    if (ch == ',' && depth == 0) {
-      if (i > start || !params.empty()) classify(params.substr(start, i - start));
-      start = i + 1;
-    }
+  r.access_begin[p.kernels.size()] = static_cast<uint32_t>(r.accesses.size());
+  return r;
+}
+
+// Step 2: the bytes each access covers.
+void assignExtents(std::vector<KernelAccess>& accesses, const AllocationTable& table) {
+  Extents extents(table);
+  for (const KernelAccess& a : accesses) extents.addPointer(a.allocation, a.address);
+  extents.finish();
+  for (KernelAccess& a : accesses) a.bytes = extents.of(a.allocation, a.address).bytes();
+}
+
+// Copies and memsets that may write device memory: writers fprof sees no address of. (process,
+// device, start) in start order.
+struct DeviceWrite {
+  int64_t start_ns = 0;
+  uint32_t process_id = 0;
+  uint32_t device_id = 0;
+};
+
+std::vector<DeviceWrite> deviceWrites(const core::Profile& p) {
+  std::vector<DeviceWrite> w;
+  for (const core::MemcpyRecord& m : p.memcpys) {
+    const bool to_device = m.dst_kind == "device" || m.dst_kind == "managed" || m.dst_kind == "array" ||
+                           m.copy_kind == "HtoD" || m.copy_kind == "DtoD" || m.copy_kind == "PtoP";
+    if (to_device) w.push_back({m.start_ns, m.process_id, m.device_id});
   }
-  if (!any_pointer) kinds.clear();
-  return kinds;
+  for (const core::MemsetRecord& m : p.memsets) {
+    if (m.memory_kind != "pinned" && m.memory_kind != "pageable") w.push_back({m.start_ns, m.process_id, m.device_id});
+  }
+  std::sort(w.begin(), w.end(), [](const DeviceWrite& a, const DeviceWrite& b) { return a.start_ns < b.start_ns; });
+  return w;
 }
 
 uint64_t streamKey(const core::KernelRow& k) {
   return (uint64_t{k.process_id} << 48) ^ (uint64_t{k.device_id} << 40) ^ k.stream_id;
 }
 
+// One written value: who wrote it, where and when, and how many kernels read it.
+struct Value {
+  std::optional<size_t> writer;  // none: an access of unknown role ended what was there
+  uint64_t stream = 0;
+  uint64_t epoch = 0;  // the device's opaque-writer count at the write
+  RoleSource source = RoleSource::kPosition;
+  uint32_t allocation = 0;
+  int32_t readers = 0;
+  size_t last_reader = SIZE_MAX;
+};
+
+// Step 3: the walk in time order. For each kernel: what happened on its device since the last one
+// (frees end versions; copies and memsets advance the device's epoch), its reads (linked to the
+// versions they see, if written on its stream in the same epoch), then its writes (new versions).
+// An opaque kernel advances its device's epoch between the two.
+class ProducerLinker {
+ public:
+  ProducerLinker(const core::Profile& p, const ResolvedLaunches& r, DataFlow& df)
+      : p_(p), r_(r), df_(df), versions_(df.allocations.size()), copies_(deviceWrites(p)) {
+    values_.reserve(r.accesses.size());
+  }
+
+  void run() {
+    for (size_t ki = 0; ki < p_.kernels.size(); ++ki) {
+      uint64_t& epoch = catchUp(ki);
+      linkReads(ki, epoch);
+      if (r_.opaque[ki]) ++epoch;  // its unseen writes land while it runs, before its visible ones
+      recordWrites(ki, epoch);
+    }
+    countReaders();
+  }
+
+ private:
+  // Frees and device writes before kernel ki; its device's epoch.
+  uint64_t& catchUp(size_t ki) {
+    const core::KernelRow& k = p_.kernels[ki];
+    for (; next_free_ < r_.frees.size() && r_.frees[next_free_].first <= ki; ++next_free_) {
+      versions_.clear(r_.frees[next_free_].second);
+    }
+    for (; next_copy_ < copies_.size() && copies_[next_copy_].start_ns < k.start_ns; ++next_copy_) {
+      ++device_epoch_[pairKey(copies_[next_copy_].process_id, copies_[next_copy_].device_id)];
+    }
+    const uint64_t dkey = pairKey(k.process_id, k.device_id);
+    if (dkey != last_device_) {
+      epoch_slot_ = &device_epoch_[dkey];  // unordered_map references stay valid as it grows
+      last_device_ = dkey;
+    }
+    return *epoch_slot_;
+  }
+
+  void linkReads(size_t ki, uint64_t epoch) {
+    const uint64_t stream = streamKey(p_.kernels[ki]);
+    found_.clear();
+    for (uint32_t x = r_.access_begin[ki]; x < r_.access_begin[ki + 1]; ++x) {
+      const KernelAccess& acc = r_.accesses[x];
+      if (!acc.read && !acc.unknown) continue;
+      if (acc.read) {
+        Allocation& al = df_.allocations[acc.allocation];
+        ++al.reader_launches;
+        if (!al.first_reader) al.first_reader = ki;
+      }
+      versions_.forEachOverlap(acc.allocation, rangeOf(acc), [&](int32_t v, int64_t bytes) {
+        Value& val = values_[static_cast<size_t>(v)];
+        if (val.last_reader != ki) {
+          val.last_reader = ki;
+          ++val.readers;  // an access of unknown role may have read it: a reader all the same
+        }
+        if (acc.read && val.writer && *val.writer != ki && val.stream == stream && val.epoch == epoch) {
+          addEdge(ki, acc, val, v, bytes);
+        }
+      });
+    }
+    flushEdges();
+  }
+
+  // One edge per (producer, allocation) of this consumer; the values it passed are remembered.
+  void addEdge(size_t ki, const KernelAccess& acc, const Value& val, int32_t v, int64_t bytes) {
+    size_t e = 0;
+    while (e < found_.size() && (found_[e].producer != *val.writer || found_[e].allocation != acc.allocation)) ++e;
+    if (e == found_.size()) found_.push_back({*val.writer, ki, acc.allocation, 0, 0, val.source});
+    found_[e].bytes += bytes;
+    found_[e].roles = weaker(found_[e].roles, weaker(val.source, acc.source));
+    found_values_.emplace_back(e, v);
+  }
+
+  // This consumer's edges into df, by producer.
+  void flushEdges() {
+    order_.resize(found_.size());
+    for (size_t i = 0; i < order_.size(); ++i) order_[i] = i;
+    if (order_.size() > 1) {
+      std::sort(order_.begin(), order_.end(), [&](size_t a, size_t b) {
+        return found_[a].producer != found_[b].producer ? found_[a].producer < found_[b].producer
+                                                        : found_[a].allocation < found_[b].allocation;
+      });
+    }
+    slot_.resize(found_.size());
+    for (size_t i = 0; i < order_.size(); ++i) {
+      slot_[order_[i]] = df_.edges.size();
+      df_.edges.push_back(found_[order_[i]]);
+    }
+    for (const auto& [e, v] : found_values_) edge_values_.emplace_back(slot_[e], v);
+    found_values_.clear();
+  }
+
+  void recordWrites(size_t ki, uint64_t epoch) {
+    const uint64_t stream = streamKey(p_.kernels[ki]);
+    for (uint32_t x = r_.access_begin[ki]; x < r_.access_begin[ki + 1]; ++x) {
+      const KernelAccess& acc = r_.accesses[x];
+      if (!acc.write && !acc.unknown) continue;
+      Value val;
+      if (acc.write) {
+        val.writer = ki;
+        Allocation& al = df_.allocations[acc.allocation];
+        ++al.writer_launches;
+        if (!al.first_writer) al.first_writer = ki;
+      }
+      val.stream = stream;
+      val.epoch = epoch;
+      val.source = acc.source;
+      val.allocation = acc.allocation;
+      versions_.write(acc.allocation, rangeOf(acc), static_cast<int32_t>(values_.size()));
+      values_.push_back(val);
+    }
+  }
+
+  // Readers are known once the walk is over: each edge's (the most of any value it passed), and
+  // per allocation how many values were read exactly once.
+  void countReaders() {
+    for (const auto& [e, v] : edge_values_) {
+      df_.edges[e].readers_of_value = std::max(df_.edges[e].readers_of_value, values_[static_cast<size_t>(v)].readers);
+    }
+    std::vector<int32_t> written(df_.allocations.size(), 0), read_once(df_.allocations.size(), 0);
+    for (const Value& v : values_) {
+      if (!v.writer) continue;
+      ++written[v.allocation];
+      if (v.readers == 1) ++read_once[v.allocation];
+    }
+    for (uint32_t a = 0; a < df_.allocations.size(); ++a) {
+      Allocation& al = df_.allocations[a];
+      al.values_written = written[a];
+      al.values_read_once = read_once[a];
+      if (al.values_written > 0 && al.values_read_once == al.values_written) df_.written_once_read_once.push_back(a);
+    }
+  }
+
+  static ByteRange rangeOf(const KernelAccess& a) { return {a.address, a.address + static_cast<uint64_t>(a.bytes)}; }
+
+  const core::Profile& p_;
+  const ResolvedLaunches& r_;
+  DataFlow& df_;
+  ByteVersions versions_;
+  std::vector<Value> values_;
+  const std::vector<DeviceWrite> copies_;
+  std::unordered_map<uint64_t, uint64_t> device_epoch_;
+  size_t next_copy_ = 0, next_free_ = 0;
+  uint64_t last_device_ = ~uint64_t{0};
+  uint64_t* epoch_slot_ = nullptr;
+  std::vector<DataEdge> found_;                           // this consumer's edges
+  std::vector<std::pair<size_t, int32_t>> found_values_;  // (index in found_, value)
+  std::vector<std::pair<size_t, int32_t>> edge_values_;   // (edge, value)
+  std::vector<size_t> order_, slot_;                      // sorting this consumer's edges
+};
+
 }  // namespace
 
-DataFlow analyzeDataFlow(const core::Profile& p) {
+DataFlow analyzeDataFlow(const core::Profile& p) { return analyzeDataFlow(p, measuredRoles(p)); }
+
+DataFlow analyzeDataFlow(const core::Profile& p, const MeasuredRoles& measured) {
   DataFlow df;
   df.have_args = !p.kernel_args.empty();
   df.have_allocations = !p.memory_events.empty();
-
-  // Allocations and timelines, in event (timestamp) order.
-  std::unordered_map<uint64_t, std::map<uint64_t, uint32_t>> live_by_process;  // process -> addr -> alloc
-  std::vector<std::pair<int64_t, int>> event_alloc;  // per memory event: allocation index or -1
-  {
-    std::unordered_map<uint64_t, size_t> timeline_of;
-    std::unordered_map<uint64_t, uint32_t> open;  // (process<<?) address -> allocation, for frees
-    for (const core::MemoryEventRecord& e : p.memory_events) {
-      const uint64_t tkey = pkey(e.process_id, e.device_id);
-      auto [tit, inserted] = timeline_of.emplace(tkey, df.timelines.size());
-      if (inserted) df.timelines.push_back({e.process_id, e.device_id, {}, 0, 0});
-      MemoryTimeline& tl = df.timelines[tit->second];
-      const int64_t current = tl.points.empty() ? 0 : tl.points.back().second;
-      const uint64_t akey = (uint64_t{e.process_id} << 56) ^ e.address;
-      if (e.is_alloc) {
-        Allocation a;
-        a.process_id = e.process_id;
-        a.device_id = e.device_id;
-        a.address = e.address;
-        a.bytes = e.bytes;
-        a.alloc_ns = e.timestamp_ns;
-        a.memory_kind = e.memory_kind;
-        open[akey] = static_cast<uint32_t>(df.allocations.size());
-        df.allocations.push_back(std::move(a));
-        tl.points.emplace_back(e.timestamp_ns, current + e.bytes);
-        if (current + e.bytes > tl.peak_allocated_bytes) {
-          tl.peak_allocated_bytes = current + e.bytes;
-          tl.peak_ns = e.timestamp_ns;
-        }
-      } else {
-        auto it = open.find(akey);
-        if (it == open.end()) {
-          ++df.unmatched_frees;
-          continue;
-        }
-        Allocation& a = df.allocations[it->second];
-        a.free_ns = e.timestamp_ns;
-        open.erase(it);
-        tl.points.emplace_back(e.timestamp_ns, current - a.bytes);
-      }
-    }
-  }
-
-  // Launch arguments: kernel_args is sorted by (process, correlation id), so each launch's
-  // arguments are one run, found by binary search. Kernels sharing a launch (graph nodes) are
-  // found by sorting the launch keys once.
-  std::vector<std::pair<uint64_t, uint32_t>> arg_runs;  // (launch key, first argument index)
-  for (size_t i = 0; i < p.kernel_args.size(); ++i) {
-    const uint64_t key = pkey(p.kernel_args[i].process_id, p.kernel_args[i].correlation_id);
-    if (arg_runs.empty() || arg_runs.back().first != key) arg_runs.emplace_back(key, static_cast<uint32_t>(i));
-  }
-  std::vector<uint64_t> shared_keys;  // launches that produced several kernels (usually few)
-  if (df.have_args) {
-    std::vector<uint64_t> launch_keys;
-    launch_keys.reserve(p.kernels.size());
-    for (const core::KernelRow& k : p.kernels) launch_keys.push_back(pkey(k.process_id, k.correlation_id));
-    std::sort(launch_keys.begin(), launch_keys.end());
-    for (size_t i = 1; i < launch_keys.size(); ++i) {
-      if (launch_keys[i] == launch_keys[i - 1] && (shared_keys.empty() || shared_keys.back() != launch_keys[i])) {
-        shared_keys.push_back(launch_keys[i]);
-      }
-    }
-  }
-  auto sharedLaunch = [&](uint64_t key) { return std::binary_search(shared_keys.begin(), shared_keys.end(), key); };
-  size_t run_cursor = 0;  // kernels come mostly in correlation order: try the next run first
-  auto findRun = [&](uint64_t key) -> const std::pair<uint64_t, uint32_t>* {
-    for (size_t c = run_cursor; c < run_cursor + 2 && c < arg_runs.size(); ++c) {
-      if (arg_runs[c].first == key) {
-        run_cursor = c + 1;
-        return &arg_runs[c];
-      }
-    }
-    auto it = std::lower_bound(arg_runs.begin(), arg_runs.end(), std::make_pair(key, uint32_t{0}));
-    if (it == arg_runs.end() || it->first != key) return nullptr;
-    run_cursor = static_cast<size_t>(it - arg_runs.begin()) + 1;
-    return &*it;
-  };
-
-  df.access_begin.assign(p.kernels.size() + 1, 0);
-  df.args_known.assign(p.kernels.size(), 0);
-  std::vector<WriteState> state(df.allocations.size());
-  std::unordered_map<uint64_t, uint64_t> stream_epoch;
-  // Every write starts a value; its readers are counted on any stream (edges only on the same one).
-  std::vector<int32_t> value_readers;
-  std::vector<int32_t> edge_value;
-  std::vector<int32_t> values(df.allocations.size(), 0), read_once(df.allocations.size(), 0);
-  auto closeValue = [&](uint32_t alloc) {
-    const WriteState& ws = state[alloc];
-    if (!ws.writer) return;
-    ++values[alloc];
-    if (value_readers[static_cast<size_t>(ws.value)] == 1) ++read_once[alloc];
-  };
-
-  // Walk kernels and allocation events together in time order, so a pointer resolves to the
-  // allocation live at the kernel's start (addresses are reused after a free).
-  size_t ev = 0;
-  uint32_t next_alloc = 0;
-  std::vector<std::pair<int32_t, uint32_t>> resolved;  // (arg index, allocation)
-  std::unordered_map<uint32_t, std::vector<ParamKind>> signatures;  // by demangled name id
-  uint64_t last_skey = ~uint64_t{0};
-  uint64_t* epoch_slot = nullptr;
-  for (size_t ki = 0; ki < p.kernels.size(); ++ki) {
-    const core::KernelRow& k = p.kernels[ki];
-    while (ev < p.memory_events.size() && p.memory_events[ev].timestamp_ns <= k.start_ns) {
-      const core::MemoryEventRecord& e = p.memory_events[ev++];
-      auto& live = live_by_process[e.process_id];
-      if (e.is_alloc) {
-        live[e.address] = next_alloc++;
-      } else {
-        auto it = live.find(e.address);
-        if (it != live.end()) {
-          closeValue(it->second);
-          state[it->second] = WriteState{};  // a freed value has no consumers left
-          live.erase(it);
-        }
-      }
-    }
-    df.access_begin[ki] = static_cast<uint32_t>(df.accesses.size());
-    if (!df.have_args) continue;
-    const uint64_t lkey = pkey(k.process_id, k.correlation_id);
-    const uint64_t skey = streamKey(k);
-    if (skey != last_skey) {
-      epoch_slot = &stream_epoch[skey];
-      last_skey = skey;
-    }
-    if (k.graph_id != 0 || sharedLaunch(lkey)) {
-      ++*epoch_slot;  // anything may have been written here
-      continue;
-    }
-    df.args_known[ki] = 1;
-    const auto* run = findRun(lkey);
-    if (!run) continue;  // no 8-byte arguments: touches nothing we see
-    resolved.clear();
-    const auto& live = live_by_process[k.process_id];
-    for (size_t a = run->second; a < p.kernel_args.size() && pkey(p.kernel_args[a].process_id,
-                                                                   p.kernel_args[a].correlation_id) == lkey;
-         ++a) {
-      const core::KernelArgRecord& arg = p.kernel_args[a];
-      if (arg.size_bytes != 8 || arg.value == 0) continue;
-      auto it = live.upper_bound(arg.value);
-      if (it == live.begin()) continue;
-      --it;
-      const Allocation& al = df.allocations[it->second];
-      if (arg.value >= al.address + static_cast<uint64_t>(al.bytes)) continue;
-      resolved.emplace_back(arg.index, it->second);
-    }
-    if (resolved.empty()) continue;
-    std::sort(resolved.begin(), resolved.end());
-    auto sig = signatures.find(k.demangled_id);
-    if (sig == signatures.end()) sig = signatures.emplace(k.demangled_id, parseSignature(p.str(k.demangled_id))).first;
-    const std::vector<ParamKind>& kinds = sig->second;
-    // The signature decides where it covers every resolved argument; else the last-argument rule.
-    const bool by_signature =
-        !kinds.empty() && static_cast<size_t>(resolved.back().first) < kinds.size() && resolved.front().first >= 0;
-    const auto [last_index, written] = resolved.back();
-    const size_t begin = df.accesses.size();
-    for (const auto& [index, alloc] : resolved) {
-      bool is_write = false, is_read = false;
-      if (by_signature) {
-        const ParamKind kind = kinds[static_cast<size_t>(index)];
-        if (kind == ParamKind::kOther) continue;  // an 8-byte value that happens to look like an address
-        is_write = kind == ParamKind::kMutablePointer;
-        is_read = kind == ParamKind::kConstPointer;
-      } else {
-        is_write = alloc == written && index == last_index;
-        is_read = !is_write;
-      }
-      KernelAccess* existing = nullptr;
-      for (size_t x = begin; x < df.accesses.size(); ++x) {
-        if (df.accesses[x].allocation == alloc) existing = &df.accesses[x];
-      }
-      if (!existing) {
-        df.accesses.push_back({alloc, false, false});
-        existing = &df.accesses.back();
-      }
-      existing->write = existing->write || is_write;
-      existing->read = existing->read || is_read;
-    }
-    const uint64_t epoch = *epoch_slot;
-    for (size_t x = begin; x < df.accesses.size(); ++x) {
-      const KernelAccess acc = df.accesses[x];
-      if (!acc.read) continue;
-      Allocation& al = df.allocations[acc.allocation];
-      const WriteState& ws = state[acc.allocation];
-      ++al.reader_launches;
-      if (!al.first_reader) al.first_reader = ki;
-      if (!ws.writer) continue;
-      ++value_readers[static_cast<size_t>(ws.value)];
-      if (ws.stream == skey && ws.epoch == epoch && *ws.writer != ki) {
-        df.edges.push_back({*ws.writer, ki, acc.allocation, 0});
-        edge_value.push_back(ws.value);
-      }
-    }
-    for (size_t x = begin; x < df.accesses.size(); ++x) {
-      const KernelAccess acc = df.accesses[x];
-      if (!acc.write) continue;
-      Allocation& al = df.allocations[acc.allocation];
-      ++al.writer_launches;
-      if (!al.first_writer) al.first_writer = ki;
-      closeValue(acc.allocation);
-      state[acc.allocation] = WriteState{ki, skey, epoch, static_cast<int32_t>(value_readers.size())};
-      value_readers.push_back(0);
-    }
-  }
-  df.access_begin[p.kernels.size()] = static_cast<uint32_t>(df.accesses.size());
-  for (size_t e = 0; e < df.edges.size(); ++e) {
-    df.edges[e].readers_of_value = value_readers[static_cast<size_t>(edge_value[e])];
-  }
-  for (uint32_t a = 0; a < df.allocations.size(); ++a) {
-    closeValue(a);
-    Allocation& al = df.allocations[a];
-    al.values_written = values[a];
-    al.values_read_once = read_once[a];
-    if (al.values_written > 0 && al.values_read_once == al.values_written) df.written_once_read_once.push_back(a);
-  }
+  df.have_measured_roles = !measured.empty();
+  AllocationTable table = buildAllocations(p);
+  ResolvedLaunches launches = resolveLaunches(p, table, measured);
+  assignExtents(launches.accesses, table);
+  df.allocations = std::move(table.allocations);
+  df.timelines = std::move(table.timelines);
+  df.unmatched_frees = table.unmatched_frees;
+  ProducerLinker(p, launches, df).run();
+  df.access_begin = std::move(launches.access_begin);
+  df.accesses = std::move(launches.accesses);
+  df.args_known = std::move(launches.args_known);
+  df.opaque = std::move(launches.opaque);
   return df;
 }
 

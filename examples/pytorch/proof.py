@@ -84,6 +84,14 @@ def token(stage):
     return "X"
 
 
+def stage_texts(c):
+    """Each stage's name (an op, or a short kernel name) with its kernels' full names, which keep
+    the functor (CUDAFunctor_add) a short name may leave out."""
+    names = c.get("stages", [])
+    kernels = c.get("stage_kernels") or [[] for _ in names]
+    return [" ".join([n] + list(k)) for n, k in zip(names, kernels)]
+
+
 # The chain each fusion replaces, in stage letters: `full` is the region itself (exact match),
 # `core` what a longer chain must contain.
 CHAINS = {
@@ -99,7 +107,7 @@ def match_candidate(candidates, fusion):
     spec = CHAINS[fusion]
     best = None
     for c in candidates:
-        tokens = "".join(token(s) for s in c.get("stages", []))
+        tokens = "".join(token(s) for s in stage_texts(c))
         if re.fullmatch(spec["full"], tokens):
             rank = (0, -(c.get("total_saving_ns") or 0))
         elif re.search(spec["core"], tokens):
@@ -371,7 +379,7 @@ def analyse(results, dbdir, fprof, jobs):
         results["fprof"] = "?"
     results["kernels"] = kernels
     results["export_errors"] = notes
-    results["top_candidates"] = {n: [{"id": c.get("id"), "stages": [token(s) for s in c.get("stages", [])],
+    results["top_candidates"] = {n: [{"id": c.get("id"), "stages": [token(s) for s in stage_texts(c)],
                                       "instances": c.get("instances"), "total_saving_ns": c.get("total_saving_ns"),
                                       "fuse": c.get("fuse"), "suspect": suspect(c.get("stages", []))}
                                      for c in ex.get("fusion", {}).get("candidates", [])[:8]]

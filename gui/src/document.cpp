@@ -279,8 +279,15 @@ void Document::build() {
         }
       }
     } else {
-      for (size_t s = 0; s < c.stages.size(); ++s) {
-        if (auto f = kernels_by_name.find(c.stages[s]); f != kernels_by_name.end()) v.stage_kernels[s] = f->second;
+      // Stages are named by op or short kernel name; their kernels' full names find the launches.
+      for (size_t s = 0; s < c.stage_kernels.size() && s < v.stage_kernels.size(); ++s) {
+        for (const std::string& name : c.stage_kernels[s]) {
+          if (auto f = kernels_by_name.find(name); f != kernels_by_name.end()) {
+            v.stage_kernels[s].insert(v.stage_kernels[s].end(), f->second.begin(), f->second.end());
+          }
+        }
+        std::sort(v.stage_kernels[s].begin(), v.stage_kernels[s].end());
+        v.stage_kernels[s].erase(std::unique(v.stage_kernels[s].begin(), v.stage_kernels[s].end()), v.stage_kernels[s].end());
       }
     }
     fusion_views_.push_back(std::move(v));

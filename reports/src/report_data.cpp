@@ -97,8 +97,11 @@ std::vector<Roof> pickRoofs(const core::Profile& p) {
 }
 
 // The op of a kernel: under the NVTX op convention, the innermost enclosing op that has a variant
-// (the op, not its stage), shown as "name (variant)"; otherwise the innermost range's message.
-std::string opName(const core::Profile& p, const analysis::OpIndex& ops, size_t kernel_index) {
+// (the op, not its stage), shown as "name (variant)"; else the framework op or named region it ran
+// in (framework_ops.h: "aten::mm", not "aten::mm, seq = 12, op_id = 724"); otherwise the innermost
+// range's message.
+std::string opName(const core::Profile& p, const analysis::OpIndex& ops, const analysis::FrameworkOps& fops,
+                   size_t kernel_index) {
   const int32_t inner = kernel_index < ops.kernel_op.size() ? ops.kernel_op[kernel_index] : -1;
   if (inner >= 0) {
     // Walk out from the innermost op; the op is the outermost of the enclosing ranges that carry a
@@ -115,6 +118,7 @@ std::string opName(const core::Profile& p, const analysis::OpIndex& ops, size_t 
     const analysis::OpTags& t = ops.ops[chosen ? *chosen : static_cast<size_t>(inner)].tags;
     return t.variant.empty() ? t.op : t.op + " (" + t.variant + ")";
   }
+  if (std::string framework = analysis::frameworkOpName(p, fops, kernel_index); !framework.empty()) return framework;
   const core::KernelRow& k = p.kernels[kernel_index];
   if (!k.nvtx_path_id) return "";
   const std::string& path = p.str(*k.nvtx_path_id);
@@ -190,6 +194,7 @@ struct KernelOps {
 };
 
 KernelOps kernelOps(const core::Profile& p, const analysis::OpIndex& ops) {
+  const analysis::FrameworkOps fops = analysis::indexFrameworkOps(p);
   KernelOps r;
   std::unordered_map<std::string, uint32_t> ids;
   auto intern = [&](std::string name) {
@@ -199,17 +204,23 @@ KernelOps kernelOps(const core::Profile& p, const analysis::OpIndex& ops) {
   };
   std::vector<int64_t> by_instance(ops.ops.size(), -1);
   std::unordered_map<uint32_t, uint32_t> by_path;
+  std::vector<int64_t> by_framework_op(fops.ops.size(), -1), by_region(fops.region_names.size(), -1);
   const uint32_t none = intern("");
   r.of_kernel.assign(p.kernels.size(), none);
   for (size_t i = 0; i < p.kernels.size(); ++i) {
     const int32_t inner = i < ops.kernel_op.size() ? ops.kernel_op[i] : -1;
     if (inner >= 0) {
       int64_t& id = by_instance[static_cast<size_t>(inner)];
-      if (id < 0) id = intern(opName(p, ops, i));
+      if (id < 0) id = intern(opName(p, ops, fops, i));
+      r.of_kernel[i] = static_cast<uint32_t>(id);
+    } else if (fops.kernel_op[i] >= 0 || fops.kernel_region[i] >= 0) {
+      int64_t& id = fops.kernel_op[i] >= 0 ? by_framework_op[static_cast<size_t>(fops.kernel_op[i])]
+                                           : by_region[static_cast<size_t>(fops.kernel_region[i])];
+      if (id < 0) id = intern(opName(p, ops, fops, i));
       r.of_kernel[i] = static_cast<uint32_t>(id);
     } else if (const auto& path = p.kernels[i].nvtx_path_id) {
       auto it = by_path.find(*path);
-      if (it == by_path.end()) it = by_path.emplace(*path, intern(opName(p, ops, i))).first;
+      if (it == by_path.end()) it = by_path.emplace(*path, intern(opName(p, ops, fops, i))).first;
       r.of_kernel[i] = it->second;
     }
   }
@@ -377,10 +388,15 @@ void addFusion(ReportData& r, const analysis::FusionResult& fr) {
     f.op = c.op;
     f.stages = c.stages;
     for (const std::string& st : c.stages) f.stage_labels.push_back(r.names.label(st));
-    // A data-flow pair is named by its kernels: by their short names here.
+    // A data-flow pair is named by its stages (ops, or kernels by their short names).
     f.label = c.source == analysis::PairSource::kDataFlow ? r.names.chainLabel(c.stages) : c.id;
-    f.evidence = c.source == analysis::PairSource::kNvtx ? "NVTX op metadata (declared pair)"
-                                                          : "data flow (pointer arguments and allocations)";
+    switch (c.source) {
+      case analysis::PairSource::kNvtx: f.evidence = "NVTX op metadata (declared pair)"; break;
+      case analysis::PairSource::kFrameworkOps: f.evidence = "PyTorch op graph (emit_nvtx input_op_ids)"; break;
+      case analysis::PairSource::kDataFlow:
+        f.evidence = "data flow (pointer arguments and allocations; roles " + c.roles + ")";
+        break;
+    }
     f.intermediates = c.intermediates;
     f.instances = c.instances;
     f.launches_removed = c.launches_removed;
@@ -510,9 +526,14 @@ analysis::KernelNames namesShown(const core::Profile& run, const std::vector<Gro
   for (const analysis::RankRow& row : ranks) {
     if (!row.top_kernel.empty()) names.push_back(row.top_kernel);
   }
-  // A stage of a declared (NVTX) pair is an op, or a kernel launched in the op outside any stage.
+  // A stage of a declared (NVTX) pair is an op, or a kernel launched in the op outside any stage;
+  // other pairs list their stages' kernels.
   std::unordered_set<std::string_view> kernels;
   for (const analysis::FusionCandidate& c : fusion.candidates) {
+    if (c.source != analysis::PairSource::kNvtx) {
+      for (const auto& stage : c.stage_kernels) names.insert(names.end(), stage.begin(), stage.end());
+      continue;
+    }
     if (c.source == analysis::PairSource::kNvtx && kernels.empty()) {
       std::vector<bool> seen(run.strings.size(), false);
       for (const core::KernelRow& k : run.kernels) {
@@ -523,7 +544,7 @@ analysis::KernelNames namesShown(const core::Profile& run, const std::vector<Gro
       }
     }
     for (const std::string& st : c.stages) {
-      if (c.source == analysis::PairSource::kDataFlow || kernels.count(st)) names.push_back(st);
+      if (kernels.count(st)) names.push_back(st);
     }
   }
   return analysis::KernelNames(std::move(names));

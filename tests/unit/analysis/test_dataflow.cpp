@@ -1,5 +1,6 @@
-// Device memory and data flow: timeline and peak, pointer resolution, the read/write heuristic,
-// and the pairing rules (same stream, latest writer, reused buffers, graph launches).
+// Data flow step 3: producer -> consumer edges. Same stream, last writer of the same bytes, and
+// nothing in between that may have written them (a free, another write, an opaque kernel, a copy);
+// measured roles against inferred ones.
 #include <gtest/gtest.h>
 
 #include "fixture.h"
@@ -18,26 +19,6 @@ std::vector<std::pair<size_t, size_t>> edges(const DataFlow& df) {
   return out;
 }
 
-TEST(Memory, TimelineAndPeak) {
-  DbBuilder db("mem_timeline");
-  db.alloc(kX, 1000, 10);
-  db.alloc(kY, 2000, 20);
-  db.alloc(kX, 1000, 30, false);
-  db.alloc(kZ, 500, 40);
-  db.alloc(0x999, 10, 50, false);  // never allocated
-  const DataFlow df = analyzeDataFlow(db.load());
-  ASSERT_EQ(df.timelines.size(), 1u);
-  const auto& t = df.timelines[0];
-  const std::vector<std::pair<int64_t, int64_t>> expect = {{10, 1000}, {20, 3000}, {30, 2000}, {40, 2500}};
-  EXPECT_EQ(t.points, expect);
-  EXPECT_EQ(t.peak_allocated_bytes, 3000);
-  EXPECT_EQ(t.peak_ns, 20);
-  EXPECT_EQ(df.unmatched_frees, 1);
-  ASSERT_EQ(df.allocations.size(), 3u);
-  EXPECT_EQ(*df.allocations[0].free_ns, 30);
-  EXPECT_FALSE(df.allocations[1].free_ns);
-}
-
 TEST(DataFlow, ChainOnOneStreamAndWrittenOnceReadOnce) {
   DbBuilder db("flow_chain");
   for (uint64_t a : {kX, kY, kZ}) db.alloc(a, 4096, 0);
@@ -46,12 +27,14 @@ TEST(DataFlow, ChainOnOneStreamAndWrittenOnceReadOnce) {
   db.add(a);
   db.add(b);
   db.args(a, {kX, kY});
-  db.args(b, {kY + 128, kZ});  // an interior pointer resolves to its allocation
+  db.args(b, {kY, kZ});
   const DataFlow df = analyzeDataFlow(db.load());
   EXPECT_TRUE(df.have_args);
-  EXPECT_EQ(edges(df), (std::vector<std::pair<size_t, size_t>>{{0, 1}}));
+  ASSERT_EQ(edges(df), (std::vector<std::pair<size_t, size_t>>{{0, 1}}));
   EXPECT_EQ(df.edges[0].allocation, 1u);
+  EXPECT_EQ(df.edges[0].bytes, 4096);
   EXPECT_EQ(df.edges[0].readers_of_value, 1);
+  EXPECT_EQ(df.edges[0].roles, RoleSource::kPosition);
   EXPECT_EQ(df.written_once_read_once, std::vector<uint32_t>{1});  // Y; X is only read, Z only written
   EXPECT_EQ(df.allocations[0].reader_launches, 1);
   EXPECT_EQ(df.allocations[0].writer_launches, 0);
@@ -186,6 +169,282 @@ TEST(DataFlow, NoArgumentsNoEdges) {
   EXPECT_FALSE(df.have_args);
   EXPECT_FALSE(df.have_allocations);
   EXPECT_TRUE(df.edges.empty());
+}
+
+
+TEST(DataFlow, AnInteriorPointerStartsABufferOfItsOwn) {
+  // B reads at Y + 128: a tensor of its own as far as anything says (a caching allocator's block,
+  // or a slice): A's write is taken to end there, so B is not linked; C reads A's bytes.
+  DbBuilder db("flow_interior");
+  for (uint64_t a : {kX, kY, kZ, kW}) db.alloc(a, 4096, 0);
+  auto a = db.kernel("A", 1000, 1000);
+  auto b = db.kernel("B", 3000, 1000);
+  auto c = db.kernel("C", 5000, 1000);
+  for (auto* k : {&a, &b, &c}) db.add(*k);
+  db.args(a, {kX, kY});
+  db.args(b, {kY + 128, kZ});
+  db.args(c, {kY, kW});
+  const DataFlow df = analyzeDataFlow(db.load());
+  ASSERT_EQ(edges(df), (std::vector<std::pair<size_t, size_t>>{{0, 2}}));
+  EXPECT_EQ(df.edges[0].bytes, 128);
+  EXPECT_EQ(df.accesses[df.access_begin[1]].bytes, 4096 - 128);
+}
+
+// The layer norm of PyTorch, as recorded on an H100: its signature marks the inputs const.
+const std::string kLayerNorm =
+    "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::Half, float, false>(int, float, "
+    "c10::Half const*, c10::Half const*, c10::Half const*, float*, float*, c10::Half*)";
+// A TensorIterator kernel: its pointers travel in a std::array by value, so none is recorded.
+const std::string kAdd =
+    "void at::native::vectorized_elementwise_kernel<8, at::native::CUDAFunctor_add<c10::Half>, std::array<char*, "
+    "3ul> >(int, at::native::CUDAFunctor_add<c10::Half>, std::array<char*, 3ul>)";
+
+// Two layers' LayerNorm in one 2 MiB caching-allocator segment S: the weights, the statistics
+// (mean, rstd: the same addresses in every layer) and the activations share it. Between the two,
+// the residual add (opaque) writes the second LayerNorm's input into the block the first one's
+// output had: the recycled block, and the shared segment, must not make LN0 -> LN1.
+TEST(DataFlow, SameKernelInTwoLayersOverARecycledBlockIsNoPair) {
+  DbBuilder db("flow_two_layers");
+  constexpr uint64_t kS = 0x7f0000000000;
+  db.alloc(kS, 2 << 20, 0);
+  const uint64_t x0 = kS, gamma = kS + 0x10000, beta = kS + 0x10200, mean = kS + 0x20000, rstd = kS + 0x20800,
+                 y0 = kS + 0x40000;
+  auto ln0 = db.kernel(kLayerNorm, 1000, 2000);
+  auto add = db.kernel(kAdd, 4000, 2000);
+  auto ln1 = db.kernel(kLayerNorm, 7000, 2000);
+  for (auto* k : {&ln0, &add, &ln1}) db.add(*k);
+  db.args(ln0, {0, 0, x0, gamma, beta, mean, rstd, y0});
+  db.args(ln1, {0, 0, y0, gamma, beta, mean, rstd, x0});  // y0's block now holds the add's output
+  const DataFlow df = analyzeDataFlow(db.load());
+  EXPECT_EQ(df.opaque, (std::vector<uint8_t>{0, 1, 0}));
+  EXPECT_TRUE(df.edges.empty()) << "LN1 reads what the add wrote (unseen), not what LN0 wrote";
+  // Without the add in between, the bytes LN0 wrote are what LN1 reads: a real self-pair.
+}
+
+TEST(DataFlow, AKernelConsumingItsOwnFunctionsOutputIsAPair) {
+  DbBuilder db("flow_self_pair");
+  constexpr uint64_t kS = 0x7f0000000000;
+  db.alloc(kS, 2 << 20, 0);
+  const uint64_t x0 = kS, gamma = kS + 0x10000, beta = kS + 0x10200, mean = kS + 0x20000, rstd = kS + 0x20800,
+                 y0 = kS + 0x40000, y1 = kS + 0x60000;
+  auto ln0 = db.kernel(kLayerNorm, 1000, 2000);
+  auto ln1 = db.kernel(kLayerNorm, 4000, 2000);
+  db.add(ln0);
+  db.add(ln1);
+  db.args(ln0, {0, 0, x0, gamma, beta, mean, rstd, y0});
+  db.args(ln1, {0, 0, y0, gamma, beta, mean, rstd, y1});
+  const DataFlow df = analyzeDataFlow(db.load());
+  ASSERT_EQ(edges(df), (std::vector<std::pair<size_t, size_t>>{{0, 1}}));
+  EXPECT_EQ(df.edges[0].bytes, 0x20000) << "y0 up to the next pointer passed into the segment (y1)";
+  EXPECT_EQ(df.edges[0].roles, RoleSource::kSignature);
+}
+
+TEST(DataFlow, InterleavedStreamsPairOnTheirOwnStream) {
+  DbBuilder db("flow_interleaved");
+  for (uint64_t a : {kX, kY, kZ, kW}) db.alloc(a, 4096, 0);
+  auto a = db.kernel("A", 1000, 1000, 1);  // s1 writes Y
+  auto b = db.kernel("B", 1500, 1000, 2);  // s2 writes W (in between, visible)
+  auto c = db.kernel("C", 3000, 1000, 1);  // s1 reads Y
+  auto d = db.kernel("D", 3500, 1000, 2);  // s2 reads Y and W
+  for (auto* k : {&a, &b, &c, &d}) db.add(*k);
+  db.args(a, {kX, kY});
+  db.args(b, {kX, kW});
+  db.args(c, {kY, kZ});
+  db.args(d, {kY, kW, kX + 64});
+  const DataFlow df = analyzeDataFlow(db.load());
+  EXPECT_EQ(edges(df), (std::vector<std::pair<size_t, size_t>>{{0, 2}, {1, 3}}));
+  EXPECT_EQ(df.edges[0].readers_of_value, 2) << "D's read of Y counts, though it forms no edge";
+}
+
+TEST(DataFlow, AnOpaqueKernelOnAnyStreamOfTheDeviceBreaksThePair) {
+  // A GEMM that passes its pointers in a struct (no argument recorded) on another stream may have
+  // written Y's block; one on another device may not.
+  for (const uint32_t device : {0u, 1u}) {
+    DbBuilder db("flow_opaque_" + std::to_string(device));
+    for (uint64_t a : {kX, kY, kZ}) db.alloc(a, 4096, 0);
+    auto a = db.kernel("A", 1000, 1000, 1);
+    auto gemm = db.kernel("nvjet_sm90_hsh_64x64", 2500, 200, 2);
+    gemm.device_id = device;
+    auto b = db.kernel("B", 3000, 1000, 1);
+    for (auto* k : {&a, &gemm, &b}) db.add(*k);
+    db.args(a, {kX, kY});
+    db.args(b, {kY, kZ});
+    const DataFlow df = analyzeDataFlow(db.load());
+    EXPECT_EQ(df.opaque[1], 1);
+    EXPECT_EQ(df.edges.size(), device == 0 ? 0u : 1u) << "GEMM on device " << device;
+  }
+}
+
+TEST(DataFlow, ACopyOrMemsetIntoDeviceMemoryBreaksThePair) {
+  for (const bool memset : {false, true}) {
+    DbBuilder db(memset ? "flow_memset" : "flow_memcpy");
+    for (uint64_t a : {kX, kY, kZ}) db.alloc(a, 4096, 0);
+    auto a = db.kernel("A", 1000, 1000);
+    auto b = db.kernel("B", 5000, 1000);
+    db.add(a);
+    db.add(b);
+    db.args(a, {kX, kY});
+    db.args(b, {kY, kZ});
+    if (memset) {
+      core::MemsetRecord m;
+      m.process_id = db.processId();
+      m.start_ns = 3000;
+      m.end_ns = 3100;
+      m.memory_kind = "device";
+      db.writer().add(m);
+    } else {
+      core::MemcpyRecord m;
+      m.process_id = db.processId();
+      m.start_ns = 3000;
+      m.end_ns = 3100;
+      m.copy_kind = "HtoD";
+      m.dst_kind = "device";
+      db.writer().add(m);
+      m.start_ns = 4000;  // device to host: writes no device memory
+      m.copy_kind = "DtoH";
+      m.dst_kind = "pinned";
+      db.writer().add(m);
+    }
+    EXPECT_TRUE(analyzeDataFlow(db.load()).edges.empty()) << (memset ? "memset" : "memcpy");
+  }
+}
+
+TEST(DataFlow, AFreeEndsEveryVersion) {
+  DbBuilder db("flow_free");
+  db.alloc(kX, 4096, 0);
+  db.alloc(kY, 4096, 0);
+  db.alloc(kZ, 4096, 0);
+  auto a = db.kernel("A", 1000, 1000);
+  db.alloc(kY, 4096, 2500, false);
+  db.alloc(kY, 4096, 2600);  // cudaMalloc hands the same address out again
+  auto b = db.kernel("B", 3000, 1000);
+  db.add(a);
+  db.add(b);
+  db.args(a, {kX, kY});
+  db.args(b, {kY, kZ});
+  EXPECT_TRUE(analyzeDataFlow(db.load()).edges.empty());
+}
+
+TEST(DataFlow, AnArgumentOfUnknownRoleEndsWhatWasThere) {
+  // The gather kernel's pointers are all mutable (char*): it may have written Y.
+  DbBuilder db("flow_unknown_role");
+  for (uint64_t a : {kX, kY, kZ}) db.alloc(a, 4096, 0);
+  auto a = db.kernel("A", 1000, 1000);
+  auto g = db.kernel("void gather(char*, char*, long*, int)", 3000, 1000);
+  auto b = db.kernel("B", 5000, 1000);
+  for (auto* k : {&a, &g, &b}) db.add(*k);
+  db.args(a, {kX, kY});
+  db.args(g, {kZ, kY, kX});
+  db.args(b, {kY, kZ});
+  const DataFlow df = analyzeDataFlow(db.load());
+  EXPECT_TRUE(df.accesses[df.access_begin[1]].unknown);
+  EXPECT_TRUE(df.edges.empty());
+  EXPECT_EQ(df.allocations[1].writer_launches, 1) << "only A's write is a write";
+}
+
+TEST(DataFlow, AnOpaqueKernelsOwnVisibleOutputStillLinks) {
+  // torch.arange: (int, lambda, int*): the lambda may hide pointers, the output pointer is seen.
+  DbBuilder db("flow_partly_opaque");
+  for (uint64_t a : {kX, kY, kZ}) db.alloc(a, 4096, 0);
+  auto r = db.kernel("void arange_kernel(int, foo()::{lambda(long)#1}, long*)", 1000, 1000);
+  auto b = db.kernel("void embed(float const*, long const*, float*)", 3000, 1000);
+  db.add(r);
+  db.add(b);
+  // Only the pointer is an 8-byte parameter: the lambda has no row.
+  db.writer().add(core::KernelArgRecord{r.correlation_id, db.processId(), 2, 32, 8, kY});
+  db.args(b, {kX, kY, kZ});
+  const DataFlow df = analyzeDataFlow(db.load());
+  EXPECT_EQ(df.opaque[0], 1);
+  EXPECT_EQ(edges(df), (std::vector<std::pair<size_t, size_t>>{{0, 1}}));
+}
+
+TEST(DataFlow, MeasuredRolesDecideAndEdgesSaySo) {
+  // Two extern "C" kernels whose output comes first: the position rule would read them backwards.
+  DbBuilder db("flow_measured");
+  for (uint64_t a : {kX, kY, kZ}) db.alloc(a, 4096, 0);
+  auto a = db.kernel("out_first_a", 1000, 1000);
+  auto b = db.kernel("out_first_b", 3000, 1000);
+  db.add(a);
+  db.add(b);
+  db.args(a, {kY, kX});  // y = f(x)
+  db.args(b, {kZ, kY});  // z = g(y)
+  const core::Profile p = db.load();
+  const DataFlow inferred = analyzeDataFlow(p);
+  EXPECT_FALSE(inferred.have_measured_roles);
+  EXPECT_TRUE(inferred.edges.empty()) << "by position, a writes X and b writes Y: nothing read";
+  MeasuredRoles m;
+  for (const core::KernelRow& k : p.kernels) {
+    m.add(k.process_id, k.name_id, 0, "write");
+    m.add(k.process_id, k.name_id, 1, "read");
+  }
+  const DataFlow measured = analyzeDataFlow(p, m);
+  EXPECT_TRUE(measured.have_measured_roles);
+  ASSERT_EQ(edges(measured), (std::vector<std::pair<size_t, size_t>>{{0, 1}}));
+  EXPECT_EQ(measured.edges[0].roles, RoleSource::kMeasured);
+  // Only b measured: a's write is inferred (position: a writes X, its last argument), so no edge;
+  // measured for b alone, the edge's roles are as weak as its weaker side.
+  MeasuredRoles half;
+  half.add(1, p.kernels[1].name_id, 0, "write");
+  half.add(1, p.kernels[1].name_id, 1, "read");
+  EXPECT_TRUE(analyzeDataFlow(p, half).edges.empty());
+}
+
+
+TEST(DataFlow, MeasuredRolesAreReadFromTheProfile) {
+  // Schema v2: function_arg rows, as the collector's probe writes them (by mangled name).
+  DbBuilder db("flow_measured_rows");
+  for (uint64_t a : {kX, kY, kZ}) db.alloc(a, 4096, 0);
+  auto a = db.kernel("out_first_a", 1000, 1000);
+  auto b = db.kernel("out_first_b", 3000, 1000);
+  db.add(a);
+  db.add(b);
+  db.args(a, {kY, kX});
+  db.args(b, {kZ, kY});
+  for (const char* name : {"out_first_a", "out_first_b"}) {
+    db.writer().add(core::FunctionArgRecord{db.processId(), name, 0, "write", "sampled 4096 of 4096 bytes", 4096, 1});
+    db.writer().add(core::FunctionArgRecord{db.processId(), name, 1, "read", "sampled 4096 of 4096 bytes", 4096, 1});
+  }
+  const DataFlow df = analyzeDataFlow(db.load());
+  EXPECT_TRUE(df.have_measured_roles);
+  ASSERT_EQ(edges(df), (std::vector<std::pair<size_t, size_t>>{{0, 1}}));
+  EXPECT_EQ(df.edges[0].roles, RoleSource::kMeasured);
+}
+
+// PyTorch's elementwise kernels pass their pointers in a std::array<char*, N> by value. Where the
+// collector records that parameter word by word (rows whose size_bytes is the parameter's, 24),
+// the kernel is not opaque; each word's role is unknown unless measured for that word.
+TEST(DataFlow, WordsOfALargerParameterAreArguments) {
+  DbBuilder db("flow_words");
+  for (uint64_t a : {kX, kY, kZ, kW}) db.alloc(a, 4096, 0);
+  auto add = db.kernel(kAdd, 1000, 1000);
+  auto relu = db.kernel(
+      "void at::native::vectorized_elementwise_kernel<8, at::native::ReluFunctor<c10::Half>, std::array<char*, 2ul> >"
+      "(int, at::native::ReluFunctor<c10::Half>, std::array<char*, 2ul>)",
+      3000, 1000);
+  db.add(add);
+  db.add(relu);
+  auto word = [&](const core::KernelRecord& k, int32_t offset, int32_t size, uint64_t v) {
+    db.writer().add(core::KernelArgRecord{k.correlation_id, db.processId(), 2, offset, size, v});
+  };
+  word(add, 8, 24, kY);  // out = x + w
+  word(add, 16, 24, kX);
+  word(add, 24, 24, kW);
+  word(relu, 8, 16, kZ);  // z = relu(y)
+  word(relu, 16, 16, kY);
+  const core::Profile p = db.load();
+  const DataFlow inferred = analyzeDataFlow(p);
+  EXPECT_EQ(inferred.opaque, (std::vector<uint8_t>{0, 0})) << "every pointer is seen";
+  EXPECT_TRUE(inferred.edges.empty()) << "but without measurement nothing says which word is the output";
+  MeasuredRoles m;
+  m.add(1, p.kernels[0].name_id, 2, "write", 8);
+  m.add(1, p.kernels[0].name_id, 2, "read", 16);
+  m.add(1, p.kernels[0].name_id, 2, "read", 24);
+  m.add(1, p.kernels[1].name_id, 2, "write", 8);
+  m.add(1, p.kernels[1].name_id, 2, "read", 16);
+  m.add(1, p.kernels[1].name_id, 2, "write");  // the whole parameter's role says nothing of a word
+  const DataFlow measured = analyzeDataFlow(p, m);
+  ASSERT_EQ(edges(measured), (std::vector<std::pair<size_t, size_t>>{{0, 1}}));
+  EXPECT_EQ(measured.edges[0].roles, RoleSource::kMeasured);
 }
 
 }  // namespace

@@ -422,5 +422,81 @@ TEST(Fusion, AGemmWithoutArgumentsIsMatchedFromItsConsumer) {
   EXPECT_DOUBLE_EQ(*c.predicted_fused_ns, 2000.0 + 46000.0 + 3000.0 * (1.0 - 2048000.0 / 4100096.0));
 }
 
+
+// emit_nvtx(record_shapes=True) on a GPT-2 MLP: linear -> gelu -> linear, each input naming its
+// producer op. The GEMMs pass their pointers in a struct and the GELU in a std::array (no
+// argument is recorded), so data flow sees nothing; PyTorch's op graph declares the chain. The
+// intermediates are sized from the shapes (512 x 1024) and the element size the kernels' names
+// give (half: 2 B): 1,048,576 B each. Trace model, fixed cost 2000 ns (the cap): the GEMMs (8000 ns
+// of work, bytes unknown) lose one transfer each at the DRAM roof (1024 ns), the GELU two.
+// Fused: 2000 + 6976 + 952 + 6976 = 16904 ns.
+TEST(Fusion, PytorchOpGraphChainsAreNamedByOp) {
+  DbBuilder db("fusion_pytorch_graph");
+  const std::string gemm = "nvjet_sm90_hsh_64x64_64x13_1x2_h_bz_bias_TNT";
+  const std::string gelu =
+      "void at::native::vectorized_elementwise_kernel<8, at::native::GeluFunctor<c10::Half>, std::array<char*, 2ul> "
+      ">(int, at::native::GeluFunctor<c10::Half>, std::array<char*, 2ul>)";
+  db.range(1, std::nullopt, "aten::linear, seq = 1, op_id = 10, sizes = [[512, 256], [1024, 256], [1024]], "
+           "input_op_ids = [(0,0), (0,0), (0,0)]", 0, 20000, 0, "");
+  db.range(2, 1, "aten::addmm, seq = 2, op_id = 11, sizes = [[1024], [512, 256], [256, 1024]], input_op_ids = [(0,0), (0,0), (0,0)]",
+           100, 20000, 0, "");
+  db.range(3, std::nullopt, "aten::gelu, seq = 3, op_id = 12, sizes = [[512, 1024]], input_op_ids = [(10,0)]", 20000,
+           40000, 0, "");
+  db.range(4, std::nullopt, "aten::linear, seq = 4, op_id = 13, sizes = [[512, 1024], [256, 1024], [256]], "
+           "input_op_ids = [(12,0), (0,0), (0,0)]", 40000, 80000, 0, "");
+  auto k1 = db.kernel(gemm, 1000, 10000);
+  k1.nvtx_range_key = 2;
+  auto k2 = db.kernel(gelu, 21000, 5000);
+  k2.nvtx_range_key = 3;
+  auto k3 = db.kernel(gemm, 41000, 10000);
+  k3.nvtx_range_key = 4;
+  for (auto* k : {&k1, &k2, &k3}) db.add(*k);
+  const FusionResult r = fusionOf(db.load());
+  ASSERT_EQ(r.candidates.size(), 1u);
+  const FusionCandidate& c = r.candidates[0];
+  EXPECT_EQ(c.source, PairSource::kFrameworkOps);
+  EXPECT_EQ(c.id, "aten::linear -> aten::gelu -> aten::linear");
+  EXPECT_EQ(c.stages, (std::vector<std::string>{"aten::linear", "aten::gelu", "aten::linear"}));
+  EXPECT_EQ(c.stage_kernels, (std::vector<std::vector<std::string>>{{gemm}, {gelu}, {gemm}}));
+  EXPECT_EQ(c.roles, "declared by PyTorch (emit_nvtx input_op_ids)");
+  EXPECT_EQ(c.intermediates,
+            (std::vector<std::string>{"aten::gelu input 0 [512, 1024]", "aten::linear input 0 [512, 1024]"}));
+  EXPECT_EQ(c.launches_removed, 2);
+  EXPECT_DOUBLE_EQ(*c.intermediate_bytes, 2.0 * 1048576);
+  EXPECT_EQ(*c.model, PredictionModel::kTrace);
+  EXPECT_DOUBLE_EQ(*c.predicted_fused_ns, 16904.0);
+}
+
+// Without input_op_ids (emit_nvtx without record_shapes) the pairs come from data flow, and are
+// named by the op their kernels ran in; a kernel outside any op by the kernel (front ends show its
+// short name).
+TEST(Fusion, DataFlowPairsAreNamedByOpElseByKernel) {
+  DbBuilder db("fusion_names");
+  constexpr uint64_t kX = 0x100000, kY = 0x200000, kZ = 0x300000, kW = 0x400000;
+  for (uint64_t a : {kX, kY, kZ, kW}) db.alloc(a, 1024000, 0);
+  db.range(1, std::nullopt, "aten::add, seq = 1, op_id = 2, sizes = [[256000], [256000]]", 0, 10000, 0, "");
+  db.range(2, std::nullopt, "aten::relu, seq = 2, op_id = 3, sizes = [[256000]]", 10000, 20000, 0, "");
+  const std::string add = "void at::native::add_kernel<float>(float const*, float const*, float*)";
+  const std::string relu = "void at::native::relu_kernel<float>(float const*, float*)";
+  const std::string scale = "void at::native::(anonymous namespace)::scale_kernel<float>(float const*, float*)";
+  auto a = db.kernel(add, 1000, 5000);
+  a.nvtx_range_key = 1;
+  auto b = db.kernel(relu, 11000, 5000);
+  b.nvtx_range_key = 2;
+  auto c = db.kernel(scale, 21000, 5000);
+  for (auto* k : {&a, &b, &c}) db.add(*k);
+  db.args(a, {kX, kW, kY});
+  db.args(b, {kY, kZ});
+  db.args(c, {kZ, kW});
+  const FusionResult r = fusionOf(db.load());
+  ASSERT_EQ(r.candidates.size(), 1u);
+  const FusionCandidate& cand = r.candidates[0];
+  EXPECT_EQ(cand.source, PairSource::kDataFlow);
+  EXPECT_EQ(cand.id, "aten::add -> aten::relu -> " + scale);
+  EXPECT_EQ(cand.stage_kernels, (std::vector<std::vector<std::string>>{{add}, {relu}, {scale}}));
+  EXPECT_EQ(cand.roles, "inferred from the kernel signature");
+  EXPECT_EQ(cand.intermediates[0], "1024000 B in the allocation at 0x200000");
+}
+
 }  // namespace
 }  // namespace fprof::analysis

@@ -170,6 +170,63 @@ TEST(ReportData, FusionPairsFromTheNvtxConvention) {
   EXPECT_EQ(r.fusion_measured_pairs, 1);
 }
 
+// Under torch.autograd.profiler.emit_nvtx() every call is its own range ("aten::mm, seq = 3,
+// op_id = 724, ..."): time by op groups them by op name, the outermost op (aten::linear, not the
+// aten::addmm inside it) owning its kernels; a kernel in a plain range is under that range's name.
+TEST(ReportData, TimeByOpGroupsEmitNvtxCallsByOpName) {
+  const std::string path = testing::tempPath("emit_nvtx.fprof");
+  {
+    auto w = core::Writer::create(path, true);
+    ASSERT_TRUE(w.ok());
+    core::ProcessInfo pi;
+    pi.pid = 7;
+    pi.command_line = "python3 train.py";
+    const uint32_t pid = *(*w)->addProcess(pi);
+    core::DeviceInfo d;
+    d.process_id = pid;
+    d.name = "TestGPU";
+    ASSERT_TRUE((*w)->addDevice(d).ok());
+    auto range = [&](uint64_t key, std::optional<uint64_t> parent, const std::string& message, int64_t start) {
+      core::NvtxRangeRecord r;
+      r.key = key;
+      r.process_id = pid;
+      r.parent_key = parent;
+      r.message = message;
+      r.start_ns = start;
+      r.end_ns = start + 900;
+      (*w)->add(r);
+    };
+    auto kernel = [&](uint32_t corr, uint64_t range_key, int64_t start) {
+      core::KernelRecord k;
+      k.process_id = pid;
+      k.correlation_id = corr;
+      k.start_ns = start;
+      k.end_ns = start + 100;
+      k.grid_x = k.grid_y = k.grid_z = k.block_x = k.block_y = k.block_z = 1;
+      k.name = k.demangled_name = "gemm_kernel";
+      k.nvtx_range_key = range_key;
+      (*w)->add(k);
+    };
+    for (uint32_t call = 0; call < 3; ++call) {
+      const uint64_t key = 10 * (call + 1);
+      const int64_t t = 1000 * call;
+      range(key, std::nullopt, "aten::linear, seq = " + std::to_string(call) + ", op_id = " + std::to_string(key), t);
+      range(key + 1, key, "aten::addmm, seq = " + std::to_string(call) + ", op_id = " + std::to_string(key + 1), t);
+      kernel(call + 1, key + 1, t + 10);
+    }
+    range(100, std::nullopt, "model.head", 5000);
+    kernel(9, 100, 5010);
+    ASSERT_TRUE((*w)->close().ok());
+  }
+  auto p = core::loadProfile(path);
+  ASSERT_TRUE(p.ok()) << p.error();
+  const ReportData r = buildReport(*p, nullptr);
+  ASSERT_EQ(r.ops.size(), 2u);
+  EXPECT_EQ(r.ops[0].op, "aten::linear");
+  EXPECT_EQ(r.ops[0].launches, 3);
+  EXPECT_EQ(r.ops[1].op, "model.head");
+}
+
 TEST(ReportData, BaselineDiffAndGate) {
   const core::Profile cur = loadSynthetic("cur.fprof", {.counters = true});
   const core::Profile base = loadSynthetic("base.fprof", {.counters = true, .slowdown = 0.8});

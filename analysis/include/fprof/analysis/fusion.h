@@ -1,8 +1,14 @@
-// Op pairs (and chains) and what fusing them would pay. Pairs come from the NVTX op convention
-// where the program declares them (nvtx_ops.h), otherwise from data flow (dataflow.h). Each gets
-// the intermediate bytes that would stay on chip, launches removed, the measured time, a
-// predicted fused time from a stated model (docs/analysis.md), the register/occupancy risk, and
-// where the fused variant was measured too, the measured saving and the model's error.
+// Fusion candidates and what fusing them would pay, the last step of the pipeline:
+//   argument roles (arg_roles.h) -> buffers and lifetimes (buffers.h) -> producer/consumer edges
+//   (dataflow.h) -> chains (fusion_chains.h) -> payoff (fusion_model.h) -> candidates (here).
+// Chains come from three places, in this order of trust: the program's NVTX op convention
+// (nvtx_ops.h: declared pairs, with their fused variant where it ran), PyTorch's op graph
+// (framework_ops.h: emit_nvtx with record_shapes=True names each input's producer op), and data
+// flow among the kernels neither covers. Instances of the same chain are one candidate; each
+// candidate gets the intermediate bytes that would stay on chip, launches removed, the measured
+// time, a predicted fused time from a stated model (docs/analysis.md), the register/occupancy
+// risk, how its producer/consumer roles were known, and where the fused variant was measured too,
+// the measured saving and the model's error.
 #pragma once
 
 #include <cstdint>
@@ -11,24 +17,29 @@
 #include <vector>
 
 #include "fprof/analysis/dataflow.h"
+#include "fprof/analysis/framework_ops.h"
+#include "fprof/analysis/fusion_model.h"
 #include "fprof/analysis/nvtx_ops.h"
 #include "fprof/core/store.h"
 
 namespace fprof::analysis {
 
-enum class PairSource { kNvtx, kDataFlow };
-enum class BytesSource { kCounters, kAllocation, kNone };
-enum class PredictionModel { kRoofline, kTrace };
-std::string_view pairSourceName(PairSource s);          // "nvtx", "dataflow"
-std::string_view bytesSourceName(BytesSource s);        // "counters", "allocation size", "n/a"
-std::string_view predictionModelName(PredictionModel m);  // "roofline", "trace"
+enum class PairSource { kNvtx, kDataFlow, kFrameworkOps };
+std::string_view pairSourceName(PairSource s);  // "nvtx", "dataflow", "framework"
 
 struct FusionCandidate {
   PairSource source = PairSource::kDataFlow;
-  std::string id;                          // NVTX pair id, or the stage kernels joined by " -> "
-  std::string op;                          // NVTX op name ("" for data-flow pairs)
-  std::vector<std::string> stages;         // stage op names, or kernel names
-  std::vector<std::string> intermediates;  // buffer names (NVTX) or allocation addresses
+  std::string id;                          // NVTX pair id, or the stage names joined by " -> "
+  std::string op;                          // NVTX op name ("" for other pairs)
+  // Stage names: the NVTX stage op, else the framework op its kernels ran in ("aten::softmax"),
+  // else the kernel's full name (front ends show its short name, kernel_names.h).
+  std::vector<std::string> stages;
+  std::vector<std::vector<std::string>> stage_kernels;  // each stage's kernels, full names (first instance)
+  std::vector<std::string> intermediates;  // buffer names (NVTX), op inputs, or allocation addresses
+  // How the producer/consumer relation was known: "declared by NVTX op ranges", "declared by
+  // PyTorch (emit_nvtx input_op_ids)", "measured", "inferred from the kernel signature",
+  // "inferred from the argument position" (the weakest over the chain's links).
+  std::string roles;
   int64_t instances = 0;                   // times the unfused chain ran
   int64_t launches_per_instance = 0;
   int64_t launches_removed = 0;            // per instance
@@ -50,19 +61,6 @@ struct FusionCandidate {
   bool fuse = true;
   std::string reason;              // why not to fuse, when fuse is false
   std::vector<std::string> risks;  // not blocking, worth knowing
-};
-
-struct FusionOptions {
-  double min_occupancy = 0.5;  // the fusion note's line: below 50% occupancy, reconsider
-  // Upper bound of a kernel's fixed cost (ramp-up, drain, timer overhead); the shortest kernel of
-  // the run bounds it too (docs/analysis.md).
-  int64_t max_kernel_fixed_ns = 2000;
-  // Trace model: an intermediate no larger than this share of the L2 is taken to stay in L2
-  // between producer and consumer (the rest of the L2 holds the kernels' other data).
-  double l2_resident_fraction = 0.5;
-  // Trace model: a stage moving its bytes at >= this share of the DRAM roof is memory-bound (the
-  // roofline's own line, RooflineOptions::roof_fraction_binds).
-  double roof_fraction_binds = 0.5;
 };
 
 struct FusionResult {

@@ -1,0 +1,144 @@
+// Data flow, step 2 of 4 (docs/analysis.md, "Data flow"): buffers and their lifetimes.
+//   - Allocations: cudaMalloc/cudaFree records (memory_event) in time order, per (process,
+//     device), with the allocated bytes over time and the peak.
+//   - Extents: which bytes a pointer argument covers. The driver sees allocations, not tensors: a
+//     caching allocator (PyTorch's, JAX's BFC) carves one cudaMalloc'd segment into many blocks and
+//     records none of them. A pointer is taken to cover the bytes from its address up to the next
+//     address any kernel passed into the same allocation, or the allocation's end: tensors start
+//     where pointers to them are passed. (So a kernel reading a slice of another's output at an
+//     offset is not linked to it: a missed pair, never an invented one.)
+//   - Versions: every write starts a new version of the bytes it covers; a read sees the versions
+//     last written over its bytes; a free ends every version of the allocation.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "fprof/core/store.h"
+
+namespace fprof::analysis {
+
+struct Allocation {
+  uint32_t process_id = 0;
+  uint32_t device_id = 0;
+  uint64_t address = 0;
+  int64_t bytes = 0;
+  int64_t alloc_ns = 0;
+  std::optional<int64_t> free_ns;  // none if never freed while profiled
+  std::string memory_kind;
+  int32_t writer_launches = 0;  // kernels that wrote it (by the roles of arg_roles.h)
+  int32_t reader_launches = 0;
+  std::optional<size_t> first_writer;  // kernel index
+  std::optional<size_t> first_reader;
+  // Each write starts a value; a value is read by the kernels that read its bytes before they are
+  // written again or freed. Programs reuse buffers every step, so "written once, read once" is
+  // judged per value: every value written was read by exactly one kernel.
+  int32_t values_written = 0;
+  int32_t values_read_once = 0;
+};
+
+struct MemoryTimeline {
+  uint32_t process_id = 0;
+  uint32_t device_id = 0;
+  std::vector<std::pair<int64_t, int64_t>> points;  // (timestamp_ns, allocated bytes after the event)
+  int64_t peak_allocated_bytes = 0;
+  int64_t peak_ns = 0;
+};
+
+struct AllocationTable {
+  std::vector<Allocation> allocations;    // in allocation order
+  std::vector<MemoryTimeline> timelines;  // per (process, device)
+  int64_t unmatched_frees = 0;            // frees of addresses with no recorded allocation
+};
+
+// Allocations and their timelines from the profile's memory events (ordered by timestamp).
+AllocationTable buildAllocations(const core::Profile& p);
+
+// The allocations live at a point in time: memory events replayed in order, so an address reused
+// after a free resolves to the new allocation.
+class LiveAllocations {
+ public:
+  LiveAllocations(const core::Profile& p, const AllocationTable& table) : p_(p), table_(table) {}
+  // Applies every memory event at or before `ns`; `on_free(allocation)` is called for each free.
+  template <typename OnFree>
+  void advanceTo(int64_t ns, OnFree&& on_free);
+  // The live allocation holding `address` in `process_id`, if any.
+  std::optional<uint32_t> find(uint32_t process_id, uint64_t address) const;
+
+ private:
+  const core::Profile& p_;
+  const AllocationTable& table_;
+  size_t next_event_ = 0;
+  uint32_t next_allocation_ = 0;
+  std::unordered_map<uint32_t, std::map<uint64_t, uint32_t>> live_;  // process -> address -> allocation
+  mutable uint32_t last_process_ = 0;  // the last process looked up, and its map
+  mutable const std::map<uint64_t, uint32_t>* last_live_ = nullptr;
+  void apply(const core::MemoryEventRecord& e, std::optional<uint32_t>* freed);
+};
+
+// Half-open byte range [begin, end) of device addresses.
+struct ByteRange {
+  uint64_t begin = 0;
+  uint64_t end = 0;
+  int64_t bytes() const { return end > begin ? static_cast<int64_t>(end - begin) : 0; }
+};
+
+// The extent of each pointer: from its address to the next address passed into the same
+// allocation, or the allocation's end (the rule at the top of this file).
+class Extents {
+ public:
+  explicit Extents(const AllocationTable& table) : table_(table), starts_(table.allocations.size()) {}
+  void addPointer(uint32_t allocation, uint64_t address) { starts_[allocation].push_back(address); }
+  void finish();  // call once every pointer is added
+  ByteRange of(uint32_t allocation, uint64_t address) const;
+
+ private:
+  const AllocationTable& table_;
+  std::vector<std::vector<uint64_t>> starts_;  // per allocation, sorted and unique after finish()
+};
+
+// Who last wrote each byte: per allocation, disjoint pieces in address order, each naming the
+// value (an index the caller assigns to each write) that covers it.
+class ByteVersions {
+ public:
+  explicit ByteVersions(size_t allocations) : pieces_(allocations) {}
+  void write(uint32_t allocation, ByteRange r, int32_t value);
+  // f(value, overlap_bytes) for every piece overlapping r, in address order.
+  template <typename F>
+  void forEachOverlap(uint32_t allocation, ByteRange r, F&& f) const;
+  void clear(uint32_t allocation) { pieces_[allocation].clear(); }
+
+ private:
+  struct Piece {
+    uint64_t begin = 0, end = 0;
+    int32_t value = 0;
+  };
+  std::vector<std::vector<Piece>> pieces_;
+  static std::vector<Piece>::const_iterator firstOverlap(const std::vector<Piece>& v, uint64_t begin);
+};
+
+template <typename OnFree>
+void LiveAllocations::advanceTo(int64_t ns, OnFree&& on_free) {
+  while (next_event_ < p_.memory_events.size() && p_.memory_events[next_event_].timestamp_ns <= ns) {
+    std::optional<uint32_t> freed;
+    apply(p_.memory_events[next_event_++], &freed);
+    if (freed) on_free(*freed);
+  }
+}
+
+template <typename F>
+void ByteVersions::forEachOverlap(uint32_t allocation, ByteRange r, F&& f) const {
+  const std::vector<Piece>& v = pieces_[allocation];
+  for (auto it = firstOverlap(v, r.begin); it != v.end() && it->begin < r.end; ++it) {
+    const uint64_t lo = std::max(it->begin, r.begin), hi = std::min(it->end, r.end);
+    if (hi > lo) f(it->value, static_cast<int64_t>(hi - lo));
+  }
+}
+
+}  // namespace fprof::analysis

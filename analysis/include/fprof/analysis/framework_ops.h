@@ -1,0 +1,87 @@
+// Ops as frameworks already mark them with NVTX, next to fprof's own `op=` convention (nvtx_ops.h):
+//   - PyTorch, torch.autograd.profiler.emit_nvtx(): one range per op call, "aten::mm, seq = 12,
+//     op_id = 724, sizes = [[4, 256], [256, 256]], input_op_ids = [(723,0), (0,0)]" (sizes and
+//     input_op_ids with record_shapes=True). The op is the name without its suffixes. Ops nest
+//     (aten::linear calls aten::t and aten::addmm); a kernel belongs to the OUTERMOST op range
+//     around it -- the call the program made (aten::linear, aten::layer_norm, aten::softmax), and
+//     the op emit_nvtx's input_op_ids name as a tensor's producer (its table is updated as each op
+//     returns, the outer one last). Backward ops are named after their autograd node
+//     ("autograd::engine::evaluate_function: MmBackward0" -> "MmBackward0").
+//   - record_function / torch.cuda.nvtx.range / nn.Module names pushed by hooks: user ranges, named
+//     by their text (record_function's under emit_nvtx lose their op_id suffix too).
+//   - XLA (JAX, TensorFlow), domain "TSL": "XlaModule:#hlo_module=jit_step,program_id=3#" around a
+//     program and "Thunk:#name=...,hlo_op=fusion.3,unique_hlo_op_id=42#" around each HLO op's
+//     kernels; the op is the hlo_op, and a kernel belongs to the innermost one.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "fprof/core/store.h"
+
+namespace fprof::analysis {
+
+enum class FrameworkRangeKind : uint8_t {
+  kNone,       // fprof's own op= convention (nvtx_ops.h) or nothing recognizable
+  kTorchOp,    // a PyTorch dispatcher op under emit_nvtx (aten::, prim::, a custom namespace::)
+  kUserRange,  // record_function, torch.cuda.nvtx.range, module names: a named region
+  kXlaModule,
+  kXlaOp,
+};
+
+struct FrameworkRange {
+  FrameworkRangeKind kind = FrameworkRangeKind::kNone;
+  std::string name;               // the op or region name without ids and shapes
+  std::optional<uint64_t> op_id;  // emit_nvtx's op_id, XLA's unique_hlo_op_id
+  std::optional<int64_t> seq;     // emit_nvtx's autograd sequence number
+  std::vector<std::vector<int64_t>> sizes;              // input shapes (emit_nvtx record_shapes)
+  std::vector<std::pair<uint64_t, int32_t>> input_ops;  // (producer op_id, its output index); 0: none
+};
+
+// What one NVTX range says (the domain as recorded: "" for NVTX's default domain).
+FrameworkRange parseFrameworkRange(std::string_view domain, std::string_view message);
+
+// The framework op that owns each kernel, and the producer -> consumer links between ops that
+// emit_nvtx(record_shapes=True) declares.
+struct FrameworkOp {
+  size_t range_index = 0;  // into Profile::nvtx_ranges
+  FrameworkRange range;
+  std::vector<size_t> kernels;  // in start order
+};
+
+struct FrameworkOpLink {
+  size_t producer = 0;  // indices into FrameworkOps::ops
+  size_t consumer = 0;
+  int32_t output = 0;   // which output of the producer the consumer read
+  int32_t input = 0;    // which input of the consumer it is (an index into its sizes)
+  int32_t readers = 0;  // ops that read this output of the producer
+};
+
+struct FrameworkOps {
+  std::vector<FrameworkOp> ops;        // ops that own kernels, in the order of their first kernel
+  std::vector<int32_t> kernel_op;      // per kernel, index into ops or -1
+  std::vector<FrameworkOpLink> links;  // by consumer, then input
+  // Kernels in no framework op: the user range they were launched in (index into region_names), or -1.
+  std::vector<std::string> region_names;
+  std::vector<int32_t> kernel_region;
+  bool pytorch = false;   // emit_nvtx ranges were seen
+  bool op_graph = false;  // ... with input_op_ids (record_shapes=True)
+  bool xla = false;
+};
+
+FrameworkOps indexFrameworkOps(const core::Profile& p);
+
+// The name a kernel's op goes by in reports: its framework op, else the innermost user range,
+// else "" (fprof's op= convention is read by nvtx_ops.h).
+std::string frameworkOpName(const core::Profile& p, const FrameworkOps& ops, size_t kernel_index);
+
+// Bytes per element of the data a kernel works on, read from its name (c10::Half, float,
+// __nv_bfloat16, cuBLAS's nvjet_*_hsh_* / _sss_*, ...): an assumption, used only to size an
+// intermediate from emit_nvtx's shapes; none when the name does not say.
+std::optional<int> elementBytesFromKernelName(std::string_view demangled_name);
+
+}  // namespace fprof::analysis

@@ -1,0 +1,113 @@
+// Allocations, pointer extents and byte versions (see buffers.h).
+#include "fprof/analysis/buffers.h"
+
+namespace fprof::analysis {
+
+namespace {
+uint64_t pairKey(uint32_t a, uint32_t b) { return (uint64_t{a} << 32) | b; }
+}  // namespace
+
+AllocationTable buildAllocations(const core::Profile& p) {
+  AllocationTable t;
+  std::unordered_map<uint64_t, size_t> timeline_of;
+  std::unordered_map<uint64_t, uint32_t> open;  // (process, address) -> allocation
+  for (const core::MemoryEventRecord& e : p.memory_events) {
+    auto [tit, inserted] = timeline_of.emplace(pairKey(e.process_id, e.device_id), t.timelines.size());
+    if (inserted) t.timelines.push_back({e.process_id, e.device_id, {}, 0, 0});
+    MemoryTimeline& tl = t.timelines[tit->second];
+    const int64_t current = tl.points.empty() ? 0 : tl.points.back().second;
+    const uint64_t akey = (uint64_t{e.process_id} << 56) ^ e.address;
+    if (e.is_alloc) {
+      Allocation a;
+      a.process_id = e.process_id;
+      a.device_id = e.device_id;
+      a.address = e.address;
+      a.bytes = e.bytes;
+      a.alloc_ns = e.timestamp_ns;
+      a.memory_kind = e.memory_kind;
+      open[akey] = static_cast<uint32_t>(t.allocations.size());
+      t.allocations.push_back(std::move(a));
+      tl.points.emplace_back(e.timestamp_ns, current + e.bytes);
+      if (current + e.bytes > tl.peak_allocated_bytes) {
+        tl.peak_allocated_bytes = current + e.bytes;
+        tl.peak_ns = e.timestamp_ns;
+      }
+      continue;
+    }
+    auto it = open.find(akey);
+    if (it == open.end()) {
+      ++t.unmatched_frees;
+      continue;
+    }
+    Allocation& a = t.allocations[it->second];
+    a.free_ns = e.timestamp_ns;
+    open.erase(it);
+    tl.points.emplace_back(e.timestamp_ns, current - a.bytes);
+  }
+  return t;
+}
+
+void LiveAllocations::apply(const core::MemoryEventRecord& e, std::optional<uint32_t>* freed) {
+  auto& live = live_[e.process_id];
+  if (e.is_alloc) {
+    live[e.address] = next_allocation_++;
+    return;
+  }
+  auto it = live.find(e.address);
+  if (it == live.end()) return;
+  *freed = it->second;
+  live.erase(it);
+}
+
+std::optional<uint32_t> LiveAllocations::find(uint32_t process_id, uint64_t address) const {
+  if (process_id != last_process_ || !last_live_) {
+    const auto pit = live_.find(process_id);
+    if (pit == live_.end()) return std::nullopt;
+    last_process_ = process_id;
+    last_live_ = &pit->second;  // unordered_map nodes stay put
+  }
+  const auto& live = *last_live_;
+  auto it = live.upper_bound(address);
+  if (it == live.begin()) return std::nullopt;
+  --it;
+  const Allocation& a = table_.allocations[it->second];
+  if (address >= a.address + static_cast<uint64_t>(a.bytes)) return std::nullopt;
+  return it->second;
+}
+
+void Extents::finish() {
+  for (auto& s : starts_) {
+    std::sort(s.begin(), s.end());
+    s.erase(std::unique(s.begin(), s.end()), s.end());
+  }
+}
+
+ByteRange Extents::of(uint32_t allocation, uint64_t address) const {
+  const Allocation& a = table_.allocations[allocation];
+  const std::vector<uint64_t>& s = starts_[allocation];
+  const auto next = std::upper_bound(s.begin(), s.end(), address);
+  return {address, next == s.end() ? a.address + static_cast<uint64_t>(a.bytes) : *next};
+}
+
+std::vector<ByteVersions::Piece>::const_iterator ByteVersions::firstOverlap(const std::vector<Piece>& v,
+                                                                             uint64_t begin) {
+  // Pieces are disjoint and sorted, so their ends are sorted too.
+  return std::upper_bound(v.begin(), v.end(), begin, [](uint64_t b, const Piece& p) { return b < p.end; });
+}
+
+void ByteVersions::write(uint32_t allocation, ByteRange r, int32_t value) {
+  if (r.end <= r.begin) return;
+  std::vector<Piece>& v = pieces_[allocation];
+  const auto first = firstOverlap(v, r.begin);
+  auto last = first;
+  while (last != v.end() && last->begin < r.end) ++last;
+  Piece replacement[3];
+  size_t n = 0;
+  if (first != last && first->begin < r.begin) replacement[n++] = {first->begin, r.begin, first->value};
+  replacement[n++] = {r.begin, r.end, value};
+  if (first != last && std::prev(last)->end > r.end) replacement[n++] = {r.end, std::prev(last)->end, std::prev(last)->value};
+  const auto at = v.erase(first, last);
+  v.insert(at, replacement, replacement + n);
+}
+
+}  // namespace fprof::analysis

@@ -1,0 +1,349 @@
+// Framework NVTX ranges: PyTorch emit_nvtx, user ranges, XLA thunks (see framework_ops.h).
+#include "fprof/analysis/framework_ops.h"
+
+#include <algorithm>
+#include <charconv>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "fprof/analysis/nvtx_ops.h"
+
+namespace fprof::analysis {
+
+namespace {
+
+bool startsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+
+std::optional<int64_t> parseInt(std::string_view s) {
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  int64_t v = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || ptr == s.data()) return std::nullopt;
+  return v;
+}
+
+// "[[4, 256], [256], []]" -> {{4, 256}, {256}, {}}; empty on anything else.
+std::vector<std::vector<int64_t>> parseShapes(std::string_view s) {
+  std::vector<std::vector<int64_t>> out;
+  if (s.size() < 2 || s.front() != '[' || s.back() != ']') return out;
+  s = s.substr(1, s.size() - 2);
+  size_t i = 0;
+  while (i < s.size()) {
+    const size_t open = s.find('[', i);
+    if (open == std::string_view::npos) break;
+    const size_t close = s.find(']', open);
+    if (close == std::string_view::npos) return {};
+    std::vector<int64_t> shape;
+    std::string_view dims = s.substr(open + 1, close - open - 1);
+    while (!dims.empty()) {
+      const size_t comma = dims.find(',');
+      if (auto v = parseInt(dims.substr(0, comma))) shape.push_back(*v);
+      if (comma == std::string_view::npos) break;
+      dims.remove_prefix(comma + 1);
+    }
+    out.push_back(std::move(shape));
+    i = close + 1;
+  }
+  return out;
+}
+
+// "[(723,0), (0,0)]" -> {{723, 0}, {0, 0}}.
+std::vector<std::pair<uint64_t, int32_t>> parseInputOps(std::string_view s) {
+  std::vector<std::pair<uint64_t, int32_t>> out;
+  size_t i = 0;
+  while ((i = s.find('(', i)) != std::string_view::npos) {
+    const size_t comma = s.find(',', i), close = s.find(')', i);
+    if (comma == std::string_view::npos || close == std::string_view::npos || comma > close) break;
+    const auto id = parseInt(s.substr(i + 1, comma - i - 1));
+    const auto nr = parseInt(s.substr(comma + 1, close - comma - 1));
+    out.emplace_back(id && *id > 0 ? static_cast<uint64_t>(*id) : 0, nr ? static_cast<int32_t>(*nr) : 0);
+    i = close + 1;
+  }
+  return out;
+}
+
+// emit_nvtx's suffixes, in the order PyTorch writes them (getNvtxStr).
+constexpr std::string_view kSeq = ", seq = ", kOpId = ", op_id = ", kSizes = ", sizes = ",
+                           kInputOps = ", input_op_ids = ";
+
+bool parseTorch(std::string_view message, FrameworkRange& r) {
+  size_t first = std::string_view::npos;
+  for (std::string_view key : {kSeq, kOpId, kSizes, kInputOps}) first = std::min(first, message.find(key));
+  if (first == std::string_view::npos || first == 0) return false;
+  std::string_view name = message.substr(0, first);
+  std::string_view rest = message.substr(first);
+  // Each value runs to the next key.
+  auto value = [&](std::string_view key) -> std::optional<std::string_view> {
+    const size_t at = rest.find(key);
+    if (at == std::string_view::npos) return std::nullopt;
+    size_t end = rest.size();
+    for (std::string_view other : {kSeq, kOpId, kSizes, kInputOps}) {
+      const size_t o = rest.find(other, at + key.size());
+      if (o != std::string_view::npos) end = std::min(end, o);
+    }
+    return rest.substr(at + key.size(), end - at - key.size());
+  };
+  if (auto v = value(kSeq)) r.seq = parseInt(*v);
+  if (auto v = value(kOpId)) {
+    if (auto id = parseInt(*v); id && *id > 0) r.op_id = static_cast<uint64_t>(*id);
+  }
+  if (auto v = value(kSizes)) r.sizes = parseShapes(*v);
+  if (auto v = value(kInputOps)) r.input_ops = parseInputOps(*v);
+  constexpr std::string_view kBackward = "autograd::engine::evaluate_function: ";
+  if (startsWith(name, kBackward)) name.remove_prefix(kBackward.size());
+  r.name = std::string(name);
+  // Dispatcher ops live in a namespace (aten::, prim::, a library's own); record_function scopes
+  // under emit_nvtx carry the same suffixes but are regions the program named.
+  const bool op = message.substr(0, first).find("::") != std::string_view::npos;
+  r.kind = op ? FrameworkRangeKind::kTorchOp : FrameworkRangeKind::kUserRange;
+  return true;
+}
+
+// "Thunk:#name=...,hlo_op=fusion.3,unique_hlo_op_id=42#" and "XlaModule:#hlo_module=jit_f,program_id=3#".
+bool parseXla(std::string_view message, FrameworkRange& r) {
+  const bool thunk = startsWith(message, "Thunk:#"), module = startsWith(message, "XlaModule:#");
+  if (!thunk && !module) return false;
+  std::string_view body = message.substr(message.find('#') + 1);
+  if (!body.empty() && body.back() == '#') body.remove_suffix(1);
+  while (!body.empty()) {
+    const size_t comma = body.find(',');
+    const std::string_view item = body.substr(0, comma);
+    const size_t eq = item.find('=');
+    if (eq != std::string_view::npos) {
+      const std::string_view key = item.substr(0, eq), v = item.substr(eq + 1);
+      if ((thunk && key == "hlo_op") || (module && key == "hlo_module")) r.name = std::string(v);
+      if ((thunk && key == "unique_hlo_op_id") || (module && key == "program_id")) {
+        if (auto id = parseInt(v); id && *id >= 0) r.op_id = static_cast<uint64_t>(*id);
+      }
+    }
+    if (comma == std::string_view::npos) break;
+    body.remove_prefix(comma + 1);
+  }
+  if (r.name.empty()) return false;
+  r.kind = thunk ? FrameworkRangeKind::kXlaOp : FrameworkRangeKind::kXlaModule;
+  return true;
+}
+
+}  // namespace
+
+FrameworkRange parseFrameworkRange(std::string_view domain, std::string_view message) {
+  FrameworkRange r;
+  if (domain == kNvtxDomain || (domain.empty() && startsWith(message, "op="))) return r;
+  if (parseXla(message, r)) return r;
+  if (parseTorch(message, r)) return r;
+  if (message.empty()) return r;
+  r.kind = FrameworkRangeKind::kUserRange;
+  r.name = std::string(message);
+  return r;
+}
+
+namespace {
+
+uint64_t rangeKey(uint32_t process, uint64_t key) { return (uint64_t{process} << 40) ^ key; }
+
+// Per range, the range that owns kernels launched inside it: the outermost PyTorch op around it
+// (itself included), else the innermost XLA op; -1 if neither. Memoized along parent links.
+class Owners {
+ public:
+  Owners(const core::Profile& p, const std::vector<FrameworkRange>& ranges,
+         const std::unordered_map<uint64_t, size_t>& range_of)
+      : p_(p), ranges_(ranges), range_of_(range_of), torch_(ranges.size(), kUnset), xla_(ranges.size(), kUnset) {}
+
+  int64_t owner(size_t r) {
+    const int64_t t = outermostTorch(r);
+    return t >= 0 ? t : innermostXla(r);
+  }
+
+ private:
+  static constexpr int64_t kUnset = -2;
+  std::optional<size_t> parent(size_t r) const {
+    const core::NvtxRangeRecord& rec = p_.nvtx_ranges[r];
+    if (!rec.parent_key) return std::nullopt;
+    const auto it = range_of_.find(rangeKey(rec.process_id, *rec.parent_key));
+    if (it == range_of_.end() || it->second == r) return std::nullopt;
+    return it->second;
+  }
+  // Both walks are iterative: nesting can be deep.
+  int64_t outermostTorch(size_t r) {
+    std::vector<size_t> path;
+    int64_t above = -1;
+    for (std::optional<size_t> at = r; at; at = parent(*at)) {
+      if (torch_[*at] != kUnset) {
+        above = torch_[*at];
+        break;
+      }
+      path.push_back(*at);
+      if (path.size() > p_.nvtx_ranges.size()) break;  // a cycle in a broken file
+    }
+    for (size_t i = path.size(); i-- > 0;) {
+      if (above < 0 && ranges_[path[i]].kind == FrameworkRangeKind::kTorchOp) above = static_cast<int64_t>(path[i]);
+      torch_[path[i]] = above;
+    }
+    return torch_[r];
+  }
+  int64_t innermostXla(size_t r) {
+    std::vector<size_t> path;
+    int64_t found = -1;
+    for (std::optional<size_t> at = r; at; at = parent(*at)) {
+      if (xla_[*at] != kUnset) {
+        found = xla_[*at];
+        break;
+      }
+      path.push_back(*at);
+      if (ranges_[*at].kind == FrameworkRangeKind::kXlaOp) {
+        found = static_cast<int64_t>(*at);
+        break;
+      }
+      if (path.size() > p_.nvtx_ranges.size()) break;
+    }
+    for (size_t x : path) xla_[x] = found;
+    return xla_[r];
+  }
+
+  const core::Profile& p_;
+  const std::vector<FrameworkRange>& ranges_;
+  const std::unordered_map<uint64_t, size_t>& range_of_;
+  std::vector<int64_t> torch_, xla_;
+};
+
+}  // namespace
+
+FrameworkOps indexFrameworkOps(const core::Profile& p) {
+  FrameworkOps out;
+  out.kernel_op.assign(p.kernels.size(), -1);
+  std::vector<FrameworkRange> ranges;
+  ranges.reserve(p.nvtx_ranges.size());
+  std::unordered_map<uint64_t, size_t> range_of;
+  range_of.reserve(p.nvtx_ranges.size());
+  bool any = false;
+  for (const core::NvtxRangeRecord& r : p.nvtx_ranges) {
+    ranges.push_back(parseFrameworkRange(r.domain, r.message));
+    any = any || ranges.back().kind != FrameworkRangeKind::kNone;
+    out.pytorch = out.pytorch || ranges.back().kind == FrameworkRangeKind::kTorchOp;
+    out.op_graph = out.op_graph || !ranges.back().input_ops.empty();
+    out.xla = out.xla || ranges.back().kind == FrameworkRangeKind::kXlaOp;
+  }
+  out.kernel_region.assign(p.kernels.size(), -1);
+  if (!any) return out;  // only fprof's own convention, or no ranges
+  for (size_t i = 0; i < p.nvtx_ranges.size(); ++i) range_of[rangeKey(p.nvtx_ranges[i].process_id, p.nvtx_ranges[i].key)] = i;
+  std::unordered_map<size_t, int32_t> region_of_range;
+  std::unordered_map<std::string, int32_t> region_of_name;
+  for (size_t k = 0; k < p.kernels.size(); ++k) {
+    const core::KernelRow& kr = p.kernels[k];
+    if (!kr.nvtx_range_key) continue;
+    const auto it = range_of.find(rangeKey(kr.process_id, *kr.nvtx_range_key));
+    if (it == range_of.end() || ranges[it->second].kind != FrameworkRangeKind::kUserRange) continue;
+    // One name per distinct text: a region repeated every step is one region.
+    auto [r, inserted] = region_of_range.emplace(it->second, 0);
+    if (inserted) {
+      auto [named, added] = region_of_name.emplace(ranges[it->second].name, static_cast<int32_t>(out.region_names.size()));
+      if (added) out.region_names.push_back(ranges[it->second].name);
+      r->second = named->second;
+    }
+    out.kernel_region[k] = r->second;
+  }
+  if (!out.pytorch && !out.xla) return out;
+  Owners owners(p, ranges, range_of);
+  std::unordered_map<size_t, size_t> op_of_range;
+  for (size_t k = 0; k < p.kernels.size(); ++k) {
+    const core::KernelRow& kr = p.kernels[k];
+    if (!kr.nvtx_range_key) continue;
+    const auto it = range_of.find(rangeKey(kr.process_id, *kr.nvtx_range_key));
+    if (it == range_of.end()) continue;
+    const int64_t owner = owners.owner(it->second);
+    if (owner < 0) continue;
+    auto [op, inserted] = op_of_range.emplace(static_cast<size_t>(owner), out.ops.size());
+    if (inserted) out.ops.push_back({static_cast<size_t>(owner), ranges[static_cast<size_t>(owner)], {}});
+    out.ops[op->second].kernels.push_back(k);
+    out.kernel_op[k] = static_cast<int32_t>(op->second);
+  }
+  if (!out.op_graph) return out;
+
+  // Links. A producer that owns no kernels (a view: aten::t, aten::view, aten::transpose, ...)
+  // passes its own inputs' producers on.
+  std::unordered_map<uint64_t, size_t> range_of_op_id;  // (process, op_id) -> range
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    if (ranges[i].kind == FrameworkRangeKind::kTorchOp && ranges[i].op_id) {
+      range_of_op_id[rangeKey(p.nvtx_ranges[i].process_id, *ranges[i].op_id)] = i;
+    }
+  }
+  std::vector<std::pair<size_t, int32_t>> producers;
+  std::unordered_set<size_t> visited;
+  auto collect = [&](auto&& self, uint32_t process, uint64_t op_id, int32_t output, int depth) -> void {
+    if (op_id == 0 || depth > 16) return;
+    const auto it = range_of_op_id.find(rangeKey(process, op_id));
+    if (it == range_of_op_id.end() || !visited.insert(it->second).second) return;
+    int64_t r = owners.owner(it->second);
+    if (r < 0) r = static_cast<int64_t>(it->second);
+    if (const auto op = op_of_range.find(static_cast<size_t>(r)); op != op_of_range.end()) {
+      producers.emplace_back(op->second, output);
+      return;
+    }
+    for (const auto& [id, nr] : ranges[static_cast<size_t>(r)].input_ops) self(self, process, id, nr, depth + 1);
+  };
+  for (size_t c = 0; c < out.ops.size(); ++c) {
+    const FrameworkOp& op = out.ops[c];
+    const uint32_t process = p.nvtx_ranges[op.range_index].process_id;
+    for (size_t in = 0; in < op.range.input_ops.size(); ++in) {
+      producers.clear();
+      visited.clear();
+      collect(collect, process, op.range.input_ops[in].first, op.range.input_ops[in].second, 0);
+      for (const auto& [prod, nr] : producers) {
+        if (prod == c) continue;
+        out.links.push_back({prod, c, nr, static_cast<int32_t>(in), 0});
+      }
+    }
+  }
+  // Readers of each (producer, output): distinct consumer ops.
+  std::unordered_map<uint64_t, std::unordered_set<size_t>> readers;
+  for (const FrameworkOpLink& l : out.links) readers[(uint64_t{l.producer} << 20) ^ static_cast<uint32_t>(l.output)].insert(l.consumer);
+  for (FrameworkOpLink& l : out.links) {
+    l.readers = static_cast<int32_t>(readers[(uint64_t{l.producer} << 20) ^ static_cast<uint32_t>(l.output)].size());
+  }
+  return out;
+}
+
+std::string frameworkOpName(const core::Profile& /*p*/, const FrameworkOps& ops, size_t k) {
+  if (k < ops.kernel_op.size() && ops.kernel_op[k] >= 0) return ops.ops[static_cast<size_t>(ops.kernel_op[k])].range.name;
+  if (k < ops.kernel_region.size() && ops.kernel_region[k] >= 0) {
+    return ops.region_names[static_cast<size_t>(ops.kernel_region[k])];
+  }
+  return "";
+}
+
+std::optional<int> elementBytesFromKernelName(std::string_view n) {
+  // cuBLAS Hopper GEMMs: nvjet_sm90_<A><compute><C>_...: h = fp16, b = bf16, s = fp32, t = tf32.
+  if (startsWith(n, "nvjet_")) {
+    const size_t u = n.find('_', 6);
+    if (u != std::string_view::npos && u + 4 <= n.size()) {
+      switch (n[u + 3]) {
+        case 'h':
+        case 'b': return 2;
+        case 's':
+        case 't': return 4;
+        default: break;
+      }
+    }
+    return std::nullopt;
+  }
+  struct Type {
+    std::string_view spelling;
+    int bytes;
+  };
+  static constexpr Type kTypes[] = {{"c10::Half", 2},     {"c10::BFloat16", 2}, {"__half", 2},  {"__nv_bfloat16", 2},
+                                    {"c10::Float8", 1},   {"double", 8},        {"float", 4},   {"_f16", 2},
+                                    {"_bf16", 2},         {"_fp16", 2},         {"_f32", 4}};
+  size_t best = std::string_view::npos;
+  int bytes = 0;
+  for (const Type& t : kTypes) {
+    const size_t at = n.find(t.spelling);
+    if (at < best) {
+      best = at;
+      bytes = t.bytes;
+    }
+  }
+  if (best == std::string_view::npos) return std::nullopt;
+  return bytes;
+}
+
+}  // namespace fprof::analysis

@@ -1,0 +1,129 @@
+// Ops as frameworks mark them: PyTorch emit_nvtx ranges (names without their op_id/seq/sizes
+// suffixes, the outermost op owns its kernels, input_op_ids link ops through views), user ranges,
+// XLA thunks.
+#include <gtest/gtest.h>
+
+#include "fixture.h"
+#include "fprof/analysis/framework_ops.h"
+
+namespace fprof::analysis {
+namespace {
+
+using testing::DbBuilder;
+using Kind = FrameworkRangeKind;
+
+TEST(FrameworkRange, EmitNvtxMessages) {
+  const FrameworkRange mm = parseFrameworkRange(
+      "", "aten::mm, seq = 12, op_id = 724, sizes = [[4, 256], [256, 1024]], input_op_ids = [(723,0), (0,0)]");
+  EXPECT_EQ(mm.kind, Kind::kTorchOp);
+  EXPECT_EQ(mm.name, "aten::mm");
+  EXPECT_EQ(mm.seq, 12);
+  EXPECT_EQ(mm.op_id, 724u);
+  EXPECT_EQ(mm.sizes, (std::vector<std::vector<int64_t>>{{4, 256}, {256, 1024}}));
+  EXPECT_EQ(mm.input_ops, (std::vector<std::pair<uint64_t, int32_t>>{{723, 0}, {0, 0}}));
+  // Without record_shapes; a scalar input has an empty shape.
+  const FrameworkRange add = parseFrameworkRange("", "aten::add, seq = 3, op_id = 9, sizes = [[8], []]");
+  EXPECT_EQ(add.name, "aten::add");
+  EXPECT_EQ(add.sizes, (std::vector<std::vector<int64_t>>{{8}, {}}));
+  EXPECT_TRUE(add.input_ops.empty());
+  const FrameworkRange bw =
+      parseFrameworkRange("", "autograd::engine::evaluate_function: MmBackward0, seq = 12, op_id = 800");
+  EXPECT_EQ(bw.kind, Kind::kTorchOp);
+  EXPECT_EQ(bw.name, "MmBackward0");
+  // record_function scopes under emit_nvtx carry the suffixes too, but are regions.
+  const FrameworkRange scope = parseFrameworkRange("", "attention_block, op_id = 5");
+  EXPECT_EQ(scope.kind, Kind::kUserRange);
+  EXPECT_EQ(scope.name, "attention_block");
+}
+
+TEST(FrameworkRange, UserRangesXlaAndTheFprofConvention) {
+  const FrameworkRange module = parseFrameworkRange("", "model.layers.0.self_attn");
+  EXPECT_EQ(module.kind, Kind::kUserRange);
+  EXPECT_EQ(module.name, "model.layers.0.self_attn");
+  const FrameworkRange thunk =
+      parseFrameworkRange("TSL", "Thunk:#name=jit(step)/dot_general,hlo_op=gemm_fusion_dot.3,unique_hlo_op_id=42#");
+  EXPECT_EQ(thunk.kind, Kind::kXlaOp);
+  EXPECT_EQ(thunk.name, "gemm_fusion_dot.3");
+  EXPECT_EQ(thunk.op_id, 42u);
+  const FrameworkRange old = parseFrameworkRange("TSL", "Thunk:#hlo_op=fusion.7#");
+  EXPECT_EQ(old.name, "fusion.7");
+  const FrameworkRange program = parseFrameworkRange("TSL", "XlaModule:#hlo_module=jit_step,program_id=3#");
+  EXPECT_EQ(program.kind, Kind::kXlaModule);
+  EXPECT_EQ(program.name, "jit_step");
+  EXPECT_EQ(parseFrameworkRange("", "op=step").kind, Kind::kNone);
+  EXPECT_EQ(parseFrameworkRange("fprof", "op=matmul variant=fused").kind, Kind::kNone);
+}
+
+// One GPT-2 MLP under emit_nvtx(record_shapes=True): linear (t + addmm) -> gelu -> view -> linear.
+// The views own no kernel, so the second linear's input is linked through them to gelu.
+core::Profile mlpProfile(const std::string& name) {
+  DbBuilder db(name);
+  const std::string half_gemm = "nvjet_sm90_hsh_64x64_64x13_1x2_h_bz_bias_TNT";
+  db.range(1, std::nullopt, "model.mlp", 0, 100000, 0, "");
+  db.range(2, 1, "aten::linear, seq = 1, op_id = 10, sizes = [[512, 256], [1024, 256], [1024]], input_op_ids = [(0,0), (0,0), (0,0)]",
+           0, 20000, 0, "");
+  db.range(3, 2, "aten::t, seq = 2, op_id = 11, sizes = [[1024, 256]], input_op_ids = [(0,0)]", 0, 100, 0, "");
+  db.range(4, 2, "aten::addmm, seq = 3, op_id = 12, sizes = [[1024], [512, 256], [256, 1024]], input_op_ids = [(0,0), (0,0), (11,0)]",
+           100, 20000, 0, "");
+  db.range(5, 1, "aten::gelu, seq = 4, op_id = 13, sizes = [[512, 1024]], input_op_ids = [(10,0)]", 20000, 40000, 0, "");
+  db.range(6, 1, "aten::view, seq = 5, op_id = 14, sizes = [[512, 1024], []], input_op_ids = [(13,0), (0,0)]", 40000, 40100,
+           0, "");
+  db.range(7, 1, "aten::linear, seq = 6, op_id = 15, sizes = [[512, 1024], [256, 1024], [256]], input_op_ids = [(14,0), (0,0), (0,0)]",
+           40100, 80000, 0, "");
+  db.range(8, 7, "aten::addmm, seq = 7, op_id = 16, sizes = [[256], [512, 1024], [1024, 256]], input_op_ids = [(0,0), (14,0), (0,0)]",
+           40200, 80000, 0, "");
+  auto k1 = db.kernel(half_gemm, 1000, 10000);
+  k1.nvtx_range_key = 4;
+  auto k2 = db.kernel(
+      "void at::native::vectorized_elementwise_kernel<8, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, "
+      "at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#3}::operator()() const::{lambda(c10::Half)#1}, "
+      "std::array<char*, 2ul> >(int, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, "
+      "at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#3}::operator()() const::{lambda(c10::Half)#1}, "
+      "std::array<char*, 2ul>)",
+      21000, 5000);
+  k2.nvtx_range_key = 5;
+  auto k3 = db.kernel(half_gemm, 41000, 10000);
+  k3.nvtx_range_key = 8;
+  auto k4 = db.kernel("loose_kernel", 90000, 1000);
+  k4.nvtx_range_key = 1;
+  for (auto* k : {&k1, &k2, &k3, &k4}) db.add(*k);
+  return db.load();
+}
+
+TEST(FrameworkOps, TheOutermostPytorchOpOwnsItsKernels) {
+  const core::Profile p = mlpProfile("fw_owners");
+  const FrameworkOps ops = indexFrameworkOps(p);
+  EXPECT_TRUE(ops.pytorch);
+  EXPECT_TRUE(ops.op_graph);
+  ASSERT_EQ(ops.ops.size(), 3u);
+  EXPECT_EQ(ops.kernel_op, (std::vector<int32_t>{0, 1, 2, -1}));
+  EXPECT_EQ(ops.ops[0].range.name, "aten::linear") << "not the aten::addmm inside it";
+  EXPECT_EQ(ops.ops[1].range.name, "aten::gelu");
+  EXPECT_EQ(frameworkOpName(p, ops, 2), "aten::linear");
+  EXPECT_EQ(frameworkOpName(p, ops, 3), "model.mlp") << "a kernel in no op: the region it ran in";
+}
+
+TEST(FrameworkOps, InputOpIdsLinkOpsThroughViews) {
+  const core::Profile p = mlpProfile("fw_links");
+  const FrameworkOps ops = indexFrameworkOps(p);
+  ASSERT_EQ(ops.links.size(), 2u);
+  EXPECT_EQ(ops.links[0].producer, 0u);  // linear -> gelu
+  EXPECT_EQ(ops.links[0].consumer, 1u);
+  EXPECT_EQ(ops.links[0].input, 0);
+  EXPECT_EQ(ops.links[0].readers, 1);
+  EXPECT_EQ(ops.links[1].producer, 1u);  // gelu -> (view) -> linear
+  EXPECT_EQ(ops.links[1].consumer, 2u);
+  EXPECT_EQ(ops.links[1].readers, 1);
+}
+
+TEST(FrameworkOps, ElementSizeFromKernelNames) {
+  EXPECT_EQ(elementBytesFromKernelName("nvjet_sm90_hsh_64x64_64x13_1x2_h_bz_bias_TNT"), 2);
+  EXPECT_EQ(elementBytesFromKernelName("nvjet_sm90_tst_128x128_64x4_2x1_v_bz_TNN"), 4);
+  EXPECT_EQ(elementBytesFromKernelName("void at::native::vectorized_layer_norm_kernel<c10::Half, float, false>(int)"), 2);
+  EXPECT_EQ(elementBytesFromKernelName("void softmax_warp_forward<float, float, float, 7, false>(float*)"), 4);
+  EXPECT_EQ(elementBytesFromKernelName("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7"), 2);
+  EXPECT_FALSE(elementBytesFromKernelName("triton_poi_fused_add_0"));
+}
+
+}  // namespace
+}  // namespace fprof::analysis
