@@ -570,6 +570,13 @@ void Collector::probeBefore(const CUpti_CallbackData* cb, CUpti_CallbackId cbid,
   probe.correlation_id = correlation_id;
   probe.args = &words;
   ProbeOutcome gave_up;
+  {
+    // CUPTI gives no callbacks for calls made inside a callback, and files the probe's copies under
+    // the launch's correlation id (checked on an H100): no copy of the program's has that id.
+    std::lock_guard lock(pending_mu_);
+    own_copies_.push_back(correlation_id);
+    if (cb->correlationId != correlation_id) own_copies_.push_back(cb->correlationId);
+  }
   t_probe.state = arg_probe_.before(probe, &gave_up);
   t_probe.name = cb->symbolName != nullptr ? cb->symbolName : "";
   if (!t_probe.state && gave_up.final_for_function && !gave_up.reason.empty()) {
@@ -855,7 +862,7 @@ void Collector::drain() {
     own_copies.swap(own_copies_);
     arg_roles.swap(arg_roles_found_);
   }
-  for (uint32_t c : own_copies) translator_.ignoreCopy(c);
+  for (uint32_t c : own_copies) translator_.ignoreCopies(c);
   for (core::FunctionArgRecord& a : arg_roles) writer_->add(a);
   int64_t t0 = now();
   std::vector<core::NvtxRangeRecord> ranges;

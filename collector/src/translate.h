@@ -62,7 +62,8 @@ class Translator {
   void addDevice(const core::DeviceInfo& device) { devices_[device.id] = device; }
   void addLaunch(LaunchInfo launch);
   // A copy of fprof's own (the argument-role probe's): its memcpy record is not the program's.
-  void ignoreCopy(uint32_t correlation_id) { ignored_copies_.insert(correlation_id); }
+  // Every memcpy record with that id is dropped; ids are forgotten with the launches (bounded).
+  void ignoreCopies(uint32_t correlation_id) { ignored_copies_.insert(correlation_id); }
 
   // Appends the translation of one record to `out`; duplicates and unknown kinds add nothing.
   void translate(const CUpti_Activity& record, TranslatedBatch& out);
