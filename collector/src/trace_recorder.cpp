@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <climits>
 #include <cstring>
 #include <mutex>
 #include <new>
@@ -85,6 +86,8 @@ struct ThreadState {
   EventBuffer events;
   uint32_t tid = 0;
   std::atomic<bool> retired{false};
+  pthread_key_t exit_key{};  // Impl::key, whose destructor retires this state
+  int exit_rounds = 0;       // destructor rounds seen at thread exit
   // The application thread's side.
   int depth = 0;
   bool submitted = true;  // no launch open
@@ -102,10 +105,19 @@ struct ThreadCache {
 };
 thread_local ThreadCache t_cache;
 
-// pthread key destructor: the thread is exiting. The writer frees the state once it has read
-// everything; a later callback on this thread (another key's destructor) registers anew.
+// pthread key destructor: the thread is exiting. Other keys' destructors run after this one in
+// the same round, or in later rounds, and may still pop a range or launch on this thread: the
+// state, and the writer's replica of its NVTX stack, must outlive them, or such a pop would land
+// in a fresh state with an empty stack, be counted unmatched and leave its range open in the
+// database. So the state re-arms its key and retires in the last round but one of the rounds
+// POSIX guarantees: the last belongs to runtimes that tear the thread down with the same trick
+// (the sanitizers' thread_finalize), after which even our atomic store would be too late. The
+// writer frees the state once it has read everything. A callback after that (a destructor that
+// re-armed itself that often) registers anew.
 void onThreadExit(void* p) {
-  static_cast<ThreadState*>(p)->retired.store(true, std::memory_order_release);
+  auto* t = static_cast<ThreadState*>(p);
+  if (++t->exit_rounds < PTHREAD_DESTRUCTOR_ITERATIONS - 1 && pthread_setspecific(t->exit_key, t) == 0) return;
+  t->retired.store(true, std::memory_order_release);
   t_cache = ThreadCache{};
 }
 
@@ -161,6 +173,7 @@ struct TraceRecorder::Impl {
     try {
       t = new ThreadState();
       t->tid = options.thread_id != nullptr ? options.thread_id() : gettidNow();
+      t->exit_key = key;
       if (options.paths_on_threads) t->paths = std::make_unique<ThreadPaths>();
       std::lock_guard lock(threads_mu);
       threads.push_back(t);

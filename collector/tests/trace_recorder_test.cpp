@@ -3,6 +3,7 @@
 // through the translator. What a kernel row says (launch API, thread, NVTX range and path,
 // arguments) and what the range records say must be what the callbacks said.
 #include <gtest/gtest.h>
+#include <pthread.h>
 
 #include <atomic>
 #include <cstring>
@@ -59,6 +60,7 @@ struct Harness {
     }
     return out;
   }
+  // Each range's last record: what the store keeps (INSERT OR REPLACE, in order).
   std::map<uint64_t, core::NvtxRangeRecord> rangesByKey() const {
     std::map<uint64_t, core::NvtxRangeRecord> out;
     for (const auto& r : ranges) out[r.key] = r;
@@ -311,9 +313,96 @@ TEST(TraceRecorder, ThreadsLaunchWhileTheWriterCollects) {
   EXPECT_EQ(h.translator.stats().unmatched_kernels, 0u);
   EXPECT_EQ(h.kernelOf(1).nvtx_path, "model::op=layer layer=0");
   EXPECT_EQ(h.kernelOf(kLaunches + 7).nvtx_path, "model::op=layer layer=1");
-  EXPECT_EQ(h.rangesByKey().size(), size_t{kThreads} * kLaunches);
-  for (const auto& range : h.ranges) ASSERT_TRUE(range.end_ns.has_value());
+  // A range a collect saw open also has an open record before its closed one (a crash keeps
+  // it): every range ends closed, with its pop's time, and is closed exactly once.
+  const auto byKey = h.rangesByKey();
+  EXPECT_EQ(byKey.size(), size_t{kThreads} * kLaunches);
+  for (const auto& [key, range] : byKey) {
+    ASSERT_EQ(range.end_ns, std::optional<int64_t>(range.start_ns)) << "range " << key;
+    EXPECT_EQ(range.payload, std::optional<uint64_t>(range.start_ns)) << "range " << key;
+  }
+  size_t closed_records = 0;
+  for (const auto& range : h.ranges) closed_records += range.end_ns.has_value() ? 1 : 0;
+  EXPECT_EQ(closed_records, size_t{kThreads} * kLaunches);
   EXPECT_EQ(r.unmatchedPops(), 0u);
+}
+
+// What the test above meets at random, made certain: a collect between a push and its pop on
+// another thread, which then exits.
+TEST(TraceRecorder, ARangeOpenAtACollectIsWrittenOpenThenClosedByItsExitedThread) {
+  Harness h;
+  TraceRecorder& r = h.recorder;
+  std::atomic<int> step{0};
+  std::thread worker([&] {
+    r.pushRange(kModel, NvtxText{"op=attention"}, std::nullopt, 10);
+    step.store(1);
+    while (step.load() != 2) std::this_thread::yield();
+    r.popRange(kModel, 20);
+  });
+  while (step.load() != 1) std::this_thread::yield();
+  h.collect();
+  ASSERT_EQ(h.ranges.size(), 1u);
+  EXPECT_FALSE(h.ranges[0].end_ns.has_value());
+  step.store(2);
+  worker.join();
+  h.collect();
+  ASSERT_EQ(h.ranges.size(), 2u);
+  EXPECT_EQ(h.ranges[1].key, h.ranges[0].key);
+  EXPECT_EQ(h.ranges[1].start_ns, 10);
+  EXPECT_EQ(h.ranges[1].end_ns, std::optional<int64_t>(20));
+  EXPECT_EQ(h.rangesByKey().at(h.ranges[0].key).end_ns, std::optional<int64_t>(20));
+  EXPECT_EQ(r.unmatchedPops(), 0u);
+}
+
+// A library's per-thread cleanup (a pthread key destructor) that ends a range or launches while
+// the thread exits. Ours may run before it, in the same round or an earlier one.
+struct ExitCleanup {
+  TraceRecorder* recorder = nullptr;
+  pthread_key_t key{};
+  int calls = 0;
+};
+ExitCleanup g_exit_cleanup;
+
+void cleanUpAtThreadExit(void*) {
+  ExitCleanup& c = g_exit_cleanup;
+  if (++c.calls == 1) {
+    c.recorder->popRange(kIo, 30);
+    // Again in the next round, after the recorder's first round whatever the keys' order.
+    pthread_setspecific(c.key, &c);
+    return;
+  }
+  driverLaunch(*c.recorder, 77, nullptr, nullptr);
+  c.recorder->popRange(nullptr, 40);
+}
+
+TEST(TraceRecorder, RangesEndedWhileTheThreadExitsAreMatched) {
+  Harness h;
+  TraceRecorder& r = h.recorder;
+  r.registerDomain(kIo, "io");
+  g_exit_cleanup = ExitCleanup{&r};
+  ASSERT_EQ(pthread_key_create(&g_exit_cleanup.key, &cleanUpAtThreadExit), 0);
+  std::thread worker([&] {
+    r.pushRange(nullptr, NvtxText{"worker"}, std::nullopt, 10);
+    r.pushRange(kIo, NvtxText{"flush"}, std::nullopt, 20);
+    pthread_setspecific(g_exit_cleanup.key, &g_exit_cleanup);
+  });
+  worker.join();
+  pthread_key_delete(g_exit_cleanup.key);
+  ASSERT_EQ(g_exit_cleanup.calls, 2);
+  h.collect();
+  h.collect();  // the state, retired in its last exit round, is freed
+  h.kernel(77);
+  EXPECT_EQ(h.kernelOf(77).nvtx_path, "worker");
+  EXPECT_EQ(r.unmatchedPops(), 0u);
+  std::map<std::string, core::NvtxRangeRecord> byMessage;
+  for (const auto& [key, range] : h.rangesByKey()) byMessage[range.message] = range;
+  ASSERT_EQ(byMessage.size(), 2u);
+  EXPECT_EQ(byMessage.at("flush").end_ns, std::optional<int64_t>(30));
+  EXPECT_EQ(byMessage.at("worker").end_ns, std::optional<int64_t>(40));
+  SelfTimingTotals totals;
+  r.addTotals(totals);
+  EXPECT_EQ(totals.threads, 1u);  // one state for the whole thread, exit included
+  EXPECT_EQ(totals.launches, 1u);
 }
 
 TEST(TraceRecorder, PathsOnThreadsForMetricsMode) {
