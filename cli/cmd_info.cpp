@@ -223,7 +223,7 @@ int runInfo(const InfoOptions& opt) {
   std::string timeline =
       s.timeline_known ? fmt::format("GPU busy {} of a {} span", formatDurationNs(static_cast<double>(s.gpu_busy_ns)),
                                      formatDurationNs(static_cast<double>(s.span_ns)))
-                       : std::string("no timeline: every kernel was replayed for its counters");
+                       : std::string("no timeline: kernels replayed for their counters carry no timestamps");
   if (several && s.timeline_known) {
     // Busy time adds up over the job's GPUs, so it can exceed the span; say over how many.
     std::set<std::string> gpus;
@@ -240,18 +240,23 @@ int runInfo(const InfoOptions& opt) {
                      formatBytes(static_cast<double>(s.memcpy_bytes)),
                      formatDurationNs(static_cast<double>(s.memcpy_ns)), s.memset_count);
   out += fmt::format("NVTX    : {} ranges\n", s.nvtx_range_count);
-  if (report) {
+  // A metrics run that recorded no counters (it crashed before the first decode, say) still says
+  // so, with the reasons its kernels carry.
+  const bool metrics_run = p.meta("mode") == "metrics" || !p.counters_missing.empty();
+  if (report || metrics_run) {
     const analysis::CounterCoverage coverage = analysis::counterCoverage(p);
     // Counter sources and missing reasons come from the database: cut like any text shown.
     out += "coverage: " + shownText(analysis::describeCoverage(coverage)) + "\n";
     if (const std::string missing = analysis::describeMissing(coverage); !missing.empty()) {
       out += "missing : " + shownText(missing) + "\n";
     }
-    const std::string best = reports::bestFusion(*report);
-    out += "fusion  : " +
-           (best.empty() ? std::string("no pair worth fusing found (fprof report lists the pairs and why)")
-                         : "best pair " + shownText(unquoted(best))) +
-           "\n";
+    if (report) {
+      const std::string best = reports::bestFusion(*report);
+      out += "fusion  : " +
+             (best.empty() ? std::string("no pair worth fusing found (fprof report lists the pairs and why)")
+                           : "best pair " + shownText(unquoted(best))) +
+             "\n";
+    }
   }
   if (const std::string dropped = p.meta("dropped_records", "0"); dropped != "0") {
     out += fmt::format("warning : the collector dropped {} records (buffers full); totals are lower bounds\n",

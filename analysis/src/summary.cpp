@@ -76,7 +76,10 @@ RunSummary summarize(const core::Profile& profile) {
     g.kernel_indices.push_back(i);
   }
   s.span_ns = last - first;
-  s.timeline_known = !std::all_of(profile.kernels.begin(), profile.kernels.end(),
+  // Kernels replayed under the range profiler carry no trace timestamps (start 0): with one such
+  // kernel among timed ones (metrics mode copies identical launches, which run natively), span and
+  // busy time would mix clocks, so the timeline is unknown.
+  s.timeline_known = std::none_of(profile.kernels.begin(), profile.kernels.end(),
                                   [](const core::KernelRow& k) { return k.start_ns == 0; }) ||
                      profile.kernels.size() < 2;
   for (auto& iv : intervals_by_device) {

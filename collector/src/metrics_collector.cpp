@@ -45,11 +45,39 @@ bool sameDeterministicCounts(const std::vector<std::pair<std::string, double>>& 
 
 }  // namespace
 
+// A CUPTI newer than the driver (the 13.4 wheel on a 13.0 driver, for its cache control) counted 0
+// for every SASS instruction metric on an H100 (bench/RESULTS.md, issue 15): those metrics are
+// left out there rather than recorded as zeros, so FLOPs read unknown, never 0.
+namespace {
+bool sassCountersUnreliable(std::string& why) {
+  uint32_t cupti = 0;
+  int driver = 0;
+  if (cuptiGetVersion(&cupti) != CUPTI_SUCCESS || cuDriverGetVersion(&driver) != CUDA_SUCCESS) return false;
+  const int cupti_release = static_cast<int>(cupti / 100);  // 130401 -> 1304
+  const int driver_release = driver / 10;                   // 13000 -> 1300
+  if (cupti_release <= driver_release) return false;
+  why = "CUPTI " + std::to_string(cupti_release / 100) + "." + std::to_string(cupti_release % 100) +
+        " is newer than the driver's CUDA " + std::to_string(driver_release / 100) + "." +
+        std::to_string(driver_release % 100) +
+        ", and counts 0 for SASS instruction metrics there: FLOP and instruction-mix counters are not collected in "
+        "this run (a CUPTI as old as the driver collects them, without cache control)";
+  return true;
+}
+}  // namespace
+
 bool MetricsCollector::configure(const MetricsConfig& config) {
   config_ = config;
   enabled_ = config.enabled && config.errors.empty() && !config.metrics.empty();
   for (const std::string& e : config.errors) logWarning("metrics mode off: %s", e.c_str());
   if (!enabled_) return false;
+  if (std::string why; sassCountersUnreliable(why)) {
+    std::erase_if(config_.metrics, [](const std::string& m) { return m.find("__sass_") != std::string::npos; });
+    note("warning", why);
+    if (config_.metrics.empty()) {
+      enabled_ = false;
+      return false;
+    }
+  }
   selector_ = std::make_unique<LaunchSelector>(config_);
   const char* debug = std::getenv("FPROF_DEBUG_RANGES");
   debug_ranges_ = debug != nullptr && *debug == '1';

@@ -274,7 +274,7 @@ std::string headerSection(const ReportData& r) {
   const std::string timeline =
       h.timeline_known ? fmt::format("GPU busy {} of a {} span", formatDurationNs(static_cast<double>(h.gpu_busy_ns)),
                                      formatDurationNs(static_cast<double>(h.span_ns)))
-                       : std::string("no timeline: every kernel was replayed for its counters");
+                       : std::string("no timeline: kernels replayed for their counters carry no timestamps");
   s += metaRow("kernels", e(fmt::format("{} launches in {} groups (name and launch shape); kernel time {}, {}",
                                         h.kernel_count, r.group_count,
                                         formatDurationNs(static_cast<double>(h.total_kernel_ns)), timeline)));
