@@ -230,6 +230,26 @@ TEST(CliGolden, InfoOnTheReferenceModel) { checkInfoGolden("tests/data/model_tra
 TEST(CliGolden, InfoOnTheReferenceModelWithCounters) {
   checkInfoGolden("tests/data/model_metrics_h200.fprof", "model_metrics_h200.txt");
 }
+// The profile `make run` analyses without a GPU (scripts/demo), recorded with schema 2 on an H100.
+TEST(CliGolden, InfoOnTheBundledProfile) {
+  checkInfoGolden("tests/data/model_metrics_sampled_h100.fprof", "model_metrics_sampled_h100.txt");
+}
+
+// First impressions: the bundled profile reads without a warning and places every kernel.
+TEST(CliBundled, InfoHasNoWarningAndFullCoverage) {
+  const std::string cmd = std::string(FPROF_BIN) + " info " + FPROF_SOURCE_DIR +
+                          "/tests/data/model_metrics_sampled_h100.fprof 2>&1";
+  FILE* f = popen(cmd.c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  std::string out;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), f)) > 0) out.append(buf.data(), n);
+  ASSERT_EQ(pclose(f), 0) << out;
+  EXPECT_EQ(out.find("warning"), std::string::npos) << out;
+  EXPECT_NE(out.find("coverage: counters for 880 of 880 kernels (100.0% of kernel time)"), std::string::npos) << out;
+  EXPECT_NE(out.find("fusion  : best pair"), std::string::npos) << out;
+}
 
 }  // namespace
 }  // namespace fprof
