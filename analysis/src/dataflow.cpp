@@ -99,6 +99,20 @@ void addAccess(std::vector<KernelAccess>& out, size_t begin, uint32_t allocation
   a->unknown = a->unknown || role.role == ArgRole::kUnknown;
 }
 
+// A measured function writes through the arguments measured as written. A launch of it that does
+// not show each of them resolved to device memory (the collector recorded a larger parameter's
+// first words only, or the value was not a live allocation) writes where fprof cannot see; so does
+// one of a function measured to write nothing (its writes went through words the probe did not
+// read, or left the sampled bytes as they were).
+bool hidesMeasuredWrite(const MeasuredRoles& measured, const core::KernelRow& k, const std::vector<ArgSlot>& seen) {
+  const auto writes = measured.empty() ? std::nullopt : measured.writes(k.process_id, k.name_id);
+  if (!writes) return false;
+  if (writes->empty()) return true;
+  return std::any_of(writes->begin(), writes->end(), [&](const ArgSlot& w) {
+    return std::none_of(seen.begin(), seen.end(), [&](const ArgSlot& s) { return MeasuredRoles::covers(w, s); });
+  });
+}
+
 ResolvedLaunches resolveLaunches(const core::Profile& p, const AllocationTable& table, const MeasuredRoles& measured) {
   ResolvedLaunches r;
   r.access_begin.assign(p.kernels.size() + 1, 0);
@@ -137,9 +151,10 @@ ResolvedLaunches resolveLaunches(const core::Profile& p, const AllocationTable& 
     }
     auto sig = signatures.find(k.demangled_id);
     if (sig == signatures.end()) sig = signatures.emplace(k.demangled_id, parseSignature(p.str(k.demangled_id))).first;
-    r.opaque[ki] =
-        launchIsOpaque(sig->second, count ? &p.kernel_args[first] : nullptr, count, resolved.size(), words_recorded) ? 1
-                                                                                                                      : 0;
+    const bool hides_writes =
+        launchIsOpaque(sig->second, count ? &p.kernel_args[first] : nullptr, count, resolved.size(), words_recorded) ||
+        hidesMeasuredWrite(measured, k, slots);
+    r.opaque[ki] = hides_writes ? 1 : 0;
     if (resolved.empty()) continue;
     argumentRoles(measured, sig->second, k.process_id, k.name_id, slots, roles);
     const size_t begin = r.accesses.size();
@@ -151,12 +166,30 @@ ResolvedLaunches resolveLaunches(const core::Profile& p, const AllocationTable& 
   return r;
 }
 
-// Step 2: the bytes each access covers.
-void assignExtents(std::vector<KernelAccess>& accesses, const AllocationTable& table) {
+// Tensors bounded by the pointers of the launches this close (NearExtents): about two layers of a
+// transformer, whose live tensors are each passed to some kernel within that span.
+constexpr int64_t kNearLaunches = 32;
+
+// Step 2: the bytes each access covers, and its tensor's size.
+void assignExtents(std::vector<KernelAccess>& accesses, const std::vector<uint32_t>& access_begin,
+                   const AllocationTable& table) {
   Extents extents(table);
-  for (const KernelAccess& a : accesses) extents.addPointer(a.allocation, a.address);
+  NearExtents near(table, kNearLaunches);
+  for (size_t k = 0; k + 1 < access_begin.size(); ++k) {
+    for (uint32_t x = access_begin[k]; x < access_begin[k + 1]; ++x) {
+      extents.addPointer(accesses[x].allocation, accesses[x].address);
+      near.addPointer(accesses[x].allocation, accesses[x].address, k);
+    }
+  }
   extents.finish();
-  for (KernelAccess& a : accesses) a.bytes = extents.of(a.allocation, a.address).bytes();
+  near.finish();
+  for (size_t k = 0; k + 1 < access_begin.size(); ++k) {
+    for (uint32_t x = access_begin[k]; x < access_begin[k + 1]; ++x) {
+      KernelAccess& a = accesses[x];
+      a.bytes = extents.of(a.allocation, a.address).bytes();
+      a.tensor_bytes = std::max(a.bytes, near.of(a.allocation, a.address, k).bytes());
+    }
+  }
 }
 
 // Copies and memsets that may write device memory: writers fprof sees no address of. (process,
@@ -192,8 +225,12 @@ struct Value {
   uint64_t epoch = 0;  // the device's opaque-writer count at the write
   RoleSource source = RoleSource::kPosition;
   uint32_t allocation = 0;
+  uint64_t address = 0;  // the write's pointer and its tensor's size (KernelAccess)
+  int64_t tensor_bytes = 0;
   int32_t readers = 0;
+  int32_t linked = 0;  // readers with an edge from it
   size_t last_reader = SIZE_MAX;
+  size_t last_linked = SIZE_MAX;
 };
 
 // Step 3: the walk in time order. For each kernel: what happened on its device since the last one
@@ -253,6 +290,10 @@ class ProducerLinker {
           ++val.readers;  // an access of unknown role may have read it: a reader all the same
         }
         if (acc.read && val.writer && *val.writer != ki && val.stream == stream && val.epoch == epoch) {
+          if (val.last_linked != ki) {
+            val.last_linked = ki;
+            ++val.linked;
+          }
           addEdge(ki, acc, val, v, bytes);
         }
       });
@@ -264,8 +305,19 @@ class ProducerLinker {
   void addEdge(size_t ki, const KernelAccess& acc, const Value& val, int32_t v, int64_t bytes) {
     size_t e = 0;
     while (e < found_.size() && (found_[e].producer != *val.writer || found_[e].allocation != acc.allocation)) ++e;
-    if (e == found_.size()) found_.push_back({*val.writer, ki, acc.allocation, 0, 0, val.source});
+    if (e == found_.size()) {
+      DataEdge edge;
+      edge.producer = *val.writer;
+      edge.consumer = ki;
+      edge.allocation = acc.allocation;
+      edge.roles = val.source;
+      found_.push_back(edge);
+    }
     found_[e].bytes += bytes;
+    const uint64_t lo = std::max(acc.address, val.address);
+    const uint64_t hi = std::min(acc.address + static_cast<uint64_t>(acc.tensor_bytes),
+                                 val.address + static_cast<uint64_t>(val.tensor_bytes));
+    if (hi > lo) found_[e].tensor_bytes = std::max(found_[e].tensor_bytes, static_cast<int64_t>(hi - lo));
     found_[e].roles = weaker(found_[e].roles, weaker(val.source, acc.source));
     found_values_.emplace_back(e, v);
   }
@@ -305,6 +357,8 @@ class ProducerLinker {
       val.epoch = epoch;
       val.source = acc.source;
       val.allocation = acc.allocation;
+      val.address = acc.address;
+      val.tensor_bytes = acc.tensor_bytes;
       versions_.write(acc.allocation, rangeOf(acc), static_cast<int32_t>(values_.size()));
       values_.push_back(val);
     }
@@ -314,7 +368,9 @@ class ProducerLinker {
   // per allocation how many values were read exactly once.
   void countReaders() {
     for (const auto& [e, v] : edge_values_) {
-      df_.edges[e].readers_of_value = std::max(df_.edges[e].readers_of_value, values_[static_cast<size_t>(v)].readers);
+      const Value& val = values_[static_cast<size_t>(v)];
+      df_.edges[e].readers_of_value = std::max(df_.edges[e].readers_of_value, val.readers);
+      df_.edges[e].linked_readers = std::max(df_.edges[e].linked_readers, val.linked);
     }
     std::vector<int32_t> written(df_.allocations.size(), 0), read_once(df_.allocations.size(), 0);
     for (const Value& v : values_) {
@@ -359,7 +415,7 @@ DataFlow analyzeDataFlow(const core::Profile& p, const MeasuredRoles& measured) 
   df.have_measured_roles = !measured.empty();
   AllocationTable table = buildAllocations(p);
   ResolvedLaunches launches = resolveLaunches(p, table, measured);
-  assignExtents(launches.accesses, table);
+  assignExtents(launches.accesses, launches.access_begin, table);
   df.allocations = std::move(table.allocations);
   df.timelines = std::move(table.timelines);
   df.unmatched_frees = table.unmatched_frees;

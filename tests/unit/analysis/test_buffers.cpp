@@ -73,6 +73,24 @@ std::vector<std::pair<int32_t, int64_t>> seen(const ByteVersions& v, ByteRange r
   return out;
 }
 
+// A caching allocator's segment over a run: launch 0 passes a 6 MiB tensor at its start, launch 100
+// (another layer) a tensor at 1.5 MiB. Run-wide, the first pointer's extent ends at 1.5 MiB; its
+// tensor, as the launches within the window say, runs to the 6 MiB pointer launch 1 passed.
+TEST(NearExtents, TheLaunchesAroundAPointerBoundItsTensor) {
+  AllocationTable t;
+  t.allocations.push_back({});
+  t.allocations[0].address = 0x100000;
+  t.allocations[0].bytes = 20 << 20;
+  NearExtents near(t, 32);
+  near.addPointer(0, 0x100000, 0);
+  near.addPointer(0, 0x100000 + (6 << 20), 1);
+  near.addPointer(0, 0x100000 + (3 << 19), 100);
+  near.finish();
+  EXPECT_EQ(near.of(0, 0x100000, 0).bytes(), 6 << 20);
+  EXPECT_EQ(near.of(0, 0x100000, 90).bytes(), 3 << 19) << "near launch 100, the 1.5 MiB pointer bounds it";
+  EXPECT_EQ(near.of(0, 0x100000 + (6 << 20), 1).bytes(), 14 << 20) << "nothing after it: the segment's end";
+}
+
 TEST(ByteVersions, AWriteReplacesTheBytesItCoversOnly) {
   ByteVersions v(1);
   v.write(0, {100, 200}, 1);

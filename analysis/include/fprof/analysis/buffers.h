@@ -103,6 +103,28 @@ class Extents {
   std::vector<std::vector<uint64_t>> starts_;  // per allocation, sorted and unique after finish()
 };
 
+// A pointer's tensor as far as the launches around it say: from its address to the next address
+// a kernel within `window` launches of it passed into the same allocation, or the allocation's end.
+// A caching allocator hands a segment's bytes to many tensors over a run, so the run-wide extent
+// (Extents) is the smallest gap any two of them ever left; the tensors live around a launch bound
+// it better. For sizes (the payoff of fusing), not for versions: a tensor live then but passed to
+// no kernel nearby is not seen, and the size is then too large.
+class NearExtents {
+ public:
+  NearExtents(const AllocationTable& table, int64_t window)
+      : table_(table), window_(window), starts_(table.allocations.size()) {}
+  void addPointer(uint32_t allocation, uint64_t address, size_t kernel) {
+    starts_[allocation].emplace_back(address, static_cast<int64_t>(kernel));
+  }
+  void finish();  // call once every pointer is added
+  ByteRange of(uint32_t allocation, uint64_t address, size_t kernel) const;
+
+ private:
+  const AllocationTable& table_;
+  int64_t window_;
+  std::vector<std::vector<std::pair<uint64_t, int64_t>>> starts_;  // (address, kernel), sorted
+};
+
 // Who last wrote each byte: per allocation, disjoint pieces in address order, each naming the
 // value (an index the caller assigns to each write) that covers it.
 class ByteVersions {
