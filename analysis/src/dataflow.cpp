@@ -82,14 +82,19 @@ struct ResolvedLaunches {
 };
 
 // Merges the roles of arguments passing the same pointer (in place: read and written).
-void addAccess(std::vector<KernelAccess>& out, size_t begin, uint32_t allocation, uint64_t address,
+void addAccess(std::vector<KernelAccess>& out, size_t begin, uint32_t allocation, uint64_t address, int32_t arg_offset,
                const ArgRoleResult& role) {
   KernelAccess* a = nullptr;
   for (size_t x = begin; x < out.size(); ++x) {
     if (out[x].address == address) a = &out[x];
   }
   if (!a) {
-    out.push_back({allocation, false, false, false, role.source, address, 0});
+    KernelAccess added;
+    added.allocation = allocation;
+    added.source = role.source;
+    added.address = address;
+    added.arg_offset = arg_offset;
+    out.push_back(added);
     a = &out.back();
   } else {
     a->source = weaker(a->source, role.source);
@@ -125,7 +130,12 @@ ResolvedLaunches resolveLaunches(const core::Profile& p, const AllocationTable& 
                                           [](const core::KernelArgRecord& a) { return a.size_bytes > 8; });
   std::unordered_map<uint32_t, Signature> signatures;  // by demangled name id
   std::vector<ArgSlot> slots;
-  std::vector<std::pair<uint32_t, uint64_t>> resolved;  // (allocation, address), by argument index
+  struct Resolved {
+    uint32_t allocation = 0;
+    uint64_t address = 0;
+    int32_t offset = 0;  // of the argument in the parameter buffer
+  };
+  std::vector<Resolved> resolved;  // by argument index
   std::vector<std::optional<ArgRoleResult>> roles;
   for (size_t ki = 0; ki < p.kernels.size(); ++ki) {
     const core::KernelRow& k = p.kernels[ki];
@@ -146,7 +156,7 @@ ResolvedLaunches resolveLaunches(const core::Profile& p, const AllocationTable& 
       if (arg.size_bytes < 8 || arg.value == 0) continue;
       if (auto alloc = live.find(k.process_id, arg.value)) {
         slots.push_back({arg.index, arg.size_bytes > 8 ? std::optional<int32_t>(arg.offset_bytes) : std::nullopt});
-        resolved.emplace_back(*alloc, arg.value);
+        resolved.push_back({*alloc, arg.value, arg.offset_bytes});
       }
     }
     auto sig = signatures.find(k.demangled_id);
@@ -159,19 +169,39 @@ ResolvedLaunches resolveLaunches(const core::Profile& p, const AllocationTable& 
     argumentRoles(measured, sig->second, k.process_id, k.name_id, slots, roles);
     const size_t begin = r.accesses.size();
     for (size_t i = 0; i < resolved.size(); ++i) {
-      if (roles[i]) addAccess(r.accesses, begin, resolved[i].first, resolved[i].second, *roles[i]);
+      if (roles[i]) addAccess(r.accesses, begin, resolved[i].allocation, resolved[i].address, resolved[i].offset, *roles[i]);
     }
   }
   r.access_begin[p.kernels.size()] = static_cast<uint32_t>(r.accesses.size());
   return r;
 }
 
-// Tensors bounded by the pointers of the launches this close (NearExtents): about two layers of a
+// Tensors bounded by the pointers of the launches this close (NearExtents): more than a layer of a
 // transformer, whose live tensors are each passed to some kernel within that span.
 constexpr int64_t kNearLaunches = 32;
 
+// Launches of one function with one launch shape, and an argument of theirs: tensors of one size.
+struct SameWorkKey {
+  uint32_t process_id = 0, name_id = 0;
+  int32_t grid[3] = {}, block[3] = {};
+  int32_t arg_offset = 0;
+  bool operator==(const SameWorkKey& o) const {
+    return process_id == o.process_id && name_id == o.name_id && std::equal(grid, grid + 3, o.grid) &&
+           std::equal(block, block + 3, o.block) && arg_offset == o.arg_offset;
+  }
+};
+struct SameWorkHash {
+  size_t operator()(const SameWorkKey& k) const {
+    uint64_t h = (uint64_t{k.process_id} << 32) ^ k.name_id;
+    for (int32_t v : {k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1], k.block[2], k.arg_offset}) {
+      h = h * 1099511628211ull ^ static_cast<uint32_t>(v);
+    }
+    return static_cast<size_t>(h);
+  }
+};
+
 // Step 2: the bytes each access covers, and its tensor's size.
-void assignExtents(std::vector<KernelAccess>& accesses, const std::vector<uint32_t>& access_begin,
+void assignExtents(const core::Profile& p, std::vector<KernelAccess>& accesses, const std::vector<uint32_t>& access_begin,
                    const AllocationTable& table) {
   Extents extents(table);
   NearExtents near(table, kNearLaunches);
@@ -183,12 +213,24 @@ void assignExtents(std::vector<KernelAccess>& accesses, const std::vector<uint32
   }
   extents.finish();
   near.finish();
+  std::unordered_map<SameWorkKey, std::vector<int64_t>, SameWorkHash> sizes;
+  std::vector<std::vector<int64_t>*> group(accesses.size(), nullptr);
   for (size_t k = 0; k + 1 < access_begin.size(); ++k) {
+    const core::KernelRow& kr = p.kernels[k];
     for (uint32_t x = access_begin[k]; x < access_begin[k + 1]; ++x) {
       KernelAccess& a = accesses[x];
       a.bytes = extents.of(a.allocation, a.address).bytes();
-      a.tensor_bytes = std::max(a.bytes, near.of(a.allocation, a.address, k).bytes());
+      const ByteRange t = a.write && !a.read ? near.ofWrite(a.allocation, a.address, k)
+                                             : near.ofRead(a.allocation, a.address, k);
+      const SameWorkKey key{kr.process_id, kr.demangled_id, {kr.grid_x, kr.grid_y, kr.grid_z},
+                            {kr.block_x, kr.block_y, kr.block_z}, a.arg_offset};
+      group[x] = &sizes[key];  // unordered_map values stay put
+      group[x]->push_back(std::max(a.bytes, t.bytes()));
     }
+  }
+  for (auto& [key, v] : sizes) std::sort(v.begin(), v.end());
+  for (size_t x = 0; x < accesses.size(); ++x) {
+    if (group[x]) accesses[x].tensor_bytes = (*group[x])[group[x]->size() / 2];
   }
 }
 
@@ -314,9 +356,10 @@ class ProducerLinker {
       found_.push_back(edge);
     }
     found_[e].bytes += bytes;
+    // The consumer reads the tensor the producer wrote, from its own pointer on: the write's size
+    // says how much (a read's own near extent may be cut by views of the block's next tensor).
     const uint64_t lo = std::max(acc.address, val.address);
-    const uint64_t hi = std::min(acc.address + static_cast<uint64_t>(acc.tensor_bytes),
-                                 val.address + static_cast<uint64_t>(val.tensor_bytes));
+    const uint64_t hi = val.address + static_cast<uint64_t>(val.tensor_bytes);
     if (hi > lo) found_[e].tensor_bytes = std::max(found_[e].tensor_bytes, static_cast<int64_t>(hi - lo));
     found_[e].roles = weaker(found_[e].roles, weaker(val.source, acc.source));
     found_values_.emplace_back(e, v);
@@ -415,7 +458,7 @@ DataFlow analyzeDataFlow(const core::Profile& p, const MeasuredRoles& measured) 
   df.have_measured_roles = !measured.empty();
   AllocationTable table = buildAllocations(p);
   ResolvedLaunches launches = resolveLaunches(p, table, measured);
-  assignExtents(launches.accesses, launches.access_begin, table);
+  assignExtents(p, launches.accesses, launches.access_begin, table);
   df.allocations = std::move(table.allocations);
   df.timelines = std::move(table.timelines);
   df.unmatched_frees = table.unmatched_frees;
