@@ -212,7 +212,7 @@ std::string exportJson(const core::Profile& p) {
     const std::string short_id = c.source == analysis::PairSource::kDataFlow ? names.chainLabel(c.stages) : c.id;
     fusion["candidates"].push_back(
         {{"source", analysis::pairSourceName(c.source)}, {"id", c.id}, {"short_id", short_id}, {"op", c.op},
-         {"stages", c.stages}, {"short_stages", short_stages}, {"stage_kernels", c.stage_kernels},
+         {"stages", c.stages}, {"short_stages", short_stages}, {"stage_kernels", c.stage_kernels}, {"links", c.links},
          {"roles", c.roles},
          {"intermediates", c.intermediates}, {"instances", c.instances},
          {"launches_per_instance", c.launches_per_instance}, {"launches_removed", c.launches_removed},

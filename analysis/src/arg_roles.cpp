@@ -52,14 +52,33 @@ std::optional<MeasuredRoles::Entry> MeasuredRoles::find(uint32_t process_id, uin
   const auto it = by_function_.find(key(process_id, name_id));
   if (it == by_function_.end()) return std::nullopt;
   for (const Measured& m : it->second) {
-    if (m.slot.index == slot.index && m.slot.word_offset == slot.word_offset) return m.entry;
+    if (covers(m.slot, slot)) return m.entry;
   }
   return std::nullopt;
 }
 
+bool MeasuredRoles::covers(const ArgSlot& measured, const ArgSlot& slot) {
+  if (measured.index != slot.index) return false;
+  // A word of a larger parameter: only the role measured at that word. An 8-byte parameter is one
+  // word: any role of its index (files before the offset column store 0 for every row).
+  return slot.word_offset ? measured.word_offset == slot.word_offset : true;
+}
+
+std::optional<MeasuredRoles::Writes> MeasuredRoles::writes(uint32_t process_id, uint32_t name_id) const {
+  const auto it = by_function_.find(key(process_id, name_id));
+  if (it == by_function_.end()) return std::nullopt;
+  Writes w;
+  for (const Measured& m : it->second) {
+    if (m.entry.pointer && m.entry.role == ArgRole::kWrite) w.push_back(m.slot);
+  }
+  return w;
+}
+
 MeasuredRoles measuredRoles(const core::Profile& p) {
   MeasuredRoles m;
-  for (const core::FunctionArgRow& a : p.function_args) m.add(a.process_id, a.name_id, a.arg_index, a.role);
+  for (const core::FunctionArgRow& a : p.function_args) {
+    m.add(a.process_id, a.name_id, a.arg_index, a.role, a.offset_bytes);
+  }
   return m;
 }
 

@@ -1,6 +1,8 @@
 // Allocations, pointer extents and byte versions (see buffers.h).
 #include "fprof/analysis/buffers.h"
 
+#include <limits>
+
 namespace fprof::analysis {
 
 namespace {
@@ -87,6 +89,48 @@ ByteRange Extents::of(uint32_t allocation, uint64_t address) const {
   const std::vector<uint64_t>& s = starts_[allocation];
   const auto next = std::upper_bound(s.begin(), s.end(), address);
   return {address, next == s.end() ? a.address + static_cast<uint64_t>(a.bytes) : *next};
+}
+
+void NearExtents::finish() {
+  for (auto& s : starts_) {
+    std::sort(s.begin(), s.end());
+    s.erase(std::unique(s.begin(), s.end()), s.end());
+  }
+}
+
+std::optional<uint64_t> NearExtents::nextPassed(uint32_t allocation, uint64_t address, int64_t first,
+                                                int64_t last) const {
+  const auto& s = starts_[allocation];
+  // The addresses above this one, each with the kernels that passed it in ascending order: the
+  // first address passed within [first, last] ends the tensor. At most kMaxSteps addresses are
+  // tried; past them the last one tried ends it (a bound, if a loose one).
+  constexpr int kMaxSteps = 256;
+  auto it = std::upper_bound(s.begin(), s.end(), std::make_pair(address, std::numeric_limits<int64_t>::max()));
+  for (int steps = 0; it != s.end(); ++steps) {
+    const uint64_t next = it->first;
+    const auto stop = std::upper_bound(it, s.end(), std::make_pair(next, std::numeric_limits<int64_t>::max()));
+    const auto near = std::lower_bound(it, stop, std::make_pair(next, first));
+    if ((near != stop && near->second <= last) || steps + 1 == kMaxSteps) return next;
+    it = stop;
+  }
+  return std::nullopt;
+}
+
+uint64_t NearExtents::end(uint32_t allocation) const {
+  const Allocation& a = table_.allocations[allocation];
+  return a.address + static_cast<uint64_t>(a.bytes);
+}
+
+ByteRange NearExtents::ofWrite(uint32_t allocation, uint64_t address, size_t kernel) const {
+  const auto k = static_cast<int64_t>(kernel);
+  const auto after = nextPassed(allocation, address, k, k + window_);
+  const auto before = after ? after : nextPassed(allocation, address, k - window_, k);
+  return {address, before.value_or(end(allocation))};
+}
+
+ByteRange NearExtents::ofRead(uint32_t allocation, uint64_t address, size_t kernel) const {
+  const auto k = static_cast<int64_t>(kernel);
+  return {address, nextPassed(allocation, address, k - window_, k + window_).value_or(end(allocation))};
 }
 
 std::vector<ByteVersions::Piece>::const_iterator ByteVersions::firstOverlap(const std::vector<Piece>& v,

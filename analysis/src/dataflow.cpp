@@ -82,14 +82,19 @@ struct ResolvedLaunches {
 };
 
 // Merges the roles of arguments passing the same pointer (in place: read and written).
-void addAccess(std::vector<KernelAccess>& out, size_t begin, uint32_t allocation, uint64_t address,
+void addAccess(std::vector<KernelAccess>& out, size_t begin, uint32_t allocation, uint64_t address, int32_t arg_offset,
                const ArgRoleResult& role) {
   KernelAccess* a = nullptr;
   for (size_t x = begin; x < out.size(); ++x) {
     if (out[x].address == address) a = &out[x];
   }
   if (!a) {
-    out.push_back({allocation, false, false, false, role.source, address, 0});
+    KernelAccess added;
+    added.allocation = allocation;
+    added.source = role.source;
+    added.address = address;
+    added.arg_offset = arg_offset;
+    out.push_back(added);
     a = &out.back();
   } else {
     a->source = weaker(a->source, role.source);
@@ -97,6 +102,20 @@ void addAccess(std::vector<KernelAccess>& out, size_t begin, uint32_t allocation
   a->read = a->read || role.role == ArgRole::kRead;
   a->write = a->write || role.role == ArgRole::kWrite;
   a->unknown = a->unknown || role.role == ArgRole::kUnknown;
+}
+
+// A measured function writes through the arguments measured as written. A launch of it that does
+// not show each of them resolved to device memory (the collector recorded a larger parameter's
+// first words only, or the value was not a live allocation) writes where fprof cannot see; so does
+// one of a function measured to write nothing (its writes went through words the probe did not
+// read, or left the sampled bytes as they were).
+bool hidesMeasuredWrite(const MeasuredRoles& measured, const core::KernelRow& k, const std::vector<ArgSlot>& seen) {
+  const auto writes = measured.empty() ? std::nullopt : measured.writes(k.process_id, k.name_id);
+  if (!writes) return false;
+  if (writes->empty()) return true;
+  return std::any_of(writes->begin(), writes->end(), [&](const ArgSlot& w) {
+    return std::none_of(seen.begin(), seen.end(), [&](const ArgSlot& s) { return MeasuredRoles::covers(w, s); });
+  });
 }
 
 ResolvedLaunches resolveLaunches(const core::Profile& p, const AllocationTable& table, const MeasuredRoles& measured) {
@@ -111,7 +130,12 @@ ResolvedLaunches resolveLaunches(const core::Profile& p, const AllocationTable& 
                                           [](const core::KernelArgRecord& a) { return a.size_bytes > 8; });
   std::unordered_map<uint32_t, Signature> signatures;  // by demangled name id
   std::vector<ArgSlot> slots;
-  std::vector<std::pair<uint32_t, uint64_t>> resolved;  // (allocation, address), by argument index
+  struct Resolved {
+    uint32_t allocation = 0;
+    uint64_t address = 0;
+    int32_t offset = 0;  // of the argument in the parameter buffer
+  };
+  std::vector<Resolved> resolved;  // by argument index
   std::vector<std::optional<ArgRoleResult>> roles;
   for (size_t ki = 0; ki < p.kernels.size(); ++ki) {
     const core::KernelRow& k = p.kernels[ki];
@@ -132,31 +156,82 @@ ResolvedLaunches resolveLaunches(const core::Profile& p, const AllocationTable& 
       if (arg.size_bytes < 8 || arg.value == 0) continue;
       if (auto alloc = live.find(k.process_id, arg.value)) {
         slots.push_back({arg.index, arg.size_bytes > 8 ? std::optional<int32_t>(arg.offset_bytes) : std::nullopt});
-        resolved.emplace_back(*alloc, arg.value);
+        resolved.push_back({*alloc, arg.value, arg.offset_bytes});
       }
     }
     auto sig = signatures.find(k.demangled_id);
     if (sig == signatures.end()) sig = signatures.emplace(k.demangled_id, parseSignature(p.str(k.demangled_id))).first;
-    r.opaque[ki] =
-        launchIsOpaque(sig->second, count ? &p.kernel_args[first] : nullptr, count, resolved.size(), words_recorded) ? 1
-                                                                                                                      : 0;
+    const bool hides_writes =
+        launchIsOpaque(sig->second, count ? &p.kernel_args[first] : nullptr, count, resolved.size(), words_recorded) ||
+        hidesMeasuredWrite(measured, k, slots);
+    r.opaque[ki] = hides_writes ? 1 : 0;
     if (resolved.empty()) continue;
     argumentRoles(measured, sig->second, k.process_id, k.name_id, slots, roles);
     const size_t begin = r.accesses.size();
     for (size_t i = 0; i < resolved.size(); ++i) {
-      if (roles[i]) addAccess(r.accesses, begin, resolved[i].first, resolved[i].second, *roles[i]);
+      if (roles[i]) addAccess(r.accesses, begin, resolved[i].allocation, resolved[i].address, resolved[i].offset, *roles[i]);
     }
   }
   r.access_begin[p.kernels.size()] = static_cast<uint32_t>(r.accesses.size());
   return r;
 }
 
-// Step 2: the bytes each access covers.
-void assignExtents(std::vector<KernelAccess>& accesses, const AllocationTable& table) {
+// Tensors bounded by the pointers of the launches this close (NearExtents): more than a layer of a
+// transformer, whose live tensors are each passed to some kernel within that span.
+constexpr int64_t kNearLaunches = 32;
+
+// Launches of one function with one launch shape, and an argument of theirs: tensors of one size.
+struct SameWorkKey {
+  uint32_t process_id = 0, name_id = 0;
+  int32_t grid[3] = {}, block[3] = {};
+  int32_t arg_offset = 0;
+  bool operator==(const SameWorkKey& o) const {
+    return process_id == o.process_id && name_id == o.name_id && std::equal(grid, grid + 3, o.grid) &&
+           std::equal(block, block + 3, o.block) && arg_offset == o.arg_offset;
+  }
+};
+struct SameWorkHash {
+  size_t operator()(const SameWorkKey& k) const {
+    uint64_t h = (uint64_t{k.process_id} << 32) ^ k.name_id;
+    for (int32_t v : {k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1], k.block[2], k.arg_offset}) {
+      h = h * 1099511628211ull ^ static_cast<uint32_t>(v);
+    }
+    return static_cast<size_t>(h);
+  }
+};
+
+// Step 2: the bytes each access covers, and its tensor's size.
+void assignExtents(const core::Profile& p, std::vector<KernelAccess>& accesses, const std::vector<uint32_t>& access_begin,
+                   const AllocationTable& table) {
   Extents extents(table);
-  for (const KernelAccess& a : accesses) extents.addPointer(a.allocation, a.address);
+  NearExtents near(table, kNearLaunches);
+  for (size_t k = 0; k + 1 < access_begin.size(); ++k) {
+    for (uint32_t x = access_begin[k]; x < access_begin[k + 1]; ++x) {
+      extents.addPointer(accesses[x].allocation, accesses[x].address);
+      near.addPointer(accesses[x].allocation, accesses[x].address, k);
+    }
+  }
   extents.finish();
-  for (KernelAccess& a : accesses) a.bytes = extents.of(a.allocation, a.address).bytes();
+  near.finish();
+  std::unordered_map<SameWorkKey, std::vector<int64_t>, SameWorkHash> sizes;
+  std::vector<std::vector<int64_t>*> group(accesses.size(), nullptr);
+  for (size_t k = 0; k + 1 < access_begin.size(); ++k) {
+    const core::KernelRow& kr = p.kernels[k];
+    for (uint32_t x = access_begin[k]; x < access_begin[k + 1]; ++x) {
+      KernelAccess& a = accesses[x];
+      a.bytes = extents.of(a.allocation, a.address).bytes();
+      const ByteRange t = a.write && !a.read ? near.ofWrite(a.allocation, a.address, k)
+                                             : near.ofRead(a.allocation, a.address, k);
+      const SameWorkKey key{kr.process_id, kr.demangled_id, {kr.grid_x, kr.grid_y, kr.grid_z},
+                            {kr.block_x, kr.block_y, kr.block_z}, a.arg_offset};
+      group[x] = &sizes[key];  // unordered_map values stay put
+      group[x]->push_back(std::max(a.bytes, t.bytes()));
+    }
+  }
+  for (auto& [key, v] : sizes) std::sort(v.begin(), v.end());
+  for (size_t x = 0; x < accesses.size(); ++x) {
+    if (group[x]) accesses[x].tensor_bytes = (*group[x])[group[x]->size() / 2];
+  }
 }
 
 // Copies and memsets that may write device memory: writers fprof sees no address of. (process,
@@ -192,8 +267,12 @@ struct Value {
   uint64_t epoch = 0;  // the device's opaque-writer count at the write
   RoleSource source = RoleSource::kPosition;
   uint32_t allocation = 0;
+  uint64_t address = 0;  // the write's pointer and its tensor's size (KernelAccess)
+  int64_t tensor_bytes = 0;
   int32_t readers = 0;
+  int32_t linked = 0;  // readers with an edge from it
   size_t last_reader = SIZE_MAX;
+  size_t last_linked = SIZE_MAX;
 };
 
 // Step 3: the walk in time order. For each kernel: what happened on its device since the last one
@@ -253,6 +332,10 @@ class ProducerLinker {
           ++val.readers;  // an access of unknown role may have read it: a reader all the same
         }
         if (acc.read && val.writer && *val.writer != ki && val.stream == stream && val.epoch == epoch) {
+          if (val.last_linked != ki) {
+            val.last_linked = ki;
+            ++val.linked;
+          }
           addEdge(ki, acc, val, v, bytes);
         }
       });
@@ -264,8 +347,20 @@ class ProducerLinker {
   void addEdge(size_t ki, const KernelAccess& acc, const Value& val, int32_t v, int64_t bytes) {
     size_t e = 0;
     while (e < found_.size() && (found_[e].producer != *val.writer || found_[e].allocation != acc.allocation)) ++e;
-    if (e == found_.size()) found_.push_back({*val.writer, ki, acc.allocation, 0, 0, val.source});
+    if (e == found_.size()) {
+      DataEdge edge;
+      edge.producer = *val.writer;
+      edge.consumer = ki;
+      edge.allocation = acc.allocation;
+      edge.roles = val.source;
+      found_.push_back(edge);
+    }
     found_[e].bytes += bytes;
+    // The consumer reads the tensor the producer wrote, from its own pointer on: the write's size
+    // says how much (a read's own near extent may be cut by views of the block's next tensor).
+    const uint64_t lo = std::max(acc.address, val.address);
+    const uint64_t hi = val.address + static_cast<uint64_t>(val.tensor_bytes);
+    if (hi > lo) found_[e].tensor_bytes = std::max(found_[e].tensor_bytes, static_cast<int64_t>(hi - lo));
     found_[e].roles = weaker(found_[e].roles, weaker(val.source, acc.source));
     found_values_.emplace_back(e, v);
   }
@@ -305,6 +400,8 @@ class ProducerLinker {
       val.epoch = epoch;
       val.source = acc.source;
       val.allocation = acc.allocation;
+      val.address = acc.address;
+      val.tensor_bytes = acc.tensor_bytes;
       versions_.write(acc.allocation, rangeOf(acc), static_cast<int32_t>(values_.size()));
       values_.push_back(val);
     }
@@ -314,7 +411,9 @@ class ProducerLinker {
   // per allocation how many values were read exactly once.
   void countReaders() {
     for (const auto& [e, v] : edge_values_) {
-      df_.edges[e].readers_of_value = std::max(df_.edges[e].readers_of_value, values_[static_cast<size_t>(v)].readers);
+      const Value& val = values_[static_cast<size_t>(v)];
+      df_.edges[e].readers_of_value = std::max(df_.edges[e].readers_of_value, val.readers);
+      df_.edges[e].linked_readers = std::max(df_.edges[e].linked_readers, val.linked);
     }
     std::vector<int32_t> written(df_.allocations.size(), 0), read_once(df_.allocations.size(), 0);
     for (const Value& v : values_) {
@@ -359,7 +458,7 @@ DataFlow analyzeDataFlow(const core::Profile& p, const MeasuredRoles& measured) 
   df.have_measured_roles = !measured.empty();
   AllocationTable table = buildAllocations(p);
   ResolvedLaunches launches = resolveLaunches(p, table, measured);
-  assignExtents(launches.accesses, table);
+  assignExtents(p, launches.accesses, launches.access_begin, table);
   df.allocations = std::move(table.allocations);
   df.timelines = std::move(table.timelines);
   df.unmatched_frees = table.unmatched_frees;

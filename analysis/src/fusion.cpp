@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <unordered_map>
 
 #include "fprof/analysis/fusion_chains.h"
 #include "fprof/analysis/stats.h"
@@ -101,6 +102,7 @@ FusionCandidate finish(Aggregate& a, int64_t program_ns) {
 void describeStages(const core::Profile& p, const Instance& in, const std::vector<std::string>& names,
                     FusionCandidate& c) {
   c.stages = names;
+  for (const StageEdge& e : in.edges) c.links.emplace_back(e.from, e.to);
   for (const auto& s : in.stages) {
     std::vector<std::string> kernels;
     for (size_t k : s) kernels.push_back(p.str(p.kernels[k].demangled_id));
@@ -130,7 +132,7 @@ std::optional<double> sharedBytes(const DataFlow& df, const std::vector<size_t>&
                  w.address < r.address + static_cast<uint64_t>(r.bytes);
         }
       }
-      if (read && counted.emplace(w.allocation, w.address).second) bytes += static_cast<double>(w.bytes);
+      if (read && counted.emplace(w.allocation, w.address).second) bytes += static_cast<double>(w.tensor_bytes);
     }
   }
   if (counted.empty()) return std::nullopt;
@@ -147,7 +149,7 @@ std::optional<double> declaredBytes(const DataFlow& df, const std::vector<size_t
   const size_t k = stage.front();
   std::vector<int64_t> seen;
   for (uint32_t x = df.access_begin[k]; x < df.access_begin[k + 1]; ++x) {
-    if (write ? writes(df.accesses[x]) : reads(df.accesses[x])) seen.push_back(df.accesses[x].bytes);
+    if (write ? writes(df.accesses[x]) : reads(df.accesses[x])) seen.push_back(df.accesses[x].tensor_bytes);
   }
   if (seen.size() != names.size()) return std::nullopt;
   const auto it = std::find(names.begin(), names.end(), name);
@@ -307,6 +309,24 @@ std::string inputName(const FrameworkOp& consumer, int32_t input) {
   return name;
 }
 
+// Instances whose intermediate is read elsewhere too keep its write (fusion_chains.h); said once
+// per candidate.
+constexpr std::string_view kWriteKept =
+    "an intermediate is also read by other kernels or ops: the fused kernel still writes it (predicted so)";
+
+// The stage index of each node of a group (its nodes are in ascending order).
+size_t stageOf(const ChainGroup& g, size_t node) {
+  return static_cast<size_t>(std::lower_bound(g.nodes.begin(), g.nodes.end(), node) - g.nodes.begin());
+}
+
+// A group's shape for its candidate key: which stage feeds which.
+void appendLinkKey(const ChainGroup& g, std::string& key) {
+  for (const ChainLink* l : g.links) {
+    const uint32_t ends[] = {static_cast<uint32_t>(stageOf(g, l->producer)), static_cast<uint32_t>(stageOf(g, l->consumer))};
+    key.append(reinterpret_cast<const char*>(ends), sizeof(ends));
+  }
+}
+
 void addFrameworkChains(const core::Profile& p, const FrameworkOps& fops, const DataFlow& df, FusionModel& model,
                         const std::vector<uint8_t>& skip_kernels, FusionResult& res) {
   if (fops.links.empty()) return;
@@ -314,38 +334,42 @@ void addFrameworkChains(const core::Profile& p, const FrameworkOps& fops, const 
   for (size_t o = 0; o < fops.ops.size(); ++o) {
     for (size_t k : fops.ops[o].kernels) skip[o] = skip[o] || skip_kernels[k];
   }
+  // Every reader of an op's output is linked to it by the op graph.
   const std::vector<ChainLink> links =
       groupLinks(fops.links.size(), [&](size_t i) { return fops.links[i].producer; },
-                 [&](size_t i) { return fops.links[i].consumer; }, [&](size_t i) { return fops.links[i].readers; });
+                 [&](size_t i) { return fops.links[i].consumer; }, [&](size_t i) { return fops.links[i].readers; },
+                 [&](size_t i) { return fops.links[i].readers; });
+  auto kind = [&](size_t o) { return nodeKindFromName(fops.ops[o].range.name); };
   std::map<std::string, Aggregate> flow;
-  findChains(links, fops.ops.size(), skip, [&](const std::vector<const ChainLink*>& chain, bool other_readers) {
+  findChains(links, fops.ops.size(), skip, kind, [&](const ChainGroup& g) {
     Instance in;
-    std::vector<size_t> ops = {chain.front()->producer};
-    for (const ChainLink* l : chain) ops.push_back(l->consumer);
-    for (size_t o : ops) in.stages.push_back(fops.ops[o].kernels);
+    for (size_t o : g.nodes) in.stages.push_back(fops.ops[o].kernels);
     std::vector<std::string> intermediates;
-    for (size_t s = 0; s < chain.size(); ++s) {
-      const ChainLink& l = *chain[s];
-      const FrameworkOpLink& first = fops.links[l.first];
+    bool write_kept = false;
+    for (const ChainLink* l : g.links) {
+      const FrameworkOpLink& first = fops.links[l->first];
       std::optional<double> bytes;
-      for (size_t e = l.first; e < l.first + l.count; ++e) {
-        const auto b = opInputBytes(p, df, fops.ops[l.producer], fops.ops[l.consumer], fops.links[e].input);
+      for (size_t e = l->first; e < l->first + l->count; ++e) {
+        const auto b = opInputBytes(p, df, fops.ops[l->producer], fops.ops[l->consumer], fops.links[e].input);
         bytes = b && (!bytes || *b > *bytes) ? b : bytes;
       }
-      in.edges.push_back({s, s + 1, "", bytes, !other_readers});
-      intermediates.push_back(inputName(fops.ops[l.consumer], first.input));
+      const bool removed = !g.other_readers && l->writeRemoved();
+      write_kept = write_kept || !removed;
+      in.edges.push_back({stageOf(g, l->producer), stageOf(g, l->consumer), "", bytes, removed});
+      intermediates.push_back(inputName(fops.ops[l->consumer], first.input));
     }
-    std::string key(other_readers ? "m" : "c");
-    for (size_t o : ops) {
+    std::string key;
+    for (size_t o : g.nodes) {
       key += fops.ops[o].range.name;
       key += '\n';
       for (size_t k : fops.ops[o].kernels) appendKernelKey(p, k, key);
     }
+    appendLinkKey(g, key);
     Aggregate& a = flow[key];
     if (a.c.instances == 0) {
       a.c.source = PairSource::kFrameworkOps;
       std::vector<std::string> names;
-      for (size_t o : ops) names.push_back(fops.ops[o].range.name);
+      for (size_t o : g.nodes) names.push_back(fops.ops[o].range.name);
       describeStages(p, in, names, a.c);
       for (const auto& n : names) a.c.id += (a.c.id.empty() ? "" : " -> ") + n;
       a.c.intermediates = intermediates;
@@ -354,12 +378,8 @@ void addFrameworkChains(const core::Profile& p, const FrameworkOps& fops, const 
       for (const auto& st : in.stages) launches += static_cast<int64_t>(st.size());
       a.c.launches_per_instance = launches;
       a.c.launches_removed = launches - 1;
-      if (other_readers) {
-        a.c.fuse = false;
-        a.c.reason = fmt::format("the intermediate is also read by {} other op(s): it would still be written",
-                                 chain.front()->readers - 1);
-      }
     }
+    if (write_kept) a.risks.insert(std::string(kWriteKept));
     addInstance(a, model.evaluate(in));
   });
   for (auto& [key, a] : flow) res.candidates.push_back(finish(a, res.program_gpu_ns));
@@ -376,28 +396,51 @@ std::string stageName(const core::Profile& p, const FrameworkOps& fops, size_t k
   return p.str(p.kernels[k].demangled_id);
 }
 
+// "3145728 B in the allocation at 0x7f0000000000, measured": an intermediate, and how its
+// producer's write and its consumer's read were known.
+std::string intermediateName(const DataFlow& df, const ChainLink& l) {
+  const DataEdge& e = df.edges[l.first];
+  int64_t bytes = 0;
+  RoleSource roles = RoleSource::kMeasured;
+  for (size_t i = l.first; i < l.first + l.count; ++i) {
+    bytes += df.edges[i].tensor_bytes;
+    roles = weaker(roles, df.edges[i].roles);
+  }
+  return fmt::format("{} B in the allocation at 0x{:x}, {}", bytes, df.allocations[e.allocation].address,
+                     rolesName(roles));
+}
+
 void addDataFlowChains(const core::Profile& p, const DataFlow& df, const FrameworkOps& fops, FusionModel& model,
                        const std::vector<uint8_t>& skip, FusionResult& res) {
-  const std::vector<ChainLink> links =
-      groupLinks(df.edges.size(), [&](size_t i) { return df.edges[i].producer; },
-                 [&](size_t i) { return df.edges[i].consumer; }, [&](size_t i) { return df.edges[i].readers_of_value; });
+  const std::vector<ChainLink> links = groupLinks(
+      df.edges.size(), [&](size_t i) { return df.edges[i].producer; }, [&](size_t i) { return df.edges[i].consumer; },
+      [&](size_t i) { return df.edges[i].readers_of_value; }, [&](size_t i) { return df.edges[i].linked_readers; });
+  std::unordered_map<uint32_t, NodeKind> kinds;  // by demangled name id
+  auto kind = [&](size_t k) {
+    const uint32_t name = p.kernels[k].demangled_id;
+    auto it = kinds.find(name);
+    if (it == kinds.end()) it = kinds.emplace(name, nodeKindFromName(p.str(name))).first;
+    return it->second;
+  };
   std::map<std::string, Aggregate> flow;
-  findChains(links, p.kernels.size(), skip, [&](const std::vector<const ChainLink*>& chain, bool other_readers) {
+  findChains(links, p.kernels.size(), skip, kind, [&](const ChainGroup& g) {
     Instance in;
-    in.stages.push_back({chain.front()->producer});
-    for (const ChainLink* l : chain) in.stages.push_back({l->consumer});
+    for (size_t k : g.nodes) in.stages.push_back({k});
     RoleSource roles = RoleSource::kMeasured;
-    for (size_t s = 0; s < chain.size(); ++s) {
-      const ChainLink& l = *chain[s];
+    bool write_kept = false;
+    for (const ChainLink* l : g.links) {
       double bytes = 0;
-      for (size_t e = l.first; e < l.first + l.count; ++e) {
-        bytes += static_cast<double>(df.edges[e].bytes);
+      for (size_t e = l->first; e < l->first + l->count; ++e) {
+        bytes += static_cast<double>(df.edges[e].tensor_bytes);
         roles = weaker(roles, df.edges[e].roles);
       }
-      in.edges.push_back({s, s + 1, "", bytes, !other_readers});
+      const bool removed = !g.other_readers && l->writeRemoved();
+      write_kept = write_kept || !removed;
+      in.edges.push_back({stageOf(g, l->producer), stageOf(g, l->consumer), "", bytes, removed});
     }
-    std::string key(other_readers ? "m" : "c");
+    std::string key;
     for (const auto& st : in.stages) appendKernelKey(p, st.front(), key);
+    appendLinkKey(g, key);
     Aggregate& a = flow[key];
     if (a.c.instances == 0) {
       a.c.source = PairSource::kDataFlow;
@@ -405,19 +448,11 @@ void addDataFlowChains(const core::Profile& p, const DataFlow& df, const Framewo
       for (const auto& st : in.stages) names.push_back(stageName(p, fops, st.front()));
       describeStages(p, in, names, a.c);
       for (const auto& n : names) a.c.id += (a.c.id.empty() ? "" : " -> ") + n;
-      for (const ChainLink* l : chain) {
-        const DataEdge& e = df.edges[l->first];
-        const Allocation& al = df.allocations[e.allocation];
-        a.c.intermediates.push_back(fmt::format("{} B in the allocation at 0x{:x}", e.bytes, al.address));
-      }
+      for (const ChainLink* l : g.links) a.c.intermediates.push_back(intermediateName(df, *l));
       a.c.launches_per_instance = static_cast<int64_t>(in.stages.size());
       a.c.launches_removed = a.c.launches_per_instance - 1;
-      if (other_readers) {
-        a.c.fuse = false;
-        a.c.reason = fmt::format("the intermediate is also read by {} other kernel(s): it would still be written",
-                                 chain.front()->readers - 1);
-      }
     }
+    if (write_kept) a.risks.insert(std::string(kWriteKept));
     a.roles = weaker(a.roles.value_or(roles), roles);  // the weakest of any instance's
     addInstance(a, model.evaluate(in));
   });

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 
+#include "fprof/analysis/fusion_chains.h"
 #include "fprof/core/occupancy.h"
 
 namespace fprof::analysis {
@@ -30,7 +31,7 @@ std::optional<double> stageArgumentBytes(const DataFlow& df, const std::vector<s
     for (uint32_t x = df.access_begin[k]; x < df.access_begin[k + 1]; ++x) {
       const KernelAccess& a = df.accesses[x];
       const int passes = a.unknown ? 1 : (a.read ? 1 : 0) + (a.write ? 1 : 0);
-      bytes += static_cast<double>(a.bytes) * passes;
+      bytes += static_cast<double>(a.tensor_bytes) * passes;
     }
   }
   return bytes;
@@ -212,6 +213,86 @@ std::optional<double> traceFusedNs(const DataFlow& df, const Instance& in, const
   return fused;
 }
 
+// How a stage would run inside a fused kernel, in trace mode (no counters).
+enum class StageFlow : uint8_t {
+  kMemoryBound,  // moves its argument bytes at >= the roofline's line of the DRAM roof
+  kStreamable,   // below that line, but no matrix multiply and every kernel fills the device (at
+                 // least one block per SM): its pace is its own launch's, not its work's
+  kOther,        // a matrix multiply, too few blocks, or bytes not seen: keeps its work
+};
+
+StageFlow stageFlow(const core::Profile& p, const DataFlow& df, const std::vector<size_t>& stage, double work_ns,
+                    double dram_bytes_per_s, const core::DeviceInfo* dev, const FusionOptions& opt) {
+  const auto moved = stageArgumentBytes(df, stage);
+  if (!moved || *moved <= 0 || work_ns <= 0) return StageFlow::kOther;
+  const double bytes_per_s = *moved / (work_ns * 1e-9);
+  if (bytes_per_s >= opt.roof_fraction_binds * dram_bytes_per_s) return StageFlow::kMemoryBound;
+  if (!dev || bytes_per_s < opt.streamable_roof_fraction * dram_bytes_per_s) return StageFlow::kOther;
+  for (size_t k : stage) {
+    const core::KernelRow& kr = p.kernels[k];
+    const int64_t blocks = int64_t{kr.grid_x} * kr.grid_y * kr.grid_z;
+    if (blocks < dev->sm_count || nodeKindFromName(p.str(kr.demangled_id)) == NodeKind::kMatmul) {
+      return StageFlow::kOther;
+    }
+  }
+  return StageFlow::kStreamable;
+}
+
+// Streaming model (trace mode), for a chain of memory-bound and streamable stages with at least
+// one memory-bound. The fused kernel reads each input from outside the chain once (GPT-2's
+// gelu_new reads x in three of its eight kernels), keeps the intermediates on chip, writes what
+// others still read and its outputs, and streams those external bytes at the best bandwidth a
+// memory-bound part reached on this device: a streamable part (a LayerNorm over short rows, at 30%
+// of the roof on its own) no longer sets the pace once it is one pass of a streaming kernel.
+std::optional<double> streamingFusedNs(const core::Profile& p, const DataFlow& df, const Instance& in,
+                                       const EdgeBytes& bytes, const Ceilings& ceil, const core::DeviceInfo* dev,
+                                       const FusionOptions& opt, double fixed_ns, const std::vector<double>& work_ns) {
+  const auto& dram = ceil.bw(MemLevel::kDram);
+  if (!dram || df.access_begin.empty()) return std::nullopt;
+  double best_bw = 0;  // bytes per ns
+  for (size_t s = 0; s < in.stages.size(); ++s) {
+    const StageFlow flow = stageFlow(p, df, in.stages[s], work_ns[s], dram->value, dev, opt);
+    if (flow == StageFlow::kOther) return std::nullopt;
+    if (flow == StageFlow::kMemoryBound) best_bw = std::max(best_bw, *stageArgumentBytes(df, in.stages[s]) / work_ns[s]);
+  }
+  // A part reading what its producer just wrote finds it in L2 and may beat the DRAM roof; the
+  // fused kernel's inputs come from farther away: at most the roof.
+  best_bw = std::min(best_bw, dram->value * 1e-9);
+  if (best_bw <= 0) return std::nullopt;
+  struct Range {
+    uint32_t allocation;
+    uint64_t begin, end;
+  };
+  std::vector<Range> written, read;
+  auto covered = [](const std::vector<Range>& v, const KernelAccess& a) {
+    return std::any_of(v.begin(), v.end(), [&](const Range& r) {
+      return r.allocation == a.allocation && r.begin <= a.address &&
+             a.address + static_cast<uint64_t>(a.tensor_bytes) <= r.end;
+    });
+  };
+  double external = 0;
+  for (const auto& stage : in.stages) {
+    for (size_t k : stage) {
+      for (uint32_t x = df.access_begin[k]; x < df.access_begin[k + 1]; ++x) {
+        const KernelAccess& a = df.accesses[x];
+        const Range r{a.allocation, a.address, a.address + static_cast<uint64_t>(a.tensor_bytes)};
+        if ((a.read || a.unknown) && !covered(written, a) && !covered(read, a)) {
+          external += static_cast<double>(a.tensor_bytes);
+          read.push_back(r);
+        }
+        if (a.write || a.unknown) {
+          external += static_cast<double>(a.tensor_bytes);
+          written.push_back(r);
+        }
+      }
+    }
+  }
+  for (size_t e = 0; e < in.edges.size(); ++e) {
+    if (in.edges[e].write_removed) external -= *bytes.per_edge[e];
+  }
+  return fixed_ns + std::max(0.0, external) / best_bw;
+}
+
 }  // namespace
 
 FusionModel::FusionModel(const core::Profile& p, const DataFlow& df, const FusionOptions& opt)
@@ -332,7 +413,9 @@ InstanceResult FusionModel::evaluate(const Instance& in) {
       r.fused_ns = t;
       r.model = PredictionModel::kRoofline;
     } else if (auto u = traceFusedNs(df_, in, bytes, removed, ceil, dev, opt_, fixed_ns, work_ns)) {
-      r.fused_ns = u;
+      // A chain that streams may do better as one streaming pass than its parts at their own pace.
+      const auto st = streamingFusedNs(p_, df_, in, bytes, ceil, dev, opt_, fixed_ns, work_ns);
+      r.fused_ns = st ? std::min(*u, *st) : *u;
       r.model = PredictionModel::kTrace;
     }
   }

@@ -539,6 +539,7 @@ DriverLaunch driverLaunch(CUpti_CallbackId cbid, const void* function_params) {
 struct ProbeInFlight {
   std::optional<ProbeState> state;
   std::string name;  // mangled
+  const FunctionInfo* info = nullptr;
 };
 thread_local ProbeInFlight t_probe;
 
@@ -557,8 +558,12 @@ void Collector::probeBefore(const CUpti_CallbackData* cb, CUpti_CallbackId cbid,
       if (*p == CU_LAUNCH_PARAM_BUFFER_SIZE && p[1] != nullptr) buffer_bytes = *static_cast<const size_t*>(p[1]);
     }
   }
+  // The probe's candidates: the first 8-aligned words of the parameters, enough for PyTorch's
+  // strided elementwise kernels (their lambda is 648-656 bytes, the operands' pointers at its end:
+  // a copy's input at offset 520) and cuBLAS's nvjet struct (pointers at 176-496).
+  constexpr size_t kProbeWords = 128;
   LaunchArgs words;
-  readParamWords(layout, launch.params, buffer, buffer_bytes, 64, words);
+  readParamWords(layout, launch.params, buffer, buffer_bytes, kProbeWords, words);
   const bool per_thread = cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz ||
                           cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz ||
                           cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz;
@@ -579,6 +584,7 @@ void Collector::probeBefore(const CUpti_CallbackData* cb, CUpti_CallbackId cbid,
   }
   t_probe.state = arg_probe_.before(probe, &gave_up);
   t_probe.name = cb->symbolName != nullptr ? cb->symbolName : "";
+  t_probe.info = &info;
   if (!t_probe.state && gave_up.final_for_function && !gave_up.reason.empty()) {
     addEvent("info", "argument roles of " + t_probe.name + " not measured: " + gave_up.reason);
   }
@@ -594,6 +600,13 @@ void Collector::probeAfter(CUresult result) {
     }
     return;
   }
+  // From the next launch on, every word the probe found a pointer in is recorded with the launch.
+  std::vector<std::pair<int32_t, int32_t>> pointer_words;
+  for (const ArgRoleResult& r : outcome.roles) {
+    if (r.role != ArgRole::kNotPointer) pointer_words.emplace_back(r.arg_index, r.offset_bytes);
+  }
+  if (t_probe.info != nullptr) functions_.addProbedWords(*t_probe.info, pointer_words);
+  t_probe.info = nullptr;
   std::lock_guard lock(pending_mu_);
   for (const ArgRoleResult& r : outcome.roles) {
     core::FunctionArgRecord a;

@@ -88,6 +88,17 @@ void FunctionCache::recordFacts(CUfunction function, int local_bytes) {
   new_functions_.push_back(std::move(facts));
 }
 
+size_t FunctionCache::addProbedWords(const FunctionInfo& info,
+                                     const std::vector<std::pair<int32_t, int32_t>>& pointer_words) {
+  std::vector<FunctionInfo::Param> words = probedPointerWords(info, pointer_words);
+  if (words.empty()) return 0;
+  std::lock_guard lock(mu_);
+  if (info.probed.get() != nullptr) return 0;
+  probed_words_.push_back(std::move(words));
+  info.probed.words.store(&probed_words_.back(), std::memory_order_release);
+  return probed_words_.back().size();
+}
+
 std::vector<FunctionFacts> FunctionCache::takeNewFunctions() {
   std::lock_guard lock(mu_);
   std::vector<FunctionFacts> out;

@@ -6,11 +6,13 @@
 #include <cuda.h>
 
 #include <atomic>
+#include <deque>
 #include <cstdint>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "launch_info.h"
@@ -29,12 +31,35 @@ struct FunctionInfo {
     int32_t param_bytes = 8;    // the parameter's size
   };
   std::vector<Param> eight_byte_params;
+  // Words past that list (a larger parameter keeps only its first kWordsPerLargeParam words there)
+  // that the argument-role probe found to hold device pointers: read from the function's next
+  // launch on, so a launch shows every pointer the probe measured a role for (cuBLAS's nvjet GEMMs
+  // carry theirs at offsets 176-496 of a 1720-byte struct, PyTorch's strided elementwise kernels
+  // past offset 260 of their lambda). Set once (FunctionCache::addProbedWords), read on every
+  // launch; the list is owned by the cache and lives as long as it.
+  struct ProbedWords {
+    std::atomic<const std::vector<Param>*> words{nullptr};
+    ProbedWords() = default;
+    ProbedWords(const ProbedWords& o) : words(o.words.load(std::memory_order_acquire)) {}
+    ProbedWords& operator=(const ProbedWords& o) {
+      words.store(o.words.load(std::memory_order_acquire), std::memory_order_release);
+      return *this;
+    }
+    const std::vector<Param>* get() const { return words.load(std::memory_order_acquire); }
+  };
+  mutable ProbedWords probed;
   struct Layout {
     int32_t offset_bytes = 0;
     int32_t size_bytes = 0;
   };
   std::vector<Layout> params;  // every parameter, in order
 };
+
+// The pure part of FunctionCache::addProbedWords (function_words.cpp, CPU-tested): the pointer
+// words (parameter index, offset in the parameter buffer) that are not among
+// info.eight_byte_params and lie inside their parameter, as Params, without duplicates.
+std::vector<FunctionInfo::Param> probedPointerWords(const FunctionInfo& info,
+                                                    const std::vector<std::pair<int32_t, int32_t>>& pointer_words);
 
 // Grid, block, cluster and dynamic shared memory of a launch: with the function and its
 // non-pointer argument bytes, what makes two launches do the same work.
@@ -80,6 +105,11 @@ class FunctionCache {
   // Facts of the functions queried since the last call (writer thread).
   std::vector<FunctionFacts> takeNewFunctions();
 
+  // The probe measured `info`'s function: the words (parameter index, offset in the parameter
+  // buffer) it found to hold device pointers. Those not among eight_byte_params become
+  // info.probed, once; a second call changes nothing. Returns how many words were added.
+  size_t addProbedWords(const FunctionInfo& info, const std::vector<std::pair<int32_t, int32_t>>& pointer_words);
+
  private:
   FunctionInfo query(CUfunction handle);
   void recordFacts(CUfunction function, int local_bytes);  // requires mu_
@@ -87,6 +117,7 @@ class FunctionCache {
 
   std::mutex mu_;
   std::unordered_map<CUfunction, FunctionInfo> infos_;  // node-based: references stay valid
+  std::deque<std::vector<FunctionInfo::Param>> probed_words_;  // what FunctionInfo::probed points to
   std::atomic<uint64_t> resolved_{0};
   std::atomic<uint64_t> failed_{0};
 };

@@ -34,9 +34,12 @@ std::atomic<uint64_t> g_next_serial{1};
 constexpr size_t kMaxMessageBytes = size_t{1} << 24;
 
 // Reads a launch's 8-byte arguments from kernelParams or a CU_LAUNCH_PARAM_BUFFER_POINTER
-// buffer into `out` (room for every 8-byte parameter of the function); returns how many.
-uint32_t readArgs(const FunctionInfo& info, void** kernel_params, void** extra, LaunchArg* out) {
-  if (info.eight_byte_params.empty()) return 0;
+// buffer into `out` (room for every word of eight_byte_params and `probed`): the function's 8-byte
+// parameters and words, then the words the argument-role probe found pointers in (FunctionInfo::
+// probed, read once by the caller); returns how many.
+uint32_t readArgs(const FunctionInfo& info, const std::vector<FunctionInfo::Param>* probed, void** kernel_params,
+                  void** extra, LaunchArg* out) {
+  if (info.eight_byte_params.empty() && probed == nullptr) return 0;
   const uint8_t* buffer = nullptr;
   size_t buffer_bytes = 0;
   if (kernel_params == nullptr && extra != nullptr) {
@@ -49,17 +52,21 @@ uint32_t readArgs(const FunctionInfo& info, void** kernel_params, void** extra, 
     return 0;
   }
   uint32_t n = 0;
-  for (const FunctionInfo::Param& p : info.eight_byte_params) {
+  auto read = [&](const FunctionInfo::Param& p) {
     uint64_t value = 0;
     if (buffer != nullptr) {
-      if (static_cast<size_t>(p.offset_bytes) + 8 > buffer_bytes) continue;
+      if (static_cast<size_t>(p.offset_bytes) + 8 > buffer_bytes) return;
       std::memcpy(&value, buffer + p.offset_bytes, 8);
     } else {
       std::memcpy(&value, static_cast<const uint8_t*>(kernel_params[p.index]) + p.within_bytes, 8);
     }
     // A word inside a larger parameter below 4 GiB is a size or a flag, not a device address.
-    if (p.param_bytes > 8 && value < (uint64_t{1} << 32)) continue;
+    if (p.param_bytes > 8 && value < (uint64_t{1} << 32)) return;
     out[n++] = LaunchArg{p.index, p.offset_bytes, p.param_bytes, value};
+  };
+  for (const FunctionInfo::Param& p : info.eight_byte_params) read(p);
+  if (probed != nullptr) {
+    for (const FunctionInfo::Param& p : *probed) read(p);
   }
   return n;
 }
@@ -209,12 +216,18 @@ struct TraceRecorder::Impl {
 
   void submit(ThreadState& t, const FunctionInfo* function, void** kernel_params, void** extra) {
     t.submitted = true;
-    const uint32_t max_args = function != nullptr ? static_cast<uint32_t>(function->eight_byte_params.size()) : 0;
+    const std::vector<FunctionInfo::Param>* probed = function != nullptr ? function->probed.get() : nullptr;
+    const uint32_t max_args =
+        function != nullptr
+            ? static_cast<uint32_t>(function->eight_byte_params.size() + (probed != nullptr ? probed->size() : 0))
+            : 0;
     auto* e = reserve<LaunchSubmitEvent>(t, eventBytes(sizeof(LaunchSubmitEvent), max_args * sizeof(LaunchArg)));
     if (e == nullptr) return;
     e->nested_correlation_id = t.open.nested_correlation_id;
     e->local_bytes_per_thread = function != nullptr ? function->local_bytes_per_thread : -1;
-    e->arg_count = function != nullptr ? readArgs(*function, kernel_params, extra, reinterpret_cast<LaunchArg*>(e + 1)) : 0;
+    e->arg_count = function != nullptr
+                       ? readArgs(*function, probed, kernel_params, extra, reinterpret_cast<LaunchArg*>(e + 1))
+                       : 0;
     const uint32_t bytes = eventBytes(sizeof(LaunchSubmitEvent), e->arg_count * sizeof(LaunchArg));
     e->header = EventHeader{EventKind::kLaunchSubmit, 0, bytes};
     t.events.commit(bytes);

@@ -197,6 +197,48 @@ TEST(TraceRecorder, LaunchesCarryTheirApiArgumentsAndNvtxContext) {
   EXPECT_EQ(byKey.at(step_key).end_ns, std::optional<int64_t>(130));
 }
 
+// cuBLAS's nvjet GEMMs pass one 1720-byte struct whose pointers sit at offsets 176-496: the first
+// 16 words a launch records of a larger parameter miss them. Once the argument-role probe found
+// them, every later launch records them too (and only words inside their parameter, once each).
+TEST(TraceRecorder, WordsTheProbeFoundPointersInAreRecordedFromTheNextLaunchOn) {
+  TraceRecorder::Options options;
+  options.thread_id = &fixedThread;
+  Harness h(options);
+  TraceRecorder& r = h.recorder;
+  FunctionInfo info;
+  info.params = {{0, 1720}};
+  for (int32_t at = 0; at < 128; at += 8) info.eight_byte_params.push_back({0, at, at, 1720});
+  std::vector<uint8_t> param(1720, 0);
+  auto put = [&](int32_t at, uint64_t v) { std::memcpy(param.data() + at, &v, 8); };
+  put(0, 0x4200000042ULL);  // packed sizes: above 4 GiB, so recorded, but no address
+  put(176, 0x7f0000100000ULL);
+  put(240, 0x7f0000200000ULL);
+  put(328, 0x7f0000300000ULL);
+  void* params[1] = {param.data()};
+
+  const std::vector<std::pair<int32_t, int32_t>> found = {{0, 176}, {0, 240}, {0, 328}, {0, 176}, {0, 8}, {0, 1720},
+                                                          {1, 0}};
+  const std::vector<FunctionInfo::Param> words = probedPointerWords(info, found);
+  ASSERT_EQ(words.size(), 3u) << "176, 240, 328: not 8 (already read), 1720 (past the parameter), index 1 (none)";
+  EXPECT_EQ(words[2].offset_bytes, 328);
+  EXPECT_EQ(words[2].within_bytes, 328);
+  EXPECT_EQ(words[2].param_bytes, 1720);
+
+  driverLaunch(r, 10, &info, params);  // the probed launch itself: before the probe's result
+  info.probed.words.store(&words);
+  driverLaunch(r, 20, &info, params);
+  h.collect();
+  h.kernel(10);
+  h.kernel(20);
+  EXPECT_EQ(h.argsOf(10).size(), 1u);
+  const auto args = h.argsOf(20);
+  ASSERT_EQ(args.size(), 4u);
+  EXPECT_EQ(args[1].offset_bytes, 176);
+  EXPECT_EQ(args[1].size_bytes, 1720);
+  EXPECT_EQ(args[3].offset_bytes, 328);
+  EXPECT_EQ(args[3].value, 0x7f0000300000ULL);
+}
+
 TEST(TraceRecorder, RangesSpanningCollectionsAreWrittenOpenThenClosed) {
   Harness h;
   h.recorder.pushRange(nullptr, NvtxText{"epoch"}, std::nullopt, 5);

@@ -103,23 +103,25 @@ CHAINS = {
 
 
 def match_candidate(candidates, fusion):
-    """The candidate that is this fusion's chain: exact, else the shortest containing it."""
+    """The candidates that are this fusion's chain. The applied fusion replaces every instance of
+    the chain, and fprof lists instances of different shapes apart (Hugging Face's generate: the
+    prefill's gelu_new and the decode steps' are two candidates), so all exact matches count
+    together: their instances and savings add. Without an exact match, the shortest candidate
+    containing the chain (its prediction covers more than the fusion did)."""
     spec = CHAINS[fusion]
-    best = None
+    exact, longer = [], None
     for c in candidates:
         tokens = "".join(token(s) for s in stage_texts(c))
         if re.fullmatch(spec["full"], tokens):
-            rank = (0, -(c.get("total_saving_ns") or 0))
-        elif re.search(spec["core"], tokens):
-            rank = (1, len(tokens))
-        else:
-            continue
-        if best is None or rank < best[0]:
-            best = (rank, c, tokens)
-    if best is None:
-        return None
-    (kind, _), c, tokens = best
-    return {"candidate": c, "tokens": tokens, "coverage": "exact" if kind == 0 else "longer chain"}
+            exact.append((c, tokens))
+        elif re.search(spec["core"], tokens) and (longer is None or len(tokens) < len(longer[1])):
+            longer = (c, tokens)
+    if exact:
+        exact.sort(key=lambda ct: -(ct[0].get("total_saving_ns") or 0))
+        return {"candidates": [c for c, _ in exact], "tokens": exact[0][1], "coverage": "exact"}
+    if longer:
+        return {"candidates": [longer[0]], "tokens": longer[1], "coverage": "longer chain"}
+    return None
 
 
 # ---- Measurements from the databases -------------------------------------------------------------
@@ -214,18 +216,21 @@ def compute_rows(results, exports, kernels):
             row["bench_fused_us"] = b["fused_us"]
         m = match_candidate(candidates, fusion) if ex is not None else None
         if m:
-            c = m["candidate"]
-            inst = c.get("instances") or 0
-            row["candidate"] = c.get("id", "")
+            cs = m["candidates"]
+            inst = sum(c.get("instances") or 0 for c in cs)
+            row["candidate"] = cs[0].get("id", "") + (f" (+{len(cs) - 1} more shapes)" if len(cs) > 1 else "")
+            row["candidate_ids"] = [c.get("id", "") for c in cs]
             row["tokens"] = m["tokens"]
             row["coverage"] = m["coverage"]
             row["instances_fprof"] = inst
-            row["unfused_us"] = (c.get("unfused_ns") or 0) / 1e3
-            if c.get("total_saving_ns") is not None and inst:
-                row["predicted_us"] = c["total_saving_ns"] / inst / 1e3
-            elif c.get("predicted_saving_ns") is not None:
-                row["predicted_us"] = c["predicted_saving_ns"] / 1e3
-            row["fuse"] = c.get("fuse")
+            # Instance-weighted over the matched candidates.
+            if inst:
+                row["unfused_us"] = sum((c.get("unfused_ns") or 0) * (c.get("instances") or 0) for c in cs) / inst / 1e3
+            if inst and all(c.get("total_saving_ns") is not None for c in cs):
+                row["predicted_us"] = sum(c["total_saving_ns"] for c in cs) / inst / 1e3
+            elif cs[0].get("predicted_saving_ns") is not None:
+                row["predicted_us"] = cs[0]["predicted_saving_ns"] / 1e3
+            row["fuse"] = all(c.get("fuse") for c in cs)
         elif ex is not None:
             row["candidate"] = "(no candidate of fprof's is this chain)"
         rows.append(row)
@@ -381,22 +386,30 @@ def analyse(results, dbdir, fprof, jobs):
     results["export_errors"] = notes
     results["top_candidates"] = {n: [{"id": c.get("id"), "stages": [token(s) for s in stage_texts(c)],
                                       "instances": c.get("instances"), "total_saving_ns": c.get("total_saving_ns"),
-                                      "fuse": c.get("fuse"), "suspect": suspect(c.get("stages", []))}
+                                      "fuse": c.get("fuse"), "suspect": suspect(c)}
                                      for c in ex.get("fusion", {}).get("candidates", [])[:8]]
                                  for n, ex in exports.items()}
     results["rows"] = compute_rows(results, exports, kernels)
     return results
 
 
-def suspect(stages):
-    """Pairs issue 14 calls spurious: one kernel feeding itself (the same function twice in a row:
-    two layers, or a block the allocator handed out again), or fused attention -> LayerNorm, which
-    always has a GEMM between them in these models."""
-    letters = "".join(token(s) for s in stages)
-    if any(a == b for a, b in zip(stages, stages[1:])):
-        return "same kernel twice"
-    if "FL" in letters or "LF" in letters:
-        return "attention next to LayerNorm"
+def suspect(c):
+    """Pairs issue 14 calls spurious: one kernel feeding itself (the same function on both ends of
+    a link: two layers, or a block the allocator handed out again), or fused attention feeding
+    LayerNorm or the reverse, which always have a GEMM between them in these models. Stages are in
+    launch order and a candidate need not be a chain (two producers may meet in one consumer), so
+    the links say which stage fed which; without them, consecutive stages."""
+    stages = c.get("stages", [])
+    kernels = c.get("stage_kernels") or [[s] for s in stages]
+    links = c.get("links")
+    if links is None:
+        links = [(i, i + 1) for i in range(len(stages) - 1)]
+    for a, b in links:
+        if kernels[a] == kernels[b]:
+            return "same kernel on both ends of a link"
+        ta, tb = token(stages[a]), token(stages[b])
+        if (ta, tb) in (("F", "L"), ("L", "F")):
+            return "attention next to LayerNorm"
     return ""
 
 

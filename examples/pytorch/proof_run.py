@@ -90,7 +90,8 @@ def main():
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--steps", type=int, default=5)
-    ap.add_argument("--emit-nvtx", action="store_true", help="run under torch.autograd.profiler.emit_nvtx()")
+    ap.add_argument("--emit-nvtx", action="store_true",
+                    help="run under torch.autograd.profiler.emit_nvtx(record_shapes=True)")
     args = ap.parse_args()
 
     torch.manual_seed(0)
@@ -104,7 +105,9 @@ def main():
         if args.compile:
             model = torch.compile(model)
         step = step_function(args, model, dev, dtype)
-        nvtx = torch.autograd.profiler.emit_nvtx() if args.emit_nvtx else contextlib.nullcontext()
+        # record_shapes adds each op's input sizes and the ops that produced its inputs: PyTorch's
+        # op graph, which fprof reads (docs/analysis.md, "Ops as frameworks mark them").
+        nvtx = torch.autograd.profiler.emit_nvtx(record_shapes=True) if args.emit_nvtx else contextlib.nullcontext()
         with torch.inference_mode(), nvtx:
             for _ in range(args.warmup):
                 y = step()

@@ -51,15 +51,24 @@ def main():
     bias_gelu = {"id": "bg", "stages": [mm, add, gelu], "instances": 28, "total_saving_ns": 56e4}
     cands = [lookalike, longer, attention, bias_gelu]
     m = proof.match_candidate(cands, "sdpa")
-    check(m is not None and m["candidate"] is attention and m["coverage"] == "exact", "attention finds its chain")
+    check(m is not None and m["candidates"] == [attention] and m["coverage"] == "exact", "attention finds its chain")
     m = proof.match_candidate(cands, "bias_gelu")
-    check(m is not None and m["candidate"] is bias_gelu, "an exact chain wins over a longer one containing it")
+    check(m is not None and m["candidates"] == [bias_gelu], "an exact chain wins over a longer one containing it")
     m = proof.match_candidate([lookalike, longer], "bias_gelu")
     check(m is not None and m["coverage"] == "longer chain", "a longer chain is taken, and said to be longer")
     check(proof.match_candidate([lookalike], "res_ln") is None, "LayerNorm -> LayerNorm is no residual chain")
-    check(proof.suspect([ln, ln]) == "same kernel twice", "a kernel feeding itself is suspect")
-    check(proof.suspect(["cudnn_generated_fort_native_sdpa_sm90", ln]) != "", "attention -> LayerNorm is suspect")
-    check(proof.suspect([add, ln]) == "", "add -> LayerNorm is not suspect")
+    # Two shapes of one chain (a prefill and the decode steps): both are the fusion's instances.
+    decode = dict(bias_gelu, id="bg-decode", instances=84, total_saving_ns=84e4)
+    m = proof.match_candidate([bias_gelu, decode, longer], "bias_gelu")
+    check(m is not None and m["candidates"] == [decode, bias_gelu], "every exact shape counts, largest saving first")
+    check(proof.suspect({"stages": [ln, ln]}) == "same kernel on both ends of a link", "a kernel feeding itself is suspect")
+    check(proof.suspect({"stages": ["cudnn_generated_fort_native_sdpa_sm90", ln]}) != "",
+          "attention -> LayerNorm is suspect")
+    check(proof.suspect({"stages": [add, ln]}) == "", "add -> LayerNorm is not suspect")
+    # Stages in launch order, two producers meeting in one consumer: the links say no self-pair.
+    fill = "FillFunctor<bool>"
+    check(proof.suspect({"stages": [fill, fill, add], "links": [[0, 2], [1, 2]]}) == "",
+          "two fills feeding one add are no self-pair")
 
     run = {"proof_run": "gpt", "dtype": "bf16", "fusions": [], "compile": False, "warmup": 2, "steps": 5,
            "regions_per_step": {"bias_gelu": 4}, "step_ms": [1.0]}
@@ -70,6 +79,10 @@ def main():
     rows = proof.compute_rows(results, {"e": {"fusion": {"candidates": cands}}},
                               {"e": {"kernel_us_per_step": 1000.0}, "f": {"kernel_us_per_step": 920.0}})
     check(len(rows) == 1, "one row per applied fusion")
+    rows2 = proof.compute_rows(results, {"e": {"fusion": {"candidates": [bias_gelu, decode]}}},
+                               {"e": {"kernel_us_per_step": 1000.0}, "f": {"kernel_us_per_step": 920.0}})
+    check(rows2[0]["instances_fprof"] == 112 and abs(rows2[0]["predicted_us"] - 14e5 / 112 / 1e3) < 1e-9,
+          "shapes add: (560 + 840) us over 28 + 84 instances")
     r = rows[0]
     check(abs(r["measured_kernels_us"] - 20.0) < 1e-9, "measured saving per instance: (1000 - 920) / 4")
     check(abs(r["predicted_us"] - 20.0) < 1e-9, "predicted saving per instance: total / instances")

@@ -136,6 +136,22 @@ TEST(ArgRoles, WordsOfALargerParameter) {
   const auto r = argumentRoles(m, iter, 1, 7, {{1, 8}, {1, 16}});
   expectRole(r[0], ArgRole::kWrite, RoleSource::kMeasured);
   expectRole(r[1], ArgRole::kUnknown, RoleSource::kSignature);  // the parameter's role is not this word's
+  EXPECT_EQ(m.writes(1, 7)->size(), 1u);
+  EXPECT_FALSE(m.writes(1, 8)) << "not measured: nothing said";
+}
+
+TEST(ArgRoles, AnEightByteParameterTakesAnyRoleOfItsIndex) {
+  // The database stores each 8-byte parameter's role at its offset (index 2 at 8); files from
+  // before the offset column say 0 for every row. Either way the parameter's role is its index's.
+  MeasuredRoles m;
+  m.add(1, 7, 2, "write", 8);
+  m.add(1, 7, 3, "read", 0);
+  const auto r = argumentRoles(m, parseSignature("k_extern_c"), 1, 7, {{2, std::nullopt}, {3, std::nullopt}});
+  expectRole(r[0], ArgRole::kWrite, RoleSource::kMeasured);
+  expectRole(r[1], ArgRole::kRead, RoleSource::kMeasured);
+  EXPECT_TRUE(MeasuredRoles::covers({2, 8}, {2, std::nullopt}));
+  EXPECT_FALSE(MeasuredRoles::covers({2, 8}, {2, 16})) << "a word takes only its own offset's role";
+  EXPECT_FALSE(MeasuredRoles::covers({2, 8}, {3, std::nullopt}));
 }
 
 }  // namespace

@@ -73,6 +73,30 @@ std::vector<std::pair<int32_t, int64_t>> seen(const ByteVersions& v, ByteRange r
   return out;
 }
 
+// A caching allocator's 20 MiB segment over a run. Launch 10 writes a 3 MiB tensor at its start;
+// launch 11 reads it and writes the next tensor, at 3 MiB (a LayerNorm). Launch 5, before them, had
+// passed a view into the qkv buffer the block held then (at 1536 B); launch 60, later, a tensor at
+// 1 MiB. Run-wide, the tensor's extent ends at 1536 B; as the launches after the write say, at
+// 3 MiB. A read is bounded on either side, so launch 11's ends at the view (data flow takes the
+// edge's size from the write).
+TEST(NearExtents, TheLaunchesAroundAPointerBoundItsTensor) {
+  AllocationTable t;
+  t.allocations.push_back({});
+  t.allocations[0].address = 0x100000;
+  t.allocations[0].bytes = 20 << 20;
+  NearExtents near(t, 32);
+  near.addPointer(0, 0x100000 + 1536, 5);
+  near.addPointer(0, 0x100000, 10);
+  near.addPointer(0, 0x100000, 11);
+  near.addPointer(0, 0x100000 + (3 << 20), 11);
+  near.addPointer(0, 0x100000 + (1 << 20), 60);
+  near.finish();
+  EXPECT_EQ(near.ofWrite(0, 0x100000, 10).bytes(), 3 << 20);
+  EXPECT_EQ(near.ofRead(0, 0x100000, 11).bytes(), 1536);
+  EXPECT_EQ(near.ofRead(0, 0x100000, 70).bytes(), 1 << 20) << "near launch 60 only";
+  EXPECT_EQ(near.ofWrite(0, 0x100000 + (3 << 20), 200).bytes(), 17 << 20) << "nothing near: the segment's end";
+}
+
 TEST(ByteVersions, AWriteReplacesTheBytesItCoversOnly) {
   ByteVersions v(1);
   v.write(0, {100, 200}, 1);

@@ -447,5 +447,88 @@ TEST(DataFlow, WordsOfALargerParameterAreArguments) {
   EXPECT_EQ(measured.edges[0].roles, RoleSource::kMeasured);
 }
 
+// As the collector writes them (schema v2 with offsets): a role per word, at the word's offset in
+// the parameter buffer, the same offset its kernel_arg row has. Recorded on an H100 (the proof's
+// GPT): the residual add's std::array<char*, 3> words at 8 (out), 16, 24, and LayerNorm's 8-byte
+// parameters at their own offsets (index 2 at 8 ... index 7 at 48).
+TEST(DataFlow, MeasuredRolesJoinWordsByOffset) {
+  DbBuilder db("flow_measured_offsets");
+  constexpr uint64_t kS = 0x7f0000000000;  // one 20 MiB caching-allocator segment
+  db.alloc(kS, 20 << 20, 0);
+  const uint64_t x = kS, delta = kS + 0x300000, sum = kS + 0x600000, gamma = kS + 0x900000, beta = kS + 0x900600,
+                 mean = kS + 0x910000, rstd = kS + 0x912000, y = kS + 0x920000;
+  auto add = db.kernel(kAdd, 1000, 3500);
+  auto ln = db.kernel(kLayerNorm, 5000, 6000);
+  db.add(add);
+  db.add(ln);
+  for (auto [offset, v] : {std::pair{8, sum}, {16, x}, {24, delta}}) {
+    db.writer().add(core::KernelArgRecord{add.correlation_id, db.processId(), 2, offset, 24, v});
+  }
+  db.args(ln, {0, 0, sum, gamma, beta, mean, rstd, y});
+  auto role = [&](const std::string& name, int32_t index, int32_t offset, const char* r) {
+    db.writer().add(core::FunctionArgRecord{db.processId(), name, index, r, "sampled", 4096, 1, offset});
+  };
+  role(kAdd, 2, 8, "write");
+  role(kAdd, 2, 16, "read");
+  role(kAdd, 2, 24, "read");
+  for (int32_t i = 2; i <= 4; ++i) role(kLayerNorm, i, 8 * (i - 1), "read");
+  for (int32_t i = 5; i <= 7; ++i) role(kLayerNorm, i, 8 * (i - 1), "write");
+  const DataFlow df = analyzeDataFlow(db.load());
+  EXPECT_EQ(df.opaque, (std::vector<uint8_t>{0, 0}));
+  ASSERT_EQ(edges(df), (std::vector<std::pair<size_t, size_t>>{{0, 1}}));
+  EXPECT_EQ(df.edges[0].roles, RoleSource::kMeasured);
+  EXPECT_EQ(df.edges[0].bytes, 0x300000) << "the sum up to the next pointer into the segment (gamma)";
+  EXPECT_EQ(df.edges[0].linked_readers, 1);
+}
+
+// A measured function writes through its words measured as written. A launch that does not show
+// one of them (the collector kept a larger parameter's first 16 words; cuBLAS's nvjet GEMMs carry
+// their pointers at offsets 176-496 of a 1720-byte struct, PyTorch's strided elementwise kernels
+// theirs past offset 260) writes where fprof cannot see: opaque, so A's value does not reach B
+// across it. So is a function measured to write nothing (its output past the words the probe read).
+TEST(DataFlow, AMeasuredWriteTheLaunchDoesNotShowMakesItOpaque) {
+  for (const bool writes_measured : {true, false}) {
+    DbBuilder db(writes_measured ? "flow_hidden_write" : "flow_no_write_measured");
+    for (uint64_t a : {kX, kY, kZ}) db.alloc(a, 4096, 0);
+    auto a = db.kernel("void a(float const*, float*)", 1000, 1000);
+    auto gemm = db.kernel("nvjet_sm90_tst_192x192_64x4_2x1_v_bz_coopB_bias_TNN", 2500, 200);
+    auto b = db.kernel("void b(float const*, float*)", 3000, 1000);
+    for (auto* k : {&a, &gemm, &b}) db.add(*k);
+    db.args(a, {kX, kY});
+    db.args(b, {kY, kZ});
+    // The struct's first words (sizes), none an address; the probe found its pointers further on.
+    db.writer().add(core::KernelArgRecord{gemm.correlation_id, db.processId(), 0, 0, 1720, 0x4200000042});
+    db.writer().add(core::KernelArgRecord{gemm.correlation_id, db.processId(), 0, 176, 1720, kX});
+    auto role = [&](int32_t offset, const char* r) {
+      db.writer().add(core::FunctionArgRecord{db.processId(), "nvjet_sm90_tst_192x192_64x4_2x1_v_bz_coopB_bias_TNN", 0,
+                                              r, "sampled", 4096, 2, offset});
+    };
+    role(176, "read");
+    if (writes_measured) role(328, "write");
+    const DataFlow df = analyzeDataFlow(db.load());
+    EXPECT_EQ(df.opaque[1], 1);
+    EXPECT_TRUE(df.edges.empty());
+  }
+}
+
+// A value read by its linked consumer and again after an opaque kernel: two readers, one linked
+// (fusion_chains.h keeps such a pair together and its write).
+TEST(DataFlow, ReadersAfterAnOpaqueKernelCountButAreNotLinked) {
+  DbBuilder db("flow_linked_readers");
+  for (uint64_t a : {kX, kY, kZ, kW}) db.alloc(a, 4096, 0);
+  auto a = db.kernel("A", 1000, 1000);
+  auto b = db.kernel("B", 3000, 1000);
+  auto gemm = db.kernel("nvjet_sm90_hsh_64x64", 4500, 200);
+  auto c = db.kernel("C", 5000, 1000);
+  for (auto* k : {&a, &b, &gemm, &c}) db.add(*k);
+  db.args(a, {kX, kY});
+  db.args(b, {kY, kZ});
+  db.args(c, {kY, kW});
+  const DataFlow df = analyzeDataFlow(db.load());
+  ASSERT_EQ(edges(df), (std::vector<std::pair<size_t, size_t>>{{0, 1}}));
+  EXPECT_EQ(df.edges[0].readers_of_value, 2);
+  EXPECT_EQ(df.edges[0].linked_readers, 1);
+}
+
 }  // namespace
 }  // namespace fprof::analysis

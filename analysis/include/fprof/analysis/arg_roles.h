@@ -44,23 +44,32 @@ struct ArgSlot {
   std::optional<int32_t> word_offset;
 };
 
-// What the collector measured, per (process, function name id, argument index[, word offset]).
+// What the collector measured, per (process, function name id, argument index, offset). The
+// database's `function_arg.offset_bytes` is the measured word's offset in the parameter buffer,
+// the same as `kernel_arg.offset_bytes` of that word: roles and words join on (index, offset).
 // Empty for files older than schema v2 and for runs that did not measure.
 class MeasuredRoles {
  public:
   // role is the database's text: "write", "read" or "not_pointer" (anything else is ignored). A
-  // role without a word offset is the whole parameter's.
+  // role without an offset is the whole parameter's (it applies to an 8-byte parameter only).
   void add(uint32_t process_id, uint32_t name_id, int32_t arg_index, std::string_view role,
-           std::optional<int32_t> word_offset = std::nullopt);
+           std::optional<int32_t> offset_bytes = std::nullopt);
   bool empty() const { return by_function_.empty(); }
   // The measured role of one argument: nullopt if not measured; kUnknown never appears, and a
   // 'not_pointer' argument answers `pointer == false`. A word inside a larger parameter takes only
-  // a role measured for that word (the parameter's index alone does not say which word).
+  // the role measured at that word's offset (the parameter's index alone does not say which
+  // word); an 8-byte parameter takes any role measured for its index.
   struct Entry {
     ArgRole role = ArgRole::kRead;
     bool pointer = true;
   };
   std::optional<Entry> find(uint32_t process_id, uint32_t name_id, const ArgSlot& slot) const;
+  // The arguments measured as written, for a function that was measured (else nullopt): a launch
+  // that does not show all of them writes memory fprof cannot see (dataflow.h).
+  using Writes = std::vector<ArgSlot>;
+  std::optional<Writes> writes(uint32_t process_id, uint32_t name_id) const;
+  // Whether the role measured for `measured` applies to the launch argument `slot` (the rule of find).
+  static bool covers(const ArgSlot& measured, const ArgSlot& slot);
 
  private:
   struct Measured {

@@ -103,6 +103,36 @@ class Extents {
   std::vector<std::vector<uint64_t>> starts_;  // per allocation, sorted and unique after finish()
 };
 
+// A pointer's tensor as far as the launches around it say. A caching allocator hands a segment's
+// bytes to many tensors over a run, and a kernel may pass views into a tensor (q, k and v of one
+// qkv buffer), so the run-wide extent (Extents) is the smallest gap any two pointers ever left:
+// 1536 bytes for a 3 MiB residual whose block held a qkv buffer a few launches earlier. Here a
+// tensor ends at the next address passed into its allocation by a launch within `window` launches
+// of it: after it for a write (the tensor lives from there on; what the block held before is gone;
+// if none after, before it), on either side for a read; with none, at the allocation's end. For
+// sizes (the payoff of fusing), not for versions: a tensor live then but passed to no kernel
+// nearby is not seen, and the size is then too large; one launch's neighbour may still pass a view
+// of the block's next tensor (dataflow.h takes the median over launches doing the same work).
+class NearExtents {
+ public:
+  NearExtents(const AllocationTable& table, int64_t window)
+      : table_(table), window_(window), starts_(table.allocations.size()) {}
+  void addPointer(uint32_t allocation, uint64_t address, size_t kernel) {
+    starts_[allocation].emplace_back(address, static_cast<int64_t>(kernel));
+  }
+  void finish();  // call once every pointer is added
+  ByteRange ofWrite(uint32_t allocation, uint64_t address, size_t kernel) const;
+  ByteRange ofRead(uint32_t allocation, uint64_t address, size_t kernel) const;
+
+ private:
+  // The first address above `address` passed by a launch in [first, last], if any.
+  std::optional<uint64_t> nextPassed(uint32_t allocation, uint64_t address, int64_t first, int64_t last) const;
+  uint64_t end(uint32_t allocation) const;
+  const AllocationTable& table_;
+  int64_t window_;
+  std::vector<std::vector<std::pair<uint64_t, int64_t>>> starts_;  // (address, kernel), sorted
+};
+
 // Who last wrote each byte: per allocation, disjoint pieces in address order, each naming the
 // value (an index the caller assigns to each write) that covers it.
 class ByteVersions {

@@ -30,7 +30,12 @@ struct KernelAccess {
   bool unknown = false;  // passed, role not known: may have read or written it (arg_roles.h)
   RoleSource source = RoleSource::kPosition;  // how the role was learnt (the weakest, if merged)
   uint64_t address = 0;
-  int64_t bytes = 0;  // the pointer's extent (buffers.h)
+  int64_t bytes = 0;  // the pointer's extent (buffers.h): the bytes versions and edges are judged on
+  // Its tensor's size, for payoffs: as the launches around it say (NearExtents), the median over
+  // the launches of the same function and launch shape (same work, same tensor sizes: one launch's
+  // neighbour may pass a pointer into the block the tensor had before or gets after).
+  int64_t tensor_bytes = 0;
+  int32_t arg_offset = 0;  // the parameter-buffer offset of the (first) argument passing it
 };
 
 // One producer -> consumer edge (the rule at the top of this file).
@@ -39,7 +44,11 @@ struct DataEdge {
   size_t consumer = 0;
   uint32_t allocation = 0;
   int64_t bytes = 0;              // the bytes both touched: the write's and the read's extents overlap
+  int64_t tensor_bytes = 0;       // the intermediate: the producer's tensor (KernelAccess::tensor_bytes) from the read on
   int32_t readers_of_value = 0;   // kernels that read this written value before it was overwritten or freed
+  // ... of which linked to it by an edge of their own (same stream, nothing unseen in between); the
+  // others read it on another stream or after an opaque kernel (maybe a later tensor in the block)
+  int32_t linked_readers = 0;
   RoleSource roles = RoleSource::kPosition;  // the weaker of the producer's write and the consumer's read
 };
 

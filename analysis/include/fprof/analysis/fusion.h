@@ -35,6 +35,9 @@ struct FusionCandidate {
   // else the kernel's full name (front ends show its short name, kernel_names.h).
   std::vector<std::string> stages;
   std::vector<std::vector<std::string>> stage_kernels;  // each stage's kernels, full names (first instance)
+  // Which stage feeds which (stage indices, producer first): stages are in launch order, and a
+  // group need not be a chain (GPT-2's gelu_new: two producers meet in one multiply).
+  std::vector<std::pair<size_t, size_t>> links;
   std::vector<std::string> intermediates;  // buffer names (NVTX), op inputs, or allocation addresses
   // How the producer/consumer relation was known: "declared by NVTX op ranges", "declared by
   // PyTorch (emit_nvtx input_op_ids)", "measured", "inferred from the kernel signature",

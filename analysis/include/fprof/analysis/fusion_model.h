@@ -33,6 +33,11 @@ struct FusionOptions {
   // Trace model: a stage moving its bytes at >= this share of the DRAM roof is memory-bound (the
   // roofline's own line, RooflineOptions::roof_fraction_binds).
   double roof_fraction_binds = 0.5;
+  // Trace model: a stage below that line but at >= this share of the DRAM roof, with at least one
+  // block per SM and no matrix multiply in it, is taken to stream in a fused kernel (the streaming
+  // model, docs/analysis.md). Below it a kernel is compute- or latency-bound beyond what its launch
+  // shows (the reference model's direct convolution runs at 1% of the roof, its batch norm at 22%).
+  double streamable_roof_fraction = 0.25;
 };
 
 // One stage-to-stage edge of an instance: the intermediate it passes.

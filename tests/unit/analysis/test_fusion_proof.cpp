@@ -1,0 +1,276 @@
+// The fusion proof's recordings (tests/data/torch_proof_*_h100.fprof: examples/pytorch/proof.py on
+// an H100, 2026-11-23, trace mode, eager PyTorch models without annotation): the real producer ->
+// consumer chains are fprof's top findings, named by their kernels (or aten ops under emit_nvtx);
+// no candidate links a kernel to its own function or attention to LayerNorm; every data-flow edge
+// is a write and a read of the same bytes with nothing between that wrote them, freed them or could
+// have (opaque kernels, copies); and the predicted saving per instance stands next to the saving
+// the proof measured with the fusion applied (tests/data/torch_proof_measured_h100.json).
+//
+// What these recordings cannot show: their cuBLAS (nvjet) GEMMs and strided elementwise kernels
+// (masked_fill, the bias add with broadcast, copies) carry no pointer word (collector/README.md,
+// "Argument roles"), so the chains through a GEMM (attention's QK^T -> scale -> mask -> softmax ->
+// PV, matmul -> bias -> GELU) are not found; the test prints them as misses.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "fprof/analysis/fusion.h"
+
+namespace fprof::analysis {
+namespace {
+
+const std::string kData = std::string(FPROF_SOURCE_DIR) + "/tests/data/";
+
+struct Analyzed {
+  core::Profile p;
+  DataFlow df;
+  FusionResult fr;
+};
+
+Analyzed analyze(const std::string& name) {
+  auto loaded = core::loadProfile(kData + "torch_proof_" + name + "_h100.fprof");
+  EXPECT_TRUE(loaded.ok()) << name << ": " << (loaded.ok() ? "" : loaded.error());
+  Analyzed a{std::move(*loaded), {}, {}};
+  a.df = analyzeDataFlow(a.p);
+  a.fr = analyzeFusion(a.p, indexOps(a.p), a.df);
+  std::printf("%s: top findings\n", name.c_str());
+  for (size_t i = 0; i < a.fr.candidates.size() && i < 5; ++i) {
+    const FusionCandidate& c = a.fr.candidates[i];
+    std::printf("  x%-4lld %8.1f us  %s\n", static_cast<long long>(c.instances), c.total_saving_ns.value_or(0) / 1e3,
+                c.id.substr(0, 160).c_str());
+  }
+  return a;
+}
+
+bool contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
+
+// Whether a candidate's stages are, in order, one kernel each whose name contains parts[i].
+bool stagesAre(const FusionCandidate& c, const std::vector<std::string_view>& parts) {
+  if (c.stage_kernels.size() != parts.size()) return false;
+  for (size_t s = 0; s < parts.size(); ++s) {
+    if (c.stage_kernels[s].size() != 1 || !contains(c.stage_kernels[s][0], parts[s])) return false;
+  }
+  return true;
+}
+
+// The candidates with these stages, and the rank of the first among the fusable ones.
+struct Found {
+  std::vector<const FusionCandidate*> shapes;
+  size_t rank = 0;
+  int64_t instances() const {
+    int64_t n = 0;
+    for (const auto* c : shapes) n += c->instances;
+    return n;
+  }
+  // Instance-weighted over its shapes, as proof.py compares it.
+  double savingPerInstanceUs() const {
+    double ns = 0;
+    for (const auto* c : shapes) ns += c->total_saving_ns.value_or(0);
+    return ns / static_cast<double>(instances()) / 1e3;
+  }
+};
+
+Found find(const FusionResult& r, const std::vector<std::string_view>& parts) {
+  Found f;
+  for (size_t i = 0; i < r.candidates.size(); ++i) {
+    if (!stagesAre(r.candidates[i], parts)) continue;
+    if (f.shapes.empty()) f.rank = i;
+    f.shapes.push_back(&r.candidates[i]);
+  }
+  return f;
+}
+
+const std::vector<std::string_view> kResidualLayerNorm = {"CUDAFunctor_add", "vectorized_layer_norm_kernel"};
+// GPT-2's gelu_new, 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3))), eager: eight kernels.
+const std::vector<std::string_view> kGeluNew = {"AUnaryFunctor",     "pow_tensor_scalar", "AUnaryFunctor",
+                                                "CUDAFunctor_add",   "AUnaryFunctor",     "tanh_kernel",
+                                                "CUDAFunctorOnSelf", "BinaryFunctor"};
+
+// The GPT-style decoder: every residual add feeds the next LayerNorm. The first one per step adds
+// two embeddings through a broadcasting (strided) kernel whose pointers were not recorded: 8 of
+// 9 per step are found, 56 of 63 in the file. The residual is read again by the next add, so the
+// fused kernel still writes it.
+TEST(FusionProof, GptResidualAddFeedsLayerNormFirst) {
+  for (const char* file : {"gpt_bf16_eager", "gpt_bf16_sdpa"}) {
+    const Analyzed a = analyze(file);
+    const Found f = find(a.fr, kResidualLayerNorm);
+    ASSERT_EQ(f.shapes.size(), 1u) << file;
+    const FusionCandidate& c = *f.shapes[0];
+    EXPECT_EQ(f.rank, 0u) << file << ": the top finding";
+    EXPECT_EQ(c.instances, 56) << file;
+    EXPECT_EQ(c.links, (std::vector<std::pair<size_t, size_t>>{{0, 1}}));
+    EXPECT_EQ(c.roles, "measured");
+    EXPECT_TRUE(c.fuse) << c.reason;
+    EXPECT_EQ(c.risks, (std::vector<std::string>{"an intermediate is also read by other kernels or ops: the fused "
+                                                 "kernel still writes it (predicted so)"}));
+    ASSERT_EQ(c.intermediates.size(), 1u);
+    EXPECT_TRUE(contains(c.intermediates[0], "3145728 B in the allocation")) << c.intermediates[0];  // 2048 x 768 bf16
+  }
+}
+
+// Under emit_nvtx the same pair is named by its ops.
+TEST(FusionProof, UnderEmitNvtxThePairIsNamedByItsOps) {
+  const Analyzed a = analyze("gpt_bf16_emitnvtx");
+  ASSERT_FALSE(a.fr.candidates.empty());
+  EXPECT_EQ(a.fr.candidates[0].id, "aten::add -> aten::layer_norm");
+  EXPECT_EQ(a.fr.candidates[0].instances, 56);
+  EXPECT_TRUE(stagesAre(a.fr.candidates[0], kResidualLayerNorm));
+}
+
+// The MLP stack: x = LayerNorm(x + fc2(gelu(fc1(x) + b))), two blocks.
+TEST(FusionProof, MlpResidualAddFeedsLayerNorm) {
+  const Analyzed a = analyze("mlp_bf16_eager");
+  const Found f = find(a.fr, kResidualLayerNorm);
+  ASSERT_EQ(f.shapes.size(), 1u);
+  EXPECT_EQ(f.rank, 0u);
+  // 14 in the file; the last one's output also feeds the program's checksum (a copy to float and
+  // abs), which makes that instance a group of four.
+  EXPECT_EQ(f.instances(), 13);
+}
+
+// Hugging Face GPT-2's MLP activation: eight pointwise kernels, x read by three of them, two
+// producers (0.5 * x and 1 + tanh(...)) meeting in the last multiply: one group, the top finding.
+TEST(FusionProof, Gpt2GeluNewIsOneGroupAndTheTopFinding) {
+  const Analyzed a = analyze("hfgpt2_forward_fp16_eager");
+  const Found f = find(a.fr, kGeluNew);
+  ASSERT_EQ(f.shapes.size(), 1u);
+  EXPECT_EQ(f.rank, 0u);
+  const FusionCandidate& c = *f.shapes[0];
+  EXPECT_EQ(c.instances, 28);  // 4 layers x 7 forwards
+  EXPECT_EQ(c.launches_removed, 7);
+  const auto& l = c.links;
+  EXPECT_NE(std::find(l.begin(), l.end(), std::pair<size_t, size_t>{0, 7}), l.end()) << "0.5 * x -> the multiply";
+  EXPECT_NE(std::find(l.begin(), l.end(), std::pair<size_t, size_t>{6, 7}), l.end()) << "1 + tanh -> the multiply";
+  EXPECT_EQ(c.roles, "measured");
+  // Its residual add -> LayerNorm pairs are found too.
+  EXPECT_EQ(find(a.fr, kResidualLayerNorm).instances(), 56);
+}
+
+bool isAttention(std::string_view k) {
+  return contains(k, "flash") || contains(k, "fmha") || contains(k, "sdpa") || contains(k, "attention");
+}
+
+// An independent check of the data-flow guarantee: some byte the producer wrote and the consumer
+// read was written by no kernel launched between them, no opaque kernel ran on the device
+// between them, no copy or memset into device memory started between them, and the allocation was
+// not freed between them.
+void expectEdgeIsAWriteAndARead(const Analyzed& a, const DataEdge& e) {
+  const core::KernelRow& pk = a.p.kernels[e.producer];
+  const core::KernelRow& ck = a.p.kernels[e.consumer];
+  ASSERT_LT(e.producer, e.consumer);
+  EXPECT_EQ(pk.stream_id, ck.stream_id);
+  for (size_t k = e.producer + 1; k < e.consumer; ++k) {
+    if (a.p.kernels[k].device_id == pk.device_id) {
+      EXPECT_FALSE(a.df.opaque[k]) << "opaque kernel " << k << " between";
+    }
+  }
+  for (const auto& m : a.p.memsets) EXPECT_FALSE(m.start_ns > pk.start_ns && m.start_ns < ck.start_ns) << "memset";
+  for (const auto& m : a.p.memcpys) {
+    if (m.dst_kind == "device") {
+      EXPECT_FALSE(m.start_ns > pk.start_ns && m.start_ns < ck.start_ns) << "copy";
+    }
+  }
+  const Allocation& al = a.df.allocations[e.allocation];
+  EXPECT_FALSE(al.free_ns && *al.free_ns > pk.start_ns && *al.free_ns < ck.start_ns);
+  auto accesses = [&](size_t k) {
+    return std::vector<KernelAccess>(a.df.accesses.begin() + a.df.access_begin[k],
+                                     a.df.accesses.begin() + a.df.access_begin[k + 1]);
+  };
+  bool some_byte = false;
+  for (const KernelAccess& w : accesses(e.producer)) {
+    if (!w.write || w.allocation != e.allocation) continue;
+    for (const KernelAccess& r : accesses(e.consumer)) {
+      if (!r.read || r.allocation != e.allocation) continue;
+      uint64_t lo = std::max(w.address, r.address);
+      const uint64_t hi = std::min(w.address + static_cast<uint64_t>(w.bytes), r.address + static_cast<uint64_t>(r.bytes));
+      // Is [lo, hi) entirely rewritten by kernels between? Walk it forward over their writes.
+      for (bool advanced = true; lo < hi && advanced;) {
+        advanced = false;
+        for (size_t k = e.producer + 1; k < e.consumer && lo < hi; ++k) {
+          for (const KernelAccess& x : accesses(k)) {
+            if ((x.write || x.unknown) && x.allocation == e.allocation && x.address <= lo &&
+                x.address + static_cast<uint64_t>(x.bytes) > lo) {
+              lo = x.address + static_cast<uint64_t>(x.bytes);
+              advanced = true;
+            }
+          }
+        }
+      }
+      some_byte = some_byte || lo < hi;
+    }
+  }
+  EXPECT_TRUE(some_byte) << "edge " << e.producer << " -> " << e.consumer << ": no byte written and then read";
+}
+
+TEST(FusionProof, NoSpuriousPair) {
+  for (const char* file :
+       {"gpt_bf16_eager", "gpt_bf16_sdpa", "gpt_bf16_emitnvtx", "mlp_bf16_eager", "hfgpt2_forward_fp16_eager"}) {
+    const Analyzed a = analyze(file);
+    for (const FusionCandidate& c : a.fr.candidates) {
+      for (const auto& [from, to] : c.links) {
+        EXPECT_NE(c.stage_kernels[from], c.stage_kernels[to]) << file << ": a self-pair in " << c.id;
+        const bool attention_ln = (isAttention(c.stage_kernels[from][0]) && contains(c.stage_kernels[to][0], "layer_norm")) ||
+                                  (contains(c.stage_kernels[from][0], "layer_norm") && isAttention(c.stage_kernels[to][0]));
+        EXPECT_FALSE(attention_ln) << file << ": " << c.id;
+      }
+    }
+    EXPECT_FALSE(a.df.edges.empty()) << file;
+    for (const DataEdge& e : a.df.edges) expectEdgeIsAWriteAndARead(a, e);
+  }
+}
+
+// Predicted saving per instance next to the measured one (the profiles with and without the
+// fusion, per region instance). Reached on these files: +25% (GPT bf16 res_ln; the same prediction
+// is +9% against the fp16 run, whose measured saving is 4.7 us for 4.1 here), -10% (MLP res_ln),
+// -5% (GPT-2 gelu_new); the bounds are 30% each and 15% for their median.
+TEST(FusionProof, PredictionsNextToTheMeasuredSavings) {
+  std::ifstream in(kData + "torch_proof_measured_h100.json");
+  const nlohmann::json measured = nlohmann::json::parse(in);
+  struct Expect {
+    std::string baseline, fusion;
+    std::vector<std::string_view> stages;
+  };
+  const std::vector<Expect> expect = {{"gpt_bf16_eager", "res_ln", kResidualLayerNorm},
+                                      {"mlp_bf16_eager", "res_ln", kResidualLayerNorm},
+                                      {"hfgpt2_forward_fp16_eager", "gelu", kGeluNew}};
+  int compared = 0;
+  std::vector<double> errors;
+  for (const Expect& x : expect) {
+    const Analyzed a = analyze(x.baseline);
+    for (const auto& row : measured.at("rows")) {
+      if (row.at("baseline") != x.baseline || row.at("fusion") != x.fusion) continue;
+      const double meas = row.at("measured_kernels_us").get<double>();
+      const Found f = find(a.fr, x.stages);
+      ASSERT_FALSE(f.shapes.empty()) << x.baseline << " " << x.fusion;
+      const double pred = f.savingPerInstanceUs();
+      const double error = (pred - meas) / meas;
+      std::printf("%-28s %-9s predicted %6.2f us  measured %6.2f us  error %+5.1f%%  (%lld of %d instances)\n",
+                  x.baseline.c_str(), x.fusion.c_str(), pred, meas, error * 100,
+                  static_cast<long long>(f.instances()), row.at("instances_expected").get<int>());
+      EXPECT_LT(std::abs(error), 0.30) << x.baseline << " " << x.fusion;
+      errors.push_back(std::abs(error));
+      ++compared;
+    }
+  }
+  EXPECT_EQ(compared, 3);
+  std::sort(errors.begin(), errors.end());
+  ASSERT_EQ(errors.size(), 3u);
+  EXPECT_LT(errors[1], 0.15) << "median |error|";
+  for (const auto& row : measured.at("rows")) {
+    const std::string fusion = row.at("fusion");
+    if (fusion == "sdpa" || fusion == "bias_gelu") {
+      std::printf("%-28s %-9s measured %6.2f us  not found: the chain runs through a GEMM whose pointers these "
+                  "recordings lack\n",
+                  row.at("run").get<std::string>().c_str(), fusion.c_str(), row.at("measured_kernels_us").get<double>());
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fprof::analysis
