@@ -4,6 +4,8 @@
 #include <cupti.h>
 #include <cxxabi.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
 
 #include "checks.h"
@@ -236,7 +238,11 @@ void MetricsCollector::decode(ContextState& s) {
   s.batch.clear();
 }
 
+// Like the CLI's progress lines: only where someone watches (stderr a terminal), so logs of
+// batch jobs and CI stay free of them.
 void MetricsCollector::progress() {
+  static const bool watched = ::isatty(STDERR_FILENO) == 1;
+  if (!watched) return;
   const auto now = std::chrono::steady_clock::now();
   if (now - last_progress_ < std::chrono::seconds(2)) return;
   last_progress_ = now;
