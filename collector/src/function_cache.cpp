@@ -159,29 +159,5 @@ std::optional<uint64_t> FunctionCache::signature(CUfunction handle, const Functi
   return h.h;
 }
 
-void FunctionCache::readArgs(const FunctionInfo& info, void** kernel_params, void** extra, LaunchArgs& out) {
-  if (info.eight_byte_params.empty()) return;
-  const uint8_t* buffer = nullptr;
-  size_t buffer_bytes = 0;
-  if (kernel_params == nullptr && extra != nullptr) {
-    for (void** p = extra; *p != CU_LAUNCH_PARAM_END; p += 2) {
-      if (*p == CU_LAUNCH_PARAM_BUFFER_POINTER) buffer = static_cast<const uint8_t*>(p[1]);
-      if (*p == CU_LAUNCH_PARAM_BUFFER_SIZE && p[1] != nullptr) buffer_bytes = *static_cast<const size_t*>(p[1]);
-    }
-    if (buffer == nullptr) return;
-  } else if (kernel_params == nullptr) {
-    return;
-  }
-  for (const FunctionInfo::Param& p : info.eight_byte_params) {
-    uint64_t value = 0;
-    if (buffer != nullptr) {
-      if (static_cast<size_t>(p.offset_bytes) + 8 > buffer_bytes) continue;
-      std::memcpy(&value, buffer + p.offset_bytes, 8);
-    } else {
-      std::memcpy(&value, static_cast<const uint8_t*>(kernel_params[p.index]) + p.within_bytes, 8);
-    }
-    out.push_back(LaunchArg{p.index, p.offset_bytes, p.param_bytes, value});
-  }
-}
 
 }  // namespace fprof::collector

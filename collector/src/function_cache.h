@@ -88,13 +88,10 @@ class FunctionCache {
   // launches context-independent kernels that way). Needs the launch's context to be current.
   const FunctionInfo& lookup(CUfunction handle);
 
-  // Reads the 8-byte arguments of a launch, from kernelParams or from a CU_LAUNCH_PARAM_BUFFER.
   // Functions whose launch handle was a CUkernel resolved with cuKernelGetFunction, and handles
   // that could not be queried at all (their launches carry no local size or arguments).
   uint64_t resolvedKernelHandles() const { return resolved_.load(std::memory_order_relaxed); }
   uint64_t failedHandles() const { return failed_.load(std::memory_order_relaxed); }
-
-  static void readArgs(const FunctionInfo& info, void** kernel_params, void** extra, LaunchArgs& out);
 
   // A hash of function, shape and every argument byte except device addresses (8-byte values the
   // driver knows as device memory): equal for launches that do the same work. None when the
