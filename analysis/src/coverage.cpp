@@ -38,12 +38,22 @@ std::optional<double> CounterCoverage::timeShare() const {
 }
 
 CounterCoverage counterCoverage(const core::Profile& p) {
+  std::vector<size_t> all(p.kernels.size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+  return counterCoverage(p, all);
+}
+
+CounterCoverage counterCoverage(const core::Profile& p, const std::vector<size_t>& kernel_indices) {
   CounterCoverage c;
   // Schema 2 says how each kernel's counters were obtained and why others have none; a version-1
   // file says neither (its counters were all profiled, and nothing records the gaps).
   const bool provenance = p.schema_version >= 2;
-  std::unordered_map<int64_t, const std::string*> reason_of;
-  for (const core::KernelCounterMissing& m : p.counters_missing) reason_of.emplace(m.kernel_id, &m.reason);
+  // Profile::counters_missing is ordered by kernel id: a binary search per kernel.
+  auto reasonOf = [&](int64_t kernel_id) -> const std::string* {
+    auto it = std::lower_bound(p.counters_missing.begin(), p.counters_missing.end(), kernel_id,
+                               [](const core::KernelCounterMissing& m, int64_t id) { return m.kernel_id < id; });
+    return it != p.counters_missing.end() && it->kernel_id == kernel_id ? &it->reason : nullptr;
+  };
   std::map<std::string, int64_t> sources, reasons;
   // A merged job may join trace-mode processes: their kernels never were to have counters.
   std::unordered_map<uint32_t, bool> trace_process;
@@ -52,7 +62,9 @@ CounterCoverage counterCoverage(const core::Profile& p) {
     if (inserted) it->second = core::processMeta(p, process_id, "mode") == "trace";
     return it->second;
   };
-  for (const core::KernelRow& k : p.kernels) {
+  for (size_t index : kernel_indices) {
+    if (index >= p.kernels.size()) continue;
+    const core::KernelRow& k = p.kernels[index];
     ++c.kernels;
     c.kernel_ns += k.durationNs();
     if (const core::KernelCounters* counters = countersFor(p, k.id)) {
@@ -60,9 +72,8 @@ CounterCoverage counterCoverage(const core::Profile& p) {
       c.counted_ns += k.durationNs();
       if (provenance) ++sources[sourceText(counters->source)];
     } else if (provenance) {
-      const auto it = reason_of.find(k.id);
-      if (it != reason_of.end()) {
-        ++reasons[*it->second];
+      if (const std::string* reason = reasonOf(k.id)) {
+        ++reasons[*reason];
       } else {
         ++reasons[inTraceMode(k.process_id) ? "recorded in trace mode" : "no reason recorded"];
       }
@@ -89,6 +100,42 @@ std::string describeMissing(const CounterCoverage& c) {
   }
   const int64_t without = c.kernels - c.kernels_with_counters;
   return fmt::format("{} kernel{} without counters: {}", without, without == 1 ? "" : "s", reasons);
+}
+
+std::string describeGroupCounters(const CounterCoverage& c) {
+  if (c.kernels == 0) return "";
+  std::string out;
+  for (const auto& [text, n] : c.by_source) out += fmt::format("{}{} {}", out.empty() ? "" : ", ", n, text);
+  if (out.empty() && c.kernels_with_counters > 0) out = fmt::format("{} with counters", c.kernels_with_counters);
+  const int64_t without = c.kernels - c.kernels_with_counters;
+  if (without > 0) {
+    const std::string reason = c.missing_reasons.empty() ? std::string("no reason recorded") : c.missing_reasons.front().first;
+    const std::string more = c.missing_reasons.size() > 1 ? fmt::format(" (and {} other reasons)", c.missing_reasons.size() - 1) : "";
+    out += fmt::format("{}{} without: {}{}", out.empty() ? "" : "; ", without, reason, more);
+  }
+  return out;
+}
+
+std::string describeCollection(const core::Profile& p) {
+  if (p.meta("mode") != "metrics") return "";
+  std::vector<std::string> parts;
+  if (const std::string set = p.meta("metric_set"); !set.empty()) parts.push_back("metric set " + set);
+  if (const std::string replay = p.meta("replay_mode"); !replay.empty()) {
+    const std::string passes = p.meta("metrics_passes");
+    parts.push_back(replay + " replay" + (passes.empty() ? "" : fmt::format(" ({} passes)", passes)));
+  }
+  if (const std::string cache = p.meta("cache_control"); !cache.empty()) {
+    parts.push_back(cache == "all" ? "caches flushed before each pass (cache control all)"
+                                   : "caches not flushed (cache control none)");
+  }
+  if (const std::string samples = p.meta("samples_per_launch_kind"); !samples.empty()) {
+    parts.push_back(samples == "every launch" ? "every launch profiled"
+                                              : samples + " profiled launch(es) per launch signature, the others given "
+                                                          "the values of an identical launch");
+  }
+  std::string out;
+  for (const std::string& part : parts) out += (out.empty() ? "" : "; ") + part;
+  return out;
 }
 
 }  // namespace fprof::analysis

@@ -8,7 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <iterator>
 #include <random>
+#include <vector>
 
 #include "fprof/reports/escape.h"
 #include "fprof/reports/format.h"
@@ -278,6 +280,9 @@ std::string headerSection(const ReportData& r) {
   s += metaRow("kernels", e(fmt::format("{} launches in {} groups (name and launch shape); kernel time {}, {}",
                                         h.kernel_count, r.group_count,
                                         formatDurationNs(static_cast<double>(h.total_kernel_ns)), timeline)));
+  if (!h.counter_coverage.empty()) s += metaRow("counters", e(h.counter_coverage));
+  if (!h.counter_missing.empty()) s += metaRow("without counters", "<span class=\"warn\">" + e(h.counter_missing) + "</span>");
+  if (!h.counter_collection.empty()) s += metaRow("collected by", e(h.counter_collection));
   s += metaRow("recorded by", "fprof " + e(h.fprof_version));
   for (const std::string& w : h.warnings) s += metaRow("warning", "<span class=\"warn\">" + e(w) + "</span>");
   s += "</dl>\n<h3>Ceilings used</h3>\n";
@@ -400,7 +405,7 @@ std::string kernelTable(const ReportData& r) {
     const char* label;
     bool num;
   };
-  static const Col cols[] = {
+  static const Col base_cols[] = {
       {"rank", "#", true},          {"kernel", "kernel", false},        {"op", "op", false},
       {"origin", "origin", false},
       {"grid", "grid", false},      {"block", "block", false},          {"time", "time", true},
@@ -410,6 +415,10 @@ std::string kernelTable(const ReportData& r) {
       {"local", "local/thr", true}, {"spill", "spill traffic", true},   {"occ", "occupancy (theor.)", true},
       {"achocc", "occupancy (achieved)", true},
   };
+  // A metrics run says per group how its counters were obtained (or why there are none).
+  const bool provenance = !r.header.counter_coverage.empty();
+  std::vector<Col> cols(std::begin(base_cols), std::end(base_cols));
+  if (provenance) cols.push_back({"counters", "counters", false});
   s += "<div class=\"tablewrap\"><table id=\"kernel-table\" class=\"sortable\"><thead><tr>";
   for (const Col& c : cols) {
     s += fmt::format("<th class=\"sortable{}\" data-col=\"{}\">{}</th>", c.num ? " num" : "", c.key, c.label);
@@ -435,6 +444,7 @@ std::string kernelTable(const ReportData& r) {
     s += optCell(g.spill_bytes, formatBytes);
     s += numCell(formatPercent(g.theoretical_occupancy), g.theoretical_occupancy);
     s += numCell(formatPercent(g.achieved_occupancy), g.achieved_occupancy);
+    if (provenance) s += "<td>" + e(g.counters) + "</td>";
     s += "</tr>\n";
   }
   s += "</tbody></table></div>\n";

@@ -174,6 +174,9 @@ std::string renderMarkdown(const ReportData& r, const MarkdownOptions& options) 
     }
     s += "- ceilings: " + list + "\n";
   }
+  if (!h.counter_coverage.empty()) s += "- counters: " + plain(h.counter_coverage) + "\n";
+  if (!h.counter_missing.empty()) s += "- without counters: " + plain(h.counter_missing) + "\n";
+  if (!h.counter_collection.empty()) s += "- collected by: " + plain(h.counter_collection) + "\n";
   for (const std::string& w : h.warnings) s += "- **warning**: " + plain(w) + "\n";
   s += rankSection(r, full_names);
 
@@ -190,6 +193,11 @@ std::string renderMarkdown(const ReportData& r, const MarkdownOptions& options) 
         head.push_back(c);
         right.push_back(true);
       }
+    }
+    const bool provenance = !h.counter_coverage.empty();
+    if (provenance) {
+      head.push_back("counters");
+      right.push_back(false);
     }
     head.push_back("kernel");
     right.push_back(false);
@@ -213,6 +221,7 @@ std::string renderMarkdown(const ReportData& r, const MarkdownOptions& options) 
         cells.push_back(formatPercent(g.roof_fraction) + (g.roof_fraction ? " (" + g.binding_roof + ")" : ""));
         cells.push_back(g.bound.empty() ? "n/a" : g.bound);
       }
+      if (provenance) cells.push_back(plain(g.counters));
       cells.push_back(code(g.short_name));
       full_names.note(g.name, g.short_name);
       s += row(cells);

@@ -15,6 +15,7 @@
 #include <unordered_set>
 
 #include "fprof/analysis/ceilings.h"
+#include "fprof/analysis/coverage.h"
 #include "fprof/analysis/dataflow.h"
 #include "fprof/analysis/diff.h"
 #include "fprof/analysis/fusion.h"
@@ -60,6 +61,12 @@ RunHeader makeHeader(const core::Profile& p, const analysis::RunSummary& s) {
   h.span_ns = s.span_ns;
   h.timeline_known = s.timeline_known;
   h.has_counters = !p.counters.empty();
+  if (p.meta("mode") == "metrics" || !p.counters_missing.empty()) {
+    const analysis::CounterCoverage coverage = analysis::counterCoverage(p);
+    h.counter_coverage = analysis::describeCoverage(coverage);
+    h.counter_missing = analysis::describeMissing(coverage);
+    h.counter_collection = analysis::describeCollection(p);
+  }
   if (const std::string dropped = p.meta("dropped_records", "0"); dropped != "0") {
     h.warnings.push_back(
         fmt::format("the collector dropped {} records (buffers full); totals are lower bounds", dropped));
@@ -285,6 +292,9 @@ Built buildGroups(const core::Profile& p, const analysis::OpIndex& op_index) {
       ++ops[op].launches;
       if (op_ns[op] == 0) touched.push_back(op);
       op_ns[op] += d;
+    }
+    if (!b.header.counter_coverage.empty()) {
+      g.counters = analysis::describeGroupCounters(analysis::counterCoverage(p, kg.kernel_indices));
     }
     g.spill_bytes = sums.spill;
     if (sums.occupancy_weight_ns > 0) g.achieved_occupancy = sums.occupancy_weighted / sums.occupancy_weight_ns;

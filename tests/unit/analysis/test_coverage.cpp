@@ -69,5 +69,33 @@ TEST(Coverage, NoKernelTimeIsNotZeroPercent) {
   EXPECT_EQ(describeCoverage(c), "counters for 0 of 0 kernels (n/a of kernel time)");
 }
 
+TEST(Coverage, OneGroupSaysHowItsCountersWereObtainedOrWhyNot) {
+  core::Profile p = profile(2);
+  p.counters_missing = {{4, "CUDA graph launch: parallel branches"}, {6, "not selected"}};
+  EXPECT_EQ(describeGroupCounters(counterCoverage(p, {0, 1, 2})), "2 same signature, 1 profiled");  // most first
+  EXPECT_EQ(describeGroupCounters(counterCoverage(p, {3})), "1 without: CUDA graph launch: parallel branches");
+  EXPECT_EQ(describeGroupCounters(counterCoverage(p, {4, 5})), "1 profiled; 1 without: not selected");
+  EXPECT_EQ(describeGroupCounters(counterCoverage(p, {3, 5, 0})),
+            "1 profiled; 2 without: CUDA graph launch: parallel branches (and 1 other reasons)");
+  EXPECT_EQ(describeGroupCounters(counterCoverage(p, {})), "");
+  // An index out of range (a damaged summary) is skipped, not read.
+  EXPECT_EQ(counterCoverage(p, {0, 99}).kernels, 1);
+  EXPECT_EQ(describeGroupCounters(counterCoverage(profile(1), {0, 3})), "1 with counters; 1 without: no reason recorded");
+}
+
+TEST(Coverage, CollectionMethodComesFromTheMetricsRunsMetadata) {
+  core::Profile p = profile(2);
+  EXPECT_EQ(describeCollection(p), "");  // no mode recorded: says nothing
+  p.metadata = {{"mode", "metrics"},         {"metric_set", "roofline"},         {"replay_mode", "kernel"},
+                {"metrics_passes", "7"},      {"cache_control", "all"},           {"samples_per_launch_kind", "1"}};
+  EXPECT_EQ(describeCollection(p),
+            "metric set roofline; kernel replay (7 passes); caches flushed before each pass (cache control all); 1 "
+            "profiled launch(es) per launch signature, the others given the values of an identical launch");
+  p.metadata = {{"mode", "metrics"}, {"cache_control", "none"}, {"samples_per_launch_kind", "every launch"}};
+  EXPECT_EQ(describeCollection(p), "caches not flushed (cache control none); every launch profiled");
+  p.metadata = {{"mode", "trace"}, {"cache_control", "all"}};
+  EXPECT_EQ(describeCollection(p), "");
+}
+
 }  // namespace
 }  // namespace fprof::analysis

@@ -31,11 +31,21 @@ struct CounterCoverage {
 };
 
 CounterCoverage counterCoverage(const core::Profile& p);
+// The same for some kernels (indices into p.kernels), e.g. one kernel group of the report.
+CounterCoverage counterCoverage(const core::Profile& p, const std::vector<size_t>& kernel_indices);
 
 // "counters for 700 of 719 kernels (98.1% of kernel time): 650 profiled, 50 same signature".
 std::string describeCoverage(const CounterCoverage& c);
 // "19 kernels without counters: cooperative launch: not replayed (12), not selected (7)"; "" when
 // the database gives no reasons.
 std::string describeMissing(const CounterCoverage& c);
+// One kernel group's provenance in a table cell: "1 profiled, 299 same signature", "12 without:
+// cooperative launch: not replayed", "2 profiled; 1 without: ..."; "" for no kernels. For schema 1
+// (no provenance recorded): "N with counters".
+std::string describeGroupCounters(const CounterCoverage& c);
+// How a metrics run collected its counters, from its metadata: "metric set roofline; kernel replay
+// (7 passes); caches flushed before each pass (cache control all); 1 profiled launch(es) per launch
+// signature, ..."; "" for a trace run or a file that does not say.
+std::string describeCollection(const core::Profile& p);
 
 }  // namespace fprof::analysis

@@ -38,6 +38,12 @@ struct RunHeader {
   int64_t span_ns = 0;
   bool timeline_known = true;  // false: metrics mode replayed every kernel (no start times)
   bool has_counters = false;
+  // Metrics runs (analysis/coverage.h): "counters for 35 of 35 kernels (100.0% of kernel time): 3
+  // profiled, 32 same signature"; the kernels without and why; how the counters were collected
+  // (replay, passes, cache control, sampling). Empty for a trace run.
+  std::string counter_coverage;
+  std::string counter_missing;
+  std::string counter_collection;
   std::vector<std::string> warnings;  // dropped records, collector warnings
 };
 
@@ -58,6 +64,10 @@ struct GroupRow {
   int64_t local_bytes_per_thread = 0;
   std::optional<double> theoretical_occupancy;
   std::optional<double> achieved_occupancy;  // counters
+  // How its kernels' counters were obtained, or why they have none: "1 profiled, 299 same
+  // signature", "4 without: CUDA graph launch: ..." (analysis::describeGroupCounters); "" in a
+  // trace run.
+  std::string counters;
   // Counter-derived (measured); absent in trace mode.
   std::optional<double> flops;
   std::optional<double> dram_bytes;
