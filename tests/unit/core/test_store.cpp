@@ -424,6 +424,70 @@ TEST(Store, Schema2CopiedCountersAndReasonsFindTheirKernels) {
   EXPECT_EQ(reason_of[id_of["forgotten"]], "no counters recorded");
 }
 
+TEST(Store, GraphLaunchCountersGoToItsKernelsInExecutionOrder) {
+  const std::string path = fprof::testing::tempPath("graph_counters.fprof");
+  auto w = Writer::create(path);
+  ASSERT_TRUE(w.ok());
+  auto node = [](const std::string& name, int64_t start, int64_t duration, uint32_t corr, int64_t node_id) {
+    core::KernelRecord k = fprof::testing::makeKernel(name, start, duration, corr);
+    k.graph_id = 1;
+    k.graph_node_id = node_id;
+    return k;
+  };
+  auto counters = [](double flops, double gpu_ns) {
+    Writer::NodeCounters n;
+    n.counters.flops_fp32 = flops;
+    n.counters.gpu_time_ns = gpu_ns;
+    n.raw = {{"sm__x.sum", flops}};
+    return n;
+  };
+  // Profiled launch 60: replay hid the timestamps, so graph node ids give the order.
+  (*w)->add(node("p_third", 0, 0, 60, 13));
+  (*w)->add(node("p_first", 0, 0, 60, 11));
+  (*w)->add(node("p_second", 0, 0, 60, 12));
+  (*w)->addGraphCountersForLaunch(1, {60, 0}, {counters(1, 100), counters(2, 200), counters(3, 300)});
+  // Launch 70 of the same graph, timed: start times give the order (node ids here say otherwise).
+  (*w)->addCopiedGraphCountersForLaunch(1, {70, 0}, {60, 0});
+  (*w)->add(node("c_first", 1000, 5, 70, 23));
+  (*w)->add(node("c_third", 3000, 5, 70, 21));
+  (*w)->add(node("c_second", 2000, 5, 70, 22));
+  // Launch 80: one range for two kernels (parallel branches under CUPTI 13.0): not told apart.
+  (*w)->add(node("m_a", 4000, 5, 80, 31));
+  (*w)->add(node("m_b", 4000, 5, 80, 32));
+  (*w)->addGraphCountersForLaunch(1, {80, 0}, {counters(9, 900)});
+  (*w)->expectCountersForEveryKernel("no counters recorded");
+  ASSERT_TRUE((*w)->close());
+
+  auto p = loadProfile(path);
+  ASSERT_TRUE(p.ok()) << p.error();
+  std::map<int64_t, std::string> name_of;
+  for (const KernelRow& row : p->kernels) name_of[row.id] = p->str(row.name_id);
+  std::map<std::string, const KernelCounters*> by_name;
+  for (const KernelCounters& k : p->counters) by_name[name_of[k.kernel_id]] = &k;
+  ASSERT_EQ(by_name.size(), 6u);
+  EXPECT_EQ(*by_name["p_first"]->flops_fp32, 1);
+  EXPECT_EQ(*by_name["p_second"]->flops_fp32, 2);
+  EXPECT_EQ(*by_name["p_third"]->flops_fp32, 3);
+  EXPECT_EQ(*by_name["c_first"]->flops_fp32, 1);
+  EXPECT_EQ(*by_name["c_second"]->flops_fp32, 2);
+  EXPECT_EQ(*by_name["c_third"]->flops_fp32, 3);
+  EXPECT_EQ(by_name["c_third"]->source, kCounterSourceSameSignature);
+  ASSERT_TRUE(by_name["c_third"]->source_kernel_id);
+  EXPECT_EQ(name_of[*by_name["c_third"]->source_kernel_id], "p_third");
+  EXPECT_EQ(by_name["p_first"]->source, kCounterSourceProfiled);
+  for (const KernelRow& row : p->kernels) {
+    if (name_of[row.id] == "p_second") {
+      EXPECT_EQ(row.durationNs(), 200) << "a hidden time comes from the counters";
+    }
+  }
+  EXPECT_EQ(p->metrics.size(), 6u);
+  std::map<std::string, std::string> reason_of;
+  for (const KernelCounterMissing& m : p->counters_missing) reason_of[name_of[m.kernel_id]] = m.reason;
+  ASSERT_EQ(reason_of.size(), 2u);
+  EXPECT_NE(reason_of["m_a"].find("returned 1 counter range for its 2 kernels"), std::string::npos) << reason_of["m_a"];
+  EXPECT_EQ(reason_of["m_a"], reason_of["m_b"]);
+}
+
 TEST(Store, Schema2FunctionTablesRoundTrip) {
   const std::string path = fprof::testing::tempPath("schema2_functions.fprof");
   {
