@@ -480,16 +480,6 @@ bool isCapturing(CUstream stream, CUpti_CallbackId cbid) {
   return cuStreamIsCapturing(stream, &status) == CUDA_SUCCESS && status != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
-// Launches of one executable graph run the same kernels with the same parameters (until the
-// program updates the graph): its handle is the launch's signature, apart from any function's.
-std::optional<uint64_t> graphLaunchSignature(CUpti_CallbackDomain domain, const void* function_params) {
-  if (domain != CUPTI_CB_DOMAIN_DRIVER_API || function_params == nullptr) return std::nullopt;
-  // cuGraphLaunch and cuGraphLaunch_ptsz take (hGraphExec, hStream).
-  const auto* p = static_cast<const cuGraphLaunch_params*>(function_params);
-  const auto handle = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(p->hGraph));
-  return (handle * 0x9E3779B97F4A7C15ull) ^ 0x6772617068ull;  // mixed and tagged, unlike a function signature
-}
-
 DriverLaunch driverLaunch(CUpti_CallbackId cbid, const void* function_params) {
   DriverLaunch d;
   auto shapeOf = [](auto* p, uint32_t shared) {
@@ -671,8 +661,6 @@ void Collector::handleLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
     request.capturing = isCapturing(launch.stream, cbid);
     if (info != nullptr) {
       request.signature = FunctionCache::signature(launch.f, *info, launch.shape, launch.params, launch.extra);
-    } else if (open->graph_launch) {
-      request.signature = graphLaunchSignature(domain, cb->functionParams);
     }
     metrics_.beforeLaunch(request);
   } else if (arg_roles_ && info != nullptr && arg_probe_.wanted(launch.f)) {
@@ -923,11 +911,6 @@ void Collector::drain() {
     const core::Writer::LaunchRef launch{r.launch.correlation_id, r.launch.nested_correlation_id};
     if (!r.missing_reason.empty()) {
       writer_->addMissingCountersForLaunch(process_id_, launch, std::move(r.missing_reason));
-    } else if (r.graph && r.source) {
-      writer_->addCopiedGraphCountersForLaunch(process_id_, launch,
-                                               {r.source->correlation_id, r.source->nested_correlation_id});
-    } else if (r.graph) {
-      writer_->addGraphCountersForLaunch(process_id_, launch, std::move(r.graph_nodes));
     } else if (r.source) {
       writer_->addCopiedCountersForLaunch(process_id_, launch,
                                           {r.source->correlation_id, r.source->nested_correlation_id}, r.counters,

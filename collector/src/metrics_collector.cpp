@@ -162,16 +162,10 @@ void MetricsCollector::copyOrWait(uint64_t source_index, LaunchRef launch) {
   }
   LaunchCounterResult r;
   r.launch = launch;
-  r.source = it->second.launch;
-  r.graph = it->second.graph;
-  if (r.graph) {  // kernel by kernel, in the writer
-    ++copied_;
-    results_.push_back(std::move(r));
-    return;
-  }
   r.counters = it->second.counters;
   r.counters.source = core::kCounterSourceSameSignature;
   r.raw = it->second.raw;
+  r.source = it->second.launch;
   if (auto varies = signature_varies_.find(it->second.signature); varies != signature_varies_.end()) {
     r.counters.signature_varies = varies->second;
   }
@@ -212,48 +206,12 @@ void MetricsCollector::keepDecoded(const Entry& e, const std::vector<double>& ro
   }
 }
 
-// A graph launch's ranges, one per kernel the range profiler saw, go to the writer as they are:
-// it knows the launch's kernels and gives each its range in execution order.
-void MetricsCollector::keepDecodedGraph(const Entry& e, const std::vector<std::vector<double>>& rows) {
-  if (rows.empty()) {
-    missing(e.launch, "the range profiler returned no counter range for this graph launch");
-  } else {
-    LaunchCounterResult r;
-    r.launch = e.launch;
-    r.graph = true;
-    for (const std::vector<double>& row : rows) {
-      core::Writer::NodeCounters node;
-      node.counters = core::deriveCounters(config_.metrics, row);
-      for (size_t m = 0; m < config_.metrics.size() && m < row.size(); ++m) node.raw.emplace_back(config_.metrics[m], row[m]);
-      r.graph_nodes.push_back(std::move(node));
-    }
-    results_.push_back(std::move(r));
-    if (e.signature && config_.samples_per_signature > 0) decoded_[e.launch_index] = Profiled{{}, {}, e.launch, *e.signature, true};
-  }
-  auto waiting = waiting_copies_.find(e.launch_index);
-  if (waiting == waiting_copies_.end()) return;
-  std::vector<LaunchRef> copies = std::move(waiting->second);
-  waiting_copies_.erase(waiting);
-  for (const LaunchRef& c : copies) {
-    if (rows.empty()) {
-      missing(c, "the launch of the same graph it would copy from got no counter range");
-    } else {
-      copyOrWait(e.launch_index, c);
-    }
-  }
-}
-
 void MetricsCollector::decode(ContextState& s) {
   if (!s.profiler || s.batch.empty()) return;
   std::vector<std::vector<double>> rows;
   std::vector<std::string> names;
   std::string error;
   if (!s.profiler->stopAndDecode(rows, error, &names)) note("warning", "decoding counters: " + error);
-  if (s.batch.size() == 1 && s.batch.front().graph) {  // a graph launch is decoded alone
-    keepDecodedGraph(s.batch.front(), rows);
-    s.batch.clear();
-    return;
-  }
   std::vector<ProfiledLaunchName> launches;
   launches.reserve(s.batch.size());
   for (const Entry& e : s.batch) launches.push_back({e.mangled, e.demangled});
@@ -324,9 +282,7 @@ void MetricsCollector::openWindow(const LaunchRequest& launch, ContextState& s) 
     missing(ref, "hardware counters unavailable on this context (see the collector's error)");
     return;
   }
-  // A graph launch makes one range per kernel, as many as it has: its ranges are decoded alone.
-  const bool graph_involved = launch.graph_launch || (!s.batch.empty() && s.batch.back().graph);
-  if (s.batch.size() >= config_.batch_ranges || (graph_involved && !s.batch.empty())) decode(s);
+  if (s.batch.size() >= config_.batch_ranges) decode(s);
   std::string error;
   if (!s.profiler->start(error)) {
     note("error", "starting the range profiler: " + error);
@@ -340,7 +296,6 @@ void MetricsCollector::openWindow(const LaunchRequest& launch, ContextState& s) 
   e.demangled = facts.demangled_name;
   e.launch_index = decision.launch_index;
   e.signature = launch.signature;
-  e.graph = launch.graph_launch;
   s.batch.push_back(std::move(e));
   t_window.profiled = true;
   ++profiled_;

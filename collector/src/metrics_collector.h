@@ -23,7 +23,6 @@
 #include <vector>
 
 #include "fprof/core/model.h"
-#include "fprof/core/store.h"
 #include "metrics_config.h"
 #include "range_profiler.h"
 
@@ -35,16 +34,12 @@ struct LaunchRef {
 };
 
 // What the writer gets for one launch: counters (profiled or copied from `source`), or a reason.
-// A CUDA graph launch runs several kernels: its counters are one per counter range, in range order
-// (graph_nodes), and the writer gives them to the launch's kernels in execution order.
 struct LaunchCounterResult {
   LaunchRef launch;
   core::KernelCounters counters;
   std::vector<std::pair<std::string, double>> raw;
   std::optional<LaunchRef> source;  // copied from this profiled launch
   std::string missing_reason;       // not empty: no counters, and why
-  bool graph = false;
-  std::vector<core::Writer::NodeCounters> graph_nodes;  // a profiled graph launch
 };
 
 struct LaunchRequest {
@@ -56,7 +51,7 @@ struct LaunchRequest {
   bool graph_launch = false;
   bool cooperative = false;
   bool capturing = false;             // the stream records a graph: nothing runs now
-  std::optional<uint64_t> signature;  // see LaunchFacts::signature; a graph launch: its executable graph
+  std::optional<uint64_t> signature;  // see LaunchFacts::signature
 };
 
 class MetricsCollector {
@@ -85,7 +80,6 @@ class MetricsCollector {
     std::string demangled;
     uint64_t launch_index = 0;
     std::optional<uint64_t> signature;
-    bool graph = false;  // a graph launch: every range of its batch (it is alone in it) is one of its kernels
   };
   struct ContextState {
     std::mutex window;  // held by a launch or copy on this context from ENTER to EXIT
@@ -99,7 +93,6 @@ class MetricsCollector {
     std::vector<std::pair<std::string, double>> raw;
     LaunchRef launch;
     uint64_t signature = 0;
-    bool graph = false;  // copies of a graph launch take the values kernel by kernel, in the writer
   };
 
   ContextState& stateOf(CUcontext ctx);  // requires mu_
@@ -107,7 +100,6 @@ class MetricsCollector {
   void openWindow(const LaunchRequest& launch, ContextState& s);  // requires mu_
   void closeWindow(CUresult result);     // requires mu_
   void decode(ContextState& s);          // requires mu_
-  void keepDecodedGraph(const Entry& e, const std::vector<std::vector<double>>& rows);
   void keepDecoded(const Entry& e, const std::vector<double>& row, const std::string& range_name);
   void copyOrWait(uint64_t source_index, LaunchRef launch);
   void missing(LaunchRef launch, std::string reason);

@@ -138,10 +138,10 @@ Decision LaunchSelector::decide(const LaunchFacts& f) {
     return d;
   }
   // Replay re-runs a kernel with memory restored: kernels that wait on other kernels or other
-  // processes would hang or deadlock. (A graph launch is profiled kernel by kernel: the range
-  // profiler makes a range per kernel node.)
+  // processes would hang or deadlock, and graph nodes are not separate launches.
   const char* why = nullptr;
   if (f.demangled_name.find("nccl") != std::string::npos) why = "NCCL kernel: not replayed (it waits on other ranks)";
+  if (f.graph_launch) why = "CUDA graph launch: kernels of graphs are not profiled";
   if (why != nullptr) {
     d.kind = LaunchDecision::kSkipUnsafe;
     d.reason = why;

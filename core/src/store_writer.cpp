@@ -1,10 +1,8 @@
 // core::Writer: buffered, transactional writes of a .fprof database (see store.h).
 #include <sqlite3.h>
 
-#include <algorithm>
 #include <filesystem>
 #include <functional>
-#include <map>
 #include <string>
 
 #include "fprof/core/schema.h"
@@ -129,14 +127,6 @@ void Writer::addCopiedCountersForLaunch(uint32_t process_id, LaunchRef launch, L
   pending_launch_counters_.push_back({process_id, launch, source, std::move(copied), std::move(raw)});
 }
 
-void Writer::addGraphCountersForLaunch(uint32_t process_id, LaunchRef launch, std::vector<NodeCounters> nodes) {
-  pending_graph_counters_.push_back({process_id, launch, std::nullopt, std::move(nodes)});
-}
-
-void Writer::addCopiedGraphCountersForLaunch(uint32_t process_id, LaunchRef launch, LaunchRef source) {
-  pending_graph_counters_.push_back({process_id, launch, source, {}});
-}
-
 void Writer::addMissingCountersForLaunch(uint32_t process_id, LaunchRef launch, std::string reason) {
   pending_launch_missing_.push_back({process_id, launch, std::move(reason)});
 }
@@ -145,7 +135,7 @@ size_t Writer::pendingRecords() const {
   return kernels_.size() + args_.size() + ranges_.size() + memcpys_.size() + memsets_.size() +
          memory_events_.size() + events_.size() + counters_.size() + metrics_.size() + ceilings_.size() +
          missing_.size() + functions_.size() + function_args_.size() + function_sass_ops_.size() +
-         pending_launch_counters_.size() + pending_graph_counters_.size();
+         pending_launch_counters_.size();
 }
 
 std::optional<std::pair<int64_t, int64_t>> Writer::kernelOf(uint32_t process_id, LaunchRef launch) const {
@@ -186,106 +176,6 @@ Status Writer::resolveLaunchCounters() {
     pending_launch_counters_ = std::move(still_pending);
   }
   return {};
-}
-
-Expected<std::vector<std::pair<int64_t, int64_t>>> Writer::kernelsOfLaunch(uint32_t process_id, LaunchRef launch) {
-  Statement st(db_,
-               "SELECT id, duration_ns, start_ns, COALESCE(graph_node_id, 0) FROM kernel WHERE process_id = ? AND "
-               "(correlation_id = ? OR correlation_id = ?)");
-  if (!st.ok()) return sqlError(path_, db_, "prepare kernels of a launch");
-  const uint32_t alt = launch.alt_correlation_id != 0 ? launch.alt_correlation_id : launch.correlation_id;
-  st.bindAll(process_id, launch.correlation_id, alt);
-  struct Row {
-    int64_t id, duration_ns, start_ns, node;
-  };
-  std::vector<Row> rows;
-  int rc = SQLITE_ROW;
-  while ((rc = st.step()) == SQLITE_ROW) {
-    rows.push_back({st.i64(0), st.i64(1), st.i64(2), st.i64(3)});
-  }
-  if (rc != SQLITE_DONE) return sqlError(path_, db_, "read kernels of a launch");
-  // Kernels replayed for their counters run one at a time, so start times give the order the
-  // ranges came in; where replay hid the timestamps (start 0), the graph's node ids do.
-  const bool timed = std::all_of(rows.begin(), rows.end(), [](const Row& r) { return r.start_ns > 0; });
-  std::sort(rows.begin(), rows.end(), [timed](const Row& a, const Row& b) {
-    if (timed && a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
-    if (a.node != b.node) return a.node < b.node;
-    return a.id < b.id;
-  });
-  std::vector<std::pair<int64_t, int64_t>> out;
-  out.reserve(rows.size());
-  for (const Row& r : rows) out.emplace_back(r.id, r.duration_ns);
-  return out;
-}
-
-// A kernel whose trace duration is 0 (the range profiler hid its timestamps) takes the counters'.
-Status Writer::takeTimeFromCounters(int64_t kernel_id, int64_t duration_ns, const KernelCounters& c) {
-  if (duration_ns != 0 || !c.gpu_time_ns) return {};
-  Statement st(db_, "UPDATE kernel SET end_ns = start_ns + ?, duration_ns = ? WHERE id = ?");
-  const auto ns = static_cast<int64_t>(*c.gpu_time_ns);
-  st.bindAll(ns, ns, kernel_id);
-  if (!st.ok() || st.run() != SQLITE_DONE) return sqlError(path_, db_, "set kernel time from counters");
-  return {};
-}
-
-// Graph launches' counters go to their kernels by position (see addGraphCountersForLaunch): the
-// profiled launches first, so that copies find the kernels of their source.
-Status Writer::resolveGraphCounters() {
-  if (pending_graph_counters_.empty()) return {};
-  std::stable_partition(pending_graph_counters_.begin(), pending_graph_counters_.end(),
-                        [](const GraphLaunchCounters& g) { return !g.source; });
-  std::map<std::pair<uint32_t, uint32_t>, std::vector<std::pair<int64_t, KernelCounters>>> profiled;
-  std::map<std::pair<uint32_t, uint32_t>, std::vector<std::vector<std::pair<std::string, double>>>> profiled_raw;
-  for (GraphLaunchCounters& g : pending_graph_counters_) {
-    auto kernels = kernelsOfLaunch(g.process_id, g.launch);
-    if (!kernels) return makeError(kernels.error());
-    const std::pair<uint32_t, uint32_t> key{g.process_id, g.launch.correlation_id};
-    if (!g.source) {
-      if (kernels->size() != g.nodes.size()) {
-        pending_launch_missing_.push_back(
-            {g.process_id, g.launch,
-             "CUDA graph launch: the range profiler returned " + std::to_string(g.nodes.size()) + " counter range" +
-                 (g.nodes.size() == 1 ? "" : "s") + " for its " + std::to_string(kernels->size()) +
-                 " kernels, which cannot be told apart (CUPTI 13.0 profiles a graph with parallel branches as one "
-                 "range; a CUPTI 13.4 through fprof run --cupti profiles each node)"});
-        continue;
-      }
-      auto& done = profiled[key];
-      auto& done_raw = profiled_raw[key];
-      for (size_t i = 0; i < kernels->size(); ++i) {
-        KernelCounters c = g.nodes[i].counters;
-        c.kernel_id = (*kernels)[i].first;
-        if (Status t = takeTimeFromCounters(c.kernel_id, (*kernels)[i].second, c); !t) return t;
-        counters_.push_back(c);
-        for (auto& [metric, value] : g.nodes[i].raw) metrics_.push_back({c.kernel_id, metric, value});
-        done.emplace_back(c.kernel_id, c);
-        done_raw.push_back(g.nodes[i].raw);
-      }
-      continue;
-    }
-    const auto source = profiled.find({g.process_id, g.source->correlation_id});
-    if (source == profiled.end() || source->second.size() != kernels->size()) {
-      pending_launch_missing_.push_back(
-          {g.process_id, g.launch,
-           source == profiled.end()
-               ? std::string("CUDA graph launch: the launch of the same graph it would copy from has no counters")
-               : "CUDA graph launch: " + std::to_string(kernels->size()) +
-                     " kernels, where the launch of the same graph it would copy from had " +
-                     std::to_string(source->second.size())});
-      continue;
-    }
-    const auto& source_raw = profiled_raw[{g.process_id, g.source->correlation_id}];
-    for (size_t i = 0; i < kernels->size(); ++i) {
-      KernelCounters c = source->second[i].second;
-      c.kernel_id = (*kernels)[i].first;
-      c.source = kCounterSourceSameSignature;
-      c.source_kernel_id = source->second[i].first;
-      counters_.push_back(c);
-      for (const auto& [metric, value] : source_raw[i]) metrics_.push_back({c.kernel_id, metric, value});
-    }
-  }
-  pending_graph_counters_.clear();
-  return flush();
 }
 
 // Reasons go to every kernel of their launch (a graph launch has one per node) that has no
@@ -605,7 +495,6 @@ Status Writer::writeFunctionTables() {
 Status Writer::close() {
   if (!db_) return {};
   Status s = flush();
-  if (s) s = resolveGraphCounters();
   if (s) s = resolveMissingCounters();
   if (s) s = exec(("BEGIN;\n" + schemaIndexSql() + "COMMIT;").c_str());
   // Back to a rollback journal: the WAL is checkpointed and removed, leaving one file to share.

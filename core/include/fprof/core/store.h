@@ -116,18 +116,6 @@ class Writer {
   };
   void addCopiedCountersForLaunch(uint32_t process_id, LaunchRef launch, LaunchRef source,
                                   const KernelCounters& counters, std::vector<std::pair<std::string, double>> raw);
-  // Counters of a CUDA graph launch's kernels, one per counter range in the order the range
-  // profiler returned them. At close they go to the launch's kernels in execution order (start
-  // time, or graph node id where replay left no timestamps) when the counts agree; otherwise every
-  // kernel of the launch gets a reason that gives both counts.
-  struct NodeCounters {
-    KernelCounters counters;
-    std::vector<std::pair<std::string, double>> raw;
-  };
-  void addGraphCountersForLaunch(uint32_t process_id, LaunchRef launch, std::vector<NodeCounters> nodes);
-  // A launch of the same executable graph as `source` (counters.source = same_signature): its
-  // kernel at each position takes the values of the source's kernel at that position.
-  void addCopiedGraphCountersForLaunch(uint32_t process_id, LaunchRef launch, LaunchRef source);
   // Why the kernels of a launch (several for a graph launch) have no counters
   // (kernel_counter_missing); resolved when the writer closes.
   void addMissingCountersForLaunch(uint32_t process_id, LaunchRef launch, std::string reason);
@@ -188,17 +176,6 @@ class Writer {
     std::string reason;
   };
   std::vector<LaunchMissing> pending_launch_missing_;
-  struct GraphLaunchCounters {
-    uint32_t process_id;
-    LaunchRef launch;
-    std::optional<LaunchRef> source;  // a copy: the profiled launch of the same graph
-    std::vector<NodeCounters> nodes;  // profiled: one per counter range
-  };
-  std::vector<GraphLaunchCounters> pending_graph_counters_;
-  // A launch's kernels (id, duration) in execution order, from the file (a graph launch has many).
-  Expected<std::vector<std::pair<int64_t, int64_t>>> kernelsOfLaunch(uint32_t process_id, LaunchRef launch);
-  Status resolveGraphCounters();
-  Status takeTimeFromCounters(int64_t kernel_id, int64_t duration_ns, const KernelCounters& c);
   std::optional<std::string> default_missing_reason_;
   Status resolveLaunchCounters();
   Status resolveMissingCounters();
