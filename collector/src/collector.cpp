@@ -231,6 +231,7 @@ bool Collector::initialize() {
   if (metrics) translator_.setUnmatchedLaunchGenerations(Translator::kUnmatchedLaunchGenerationsReplay);
   TraceRecorder::Options recorder_options;
   recorder_options.paths_on_threads = metrics;  // launches are selected by NVTX path as they are made
+  recorder_options.prefill_chunks = config_.cupti.event_prefill;
   recorder_ = std::make_unique<TraceRecorder>(recorder_options);
   if (config_.nvtx_direct) setNvtxTarget(NvtxTarget{recorder_.get(), &CuptiActivityApi::timestampNs, &activeTrampoline});
   if (!openDatabase()) {
@@ -269,7 +270,11 @@ bool Collector::initialize() {
     }
   }
   // NVTX reaches fprof's own handlers directly unless FPROF_NVTX_INJECTION=cupti.
-  if (!api.enableCallbacks(config_.cupti.nvtx_callbacks && !config_.nvtx_direct)) {
+  CuptiActivityApi::Callbacks callbacks;
+  callbacks.nvtx = config_.cupti.nvtx_callbacks && !config_.nvtx_direct;
+  callbacks.runtime_launches = config_.cupti.runtime_launch_callbacks;
+  callbacks.driver_launches = config_.cupti.driver_launch_callbacks;
+  if (!api.enableCallbacks(callbacks)) {
     addEvent("warning", "some CUPTI callbacks could not be enabled; launch API, NVTX or arguments may be missing");
   }
   api.setBufferBytes(config_.cupti.buffer_bytes);
@@ -368,6 +373,13 @@ void Collector::recordCollectorSettings() {
   if (!config_.nvtx_direct) add("nvtx_injection=cupti");
   if (!c.nvtx_callbacks) add("nvtx_callbacks=0");
   if (!c.periodic_flush_all) add("cupti_flush_all=0");
+  if (!c.driver_launch_callbacks) {
+    add("launch_callbacks=none");
+  } else if (!c.runtime_launch_callbacks) {
+    add("launch_callbacks=driver");
+  }
+  if (c.writer_idle) add("writer_idle=1");
+  if (!c.event_prefill) add("event_prefill=0");
   if (c.flush_period_ms) add("cupti_flush_period_ms=" + std::to_string(*c.flush_period_ms));
   if (c.buffer_bytes != d.buffer_bytes) add("buffer_mb=" + std::to_string(c.buffer_bytes >> 20));
   if (config_.self_timing) add("self_timing=1");
@@ -454,7 +466,8 @@ const FunctionInfo& Collector::functionInfo(CUfunction f) {
     const FunctionInfo* info = nullptr;
   };
   thread_local Slot cache[64];
-  Slot& slot = cache[(reinterpret_cast<uintptr_t>(f) >> 4) % 64];
+  // Fibonacci hashing: the driver's function objects are aligned alike, so their low bits collide.
+  Slot& slot = cache[(reinterpret_cast<uintptr_t>(f) * 0x9E3779B97F4A7C15ull) >> 58];
   if (slot.function != f || slot.info == nullptr) slot = Slot{f, &functions_.lookup(f)};
   return *slot.info;
 }
@@ -629,7 +642,10 @@ void Collector::handleLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
       const CUresult result =
           cb->functionReturnValue != nullptr ? *static_cast<const CUresult*>(cb->functionReturnValue) : CUDA_SUCCESS;
       if (metrics_.enabled()) metrics_.afterLaunch(result);
-      if (arg_roles_) probeAfter(result);
+      if (arg_roles_ && t_probe.state) {
+        ScopedAppTimer probe_timer(selfTimingEnabled() ? recorder_->threadTimes() : nullptr, AppTimer::kArgumentProbe);
+        probeAfter(result);
+      }
     }
     recorder_->exitLaunch();
     return;
@@ -664,6 +680,7 @@ void Collector::handleLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
     }
     metrics_.beforeLaunch(request);
   } else if (arg_roles_ && info != nullptr && arg_probe_.wanted(launch.f)) {
+    ScopedAppTimer probe_timer(selfTimingEnabled() ? recorder_->threadTimes() : nullptr, AppTimer::kArgumentProbe);
     probeBefore(cb, cbid, launch, *info, open->correlation_id);
   }
   recorder_->submitLaunch(info, launch.params, launch.extra);
@@ -814,6 +831,8 @@ void Collector::writerLoop() {
       }
     }
     const bool last = strongest == kWakeSignalFinal || strongest == kWakeQuit;
+    // Measurement only: everything is read and written at exit (a signal's flush is still answered).
+    if (!last && strongest != kWakeSignalFlush && config_.cupti.writer_idle) continue;
     const int64_t last_start_ns = last && selfTimingEnabled() ? selfTimingNowNs() : 0;
     if (strongest == kWakeSignalFlush || strongest == kWakeSignalFinal) {
       flushCupti(true);

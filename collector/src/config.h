@@ -25,6 +25,13 @@ struct CuptiSettings {
   bool periodic_flush_all = true;    // FPROF_CUPTI_FLUSH_ALL=0: the writer never calls cuptiActivityFlushAll
   std::optional<int> flush_period_ms;  // FPROF_CUPTI_FLUSH_PERIOD_MS (0 = off); default: the flush period
   size_t buffer_bytes = size_t{8} << 20;  // FPROF_BUFFER_MB, 1..256
+  // FPROF_LAUNCH_CALLBACKS (measurement only): `all` (default) the runtime's and the driver's
+  // launch APIs; `driver` the driver's alone; `none` no launch callbacks (no launch facts).
+  bool runtime_launch_callbacks = true, driver_launch_callbacks = true;
+  // FPROF_WRITER_IDLE=1 (measurement only): the writer thread reads and writes nothing until the
+  // program exits, so its work cannot slow the program's threads.
+  bool writer_idle = false;
+  bool event_prefill = true;  // FPROF_EVENT_PREFILL=0 (measurement only): no prefilled event chunks
 };
 
 struct CollectorConfig {

@@ -70,13 +70,13 @@ bool CuptiActivityApi::subscribe(CUpti_CallbackFunc callback, void* userdata, st
   return true;
 }
 
-bool CuptiActivityApi::enableCallbacks(bool nvtx) {
+bool CuptiActivityApi::enableCallbacks(Callbacks which) {
   bool ok = true;
   for (CUpti_CallbackId id : kRuntimeLaunches) {
-    ok &= FPROF_CUPTI_OK(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, id));
+    if (which.runtime_launches) ok &= FPROF_CUPTI_OK(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, id));
   }
   for (CUpti_CallbackId id : kDriverLaunches) {
-    ok &= FPROF_CUPTI_OK(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id));
+    if (which.driver_launches) ok &= FPROF_CUPTI_OK(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id));
   }
   ok &= FPROF_CUPTI_OK(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API,
                                            CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020));
@@ -86,7 +86,7 @@ bool CuptiActivityApi::enableCallbacks(bool nvtx) {
                                            CUPTI_DRIVER_TRACE_CBID_cuDevicePrimaryCtxReset_v2));
   ok &= FPROF_CUPTI_OK(
       cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED));
-  if (nvtx) ok &= FPROF_CUPTI_OK(cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_NVTX));
+  if (which.nvtx) ok &= FPROF_CUPTI_OK(cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_NVTX));
   return ok;
 }
 

@@ -23,8 +23,12 @@ class CuptiActivityApi {
 
   // Fails (with `error` set) when another CUPTI client holds the subscription.
   bool subscribe(CUpti_CallbackFunc callback, void* userdata, std::string& error);
-  // Launch, graph-launch, context-teardown, context-creation and (with `nvtx`) NVTX callbacks.
-  bool enableCallbacks(bool nvtx = true);
+  // Context-teardown and context-creation callbacks, and those asked for: the runtime's and the
+  // driver's launch and graph-launch APIs, NVTX.
+  struct Callbacks {
+    bool runtime_launches = true, driver_launches = true, nvtx = true;
+  };
+  bool enableCallbacks(Callbacks which);
   // Metrics mode: callbacks on every driver memset and memcpy, because the driver may run them
   // as kernels, which the range profiler would count as ranges of their own.
   bool enableMemoryOperationCallbacks();
