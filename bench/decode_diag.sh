@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # Where the trace-mode overhead on the reference transformer's decode comes from (issue 17), in
-# one device call of about three minutes: the model natively and under `fprof run` with the
-# collector's parts switched off one at a time (FPROF_* measurement switches, docs/overhead.md),
-# alternated ROUNDS times so that run-to-run spread shows; a bare-CUPTI library for reference; a
-# few PyTorch-loop runs; one self-timing run of each program (per-call medians); the CPU benchmark
-# of the callback path on the same machine; and a check of which launches keep their launch facts
-# when only the driver's launch callbacks are enabled. GPU clocks are logged alongside.
+# one device call: the model natively and under `fprof run` with the collector's parts switched
+# off one at a time (FPROF_* measurement switches, docs/overhead.md), alternated ROUNDS times so
+# that run-to-run spread shows; a bare-CUPTI library for reference; a few PyTorch-loop runs; one
+# self-timing run of each program (per-call medians); the CPU benchmark of the callback path on
+# the same machine; and a check of which launches keep their launch facts when only the driver's
+# launch callbacks are enabled. GPU clocks are logged alongside.
 #
 #   FPROF_BUILD=build-gpu bench/decode_diag.sh        ROUNDS=3 BUDGET_S=220
 #
-# Prints a table last (decode ms per configuration: median, min and max over rounds, against the
-# native median); logs go to $OUT as one archive.
+# CONFIGS and TORCH_CONFIGS replace the default lists: "label|VAR=VALUE VAR=VALUE;label|..."
+# (labels native, bare-activity and bare-callbacks run without fprof); EXTRAS=0 leaves out the
+# self-timing runs, the CPU benchmark and the launch check. Prints a table last (decode ms per
+# configuration: median, min and max over rounds, against the native median); logs go to $OUT as
+# one archive.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 build=${FPROF_BUILD:-build}
@@ -61,66 +64,64 @@ fprof_run() {  # fprof_run LABEL ROUND [VAR=VALUE...] -- COMMAND...
   run "$label" "$round" "$work/$label.$round.fprof" env "${envs[@]}" "$fprof" run --force -o "$work/$label.$round.fprof" "$@"
 }
 
-# label and FPROF_* settings; "native" and the bare-CUPTI runs are handled apart.
-configs=(
-  "fprof|"
-  "act-kernel|FPROF_ACTIVITY=kernel"
-  "act-none|FPROF_ACTIVITY=none"
-  "act-no-memory|FPROF_ACTIVITY=kernel,memcpy,memset"
-  "act-no-copies|FPROF_ACTIVITY=kernel,memory"
-  "no-probe|FPROF_ARG_ROLES=0"
-  "writer-idle|FPROF_WRITER_IDLE=1"
-  "no-flushall|FPROF_CUPTI_FLUSH_ALL=0"
-  "flush-2s|FPROF_FLUSH_MS=2000"
-  "no-prefill|FPROF_EVENT_PREFILL=0"
-  "cb-driver|FPROF_LAUNCH_CALLBACKS=driver"
-  "cb-none|FPROF_LAUNCH_CALLBACKS=none"
-  "floor|FPROF_ACTIVITY=kernel FPROF_ARG_ROLES=0 FPROF_WRITER_IDLE=1 FPROF_CUPTI_FLUSH_ALL=0"
-)
+# label|FPROF_* settings; native and the bare-CUPTI labels run without fprof.
+default_configs="native|;fprof|;act-kernel|FPROF_ACTIVITY=kernel;act-none|FPROF_ACTIVITY=none;\
+act-no-memory|FPROF_ACTIVITY=kernel,memcpy,memset;act-no-copies|FPROF_ACTIVITY=kernel,memory;\
+no-probe|FPROF_ARG_ROLES=0;writer-idle|FPROF_WRITER_IDLE=1;no-flushall|FPROF_CUPTI_FLUSH_ALL=0;\
+flush-2s|FPROF_FLUSH_MS=2000;no-prefill|FPROF_EVENT_PREFILL=0;cb-driver|FPROF_LAUNCH_CALLBACKS=driver;\
+cb-none|FPROF_LAUNCH_CALLBACKS=none;\
+floor|FPROF_ACTIVITY=kernel FPROF_ARG_ROLES=0 FPROF_WRITER_IDLE=1 FPROF_CUPTI_FLUSH_ALL=0;\
+bare-activity|;bare-callbacks|"
+IFS=';' read -r -a configs <<<"${CONFIGS:-$default_configs}"
+IFS=';' read -r -a torch_configs <<<"${TORCH_CONFIGS:-native|;fprof|;act-kernel|FPROF_ACTIVITY=kernel;writer-idle|FPROF_WRITER_IDLE=1;selftiming|FPROF_SELF_TIMING=1}"
+extras=${EXTRAS:-1}
+
+one() {  # one PREFIX LABEL ROUND SETTINGS COMMAND...: a configuration's run
+  local prefix=$1 label=$2 round=$3 settings=$4
+  shift 4
+  # shellcheck disable=SC2206
+  local vars=($settings)
+  case $label in
+    native) run "$prefix$label" "$round" - "$@" ;;
+    bare-activity | bare-callbacks)
+      [ -e "$baseline" ] && run "$prefix$label" "$round" - env CUDA_INJECTION64_PATH="$baseline" \
+        TRACE_BASELINE="${label#bare-}" "$@" ;;
+    *) fprof_run "$prefix$label" "$round" FPROF_QUIET=1 "${vars[@]}" -- "$@" ;;
+  esac
+}
+
 for round in $(seq "$rounds"); do
-  if [ "$round" -gt 1 ] && ! time_left 110; then echo "decode_diag: $((round - 1)) rounds only (budget)"; break; fi
-  run native "$round" - "$model" "${model_args[@]}"
-  for c in "${configs[@]}"; do
-    label=${c%%|*}
-    # shellcheck disable=SC2206
-    settings=(${c#*|})
-    fprof_run "$label" "$round" FPROF_QUIET=1 "${settings[@]}" -- "$model" "${model_args[@]}"
-  done
-  if [ -e "$baseline" ]; then
-    run bare-activity "$round" - env CUDA_INJECTION64_PATH="$baseline" TRACE_BASELINE=activity "$model" "${model_args[@]}"
-    run bare-callbacks "$round" - env CUDA_INJECTION64_PATH="$baseline" TRACE_BASELINE=callbacks "$model" "${model_args[@]}"
+  if [ "$round" -gt 1 ] && ! time_left $((extras == 1 ? 110 : 40)); then
+    echo "decode_diag: $((round - 1)) rounds only (budget)"
+    break
   fi
+  for c in "${configs[@]}"; do one "" "${c%%|*}" "$round" "${c#*|}" "$model" "${model_args[@]}"; done
 done
 
-# Per-call medians of the collector's own timers.
-fprof_run selftiming 1 FPROF_SELF_TIMING=1 -- "$model" "${model_args[@]}"
-fprof_run selftiming-no-prefill 1 FPROF_SELF_TIMING=1 FPROF_EVENT_PREFILL=0 -- "$model" "${model_args[@]}"
+if [ "$extras" = 1 ]; then
+  # Per-call medians of the collector's own timers.
+  fprof_run selftiming 1 FPROF_SELF_TIMING=1 -- "$model" "${model_args[@]}"
+  fprof_run selftiming-no-prefill 1 FPROF_SELF_TIMING=1 FPROF_EVENT_PREFILL=0 -- "$model" "${model_args[@]}"
+fi
 
 if [ "$have_torch" = 1 ] && time_left 45; then
-  for c in "native|" "fprof|" "act-kernel|FPROF_ACTIVITY=kernel" "writer-idle|FPROF_WRITER_IDLE=1" \
-           "selftiming|FPROF_SELF_TIMING=1"; do
-    label=torch.${c%%|*}
-    # shellcheck disable=SC2206
-    settings=(${c#*|})
-    if [ "$label" = torch.native ]; then
-      run "$label" 1 - python3 bench/torch_loop.py --iters 30000
-    else
-      fprof_run "$label" 1 FPROF_QUIET=1 "${settings[@]}" -- python3 bench/torch_loop.py --iters 30000
-    fi
+  for c in "${torch_configs[@]}"; do
+    one torch. "${c%%|*}" 1 "${c#*|}" python3 bench/torch_loop.py --iters 30000
     time_left 20 || break
   done
 fi
 
-# The callback path's CPU benchmark on this machine's CPUs (no GPU involved).
-if [ -x "$build/bin/collector_hotpath_bench" ]; then
-  run hotpath 1 - "$build/bin/collector_hotpath_bench" --workload model --launches 240000 --self-timing
-  run hotpath-no-prefill 1 - "$build/bin/collector_hotpath_bench" --workload model --launches 240000 --self-timing --no-prefill
-fi
-
-# Driver launch callbacks only: which kernels keep their launch facts (every launch API).
-if [ -x "$build/bin/trace_test_program" ]; then
-  fprof_run launches-all 1 -- "$build/bin/trace_test_program" full "$work/expect-all.txt"
-  fprof_run launches-driver 1 FPROF_LAUNCH_CALLBACKS=driver -- "$build/bin/trace_test_program" full "$work/expect-driver.txt"
+if [ "$extras" = 1 ]; then
+  # The callback path's CPU benchmark on this machine's CPUs (no GPU involved).
+  if [ -x "$build/bin/collector_hotpath_bench" ]; then
+    run hotpath 1 - "$build/bin/collector_hotpath_bench" --workload model --launches 240000 --self-timing
+    run hotpath-no-prefill 1 - "$build/bin/collector_hotpath_bench" --workload model --launches 240000 --self-timing --no-prefill
+  fi
+  # Driver launch callbacks only: which kernels keep their launch facts (every launch API).
+  if [ -x "$build/bin/trace_test_program" ]; then
+    fprof_run launches-all 1 -- "$build/bin/trace_test_program" full "$work/expect-all.txt"
+    fprof_run launches-driver 1 FPROF_LAUNCH_CALLBACKS=driver -- "$build/bin/trace_test_program" full "$work/expect-driver.txt"
+  fi
 fi
 kill "$clock_pid" 2>/dev/null
 

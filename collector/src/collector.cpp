@@ -278,6 +278,10 @@ bool Collector::initialize() {
     addEvent("warning", "some CUPTI callbacks could not be enabled; launch API, NVTX or arguments may be missing");
   }
   api.setBufferBytes(config_.cupti.buffer_bytes);
+  api.setZeroedBuffers(config_.cupti.zeroed_buffers);
+  if (config_.cupti.host_pinned && !api.setHostPinnedProfilingBuffers()) {
+    addEvent("warning", "CUPTI refused to keep timestamps in pinned host memory");
+  }
   CuptiActivityApi::Kinds kinds;
   kinds.kernel = config_.cupti.kernel;
   kinds.memcpy = config_.cupti.memcpy;
@@ -296,6 +300,9 @@ bool Collector::initialize() {
        }, kinds)) {
     logWarning("%s", w.c_str());
     addEvent("warning", w);
+  }
+  if (config_.cupti.runtime_api_activity && !api.enableRuntimeLaunchActivity()) {
+    addEvent("warning", "runtime API activity for the launch APIs could not be enabled");
   }
   api.setFlushPeriod(config_.cupti.flush_period_ms.value_or(config_.flush_interval_ms));
 
@@ -380,6 +387,9 @@ void Collector::recordCollectorSettings() {
   }
   if (c.writer_idle) add("writer_idle=1");
   if (!c.event_prefill) add("event_prefill=0");
+  if (!c.zeroed_buffers) add("cupti_zeroed_buffers=0");
+  if (c.runtime_api_activity) add("runtime_api_activity=1");
+  if (c.host_pinned) add("cupti_host_pinned=1");
   if (c.flush_period_ms) add("cupti_flush_period_ms=" + std::to_string(*c.flush_period_ms));
   if (c.buffer_bytes != d.buffer_bytes) add("buffer_mb=" + std::to_string(c.buffer_bytes >> 20));
   if (config_.self_timing) add("self_timing=1");
@@ -679,9 +689,14 @@ void Collector::handleLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
       request.signature = FunctionCache::signature(launch.f, *info, launch.shape, launch.params, launch.extra);
     }
     metrics_.beforeLaunch(request);
-  } else if (arg_roles_ && info != nullptr && arg_probe_.wanted(launch.f)) {
-    ScopedAppTimer probe_timer(selfTimingEnabled() ? recorder_->threadTimes() : nullptr, AppTimer::kArgumentProbe);
-    probeBefore(cb, cbid, launch, *info, open->correlation_id);
+  } else if (arg_roles_ && info != nullptr && !info->probe_settled.on.load(std::memory_order_relaxed)) {
+    bool settled = false;
+    if (arg_probe_.wanted(launch.f, &settled)) {
+      ScopedAppTimer probe_timer(selfTimingEnabled() ? recorder_->threadTimes() : nullptr, AppTimer::kArgumentProbe);
+      probeBefore(cb, cbid, launch, *info, open->correlation_id);
+    } else if (settled) {
+      info->probe_settled.on.store(true, std::memory_order_relaxed);
+    }
   }
   recorder_->submitLaunch(info, launch.params, launch.extra);
 }
@@ -814,6 +829,9 @@ void Collector::wake(char code) {
 }
 
 void Collector::writerLoop() {
+  CuptiActivityApi& api = CuptiActivityApi::instance();
+  api.prepareBuffers(1);  // the first buffer CUPTI asks for, zeroed here rather than on a launching thread
+  uint64_t buffers_requested = api.buffersRequested();
   for (;;) {
     pollfd fd{wake_pipe_[0], POLLIN, 0};
     const int ready = wake_pipe_[0] >= 0 ? ::poll(&fd, 1, config_.flush_interval_ms)
@@ -842,6 +860,10 @@ void Collector::writerLoop() {
       flushCupti(false);
     }
     drain();
+    // Spares for the next period: two where CUPTI took buffers in this one, else one.
+    const uint64_t requested = api.buffersRequested();
+    if (!last) api.prepareBuffers(requested != buffers_requested ? 2 : 1);
+    buffers_requested = requested;
     if (strongest == kWakeSignalFlush) {
       char done = 'd';
       (void)!::write(done_pipe_[1], &done, 1);

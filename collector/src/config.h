@@ -32,6 +32,16 @@ struct CuptiSettings {
   // program exits, so its work cannot slow the program's threads.
   bool writer_idle = false;
   bool event_prefill = true;  // FPROF_EVENT_PREFILL=0 (measurement only): no prefilled event chunks
+  // FPROF_CUPTI_ZEROED_BUFFERS=0 (measurement only): CUPTI zeroes each new activity buffer itself,
+  // on the thread that needs it, instead of the writer zeroing them ahead.
+  bool zeroed_buffers = true;
+  // FPROF_RUNTIME_API_ACTIVITY=1 (measurement only): CUPTI also records the runtime launch APIs as
+  // activity (what a collector that left the runtime's launch callbacks out would need to name
+  // them); the records are counted and dropped.
+  bool runtime_api_activity = false;
+  // FPROF_CUPTI_HOST_PINNED=1 (measurement only): CUPTI keeps the kernels' timestamps in pinned
+  // host memory instead of device memory (CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED).
+  bool host_pinned = false;
 };
 
 struct CollectorConfig {
