@@ -6,7 +6,7 @@
 //
 //   collector_hotpath_bench [--workload model|distinct|launches|nvtx|mixed] [--launches N]
 //                           [--window N] [--flush-ms MS] [--db FILE] [--reproducible]
-//                           [--no-writer] [--recorder on|off] [--self-timing]
+//                           [--no-writer] [--recorder on|off] [--self-timing] [--no-prefill]
 //
 // Workloads: `model` replays the reference transformer (reference_kernels/transformer.cu): a
 // prefill, then 32 decode steps of 142 launches each (unfused, 8 layers), in domain "fprof" with
@@ -20,7 +20,8 @@
 // and thread CPU time, so growth over the run shows; then the writer thread's cost and the final
 // write. --reproducible fixes thread ids and timestamps so two builds' databases can be compared
 // (sqlite3 FILE .dump). --self-timing turns on the collector's own timers (FPROF_SELF_TIMING's)
-// and prints their breakdown; each timed part then also pays two clock reads.
+// and prints their breakdown; each timed part then also pays two clock reads. --no-prefill: the
+// writer gives the threads no prefilled event chunks (FPROF_EVENT_PREFILL=0).
 #include <pthread.h>
 #include <time.h>
 
@@ -372,6 +373,7 @@ struct Options {
   bool writer = true;
   bool recorder = true;
   bool self_timing = false;
+  bool prefill = true;
 };
 
 std::atomic<int64_t> g_fake_clock{0};
@@ -679,6 +681,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--no-writer") o.writer = false;
     else if (a == "--recorder") o.recorder = value() != "off";
     else if (a == "--self-timing") o.self_timing = true;
+    else if (a == "--no-prefill") o.prefill = false;
     else throw std::invalid_argument("unknown argument " + a + " (see the comment at the top of the source)");
   }
   return o;
@@ -693,6 +696,7 @@ int main(int argc, char** argv) {
     const Plan plan = buildPlan(o.workload, o.launches);
     TraceRecorder::Options ro;
     if (o.reproducible) ro.thread_id = &fixedThreadId;
+    ro.prefill_chunks = o.prefill;
     TraceRecorder recorder(ro);
     App app(plan, recorder, o);
     std::optional<Writer> writer;

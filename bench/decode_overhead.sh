@@ -66,8 +66,10 @@ torch_cases=()
 [ "$have_torch" = 1 ] && torch_cases=(plain nvtx)
 torch_args() { [ "$1" = nvtx ] && echo "--iters $iters --nvtx" || echo "--iters $iters"; }
 
+# What a round may not eat into: the self-timing runs and the summary, and the diagnostics.
+reserve=$([ "$diagnose" = 1 ] && echo 240 || echo 70)
 for round in $(seq "$rounds"); do
-  if [ "$round" -gt 1 ] && ! time_left 240; then echo "decode_overhead: $((round - 1)) rounds only (budget)"; break; fi
+  if [ "$round" -gt 1 ] && ! time_left "$reserve"; then echo "decode_overhead: $((round - 1)) rounds only (budget)"; break; fi
   run model.native "$round" - "$model" "${model_args[@]}"
   fprof_run model.fprof "$round" "$model" "${model_args[@]}"
   for case in "${torch_cases[@]}"; do
@@ -81,7 +83,7 @@ for round in $(seq "$rounds"); do
 done
 
 # Where the time goes: the collector's own timers (stderr and metadata self_timing).
-if time_left 150; then
+if time_left $([ "$diagnose" = 1 ] && echo 150 || echo 25); then
   FPROF_SELF_TIMING=1 fprof_run model.selftiming 1 "$model" "${model_args[@]}"
   # shellcheck disable=SC2046
   [ "$have_torch" = 1 ] && FPROF_SELF_TIMING=1 fprof_run torch.nvtx.selftiming 1 python3 bench/torch_loop.py $(torch_args nvtx)

@@ -174,16 +174,23 @@ std::array<uint32_t, 2> ArgRoleProbe::copyCallbackIds() {
   return {CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2_ptsz};
 }
 
-bool ArgRoleProbe::wanted(const void* function_key) {
-  if (disabled_.load(std::memory_order_relaxed) || function_key == nullptr) return false;
+bool ArgRoleProbe::wanted(const void* function_key, bool* settled_for_good) {
+  if (disabled_.load(std::memory_order_relaxed) || function_key == nullptr) {
+    if (settled_for_good != nullptr) *settled_for_good = function_key != nullptr;
+    return false;
+  }
   // Nearly every launch is of a function already settled: answer those from a per-thread set.
   thread_local std::unordered_set<const void*> settled;
-  if (settled.count(function_key) != 0) return false;
+  if (settled.count(function_key) != 0) {
+    if (settled_for_good != nullptr) *settled_for_good = true;
+    return false;
+  }
   std::lock_guard lock(mu_);
   auto it = functions_.find(function_key);
   if (it == functions_.end()) return functions_.size() < limits_.max_functions;
   if (it->second.state == FunctionState::kDone || it->second.state == FunctionState::kGivenUp) {
     settled.insert(function_key);
+    if (settled_for_good != nullptr) *settled_for_good = true;
     return false;
   }
   return it->second.state == FunctionState::kOpen;

@@ -73,7 +73,8 @@ class ArgRoleProbe {
 
   // Cheap, every launch: is this function still to be measured? (Answers are cached per thread,
   // for the one probe a process has.)
-  bool wanted(const void* function_key);
+  // `settled` (optional) is set when the answer is no for good (measured, given up, probe off).
+  bool wanted(const void* function_key, bool* settled = nullptr);
 
   // At the driver launch API's ENTER. nullopt: nothing was done to the stream or memory, or what
   // was done is complete; the launch goes on unchanged. Where that gave the function up for good,

@@ -231,6 +231,7 @@ bool Collector::initialize() {
   if (metrics) translator_.setUnmatchedLaunchGenerations(Translator::kUnmatchedLaunchGenerationsReplay);
   TraceRecorder::Options recorder_options;
   recorder_options.paths_on_threads = metrics;  // launches are selected by NVTX path as they are made
+  recorder_options.prefill_chunks = config_.cupti.event_prefill;
   recorder_ = std::make_unique<TraceRecorder>(recorder_options);
   if (config_.nvtx_direct) setNvtxTarget(NvtxTarget{recorder_.get(), &CuptiActivityApi::timestampNs, &activeTrampoline});
   if (!openDatabase()) {
@@ -269,10 +270,18 @@ bool Collector::initialize() {
     }
   }
   // NVTX reaches fprof's own handlers directly unless FPROF_NVTX_INJECTION=cupti.
-  if (!api.enableCallbacks(config_.cupti.nvtx_callbacks && !config_.nvtx_direct)) {
+  CuptiActivityApi::Callbacks callbacks;
+  callbacks.nvtx = config_.cupti.nvtx_callbacks && !config_.nvtx_direct;
+  callbacks.runtime_launches = config_.cupti.runtime_launch_callbacks;
+  callbacks.driver_launches = config_.cupti.driver_launch_callbacks;
+  if (!api.enableCallbacks(callbacks)) {
     addEvent("warning", "some CUPTI callbacks could not be enabled; launch API, NVTX or arguments may be missing");
   }
   api.setBufferBytes(config_.cupti.buffer_bytes);
+  api.setZeroedBuffers(config_.cupti.zeroed_buffers);
+  if (config_.cupti.host_pinned && !api.setHostPinnedProfilingBuffers()) {
+    addEvent("warning", "CUPTI refused to keep timestamps in pinned host memory");
+  }
   CuptiActivityApi::Kinds kinds;
   kinds.kernel = config_.cupti.kernel;
   kinds.memcpy = config_.cupti.memcpy;
@@ -291,6 +300,9 @@ bool Collector::initialize() {
        }, kinds)) {
     logWarning("%s", w.c_str());
     addEvent("warning", w);
+  }
+  if (config_.cupti.runtime_api_activity && !api.enableRuntimeLaunchActivity()) {
+    addEvent("warning", "runtime API activity for the launch APIs could not be enabled");
   }
   api.setFlushPeriod(config_.cupti.flush_period_ms.value_or(config_.flush_interval_ms));
 
@@ -368,6 +380,16 @@ void Collector::recordCollectorSettings() {
   if (!config_.nvtx_direct) add("nvtx_injection=cupti");
   if (!c.nvtx_callbacks) add("nvtx_callbacks=0");
   if (!c.periodic_flush_all) add("cupti_flush_all=0");
+  if (!c.driver_launch_callbacks) {
+    add("launch_callbacks=none");
+  } else if (!c.runtime_launch_callbacks) {
+    add("launch_callbacks=driver");
+  }
+  if (c.writer_idle) add("writer_idle=1");
+  if (!c.event_prefill) add("event_prefill=0");
+  if (!c.zeroed_buffers) add("cupti_zeroed_buffers=0");
+  if (c.runtime_api_activity) add("runtime_api_activity=1");
+  if (c.host_pinned) add("cupti_host_pinned=1");
   if (c.flush_period_ms) add("cupti_flush_period_ms=" + std::to_string(*c.flush_period_ms));
   if (c.buffer_bytes != d.buffer_bytes) add("buffer_mb=" + std::to_string(c.buffer_bytes >> 20));
   if (config_.self_timing) add("self_timing=1");
@@ -454,7 +476,8 @@ const FunctionInfo& Collector::functionInfo(CUfunction f) {
     const FunctionInfo* info = nullptr;
   };
   thread_local Slot cache[64];
-  Slot& slot = cache[(reinterpret_cast<uintptr_t>(f) >> 4) % 64];
+  // Fibonacci hashing: the driver's function objects are aligned alike, so their low bits collide.
+  Slot& slot = cache[(reinterpret_cast<uintptr_t>(f) * 0x9E3779B97F4A7C15ull) >> 58];
   if (slot.function != f || slot.info == nullptr) slot = Slot{f, &functions_.lookup(f)};
   return *slot.info;
 }
@@ -629,7 +652,10 @@ void Collector::handleLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
       const CUresult result =
           cb->functionReturnValue != nullptr ? *static_cast<const CUresult*>(cb->functionReturnValue) : CUDA_SUCCESS;
       if (metrics_.enabled()) metrics_.afterLaunch(result);
-      if (arg_roles_) probeAfter(result);
+      if (arg_roles_ && t_probe.state) {
+        ScopedAppTimer probe_timer(selfTimingEnabled() ? recorder_->threadTimes() : nullptr, AppTimer::kArgumentProbe);
+        probeAfter(result);
+      }
     }
     recorder_->exitLaunch();
     return;
@@ -663,8 +689,14 @@ void Collector::handleLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
       request.signature = FunctionCache::signature(launch.f, *info, launch.shape, launch.params, launch.extra);
     }
     metrics_.beforeLaunch(request);
-  } else if (arg_roles_ && info != nullptr && arg_probe_.wanted(launch.f)) {
-    probeBefore(cb, cbid, launch, *info, open->correlation_id);
+  } else if (arg_roles_ && info != nullptr && !info->probe_settled.on.load(std::memory_order_relaxed)) {
+    bool settled = false;
+    if (arg_probe_.wanted(launch.f, &settled)) {
+      ScopedAppTimer probe_timer(selfTimingEnabled() ? recorder_->threadTimes() : nullptr, AppTimer::kArgumentProbe);
+      probeBefore(cb, cbid, launch, *info, open->correlation_id);
+    } else if (settled) {
+      info->probe_settled.on.store(true, std::memory_order_relaxed);
+    }
   }
   recorder_->submitLaunch(info, launch.params, launch.extra);
 }
@@ -797,6 +829,9 @@ void Collector::wake(char code) {
 }
 
 void Collector::writerLoop() {
+  CuptiActivityApi& api = CuptiActivityApi::instance();
+  api.prepareBuffers(1);  // the first buffer CUPTI asks for, zeroed here rather than on a launching thread
+  uint64_t buffers_requested = api.buffersRequested();
   for (;;) {
     pollfd fd{wake_pipe_[0], POLLIN, 0};
     const int ready = wake_pipe_[0] >= 0 ? ::poll(&fd, 1, config_.flush_interval_ms)
@@ -814,6 +849,8 @@ void Collector::writerLoop() {
       }
     }
     const bool last = strongest == kWakeSignalFinal || strongest == kWakeQuit;
+    // Measurement only: everything is read and written at exit (a signal's flush is still answered).
+    if (!last && strongest != kWakeSignalFlush && config_.cupti.writer_idle) continue;
     const int64_t last_start_ns = last && selfTimingEnabled() ? selfTimingNowNs() : 0;
     if (strongest == kWakeSignalFlush || strongest == kWakeSignalFinal) {
       flushCupti(true);
@@ -823,6 +860,10 @@ void Collector::writerLoop() {
       flushCupti(false);
     }
     drain();
+    // Spares for the next period: two where CUPTI took buffers in this one, else one.
+    const uint64_t requested = api.buffersRequested();
+    if (!last) api.prepareBuffers(requested != buffers_requested ? 2 : 1);
+    buffers_requested = requested;
     if (strongest == kWakeSignalFlush) {
       char done = 'd';
       (void)!::write(done_pipe_[1], &done, 1);

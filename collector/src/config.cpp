@@ -52,6 +52,19 @@ void readCuptiSettings(const EnvLookup& env, CollectorConfig& c) {
     }
   }
   flag("FPROF_CUPTI_FLUSH_ALL", s.periodic_flush_all);
+  flag("FPROF_WRITER_IDLE", s.writer_idle);
+  flag("FPROF_EVENT_PREFILL", s.event_prefill);
+  flag("FPROF_CUPTI_ZEROED_BUFFERS", s.zeroed_buffers);
+  flag("FPROF_RUNTIME_API_ACTIVITY", s.runtime_api_activity);
+  flag("FPROF_CUPTI_HOST_PINNED", s.host_pinned);
+  if (const char* v = env("FPROF_LAUNCH_CALLBACKS"); v != nullptr) {
+    if (std::strcmp(v, "all") == 0 || std::strcmp(v, "driver") == 0 || std::strcmp(v, "none") == 0) {
+      s.runtime_launch_callbacks = v[0] == 'a';
+      s.driver_launch_callbacks = v[0] != 'n';
+    } else {
+      c.warnings.push_back(std::string("FPROF_LAUNCH_CALLBACKS=") + v + " is not all, driver or none; using all");
+    }
+  }
   if (const char* v = env("FPROF_CUPTI_FLUSH_PERIOD_MS"); v != nullptr) {
     auto ms = parseInt(v);
     if (ms && *ms >= 0 && *ms <= 3'600'000) {

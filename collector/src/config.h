@@ -25,6 +25,23 @@ struct CuptiSettings {
   bool periodic_flush_all = true;    // FPROF_CUPTI_FLUSH_ALL=0: the writer never calls cuptiActivityFlushAll
   std::optional<int> flush_period_ms;  // FPROF_CUPTI_FLUSH_PERIOD_MS (0 = off); default: the flush period
   size_t buffer_bytes = size_t{8} << 20;  // FPROF_BUFFER_MB, 1..256
+  // FPROF_LAUNCH_CALLBACKS (measurement only): `all` (default) the runtime's and the driver's
+  // launch APIs; `driver` the driver's alone; `none` no launch callbacks (no launch facts).
+  bool runtime_launch_callbacks = true, driver_launch_callbacks = true;
+  // FPROF_WRITER_IDLE=1 (measurement only): the writer thread reads and writes nothing until the
+  // program exits, so its work cannot slow the program's threads.
+  bool writer_idle = false;
+  bool event_prefill = true;  // FPROF_EVENT_PREFILL=0 (measurement only): no prefilled event chunks
+  // FPROF_CUPTI_ZEROED_BUFFERS=0 (measurement only): CUPTI zeroes each new activity buffer itself,
+  // on the thread that needs it, instead of the writer zeroing them ahead.
+  bool zeroed_buffers = true;
+  // FPROF_RUNTIME_API_ACTIVITY=1 (measurement only): CUPTI also records the runtime launch APIs as
+  // activity (what a collector that left the runtime's launch callbacks out would need to name
+  // them); the records are counted and dropped.
+  bool runtime_api_activity = false;
+  // FPROF_CUPTI_HOST_PINNED=1 (measurement only): CUPTI keeps the kernels' timestamps in pinned
+  // host memory instead of device memory (CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED).
+  bool host_pinned = false;
 };
 
 struct CollectorConfig {

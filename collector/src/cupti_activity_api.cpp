@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <link.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <set>
@@ -70,13 +71,13 @@ bool CuptiActivityApi::subscribe(CUpti_CallbackFunc callback, void* userdata, st
   return true;
 }
 
-bool CuptiActivityApi::enableCallbacks(bool nvtx) {
+bool CuptiActivityApi::enableCallbacks(Callbacks which) {
   bool ok = true;
   for (CUpti_CallbackId id : kRuntimeLaunches) {
-    ok &= FPROF_CUPTI_OK(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, id));
+    if (which.runtime_launches) ok &= FPROF_CUPTI_OK(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, id));
   }
   for (CUpti_CallbackId id : kDriverLaunches) {
-    ok &= FPROF_CUPTI_OK(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id));
+    if (which.driver_launches) ok &= FPROF_CUPTI_OK(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id));
   }
   ok &= FPROF_CUPTI_OK(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API,
                                            CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020));
@@ -86,13 +87,20 @@ bool CuptiActivityApi::enableCallbacks(bool nvtx) {
                                            CUPTI_DRIVER_TRACE_CBID_cuDevicePrimaryCtxReset_v2));
   ok &= FPROF_CUPTI_OK(
       cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED));
-  if (nvtx) ok &= FPROF_CUPTI_OK(cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_NVTX));
+  if (which.nvtx) ok &= FPROF_CUPTI_OK(cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_NVTX));
   return ok;
 }
 
 std::vector<std::string> CuptiActivityApi::enableActivities(BufferSink sink, Kinds kinds) {
   sink_ = std::move(sink);
   std::vector<std::string> warnings;
+  if (zeroed_buffers_) {
+    uint8_t zeroed = 1;
+    size_t size = sizeof zeroed;
+    if (!FPROF_CUPTI_OK(cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &size, &zeroed))) {
+      zeroed_buffers_ = false;  // CUPTI zeroes them itself, as by default
+    }
+  }
   if (!FPROF_CUPTI_OK(cuptiActivityRegisterCallbacks(onBufferRequested, onBufferCompleted))) {
     warnings.push_back("cannot register activity buffers: no kernel, memcpy, memset or memory records");
     return warnings;
@@ -113,6 +121,18 @@ std::vector<std::string> CuptiActivityApi::enableActivities(BufferSink sink, Kin
   return warnings;
 }
 
+bool CuptiActivityApi::setHostPinnedProfilingBuffers() {
+  uint8_t pinned = 1;
+  size_t size = sizeof pinned;
+  return FPROF_CUPTI_OK(cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED, &size, &pinned));
+}
+
+bool CuptiActivityApi::enableRuntimeLaunchActivity() {
+  bool ok = true;
+  for (CUpti_CallbackId id : kRuntimeLaunches) ok &= FPROF_CUPTI_OK(cuptiActivityEnableRuntimeApi(id, 1));
+  return ok;
+}
+
 void CuptiActivityApi::setFlushPeriod(int period_ms) {
   FPROF_CUPTI_OK(cuptiActivityFlushPeriod(static_cast<uint32_t>(period_ms)));
 }
@@ -129,6 +149,7 @@ void CuptiActivityApi::release() {
                                   CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_MEMORY2}) {
     (void)cuptiActivityDisable(kind);  // a kind that was refused at enable fails here too
   }
+  for (CUpti_CallbackId id : kRuntimeLaunches) (void)cuptiActivityEnableRuntimeApi(id, 0);
   FPROF_CUPTI_OK(cuptiActivityFlushPeriod(0));
   FPROF_CUPTI_OK(cuptiUnsubscribe(subscriber_));
   subscriber_ = nullptr;
@@ -189,12 +210,31 @@ const CUpti_Activity* CuptiActivityApi::nextRecord(uint8_t* buffer, size_t valid
 void CuptiActivityApi::releaseBuffer(uint8_t* buffer) {
   {
     std::lock_guard lock(pool_mu_);
-    if (pool_.size() < kPooledBuffers) {
-      pool_.push_back(buffer);
+    if (pool_.size() >= kPooledBuffers) {
+      std::free(buffer);
       return;
     }
   }
-  std::free(buffer);
+  // Zeroed here, on the writer thread, not by CUPTI on the thread that gets the buffer next.
+  if (zeroed_buffers_) std::memset(buffer, 0, buffer_bytes_);
+  std::lock_guard lock(pool_mu_);
+  pool_.push_back(buffer);
+}
+
+void CuptiActivityApi::prepareBuffers(size_t count) {
+  if (!zeroed_buffers_ || released_.load()) return;
+  count = std::min(count, kPooledBuffers);
+  for (;;) {
+    {
+      std::lock_guard lock(pool_mu_);
+      if (pool_.size() >= count) return;
+    }
+    auto* b = static_cast<uint8_t*>(std::aligned_alloc(8, buffer_bytes_));
+    if (b == nullptr) return;
+    std::memset(b, 0, buffer_bytes_);  // touches every page: the faults happen here
+    std::lock_guard lock(pool_mu_);
+    pool_.push_back(b);
+  }
 }
 
 void CUPTIAPI CuptiActivityApi::onBufferRequested(uint8_t** buffer, size_t* size, size_t* max_records) {
@@ -207,7 +247,11 @@ void CUPTIAPI CuptiActivityApi::onBufferRequested(uint8_t** buffer, size_t* size
       self.pool_.pop_back();
     }
   }
-  if (b == nullptr) b = static_cast<uint8_t*>(std::aligned_alloc(8, self.buffer_bytes_));
+  if (b == nullptr) {
+    b = static_cast<uint8_t*>(std::aligned_alloc(8, self.buffer_bytes_));
+    if (b != nullptr && self.zeroed_buffers_) std::memset(b, 0, self.buffer_bytes_);  // CUPTI counts on it
+  }
+  self.requested_.fetch_add(1, std::memory_order_relaxed);
   *buffer = b;
   *size = b == nullptr ? 0 : self.buffer_bytes_;  // size 0: CUPTI drops records and counts them
   *max_records = 0;

@@ -23,8 +23,12 @@ class CuptiActivityApi {
 
   // Fails (with `error` set) when another CUPTI client holds the subscription.
   bool subscribe(CUpti_CallbackFunc callback, void* userdata, std::string& error);
-  // Launch, graph-launch, context-teardown, context-creation and (with `nvtx`) NVTX callbacks.
-  bool enableCallbacks(bool nvtx = true);
+  // Context-teardown and context-creation callbacks, and those asked for: the runtime's and the
+  // driver's launch and graph-launch APIs, NVTX.
+  struct Callbacks {
+    bool runtime_launches = true, driver_launches = true, nvtx = true;
+  };
+  bool enableCallbacks(Callbacks which);
   // Metrics mode: callbacks on every driver memset and memcpy, because the driver may run them
   // as kernels, which the range profiler would count as ranges of their own.
   bool enableMemoryOperationCallbacks();
@@ -40,9 +44,23 @@ class CuptiActivityApi {
   };
   // Size of each activity buffer handed to CUPTI; before enableActivities.
   void setBufferBytes(size_t bytes) { buffer_bytes_ = bytes; }
+  // Before enableActivities. On (the default), CUPTI is told that the buffers it gets are zeroed
+  // already (CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER), so it no longer zeroes each new
+  // buffer itself, on the thread that needs it: a launching thread, for 8 MiB. The writer zeroes
+  // buffers instead (releaseBuffer, prepareBuffers). Off: CUPTI zeroes them, as before.
+  void setZeroedBuffers(bool on) { zeroed_buffers_ = on; }
+  // Writer thread: keeps `count` zeroed buffers, their pages touched, ready for CUPTI's next
+  // requests (at most the pool's size), so a launching thread neither zeroes nor faults them in.
+  void prepareBuffers(size_t count);
+  // Buffers CUPTI asked for so far (a thread filled one, or a flush completed one).
+  uint64_t buffersRequested() const { return requested_.load(std::memory_order_relaxed); }
   // Kernel, memcpy, memset and memory activity. Returns one warning per kind that failed.
   std::vector<std::string> enableActivities(BufferSink sink, Kinds kinds);
   void setFlushPeriod(int period_ms);
+  // Measurement only: CUPTI's profiling data (kernel timestamps) in pinned host memory.
+  bool setHostPinnedProfilingBuffers();
+  // Measurement only: CUPTI_ACTIVITY_KIND_RUNTIME records for the runtime's launch APIs.
+  bool enableRuntimeLaunchActivity();
   // From a non-CUPTI thread or an API callback only (CUPTI forbids it inside buffer callbacks).
   // A no-op once released.
   void flushAll(bool forced);
@@ -80,6 +98,8 @@ class CuptiActivityApi {
   static constexpr size_t kPooledBuffers = 8;
 
   size_t buffer_bytes_ = size_t{8} << 20;
+  bool zeroed_buffers_ = true;
+  std::atomic<uint64_t> requested_{0};
   CUpti_SubscriberHandle subscriber_ = nullptr;
   BufferSink sink_;
   std::mutex pool_mu_;

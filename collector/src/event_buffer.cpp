@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 
 namespace fprof::collector {
@@ -60,6 +61,7 @@ bool EventBuffer::linkChunk(uint32_t bytes) {
     if (c == nullptr) return false;
     chunks_allocated_.fetch_add(1, std::memory_order_relaxed);
   }
+  chunks_linked_.fetch_add(1, std::memory_order_relaxed);
   // The old tail is complete: everything in it was committed before the link is published.
   Chunk* old = tail_;
   tail_ = c;
@@ -68,6 +70,23 @@ bool EventBuffer::linkChunk(uint32_t bytes) {
   tail_capacity_ = c->capacity;
   old->next.store(c, std::memory_order_release);
   return true;
+}
+
+void EventBuffer::prefill(uint32_t max_spares) {
+  const uint64_t linked = chunks_linked_.load(std::memory_order_relaxed);
+  const uint64_t used = linked - linked_seen_;
+  linked_seen_ = linked;
+  const uint32_t target = static_cast<uint32_t>(std::min<uint64_t>({used, max_spares, kSpares}));
+  for (;;) {
+    const uint32_t write = spare_write_.load(std::memory_order_relaxed);
+    if (write - spare_read_.load(std::memory_order_acquire) >= target) return;
+    Chunk* c = allocate(kChunkBytes);
+    if (c == nullptr) return;
+    std::memset(dataOf(c), 0, c->capacity);  // the page faults happen here, not on the producer
+    chunks_allocated_.fetch_add(1, std::memory_order_relaxed);
+    spares_[write % kSpares].store(c, std::memory_order_relaxed);
+    spare_write_.store(write + 1, std::memory_order_release);
+  }
 }
 
 void EventBuffer::recycle(Chunk* c) {

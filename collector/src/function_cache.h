@@ -48,6 +48,18 @@ struct FunctionInfo {
     const std::vector<Param>* get() const { return words.load(std::memory_order_acquire); }
   };
   mutable ProbedWords probed;
+  // The argument-role probe is done with this function (measured or given up): launches skip it
+  // without asking the probe (a per-thread set and a lock). Set once, read on every launch.
+  struct Flag {
+    std::atomic<bool> on{false};
+    Flag() = default;
+    Flag(const Flag& o) : on(o.on.load(std::memory_order_relaxed)) {}
+    Flag& operator=(const Flag& o) {
+      on.store(o.on.load(std::memory_order_relaxed), std::memory_order_relaxed);
+      return *this;
+    }
+  };
+  mutable Flag probe_settled;
   struct Layout {
     int32_t offset_bytes = 0;
     int32_t size_bytes = 0;

@@ -10,8 +10,8 @@ namespace {
 
 std::atomic<bool> g_enabled{false};
 
-const char* const kAppNames[] = {"launch_callback", "nvtx_callback",    "launch_context",
-                                 "function_lookup", "argument_capture", "nvtx_queueing"};
+const char* const kAppNames[] = {"launch_callback",  "nvtx_callback", "launch_context",      "function_lookup",
+                                 "argument_capture", "nvtx_queueing", "argument_role_probe"};
 const char* const kWriterNames[] = {"cupti_flush", "collect", "translate", "store", "final_write"};
 static_assert(std::size(kAppNames) == static_cast<size_t>(AppTimer::kCount));
 static_assert(std::size(kWriterNames) == static_cast<size_t>(WriterTimer::kCount));
@@ -33,7 +33,21 @@ void SelfTimingTotals::add(const AppTimes& t) {
   for (size_t i = 0; i < static_cast<size_t>(AppTimer::kCount); ++i) {
     app_ns[i] += t.ns[i].load(std::memory_order_relaxed);
     app_calls[i] += t.calls[i].load(std::memory_order_relaxed);
+    app_slow_ns[i] += t.slow_ns[i].load(std::memory_order_relaxed);
+    for (size_t b = 0; b < kSelfTimingBuckets; ++b) app_buckets[i][b] += t.buckets[i][b].load(std::memory_order_relaxed);
   }
+}
+
+std::optional<uint64_t> SelfTimingTotals::appPercentileNs(AppTimer t, double fraction) const {
+  const size_t i = static_cast<size_t>(t);
+  if (app_calls[i] == 0) return std::nullopt;
+  const double wanted = fraction * double(app_calls[i]);
+  uint64_t seen = 0;
+  for (size_t b = 0; b < kSelfTimingBuckets; ++b) {
+    seen += app_buckets[i][b];
+    if (double(seen) >= wanted) return uint64_t{2} << b;
+  }
+  return uint64_t{2} << (kSelfTimingBuckets - 1);
 }
 
 void SelfTimingTotals::addWriter(WriterTimer t, int64_t elapsed_ns) {
@@ -51,10 +65,17 @@ std::string selfTimingText(const SelfTimingTotals& t) {
                 " threads; %" PRIu64 " KiB of events in %" PRIu64 " chunks allocated; at most %" PRIu64
                 " launches awaiting their kernel record\n",
                 t.launches, t.nvtx_events, t.threads, t.event_bytes / 1024, t.chunks_allocated, t.max_pending_launches);
-  out += "self-timing: application threads (inside CUPTI's callbacks)    total ms   calls    ns/call  ns/launch\n";
+  // p50/p99: upper ends of power-of-two buckets; "slow ms": the total of calls of 16 us or more
+  // (first launches of a function, the argument-role probe, page faults, preemption).
+  out += "self-timing: application threads (inside CUPTI's callbacks)    total ms   calls    ns/call  ns/launch"
+         "  p50 ns<  p99 ns<  slow ms  ns/launch w/o slow\n";
   for (size_t i = 0; i < static_cast<size_t>(AppTimer::kCount); ++i) {
-    out += format("self-timing:   %-46s %10.1f %7" PRIu64 " %10.0f %10.0f\n", kAppNames[i], double(t.app_ns[i]) * 1e-6,
-                  t.app_calls[i], perCall(t.app_ns[i], t.app_calls[i]), double(t.app_ns[i]) / launches);
+    const AppTimer timer = static_cast<AppTimer>(i);
+    out += format("self-timing:   %-46s %10.1f %7" PRIu64 " %10.0f %10.0f %8" PRIu64 " %8" PRIu64 " %8.1f %10.0f\n",
+                  kAppNames[i], double(t.app_ns[i]) * 1e-6, t.app_calls[i], perCall(t.app_ns[i], t.app_calls[i]),
+                  double(t.app_ns[i]) / launches, t.appPercentileNs(timer, 0.5).value_or(0),
+                  t.appPercentileNs(timer, 0.99).value_or(0), double(t.app_slow_ns[i]) * 1e-6,
+                  double(t.app_ns[i] - t.app_slow_ns[i]) / launches);
   }
   out += "self-timing: writer thread                                        total ms   calls     max ms  ns/launch\n";
   for (size_t i = 0; i < static_cast<size_t>(WriterTimer::kCount); ++i) {
@@ -72,7 +93,11 @@ std::string selfTimingJson(const SelfTimingTotals& t) {
                            t.launches, t.nvtx_events, t.threads, t.event_bytes, t.chunks_allocated,
                            t.max_pending_launches);
   for (size_t i = 0; i < static_cast<size_t>(AppTimer::kCount); ++i) {
-    out += format(",\"%s\":{\"ns\":%" PRIu64 ",\"calls\":%" PRIu64 "}", kAppNames[i], t.app_ns[i], t.app_calls[i]);
+    const AppTimer timer = static_cast<AppTimer>(i);
+    out += format(",\"%s\":{\"ns\":%" PRIu64 ",\"calls\":%" PRIu64 ",\"slow_ns\":%" PRIu64 ",\"p50_ns\":%" PRIu64
+                  ",\"p99_ns\":%" PRIu64 "}",
+                  kAppNames[i], t.app_ns[i], t.app_calls[i], t.app_slow_ns[i], t.appPercentileNs(timer, 0.5).value_or(0),
+                  t.appPercentileNs(timer, 0.99).value_or(0));
   }
   for (size_t i = 0; i < static_cast<size_t>(WriterTimer::kCount); ++i) {
     out += format(",\"%s\":{\"ns\":%" PRIu64 ",\"calls\":%" PRIu64 ",\"max_ns\":%" PRIu64 "}", kWriterNames[i],

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace fprof::collector {
@@ -18,6 +19,7 @@ enum class AppTimer : uint8_t {
   kFunctionLookup,    // the function's facts (local memory, parameter layout), cached per function
   kArgumentCapture,   // reading the 8-byte arguments and queueing the launch
   kNvtxQueueing,      // writing an NVTX event into the thread's buffer
+  kArgumentProbe,     // the argument-role probe around a function's first launches (stream drains, copies)
   kCount
 };
 
@@ -39,14 +41,46 @@ inline int64_t selfTimingNowNs() {
       .count();
 }
 
+// Calls are also counted by duration in powers of two (bucket b: [2^b, 2^(b+1)) ns), so the report
+// can tell the usual call (the median) from rare long ones (a function's first launch, a page
+// fault, a preemption), which a mean mixes.
+constexpr size_t kSelfTimingBuckets = 40;
+// Calls at least this long are "slow": their total is reported on its own.
+constexpr int64_t kSelfTimingSlowNs = 16384;
+
+inline size_t selfTimingBucket(int64_t elapsed_ns) {
+  const uint64_t v = elapsed_ns > 0 ? static_cast<uint64_t>(elapsed_ns) : 1;
+  const size_t b = static_cast<size_t>(63 - __builtin_clzll(v));
+  return b < kSelfTimingBuckets ? b : kSelfTimingBuckets - 1;
+}
+
 // One application thread's totals: written by that thread only, read by the writer at exit.
 struct AppTimes {
-  std::atomic<uint64_t> ns[static_cast<size_t>(AppTimer::kCount)] = {};
-  std::atomic<uint64_t> calls[static_cast<size_t>(AppTimer::kCount)] = {};
+  static constexpr size_t kTimers = static_cast<size_t>(AppTimer::kCount);
+  std::atomic<uint64_t> ns[kTimers] = {};
+  std::atomic<uint64_t> calls[kTimers] = {};
+  std::atomic<uint64_t> slow_ns[kTimers] = {};
+  std::atomic<uint64_t> buckets[kTimers][kSelfTimingBuckets] = {};
   void add(AppTimer t, int64_t elapsed_ns) {
     const size_t i = static_cast<size_t>(t);
-    ns[i].store(ns[i].load(std::memory_order_relaxed) + static_cast<uint64_t>(elapsed_ns), std::memory_order_relaxed);
-    calls[i].store(calls[i].load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    bump(ns[i], static_cast<uint64_t>(elapsed_ns));
+    bump(calls[i], 1);
+    if (elapsed_ns >= kSelfTimingSlowNs) bump(slow_ns[i], static_cast<uint64_t>(elapsed_ns));
+    bump(buckets[i][selfTimingBucket(elapsed_ns)], 1);
+  }
+  // Adds another thread's totals (the writer, for threads that exited).
+  void absorb(const AppTimes& o) {
+    for (size_t i = 0; i < kTimers; ++i) {
+      bump(ns[i], o.ns[i].load(std::memory_order_relaxed));
+      bump(calls[i], o.calls[i].load(std::memory_order_relaxed));
+      bump(slow_ns[i], o.slow_ns[i].load(std::memory_order_relaxed));
+      for (size_t b = 0; b < kSelfTimingBuckets; ++b) bump(buckets[i][b], o.buckets[i][b].load(std::memory_order_relaxed));
+    }
+  }
+
+ private:
+  static void bump(std::atomic<uint64_t>& a, uint64_t by) {
+    a.store(a.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
   }
 };
 
@@ -71,6 +105,8 @@ class ScopedAppTimer {
 struct SelfTimingTotals {
   uint64_t app_ns[static_cast<size_t>(AppTimer::kCount)] = {};
   uint64_t app_calls[static_cast<size_t>(AppTimer::kCount)] = {};
+  uint64_t app_slow_ns[static_cast<size_t>(AppTimer::kCount)] = {};
+  uint64_t app_buckets[static_cast<size_t>(AppTimer::kCount)][kSelfTimingBuckets] = {};
   uint64_t writer_ns[static_cast<size_t>(WriterTimer::kCount)] = {};
   uint64_t writer_calls[static_cast<size_t>(WriterTimer::kCount)] = {};
   uint64_t writer_max_ns[static_cast<size_t>(WriterTimer::kCount)] = {};
@@ -83,6 +119,9 @@ struct SelfTimingTotals {
 
   void add(const AppTimes& t);
   void addWriter(WriterTimer t, int64_t elapsed_ns);
+  // The duration below which `fraction` of a timer's calls lie, as the upper end of its
+  // power-of-two bucket (an overestimate of at most 2x); nullopt without calls.
+  std::optional<uint64_t> appPercentileNs(AppTimer t, double fraction) const;
 };
 
 // Several lines for stderr, each starting with "self-timing: ".

@@ -426,11 +426,9 @@ void TraceRecorder::collect(Translator& translator, std::vector<core::NvtxRangeR
       m.replay(*t, data, bytes, translator, ranges);
     });
     t->replay.stack.endCollection(m.names, ranges);
+    if (!retired && m.options.prefill_chunks) t->events.prefill(EventBuffer::kSpares);
     if (retired) {
-      for (size_t i = 0; i < static_cast<size_t>(AppTimer::kCount); ++i) {
-        m.retired_times.ns[i].store(m.retired_times.ns[i].load() + t->times.ns[i].load());
-        m.retired_times.calls[i].store(m.retired_times.calls[i].load() + t->times.calls[i].load());
-      }
+      m.retired_times.absorb(t->times);
       m.chunks_retired += t->events.chunksAllocated();
       {
         std::lock_guard lock(m.threads_mu);

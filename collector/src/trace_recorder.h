@@ -49,6 +49,10 @@ class TraceRecorder {
     // The thread id recorded with launches and ranges; gettid() when null (tests and the bench's
     // reproducible runs pass their own).
     uint32_t (*thread_id)() = nullptr;
+    // The writer gives each thread fresh event chunks, their pages touched, for the next period
+    // (EventBuffer::prefill); off (FPROF_EVENT_PREFILL=0, for measurement), a thread whose backlog
+    // grows allocates and faults them in itself.
+    bool prefill_chunks = true;
   };
   TraceRecorder();
   explicit TraceRecorder(Options options);

@@ -93,6 +93,33 @@ TEST(Config, SelfTimingAndCuptiSwitches) {
   EXPECT_FALSE(c.cupti.periodic_flush_all);
   EXPECT_EQ(c.cupti.flush_period_ms, std::optional<int>(0));
   EXPECT_EQ(c.cupti.buffer_bytes, size_t{32} << 20);
+  EXPECT_TRUE(d.cupti.runtime_launch_callbacks && d.cupti.driver_launch_callbacks);
+  EXPECT_FALSE(d.cupti.writer_idle);
+  EXPECT_TRUE(d.cupti.event_prefill);
+  EXPECT_TRUE(d.cupti.zeroed_buffers);
+  EXPECT_FALSE(d.cupti.runtime_api_activity || d.cupti.host_pinned);
+  const CollectorConfig driver = readConfig(envOf({{"FPROF_OUTPUT", "a.fprof"},
+                                                   {"FPROF_LAUNCH_CALLBACKS", "driver"},
+                                                   {"FPROF_WRITER_IDLE", "1"},
+                                                   {"FPROF_EVENT_PREFILL", "0"},
+                                                   {"FPROF_CUPTI_ZEROED_BUFFERS", "0"},
+                                                   {"FPROF_RUNTIME_API_ACTIVITY", "1"},
+                                                   {"FPROF_CUPTI_HOST_PINNED", "1"}}));
+  EXPECT_TRUE(driver.warnings.empty());
+  EXPECT_FALSE(driver.cupti.runtime_launch_callbacks);
+  EXPECT_TRUE(driver.cupti.driver_launch_callbacks);
+  EXPECT_TRUE(driver.cupti.writer_idle);
+  EXPECT_FALSE(driver.cupti.event_prefill);
+  EXPECT_FALSE(driver.cupti.zeroed_buffers);
+  EXPECT_TRUE(driver.cupti.runtime_api_activity && driver.cupti.host_pinned);
+  const CollectorConfig no_launches = readConfig(envOf({{"FPROF_OUTPUT", "a.fprof"}, {"FPROF_LAUNCH_CALLBACKS", "none"}}));
+  EXPECT_FALSE(no_launches.cupti.runtime_launch_callbacks || no_launches.cupti.driver_launch_callbacks);
+  const CollectorConfig typo_launches =
+      readConfig(envOf({{"FPROF_OUTPUT", "a.fprof"}, {"FPROF_LAUNCH_CALLBACKS", "runtime"}}));
+  ASSERT_EQ(typo_launches.warnings.size(), 1u);
+  EXPECT_NE(typo_launches.warnings[0].find("FPROF_LAUNCH_CALLBACKS=runtime is not all, driver or none"),
+            std::string::npos);
+  EXPECT_TRUE(typo_launches.cupti.runtime_launch_callbacks && typo_launches.cupti.driver_launch_callbacks);
   const CollectorConfig none = readConfig(envOf({{"FPROF_OUTPUT", "a.fprof"}, {"FPROF_ACTIVITY", "none"}}));
   EXPECT_FALSE(none.cupti.kernel || none.cupti.memcpy || none.cupti.memset || none.cupti.memory);
 

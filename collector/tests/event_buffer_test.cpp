@@ -71,6 +71,31 @@ TEST(EventBuffer, ReadChunksAreReused) {
   EXPECT_LE(b.chunksAllocated(), 8u) << "about " << seq * 40 / EventBuffer::kChunkBytes << " chunks were written";
 }
 
+// Prefill hands the producer as many fresh chunks as it linked in the last period, and no more:
+// a producer that then writes as much again allocates nothing itself.
+TEST(EventBuffer, PrefillMatchesTheLastPeriodsUse) {
+  EventBuffer b;
+  uint64_t seq = 0, next = 0;
+  auto writeChunks = [&](int chunks) {
+    for (const uint64_t end = seq + uint64_t(chunks) * EventBuffer::kChunkBytes / 40; seq < end; ++seq) {
+      ASSERT_TRUE(write(b, seq, sizeOf(seq)));
+    }
+  };
+  writeChunks(30);  // more than the ring's 16 read chunks of before, fewer than its size now
+  const uint64_t before = b.chunksAllocated();
+  readAll(b, next);  // read chunks go to the ring
+  b.prefill(EventBuffer::kSpares);
+  const uint64_t prefilled = b.chunksAllocated() - before;
+  EXPECT_LE(prefilled, 2u) << "the ring already held what the producer used";
+  const uint64_t after_prefill = b.chunksAllocated();
+  writeChunks(30);
+  EXPECT_EQ(b.chunksAllocated(), after_prefill) << "the producer allocated although spares were ready";
+  readAll(b, next);
+  b.prefill(0);  // no spares wanted: nothing allocated
+  EXPECT_EQ(b.chunksAllocated(), after_prefill);
+  EXPECT_EQ(next, seq);
+}
+
 TEST(EventBuffer, OneThreadWritesWhileAnotherReads) {
   EventBuffer b;
   constexpr uint64_t kEvents = 400000;
