@@ -1,9 +1,16 @@
-// Softmax + top-k over a vocabulary-sized row (the decode step). A row is split over several
-// blocks so a few rows still fill the GPU; each kernel finishes its cross-block merge in the last
-// block to arrive (a per-row arrival counter), so every stage is one launch.
+// Softmax + top-k over a vocabulary-sized row (the decode step). A row is split over blocks of
+// 8192 elements; each thread loads its 32 elements with 16-byte loads, all issued before the
+// first use, so every resident block has its whole slice in flight at once. Each kernel finishes its cross-block merge in the last block of a row to
+// arrive (a per-row arrival counter), so every stage is one launch.
 // Unfused: softmax statistics (max, sum), then a kernel writing the full fp32 probability row,
-// then top-k over it. Fused: one pass over the logits keeps the online max/sum and the top-k
-// logits together (softmax is monotone, so the top-k logits are the top-k probabilities).
+// then top-k over it. Fused: one pass over the logits computes the max/sum and the top-k logits
+// together (softmax is monotone, so the top-k logits are the top-k probabilities).
+//
+// Top-k of a block without kMaxTopK rounds of block-wide argmax: a lower bound on the block's
+// kMaxTopK-th largest value comes from the thread maxima (any 8 distinct elements >= B make B a
+// bound), only elements >= B are appended to shared memory (a few dozen on real data), and each
+// candidate's rank is counted against the others. When more than kCandidateCap candidates
+// arrive (many equal values), per-thread lists and block-wide argmax rounds take over.
 #include <climits>
 
 #include "kernels.cuh"
@@ -12,7 +19,11 @@ namespace fprof::refk {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr std::size_t kMinChunk = 2048;  // elements per block at least: enough to hide latency
+constexpr int kWarps = kThreads / 32;
+constexpr int kElemsPerThread = 32;
+constexpr std::size_t kBlockElems = std::size_t(kThreads) * kElemsPerThread;  // 8192
+constexpr int kCandidateCap = 512;
+static_assert(kWarps == kMaxTopK, "the warp-maxima bound needs kMaxTopK warps");
 
 struct Candidate {
   float value;
@@ -29,6 +40,9 @@ struct Partial {
 // Larger value first; among equal values the lower index, matching the CPU reference.
 __device__ __forceinline__ bool better(float v, int i, float w, int j) { return v > w || (v == w && i < j); }
 
+__device__ __forceinline__ Candidate emptyCandidate() { return {-INFINITY, INT_MAX}; }
+
+// A thread's sorted best kMaxTopK (fallback path only); offers may come in any order.
 struct LocalTopK {
   float value[kMaxTopK];
   int index[kMaxTopK];
@@ -36,15 +50,13 @@ struct LocalTopK {
 #pragma unroll
     for (int j = 0; j < kMaxTopK; ++j) { value[j] = -INFINITY; index[j] = INT_MAX; }
   }
-  // Offers arrive in better()-order among equal values (increasing index within a thread's scan,
-  // sorted order within a partial), so an equal value never displaces an earlier one.
   __device__ void offer(float v, int i) {
-    if (!(v > value[kMaxTopK - 1])) return;
+    if (!better(v, i, value[kMaxTopK - 1], index[kMaxTopK - 1])) return;
     value[kMaxTopK - 1] = v;
     index[kMaxTopK - 1] = i;
 #pragma unroll
     for (int j = kMaxTopK - 1; j > 0; --j) {
-      if (value[j] > value[j - 1]) {
+      if (better(value[j], index[j], value[j - 1], index[j - 1])) {
         const float tv = value[j]; value[j] = value[j - 1]; value[j - 1] = tv;
         const int ti = index[j]; index[j] = index[j - 1]; index[j - 1] = ti;
       }
@@ -60,10 +72,6 @@ struct LocalTopK {
 
 struct MaxSum {
   float max = -INFINITY, sum = 0.0f;
-  __device__ void add(float v) {
-    if (v > max) { sum = sum * __expf(max - v) + 1.0f; max = v; }
-    else sum += __expf(v - max);
-  }
   __device__ void merge(float o_max, float o_sum) {
     if (o_sum == 0.0f) return;
     if (sum == 0.0f) { max = o_max; sum = o_sum; return; }
@@ -73,25 +81,66 @@ struct MaxSum {
   }
 };
 
-// Block-wide merge; every thread returns the total. Ends with a barrier so it can be called again.
-__device__ MaxSum blockMaxSum(MaxSum ms) {
-  __shared__ float maxes[32], sums[32];
+struct BlockShared {
+  float warp_max[kWarps], warp_stat_max[kWarps], warp_sum[kWarps], warp_bound[kWarps];
+  Candidate winners[kMaxTopK];
+  Candidate warp_best[kWarps];
+  int count;
+  Candidate cand[kCandidateCap];
+};
+
+struct Reduced {
+  float max;    // block maximum of the threads' maxima
+  MaxSum stats; // merged (max, sum of exp) when kStats
+  float bound;  // lower bound on the block's kMaxTopK-th largest element
+};
+
+// One barrier: block max, merged statistics, and the top-k bound. thread_max must be an element
+// of the thread's own elements (or -inf); thread_floor is another bound the thread knows.
+template <bool kStats>
+__device__ Reduced blockReduce(float thread_max, float thread_sum, float thread_floor, BlockShared& sh) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  for (int o = 16; o > 0; o >>= 1) {
-    const float om = __shfl_xor_sync(0xffffffffu, ms.max, o), os = __shfl_xor_sync(0xffffffffu, ms.sum, o);
-    ms.merge(om, os);
+  MaxSum ms{thread_max, thread_sum};
+  if constexpr (kStats) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+      const float om = __shfl_xor_sync(0xffffffffu, ms.max, o), os = __shfl_xor_sync(0xffffffffu, ms.sum, o);
+      ms.merge(om, os);
+    }
   }
-  if (lane == 0) { maxes[warp] = ms.max; sums[warp] = ms.sum; }
+  // Groups of 4 lanes: 8 group maxima are 8 distinct elements, so their minimum is a bound.
+  float g = fmaxf(thread_max, __shfl_xor_sync(0xffffffffu, thread_max, 1));
+  g = fmaxf(g, __shfl_xor_sync(0xffffffffu, g, 2));
+  float wb = g, wm = g, wf = thread_floor;
+#pragma unroll
+  for (int o = 4; o < 32; o <<= 1) {
+    wb = fminf(wb, __shfl_xor_sync(0xffffffffu, wb, o));
+    wm = fmaxf(wm, __shfl_xor_sync(0xffffffffu, wm, o));
+  }
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) wf = fmaxf(wf, __shfl_xor_sync(0xffffffffu, wf, o));
+  if (lane == 0) {
+    sh.warp_max[warp] = wm;
+    sh.warp_sum[warp] = ms.sum;
+    sh.warp_bound[warp] = fmaxf(wb, wf);
+    sh.warp_stat_max[warp] = ms.max;
+  }
   __syncthreads();
-  MaxSum total;
-  for (int w = 0; w < int(blockDim.x >> 5); ++w) total.merge(maxes[w], sums[w]);
-  __syncthreads();
-  return total;
+  Reduced r{-INFINITY, MaxSum{}, -INFINITY};
+  float min_of_warp_max = INFINITY;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) {
+    r.max = fmaxf(r.max, sh.warp_max[w]);
+    min_of_warp_max = fminf(min_of_warp_max, sh.warp_max[w]);  // kWarps == kMaxTopK maxima
+    r.bound = fmaxf(r.bound, sh.warp_bound[w]);
+    if constexpr (kStats) r.stats.merge(sh.warp_stat_max[w], sh.warp_sum[w]);
+  }
+  r.bound = fmaxf(r.bound, min_of_warp_max);
+  return r;
 }
 
-// kMaxTopK rounds of a block-wide argmax over each thread's best remaining candidate.
-__device__ void blockTopK(LocalTopK& mine, Candidate* winners) {
-  __shared__ Candidate warp_best[32];
+// kMaxTopK rounds of a block-wide argmax over each thread's best remaining candidate (fallback).
+__device__ void blockTopKRounds(LocalTopK& mine, BlockShared& sh) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   for (int round = 0; round < kMaxTopK; ++round) {
     float v = mine.value[0];
@@ -101,31 +150,117 @@ __device__ void blockTopK(LocalTopK& mine, Candidate* winners) {
       const int oi = __shfl_xor_sync(0xffffffffu, i, o);
       if (better(ov, oi, v, i)) { v = ov; i = oi; }
     }
-    if (lane == 0) warp_best[warp] = {v, i};
+    if (lane == 0) sh.warp_best[warp] = {v, i};
     __syncthreads();
-    Candidate best = warp_best[0];
-    for (int w = 1; w < int(blockDim.x >> 5); ++w) {
-      if (better(warp_best[w].value, warp_best[w].index, best.value, best.index)) best = warp_best[w];
+    Candidate best = sh.warp_best[0];
+    for (int w = 1; w < kWarps; ++w) {
+      if (better(sh.warp_best[w].value, sh.warp_best[w].index, best.value, best.index)) best = sh.warp_best[w];
     }
-    if (threadIdx.x == 0) winners[round] = best;
+    if (threadIdx.x == 0) sh.winners[round] = best;
     if (mine.index[0] == best.index) mine.popFront();
-    __syncthreads();  // warp_best is rewritten next round; winners are read after the loop
+    __syncthreads();  // warp_best is rewritten next round
   }
 }
 
-struct Split {
-  int splits;
-  std::size_t chunk;
+// The block's best kMaxTopK of the candidates every thread yields through each(f) -> f(value,
+// index), into sh.winners (sorted; unfilled slots empty). Expects sh.count == 0 and empty
+// winners, ordered before the call by a barrier; ends with a barrier.
+template <class Each>
+__device__ void selectTopK(const Each& each, BlockShared& sh) {
+  each([&](float v, int i) {
+    const int slot = atomicAdd(&sh.count, 1);
+    if (slot < kCandidateCap) sh.cand[slot] = {v, i};
+  });
+  __syncthreads();
+  const int n = sh.count;
+  if (n <= kCandidateCap) {
+    for (int e = int(threadIdx.x); e < n; e += kThreads) {
+      const Candidate c = sh.cand[e];
+      int rank = 0;
+      for (int j = 0; j < n; ++j) rank += better(sh.cand[j].value, sh.cand[j].index, c.value, c.index) ? 1 : 0;
+      if (rank < kMaxTopK) sh.winners[rank] = c;
+    }
+  } else {
+    LocalTopK mine;
+    each([&](float v, int i) { mine.offer(v, i); });
+    blockTopKRounds(mine, sh);
+  }
+  __syncthreads();
+}
+
+// ---- a block's slice of a row: 16-byte vectors, plus the row's unaligned head and tail ----
+__device__ __forceinline__ void toFloats(const uint4& raw, float (&out)[4], float) {
+  out[0] = __uint_as_float(raw.x); out[1] = __uint_as_float(raw.y);
+  out[2] = __uint_as_float(raw.z); out[3] = __uint_as_float(raw.w);
+}
+__device__ __forceinline__ void toFloats(const uint4& raw, float (&out)[8], __half) {
+  const __half2* h = reinterpret_cast<const __half2*>(&raw);
+#pragma unroll
+  for (int j = 0; j < 4; ++j) { const float2 f = __half22float2(h[j]); out[2 * j] = f.x; out[2 * j + 1] = f.y; }
+}
+__device__ __forceinline__ void toFloats(const uint4& raw, float (&out)[8], __nv_bfloat16) {
+  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
+#pragma unroll
+  for (int j = 0; j < 4; ++j) { const float2 f = __bfloat1622float2(h[j]); out[2 * j] = f.x; out[2 * j + 1] = f.y; }
+}
+
+// A row is head scalars (up to the first 16-byte boundary), `vectors` 16-byte vectors, then
+// tail scalars. Block b takes vectors [b * kVectorsPerBlock, ...); block 0 also the scalars.
+template <class T>
+struct ThreadSlice {
+  static constexpr int kVec = 16 / int(sizeof(T));
+  static constexpr int kLoads = kElemsPerThread / kVec;
+  static constexpr std::size_t kVectorsPerBlock = std::size_t(kThreads) * kLoads;
+  uint4 raw[kLoads];
+  bool ok[kLoads];
+  std::size_t first[kLoads];  // element index of each vector's first element
+  float head_v = -INFINITY, tail_v = -INFINITY;
+  int head_i = -1, tail_i = -1;  // -1: no scalar
+
+  __device__ void load(const T* __restrict__ row, std::size_t vocab, unsigned block) {
+    const unsigned misalign = unsigned(reinterpret_cast<std::uintptr_t>(row) % 16);
+    std::size_t head = misalign == 0 ? 0 : (16 - misalign) / sizeof(T);
+    if (head > vocab) head = vocab;
+    const std::size_t vectors = (vocab - head) / kVec;
+    const std::size_t tail0 = head + vectors * kVec;
+    const uint4* body = reinterpret_cast<const uint4*>(row + head);
+#pragma unroll
+    for (int j = 0; j < kLoads; ++j) {
+      const std::size_t vi = std::size_t(block) * kVectorsPerBlock + std::size_t(j) * kThreads + threadIdx.x;
+      ok[j] = vi < vectors;
+      first[j] = head + vi * kVec;
+      raw[j] = ok[j] ? __ldg(body + vi) : make_uint4(0u, 0u, 0u, 0u);
+    }
+    if (block == 0) {
+      if (threadIdx.x < head) { head_i = int(threadIdx.x); head_v = toFloat(row[threadIdx.x]); }
+      if (tail0 + threadIdx.x < vocab) { tail_i = int(tail0 + threadIdx.x); tail_v = toFloat(row[tail0 + threadIdx.x]); }
+    }
+  }
+  // f(value, index) over the thread's elements in increasing index order.
+  template <class F> __device__ void forEach(const F& f) const {
+    if (head_i >= 0) f(head_v, head_i);
+#pragma unroll
+    for (int j = 0; j < kLoads; ++j) {
+      if (!ok[j]) continue;
+      float v[kVec];
+      toFloats(raw[j], v, T{});
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) f(v[e], int(first[j]) + e);
+    }
+    if (tail_i >= 0) f(tail_v, tail_i);
+  }
 };
 
-__host__ __device__ inline Split splitFor(std::size_t rows, std::size_t vocab) {
-  // About four blocks per SM of a 132-SM GPU in total, never slices under kMinChunk elements.
-  std::size_t by_size = (vocab + kMinChunk - 1) / kMinChunk;
-  std::size_t by_fill = (4 * 132 + rows - 1) / (rows == 0 ? 1 : rows);
-  std::size_t splits = by_size < by_fill ? by_size : by_fill;
-  if (splits < 1) splits = 1;
-  const std::size_t chunk = (vocab + splits - 1) / splits;
-  return {int((vocab + chunk - 1) / chunk), chunk};
+template <class T> int splitsFor(std::size_t vocab) {
+  const std::size_t vectors = vocab / ThreadSlice<T>::kVec;  // at least as many as any row has
+  const std::size_t per = ThreadSlice<T>::kVectorsPerBlock;
+  const std::size_t splits = (vectors + per - 1) / per;
+  return int(splits < 1 ? 1 : splits);
+}
+// Upper bound over dtypes (scratch sizing): every dtype's block covers kBlockElems elements.
+std::size_t maxSplits(std::size_t vocab) {
+  const std::size_t s = (vocab + kBlockElems - 1) / kBlockElems;
+  return s < 1 ? 1 : s;
 }
 
 // Block (split, row) publishes its partial; returns true in the last block of the row to arrive,
@@ -149,58 +284,75 @@ template <class T, Stage kStage>
 __global__ void __launch_bounds__(kThreads) rowSliceKernel(const T* __restrict__ in, Partial* __restrict__ partials,
                                                            unsigned* __restrict__ counters, float2* __restrict__ stats,
                                                            float* __restrict__ top_p, int* __restrict__ top_i,
-                                                           std::size_t vocab, std::size_t chunk, int k) {
-  __shared__ Candidate winners[kMaxTopK];
-  const int splits = int(gridDim.x);
-  const std::size_t row = blockIdx.y;
-  const std::size_t c0 = std::size_t(blockIdx.x) * chunk;
-  const std::size_t c1 = c0 + chunk < vocab ? c0 + chunk : vocab;
-  const T* r = in + row * vocab;
+                                                           std::size_t vocab, int k) {
+  __shared__ BlockShared sh;
   constexpr bool kStats = kStage != Stage::TopKOfProbs;
   constexpr bool kTopK = kStage != Stage::Stats;
+  const int splits = int(gridDim.x);
+  const std::size_t row = blockIdx.y;
+  if (threadIdx.x == 0) sh.count = 0;
+  if (threadIdx.x < kMaxTopK) sh.winners[threadIdx.x] = emptyCandidate();
 
-  LocalTopK mine;
-  MaxSum ms;
-  for (std::size_t c = c0 + threadIdx.x; c < c1; c += kThreads) {
-    const float v = toFloat(r[c]);
-    if constexpr (kTopK) mine.offer(v, int(c));
-    if constexpr (kStats) ms.add(v);
+  ThreadSlice<T> slice;
+  slice.load(in + row * vocab, vocab, blockIdx.x);
+  float m = -INFINITY;
+  slice.forEach([&](float v, int) { m = fmaxf(m, v); });
+  float s = 0.0f;
+  if constexpr (kStats) {
+    if (m > -INFINITY) slice.forEach([&](float v, int) { s += __expf(v - m); });
+  }
+  const Reduced red = blockReduce<kStats>(m, s, -INFINITY, sh);
+  if constexpr (kTopK) {
+    const float bound = red.bound;
+    selectTopK([&](const auto& f) { slice.forEach([&](float v, int i) { if (v >= bound) f(v, i); }); }, sh);
   }
   Partial* mine_out = partials + row * splits + blockIdx.x;
-  if constexpr (kStats) {
-    const MaxSum total = blockMaxSum(ms);
-    if (threadIdx.x == 0) { mine_out->max = total.max; mine_out->sum = total.sum; }
+  if (threadIdx.x == 0) {
+    mine_out->max = kStats ? red.stats.max : red.max;
+    mine_out->sum = kStats ? red.stats.sum : 0.0f;
+    sh.count = 0;
   }
-  if constexpr (kTopK) {
-    blockTopK(mine, winners);
-    if (threadIdx.x < kMaxTopK) {
-      mine_out->value[threadIdx.x] = winners[threadIdx.x].value;
-      mine_out->index[threadIdx.x] = winners[threadIdx.x].index;
-    }
+  if (threadIdx.x < kMaxTopK) {
+    mine_out->value[threadIdx.x] = sh.winners[threadIdx.x].value;
+    mine_out->index[threadIdx.x] = sh.winners[threadIdx.x].index;
+    sh.winners[threadIdx.x] = emptyCandidate();
   }
   if (!arriveLast(counters, splits)) return;
 
   // Last block of the row: merge the row's partials (L2 reads: other SMs wrote them).
   const Partial* row_parts = partials + row * splits;
   MaxSum ms_all;
-  LocalTopK all;
-  for (int p = threadIdx.x; p < splits; p += kThreads) {
-    if constexpr (kStats) ms_all.merge(__ldcg(&row_parts[p].max), __ldcg(&row_parts[p].sum));
+  float part_max = -INFINITY, part_floor = -INFINITY;
+  for (int p = int(threadIdx.x); p < splits; p += kThreads) {
+    const float pm = __ldcg(&row_parts[p].max);
+    if constexpr (kStats) ms_all.merge(pm, __ldcg(&row_parts[p].sum));
     if constexpr (kTopK) {
-#pragma unroll
-      for (int j = 0; j < kMaxTopK; ++j) all.offer(__ldcg(&row_parts[p].value[j]), __ldcg(&row_parts[p].index[j]));
+      part_max = fmaxf(part_max, __ldcg(&row_parts[p].value[0]));
+      part_floor = fmaxf(part_floor, __ldcg(&row_parts[p].value[kMaxTopK - 1]));  // 8 elements >= it
     }
   }
-  MaxSum total;
-  if constexpr (kStats) total = blockMaxSum(ms_all);
+  const Reduced total = blockReduce<kStats>(kStats ? ms_all.max : part_max, ms_all.sum, part_floor, sh);
   if constexpr (kStage == Stage::Stats) {
-    if (threadIdx.x == 0) stats[row] = make_float2(total.max, total.sum);
+    if (threadIdx.x == 0) stats[row] = make_float2(total.stats.max, total.stats.sum);
     return;
   } else {
-    blockTopK(all, winners);
+    const float bound = total.bound;
+    selectTopK(
+        [&](const auto& f) {
+          for (int p = int(threadIdx.x); p < splits; p += kThreads) {
+#pragma unroll
+            for (int j = 0; j < kMaxTopK; ++j) {
+              const int idx = __ldcg(&row_parts[p].index[j]);
+              const float v = __ldcg(&row_parts[p].value[j]);
+              if (idx != INT_MAX && v >= bound) f(v, idx);
+            }
+          }
+        },
+        sh);
     if (threadIdx.x < unsigned(k)) {
-      const Candidate w = winners[threadIdx.x];
-      top_p[row * k + threadIdx.x] = kStage == Stage::Fused ? __expf(w.value - total.max) / total.sum : w.value;
+      const Candidate w = sh.winners[threadIdx.x];
+      top_p[row * k + threadIdx.x] =
+          kStage == Stage::Fused ? __expf(w.value - total.stats.max) / total.stats.sum : w.value;
       top_i[row * k + threadIdx.x] = w.index;
     }
   }
@@ -209,15 +361,31 @@ __global__ void __launch_bounds__(kThreads) rowSliceKernel(const T* __restrict__
 template <class T>
 __global__ void __launch_bounds__(kThreads) vocabSoftmaxWriteKernel(const T* __restrict__ logits,
                                                                     const float2* __restrict__ stats,
-                                                                    float* __restrict__ probs, std::size_t vocab,
-                                                                    std::size_t chunk) {
+                                                                    float* __restrict__ probs, std::size_t vocab) {
   const std::size_t row = blockIdx.y;
-  const std::size_t c0 = std::size_t(blockIdx.x) * chunk;
-  const std::size_t c1 = c0 + chunk < vocab ? c0 + chunk : vocab;
+  ThreadSlice<T> slice;
+  slice.load(logits + row * vocab, vocab, blockIdx.x);
   const float2 st = stats[row];
   const float inv = 1.0f / st.y;
-  for (std::size_t c = c0 + threadIdx.x; c < c1; c += kThreads) {
-    probs[row * vocab + c] = __expf(toFloat(logits[row * vocab + c]) - st.x) * inv;
+  float* out = probs + row * vocab;
+  if (slice.head_i >= 0) out[slice.head_i] = __expf(slice.head_v - st.x) * inv;
+  if (slice.tail_i >= 0) out[slice.tail_i] = __expf(slice.tail_v - st.x) * inv;
+  constexpr int kVec = ThreadSlice<T>::kVec;
+#pragma unroll
+  for (int j = 0; j < ThreadSlice<T>::kLoads; ++j) {
+    if (!slice.ok[j]) continue;
+    float v[kVec];
+    toFloats(slice.raw[j], v, T{});
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) v[e] = __expf(v[e] - st.x) * inv;
+    float* dst = out + slice.first[j];
+    if (reinterpret_cast<std::uintptr_t>(dst) % 16 == 0) {
+#pragma unroll
+      for (int e = 0; e < kVec; e += 4) *reinterpret_cast<float4*>(dst + e) = make_float4(v[e], v[e + 1], v[e + 2], v[e + 3]);
+    } else {
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) dst[e] = v[e];
+    }
   }
 }
 
@@ -227,29 +395,31 @@ void checkK(std::size_t vocab, int k) {
   }
 }
 
-// Scratch layout: [rows * splits] Partial, then [rows] float2 stats, then [rows] counters.
+// Scratch layout: [rows * maxSplits] Partial, then [rows] float2 stats, then [rows] counters.
 struct ScratchView {
   Partial* partials;
   float2* stats;
   unsigned* counters;
 };
 ScratchView view(void* scratch, std::size_t rows, std::size_t vocab) {
-  const Split sp = splitFor(rows, vocab);
   char* p = static_cast<char*>(scratch);
   ScratchView v;
   v.partials = reinterpret_cast<Partial*>(p);
-  p += rows * std::size_t(sp.splits) * sizeof(Partial);
+  p += rows * maxSplits(vocab) * sizeof(Partial);
   v.stats = reinterpret_cast<float2*>(p);
   p += rows * sizeof(float2);
   v.counters = reinterpret_cast<unsigned*>(p);
   return v;
 }
 
+template <class T> dim3 gridFor(std::size_t rows, std::size_t vocab) {
+  return dim3(unsigned(splitsFor<T>(vocab)), unsigned(rows));
+}
+
 }  // namespace
 
 std::size_t topKScratchBytes(std::size_t rows, std::size_t vocab) {
-  const Split sp = splitFor(rows, vocab);
-  return rows * std::size_t(sp.splits) * sizeof(Partial) + rows * sizeof(float2) + rows * sizeof(unsigned);
+  return rows * maxSplits(vocab) * sizeof(Partial) + rows * sizeof(float2) + rows * sizeof(unsigned);
 }
 
 void initTopKScratch(void* scratch, std::size_t rows, std::size_t vocab, cudaStream_t s) {
@@ -260,23 +430,19 @@ void initTopKScratch(void* scratch, std::size_t rows, std::size_t vocab, cudaStr
 void launchVocabSoftmaxStats(DType t, const void* logits, void* scratch, std::size_t rows, std::size_t vocab,
                              cudaStream_t s) {
   if (rows == 0) return;
-  const Split sp = splitFor(rows, vocab);
   const ScratchView v = view(scratch, rows, vocab);
-  const dim3 grid(unsigned(sp.splits), unsigned(rows));
-  FPROF_DISPATCH_DTYPE(t, T, rowSliceKernel<T, Stage::Stats><<<grid, kThreads, 0, s>>>(
+  FPROF_DISPATCH_DTYPE(t, T, rowSliceKernel<T, Stage::Stats><<<gridFor<T>(rows, vocab), kThreads, 0, s>>>(
                                  static_cast<const T*>(logits), v.partials, v.counters, v.stats, nullptr, nullptr,
-                                 vocab, sp.chunk, 0));
+                                 vocab, 0));
   CUDA_CHECK_LAUNCH(rowSliceKernel);
 }
 
 void launchVocabSoftmaxWrite(DType t, const void* logits, const void* scratch, float* probs, std::size_t rows,
                              std::size_t vocab, cudaStream_t s) {
   if (rows == 0) return;
-  const Split sp = splitFor(rows, vocab);
   const ScratchView v = view(const_cast<void*>(scratch), rows, vocab);
-  const dim3 grid(unsigned(sp.splits), unsigned(rows));
-  FPROF_DISPATCH_DTYPE(t, T, vocabSoftmaxWriteKernel<T><<<grid, kThreads, 0, s>>>(static_cast<const T*>(logits), v.stats,
-                                                                                   probs, vocab, sp.chunk));
+  FPROF_DISPATCH_DTYPE(t, T, vocabSoftmaxWriteKernel<T><<<gridFor<T>(rows, vocab), kThreads, 0, s>>>(
+                                 static_cast<const T*>(logits), v.stats, probs, vocab));
   CUDA_CHECK_LAUNCH(vocabSoftmaxWriteKernel);
 }
 
@@ -284,11 +450,9 @@ void launchTopK(const float* probs, float* top_p, int* top_i, std::size_t rows, 
                 void* scratch, cudaStream_t s) {
   checkK(vocab, k);
   if (rows == 0) return;
-  const Split sp = splitFor(rows, vocab);
   const ScratchView v = view(scratch, rows, vocab);
-  const dim3 grid(unsigned(sp.splits), unsigned(rows));
-  rowSliceKernel<float, Stage::TopKOfProbs><<<grid, kThreads, 0, s>>>(probs, v.partials, v.counters, nullptr, top_p,
-                                                                      top_i, vocab, sp.chunk, k);
+  rowSliceKernel<float, Stage::TopKOfProbs><<<gridFor<float>(rows, vocab), kThreads, 0, s>>>(
+      probs, v.partials, v.counters, nullptr, top_p, top_i, vocab, k);
   CUDA_CHECK_LAUNCH(rowSliceKernel);
 }
 
@@ -296,12 +460,10 @@ void launchSoftmaxTopKFused(DType t, const void* logits, float* top_p, int* top_
                             std::size_t vocab, int k, void* scratch, cudaStream_t s) {
   checkK(vocab, k);
   if (rows == 0) return;
-  const Split sp = splitFor(rows, vocab);
   const ScratchView v = view(scratch, rows, vocab);
-  const dim3 grid(unsigned(sp.splits), unsigned(rows));
-  FPROF_DISPATCH_DTYPE(t, T, rowSliceKernel<T, Stage::Fused><<<grid, kThreads, 0, s>>>(
+  FPROF_DISPATCH_DTYPE(t, T, rowSliceKernel<T, Stage::Fused><<<gridFor<T>(rows, vocab), kThreads, 0, s>>>(
                                  static_cast<const T*>(logits), v.partials, v.counters, nullptr, top_p, top_i, vocab,
-                                 sp.chunk, k));
+                                 k));
   CUDA_CHECK_LAUNCH(rowSliceKernel);
 }
 
