@@ -31,6 +31,9 @@ constexpr const char* kUsage = R"(usage: model [options]
   --batch N --seq N --width N --layers N --vocab N --decode-steps N
                               transformer shape (defaults 8, 1024, 1024, 8, 32000, 32; heads = width/64)
   --hand-matmul               the transformer uses the hand GEMM instead of cuBLASLt
+  --gemm-sweep                the hand GEMM (launchGemm) vs cuBLASLt with the same epilogue on
+                              4096^3, 8192^3 and the transformer's prefill shapes, fp16 and bf16:
+                              median ms, TFLOP/s, ratio, relative difference of the outputs
   --no-copy-bandwidth         skip the device-to-device copy measurement
 environment: FPROF_REF_FLASH_ROWS=16|32  query rows per warp in the fused fp16/bf16 attention
                               (default 16; 32 reuses K/V operands twice at 2 blocks per SM)
@@ -38,7 +41,7 @@ environment: FPROF_REF_FLASH_ROWS=16|32  query rows per warp in the fused fp16/b
 )";
 
 struct Options {
-  bool list = false, check = false, copy_bandwidth = true;
+  bool list = false, check = false, copy_bandwidth = true, gemm_sweep = false;
   std::string ops = "all", variant = "all", dtype = "";
   int repeat = -1, warmup = -1;
   std::string csv;
@@ -84,6 +87,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--decode-steps") o.model.decode_steps = parseSize(a, value());
     else if (a == "--no-copy-bandwidth") o.copy_bandwidth = false;
     else if (a == "--hand-matmul") o.model.hand_matmul = true;
+    else if (a == "--gemm-sweep") o.gemm_sweep = true;
     else usageError("unknown option " + a);
   }
   o.model.heads = o.model.width / kFlashHeadDim;
@@ -247,6 +251,73 @@ double measureCopyBandwidth(Context& ctx) {
   CUDA_CHECK(cudaEventDestroy(b));
   // Bytes read plus bytes written, as METHOD.md counts a copy.
   return 2.0 * double(bytes) / (ref::median(ms).value() * 1e-3);
+}
+
+// Median event-timed milliseconds of f() after warm-ups.
+template <class F> double medianMs(cudaStream_t s, int warmup, int repeat, const F& f) {
+  cudaEvent_t a, b;
+  CUDA_CHECK(cudaEventCreate(&a));
+  CUDA_CHECK(cudaEventCreate(&b));
+  for (int i = 0; i < warmup; ++i) f();
+  std::vector<double> ms;
+  for (int i = 0; i < repeat; ++i) {
+    CUDA_CHECK(cudaEventRecord(a, s));
+    f();
+    CUDA_CHECK(cudaEventRecord(b, s));
+    CUDA_CHECK(cudaEventSynchronize(b));
+    float t = 0.0f;
+    CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
+    ms.push_back(t);
+  }
+  CUDA_CHECK(cudaEventDestroy(a));
+  CUDA_CHECK(cudaEventDestroy(b));
+  return ref::median(ms).value();
+}
+
+// The hand GEMM against cuBLASLt with the same epilogue on large shapes. Both outputs are
+// compared with each other (relative L2 difference); the CPU reference checks small shapes.
+void runGemmSweep(Context& ctx, const Options& o) {
+  struct Shape { std::size_t m, n, k; Epilogue e; const char* what; };
+  const Shape shapes[] = {
+      {4096, 4096, 4096, Epilogue::None, "square"},
+      {4096, 4096, 4096, Epilogue::BiasRelu, "square"},
+      {8192, 8192, 8192, Epilogue::None, "square"},
+      {8192, 8192, 8192, Epilogue::BiasGelu, "square"},
+      {8192, 4096, 1024, Epilogue::Relu, "bench pair"},
+      {8192, 4096, 1024, Epilogue::BiasGelu, "bench pair"},
+      {8192, 3072, 1024, Epilogue::Bias, "transformer qkv"},
+      {8192, 1024, 1024, Epilogue::Bias, "transformer attn out"},
+      {8192, 4096, 1024, Epilogue::BiasGelu, "transformer fc1"},
+      {8192, 1024, 4096, Epilogue::Bias, "transformer fc2"},
+  };
+  const int repeat = o.repeat < 0 ? 20 : std::max(1, o.repeat);
+  const int warmup = o.warmup < 0 ? 3 : o.warmup;
+  std::cout << "\n| gemm shape | what | epilogue | dtype | hand ms | cuBLASLt ms | hand TFLOP/s | cuBLASLt TFLOP/s | hand / cuBLASLt speed | rel diff |\n"
+            << "|---|---|---|---|---|---|---|---|---|---|\n";
+  for (DType t : parseDtypes(o.dtype.empty() ? "fp16" : o.dtype)) {
+    if (t == DType::F32) continue;
+    for (const Shape& sh : shapes) {
+      DeviceBuffer x(sh.m * sh.k * 2), w(sh.n * sh.k * 2), b(sh.n * 2), y_hand(sh.m * sh.n * 2), y_lt(sh.m * sh.n * 2);
+      fillUniform(t, x.get(), sh.m * sh.k, ctx.nextSeed(), 1.0f, 0.0f);
+      fillUniform(t, w.get(), sh.n * sh.k, ctx.nextSeed(), float(std::sqrt(3.0 / double(sh.k))), 0.0f);
+      fillUniform(t, b.get(), sh.n, ctx.nextSeed(), 0.5f, 0.0f);
+      y_hand.poison();
+      const double hand = medianMs(ctx.stream, warmup, repeat, [&] {
+        launchGemm(t, sh.e, x.get(), sh.k, w.get(), b.get(), y_hand.get(), sh.m, sh.n, sh.k, ctx.stream);
+      });
+      const double lt = medianMs(ctx.stream, warmup, repeat, [&] {
+        ctx.lt->run(t, sh.e, x.get(), w.get(), b.get(), y_lt.get(), sh.m, sh.n, sh.k, ctx.stream);
+      });
+      CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
+      const double diff = ref::relativeError(toDouble(downloadAsFloat(t, y_hand.get(), sh.m * sh.n)),
+                                             toDouble(downloadAsFloat(t, y_lt.get(), sh.m * sh.n)));
+      const double flops = 2.0 * double(sh.m) * double(sh.n) * double(sh.k);
+      std::cout << "| m" << sh.m << "n" << sh.n << "k" << sh.k << " | " << sh.what << " | " << epilogueName(sh.e) << " | "
+                << dtypeName(t) << " | " << fmt(hand, 4) << " | " << fmt(lt, 4) << " | " << fmt(flops / hand / 1e9, 1)
+                << " | " << fmt(flops / lt / 1e9, 1) << " | " << fmt(100.0 * lt / hand, 1) << "% | " << sci(diff)
+                << (diff <= tolerance(t) ? "" : " FAIL") << " |\n";
+    }
+  }
 }
 
 std::vector<BenchRow> benchOps(Context& ctx, const Options& o, std::vector<std::unique_ptr<Op>>& ops, DType t) {
@@ -413,7 +484,9 @@ int realMain(int argc, char** argv) {
   else std::cout << "cuDNN not usable (" << cudnn_reason << "): conv_bn_relu has no vendor variant\n";
 
   int status = 0;
-  if (o.check) {
+  if (o.gemm_sweep) {
+    runGemmSweep(ctx, o);
+  } else if (o.check) {
     Options checked = o;
     checked.seed = seed;
     status = runChecks(ctx, checked, ops);
