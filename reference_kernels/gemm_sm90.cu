@@ -13,8 +13,10 @@
 #include <cudaTypedefs.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <mutex>
+#include <string>
 #include <tuple>
 
 #include "gemm_epilogue.cuh"
@@ -28,14 +30,26 @@ namespace fprof::refk {
 namespace {
 
 constexpr int kBm = 128, kBn = 256, kBk = 64;  // kBk: 64 halves = one 128-byte swizzle row
-constexpr int kStages = 4;
 constexpr int kConsumers = 2;
 constexpr int kThreads = 128 * (1 + kConsumers);
 constexpr int kGroupM = 16;
 constexpr int kATileElems = kBm * kBk, kBTileElems = kBn * kBk;
 constexpr unsigned kStageBytes = unsigned(kATileElems + kBTileElems) * 2u;
-// 1024-byte alignment for the 128-byte swizzle atoms, plus the barriers.
-constexpr std::size_t kSmemBytes = 1024 + std::size_t(kStages) * kStageBytes + 2 * kStages * sizeof(std::uint64_t);
+// Output staging for the TMA-store epilogue: each consumer's 64 x 256 half tile as four 64 x 64
+// boxes in the 128-byte swizzle (conflict-free writes from the accumulator layout).
+constexpr int kBoxCols = 64, kBoxes = kBn / kBoxCols;
+constexpr unsigned kBoxBytes = 64u * kBoxCols * 2u, kStagingBytes = kConsumers * kBoxes * kBoxBytes;
+
+// Two epilogues: kTmaStore stages the tile in shared memory and writes it with bulk tensor
+// stores (the consumers go on to the next tile while the copy engine drains it; 3 stages leave
+// room for the staging), otherwise each thread stores its accumulator pairs (4 stages).
+template <bool kTmaStore> struct Config {
+  static constexpr int kStages = kTmaStore ? 3 : 4;
+  // 1024-byte alignment for the 128-byte swizzle atoms, the ring, the staging, the barriers.
+  static constexpr std::size_t kSmemBytes = 1024 + std::size_t(kStages) * kStageBytes +
+                                            (kTmaStore ? kStagingBytes : 0) + 2 * kStages * sizeof(std::uint64_t);
+};
+static_assert(Config<true>::kSmemBytes <= 232448 && Config<false>::kSmemBytes <= 232448, "over 227 KB");
 
 // d[0..127] += A(desc_a) * B(desc_b)^T for one m64n256k16 step (both operands K-major in
 // shared memory, 128-byte swizzle), fp32 accumulators; TYPE is f16 or bf16.
@@ -114,6 +128,36 @@ __device__ __forceinline__ void barrierWait(std::uint64_t* bar, unsigned parity)
       : "memory");
 }
 
+// Writes the box at (col, row) of a 2-D tensor map from shared memory (bulk async group).
+__device__ __forceinline__ void tmaStore(const CUtensorMap* map, int col, int row, const void* src) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(
+                   reinterpret_cast<std::uint64_t>(map)),
+               "r"(col), "r"(row), "r"(smemAddr(src))
+               : "memory");
+}
+
+// Barrier over the 128 threads of one consumer warpgroup (ids 1.., 0 is __syncthreads).
+__device__ __forceinline__ void consumerBarrier(int consumer) {
+  asm volatile("bar.sync %0, 128;\n" ::"r"(1 + consumer) : "memory");
+}
+
+// Hardware tanh (sm_75+): about 2^-11 relative error, far under fp16/bf16 rounding.
+__device__ __forceinline__ float tanhFast(float v) {
+  float r;
+  asm("tanh.approx.f32 %0, %1;" : "=f"(r) : "f"(v));
+  return r;
+}
+template <Epilogue E> __device__ __forceinline__ float activateFast(float v) {
+  if constexpr (E == Epilogue::Relu || E == Epilogue::BiasRelu) return fmaxf(v, 0.0f);
+  else if constexpr (E == Epilogue::BiasGelu) {
+    return 0.5f * v * (1.0f + tanhFast(0.7978845608028654f * (v + 0.044715f * v * v * v)));
+  } else if constexpr (E == Epilogue::BiasSilu) return __fdividef(v, 1.0f + __expf(-v));
+  else return v;
+}
+__host__ __device__ constexpr bool hasBias(Epilogue e) {
+  return e == Epilogue::Bias || e == Epilogue::BiasRelu || e == Epilogue::BiasGelu || e == Epilogue::BiasSilu;
+}
+
 // Copies the box at (col, row) of a 2-D tensor map into shared memory; completes on bar.
 __device__ __forceinline__ void tmaLoad(void* dst, const CUtensorMap* map, int col, int row, std::uint64_t* bar) {
   asm volatile(
@@ -140,15 +184,23 @@ __device__ __forceinline__ TileCoord tileOf(int id, int tiles_m, int tiles_n) {
   return {first_m + in_group % size_m, in_group / size_m};
 }
 
-template <class T, Epilogue E>
+template <class T> __device__ __forceinline__ std::uint32_t packPair(float a, float b) {
+  const T pair[2] = {fromFloat<T>(a), fromFloat<T>(b)};
+  return *reinterpret_cast<const std::uint32_t*>(pair);
+}
+
+template <class T, Epilogue E, bool kTmaStore>
 __global__ void __launch_bounds__(kThreads, 1)
     gemmSm90Kernel(const __grid_constant__ CUtensorMap map_x, const __grid_constant__ CUtensorMap map_w,
-                   const T* __restrict__ bias, T* __restrict__ y, int m, int n, int k) {
+                   const __grid_constant__ CUtensorMap map_y, const T* __restrict__ bias, T* __restrict__ y, int m,
+                   int n, int k) {
+  constexpr int kStages = Config<kTmaStore>::kStages;
   extern __shared__ unsigned char smem_raw[];
   const std::uintptr_t base = (reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t(1023);
   T* a_tiles = reinterpret_cast<T*>(base);
   T* b_tiles = a_tiles + kStages * kATileElems;
-  std::uint64_t* full = reinterpret_cast<std::uint64_t*>(b_tiles + kStages * kBTileElems);
+  unsigned char* staging = reinterpret_cast<unsigned char*>(b_tiles + kStages * kBTileElems);
+  std::uint64_t* full = reinterpret_cast<std::uint64_t*>(staging + (kTmaStore ? kStagingBytes : 0));
   std::uint64_t* empty = full + kStages;
 
   const int tiles_m = (m + kBm - 1) / kBm, tiles_n = (n + kBn - 1) / kBn;
@@ -185,6 +237,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n");
   const int consumer = warpgroup - 1;
   const int lane = int(threadIdx.x) & 31, warp_in_group = (int(threadIdx.x) / 32) & 3;
+  const bool store_leader = (int(threadIdx.x) & 127) == 0;
+  unsigned char* my_staging = staging + consumer * kBoxes * kBoxBytes;
   int it = 0;
   for (int tile = int(blockIdx.x); tile < tiles; tile += int(gridDim.x)) {
     const TileCoord tc = tileOf(tile, tiles_m, tiles_n);
@@ -213,27 +267,67 @@ __global__ void __launch_bounds__(kThreads, 1)
 
     // Epilogue from the accumulators: d[4j + {0,1}] are row g, columns 8j + 2q + {0,1};
     // d[4j + {2,3}] the same columns of row g + 8 (g = lane / 4, q = lane % 4).
-    const int row0 = tc.m * kBm + consumer * 64 + warp_in_group * 16 + lane / 4;
-    const int col_base = tc.n * kBn + 2 * (lane % 4);
+    const int g = lane / 4, q = lane % 4;
+    const int col_base = tc.n * kBn + 2 * q;
+    if constexpr (kTmaStore) {
+      // The previous tile's stores must have read the staging before it is rewritten.
+      if (store_leader) asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+      consumerBarrier(consumer);
 #pragma unroll
-    for (int j = 0; j < kBn / 8; ++j) {
-      const int col = col_base + 8 * j;
-      if (col >= n) continue;  // n % 8 == 0: col < n means col + 1 < n too
-      float b0 = 0.0f, b1 = 0.0f;
-      if constexpr (E == Epilogue::Bias || E == Epilogue::BiasRelu || E == Epilogue::BiasGelu ||
-                    E == Epilogue::BiasSilu) {
-        b0 = toFloat(bias[col]);
-        b1 = toFloat(bias[col + 1]);
+      for (int j = 0; j < kBn / 8; ++j) {
+        const int col = col_base + 8 * j;
+        float b0 = 0.0f, b1 = 0.0f;
+        if constexpr (hasBias(E)) {
+          if (col < n) {
+            const float2 bb = std::is_same_v<T, __half> ? __half22float2(*reinterpret_cast<const __half2*>(bias + col))
+                                                        : __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(bias + col));
+            b0 = bb.x;
+            b1 = bb.y;
+          }
+        }
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = warp_in_group * 16 + g + 8 * h;  // r % 8 == g
+          const unsigned offset = unsigned(j / 8) * kBoxBytes + unsigned(r) * 128u + unsigned(((j % 8) ^ g) * 16 + q * 4);
+          const std::uint32_t packed =
+              packPair<T>(activateFast<E>(d[4 * j + 2 * h] + b0), activateFast<E>(d[4 * j + 2 * h + 1] + b1));
+          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(smemAddr(my_staging + offset)), "r"(packed) : "memory");
+        }
       }
+      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // visible to the copy engine
+      consumerBarrier(consumer);
+      if (store_leader) {
+        const int row = tc.m * kBm + consumer * 64;
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int row = row0 + 8 * h;
-        if (row < m) {
-          T pair[2] = {fromFloat<T>(activate<E>(d[4 * j + 2 * h] + b0)), fromFloat<T>(activate<E>(d[4 * j + 2 * h + 1] + b1))};
-          *reinterpret_cast<std::uint32_t*>(y + std::size_t(row) * n + col) = *reinterpret_cast<std::uint32_t*>(pair);
+        for (int b = 0; b < kBoxes; ++b) {
+          if (tc.n * kBn + b * kBoxCols < n && row < m) tmaStore(&map_y, tc.n * kBn + b * kBoxCols, row, my_staging + b * kBoxBytes);
+        }
+        asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+      }
+    } else {
+      const int row0 = tc.m * kBm + consumer * 64 + warp_in_group * 16 + g;
+#pragma unroll
+      for (int j = 0; j < kBn / 8; ++j) {
+        const int col = col_base + 8 * j;
+        if (col >= n) continue;  // n % 8 == 0: col < n means col + 1 < n too
+        float b0 = 0.0f, b1 = 0.0f;
+        if constexpr (hasBias(E)) {
+          b0 = toFloat(bias[col]);
+          b1 = toFloat(bias[col + 1]);
+        }
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int row = row0 + 8 * h;
+          if (row < m) {
+            *reinterpret_cast<std::uint32_t*>(y + std::size_t(row) * n + col) =
+                packPair<T>(activateFast<E>(d[4 * j + 2 * h] + b0), activateFast<E>(d[4 * j + 2 * h + 1] + b1));
+          }
         }
       }
     }
+  }
+  if constexpr (kTmaStore) {
+    if (store_leader) asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
   }
 }
 
@@ -251,8 +345,9 @@ PFN_cuTensorMapEncodeTiled_v12000 encodeFunction() {
   return fn;
 }
 
-// Row-major [rows, cols] with rows `ld` elements apart, read in boxes of box_rows x kBk.
+// Row-major [rows, cols] with rows `ld` elements apart, in boxes of box_rows x 64 (128 bytes).
 CUtensorMap makeMap(DType t, const void* p, std::size_t rows, std::size_t cols, std::size_t ld, unsigned box_rows) {
+  static_assert(kBk == kBoxCols, "one box width for loads and stores");
   CUtensorMap map{};
   const cuuint64_t dims[2] = {cuuint64_t(cols), cuuint64_t(rows)};
   const cuuint64_t strides[1] = {cuuint64_t(ld * 2)};
@@ -298,20 +393,39 @@ DeviceInfo deviceInfo() {
   return info[dev];
 }
 
-template <class T, Epilogue E>
+// FPROF_REF_GEMM_STORE=direct|tma picks the epilogue (default tma).
+bool tmaStoreEpilogue() {
+  static const bool tma = [] {
+    const char* v = std::getenv("FPROF_REF_GEMM_STORE");
+    return v == nullptr || std::string(v) != "direct";
+  }();
+  return tma;
+}
+
+template <class T, Epilogue E, bool kTmaStore>
 void launchTyped(DType t, const void* x, std::size_t lda, const void* w, const void* bias, void* y, int m, int n, int k,
                  cudaStream_t s) {
+  constexpr std::size_t kSmem = Config<kTmaStore>::kSmemBytes;
   static bool attribute_set = false;  // per instance; the device's limit is the same for every launch
   if (!attribute_set) {
-    CUDA_CHECK(cudaFuncSetAttribute(gemmSm90Kernel<T, E>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kSmemBytes)));
+    CUDA_CHECK(cudaFuncSetAttribute(gemmSm90Kernel<T, E, kTmaStore>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kSmem)));
     attribute_set = true;
   }
   const CUtensorMap& mx = cachedMap(t, x, std::size_t(m), std::size_t(k), lda, kBm);
   const CUtensorMap& mw = cachedMap(t, w, std::size_t(n), std::size_t(k), std::size_t(k), kBn);
+  const CUtensorMap& my = cachedMap(t, y, std::size_t(m), std::size_t(n), std::size_t(n), 64);
   const int tiles = ((m + kBm - 1) / kBm) * ((n + kBn - 1) / kBn);
   const int grid = std::min(tiles, deviceInfo().sms);
-  gemmSm90Kernel<T, E><<<grid, kThreads, kSmemBytes, s>>>(mx, mw, static_cast<const T*>(bias), static_cast<T*>(y), m, n, k);
+  gemmSm90Kernel<T, E, kTmaStore><<<grid, kThreads, kSmem, s>>>(mx, mw, my, static_cast<const T*>(bias),
+                                                                  static_cast<T*>(y), m, n, k);
   CUDA_CHECK_LAUNCH(gemmSm90Kernel);
+}
+
+template <class T, Epilogue E>
+void launchTyped(DType t, const void* x, std::size_t lda, const void* w, const void* bias, void* y, int m, int n, int k,
+                 cudaStream_t s) {
+  if (tmaStoreEpilogue()) launchTyped<T, E, true>(t, x, lda, w, bias, y, m, n, k, s);
+  else launchTyped<T, E, false>(t, x, lda, w, bias, y, m, n, k, s);
 }
 
 }  // namespace

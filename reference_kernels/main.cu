@@ -26,6 +26,8 @@ constexpr const char* kUsage = R"(usage: model [options]
   --dtype fp32|fp16|bf16|all  element type (default fp16; --check defaults to all)
   --repeat N                  timed invocations per variant (default 20; the transformer: 10)
   --warmup N                  untimed invocations first (default 3; the transformer: 1)
+  --back-to-back N            ops: each timed sample is N queued invocations between two events,
+                              divided by N (default: one invocation a sample)
   --csv FILE                  also write the benchmark rows as CSV
   --seed N                    seed of the random inputs (default: fresh from std::random_device)
   --batch N --seq N --width N --layers N --vocab N --decode-steps N
@@ -43,7 +45,7 @@ environment: FPROF_REF_FLASH_ROWS=16|32  query rows per warp in the fused fp16/b
 struct Options {
   bool list = false, check = false, copy_bandwidth = true, gemm_sweep = false;
   std::string ops = "all", variant = "all", dtype = "";
-  int repeat = -1, warmup = -1;
+  int repeat = -1, warmup = -1, back_to_back = 0;
   std::string csv;
   std::optional<std::uint64_t> seed;
   ModelConfig model;
@@ -77,6 +79,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--dtype") o.dtype = value();
     else if (a == "--repeat") o.repeat = int(parseSize(a, value()));
     else if (a == "--warmup") o.warmup = int(parseSize(a, value()));
+    else if (a == "--back-to-back") o.back_to_back = int(parseSize(a, value()));
     else if (a == "--csv") o.csv = value();
     else if (a == "--seed") o.seed = parseSize(a, value());
     else if (a == "--batch") o.model.batch = parseSize(a, value());
@@ -342,14 +345,17 @@ std::vector<BenchRow> benchOps(Context& ctx, const Options& o, std::vector<std::
       }
       for (int i = 0; i < warmup; ++i) op->run(ctx, v, std::uint64_t(i));
       std::vector<double> ms;
+      // A sample is one invocation between two events, or with --back-to-back N the mean of N
+      // queued invocations (the GPU never waits for the host between them).
+      const int per_sample = std::max(1, o.back_to_back);
       for (int i = 0; i < repeat; ++i) {
         CUDA_CHECK(cudaEventRecord(a, ctx.stream));
-        op->run(ctx, v, std::uint64_t(warmup + i));
+        for (int j = 0; j < per_sample; ++j) op->run(ctx, v, std::uint64_t(warmup + i * per_sample + j));
         CUDA_CHECK(cudaEventRecord(b, ctx.stream));
         CUDA_CHECK(cudaEventSynchronize(b));
         float elapsed = 0.0f;
         CUDA_CHECK(cudaEventElapsedTime(&elapsed, a, b));
-        ms.push_back(elapsed);
+        ms.push_back(elapsed / per_sample);
       }
       BenchRow r{op->name(), v, dtypeName(t), op->shapeText()};
       r.median_ms = ref::median(ms).value();

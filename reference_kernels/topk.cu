@@ -1,7 +1,8 @@
 // Softmax + top-k over a vocabulary-sized row (the decode step). A row is split over blocks of
-// 8192 elements; each thread loads its 32 elements with 16-byte loads, all issued before the
-// first use, so every resident block has its whole slice in flight at once. Each kernel finishes its cross-block merge in the last block of a row to
-// arrive (a per-row arrival counter), so every stage is one launch.
+// 8192 or 16384 elements; each thread loads its 32 or 64 elements with 16-byte loads, all issued
+// before the first use, so every resident block has its whole slice in flight at once. Each
+// kernel finishes its cross-block merge in the last block of a row to arrive (a per-row arrival
+// counter), so every stage is one launch.
 // Unfused: softmax statistics (max, sum), then a kernel writing the full fp32 probability row,
 // then top-k over it. Fused: one pass over the logits computes the max/sum and the top-k logits
 // together (softmax is monotone, so the top-k logits are the top-k probabilities).
@@ -10,8 +11,11 @@
 // kMaxTopK-th largest value comes from the thread maxima (any 8 distinct elements >= B make B a
 // bound), only elements >= B are appended to shared memory (a few dozen on real data), and each
 // candidate's rank is counted against the others. When more than kCandidateCap candidates
-// arrive (many equal values), per-thread lists and block-wide argmax rounds take over.
+// arrive (many equal values), the bound is raised and the scan repeated.
 #include <climits>
+#include <cstdlib>
+#include <string>
+#include <type_traits>
 
 #include "kernels.cuh"
 
@@ -20,8 +24,11 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
-constexpr int kElemsPerThread = 32;
-constexpr std::size_t kBlockElems = std::size_t(kThreads) * kElemsPerThread;  // 8192
+// Elements a thread loads into registers: 32 (8192 a block); fp16/bf16 can take 64 (16384 a
+// block: the benchmark's 64 x 128256 logits then fit one wave of 4 blocks per SM at 64
+// registers). The bulk-copy slice (below) holds 32 KB a block in shared memory instead.
+constexpr int kElemsNarrow = 32, kElemsWide = 64;
+constexpr std::size_t kBlockElems = std::size_t(kThreads) * kElemsNarrow;  // the smallest block
 constexpr int kCandidateCap = 512;
 static_assert(kWarps == kMaxTopK, "the warp-maxima bound needs kMaxTopK warps");
 
@@ -42,34 +49,6 @@ __device__ __forceinline__ bool better(float v, int i, float w, int j) { return 
 
 __device__ __forceinline__ Candidate emptyCandidate() { return {-INFINITY, INT_MAX}; }
 
-// A thread's sorted best kMaxTopK (fallback path only); offers may come in any order.
-struct LocalTopK {
-  float value[kMaxTopK];
-  int index[kMaxTopK];
-  __device__ LocalTopK() {
-#pragma unroll
-    for (int j = 0; j < kMaxTopK; ++j) { value[j] = -INFINITY; index[j] = INT_MAX; }
-  }
-  __device__ void offer(float v, int i) {
-    if (!better(v, i, value[kMaxTopK - 1], index[kMaxTopK - 1])) return;
-    value[kMaxTopK - 1] = v;
-    index[kMaxTopK - 1] = i;
-#pragma unroll
-    for (int j = kMaxTopK - 1; j > 0; --j) {
-      if (better(value[j], index[j], value[j - 1], index[j - 1])) {
-        const float tv = value[j]; value[j] = value[j - 1]; value[j - 1] = tv;
-        const int ti = index[j]; index[j] = index[j - 1]; index[j - 1] = ti;
-      }
-    }
-  }
-  __device__ void popFront() {
-#pragma unroll
-    for (int j = 0; j + 1 < kMaxTopK; ++j) { value[j] = value[j + 1]; index[j] = index[j + 1]; }
-    value[kMaxTopK - 1] = -INFINITY;
-    index[kMaxTopK - 1] = INT_MAX;
-  }
-};
-
 struct MaxSum {
   float max = -INFINITY, sum = 0.0f;
   __device__ void merge(float o_max, float o_sum) {
@@ -84,7 +63,7 @@ struct MaxSum {
 struct BlockShared {
   float warp_max[kWarps], warp_stat_max[kWarps], warp_sum[kWarps], warp_bound[kWarps];
   Candidate winners[kMaxTopK];
-  Candidate warp_best[kWarps];
+  Candidate floor;
   int count;
   Candidate cand[kCandidateCap];
 };
@@ -139,53 +118,38 @@ __device__ Reduced blockReduce(float thread_max, float thread_sum, float thread_
   return r;
 }
 
-// kMaxTopK rounds of a block-wide argmax over each thread's best remaining candidate (fallback).
-__device__ void blockTopKRounds(LocalTopK& mine, BlockShared& sh) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  for (int round = 0; round < kMaxTopK; ++round) {
-    float v = mine.value[0];
-    int i = mine.index[0];
-    for (int o = 16; o > 0; o >>= 1) {
-      const float ov = __shfl_xor_sync(0xffffffffu, v, o);
-      const int oi = __shfl_xor_sync(0xffffffffu, i, o);
-      if (better(ov, oi, v, i)) { v = ov; i = oi; }
-    }
-    if (lane == 0) sh.warp_best[warp] = {v, i};
-    __syncthreads();
-    Candidate best = sh.warp_best[0];
-    for (int w = 1; w < kWarps; ++w) {
-      if (better(sh.warp_best[w].value, sh.warp_best[w].index, best.value, best.index)) best = sh.warp_best[w];
-    }
-    if (threadIdx.x == 0) sh.winners[round] = best;
-    if (mine.index[0] == best.index) mine.popFront();
-    __syncthreads();  // warp_best is rewritten next round
-  }
-}
-
-// The block's best kMaxTopK of the candidates every thread yields through each(f) -> f(value,
-// index), into sh.winners (sorted; unfilled slots empty). Expects sh.count == 0 and empty
-// winners, ordered before the call by a barrier; ends with a barrier.
+// The block's best kMaxTopK elements, into sh.winners (sorted; unfilled slots empty), of those
+// every thread yields through each(low, f): f(value, index) for each of its elements with value
+// >= low (more may be yielded). bound: a lower bound on the block's kMaxTopK-th value. Expects
+// sh.count == 0 and empty winners, ordered before the call by a barrier; ends with a barrier.
 template <class Each>
-__device__ void selectTopK(const Each& each, BlockShared& sh) {
-  each([&](float v, int i) {
-    const int slot = atomicAdd(&sh.count, 1);
-    if (slot < kCandidateCap) sh.cand[slot] = {v, i};
-  });
-  __syncthreads();
-  const int n = sh.count;
-  if (n <= kCandidateCap) {
+__device__ void selectTopK(const Each& each, float bound, BlockShared& sh) {
+  // Candidates are the elements ranking at or before `floor` in better()-order. If more than
+  // kCandidateCap arrive (many equal values), the 8th best of the first kCandidateCap becomes
+  // the floor and the scan repeats: each repeat drops at least kCandidateCap - 8 of them.
+  Candidate floor{bound, INT_MAX};
+  for (;;) {
+    each(floor.value, [&](float v, int i) {
+      if (better(floor.value, floor.index, v, i)) return;
+      const int slot = atomicAdd(&sh.count, 1);
+      if (slot < kCandidateCap) sh.cand[slot] = {v, i};
+    });
+    __syncthreads();
+    const bool overflow = sh.count > kCandidateCap;
+    const int n = overflow ? kCandidateCap : sh.count;
     for (int e = int(threadIdx.x); e < n; e += kThreads) {
       const Candidate c = sh.cand[e];
       int rank = 0;
       for (int j = 0; j < n; ++j) rank += better(sh.cand[j].value, sh.cand[j].index, c.value, c.index) ? 1 : 0;
-      if (rank < kMaxTopK) sh.winners[rank] = c;
+      if (!overflow && rank < kMaxTopK) sh.winners[rank] = c;
+      if (overflow && rank == kMaxTopK - 1) sh.floor = c;
     }
-  } else {
-    LocalTopK mine;
-    each([&](float v, int i) { mine.offer(v, i); });
-    blockTopKRounds(mine, sh);
+    __syncthreads();
+    if (!overflow) return;  // block-uniform
+    floor = sh.floor;
+    if (threadIdx.x == 0) sh.count = 0;
+    __syncthreads();
   }
-  __syncthreads();
 }
 
 // ---- a block's slice of a row: 16-byte vectors, plus the row's unaligned head and tail ----
@@ -204,56 +168,229 @@ __device__ __forceinline__ void toFloats(const uint4& raw, float (&out)[8], __nv
   for (int j = 0; j < 4; ++j) { const float2 f = __bfloat1622float2(h[j]); out[2 * j] = f.x; out[2 * j + 1] = f.y; }
 }
 
+// Widens two packed 16-bit values. Volatile on purpose: the compiler must not keep the widened
+// values of a whole slice alive across repeated scans (64 floats a thread would spill).
+__device__ __forceinline__ float2 widenPair(std::uint32_t bits, __half) {
+  float2 v;
+  asm volatile("{.reg .b16 lo, hi;\n mov.b32 {lo, hi}, %2;\n cvt.f32.f16 %0, lo;\n cvt.f32.f16 %1, hi;}\n"
+               : "=f"(v.x), "=f"(v.y) : "r"(bits));
+  return v;
+}
+__device__ __forceinline__ float2 widenPair(std::uint32_t bits, __nv_bfloat16) {
+  float2 v;
+  asm volatile("{.reg .b16 lo, hi;\n mov.b32 {lo, hi}, %2;\n cvt.f32.bf16 %0, lo;\n cvt.f32.bf16 %1, hi;}\n"
+               : "=f"(v.x), "=f"(v.y) : "r"(bits));
+  return v;
+}
+
 // A row is head scalars (up to the first 16-byte boundary), `vectors` 16-byte vectors, then
 // tail scalars. Block b takes vectors [b * kVectorsPerBlock, ...); block 0 also the scalars.
-template <class T>
+template <class T, int kElems>
 struct ThreadSlice {
   static constexpr int kVec = 16 / int(sizeof(T));
-  static constexpr int kLoads = kElemsPerThread / kVec;
+  static constexpr int kLoads = kElems / kVec;
+  static constexpr int kMinBlocks = kElems == kElemsWide ? 4 : 1;  // 64 registers for the wide one
+  static constexpr int kDynamicSmem = 0;
   static constexpr std::size_t kVectorsPerBlock = std::size_t(kThreads) * kLoads;
   uint4 raw[kLoads];
-  bool ok[kLoads];
-  std::size_t first[kLoads];  // element index of each vector's first element
+  // Vector j of this thread starts at element first0 + j * kThreads * kVec and exists when
+  // j * kThreads < vectors_left. Indices are ints (as the outputs are), so these stay cheap.
+  int first0 = 0, vectors_left = 0;
   float head_v = -INFINITY, tail_v = -INFINITY;
   int head_i = -1, tail_i = -1;  // -1: no scalar
+
+  __device__ bool ok(int j) const { return j * kThreads < vectors_left; }
+  __device__ int first(int j) const { return first0 + j * kThreads * kVec; }
 
   __device__ void load(const T* __restrict__ row, std::size_t vocab, unsigned block) {
     const unsigned misalign = unsigned(reinterpret_cast<std::uintptr_t>(row) % 16);
     std::size_t head = misalign == 0 ? 0 : (16 - misalign) / sizeof(T);
     if (head > vocab) head = vocab;
     const std::size_t vectors = (vocab - head) / kVec;
-    const std::size_t tail0 = head + vectors * kVec;
-    const uint4* body = reinterpret_cast<const uint4*>(row + head);
+    const std::size_t vi0 = std::size_t(block) * kVectorsPerBlock + threadIdx.x;
+    vectors_left = int(vectors) - int(vi0);
+    first0 = int(head + vi0 * kVec);
+    const uint4* mine = reinterpret_cast<const uint4*>(row + head) + vi0;
 #pragma unroll
-    for (int j = 0; j < kLoads; ++j) {
-      const std::size_t vi = std::size_t(block) * kVectorsPerBlock + std::size_t(j) * kThreads + threadIdx.x;
-      ok[j] = vi < vectors;
-      first[j] = head + vi * kVec;
-      raw[j] = ok[j] ? __ldg(body + vi) : make_uint4(0u, 0u, 0u, 0u);
-    }
+    for (int j = 0; j < kLoads; ++j) raw[j] = ok(j) ? __ldg(mine + j * kThreads) : make_uint4(0u, 0u, 0u, 0u);
     if (block == 0) {
+      const std::size_t tail0 = head + vectors * kVec;
       if (threadIdx.x < head) { head_i = int(threadIdx.x); head_v = toFloat(row[threadIdx.x]); }
       if (tail0 + threadIdx.x < vocab) { tail_i = int(tail0 + threadIdx.x); tail_v = toFloat(row[tail0 + threadIdx.x]); }
     }
   }
-  // f(value, index) over the thread's elements in increasing index order.
-  template <class F> __device__ void forEach(const F& f) const {
-    if (head_i >= 0) f(head_v, head_i);
+  // Running max and (when kStats) sum of exp(v - max) over the thread's elements, one vector at
+  // a time (one rescale a vector), so no vector's floats outlive its turn.
+  template <bool kStats> __device__ void maxSum(float& m, float& s) const {
+    const auto add = [&](const float* v, int count) {
+      float vm = v[0];
+      for (int e = 1; e < count; ++e) vm = fmaxf(vm, v[e]);
+      if constexpr (kStats) {
+        if (vm > m) { s *= __expf(m - vm); m = vm; }  // m = -inf: s is 0 and stays 0
+        for (int e = 0; e < count; ++e) s += __expf(v[e] - m);
+      } else {
+        m = fmaxf(m, vm);
+      }
+    };
+    if (head_i >= 0) add(&head_v, 1);
 #pragma unroll
     for (int j = 0; j < kLoads; ++j) {
-      if (!ok[j]) continue;
+      if (!ok(j)) continue;
       float v[kVec];
       toFloats(raw[j], v, T{});
-#pragma unroll
-      for (int e = 0; e < kVec; ++e) f(v[e], int(first[j]) + e);
+      add(v, kVec);
     }
-    if (tail_i >= 0) f(tail_v, tail_i);
+    if (tail_i >= 0) add(&tail_v, 1);
+  }
+  // f(value, index) over the thread's elements >= bound, in increasing index order. 16-bit
+  // elements are screened two at a time against the bound rounded down to T, so only pairs
+  // holding a candidate are widened to float.
+  template <class F> __device__ void forEachAtLeast(float bound, const F& f) const {
+    if (head_i >= 0 && head_v >= bound) f(head_v, head_i);
+#pragma unroll
+    for (int j = 0; j < kLoads; ++j) {
+      if (!ok(j)) continue;
+      const int i0 = first(j);
+      if constexpr (sizeof(T) == 4) {
+        float v[kVec];
+        toFloats(raw[j], v, T{});
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) if (v[e] >= bound) f(v[e], i0 + e);
+      } else {
+        using Pair = std::conditional_t<std::is_same_v<T, __half>, __half2, __nv_bfloat162>;
+        const Pair* pairs = reinterpret_cast<const Pair*>(&raw[j]);
+        Pair low;
+        if constexpr (std::is_same_v<T, __half>) low = __half2half2(__float2half_rd(bound));
+        else low = __bfloat162bfloat162(__float2bfloat16_rd(bound));
+#pragma unroll
+        for (int q = 0; q < kVec / 2; ++q) {
+          if (__hblt2(pairs[q], low)) continue;  // both below the bound
+          const float2 v = widenPair(reinterpret_cast<const std::uint32_t*>(pairs)[q], T{});
+          if (v.x >= bound) f(v.x, i0 + 2 * q);
+          if (v.y >= bound) f(v.y, i0 + 2 * q + 1);
+        }
+      }
+    }
+    if (tail_i >= 0 && tail_v >= bound) f(tail_v, tail_i);
   }
 };
 
-template <class T> int splitsFor(std::size_t vocab) {
-  const std::size_t vectors = vocab / ThreadSlice<T>::kVec;  // at least as many as any row has
-  const std::size_t per = ThreadSlice<T>::kVectorsPerBlock;
+// The same interface, but the block's slice (32 KB) lands in shared memory through the bulk
+// copy engine (sm_90: cp.async.bulk, four 8 KB pieces, each completing on its own mbarrier), so
+// the data in flight needs no registers and rescans are cheap. Thread t takes vectors
+// t + kThreads * u of the block.
+template <class T>
+struct BulkSlice {
+  static constexpr int kVec = 16 / int(sizeof(T));
+  static constexpr int kPieces = 4, kPieceVectors = 512;
+  static constexpr int kVectorsPerThread = kPieces * kPieceVectors / kThreads;
+  static constexpr std::size_t kVectorsPerBlock = std::size_t(kPieces) * kPieceVectors;
+  static constexpr int kMinBlocks = 1;
+  static constexpr int kDynamicSmem = int(kVectorsPerBlock * 16);
+  static_assert(kPieceVectors % kThreads == 0, "a thread's vectors split evenly over the pieces");
+
+  const uint4* data = nullptr;
+  std::uint64_t* arrived = nullptr;
+  int first0 = 0, count = 0;  // element index of the block's first vector; vectors in the block
+  float head_v = -INFINITY, tail_v = -INFINITY;
+  int head_i = -1, tail_i = -1;
+
+  __device__ bool ok(int u) const { return u * kThreads + int(threadIdx.x) < count; }
+  __device__ int first(int u) const { return first0 + (u * kThreads + int(threadIdx.x)) * kVec; }
+
+  __device__ void load(const T* __restrict__ row, std::size_t vocab, unsigned block) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    extern __shared__ uint4 bulk_buffer[];
+    __shared__ std::uint64_t piece_arrived[kPieces];
+    const unsigned misalign = unsigned(reinterpret_cast<std::uintptr_t>(row) % 16);
+    std::size_t head = misalign == 0 ? 0 : (16 - misalign) / sizeof(T);
+    if (head > vocab) head = vocab;
+    const std::size_t vectors = (vocab - head) / kVec;
+    const std::size_t v0 = std::size_t(block) * kVectorsPerBlock;
+    count = vectors > v0 ? int(vectors - v0 < kVectorsPerBlock ? vectors - v0 : kVectorsPerBlock) : 0;
+    first0 = int(head + v0 * kVec);
+    data = bulk_buffer;
+    arrived = piece_arrived;
+    if (threadIdx.x == 0) {
+      for (int c = 0; c < kPieces; ++c) {
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(unsigned(__cvta_generic_to_shared(&arrived[c]))));
+      }
+      asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+      const uint4* src = reinterpret_cast<const uint4*>(row + head) + v0;
+      for (int c = 0; c < kPieces; ++c) {
+        const int n = min(count - c * kPieceVectors, kPieceVectors);
+        if (n <= 0) break;
+        const unsigned bar = unsigned(__cvta_generic_to_shared(&arrived[c]));
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(unsigned(n) * 16u)
+                     : "memory");
+        asm volatile(
+            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                unsigned(__cvta_generic_to_shared(bulk_buffer + c * kPieceVectors))),
+            "l"(src + c * kPieceVectors), "r"(unsigned(n) * 16u), "r"(bar)
+            : "memory");
+      }
+    }
+    if (block == 0) {
+      const std::size_t tail0 = head + vectors * kVec;
+      if (threadIdx.x < head) { head_i = int(threadIdx.x); head_v = toFloat(row[threadIdx.x]); }
+      if (tail0 + threadIdx.x < vocab) { tail_i = int(tail0 + threadIdx.x); tail_v = toFloat(row[tail0 + threadIdx.x]); }
+    }
+    __syncthreads();  // the barriers are initialized before anyone waits on them
+#else
+    (void)row; (void)vocab; (void)block;
+    __trap();  // launched only on sm_90 and newer (see sliceKind)
+#endif
+  }
+  // Waits for the piece holding this thread's vector u (a completed barrier returns at once).
+  __device__ void waitFor(int u) const {
+    const unsigned bar = unsigned(__cvta_generic_to_shared(&arrived[u * kThreads / kPieceVectors]));
+    asm volatile(
+        "{\n.reg .pred done;\nWAIT_%=:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], 0;\n"
+        "@!done bra WAIT_%=;\n}\n" ::"r"(bar)
+        : "memory");
+  }
+  template <bool kStats> __device__ void maxSum(float& m, float& s) const {
+    const auto add = [&](const float* v, int n) {
+      float vm = v[0];
+      for (int e = 1; e < n; ++e) vm = fmaxf(vm, v[e]);
+      if constexpr (kStats) {
+        if (vm > m) { s *= __expf(m - vm); m = vm; }
+        for (int e = 0; e < n; ++e) s += __expf(v[e] - m);
+      } else {
+        m = fmaxf(m, vm);
+      }
+    };
+    if (head_i >= 0) add(&head_v, 1);
+#pragma unroll
+    for (int u = 0; u < kVectorsPerThread; ++u) {
+      if (!ok(u)) continue;
+      waitFor(u);
+      float v[kVec];
+      toFloats(data[u * kThreads + threadIdx.x], v, T{});
+      add(v, kVec);
+    }
+    if (tail_i >= 0) add(&tail_v, 1);
+  }
+  // As ThreadSlice::forEachAtLeast; every vector read here was waited for in maxSum.
+  template <class F> __device__ void forEachAtLeast(float bound, const F& f) const {
+    if (head_i >= 0 && head_v >= bound) f(head_v, head_i);
+#pragma unroll 2
+    for (int u = 0; u < kVectorsPerThread; ++u) {
+      if (!ok(u)) continue;
+      const int i0 = first(u);
+      float v[kVec];
+      toFloats(data[u * kThreads + threadIdx.x], v, T{});
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) if (v[e] >= bound) f(v[e], i0 + e);
+    }
+    if (tail_i >= 0 && tail_v >= bound) f(tail_v, tail_i);
+  }
+};
+
+template <class Slice> int splitsFor(std::size_t vocab) {
+  const std::size_t vectors = vocab / Slice::kVec;  // at least as many as any row has
+  const std::size_t per = Slice::kVectorsPerBlock;
   const std::size_t splits = (vectors + per - 1) / per;
   return int(splits < 1 ? 1 : splits);
 }
@@ -280,8 +417,8 @@ __device__ bool arriveLast(unsigned* counters, int splits) {
 
 enum class Stage { Stats, TopKOfProbs, Fused };
 
-template <class T, Stage kStage>
-__global__ void __launch_bounds__(kThreads) rowSliceKernel(const T* __restrict__ in, Partial* __restrict__ partials,
+template <class T, Stage kStage, class Slice>
+__global__ void __launch_bounds__(kThreads, Slice::kMinBlocks) rowSliceKernel(const T* __restrict__ in, Partial* __restrict__ partials,
                                                            unsigned* __restrict__ counters, float2* __restrict__ stats,
                                                            float* __restrict__ top_p, int* __restrict__ top_i,
                                                            std::size_t vocab, int k) {
@@ -293,25 +430,20 @@ __global__ void __launch_bounds__(kThreads) rowSliceKernel(const T* __restrict__
   if (threadIdx.x == 0) sh.count = 0;
   if (threadIdx.x < kMaxTopK) sh.winners[threadIdx.x] = emptyCandidate();
 
-  ThreadSlice<T> slice;
+  Slice slice;
   slice.load(in + row * vocab, vocab, blockIdx.x);
-  float m = -INFINITY;
-  slice.forEach([&](float v, int) { m = fmaxf(m, v); });
-  float s = 0.0f;
-  if constexpr (kStats) {
-    if (m > -INFINITY) slice.forEach([&](float v, int) { s += __expf(v - m); });
-  }
-  const Reduced red = blockReduce<kStats>(m, s, -INFINITY, sh);
-  if constexpr (kTopK) {
-    const float bound = red.bound;
-    selectTopK([&](const auto& f) { slice.forEach([&](float v, int i) { if (v >= bound) f(v, i); }); }, sh);
-  }
+  float m = -INFINITY, s = 0.0f;
+  slice.template maxSum<kStats>(m, s);
   Partial* mine_out = partials + row * splits + blockIdx.x;
-  if (threadIdx.x == 0) {
-    mine_out->max = kStats ? red.stats.max : red.max;
-    mine_out->sum = kStats ? red.stats.sum : 0.0f;
-    sh.count = 0;
+  {
+    const Reduced red = blockReduce<kStats>(m, s, -INFINITY, sh);
+    if (threadIdx.x == 0) {  // now, so that only the bound stays live through the top-k scan
+      mine_out->max = kStats ? red.stats.max : red.max;
+      mine_out->sum = kStats ? red.stats.sum : 0.0f;
+    }
+    if constexpr (kTopK) selectTopK([&](float low, const auto& f) { slice.forEachAtLeast(low, f); }, red.bound, sh);
   }
+  if (threadIdx.x == 0) sh.count = 0;
   if (threadIdx.x < kMaxTopK) {
     mine_out->value[threadIdx.x] = sh.winners[threadIdx.x].value;
     mine_out->index[threadIdx.x] = sh.winners[threadIdx.x].index;
@@ -336,19 +468,18 @@ __global__ void __launch_bounds__(kThreads) rowSliceKernel(const T* __restrict__
     if (threadIdx.x == 0) stats[row] = make_float2(total.stats.max, total.stats.sum);
     return;
   } else {
-    const float bound = total.bound;
     selectTopK(
-        [&](const auto& f) {
+        [&](float low, const auto& f) {
           for (int p = int(threadIdx.x); p < splits; p += kThreads) {
 #pragma unroll
             for (int j = 0; j < kMaxTopK; ++j) {
               const int idx = __ldcg(&row_parts[p].index[j]);
               const float v = __ldcg(&row_parts[p].value[j]);
-              if (idx != INT_MAX && v >= bound) f(v, idx);
+              if (idx != INT_MAX && v >= low) f(v, idx);
             }
           }
         },
-        sh);
+        total.bound, sh);
     if (threadIdx.x < unsigned(k)) {
       const Candidate w = sh.winners[threadIdx.x];
       top_p[row * k + threadIdx.x] =
@@ -358,27 +489,27 @@ __global__ void __launch_bounds__(kThreads) rowSliceKernel(const T* __restrict__
   }
 }
 
-template <class T>
+template <class T, int kElems>
 __global__ void __launch_bounds__(kThreads) vocabSoftmaxWriteKernel(const T* __restrict__ logits,
                                                                     const float2* __restrict__ stats,
                                                                     float* __restrict__ probs, std::size_t vocab) {
   const std::size_t row = blockIdx.y;
-  ThreadSlice<T> slice;
+  ThreadSlice<T, kElems> slice;
   slice.load(logits + row * vocab, vocab, blockIdx.x);
   const float2 st = stats[row];
   const float inv = 1.0f / st.y;
   float* out = probs + row * vocab;
   if (slice.head_i >= 0) out[slice.head_i] = __expf(slice.head_v - st.x) * inv;
   if (slice.tail_i >= 0) out[slice.tail_i] = __expf(slice.tail_v - st.x) * inv;
-  constexpr int kVec = ThreadSlice<T>::kVec;
+  constexpr int kVec = ThreadSlice<T, kElems>::kVec;
 #pragma unroll
-  for (int j = 0; j < ThreadSlice<T>::kLoads; ++j) {
-    if (!slice.ok[j]) continue;
+  for (int j = 0; j < ThreadSlice<T, kElems>::kLoads; ++j) {
+    if (!slice.ok(j)) continue;
     float v[kVec];
     toFloats(slice.raw[j], v, T{});
 #pragma unroll
     for (int e = 0; e < kVec; ++e) v[e] = __expf(v[e] - st.x) * inv;
-    float* dst = out + slice.first[j];
+    float* dst = out + slice.first(j);
     if (reinterpret_cast<std::uintptr_t>(dst) % 16 == 0) {
 #pragma unroll
       for (int e = 0; e < kVec; e += 4) *reinterpret_cast<float4*>(dst + e) = make_float4(v[e], v[e + 1], v[e + 2], v[e + 3]);
@@ -412,8 +543,41 @@ ScratchView view(void* scratch, std::size_t rows, std::size_t vocab) {
   return v;
 }
 
-template <class T> dim3 gridFor(std::size_t rows, std::size_t vocab) {
-  return dim3(unsigned(splitsFor<T>(vocab)), unsigned(rows));
+template <class Slice> dim3 gridFor(std::size_t rows, std::size_t vocab) {
+  return dim3(unsigned(splitsFor<Slice>(vocab)), unsigned(rows));
+}
+
+// FPROF_REF_TOPK_SLICE=bulk|regs64|regs32 picks how a block's slice is loaded: bulk copies into
+// shared memory (default on sm_90 and newer), or 16-byte loads into registers, 64 (fp16/bf16
+// only) or 32 elements a thread (default elsewhere).
+enum class SliceKind { Bulk, Regs64, Regs32 };
+SliceKind sliceKind() {
+  static const SliceKind kind = [] {
+    int dev = 0, major = 0;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    const char* v = std::getenv("FPROF_REF_TOPK_SLICE");
+    const std::string want = v == nullptr ? "" : v;
+    if (want == "regs64") return SliceKind::Regs64;
+    if (want == "regs32" || major < 9) return SliceKind::Regs32;
+    return SliceKind::Bulk;
+  }();
+  return kind;
+}
+
+// Calls launch(slice tag) with the slice type for T; the tag is a null pointer to the type.
+template <class T, class Launch> void withSlice(const Launch& launch) {
+  switch (sliceKind()) {
+    case SliceKind::Bulk: launch(static_cast<BulkSlice<T>*>(nullptr)); return;
+    case SliceKind::Regs64:
+      if constexpr (sizeof(T) == 2) {
+        launch(static_cast<ThreadSlice<T, kElemsWide>*>(nullptr));
+        return;
+      }
+      break;
+    case SliceKind::Regs32: break;
+  }
+  launch(static_cast<ThreadSlice<T, kElemsNarrow>*>(nullptr));
 }
 
 }  // namespace
@@ -431,9 +595,11 @@ void launchVocabSoftmaxStats(DType t, const void* logits, void* scratch, std::si
                              cudaStream_t s) {
   if (rows == 0) return;
   const ScratchView v = view(scratch, rows, vocab);
-  FPROF_DISPATCH_DTYPE(t, T, rowSliceKernel<T, Stage::Stats><<<gridFor<T>(rows, vocab), kThreads, 0, s>>>(
-                                 static_cast<const T*>(logits), v.partials, v.counters, v.stats, nullptr, nullptr,
-                                 vocab, 0));
+  FPROF_DISPATCH_DTYPE(t, T, withSlice<T>([&](auto* tag) {
+                         using Slice = std::remove_pointer_t<decltype(tag)>;
+                         rowSliceKernel<T, Stage::Stats, Slice><<<gridFor<Slice>(rows, vocab), kThreads, Slice::kDynamicSmem, s>>>(
+                             static_cast<const T*>(logits), v.partials, v.counters, v.stats, nullptr, nullptr, vocab, 0);
+                       }));
   CUDA_CHECK_LAUNCH(rowSliceKernel);
 }
 
@@ -441,8 +607,12 @@ void launchVocabSoftmaxWrite(DType t, const void* logits, const void* scratch, f
                              std::size_t vocab, cudaStream_t s) {
   if (rows == 0) return;
   const ScratchView v = view(const_cast<void*>(scratch), rows, vocab);
-  FPROF_DISPATCH_DTYPE(t, T, vocabSoftmaxWriteKernel<T><<<gridFor<T>(rows, vocab), kThreads, 0, s>>>(
-                                 static_cast<const T*>(logits), v.stats, probs, vocab));
+  // Registers only: every element is used once, so the 16-byte loads suffice.
+  FPROF_DISPATCH_DTYPE(t, T, {
+    using Slice = ThreadSlice<T, kElemsNarrow>;
+    vocabSoftmaxWriteKernel<T, kElemsNarrow><<<gridFor<Slice>(rows, vocab), kThreads, 0, s>>>(
+        static_cast<const T*>(logits), v.stats, probs, vocab);
+  });
   CUDA_CHECK_LAUNCH(vocabSoftmaxWriteKernel);
 }
 
@@ -451,8 +621,11 @@ void launchTopK(const float* probs, float* top_p, int* top_i, std::size_t rows, 
   checkK(vocab, k);
   if (rows == 0) return;
   const ScratchView v = view(scratch, rows, vocab);
-  rowSliceKernel<float, Stage::TopKOfProbs><<<gridFor<float>(rows, vocab), kThreads, 0, s>>>(
-      probs, v.partials, v.counters, nullptr, top_p, top_i, vocab, k);
+  withSlice<float>([&](auto* tag) {
+    using Slice = std::remove_pointer_t<decltype(tag)>;
+    rowSliceKernel<float, Stage::TopKOfProbs, Slice><<<gridFor<Slice>(rows, vocab), kThreads, Slice::kDynamicSmem, s>>>(
+        probs, v.partials, v.counters, nullptr, top_p, top_i, vocab, k);
+  });
   CUDA_CHECK_LAUNCH(rowSliceKernel);
 }
 
@@ -461,9 +634,11 @@ void launchSoftmaxTopKFused(DType t, const void* logits, float* top_p, int* top_
   checkK(vocab, k);
   if (rows == 0) return;
   const ScratchView v = view(scratch, rows, vocab);
-  FPROF_DISPATCH_DTYPE(t, T, rowSliceKernel<T, Stage::Fused><<<gridFor<T>(rows, vocab), kThreads, 0, s>>>(
-                                 static_cast<const T*>(logits), v.partials, v.counters, nullptr, top_p, top_i, vocab,
-                                 k));
+  FPROF_DISPATCH_DTYPE(t, T, withSlice<T>([&](auto* tag) {
+                         using Slice = std::remove_pointer_t<decltype(tag)>;
+                         rowSliceKernel<T, Stage::Fused, Slice><<<gridFor<Slice>(rows, vocab), kThreads, Slice::kDynamicSmem, s>>>(
+                             static_cast<const T*>(logits), v.partials, v.counters, nullptr, top_p, top_i, vocab, k);
+                       }));
   CUDA_CHECK_LAUNCH(rowSliceKernel);
 }
 
