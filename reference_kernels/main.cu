@@ -32,7 +32,9 @@ constexpr const char* kUsage = R"(usage: model [options]
   --seed N                    seed of the random inputs (default: fresh from std::random_device)
   --batch N --seq N --width N --layers N --vocab N --decode-steps N
                               transformer shape (defaults 8, 1024, 1024, 8, 32000, 32; heads = width/64)
-  --hand-matmul               the transformer uses the hand GEMM instead of cuBLASLt
+  --hand-matmul               the transformer's matmuls all use the hand GEMM
+  --lt-matmul                 the transformer's matmuls all use cuBLASLt (default: the hand GEMM
+                              where it matches cuBLASLt, the Hopper kernel at >= 1024 rows)
   --gemm-sweep                the hand GEMM (launchGemm) vs cuBLASLt with the same epilogue on
                               4096^3, 8192^3 and the transformer's prefill shapes, fp16 and bf16:
                               median ms, TFLOP/s, ratio, relative difference of the outputs
@@ -89,7 +91,8 @@ Options parse(int argc, char** argv) {
     else if (a == "--vocab") o.model.vocab = parseSize(a, value());
     else if (a == "--decode-steps") o.model.decode_steps = parseSize(a, value());
     else if (a == "--no-copy-bandwidth") o.copy_bandwidth = false;
-    else if (a == "--hand-matmul") o.model.hand_matmul = true;
+    else if (a == "--hand-matmul") o.model.matmul = ModelConfig::Matmul::Hand;
+    else if (a == "--lt-matmul") o.model.matmul = ModelConfig::Matmul::Lt;
     else if (a == "--gemm-sweep") o.gemm_sweep = true;
     else usageError("unknown option " + a);
   }
@@ -185,7 +188,7 @@ int runChecks(Context& ctx, const Options& o, std::vector<std::unique_ptr<Op>>& 
     for (std::size_t run = 0; run < 2 * dtypes.size(); ++run) {
       const bool hand = run >= dtypes.size();
       const DType t = dtypes[run % dtypes.size()];
-      small.hand_matmul = hand;
+      small.matmul = hand ? ModelConfig::Matmul::Hand : ModelConfig::Matmul::Lt;
       const std::string label = hand ? "transformer(hand matmul)" : "transformer";
       std::vector<float> logits[2][2];
       for (int fused = 0; fused < 2; ++fused) {
@@ -427,6 +430,11 @@ void benchTransformer(Context& ctx, const Options& o, DType t, std::vector<Bench
   shape << "b" << c.batch << "s" << c.seq << "w" << c.width << "h" << c.heads << "l" << c.layers << "v" << c.vocab << "+"
         << c.decode_steps;
   Transformer model(ctx, t, c);
+  std::cout << "\ntransformer matmuls: "
+            << (c.matmul == ModelConfig::Matmul::Hand ? "hand GEMM"
+                : c.matmul == ModelConfig::Matmul::Lt ? "cuBLASLt"
+                                                      : "auto (hand GEMM at >= 1024 rows where usable, cuBLASLt below)")
+            << "\n";
   std::cout << "\n| transformer | dtype | shape | prefill ms | prefill tokens/s | decode ms (" << c.decode_steps
             << " steps) | decode tokens/s |\n|---|---|---|---|---|---|---|\n";
   for (int fused = 0; fused < 2; ++fused) {

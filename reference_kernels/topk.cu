@@ -28,7 +28,8 @@ constexpr int kWarps = kThreads / 32;
 // block: the benchmark's 64 x 128256 logits then fit one wave of 4 blocks per SM at 64
 // registers). The bulk-copy slice (below) holds 32 KB a block in shared memory instead.
 constexpr int kElemsNarrow = 32, kElemsWide = 64;
-constexpr std::size_t kBlockElems = std::size_t(kThreads) * kElemsNarrow;  // the smallest block
+constexpr int kWarpVectors = 256;  // 16-byte vectors of one warp's slice in the warp kernel (4 KB)
+constexpr std::size_t kWarpMinElems = kWarpVectors * 4;  // fp32
 constexpr int kCandidateCap = 512;
 static_assert(kWarps == kMaxTopK, "the warp-maxima bound needs kMaxTopK warps");
 
@@ -396,8 +397,242 @@ template <class Slice> int splitsFor(std::size_t vocab) {
 }
 // Upper bound over dtypes (scratch sizing): every dtype's block covers kBlockElems elements.
 std::size_t maxSplits(std::size_t vocab) {
-  const std::size_t s = (vocab + kBlockElems - 1) / kBlockElems;
+  // The warp kernel's slices (1024 fp32 elements) are the smallest partial of any kernel.
+  const std::size_t s = (vocab + kWarpMinElems - 1) / kWarpMinElems;
   return s < 1 ? 1 : s;
+}
+
+enum class Stage { Stats, TopKOfProbs, Fused };
+
+// ---------------- the warp kernel ----------------
+// Every warp works alone on a 4 KB slice (2048 fp16/bf16 or 1024 fp32 elements), brought into
+// shared memory by one bulk copy (sm_90), with shuffles instead of block barriers: statistics
+// and a top-k bound by shuffles, candidates into the warp's own list, ranks counted there, the
+// warp's partial written, and the last warp of the row to arrive merges the row alone. The
+// serial tail of a block (barriers, block reductions) is what this removes.
+constexpr int kWarpCandCap = 64;
+
+struct WarpShared {
+  uint4 data[kWarpVectors];
+  Candidate cand[kWarpCandCap];
+  std::uint64_t arrived;
+  Candidate floor;
+  int count;
+};
+constexpr int kWarpKernelSmem = int(kWarps * sizeof(WarpShared));
+
+__device__ __forceinline__ MaxSum warpMergeStats(MaxSum ms) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const float om = __shfl_xor_sync(0xffffffffu, ms.max, o), os = __shfl_xor_sync(0xffffffffu, ms.sum, o);
+    ms.merge(om, os);
+  }
+  return ms;
+}
+__device__ __forceinline__ float warpMax(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+// The warp's best kMaxTopK of what each(low, f) yields (f(value, index) for elements >= low),
+// given a lower bound on the kMaxTopK-th value; emit(rank, candidate) is called once for each
+// rank < kMaxTopK that exists, by one lane. Expects ws.count == 0 (after a __syncwarp).
+template <class Each, class Emit>
+__device__ void warpSelectTopK(const Each& each, float bound, WarpShared& ws, const Emit& emit) {
+  const int lane = int(threadIdx.x) & 31;
+  Candidate floor{bound, INT_MAX};
+  for (;;) {
+    each(floor.value, [&](float v, int i) {
+      if (better(floor.value, floor.index, v, i)) return;
+      const int slot = atomicAdd(&ws.count, 1);
+      if (slot < kWarpCandCap) ws.cand[slot] = {v, i};
+    });
+    __syncwarp();
+    const int total = ws.count;
+    const bool overflow = total > kWarpCandCap;
+    const int n = overflow ? kWarpCandCap : total;
+    for (int e = lane; e < n; e += 32) {
+      const Candidate c = ws.cand[e];
+      int rank = 0;
+      for (int j = 0; j < n; ++j) rank += better(ws.cand[j].value, ws.cand[j].index, c.value, c.index) ? 1 : 0;
+      if (!overflow && rank < kMaxTopK) emit(rank, c);
+      if (overflow && rank == kMaxTopK - 1) ws.floor = c;
+    }
+    __syncwarp();
+    if (!overflow) {
+      if (lane == 0) ws.count = 0;
+      __syncwarp();
+      if (lane >= n && lane < kMaxTopK) emit(lane, emptyCandidate());  // fewer than kMaxTopK
+      return;
+    }
+    floor = ws.floor;
+    if (lane == 0) ws.count = 0;
+    __syncwarp();
+  }
+}
+
+template <class T, Stage kStage>
+__global__ void __launch_bounds__(kThreads) warpSliceKernel(const T* __restrict__ in, Partial* __restrict__ partials,
+                                                            unsigned* __restrict__ counters, float2* __restrict__ stats,
+                                                            float* __restrict__ top_p, int* __restrict__ top_i,
+                                                            std::size_t vocab, int parts, int k) {
+  constexpr bool kStats = kStage != Stage::TopKOfProbs;
+  constexpr bool kTopK = kStage != Stage::Stats;
+  constexpr int kVec = 16 / int(sizeof(T));
+  constexpr int kPerLane = kWarpVectors / 32;
+  extern __shared__ uint4 warp_smem[];
+  const int lane = int(threadIdx.x) & 31, warp = int(threadIdx.x) >> 5;
+  WarpShared& ws = reinterpret_cast<WarpShared*>(warp_smem)[warp];
+  const int slice = int(blockIdx.x) * kWarps + warp;
+  if (slice >= parts) return;  // warp-uniform; the row expects exactly `parts` arrivals
+  const std::size_t row = blockIdx.y;
+  const T* r = in + row * vocab;
+
+  // Head scalars up to the first 16-byte boundary, the vectors, tail scalars (slice 0 takes both).
+  const unsigned misalign = unsigned(reinterpret_cast<std::uintptr_t>(r) % 16);
+  std::size_t head = misalign == 0 ? 0 : (16 - misalign) / sizeof(T);
+  if (head > vocab) head = vocab;
+  const std::size_t vectors = (vocab - head) / kVec;
+  const std::size_t v0 = std::size_t(slice) * kWarpVectors;
+  const int count = vectors > v0 ? int(vectors - v0 < kWarpVectors ? vectors - v0 : kWarpVectors) : 0;
+  const int first0 = int(head + v0 * kVec);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const unsigned bar = unsigned(__cvta_generic_to_shared(&ws.arrived));
+  if (lane == 0) {
+    ws.count = 0;
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(bar));
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    if (count > 0) {
+      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(unsigned(count) * 16u)
+                   : "memory");
+      asm volatile(
+          "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+              unsigned(__cvta_generic_to_shared(ws.data))),
+          "l"(reinterpret_cast<const uint4*>(r + head) + v0), "r"(unsigned(count) * 16u), "r"(bar)
+          : "memory");
+    }
+  }
+  float head_v = -INFINITY, tail_v = -INFINITY;
+  int head_i = -1, tail_i = -1;
+  if (slice == 0) {
+    const std::size_t tail0 = head + vectors * kVec;
+    if (std::size_t(lane) < head) { head_i = lane; head_v = toFloat(r[lane]); }
+    if (tail0 + lane < vocab) { tail_i = int(tail0 + lane); tail_v = toFloat(r[tail0 + lane]); }
+  }
+  __syncwarp();
+  if (count > 0) {
+    asm volatile(
+        "{\n.reg .pred done;\nWAIT_%=:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], 0;\n"
+        "@!done bra WAIT_%=;\n}\n" ::"r"(bar)
+        : "memory");
+  }
+#else
+  float head_v = -INFINITY, tail_v = -INFINITY;
+  int head_i = -1, tail_i = -1;
+  __trap();  // launched only on sm_90 and newer (see sliceKind)
+#endif
+
+  // Lane statistics: running max and sum of exp, one rescale a vector.
+  float m = -INFINITY, s = 0.0f;
+  const auto add = [&](const float* v, int n) {
+    float vm = v[0];
+    for (int e = 1; e < n; ++e) vm = fmaxf(vm, v[e]);
+    if constexpr (kStats) {
+      if (vm > m) { s *= __expf(m - vm); m = vm; }
+      for (int e = 0; e < n; ++e) s += __expf(v[e] - m);
+    } else {
+      m = fmaxf(m, vm);
+    }
+  };
+  if (head_i >= 0) add(&head_v, 1);
+#pragma unroll
+  for (int u = 0; u < kPerLane; ++u) {
+    const int vi = u * 32 + lane;
+    if (vi >= count) continue;
+    float v[kVec];
+    toFloats(ws.data[vi], v, T{});
+    add(v, kVec);
+  }
+  if (tail_i >= 0) add(&tail_v, 1);
+
+  const MaxSum warp_stats = kStats ? warpMergeStats(MaxSum{m, s}) : MaxSum{};
+  const float warp_max = kStats ? warp_stats.max : warpMax(m);
+  Partial* out = partials + row * std::size_t(parts) + std::size_t(slice);
+  if (lane == 0) {
+    out->max = warp_max;
+    out->sum = warp_stats.sum;
+  }
+  if constexpr (kTopK) {
+    // 8 groups of 4 lanes: the minimum of the group maxima is a bound (8 distinct elements).
+    float g = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+    g = fmaxf(g, __shfl_xor_sync(0xffffffffu, g, 2));
+#pragma unroll
+    for (int o = 4; o < 32; o <<= 1) g = fminf(g, __shfl_xor_sync(0xffffffffu, g, o));
+    warpSelectTopK(
+        [&](float low, const auto& f) {
+          if (head_i >= 0 && head_v >= low) f(head_v, head_i);
+#pragma unroll 2
+          for (int u = 0; u < kPerLane; ++u) {
+            const int vi = u * 32 + lane;
+            if (vi >= count) continue;
+            float v[kVec];
+            toFloats(ws.data[vi], v, T{});
+            const int i0 = first0 + vi * kVec;
+#pragma unroll
+            for (int e = 0; e < kVec; ++e) if (v[e] >= low) f(v[e], i0 + e);
+          }
+          if (tail_i >= 0 && tail_v >= low) f(tail_v, tail_i);
+        },
+        g, ws, [&](int rank, const Candidate& c) { out->value[rank] = c.value; out->index[rank] = c.index; });
+  }
+  // Publish the partial, then count the arrival; the last warp of the row merges it.
+  __threadfence();
+  __syncwarp();
+  unsigned last = 0;
+  if (lane == 0) {
+    last = atomicAdd(&counters[row], 1u) == unsigned(parts - 1) ? 1u : 0u;
+    if (last) counters[row] = 0;  // ready for the next launch
+  }
+  if (__shfl_sync(0xffffffffu, last, 0) == 0) return;
+
+  const Partial* row_parts = partials + row * std::size_t(parts);
+  MaxSum ms_all;
+  float part_floor = -INFINITY;
+  for (int p = lane; p < parts; p += 32) {
+    if constexpr (kStats) ms_all.merge(__ldcg(&row_parts[p].max), __ldcg(&row_parts[p].sum));
+    if constexpr (kTopK) part_floor = fmaxf(part_floor, __ldcg(&row_parts[p].value[kMaxTopK - 1]));  // 8 elements >= it
+  }
+  const MaxSum total = kStats ? warpMergeStats(ms_all) : MaxSum{};
+  if constexpr (kStage == Stage::Stats) {
+    if (lane == 0) stats[row] = make_float2(total.max, total.sum);
+  } else {
+    const float bound = warpMax(part_floor);
+    warpSelectTopK(
+        [&](float low, const auto& f) {
+          for (int p = lane; p < parts; p += 32) {
+#pragma unroll
+            for (int j = 0; j < kMaxTopK; ++j) {
+              const int idx = __ldcg(&row_parts[p].index[j]);
+              const float v = __ldcg(&row_parts[p].value[j]);
+              if (idx != INT_MAX && v >= low) f(v, idx);
+            }
+          }
+        },
+        bound, ws, [&](int rank, const Candidate& c) {
+          if (rank < k) {
+            top_p[row * k + rank] = kStage == Stage::Fused ? __expf(c.value - total.max) / total.sum : c.value;
+            top_i[row * k + rank] = c.index;
+          }
+        });
+  }
+}
+
+template <class T> int warpPartsFor(std::size_t vocab) {
+  const std::size_t vectors = vocab / (16 / sizeof(T));
+  const std::size_t parts = (vectors + kWarpVectors - 1) / kWarpVectors;
+  return int(parts < 1 ? 1 : parts);
 }
 
 // Block (split, row) publishes its partial; returns true in the last block of the row to arrive,
@@ -415,7 +650,6 @@ __device__ bool arriveLast(unsigned* counters, int splits) {
   return last;
 }
 
-enum class Stage { Stats, TopKOfProbs, Fused };
 
 template <class T, Stage kStage, class Slice>
 __global__ void __launch_bounds__(kThreads, Slice::kMinBlocks) rowSliceKernel(const T* __restrict__ in, Partial* __restrict__ partials,
@@ -547,10 +781,11 @@ template <class Slice> dim3 gridFor(std::size_t rows, std::size_t vocab) {
   return dim3(unsigned(splitsFor<Slice>(vocab)), unsigned(rows));
 }
 
-// FPROF_REF_TOPK_SLICE=bulk|regs64|regs32 picks how a block's slice is loaded: bulk copies into
-// shared memory (default on sm_90 and newer), or 16-byte loads into registers, 64 (fp16/bf16
-// only) or 32 elements a thread (default elsewhere).
-enum class SliceKind { Bulk, Regs64, Regs32 };
+// FPROF_REF_TOPK_SLICE=warp|bulk|regs64|regs32 picks the kernel: the warp kernel (default on
+// sm_90 and newer), or the block kernel with its slice brought in by bulk copies into shared
+// memory, or by 16-byte loads into registers, 64 (fp16/bf16 only) or 32 elements a thread
+// (default before sm_90).
+enum class SliceKind { Warp, Bulk, Regs64, Regs32 };
 SliceKind sliceKind() {
   static const SliceKind kind = [] {
     int dev = 0, major = 0;
@@ -560,7 +795,8 @@ SliceKind sliceKind() {
     const std::string want = v == nullptr ? "" : v;
     if (want == "regs64") return SliceKind::Regs64;
     if (want == "regs32" || major < 9) return SliceKind::Regs32;
-    return SliceKind::Bulk;
+    if (want == "bulk") return SliceKind::Bulk;
+    return SliceKind::Warp;
   }();
   return kind;
 }
@@ -568,6 +804,7 @@ SliceKind sliceKind() {
 // Calls launch(slice tag) with the slice type for T; the tag is a null pointer to the type.
 template <class T, class Launch> void withSlice(const Launch& launch) {
   switch (sliceKind()) {
+    case SliceKind::Warp:  // not a block slice: the launchers take the warp kernel first
     case SliceKind::Bulk: launch(static_cast<BulkSlice<T>*>(nullptr)); return;
     case SliceKind::Regs64:
       if constexpr (sizeof(T) == 2) {
@@ -578,6 +815,16 @@ template <class T, class Launch> void withSlice(const Launch& launch) {
     case SliceKind::Regs32: break;
   }
   launch(static_cast<ThreadSlice<T, kElemsNarrow>*>(nullptr));
+}
+
+template <class T, Stage kStage>
+void launchWarpKernel(const T* in, const ScratchView& v, float* top_p, int* top_i, std::size_t rows, std::size_t vocab,
+                      int k, cudaStream_t s) {
+  const int parts = warpPartsFor<T>(vocab);
+  const dim3 grid(unsigned((parts + kWarps - 1) / kWarps), unsigned(rows));
+  warpSliceKernel<T, kStage><<<grid, kThreads, kWarpKernelSmem, s>>>(in, v.partials, v.counters, v.stats, top_p, top_i,
+                                                                      vocab, parts, k);
+  CUDA_CHECK_LAUNCH(warpSliceKernel);
 }
 
 }  // namespace
@@ -595,6 +842,10 @@ void launchVocabSoftmaxStats(DType t, const void* logits, void* scratch, std::si
                              cudaStream_t s) {
   if (rows == 0) return;
   const ScratchView v = view(scratch, rows, vocab);
+  if (sliceKind() == SliceKind::Warp) {
+    FPROF_DISPATCH_DTYPE(t, T, launchWarpKernel<T, Stage::Stats>(static_cast<const T*>(logits), v, nullptr, nullptr, rows, vocab, 0, s));
+    return;
+  }
   FPROF_DISPATCH_DTYPE(t, T, withSlice<T>([&](auto* tag) {
                          using Slice = std::remove_pointer_t<decltype(tag)>;
                          rowSliceKernel<T, Stage::Stats, Slice><<<gridFor<Slice>(rows, vocab), kThreads, Slice::kDynamicSmem, s>>>(
@@ -621,6 +872,10 @@ void launchTopK(const float* probs, float* top_p, int* top_i, std::size_t rows, 
   checkK(vocab, k);
   if (rows == 0) return;
   const ScratchView v = view(scratch, rows, vocab);
+  if (sliceKind() == SliceKind::Warp) {
+    launchWarpKernel<float, Stage::TopKOfProbs>(probs, v, top_p, top_i, rows, vocab, k, s);
+    return;
+  }
   withSlice<float>([&](auto* tag) {
     using Slice = std::remove_pointer_t<decltype(tag)>;
     rowSliceKernel<float, Stage::TopKOfProbs, Slice><<<gridFor<Slice>(rows, vocab), kThreads, Slice::kDynamicSmem, s>>>(
@@ -634,6 +889,10 @@ void launchSoftmaxTopKFused(DType t, const void* logits, float* top_p, int* top_
   checkK(vocab, k);
   if (rows == 0) return;
   const ScratchView v = view(scratch, rows, vocab);
+  if (sliceKind() == SliceKind::Warp) {
+    FPROF_DISPATCH_DTYPE(t, T, launchWarpKernel<T, Stage::Fused>(static_cast<const T*>(logits), v, top_p, top_i, rows, vocab, k, s));
+    return;
+  }
   FPROF_DISPATCH_DTYPE(t, T, withSlice<T>([&](auto* tag) {
                          using Slice = std::remove_pointer_t<decltype(tag)>;
                          rowSliceKernel<T, Stage::Fused, Slice><<<gridFor<Slice>(rows, vocab), kThreads, Slice::kDynamicSmem, s>>>(
