@@ -1,8 +1,9 @@
 // Softmax + top-k over a vocabulary-sized row (the decode step). A row is split over blocks of
-// 8192 or 16384 elements; each thread loads its 32 or 64 elements with 16-byte loads, all issued
-// before the first use, so every resident block has its whole slice in flight at once. Each
-// kernel finishes its cross-block merge in the last block of a row to arrive (a per-row arrival
-// counter), so every stage is one launch.
+// 32 KB of logits (16384 fp16/bf16 or 8192 fp32 elements), which arrive in shared memory by the
+// bulk copy engine (sm_90: four cp.async.bulk pieces a block, each completing on an mbarrier;
+// before sm_90, 16-byte loads into registers, 32 elements a thread, all issued before the first
+// use). Each kernel finishes its cross-block merge in the last block of a row to arrive (a per-row
+// arrival counter), so every stage is one launch.
 // Unfused: softmax statistics (max, sum), then a kernel writing the full fp32 probability row,
 // then top-k over it. Fused: one pass over the logits computes the max/sum and the top-k logits
 // together (softmax is monotone, so the top-k logits are the top-k probabilities).
@@ -12,6 +13,9 @@
 // bound), only elements >= B are appended to shared memory (a few dozen on real data), and each
 // candidate's rank is counted against the others. When more than kCandidateCap candidates
 // arrive (many equal values), the bound is raised and the scan repeated.
+//
+// A warp kernel (opt-in, FPROF_REF_TOPK_SLICE=warp, not yet run on a GPU) does the same per
+// warp with shuffles only, without block barriers.
 #include <climits>
 #include <cstdlib>
 #include <string>
@@ -24,10 +28,9 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
-// Elements a thread loads into registers: 32 (8192 a block); fp16/bf16 can take 64 (16384 a
-// block: the benchmark's 64 x 128256 logits then fit one wave of 4 blocks per SM at 64
-// registers). The bulk-copy slice (below) holds 32 KB a block in shared memory instead.
-constexpr int kElemsNarrow = 32, kElemsWide = 64;
+// Elements a thread loads into registers (8192 a block). The bulk-copy slice (below) holds
+// 32 KB a block in shared memory instead.
+constexpr int kElemsNarrow = 32;
 constexpr int kWarpVectors = 256;  // 16-byte vectors of one warp's slice in the warp kernel (4 KB)
 constexpr std::size_t kWarpMinElems = kWarpVectors * 4;  // fp32
 constexpr int kCandidateCap = 512;
@@ -190,7 +193,7 @@ template <class T, int kElems>
 struct ThreadSlice {
   static constexpr int kVec = 16 / int(sizeof(T));
   static constexpr int kLoads = kElems / kVec;
-  static constexpr int kMinBlocks = kElems == kElemsWide ? 4 : 1;  // 64 registers for the wide one
+  static constexpr int kMinBlocks = 1;
   static constexpr int kDynamicSmem = 0;
   static constexpr std::size_t kVectorsPerBlock = std::size_t(kThreads) * kLoads;
   uint4 raw[kLoads];
@@ -781,11 +784,12 @@ template <class Slice> dim3 gridFor(std::size_t rows, std::size_t vocab) {
   return dim3(unsigned(splitsFor<Slice>(vocab)), unsigned(rows));
 }
 
-// FPROF_REF_TOPK_SLICE=warp|bulk|regs64|regs32 picks the kernel: the warp kernel (default on
-// sm_90 and newer), or the block kernel with its slice brought in by bulk copies into shared
-// memory, or by 16-byte loads into registers, 64 (fp16/bf16 only) or 32 elements a thread
-// (default before sm_90).
-enum class SliceKind { Warp, Bulk, Regs64, Regs32 };
+// FPROF_REF_TOPK_SLICE=bulk|warp|regs32 picks the kernel: the block kernel with its slice
+// brought in by bulk copies into shared memory (default on sm_90 and newer), the warp kernel
+// (not yet run on a GPU: opt-in until measured), or the block kernel with 16-byte loads into
+// registers, 32 elements a thread (the only one before sm_90). A 64-element register slice
+// was measured (2026-11-23, H100) no faster than the bulk one and spilled; it is gone.
+enum class SliceKind { Bulk, Warp, Regs32 };
 SliceKind sliceKind() {
   static const SliceKind kind = [] {
     int dev = 0, major = 0;
@@ -793,28 +797,17 @@ SliceKind sliceKind() {
     CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
     const char* v = std::getenv("FPROF_REF_TOPK_SLICE");
     const std::string want = v == nullptr ? "" : v;
-    if (want == "regs64") return SliceKind::Regs64;
     if (want == "regs32" || major < 9) return SliceKind::Regs32;
-    if (want == "bulk") return SliceKind::Bulk;
-    return SliceKind::Warp;
+    if (want == "warp") return SliceKind::Warp;
+    return SliceKind::Bulk;
   }();
   return kind;
 }
 
 // Calls launch(slice tag) with the slice type for T; the tag is a null pointer to the type.
 template <class T, class Launch> void withSlice(const Launch& launch) {
-  switch (sliceKind()) {
-    case SliceKind::Warp:  // not a block slice: the launchers take the warp kernel first
-    case SliceKind::Bulk: launch(static_cast<BulkSlice<T>*>(nullptr)); return;
-    case SliceKind::Regs64:
-      if constexpr (sizeof(T) == 2) {
-        launch(static_cast<ThreadSlice<T, kElemsWide>*>(nullptr));
-        return;
-      }
-      break;
-    case SliceKind::Regs32: break;
-  }
-  launch(static_cast<ThreadSlice<T, kElemsNarrow>*>(nullptr));
+  if (sliceKind() == SliceKind::Regs32) launch(static_cast<ThreadSlice<T, kElemsNarrow>*>(nullptr));
+  else launch(static_cast<BulkSlice<T>*>(nullptr));  // the warp kernel is taken before this
 }
 
 template <class T, Stage kStage>
