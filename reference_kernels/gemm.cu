@@ -1,29 +1,14 @@
-// Matmul with a fused epilogue: y = epi(x * w^T + bias). fp16/bf16 use tensor cores through
+// Matmul with a fused epilogue: y = epi(x * w^T + bias). fp16/bf16 on an sm_90 GPU go to the
+// wgmma/TMA kernel of gemm_sm90.cu when the operands allow it; otherwise tensor cores through
 // WMMA (fp32 accumulation) with a cp.async double-buffered pipeline; fp32 uses a SIMT tile
 // (fp32 FMA, no TF32, so fp32 results keep fp32 accuracy). Also the cuBLASLt baseline.
 #include <mma.h>
 
+#include "gemm_epilogue.cuh"
 #include "kernels.cuh"
 
 namespace fprof::refk {
 namespace {
-
-__device__ __forceinline__ float geluTanhF(float v) {
-  const float inner = 0.7978845608028654f * (v + 0.044715f * v * v * v);
-  return 0.5f * v * (1.0f + tanhf(inner));
-}
-
-template <Epilogue E, class T>
-__device__ __forceinline__ float epilogue(float acc, const T* __restrict__ bias, int col) {
-  if constexpr (E == Epilogue::Bias || E == Epilogue::BiasRelu || E == Epilogue::BiasGelu ||
-                E == Epilogue::BiasSilu) {
-    acc += toFloat(bias[col]);
-  }
-  if constexpr (E == Epilogue::Relu || E == Epilogue::BiasRelu) return acc > 0.0f ? acc : 0.0f;
-  else if constexpr (E == Epilogue::BiasGelu) return geluTanhF(acc);
-  else if constexpr (E == Epilogue::BiasSilu) return acc / (1.0f + __expf(-acc));
-  else return acc;
-}
 
 // ---------------- tensor-core path (fp16 / bf16) ----------------
 constexpr int kBm = 128, kBn = 128, kBk = 32;
@@ -220,6 +205,10 @@ void launchGemm(DType t, Epilogue e, const void* x, std::size_t lda, const void*
                 const void* bias, void* y, std::size_t m, std::size_t n, std::size_t k,
                 cudaStream_t s) {
   if (m == 0 || n == 0) return;
+  if (gemmSm90Usable(t, x, lda, w, y, n, k)) {
+    launchGemmSm90(t, e, x, lda, w, bias, y, m, n, k, s);
+    return;
+  }
   const int mi = int(m), ni = int(n), ki = int(k);
   FPROF_DISPATCH_DTYPE(t, T, {
     switch (e) {

@@ -61,6 +61,14 @@ void launchGemm(DType t, Epilogue e, const void* x, std::size_t lda, const void*
                 const void* bias, void* y, std::size_t m, std::size_t n, std::size_t k,
                 cudaStream_t s);
 
+// The Hopper kernel (gemm_sm90.cu: wgmma, TMA, warp-specialized; built for sm_90a only), which
+// launchGemm picks when gemmSm90Usable: an sm_90 device, fp16/bf16, k, lda and n multiples of 8
+// and 16-byte aligned x, w, y.
+bool gemmSm90Usable(DType t, const void* x, std::size_t lda, const void* w, const void* y, std::size_t n,
+                    std::size_t k);
+void launchGemmSm90(DType t, Epilogue e, const void* x, std::size_t lda, const void* w, const void* bias, void* y,
+                    std::size_t m, std::size_t n, std::size_t k, cudaStream_t s);
+
 // cuBLASLt with its fused epilogue; SiLU has none in cuBLASLt, so it is refused (returns false).
 class LtMatmul {
  public:

@@ -26,11 +26,18 @@ constexpr const char* kUsage = R"(usage: model [options]
   --dtype fp32|fp16|bf16|all  element type (default fp16; --check defaults to all)
   --repeat N                  timed invocations per variant (default 20; the transformer: 10)
   --warmup N                  untimed invocations first (default 3; the transformer: 1)
+  --back-to-back N            ops: each timed sample is N queued invocations between two events,
+                              divided by N (default: one invocation a sample)
   --csv FILE                  also write the benchmark rows as CSV
   --seed N                    seed of the random inputs (default: fresh from std::random_device)
   --batch N --seq N --width N --layers N --vocab N --decode-steps N
                               transformer shape (defaults 8, 1024, 1024, 8, 32000, 32; heads = width/64)
-  --hand-matmul               the transformer uses the hand GEMM instead of cuBLASLt
+  --hand-matmul               the transformer's matmuls all use the hand GEMM
+  --lt-matmul                 the transformer's matmuls all use cuBLASLt (default: the hand GEMM
+                              where it matches cuBLASLt, the Hopper kernel at >= 1024 rows)
+  --gemm-sweep                the hand GEMM (launchGemm) vs cuBLASLt with the same epilogue on
+                              4096^3, 8192^3 and the transformer's prefill shapes, fp16 and bf16:
+                              median ms, TFLOP/s, ratio, relative difference of the outputs
   --no-copy-bandwidth         skip the device-to-device copy measurement
 environment: FPROF_REF_FLASH_ROWS=16|32  query rows per warp in the fused fp16/bf16 attention
                               (default 16; 32 reuses K/V operands twice at 2 blocks per SM)
@@ -38,9 +45,9 @@ environment: FPROF_REF_FLASH_ROWS=16|32  query rows per warp in the fused fp16/b
 )";
 
 struct Options {
-  bool list = false, check = false, copy_bandwidth = true;
+  bool list = false, check = false, copy_bandwidth = true, gemm_sweep = false;
   std::string ops = "all", variant = "all", dtype = "";
-  int repeat = -1, warmup = -1;
+  int repeat = -1, warmup = -1, back_to_back = 0;
   std::string csv;
   std::optional<std::uint64_t> seed;
   ModelConfig model;
@@ -74,6 +81,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--dtype") o.dtype = value();
     else if (a == "--repeat") o.repeat = int(parseSize(a, value()));
     else if (a == "--warmup") o.warmup = int(parseSize(a, value()));
+    else if (a == "--back-to-back") o.back_to_back = int(parseSize(a, value()));
     else if (a == "--csv") o.csv = value();
     else if (a == "--seed") o.seed = parseSize(a, value());
     else if (a == "--batch") o.model.batch = parseSize(a, value());
@@ -83,7 +91,9 @@ Options parse(int argc, char** argv) {
     else if (a == "--vocab") o.model.vocab = parseSize(a, value());
     else if (a == "--decode-steps") o.model.decode_steps = parseSize(a, value());
     else if (a == "--no-copy-bandwidth") o.copy_bandwidth = false;
-    else if (a == "--hand-matmul") o.model.hand_matmul = true;
+    else if (a == "--hand-matmul") o.model.matmul = ModelConfig::Matmul::Hand;
+    else if (a == "--lt-matmul") o.model.matmul = ModelConfig::Matmul::Lt;
+    else if (a == "--gemm-sweep") o.gemm_sweep = true;
     else usageError("unknown option " + a);
   }
   o.model.heads = o.model.width / kFlashHeadDim;
@@ -178,7 +188,7 @@ int runChecks(Context& ctx, const Options& o, std::vector<std::unique_ptr<Op>>& 
     for (std::size_t run = 0; run < 2 * dtypes.size(); ++run) {
       const bool hand = run >= dtypes.size();
       const DType t = dtypes[run % dtypes.size()];
-      small.hand_matmul = hand;
+      small.matmul = hand ? ModelConfig::Matmul::Hand : ModelConfig::Matmul::Lt;
       const std::string label = hand ? "transformer(hand matmul)" : "transformer";
       std::vector<float> logits[2][2];
       for (int fused = 0; fused < 2; ++fused) {
@@ -249,6 +259,73 @@ double measureCopyBandwidth(Context& ctx) {
   return 2.0 * double(bytes) / (ref::median(ms).value() * 1e-3);
 }
 
+// Median event-timed milliseconds of f() after warm-ups.
+template <class F> double medianMs(cudaStream_t s, int warmup, int repeat, const F& f) {
+  cudaEvent_t a, b;
+  CUDA_CHECK(cudaEventCreate(&a));
+  CUDA_CHECK(cudaEventCreate(&b));
+  for (int i = 0; i < warmup; ++i) f();
+  std::vector<double> ms;
+  for (int i = 0; i < repeat; ++i) {
+    CUDA_CHECK(cudaEventRecord(a, s));
+    f();
+    CUDA_CHECK(cudaEventRecord(b, s));
+    CUDA_CHECK(cudaEventSynchronize(b));
+    float t = 0.0f;
+    CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
+    ms.push_back(t);
+  }
+  CUDA_CHECK(cudaEventDestroy(a));
+  CUDA_CHECK(cudaEventDestroy(b));
+  return ref::median(ms).value();
+}
+
+// The hand GEMM against cuBLASLt with the same epilogue on large shapes. Both outputs are
+// compared with each other (relative L2 difference); the CPU reference checks small shapes.
+void runGemmSweep(Context& ctx, const Options& o) {
+  struct Shape { std::size_t m, n, k; Epilogue e; const char* what; };
+  const Shape shapes[] = {
+      {4096, 4096, 4096, Epilogue::None, "square"},
+      {4096, 4096, 4096, Epilogue::BiasRelu, "square"},
+      {8192, 8192, 8192, Epilogue::None, "square"},
+      {8192, 8192, 8192, Epilogue::BiasGelu, "square"},
+      {8192, 4096, 1024, Epilogue::Relu, "bench pair"},
+      {8192, 4096, 1024, Epilogue::BiasGelu, "bench pair"},
+      {8192, 3072, 1024, Epilogue::Bias, "transformer qkv"},
+      {8192, 1024, 1024, Epilogue::Bias, "transformer attn out"},
+      {8192, 4096, 1024, Epilogue::BiasGelu, "transformer fc1"},
+      {8192, 1024, 4096, Epilogue::Bias, "transformer fc2"},
+  };
+  const int repeat = o.repeat < 0 ? 20 : std::max(1, o.repeat);
+  const int warmup = o.warmup < 0 ? 3 : o.warmup;
+  std::cout << "\n| gemm shape | what | epilogue | dtype | hand ms | cuBLASLt ms | hand TFLOP/s | cuBLASLt TFLOP/s | hand / cuBLASLt speed | rel diff |\n"
+            << "|---|---|---|---|---|---|---|---|---|---|\n";
+  for (DType t : parseDtypes(o.dtype.empty() ? "fp16" : o.dtype)) {
+    if (t == DType::F32) continue;
+    for (const Shape& sh : shapes) {
+      DeviceBuffer x(sh.m * sh.k * 2), w(sh.n * sh.k * 2), b(sh.n * 2), y_hand(sh.m * sh.n * 2), y_lt(sh.m * sh.n * 2);
+      fillUniform(t, x.get(), sh.m * sh.k, ctx.nextSeed(), 1.0f, 0.0f);
+      fillUniform(t, w.get(), sh.n * sh.k, ctx.nextSeed(), float(std::sqrt(3.0 / double(sh.k))), 0.0f);
+      fillUniform(t, b.get(), sh.n, ctx.nextSeed(), 0.5f, 0.0f);
+      y_hand.poison();
+      const double hand = medianMs(ctx.stream, warmup, repeat, [&] {
+        launchGemm(t, sh.e, x.get(), sh.k, w.get(), b.get(), y_hand.get(), sh.m, sh.n, sh.k, ctx.stream);
+      });
+      const double lt = medianMs(ctx.stream, warmup, repeat, [&] {
+        ctx.lt->run(t, sh.e, x.get(), w.get(), b.get(), y_lt.get(), sh.m, sh.n, sh.k, ctx.stream);
+      });
+      CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
+      const double diff = ref::relativeError(toDouble(downloadAsFloat(t, y_hand.get(), sh.m * sh.n)),
+                                             toDouble(downloadAsFloat(t, y_lt.get(), sh.m * sh.n)));
+      const double flops = 2.0 * double(sh.m) * double(sh.n) * double(sh.k);
+      std::cout << "| m" << sh.m << "n" << sh.n << "k" << sh.k << " | " << sh.what << " | " << epilogueName(sh.e) << " | "
+                << dtypeName(t) << " | " << fmt(hand, 4) << " | " << fmt(lt, 4) << " | " << fmt(flops / hand / 1e9, 1)
+                << " | " << fmt(flops / lt / 1e9, 1) << " | " << fmt(100.0 * lt / hand, 1) << "% | " << sci(diff)
+                << (diff <= tolerance(t) ? "" : " FAIL") << " |\n";
+    }
+  }
+}
+
 std::vector<BenchRow> benchOps(Context& ctx, const Options& o, std::vector<std::unique_ptr<Op>>& ops, DType t) {
   std::vector<BenchRow> rows;
   const auto selected = split(o.ops);
@@ -271,14 +348,17 @@ std::vector<BenchRow> benchOps(Context& ctx, const Options& o, std::vector<std::
       }
       for (int i = 0; i < warmup; ++i) op->run(ctx, v, std::uint64_t(i));
       std::vector<double> ms;
+      // A sample is one invocation between two events, or with --back-to-back N the mean of N
+      // queued invocations (the GPU never waits for the host between them).
+      const int per_sample = std::max(1, o.back_to_back);
       for (int i = 0; i < repeat; ++i) {
         CUDA_CHECK(cudaEventRecord(a, ctx.stream));
-        op->run(ctx, v, std::uint64_t(warmup + i));
+        for (int j = 0; j < per_sample; ++j) op->run(ctx, v, std::uint64_t(warmup + i * per_sample + j));
         CUDA_CHECK(cudaEventRecord(b, ctx.stream));
         CUDA_CHECK(cudaEventSynchronize(b));
         float elapsed = 0.0f;
         CUDA_CHECK(cudaEventElapsedTime(&elapsed, a, b));
-        ms.push_back(elapsed);
+        ms.push_back(elapsed / per_sample);
       }
       BenchRow r{op->name(), v, dtypeName(t), op->shapeText()};
       r.median_ms = ref::median(ms).value();
@@ -350,6 +430,11 @@ void benchTransformer(Context& ctx, const Options& o, DType t, std::vector<Bench
   shape << "b" << c.batch << "s" << c.seq << "w" << c.width << "h" << c.heads << "l" << c.layers << "v" << c.vocab << "+"
         << c.decode_steps;
   Transformer model(ctx, t, c);
+  std::cout << "\ntransformer matmuls: "
+            << (c.matmul == ModelConfig::Matmul::Hand ? "hand GEMM"
+                : c.matmul == ModelConfig::Matmul::Lt ? "cuBLASLt"
+                                                      : "auto (hand GEMM at >= 1024 rows where usable, cuBLASLt below)")
+            << "\n";
   std::cout << "\n| transformer | dtype | shape | prefill ms | prefill tokens/s | decode ms (" << c.decode_steps
             << " steps) | decode tokens/s |\n|---|---|---|---|---|---|---|\n";
   for (int fused = 0; fused < 2; ++fused) {
@@ -413,7 +498,9 @@ int realMain(int argc, char** argv) {
   else std::cout << "cuDNN not usable (" << cudnn_reason << "): conv_bn_relu has no vendor variant\n";
 
   int status = 0;
-  if (o.check) {
+  if (o.gemm_sweep) {
+    runGemmSweep(ctx, o);
+  } else if (o.check) {
     Options checked = o;
     checked.seed = seed;
     status = runChecks(ctx, checked, ops);

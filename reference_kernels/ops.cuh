@@ -70,9 +70,13 @@ std::vector<std::unique_ptr<Op>> makeOps(bool with_cudnn);
 // The transformer (transformer.cu).
 struct ModelConfig {
   std::size_t batch = 8, seq = 1024, width = 1024, heads = 16, layers = 8, vocab = 32000, decode_steps = 32;
-  // Matmuls through cuBLASLt (unfused: no epilogue + bias/activation kernel; fused: its fused
-  // epilogue) by default: the hand GEMM is slower, badly so at decode's few rows.
-  bool hand_matmul = false;
+  // Which GEMM runs the matmuls (unfused: no epilogue + bias/activation kernel; fused: the
+  // epilogue in the GEMM). Auto: the hand GEMM where it matches cuBLASLt (the Hopper wgmma kernel
+  // with at least kHandMatmulMinRows rows: prefill), cuBLASLt elsewhere (decode's few rows, where
+  // a 128-row tile is mostly empty, and GPUs without the Hopper kernel).
+  enum class Matmul { Auto, Lt, Hand };
+  Matmul matmul = Matmul::Auto;
+  static constexpr std::size_t kHandMatmulMinRows = 1024;
 };
 struct ModelTiming {
   double prefill_ms = 0.0, decode_ms = 0.0;

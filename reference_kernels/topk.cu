@@ -1,10 +1,25 @@
-// Softmax + top-k over a vocabulary-sized row (the decode step). A row is split over several
-// blocks so a few rows still fill the GPU; each kernel finishes its cross-block merge in the last
-// block to arrive (a per-row arrival counter), so every stage is one launch.
+// Softmax + top-k over a vocabulary-sized row (the decode step). A row is split over blocks of
+// 32 KB of logits (16384 fp16/bf16 or 8192 fp32 elements), which arrive in shared memory by the
+// bulk copy engine (sm_90: four cp.async.bulk pieces a block, each completing on an mbarrier;
+// before sm_90, 16-byte loads into registers, 32 elements a thread, all issued before the first
+// use). Each kernel finishes its cross-block merge in the last block of a row to arrive (a per-row
+// arrival counter), so every stage is one launch.
 // Unfused: softmax statistics (max, sum), then a kernel writing the full fp32 probability row,
-// then top-k over it. Fused: one pass over the logits keeps the online max/sum and the top-k
-// logits together (softmax is monotone, so the top-k logits are the top-k probabilities).
+// then top-k over it. Fused: one pass over the logits computes the max/sum and the top-k logits
+// together (softmax is monotone, so the top-k logits are the top-k probabilities).
+//
+// Top-k of a block without kMaxTopK rounds of block-wide argmax: a lower bound on the block's
+// kMaxTopK-th largest value comes from the thread maxima (any 8 distinct elements >= B make B a
+// bound), only elements >= B are appended to shared memory (a few dozen on real data), and each
+// candidate's rank is counted against the others. When more than kCandidateCap candidates
+// arrive (many equal values), the bound is raised and the scan repeated.
+//
+// A warp kernel (opt-in, FPROF_REF_TOPK_SLICE=warp, not yet run on a GPU) does the same per
+// warp with shuffles only, without block barriers.
 #include <climits>
+#include <cstdlib>
+#include <string>
+#include <type_traits>
 
 #include "kernels.cuh"
 
@@ -12,7 +27,14 @@ namespace fprof::refk {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr std::size_t kMinChunk = 2048;  // elements per block at least: enough to hide latency
+constexpr int kWarps = kThreads / 32;
+// Elements a thread loads into registers (8192 a block). The bulk-copy slice (below) holds
+// 32 KB a block in shared memory instead.
+constexpr int kElemsNarrow = 32;
+constexpr int kWarpVectors = 256;  // 16-byte vectors of one warp's slice in the warp kernel (4 KB)
+constexpr std::size_t kWarpMinElems = kWarpVectors * 4;  // fp32
+constexpr int kCandidateCap = 512;
+static_assert(kWarps == kMaxTopK, "the warp-maxima bound needs kMaxTopK warps");
 
 struct Candidate {
   float value;
@@ -29,41 +51,10 @@ struct Partial {
 // Larger value first; among equal values the lower index, matching the CPU reference.
 __device__ __forceinline__ bool better(float v, int i, float w, int j) { return v > w || (v == w && i < j); }
 
-struct LocalTopK {
-  float value[kMaxTopK];
-  int index[kMaxTopK];
-  __device__ LocalTopK() {
-#pragma unroll
-    for (int j = 0; j < kMaxTopK; ++j) { value[j] = -INFINITY; index[j] = INT_MAX; }
-  }
-  // Offers arrive in better()-order among equal values (increasing index within a thread's scan,
-  // sorted order within a partial), so an equal value never displaces an earlier one.
-  __device__ void offer(float v, int i) {
-    if (!(v > value[kMaxTopK - 1])) return;
-    value[kMaxTopK - 1] = v;
-    index[kMaxTopK - 1] = i;
-#pragma unroll
-    for (int j = kMaxTopK - 1; j > 0; --j) {
-      if (value[j] > value[j - 1]) {
-        const float tv = value[j]; value[j] = value[j - 1]; value[j - 1] = tv;
-        const int ti = index[j]; index[j] = index[j - 1]; index[j - 1] = ti;
-      }
-    }
-  }
-  __device__ void popFront() {
-#pragma unroll
-    for (int j = 0; j + 1 < kMaxTopK; ++j) { value[j] = value[j + 1]; index[j] = index[j + 1]; }
-    value[kMaxTopK - 1] = -INFINITY;
-    index[kMaxTopK - 1] = INT_MAX;
-  }
-};
+__device__ __forceinline__ Candidate emptyCandidate() { return {-INFINITY, INT_MAX}; }
 
 struct MaxSum {
   float max = -INFINITY, sum = 0.0f;
-  __device__ void add(float v) {
-    if (v > max) { sum = sum * __expf(max - v) + 1.0f; max = v; }
-    else sum += __expf(v - max);
-  }
   __device__ void merge(float o_max, float o_sum) {
     if (o_sum == 0.0f) return;
     if (sum == 0.0f) { max = o_max; sum = o_sum; return; }
@@ -73,59 +64,578 @@ struct MaxSum {
   }
 };
 
-// Block-wide merge; every thread returns the total. Ends with a barrier so it can be called again.
-__device__ MaxSum blockMaxSum(MaxSum ms) {
-  __shared__ float maxes[32], sums[32];
+struct BlockShared {
+  float warp_max[kWarps], warp_stat_max[kWarps], warp_sum[kWarps], warp_bound[kWarps];
+  Candidate winners[kMaxTopK];
+  Candidate floor;
+  int count;
+  Candidate cand[kCandidateCap];
+};
+
+struct Reduced {
+  float max;    // block maximum of the threads' maxima
+  MaxSum stats; // merged (max, sum of exp) when kStats
+  float bound;  // lower bound on the block's kMaxTopK-th largest element
+};
+
+// One barrier: block max, merged statistics, and the top-k bound. thread_max must be an element
+// of the thread's own elements (or -inf); thread_floor is another bound the thread knows.
+template <bool kStats>
+__device__ Reduced blockReduce(float thread_max, float thread_sum, float thread_floor, BlockShared& sh) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  MaxSum ms{thread_max, thread_sum};
+  if constexpr (kStats) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+      const float om = __shfl_xor_sync(0xffffffffu, ms.max, o), os = __shfl_xor_sync(0xffffffffu, ms.sum, o);
+      ms.merge(om, os);
+    }
+  }
+  // Groups of 4 lanes: 8 group maxima are 8 distinct elements, so their minimum is a bound.
+  float g = fmaxf(thread_max, __shfl_xor_sync(0xffffffffu, thread_max, 1));
+  g = fmaxf(g, __shfl_xor_sync(0xffffffffu, g, 2));
+  float wb = g, wm = g, wf = thread_floor;
+#pragma unroll
+  for (int o = 4; o < 32; o <<= 1) {
+    wb = fminf(wb, __shfl_xor_sync(0xffffffffu, wb, o));
+    wm = fmaxf(wm, __shfl_xor_sync(0xffffffffu, wm, o));
+  }
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) wf = fmaxf(wf, __shfl_xor_sync(0xffffffffu, wf, o));
+  if (lane == 0) {
+    sh.warp_max[warp] = wm;
+    sh.warp_sum[warp] = ms.sum;
+    sh.warp_bound[warp] = fmaxf(wb, wf);
+    sh.warp_stat_max[warp] = ms.max;
+  }
+  __syncthreads();
+  Reduced r{-INFINITY, MaxSum{}, -INFINITY};
+  float min_of_warp_max = INFINITY;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) {
+    r.max = fmaxf(r.max, sh.warp_max[w]);
+    min_of_warp_max = fminf(min_of_warp_max, sh.warp_max[w]);  // kWarps == kMaxTopK maxima
+    r.bound = fmaxf(r.bound, sh.warp_bound[w]);
+    if constexpr (kStats) r.stats.merge(sh.warp_stat_max[w], sh.warp_sum[w]);
+  }
+  r.bound = fmaxf(r.bound, min_of_warp_max);
+  return r;
+}
+
+// The block's best kMaxTopK elements, into sh.winners (sorted; unfilled slots empty), of those
+// every thread yields through each(low, f): f(value, index) for each of its elements with value
+// >= low (more may be yielded). bound: a lower bound on the block's kMaxTopK-th value. Expects
+// sh.count == 0 and empty winners, ordered before the call by a barrier; ends with a barrier.
+template <class Each>
+__device__ void selectTopK(const Each& each, float bound, BlockShared& sh) {
+  // Candidates are the elements ranking at or before `floor` in better()-order. If more than
+  // kCandidateCap arrive (many equal values), the 8th best of the first kCandidateCap becomes
+  // the floor and the scan repeats: each repeat drops at least kCandidateCap - 8 of them.
+  Candidate floor{bound, INT_MAX};
+  for (;;) {
+    each(floor.value, [&](float v, int i) {
+      if (better(floor.value, floor.index, v, i)) return;
+      const int slot = atomicAdd(&sh.count, 1);
+      if (slot < kCandidateCap) sh.cand[slot] = {v, i};
+    });
+    __syncthreads();
+    const bool overflow = sh.count > kCandidateCap;
+    const int n = overflow ? kCandidateCap : sh.count;
+    for (int e = int(threadIdx.x); e < n; e += kThreads) {
+      const Candidate c = sh.cand[e];
+      int rank = 0;
+      for (int j = 0; j < n; ++j) rank += better(sh.cand[j].value, sh.cand[j].index, c.value, c.index) ? 1 : 0;
+      if (!overflow && rank < kMaxTopK) sh.winners[rank] = c;
+      if (overflow && rank == kMaxTopK - 1) sh.floor = c;
+    }
+    __syncthreads();
+    if (!overflow) return;  // block-uniform
+    floor = sh.floor;
+    if (threadIdx.x == 0) sh.count = 0;
+    __syncthreads();
+  }
+}
+
+// ---- a block's slice of a row: 16-byte vectors, plus the row's unaligned head and tail ----
+__device__ __forceinline__ void toFloats(const uint4& raw, float (&out)[4], float) {
+  out[0] = __uint_as_float(raw.x); out[1] = __uint_as_float(raw.y);
+  out[2] = __uint_as_float(raw.z); out[3] = __uint_as_float(raw.w);
+}
+__device__ __forceinline__ void toFloats(const uint4& raw, float (&out)[8], __half) {
+  const __half2* h = reinterpret_cast<const __half2*>(&raw);
+#pragma unroll
+  for (int j = 0; j < 4; ++j) { const float2 f = __half22float2(h[j]); out[2 * j] = f.x; out[2 * j + 1] = f.y; }
+}
+__device__ __forceinline__ void toFloats(const uint4& raw, float (&out)[8], __nv_bfloat16) {
+  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
+#pragma unroll
+  for (int j = 0; j < 4; ++j) { const float2 f = __bfloat1622float2(h[j]); out[2 * j] = f.x; out[2 * j + 1] = f.y; }
+}
+
+// Widens two packed 16-bit values. Volatile on purpose: the compiler must not keep the widened
+// values of a whole slice alive across repeated scans (64 floats a thread would spill).
+__device__ __forceinline__ float2 widenPair(std::uint32_t bits, __half) {
+  float2 v;
+  asm volatile("{.reg .b16 lo, hi;\n mov.b32 {lo, hi}, %2;\n cvt.f32.f16 %0, lo;\n cvt.f32.f16 %1, hi;}\n"
+               : "=f"(v.x), "=f"(v.y) : "r"(bits));
+  return v;
+}
+__device__ __forceinline__ float2 widenPair(std::uint32_t bits, __nv_bfloat16) {
+  float2 v;
+  asm volatile("{.reg .b16 lo, hi;\n mov.b32 {lo, hi}, %2;\n cvt.f32.bf16 %0, lo;\n cvt.f32.bf16 %1, hi;}\n"
+               : "=f"(v.x), "=f"(v.y) : "r"(bits));
+  return v;
+}
+
+// A row is head scalars (up to the first 16-byte boundary), `vectors` 16-byte vectors, then
+// tail scalars. Block b takes vectors [b * kVectorsPerBlock, ...); block 0 also the scalars.
+template <class T, int kElems>
+struct ThreadSlice {
+  static constexpr int kVec = 16 / int(sizeof(T));
+  static constexpr int kLoads = kElems / kVec;
+  static constexpr int kMinBlocks = 1;
+  static constexpr int kDynamicSmem = 0;
+  static constexpr std::size_t kVectorsPerBlock = std::size_t(kThreads) * kLoads;
+  uint4 raw[kLoads];
+  // Vector j of this thread starts at element first0 + j * kThreads * kVec and exists when
+  // j * kThreads < vectors_left. Indices are ints (as the outputs are), so these stay cheap.
+  int first0 = 0, vectors_left = 0;
+  float head_v = -INFINITY, tail_v = -INFINITY;
+  int head_i = -1, tail_i = -1;  // -1: no scalar
+
+  __device__ bool ok(int j) const { return j * kThreads < vectors_left; }
+  __device__ int first(int j) const { return first0 + j * kThreads * kVec; }
+
+  __device__ void load(const T* __restrict__ row, std::size_t vocab, unsigned block) {
+    const unsigned misalign = unsigned(reinterpret_cast<std::uintptr_t>(row) % 16);
+    std::size_t head = misalign == 0 ? 0 : (16 - misalign) / sizeof(T);
+    if (head > vocab) head = vocab;
+    const std::size_t vectors = (vocab - head) / kVec;
+    const std::size_t vi0 = std::size_t(block) * kVectorsPerBlock + threadIdx.x;
+    vectors_left = int(vectors) - int(vi0);
+    first0 = int(head + vi0 * kVec);
+    const uint4* mine = reinterpret_cast<const uint4*>(row + head) + vi0;
+#pragma unroll
+    for (int j = 0; j < kLoads; ++j) raw[j] = ok(j) ? __ldg(mine + j * kThreads) : make_uint4(0u, 0u, 0u, 0u);
+    if (block == 0) {
+      const std::size_t tail0 = head + vectors * kVec;
+      if (threadIdx.x < head) { head_i = int(threadIdx.x); head_v = toFloat(row[threadIdx.x]); }
+      if (tail0 + threadIdx.x < vocab) { tail_i = int(tail0 + threadIdx.x); tail_v = toFloat(row[tail0 + threadIdx.x]); }
+    }
+  }
+  // Running max and (when kStats) sum of exp(v - max) over the thread's elements, one vector at
+  // a time (one rescale a vector), so no vector's floats outlive its turn.
+  template <bool kStats> __device__ void maxSum(float& m, float& s) const {
+    const auto add = [&](const float* v, int count) {
+      float vm = v[0];
+      for (int e = 1; e < count; ++e) vm = fmaxf(vm, v[e]);
+      if constexpr (kStats) {
+        if (vm > m) { s *= __expf(m - vm); m = vm; }  // m = -inf: s is 0 and stays 0
+        for (int e = 0; e < count; ++e) s += __expf(v[e] - m);
+      } else {
+        m = fmaxf(m, vm);
+      }
+    };
+    if (head_i >= 0) add(&head_v, 1);
+#pragma unroll
+    for (int j = 0; j < kLoads; ++j) {
+      if (!ok(j)) continue;
+      float v[kVec];
+      toFloats(raw[j], v, T{});
+      add(v, kVec);
+    }
+    if (tail_i >= 0) add(&tail_v, 1);
+  }
+  // f(value, index) over the thread's elements >= bound, in increasing index order. 16-bit
+  // elements are screened two at a time against the bound rounded down to T, so only pairs
+  // holding a candidate are widened to float.
+  template <class F> __device__ void forEachAtLeast(float bound, const F& f) const {
+    if (head_i >= 0 && head_v >= bound) f(head_v, head_i);
+#pragma unroll
+    for (int j = 0; j < kLoads; ++j) {
+      if (!ok(j)) continue;
+      const int i0 = first(j);
+      if constexpr (sizeof(T) == 4) {
+        float v[kVec];
+        toFloats(raw[j], v, T{});
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) if (v[e] >= bound) f(v[e], i0 + e);
+      } else {
+        using Pair = std::conditional_t<std::is_same_v<T, __half>, __half2, __nv_bfloat162>;
+        const Pair* pairs = reinterpret_cast<const Pair*>(&raw[j]);
+        Pair low;
+        if constexpr (std::is_same_v<T, __half>) low = __half2half2(__float2half_rd(bound));
+        else low = __bfloat162bfloat162(__float2bfloat16_rd(bound));
+#pragma unroll
+        for (int q = 0; q < kVec / 2; ++q) {
+          if (__hblt2(pairs[q], low)) continue;  // both below the bound
+          const float2 v = widenPair(reinterpret_cast<const std::uint32_t*>(pairs)[q], T{});
+          if (v.x >= bound) f(v.x, i0 + 2 * q);
+          if (v.y >= bound) f(v.y, i0 + 2 * q + 1);
+        }
+      }
+    }
+    if (tail_i >= 0 && tail_v >= bound) f(tail_v, tail_i);
+  }
+};
+
+// The same interface, but the block's slice (32 KB) lands in shared memory through the bulk
+// copy engine (sm_90: cp.async.bulk, four 8 KB pieces, each completing on its own mbarrier), so
+// the data in flight needs no registers and rescans are cheap. Thread t takes vectors
+// t + kThreads * u of the block.
+template <class T>
+struct BulkSlice {
+  static constexpr int kVec = 16 / int(sizeof(T));
+  static constexpr int kPieces = 4, kPieceVectors = 512;
+  static constexpr int kVectorsPerThread = kPieces * kPieceVectors / kThreads;
+  static constexpr std::size_t kVectorsPerBlock = std::size_t(kPieces) * kPieceVectors;
+  static constexpr int kMinBlocks = 1;
+  static constexpr int kDynamicSmem = int(kVectorsPerBlock * 16);
+  static_assert(kPieceVectors % kThreads == 0, "a thread's vectors split evenly over the pieces");
+
+  const uint4* data = nullptr;
+  std::uint64_t* arrived = nullptr;
+  int first0 = 0, count = 0;  // element index of the block's first vector; vectors in the block
+  float head_v = -INFINITY, tail_v = -INFINITY;
+  int head_i = -1, tail_i = -1;
+
+  __device__ bool ok(int u) const { return u * kThreads + int(threadIdx.x) < count; }
+  __device__ int first(int u) const { return first0 + (u * kThreads + int(threadIdx.x)) * kVec; }
+
+  __device__ void load(const T* __restrict__ row, std::size_t vocab, unsigned block) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    extern __shared__ uint4 bulk_buffer[];
+    __shared__ std::uint64_t piece_arrived[kPieces];
+    const unsigned misalign = unsigned(reinterpret_cast<std::uintptr_t>(row) % 16);
+    std::size_t head = misalign == 0 ? 0 : (16 - misalign) / sizeof(T);
+    if (head > vocab) head = vocab;
+    const std::size_t vectors = (vocab - head) / kVec;
+    const std::size_t v0 = std::size_t(block) * kVectorsPerBlock;
+    count = vectors > v0 ? int(vectors - v0 < kVectorsPerBlock ? vectors - v0 : kVectorsPerBlock) : 0;
+    first0 = int(head + v0 * kVec);
+    data = bulk_buffer;
+    arrived = piece_arrived;
+    if (threadIdx.x == 0) {
+      for (int c = 0; c < kPieces; ++c) {
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(unsigned(__cvta_generic_to_shared(&arrived[c]))));
+      }
+      asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+      const uint4* src = reinterpret_cast<const uint4*>(row + head) + v0;
+      for (int c = 0; c < kPieces; ++c) {
+        const int n = min(count - c * kPieceVectors, kPieceVectors);
+        if (n <= 0) break;
+        const unsigned bar = unsigned(__cvta_generic_to_shared(&arrived[c]));
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(unsigned(n) * 16u)
+                     : "memory");
+        asm volatile(
+            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                unsigned(__cvta_generic_to_shared(bulk_buffer + c * kPieceVectors))),
+            "l"(src + c * kPieceVectors), "r"(unsigned(n) * 16u), "r"(bar)
+            : "memory");
+      }
+    }
+    if (block == 0) {
+      const std::size_t tail0 = head + vectors * kVec;
+      if (threadIdx.x < head) { head_i = int(threadIdx.x); head_v = toFloat(row[threadIdx.x]); }
+      if (tail0 + threadIdx.x < vocab) { tail_i = int(tail0 + threadIdx.x); tail_v = toFloat(row[tail0 + threadIdx.x]); }
+    }
+    __syncthreads();  // the barriers are initialized before anyone waits on them
+#else
+    (void)row; (void)vocab; (void)block;
+    __trap();  // launched only on sm_90 and newer (see sliceKind)
+#endif
+  }
+  // Waits for the piece holding this thread's vector u (a completed barrier returns at once).
+  __device__ void waitFor(int u) const {
+    const unsigned bar = unsigned(__cvta_generic_to_shared(&arrived[u * kThreads / kPieceVectors]));
+    asm volatile(
+        "{\n.reg .pred done;\nWAIT_%=:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], 0;\n"
+        "@!done bra WAIT_%=;\n}\n" ::"r"(bar)
+        : "memory");
+  }
+  template <bool kStats> __device__ void maxSum(float& m, float& s) const {
+    const auto add = [&](const float* v, int n) {
+      float vm = v[0];
+      for (int e = 1; e < n; ++e) vm = fmaxf(vm, v[e]);
+      if constexpr (kStats) {
+        if (vm > m) { s *= __expf(m - vm); m = vm; }
+        for (int e = 0; e < n; ++e) s += __expf(v[e] - m);
+      } else {
+        m = fmaxf(m, vm);
+      }
+    };
+    if (head_i >= 0) add(&head_v, 1);
+#pragma unroll
+    for (int u = 0; u < kVectorsPerThread; ++u) {
+      if (!ok(u)) continue;
+      waitFor(u);
+      float v[kVec];
+      toFloats(data[u * kThreads + threadIdx.x], v, T{});
+      add(v, kVec);
+    }
+    if (tail_i >= 0) add(&tail_v, 1);
+  }
+  // As ThreadSlice::forEachAtLeast; every vector read here was waited for in maxSum.
+  template <class F> __device__ void forEachAtLeast(float bound, const F& f) const {
+    if (head_i >= 0 && head_v >= bound) f(head_v, head_i);
+#pragma unroll 2
+    for (int u = 0; u < kVectorsPerThread; ++u) {
+      if (!ok(u)) continue;
+      const int i0 = first(u);
+      float v[kVec];
+      toFloats(data[u * kThreads + threadIdx.x], v, T{});
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) if (v[e] >= bound) f(v[e], i0 + e);
+    }
+    if (tail_i >= 0 && tail_v >= bound) f(tail_v, tail_i);
+  }
+};
+
+template <class Slice> int splitsFor(std::size_t vocab) {
+  const std::size_t vectors = vocab / Slice::kVec;  // at least as many as any row has
+  const std::size_t per = Slice::kVectorsPerBlock;
+  const std::size_t splits = (vectors + per - 1) / per;
+  return int(splits < 1 ? 1 : splits);
+}
+// Upper bound over dtypes (scratch sizing): every dtype's block covers kBlockElems elements.
+std::size_t maxSplits(std::size_t vocab) {
+  // The warp kernel's slices (1024 fp32 elements) are the smallest partial of any kernel.
+  const std::size_t s = (vocab + kWarpMinElems - 1) / kWarpMinElems;
+  return s < 1 ? 1 : s;
+}
+
+enum class Stage { Stats, TopKOfProbs, Fused };
+
+// ---------------- the warp kernel ----------------
+// Every warp works alone on a 4 KB slice (2048 fp16/bf16 or 1024 fp32 elements), brought into
+// shared memory by one bulk copy (sm_90), with shuffles instead of block barriers: statistics
+// and a top-k bound by shuffles, candidates into the warp's own list, ranks counted there, the
+// warp's partial written, and the last warp of the row to arrive merges the row alone. The
+// serial tail of a block (barriers, block reductions) is what this removes.
+constexpr int kWarpCandCap = 64;
+
+struct WarpShared {
+  uint4 data[kWarpVectors];
+  Candidate cand[kWarpCandCap];
+  std::uint64_t arrived;
+  Candidate floor;
+  int count;
+};
+constexpr int kWarpKernelSmem = int(kWarps * sizeof(WarpShared));
+
+__device__ __forceinline__ MaxSum warpMergeStats(MaxSum ms) {
+#pragma unroll
   for (int o = 16; o > 0; o >>= 1) {
     const float om = __shfl_xor_sync(0xffffffffu, ms.max, o), os = __shfl_xor_sync(0xffffffffu, ms.sum, o);
     ms.merge(om, os);
   }
-  if (lane == 0) { maxes[warp] = ms.max; sums[warp] = ms.sum; }
-  __syncthreads();
-  MaxSum total;
-  for (int w = 0; w < int(blockDim.x >> 5); ++w) total.merge(maxes[w], sums[w]);
-  __syncthreads();
-  return total;
+  return ms;
+}
+__device__ __forceinline__ float warpMax(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
 }
 
-// kMaxTopK rounds of a block-wide argmax over each thread's best remaining candidate.
-__device__ void blockTopK(LocalTopK& mine, Candidate* winners) {
-  __shared__ Candidate warp_best[32];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  for (int round = 0; round < kMaxTopK; ++round) {
-    float v = mine.value[0];
-    int i = mine.index[0];
-    for (int o = 16; o > 0; o >>= 1) {
-      const float ov = __shfl_xor_sync(0xffffffffu, v, o);
-      const int oi = __shfl_xor_sync(0xffffffffu, i, o);
-      if (better(ov, oi, v, i)) { v = ov; i = oi; }
+// The warp's best kMaxTopK of what each(low, f) yields (f(value, index) for elements >= low),
+// given a lower bound on the kMaxTopK-th value; emit(rank, candidate) is called once for each
+// rank < kMaxTopK that exists, by one lane. Expects ws.count == 0 (after a __syncwarp).
+template <class Each, class Emit>
+__device__ void warpSelectTopK(const Each& each, float bound, WarpShared& ws, const Emit& emit) {
+  const int lane = int(threadIdx.x) & 31;
+  Candidate floor{bound, INT_MAX};
+  for (;;) {
+    each(floor.value, [&](float v, int i) {
+      if (better(floor.value, floor.index, v, i)) return;
+      const int slot = atomicAdd(&ws.count, 1);
+      if (slot < kWarpCandCap) ws.cand[slot] = {v, i};
+    });
+    __syncwarp();
+    const int total = ws.count;
+    const bool overflow = total > kWarpCandCap;
+    const int n = overflow ? kWarpCandCap : total;
+    for (int e = lane; e < n; e += 32) {
+      const Candidate c = ws.cand[e];
+      int rank = 0;
+      for (int j = 0; j < n; ++j) rank += better(ws.cand[j].value, ws.cand[j].index, c.value, c.index) ? 1 : 0;
+      if (!overflow && rank < kMaxTopK) emit(rank, c);
+      if (overflow && rank == kMaxTopK - 1) ws.floor = c;
     }
-    if (lane == 0) warp_best[warp] = {v, i};
-    __syncthreads();
-    Candidate best = warp_best[0];
-    for (int w = 1; w < int(blockDim.x >> 5); ++w) {
-      if (better(warp_best[w].value, warp_best[w].index, best.value, best.index)) best = warp_best[w];
+    __syncwarp();
+    if (!overflow) {
+      if (lane == 0) ws.count = 0;
+      __syncwarp();
+      if (lane >= n && lane < kMaxTopK) emit(lane, emptyCandidate());  // fewer than kMaxTopK
+      return;
     }
-    if (threadIdx.x == 0) winners[round] = best;
-    if (mine.index[0] == best.index) mine.popFront();
-    __syncthreads();  // warp_best is rewritten next round; winners are read after the loop
+    floor = ws.floor;
+    if (lane == 0) ws.count = 0;
+    __syncwarp();
   }
 }
 
-struct Split {
-  int splits;
-  std::size_t chunk;
-};
+template <class T, Stage kStage>
+__global__ void __launch_bounds__(kThreads) warpSliceKernel(const T* __restrict__ in, Partial* __restrict__ partials,
+                                                            unsigned* __restrict__ counters, float2* __restrict__ stats,
+                                                            float* __restrict__ top_p, int* __restrict__ top_i,
+                                                            std::size_t vocab, int parts, int k) {
+  constexpr bool kStats = kStage != Stage::TopKOfProbs;
+  constexpr bool kTopK = kStage != Stage::Stats;
+  constexpr int kVec = 16 / int(sizeof(T));
+  constexpr int kPerLane = kWarpVectors / 32;
+  extern __shared__ uint4 warp_smem[];
+  const int lane = int(threadIdx.x) & 31, warp = int(threadIdx.x) >> 5;
+  WarpShared& ws = reinterpret_cast<WarpShared*>(warp_smem)[warp];
+  const int slice = int(blockIdx.x) * kWarps + warp;
+  if (slice >= parts) return;  // warp-uniform; the row expects exactly `parts` arrivals
+  const std::size_t row = blockIdx.y;
+  const T* r = in + row * vocab;
 
-__host__ __device__ inline Split splitFor(std::size_t rows, std::size_t vocab) {
-  // About four blocks per SM of a 132-SM GPU in total, never slices under kMinChunk elements.
-  std::size_t by_size = (vocab + kMinChunk - 1) / kMinChunk;
-  std::size_t by_fill = (4 * 132 + rows - 1) / (rows == 0 ? 1 : rows);
-  std::size_t splits = by_size < by_fill ? by_size : by_fill;
-  if (splits < 1) splits = 1;
-  const std::size_t chunk = (vocab + splits - 1) / splits;
-  return {int((vocab + chunk - 1) / chunk), chunk};
+  // Head scalars up to the first 16-byte boundary, the vectors, tail scalars (slice 0 takes both).
+  const unsigned misalign = unsigned(reinterpret_cast<std::uintptr_t>(r) % 16);
+  std::size_t head = misalign == 0 ? 0 : (16 - misalign) / sizeof(T);
+  if (head > vocab) head = vocab;
+  const std::size_t vectors = (vocab - head) / kVec;
+  const std::size_t v0 = std::size_t(slice) * kWarpVectors;
+  const int count = vectors > v0 ? int(vectors - v0 < kWarpVectors ? vectors - v0 : kWarpVectors) : 0;
+  const int first0 = int(head + v0 * kVec);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const unsigned bar = unsigned(__cvta_generic_to_shared(&ws.arrived));
+  if (lane == 0) {
+    ws.count = 0;
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(bar));
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    if (count > 0) {
+      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(unsigned(count) * 16u)
+                   : "memory");
+      asm volatile(
+          "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+              unsigned(__cvta_generic_to_shared(ws.data))),
+          "l"(reinterpret_cast<const uint4*>(r + head) + v0), "r"(unsigned(count) * 16u), "r"(bar)
+          : "memory");
+    }
+  }
+  float head_v = -INFINITY, tail_v = -INFINITY;
+  int head_i = -1, tail_i = -1;
+  if (slice == 0) {
+    const std::size_t tail0 = head + vectors * kVec;
+    if (std::size_t(lane) < head) { head_i = lane; head_v = toFloat(r[lane]); }
+    if (tail0 + lane < vocab) { tail_i = int(tail0 + lane); tail_v = toFloat(r[tail0 + lane]); }
+  }
+  __syncwarp();
+  if (count > 0) {
+    asm volatile(
+        "{\n.reg .pred done;\nWAIT_%=:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], 0;\n"
+        "@!done bra WAIT_%=;\n}\n" ::"r"(bar)
+        : "memory");
+  }
+#else
+  float head_v = -INFINITY, tail_v = -INFINITY;
+  int head_i = -1, tail_i = -1;
+  __trap();  // launched only on sm_90 and newer (see sliceKind)
+#endif
+
+  // Lane statistics: running max and sum of exp, one rescale a vector.
+  float m = -INFINITY, s = 0.0f;
+  const auto add = [&](const float* v, int n) {
+    float vm = v[0];
+    for (int e = 1; e < n; ++e) vm = fmaxf(vm, v[e]);
+    if constexpr (kStats) {
+      if (vm > m) { s *= __expf(m - vm); m = vm; }
+      for (int e = 0; e < n; ++e) s += __expf(v[e] - m);
+    } else {
+      m = fmaxf(m, vm);
+    }
+  };
+  if (head_i >= 0) add(&head_v, 1);
+#pragma unroll
+  for (int u = 0; u < kPerLane; ++u) {
+    const int vi = u * 32 + lane;
+    if (vi >= count) continue;
+    float v[kVec];
+    toFloats(ws.data[vi], v, T{});
+    add(v, kVec);
+  }
+  if (tail_i >= 0) add(&tail_v, 1);
+
+  const MaxSum warp_stats = kStats ? warpMergeStats(MaxSum{m, s}) : MaxSum{};
+  const float warp_max = kStats ? warp_stats.max : warpMax(m);
+  Partial* out = partials + row * std::size_t(parts) + std::size_t(slice);
+  if (lane == 0) {
+    out->max = warp_max;
+    out->sum = warp_stats.sum;
+  }
+  if constexpr (kTopK) {
+    // 8 groups of 4 lanes: the minimum of the group maxima is a bound (8 distinct elements).
+    float g = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+    g = fmaxf(g, __shfl_xor_sync(0xffffffffu, g, 2));
+#pragma unroll
+    for (int o = 4; o < 32; o <<= 1) g = fminf(g, __shfl_xor_sync(0xffffffffu, g, o));
+    warpSelectTopK(
+        [&](float low, const auto& f) {
+          if (head_i >= 0 && head_v >= low) f(head_v, head_i);
+#pragma unroll 2
+          for (int u = 0; u < kPerLane; ++u) {
+            const int vi = u * 32 + lane;
+            if (vi >= count) continue;
+            float v[kVec];
+            toFloats(ws.data[vi], v, T{});
+            const int i0 = first0 + vi * kVec;
+#pragma unroll
+            for (int e = 0; e < kVec; ++e) if (v[e] >= low) f(v[e], i0 + e);
+          }
+          if (tail_i >= 0 && tail_v >= low) f(tail_v, tail_i);
+        },
+        g, ws, [&](int rank, const Candidate& c) { out->value[rank] = c.value; out->index[rank] = c.index; });
+  }
+  // Publish the partial, then count the arrival; the last warp of the row merges it.
+  __threadfence();
+  __syncwarp();
+  unsigned last = 0;
+  if (lane == 0) {
+    last = atomicAdd(&counters[row], 1u) == unsigned(parts - 1) ? 1u : 0u;
+    if (last) counters[row] = 0;  // ready for the next launch
+  }
+  if (__shfl_sync(0xffffffffu, last, 0) == 0) return;
+
+  const Partial* row_parts = partials + row * std::size_t(parts);
+  MaxSum ms_all;
+  float part_floor = -INFINITY;
+  for (int p = lane; p < parts; p += 32) {
+    if constexpr (kStats) ms_all.merge(__ldcg(&row_parts[p].max), __ldcg(&row_parts[p].sum));
+    if constexpr (kTopK) part_floor = fmaxf(part_floor, __ldcg(&row_parts[p].value[kMaxTopK - 1]));  // 8 elements >= it
+  }
+  const MaxSum total = kStats ? warpMergeStats(ms_all) : MaxSum{};
+  if constexpr (kStage == Stage::Stats) {
+    if (lane == 0) stats[row] = make_float2(total.max, total.sum);
+  } else {
+    const float bound = warpMax(part_floor);
+    warpSelectTopK(
+        [&](float low, const auto& f) {
+          for (int p = lane; p < parts; p += 32) {
+#pragma unroll
+            for (int j = 0; j < kMaxTopK; ++j) {
+              const int idx = __ldcg(&row_parts[p].index[j]);
+              const float v = __ldcg(&row_parts[p].value[j]);
+              if (idx != INT_MAX && v >= low) f(v, idx);
+            }
+          }
+        },
+        bound, ws, [&](int rank, const Candidate& c) {
+          if (rank < k) {
+            top_p[row * k + rank] = kStage == Stage::Fused ? __expf(c.value - total.max) / total.sum : c.value;
+            top_i[row * k + rank] = c.index;
+          }
+        });
+  }
+}
+
+template <class T> int warpPartsFor(std::size_t vocab) {
+  const std::size_t vectors = vocab / (16 / sizeof(T));
+  const std::size_t parts = (vectors + kWarpVectors - 1) / kWarpVectors;
+  return int(parts < 1 ? 1 : parts);
 }
 
 // Block (split, row) publishes its partial; returns true in the last block of the row to arrive,
@@ -143,81 +653,107 @@ __device__ bool arriveLast(unsigned* counters, int splits) {
   return last;
 }
 
-enum class Stage { Stats, TopKOfProbs, Fused };
 
-template <class T, Stage kStage>
-__global__ void __launch_bounds__(kThreads) rowSliceKernel(const T* __restrict__ in, Partial* __restrict__ partials,
+template <class T, Stage kStage, class Slice>
+__global__ void __launch_bounds__(kThreads, Slice::kMinBlocks) rowSliceKernel(const T* __restrict__ in, Partial* __restrict__ partials,
                                                            unsigned* __restrict__ counters, float2* __restrict__ stats,
                                                            float* __restrict__ top_p, int* __restrict__ top_i,
-                                                           std::size_t vocab, std::size_t chunk, int k) {
-  __shared__ Candidate winners[kMaxTopK];
-  const int splits = int(gridDim.x);
-  const std::size_t row = blockIdx.y;
-  const std::size_t c0 = std::size_t(blockIdx.x) * chunk;
-  const std::size_t c1 = c0 + chunk < vocab ? c0 + chunk : vocab;
-  const T* r = in + row * vocab;
+                                                           std::size_t vocab, int k) {
+  __shared__ BlockShared sh;
   constexpr bool kStats = kStage != Stage::TopKOfProbs;
   constexpr bool kTopK = kStage != Stage::Stats;
+  const int splits = int(gridDim.x);
+  const std::size_t row = blockIdx.y;
+  if (threadIdx.x == 0) sh.count = 0;
+  if (threadIdx.x < kMaxTopK) sh.winners[threadIdx.x] = emptyCandidate();
 
-  LocalTopK mine;
-  MaxSum ms;
-  for (std::size_t c = c0 + threadIdx.x; c < c1; c += kThreads) {
-    const float v = toFloat(r[c]);
-    if constexpr (kTopK) mine.offer(v, int(c));
-    if constexpr (kStats) ms.add(v);
-  }
+  Slice slice;
+  slice.load(in + row * vocab, vocab, blockIdx.x);
+  float m = -INFINITY, s = 0.0f;
+  slice.template maxSum<kStats>(m, s);
   Partial* mine_out = partials + row * splits + blockIdx.x;
-  if constexpr (kStats) {
-    const MaxSum total = blockMaxSum(ms);
-    if (threadIdx.x == 0) { mine_out->max = total.max; mine_out->sum = total.sum; }
-  }
-  if constexpr (kTopK) {
-    blockTopK(mine, winners);
-    if (threadIdx.x < kMaxTopK) {
-      mine_out->value[threadIdx.x] = winners[threadIdx.x].value;
-      mine_out->index[threadIdx.x] = winners[threadIdx.x].index;
+  {
+    const Reduced red = blockReduce<kStats>(m, s, -INFINITY, sh);
+    if (threadIdx.x == 0) {  // now, so that only the bound stays live through the top-k scan
+      mine_out->max = kStats ? red.stats.max : red.max;
+      mine_out->sum = kStats ? red.stats.sum : 0.0f;
     }
+    if constexpr (kTopK) selectTopK([&](float low, const auto& f) { slice.forEachAtLeast(low, f); }, red.bound, sh);
+  }
+  if (threadIdx.x == 0) sh.count = 0;
+  if (threadIdx.x < kMaxTopK) {
+    mine_out->value[threadIdx.x] = sh.winners[threadIdx.x].value;
+    mine_out->index[threadIdx.x] = sh.winners[threadIdx.x].index;
+    sh.winners[threadIdx.x] = emptyCandidate();
   }
   if (!arriveLast(counters, splits)) return;
 
   // Last block of the row: merge the row's partials (L2 reads: other SMs wrote them).
   const Partial* row_parts = partials + row * splits;
   MaxSum ms_all;
-  LocalTopK all;
-  for (int p = threadIdx.x; p < splits; p += kThreads) {
-    if constexpr (kStats) ms_all.merge(__ldcg(&row_parts[p].max), __ldcg(&row_parts[p].sum));
+  float part_max = -INFINITY, part_floor = -INFINITY;
+  for (int p = int(threadIdx.x); p < splits; p += kThreads) {
+    const float pm = __ldcg(&row_parts[p].max);
+    if constexpr (kStats) ms_all.merge(pm, __ldcg(&row_parts[p].sum));
     if constexpr (kTopK) {
-#pragma unroll
-      for (int j = 0; j < kMaxTopK; ++j) all.offer(__ldcg(&row_parts[p].value[j]), __ldcg(&row_parts[p].index[j]));
+      part_max = fmaxf(part_max, __ldcg(&row_parts[p].value[0]));
+      part_floor = fmaxf(part_floor, __ldcg(&row_parts[p].value[kMaxTopK - 1]));  // 8 elements >= it
     }
   }
-  MaxSum total;
-  if constexpr (kStats) total = blockMaxSum(ms_all);
+  const Reduced total = blockReduce<kStats>(kStats ? ms_all.max : part_max, ms_all.sum, part_floor, sh);
   if constexpr (kStage == Stage::Stats) {
-    if (threadIdx.x == 0) stats[row] = make_float2(total.max, total.sum);
+    if (threadIdx.x == 0) stats[row] = make_float2(total.stats.max, total.stats.sum);
     return;
   } else {
-    blockTopK(all, winners);
+    selectTopK(
+        [&](float low, const auto& f) {
+          for (int p = int(threadIdx.x); p < splits; p += kThreads) {
+#pragma unroll
+            for (int j = 0; j < kMaxTopK; ++j) {
+              const int idx = __ldcg(&row_parts[p].index[j]);
+              const float v = __ldcg(&row_parts[p].value[j]);
+              if (idx != INT_MAX && v >= low) f(v, idx);
+            }
+          }
+        },
+        total.bound, sh);
     if (threadIdx.x < unsigned(k)) {
-      const Candidate w = winners[threadIdx.x];
-      top_p[row * k + threadIdx.x] = kStage == Stage::Fused ? __expf(w.value - total.max) / total.sum : w.value;
+      const Candidate w = sh.winners[threadIdx.x];
+      top_p[row * k + threadIdx.x] =
+          kStage == Stage::Fused ? __expf(w.value - total.stats.max) / total.stats.sum : w.value;
       top_i[row * k + threadIdx.x] = w.index;
     }
   }
 }
 
-template <class T>
+template <class T, int kElems>
 __global__ void __launch_bounds__(kThreads) vocabSoftmaxWriteKernel(const T* __restrict__ logits,
                                                                     const float2* __restrict__ stats,
-                                                                    float* __restrict__ probs, std::size_t vocab,
-                                                                    std::size_t chunk) {
+                                                                    float* __restrict__ probs, std::size_t vocab) {
   const std::size_t row = blockIdx.y;
-  const std::size_t c0 = std::size_t(blockIdx.x) * chunk;
-  const std::size_t c1 = c0 + chunk < vocab ? c0 + chunk : vocab;
+  ThreadSlice<T, kElems> slice;
+  slice.load(logits + row * vocab, vocab, blockIdx.x);
   const float2 st = stats[row];
   const float inv = 1.0f / st.y;
-  for (std::size_t c = c0 + threadIdx.x; c < c1; c += kThreads) {
-    probs[row * vocab + c] = __expf(toFloat(logits[row * vocab + c]) - st.x) * inv;
+  float* out = probs + row * vocab;
+  if (slice.head_i >= 0) out[slice.head_i] = __expf(slice.head_v - st.x) * inv;
+  if (slice.tail_i >= 0) out[slice.tail_i] = __expf(slice.tail_v - st.x) * inv;
+  constexpr int kVec = ThreadSlice<T, kElems>::kVec;
+#pragma unroll
+  for (int j = 0; j < ThreadSlice<T, kElems>::kLoads; ++j) {
+    if (!slice.ok(j)) continue;
+    float v[kVec];
+    toFloats(slice.raw[j], v, T{});
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) v[e] = __expf(v[e] - st.x) * inv;
+    float* dst = out + slice.first(j);
+    if (reinterpret_cast<std::uintptr_t>(dst) % 16 == 0) {
+#pragma unroll
+      for (int e = 0; e < kVec; e += 4) *reinterpret_cast<float4*>(dst + e) = make_float4(v[e], v[e + 1], v[e + 2], v[e + 3]);
+    } else {
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) dst[e] = v[e];
+    }
   }
 }
 
@@ -227,29 +763,67 @@ void checkK(std::size_t vocab, int k) {
   }
 }
 
-// Scratch layout: [rows * splits] Partial, then [rows] float2 stats, then [rows] counters.
+// Scratch layout: [rows * maxSplits] Partial, then [rows] float2 stats, then [rows] counters.
 struct ScratchView {
   Partial* partials;
   float2* stats;
   unsigned* counters;
 };
 ScratchView view(void* scratch, std::size_t rows, std::size_t vocab) {
-  const Split sp = splitFor(rows, vocab);
   char* p = static_cast<char*>(scratch);
   ScratchView v;
   v.partials = reinterpret_cast<Partial*>(p);
-  p += rows * std::size_t(sp.splits) * sizeof(Partial);
+  p += rows * maxSplits(vocab) * sizeof(Partial);
   v.stats = reinterpret_cast<float2*>(p);
   p += rows * sizeof(float2);
   v.counters = reinterpret_cast<unsigned*>(p);
   return v;
 }
 
+template <class Slice> dim3 gridFor(std::size_t rows, std::size_t vocab) {
+  return dim3(unsigned(splitsFor<Slice>(vocab)), unsigned(rows));
+}
+
+// FPROF_REF_TOPK_SLICE=bulk|warp|regs32 picks the kernel: the block kernel with its slice
+// brought in by bulk copies into shared memory (default on sm_90 and newer), the warp kernel
+// (not yet run on a GPU: opt-in until measured), or the block kernel with 16-byte loads into
+// registers, 32 elements a thread (the only one before sm_90). A 64-element register slice
+// was measured (2026-11-23, H100) no faster than the bulk one and spilled; it is gone.
+enum class SliceKind { Bulk, Warp, Regs32 };
+SliceKind sliceKind() {
+  static const SliceKind kind = [] {
+    int dev = 0, major = 0;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    const char* v = std::getenv("FPROF_REF_TOPK_SLICE");
+    const std::string want = v == nullptr ? "" : v;
+    if (want == "regs32" || major < 9) return SliceKind::Regs32;
+    if (want == "warp") return SliceKind::Warp;
+    return SliceKind::Bulk;
+  }();
+  return kind;
+}
+
+// Calls launch(slice tag) with the slice type for T; the tag is a null pointer to the type.
+template <class T, class Launch> void withSlice(const Launch& launch) {
+  if (sliceKind() == SliceKind::Regs32) launch(static_cast<ThreadSlice<T, kElemsNarrow>*>(nullptr));
+  else launch(static_cast<BulkSlice<T>*>(nullptr));  // the warp kernel is taken before this
+}
+
+template <class T, Stage kStage>
+void launchWarpKernel(const T* in, const ScratchView& v, float* top_p, int* top_i, std::size_t rows, std::size_t vocab,
+                      int k, cudaStream_t s) {
+  const int parts = warpPartsFor<T>(vocab);
+  const dim3 grid(unsigned((parts + kWarps - 1) / kWarps), unsigned(rows));
+  warpSliceKernel<T, kStage><<<grid, kThreads, kWarpKernelSmem, s>>>(in, v.partials, v.counters, v.stats, top_p, top_i,
+                                                                      vocab, parts, k);
+  CUDA_CHECK_LAUNCH(warpSliceKernel);
+}
+
 }  // namespace
 
 std::size_t topKScratchBytes(std::size_t rows, std::size_t vocab) {
-  const Split sp = splitFor(rows, vocab);
-  return rows * std::size_t(sp.splits) * sizeof(Partial) + rows * sizeof(float2) + rows * sizeof(unsigned);
+  return rows * maxSplits(vocab) * sizeof(Partial) + rows * sizeof(float2) + rows * sizeof(unsigned);
 }
 
 void initTopKScratch(void* scratch, std::size_t rows, std::size_t vocab, cudaStream_t s) {
@@ -260,23 +834,29 @@ void initTopKScratch(void* scratch, std::size_t rows, std::size_t vocab, cudaStr
 void launchVocabSoftmaxStats(DType t, const void* logits, void* scratch, std::size_t rows, std::size_t vocab,
                              cudaStream_t s) {
   if (rows == 0) return;
-  const Split sp = splitFor(rows, vocab);
   const ScratchView v = view(scratch, rows, vocab);
-  const dim3 grid(unsigned(sp.splits), unsigned(rows));
-  FPROF_DISPATCH_DTYPE(t, T, rowSliceKernel<T, Stage::Stats><<<grid, kThreads, 0, s>>>(
-                                 static_cast<const T*>(logits), v.partials, v.counters, v.stats, nullptr, nullptr,
-                                 vocab, sp.chunk, 0));
+  if (sliceKind() == SliceKind::Warp) {
+    FPROF_DISPATCH_DTYPE(t, T, launchWarpKernel<T, Stage::Stats>(static_cast<const T*>(logits), v, nullptr, nullptr, rows, vocab, 0, s));
+    return;
+  }
+  FPROF_DISPATCH_DTYPE(t, T, withSlice<T>([&](auto* tag) {
+                         using Slice = std::remove_pointer_t<decltype(tag)>;
+                         rowSliceKernel<T, Stage::Stats, Slice><<<gridFor<Slice>(rows, vocab), kThreads, Slice::kDynamicSmem, s>>>(
+                             static_cast<const T*>(logits), v.partials, v.counters, v.stats, nullptr, nullptr, vocab, 0);
+                       }));
   CUDA_CHECK_LAUNCH(rowSliceKernel);
 }
 
 void launchVocabSoftmaxWrite(DType t, const void* logits, const void* scratch, float* probs, std::size_t rows,
                              std::size_t vocab, cudaStream_t s) {
   if (rows == 0) return;
-  const Split sp = splitFor(rows, vocab);
   const ScratchView v = view(const_cast<void*>(scratch), rows, vocab);
-  const dim3 grid(unsigned(sp.splits), unsigned(rows));
-  FPROF_DISPATCH_DTYPE(t, T, vocabSoftmaxWriteKernel<T><<<grid, kThreads, 0, s>>>(static_cast<const T*>(logits), v.stats,
-                                                                                   probs, vocab, sp.chunk));
+  // Registers only: every element is used once, so the 16-byte loads suffice.
+  FPROF_DISPATCH_DTYPE(t, T, {
+    using Slice = ThreadSlice<T, kElemsNarrow>;
+    vocabSoftmaxWriteKernel<T, kElemsNarrow><<<gridFor<Slice>(rows, vocab), kThreads, 0, s>>>(
+        static_cast<const T*>(logits), v.stats, probs, vocab);
+  });
   CUDA_CHECK_LAUNCH(vocabSoftmaxWriteKernel);
 }
 
@@ -284,11 +864,16 @@ void launchTopK(const float* probs, float* top_p, int* top_i, std::size_t rows, 
                 void* scratch, cudaStream_t s) {
   checkK(vocab, k);
   if (rows == 0) return;
-  const Split sp = splitFor(rows, vocab);
   const ScratchView v = view(scratch, rows, vocab);
-  const dim3 grid(unsigned(sp.splits), unsigned(rows));
-  rowSliceKernel<float, Stage::TopKOfProbs><<<grid, kThreads, 0, s>>>(probs, v.partials, v.counters, nullptr, top_p,
-                                                                      top_i, vocab, sp.chunk, k);
+  if (sliceKind() == SliceKind::Warp) {
+    launchWarpKernel<float, Stage::TopKOfProbs>(probs, v, top_p, top_i, rows, vocab, k, s);
+    return;
+  }
+  withSlice<float>([&](auto* tag) {
+    using Slice = std::remove_pointer_t<decltype(tag)>;
+    rowSliceKernel<float, Stage::TopKOfProbs, Slice><<<gridFor<Slice>(rows, vocab), kThreads, Slice::kDynamicSmem, s>>>(
+        probs, v.partials, v.counters, nullptr, top_p, top_i, vocab, k);
+  });
   CUDA_CHECK_LAUNCH(rowSliceKernel);
 }
 
@@ -296,12 +881,16 @@ void launchSoftmaxTopKFused(DType t, const void* logits, float* top_p, int* top_
                             std::size_t vocab, int k, void* scratch, cudaStream_t s) {
   checkK(vocab, k);
   if (rows == 0) return;
-  const Split sp = splitFor(rows, vocab);
   const ScratchView v = view(scratch, rows, vocab);
-  const dim3 grid(unsigned(sp.splits), unsigned(rows));
-  FPROF_DISPATCH_DTYPE(t, T, rowSliceKernel<T, Stage::Fused><<<grid, kThreads, 0, s>>>(
-                                 static_cast<const T*>(logits), v.partials, v.counters, nullptr, top_p, top_i, vocab,
-                                 sp.chunk, k));
+  if (sliceKind() == SliceKind::Warp) {
+    FPROF_DISPATCH_DTYPE(t, T, launchWarpKernel<T, Stage::Fused>(static_cast<const T*>(logits), v, top_p, top_i, rows, vocab, k, s));
+    return;
+  }
+  FPROF_DISPATCH_DTYPE(t, T, withSlice<T>([&](auto* tag) {
+                         using Slice = std::remove_pointer_t<decltype(tag)>;
+                         rowSliceKernel<T, Stage::Fused, Slice><<<gridFor<Slice>(rows, vocab), kThreads, Slice::kDynamicSmem, s>>>(
+                             static_cast<const T*>(logits), v.partials, v.counters, nullptr, top_p, top_i, vocab, k);
+                       }));
   CUDA_CHECK_LAUNCH(rowSliceKernel);
 }
 

@@ -126,7 +126,10 @@ struct Transformer::Impl {
 
   void matmul(Epilogue e, const void* in, std::size_t lda, const void* w, const void* b, void* out, std::size_t rows,
               std::size_t n, std::size_t k) {
-    if (cfg.hand_matmul) launchGemm(dtype, e, in, lda, w, b, out, rows, n, k, ctx.stream);
+    const bool hand = cfg.matmul == ModelConfig::Matmul::Hand ||
+                      (cfg.matmul == ModelConfig::Matmul::Auto && rows >= ModelConfig::kHandMatmulMinRows &&
+                       gemmSm90Usable(dtype, in, lda, w, out, n, k));
+    if (hand) launchGemm(dtype, e, in, lda, w, b, out, rows, n, k, ctx.stream);
     else ctx.lt->run(dtype, e, in, w, b, out, rows, n, k, ctx.stream, lda);
   }
 
