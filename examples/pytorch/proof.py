@@ -95,7 +95,9 @@ def stage_texts(c):
 # The chain each fusion replaces, in stage letters: `full` is the region itself (exact match),
 # `core` what a longer chain must contain.
 CHAINS = {
-    "sdpa": {"full": r"C*G[MKAC]*S[C]*C?G", "core": r"G[MKAC]*S[C]*G"},
+    # SDPA also removes the layout copies around attention: q, k, v made contiguous before, and the
+    # output's transpose(1, 2).contiguous() after (the fused kernel writes that layout itself).
+    "sdpa": {"full": r"C*G[MKAC]*S[C]*C?GC?", "core": r"G[MKAC]*S[C]*G"},
     "bias_gelu": {"full": r"GAU", "core": r"GAU"},
     "res_ln": {"full": r"AL", "core": r"AL"},
     "gelu": {"full": r"M?U[MA]+U[MA]*", "core": r"U[MA]+U"},

@@ -52,6 +52,14 @@ def main():
     cands = [lookalike, longer, attention, bias_gelu]
     m = proof.match_candidate(cands, "sdpa")
     check(m is not None and m["candidates"] == [attention] and m["coverage"] == "exact", "attention finds its chain")
+    # Hugging Face GPT-2's eager attention: q, k copies, QK^T, scale, mask add, softmax, v copy, PV,
+    # and the output's layout copy: all of it is what SDPA replaces.
+    hf_attention = {"id": "hf-attn", "stages": [copy, copy, mm, mul, add, soft, copy, mm, copy], "instances": 27,
+                    "total_saving_ns": 27e5}
+    m = proof.match_candidate([hf_attention, longer], "sdpa")
+    check(m is not None and m["coverage"] == "exact", "attention with its layout copies around it is exact")
+    m = proof.match_candidate([dict(hf_attention, stages=[copy, mm, mul, add, soft, copy, mm, copy, mm])], "sdpa")
+    check(m is not None and m["coverage"] == "longer chain", "attention with the next GEMM is a longer chain")
     m = proof.match_candidate(cands, "bias_gelu")
     check(m is not None and m["candidates"] == [bias_gelu], "an exact chain wins over a longer one containing it")
     m = proof.match_candidate([lookalike, longer], "bias_gelu")

@@ -5,10 +5,19 @@
 //     its producer and consumer in one group; a group is a connected set of such links, so a
 //     consumer with two producers (GPT-2's gelu_new: 0.5 * x and 1 + tanh(...) meet in one
 //     multiply) is one group, not two pairs;
-//   - a group holds at most one matrix multiply, or two with a softmax between them (attention,
-//     which flash kernels fuse): a link that would add another starts a group of its own;
+//   - links join in passes that follow what fused kernels do: first those between memory-bound
+//     ops (pointwise, copies, reductions), then attention's (a matrix multiply into a group with
+//     a softmax, QK^T; a group with a softmax into a matrix multiply, PV), then layout copies into
+//     attention's matrix multiplies (flash kernels read strided q, k, v), last a matrix multiply's
+//     epilogue (its output into anything else). A matrix multiply takes no other prologue: any
+//     other link into one is left out (a GEMM reads its operands from memory);
+//   - a group holds at most one matrix multiply, or two with a softmax (attention), and never a
+//     matrix multiply with a row normalization (LayerNorm, RMSNorm: a GEMM's output tile holds
+//     part of a row); a link that would break this is left out;
 //   - a link whose value other nodes were linked to as well is a pair of its own, marked: the
-//     intermediate is read elsewhere, so the fused kernel would still write it. Within a group, an
+//     intermediate is read elsewhere, so the fused kernel would still write it. Not where the
+//     rules above forbid the two in one group, nor where the consumer also needs the producer's
+//     value through kernels launched between them (residual add -> the next residual add). Within a group, an
 //     intermediate with readers that formed no link (another stream, or after an opaque kernel)
 //     is still written too: `readers` counts every reader, `linked` only those linked.
 #pragma once
@@ -58,8 +67,8 @@ std::vector<ChainLink> groupLinks(size_t edge_count, Producer&& producer, Consum
   return links;
 }
 
-// What a node is, for the rule on matrix multiplies (from its kernel's or op's name).
-enum class NodeKind : uint8_t { kOther, kMatmul, kSoftmax };
+// What a node is, for the grouping rules (from its kernel's or op's name).
+enum class NodeKind : uint8_t { kOther, kMatmul, kSoftmax, kRowNorm, kCopy };
 
 // One group: its nodes in ascending order (kernels: launch order) and its links, each link's
 // producer and consumer among the nodes. `other_readers` marks a single link whose value other
@@ -79,7 +88,8 @@ void findChains(const std::vector<ChainLink>& links, size_t nodes, const std::ve
 
 // A kernel's or op's kind from its name: cuBLAS/cuBLASLt/CUTLASS/cuDNN kernels, names with gemm or
 // gemv, and aten's mm, bmm, addmm, baddbmm, matmul, linear, _addmm_activation are matrix
-// multiplies; a name containing "softmax" is a softmax.
+// multiplies; a name containing "softmax" is a softmax; layer_norm, LayerNorm, rms_norm, RMSNorm
+// a row normalization; PyTorch's direct_copy_kernel and aten::contiguous, clone, copy_ a layout copy.
 NodeKind nodeKindFromName(std::string_view name);
 
 }  // namespace fprof::analysis
