@@ -1,18 +1,25 @@
 #!/usr/bin/env bash
-# Metrics mode against Nsight Compute on the same program, in one call (issue 15): the 300-launch
-# workload (bench/metrics_bench.cu: 100 x {axpy, relu, sgemm 1024^3}) natively, under
-# `fprof run --metrics roofline` (each launch signature profiled once, identical launches copied),
-# under `fprof run --metrics roofline --every-launch`, and under `ncu --metrics <the same names>`,
-# all with --cache-control none; then, when a CUPTI 13.4 library is given (FPROF_CUPTI134=DIR
-# holding libcupti.so.13 and libnvperf_*), fprof --cupti ... --cache-control all against
-# `ncu --cache-control all`. Prints the cost per launch of each run, the ratio to ncu, and the
-# values of every kernel against ncu's (median and max relative difference) last.
+# Metrics mode against Nsight Compute on the same programs, in one call (issue 15). Three
+# programs, each natively, under `fprof run --metrics roofline` (each launch signature profiled
+# once, identical launches copied) and under `ncu --metrics <the same names>`, all with
+# --cache-control none:
+#   bench      the 300-launch workload (bench/metrics_bench.cu: 100 x {axpy, relu, sgemm 1024^3}),
+#              also under `fprof ... --every-launch`, and, when a CUPTI 13.4 library is given
+#              (FPROF_CUPTI134=DIR holding libcupti.so.13 and libnvperf_*), fprof --cupti ...
+#              --cache-control all against `ncu --cache-control all`;
+#   transformer  the reference model's small transformer (`model --ops transformer`, both variants,
+#              2 layers, prefill + 4 decode steps);
+#   torch      a PyTorch training step of a transformer block (bench/torch_step.py: forward,
+#              backward, AdamW), skipped where PyTorch is missing.
+# Prints per program the cost per launch of each run and the ratio to ncu, and the values of every
+# kernel against ncu's (median and max relative difference, kernels matched by launch order).
 #
-#   FPROF_BUILD=build-gpu [FPROF_CUPTI134=DIR] bench/metrics_overhead.sh
+#   FPROF_BUILD=build-gpu [FPROF_CUPTI134=DIR] [PROGRAMS="bench transformer torch"] bench/metrics_overhead.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${FPROF_BUILD:-build}
 prog=$build/bin/metrics_bench
+model=$build/bin/model
 fprof=$build/bin/fprof
 work=${METRICS_OVERHEAD_DIR:-/tmp/metrics_overhead}
 mkdir -p "$work"
@@ -33,34 +40,52 @@ timed() {  # timed NAME COMMAND...: wall seconds and exit code into timings.tsv
   t1=$(date +%s.%N)
   echo -e "$name\t$(python3 -c "print($t1 - $t0)")\t$rc" >>"$timings"
 }
-fprof_run() {  # fprof_run NAME ARGS...
+fprof_run() {  # fprof_run NAME FPROF-ARGS... -- PROGRAM...
   local name=$1
   shift
+  local -a opts=()
+  while [ "$1" != "--" ]; do opts+=("$1"); shift; done
+  shift
   rm -f "$work/$name.fprof"
-  timed "$name" "$fprof" run --force --metrics roofline "$@" -o "$work/$name.fprof" "$prog"
+  timed "$name" "$fprof" run --force --metrics roofline "${opts[@]}" -o "$work/$name.fprof" "$@"
 }
-ncu_run() {  # ncu_run NAME POLICY
-  timed "$1" "$ncu" --metrics "$metrics" --cache-control "$2" --csv --log-file "$work/$1.csv" "$prog"
+ncu_run() {  # ncu_run NAME POLICY PROGRAM...
+  local name=$1 policy=$2
+  shift 2
+  timed "$name" "$ncu" --metrics "$metrics" --cache-control "$policy" --csv --log-file "$work/$name.csv" "$@"
+}
+compare_program() {  # compare_program LABEL PROGRAM...: native, fprof (sampled), ncu; same cache policy
+  local label=$1
+  shift
+  timed "${label}.native" "$@"
+  fprof_run "${label}.fprof_sampled" --cache-control none -- "$@"
+  ncu_run "${label}.ncu_none" none "$@"
 }
 
-timed native "$prog"
-fprof_run fprof_sampled --cache-control none
-fprof_run fprof_every --cache-control none --every-launch
-ncu_run ncu_none none
-if [ -n "${FPROF_CUPTI134:-}" ] && [ -e "$FPROF_CUPTI134/libcupti.so.13" ]; then
-  fprof_run fprof_cc_all --cupti "$FPROF_CUPTI134/libcupti.so.13" --cache-control all
-  ncu_run ncu_all all
+programs=" ${PROGRAMS:-bench transformer torch} "
+if [[ "$programs" == *" bench "* ]]; then
+  compare_program bench "$prog"
+  fprof_run bench.fprof_every --cache-control none --every-launch -- "$prog"
+  if [ -n "${FPROF_CUPTI134:-}" ] && [ -e "$FPROF_CUPTI134/libcupti.so.13" ]; then
+    fprof_run bench.fprof_cc_all --cupti "$FPROF_CUPTI134/libcupti.so.13" --cache-control all -- "$prog"
+    ncu_run bench.ncu_all all "$prog"
+  fi
+fi
+if [[ "$programs" == *" transformer "* ]] && [ -x "$model" ]; then
+  compare_program transformer "$model" --ops transformer --variant both --dtype fp16 --warmup 0 --repeat 1 --batch 1 \
+    --seq 128 --width 256 --layers 2 --vocab 4096 --decode-steps 4 --no-copy-bandwidth
+fi
+if [[ "$programs" == *" torch "* ]] && python3 -c "import torch" 2>/dev/null; then
+  compare_program torch python3 bench/torch_step.py --steps 2 --warmup 1
 fi
 
 python3 - "$work" <<'PY'
 import csv, io, os, sqlite3, statistics, sys
 work = sys.argv[1]
-launches = 300
 runs = {}
 for line in open(f"{work}/timings.tsv"):
     name, wall, rc = line.split("\t")
-    runs[name] = (float(wall), int(rc))
-native = runs["native"][0]
+    runs[name] = (float(wall), int(rc.strip()))
 
 def ncu_values(name):
     path = f"{work}/{name}.csv"
@@ -92,41 +117,58 @@ def fprof_values(name):
     missing = db.execute("select count(*) from kernel_counter_missing").fetchone()[0]
     return out, len(ids), sources, missing
 
+def launches_of(label):
+    """Kernels of the program, from its fprof database (every launch is a kernel row)."""
+    try:
+        return fprof_values(f"{label}.fprof_sampled")[1]
+    except Exception:
+        return 0
+
 checked = ["dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_bytes.sum",
-           "sm__sass_thread_inst_executed_op_ffma_pred_on.sum", "sm__warps_active.avg.pct_of_peak_sustained_active"]
+           "sm__sass_thread_inst_executed_op_ffma_pred_on.sum", "sm__sass_thread_inst_executed_op_hfma_pred_on.sum",
+           "sm__ops_path_tensor_src_fp16.sum", "sm__warps_active.avg.pct_of_peak_sustained_active"]
 
 def compare(fname, nname):
     f, kernels, sources, missing = fprof_values(fname)
     n = ncu_values(nname)
-    print(f"\n{fname} against {nname}: {kernels} kernels, counters {sources}, without counters {missing}")
-    print(f"  {'metric':52s} {'kernels':>7s} {'median diff':>12s} {'max diff':>9s}")
+    ncu_kernels = len({k[0] for k in n})
+    print(f"\n{fname} against {nname}: {kernels} kernels (ncu {ncu_kernels}), counters {sources}, without counters {missing}")
+    print(f"  {'metric':52s} {'kernels':>7s} {'within 2%':>9s} {'median diff':>12s} {'max diff':>9s}")
     for m in checked:
         pairs = [(f[k], n[k]) for k in f if k[1] == m and k in n]
         if not pairs:
             continue
         if m.startswith("sm__warps_active"):
             errs = [abs(a - b) for a, b in pairs]  # points
-            unit = " pts"
+            unit, ok = " pts", sum(e <= 2 for e in errs)
         else:
             errs = [abs(a / b - 1) * 100 if b else (0 if a == 0 else float("inf")) for a, b in pairs]
-            unit = "%"
-        print(f"  {m:52s} {len(pairs):7d} {statistics.median(errs):11.2f}{unit} {max(errs):8.2f}{unit}")
+            unit, ok = "%", sum(e <= 2 for e in errs)
+        print(f"  {m:52s} {len(pairs):7d} {ok:9d} {statistics.median(errs):11.2f}{unit} {max(errs):8.2f}{unit}")
 
-for fname, nname in (("fprof_sampled", "ncu_none"), ("fprof_every", "ncu_none"), ("fprof_cc_all", "ncu_all")):
-    if fname in runs and nname in runs:
-        try:
-            compare(fname, nname)
-        except Exception as e:  # a run that failed leaves no database
-            print(f"\n{fname}: not compared ({e})")
+labels = [l for l in ("bench", "transformer", "torch") if f"{l}.native" in runs]
+for label in labels:
+    for fname, nname in ((f"{label}.fprof_sampled", f"{label}.ncu_none"), (f"{label}.fprof_every", f"{label}.ncu_none"),
+                         (f"{label}.fprof_cc_all", f"{label}.ncu_all")):
+        if fname in runs and nname in runs:
+            try:
+                compare(fname, nname)
+            except Exception as e:  # a run that failed leaves no database
+                print(f"\n{fname}: not compared ({e})")
 
-print(f"\n== cost, same program (300 launches, native {native:.2f} s), device: {os.popen('nvidia-smi --query-gpu=name --format=csv,noheader').read().strip()}")
-print(f"{'run':24s} {'exit':>4s} {'wall s':>8s} {'ms/launch':>10s} {'ncu / this':>11s}")
-for name in ("fprof_sampled", "fprof_every", "ncu_none", "fprof_cc_all", "ncu_all"):
-    if name not in runs:
-        continue
-    wall, rc = runs[name]
-    per = (wall - native) / launches
-    ref = runs.get("ncu_all" if name.endswith("all") else "ncu_none")
-    ratio = (ref[0] - native) / (wall - native) if ref and wall > native else float("nan")
-    print(f"{name:24s} {rc:4d} {wall:8.2f} {per * 1e3:10.2f} {ratio:10.1f}x")
+device = os.popen("nvidia-smi --query-gpu=name --format=csv,noheader").read().strip()
+print(f"\n== cost against ncu, same program, same metrics, cache control none (device: {device})")
+print(f"{'run':30s} {'exit':>4s} {'wall s':>8s} {'launches':>8s} {'ms/launch':>10s} {'ncu / this':>11s}")
+for label in labels:
+    native = runs[f"{label}.native"][0]
+    launches = launches_of(label)
+    for suffix in ("native", "fprof_sampled", "fprof_every", "ncu_none", "fprof_cc_all", "ncu_all"):
+        name = f"{label}.{suffix}"
+        if name not in runs:
+            continue
+        wall, rc = runs[name]
+        per = (wall - native) / launches if launches and suffix != "native" else float("nan")
+        ref = runs.get(f"{label}.ncu_all" if suffix.endswith("all") else f"{label}.ncu_none")
+        ratio = (ref[0] - native) / (wall - native) if ref and wall > native and suffix != "native" else float("nan")
+        print(f"{name:30s} {rc:4d} {wall:8.2f} {launches:8d} {per * 1e3:10.2f} {ratio:10.1f}x")
 PY
