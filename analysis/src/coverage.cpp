@@ -129,9 +129,10 @@ std::string describeCollection(const core::Profile& p) {
                                    : "caches not flushed (cache control none)");
   }
   if (const std::string samples = p.meta("samples_per_launch_kind"); !samples.empty()) {
-    parts.push_back(samples == "every launch" ? "every launch profiled"
-                                              : samples + " profiled launch(es) per launch signature, the others given "
-                                                          "the values of an identical launch");
+    parts.push_back(samples == "every launch"
+                        ? std::string("every launch profiled")
+                        : samples + (samples == "1" ? " profiled launch" : " profiled launches") +
+                              " per launch signature, the others given the values of an identical launch");
   }
   std::string out;
   for (const std::string& part : parts) out += (out.empty() ? "" : "; ") + part;

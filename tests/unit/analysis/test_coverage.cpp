@@ -90,7 +90,10 @@ TEST(Coverage, CollectionMethodComesFromTheMetricsRunsMetadata) {
                 {"metrics_passes", "7"},      {"cache_control", "all"},           {"samples_per_launch_kind", "1"}};
   EXPECT_EQ(describeCollection(p),
             "metric set roofline; kernel replay (7 passes); caches flushed before each pass (cache control all); 1 "
-            "profiled launch(es) per launch signature, the others given the values of an identical launch");
+            "profiled launch per launch signature, the others given the values of an identical launch");
+  p.metadata = {{"mode", "metrics"}, {"samples_per_launch_kind", "3"}};
+  EXPECT_EQ(describeCollection(p),
+            "3 profiled launches per launch signature, the others given the values of an identical launch");
   p.metadata = {{"mode", "metrics"}, {"cache_control", "none"}, {"samples_per_launch_kind", "every launch"}};
   EXPECT_EQ(describeCollection(p), "caches not flushed (cache control none); every launch profiled");
   p.metadata = {{"mode", "trace"}, {"cache_control", "all"}};

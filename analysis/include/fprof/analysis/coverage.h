@@ -44,7 +44,7 @@ std::string describeMissing(const CounterCoverage& c);
 // (no provenance recorded): "N with counters".
 std::string describeGroupCounters(const CounterCoverage& c);
 // How a metrics run collected its counters, from its metadata: "metric set roofline; kernel replay
-// (7 passes); caches flushed before each pass (cache control all); 1 profiled launch(es) per launch
+// (7 passes); caches flushed before each pass (cache control all); 1 profiled launch per launch
 // signature, ..."; "" for a trace run or a file that does not say.
 std::string describeCollection(const core::Profile& p);
 
