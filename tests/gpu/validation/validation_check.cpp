@@ -322,6 +322,9 @@ struct Group {  // one launch site in one NVTX context (lines with the same key 
   int64_t count = 0;
   std::vector<const KernelRow*> rows;
   std::string title;
+  // The 8-byte argument values of every expectation line, as many times as it launched: a site
+  // that passes other values on each repetition has one line per repetition.
+  std::multiset<std::string> args;
 };
 
 std::string groupKey(const std::string& name, const std::string& path, bool graph) {
@@ -362,6 +365,24 @@ void allEqual(const std::string& feature, const Group& g, const std::string& att
   std::string got;
   for (const std::string& s : seen) got += (got.empty() ? "" : " | ") + s;
   record(feature, g.title + ": " + attribute, want, got, seen.size() == 1 && *seen.begin() == want);
+}
+
+// The records of a group, taken together, hold exactly the values `want` lists (with their
+// multiplicity): for attributes that differ from launch to launch of one site.
+template <class Fn>
+void sameMultiset(const std::string& feature, const Group& g, const std::string& attribute,
+                  const std::multiset<std::string>& want, Fn value) {
+  std::multiset<std::string> seen;
+  for (const KernelRow* k : g.rows) seen.insert(value(*k));
+  auto join = [](const std::multiset<std::string>& m) {
+    std::string out;
+    for (auto it = m.begin(); it != m.end(); it = m.upper_bound(*it)) {
+      out += (out.empty() ? "" : " | ") + *it;
+      if (const size_t n = m.count(*it); n > 1) out += " (x" + std::to_string(n) + ")";
+    }
+    return out;
+  };
+  record(feature, g.title + ": " + attribute, join(want), join(seen), seen == want);
 }
 
 std::string dims(int32_t x, int32_t y, int32_t z) {
@@ -407,6 +428,7 @@ void checkDatabase(const std::string& db_path, const std::vector<Fields>& expect
       order.push_back(key);
     }
     it->second.count += std::stoll(get(f, "count"));
+    for (int64_t i = 0; i < std::stoll(get(f, "count")); ++i) it->second.args.insert(get(f, "args"));
     if (get(f, "fault") != "1") expected_kernels += std::stoll(get(f, "count"));
     functions.emplace(get(f, "name"), f);
   }
@@ -498,7 +520,7 @@ void checkDatabase(const std::string& db_path, const std::vector<Fields>& expect
     allEqual("trace", g, "duration > 0", "yes", [](const KernelRow& k) { return k.end_ns > k.start_ns ? "yes" : "no"; });
     for (const KernelRow* k : g.rows) stream_ids[get(f, "stream")].insert(k->stream_id);
     if (!graph) {
-      allEqual("trace", g, "8-byte argument values", get(f, "args"), [&](const KernelRow& k) {
+      sameMultiset("trace", g, "8-byte argument values", g.args, [&](const KernelRow& k) {
         std::string out;
         auto found = args_by_corr.find(k.correlation_id);
         if (found == args_by_corr.end()) return out;

@@ -41,12 +41,19 @@ const char* kExpectations =
     "binary_version=90\tptx_version=90\tflops_fp32=0\tflops_fp64=0\tflops_fp16=400\tflops_bf16=0\t"
     "flops_tensor_fp16=0\tflops_tensor_bf16=0\tinst_ffma=0\tinst_fadd=0\tinst_fmul=0\tinst_dfma=0\tinst_dadd=0\t"
     "inst_dmul=0\tmin_bytes=100\tmax_dram_read=-1\tmax_dram_write=-1\tlocal_memory=0\targs=\n"
+    // One site, two repetitions that pass different values (one line each).
     "launch\tlabel=worker\tname=_Z6workerv\tapi=cuLaunchKernel\tgrid=2,1,1\tblock=64,1,1\tcluster=0,0,0\t"
-    "dyn_smem=0\ttid=1001\tstream=worker0\tnvtx=threads_span/fprof_validation::worker 0/iter\tcount=2\tgraph=none\t"
+    "dyn_smem=0\ttid=1001\tstream=worker0\tnvtx=threads_span/fprof_validation::worker 0/iter\tcount=1\tgraph=none\t"
     "counters=required\tfault=0\tregs=32\tlocal=256\tstatic_smem=0\tconst_bytes=0\tmax_threads=1024\t"
     "binary_version=90\tptx_version=90\tflops_fp32=0\tflops_fp64=0\tflops_fp16=0\tflops_bf16=100\t"
     "flops_tensor_fp16=0\tflops_tensor_bf16=0\tinst_ffma=0\tinst_fadd=0\tinst_fmul=0\tinst_dfma=0\tinst_dadd=0\t"
     "inst_dmul=0\tmin_bytes=512\tmax_dram_read=-1\tmax_dram_write=-1\tlocal_memory=1\targs=99,100\n"
+    "launch\tlabel=worker\tname=_Z6workerv\tapi=cuLaunchKernel\tgrid=2,1,1\tblock=64,1,1\tcluster=0,0,0\t"
+    "dyn_smem=0\ttid=1001\tstream=worker0\tnvtx=threads_span/fprof_validation::worker 0/iter\tcount=1\tgraph=none\t"
+    "counters=required\tfault=0\tregs=32\tlocal=256\tstatic_smem=0\tconst_bytes=0\tmax_threads=1024\t"
+    "binary_version=90\tptx_version=90\tflops_fp32=0\tflops_fp64=0\tflops_fp16=0\tflops_bf16=100\t"
+    "flops_tensor_fp16=0\tflops_tensor_bf16=0\tinst_ffma=0\tinst_fadd=0\tinst_fmul=0\tinst_dfma=0\tinst_dadd=0\t"
+    "inst_dmul=0\tmin_bytes=512\tmax_dram_read=-1\tmax_dram_write=-1\tlocal_memory=1\targs=99,101\n"
     "argrole\tname=_Z4fakev\tindex=0\trole=write\n"
     "argrole\tname=_Z4fakev\tindex=1\trole=read\n"
     "nvtx\tdomain=fprof_validation\tmessage=launch_apis\tpayload=\ttid=1000\tpush_pop=1\tclosed=1\n"
@@ -168,7 +175,7 @@ fs::path idealDatabase(const std::string& mode = "metrics") {
     auto k = kernel(30 + i, "_Z6workerv", "cuLaunchKernel", "threads_span/fprof_validation::worker 0/iter", 1001, 8, 2, 64);
     k.local_bytes_per_thread = 256;
     writer.add(k);
-    for (auto [index, value] : {std::pair{0, 99}, {1, 100}}) {
+    for (auto [index, value] : {std::pair{0, 99}, {1, 100 + static_cast<int>(i)}}) {
       fprof::core::KernelArgRecord a;
       a.process_id = 1;
       a.correlation_id = 30 + i;
@@ -283,6 +290,9 @@ TEST(ValidationCheck, EachDamageFailsItsCheck) {
       {"api", "UPDATE kernel SET launch_api = 'cuLaunchKernel' WHERE correlation_id = 10;", "launch api"},
       {"thread", "UPDATE kernel SET thread_id = 1000 WHERE correlation_id = 30;", "host thread"},
       {"args", "UPDATE kernel_arg SET value = 1 WHERE correlation_id = 10 AND arg_index = 1;", "8-byte argument"},
+      // Both repetitions with the first one's values: the second repetition's are missing.
+      {"args_per_rep", "UPDATE kernel_arg SET value = 100 WHERE correlation_id = 31 AND arg_index = 1;",
+       "worker @ threads_span/fprof_validation::worker 0/iter: 8-byte argument"},
       {"counters", "DELETE FROM kernel_counter WHERE kernel_id = (SELECT id FROM kernel WHERE correlation_id = 30);",
        "kernels with counters"},
       {"reason", "DELETE FROM kernel_counter_missing;", "counters or a stored reason"},

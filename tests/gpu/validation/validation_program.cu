@@ -302,7 +302,8 @@ struct Launch {
   bool counters_required = true;  // false where CUPTI may not replay it (cooperative, cluster, graph)
   bool fault = false;             // the illegal-address kernel: its record may not survive
   std::vector<uint64_t> args8;    // 8-byte parameter values in order (not for graph launches)
-  std::string roles;              // per parameter: r read, w write, n 8-byte non-pointer, - not checked
+  std::string roles;              // per parameter: r read, w write, n 8-byte non-pointer, a no role
+                                  // recorded (not probed), - not checked
   Work work;
 };
 
@@ -345,8 +346,8 @@ void expectLaunch(const FunctionFacts& f, const Launch& l) {
   for (size_t i = 0; i < l.roles.size(); ++i) {
     const char r = l.roles[i];
     if (r == '-') continue;
-    g_expect.line("argrole\tname=" + f.name + "\tindex=" + std::to_string(i) +
-                  "\trole=" + (r == 'w' ? "write" : r == 'r' ? "read" : "not_pointer"));
+    const char* role = r == 'w' ? "write" : r == 'r' ? "read" : r == 'a' ? "absent" : "not_pointer";
+    g_expect.line("argrole\tname=" + f.name + "\tindex=" + std::to_string(i) + "\trole=" + role);
   }
 }
 
@@ -442,6 +443,14 @@ T* deviceAlloc(size_t count) {
   CUDA_CHECK(cudaMalloc(&p, count * sizeof(T)));
   CUDA_CHECK(cudaMemset(p, 0, count * sizeof(T)));
   return p;
+}
+
+// Bytes that are not zero (0x3c in every byte), so that a kernel copying or adding them writes
+// something new over a fresh allocation's zeros: the argument-role probe sees a write only where
+// the bytes change.
+template <class T>
+void fillNonZero(T* p, size_t count) {
+  CUDA_CHECK(cudaMemset(p, 0x3c, count * sizeof(T)));
 }
 
 template <class T>
@@ -636,7 +645,8 @@ void phaseLaunchApis(const Buffers& b, cudaStream_t s, int sms) {
     CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(cooperative_kernel), cgrid, block, args, 0, s));
     Launch l{"cooperative", "cudaLaunchCooperativeKernel", "main"};
     l.grid = cgrid, l.block = block, l.counters_required = false;
-    l.args8 = {arg8(out), arg8(scratch)}, l.roles = "ww-";
+    // The argument-role probe leaves cooperative launches alone (collector/README.md): no roles.
+    l.args8 = {arg8(out), arg8(scratch)}, l.roles = "aa-";
     l.work.fadd = n;
     l.work.fp32 = n;
     l.work.min_bytes = 8.0 * n;  // the stores (scratch, out); the loads of scratch may hit in L1
@@ -860,6 +870,7 @@ void phaseMemory(const Buffers& b, cudaStream_t s, int64_t l2_bytes) {
     const size_t count = (64u << 20) / sizeof(float4);
     float4* in = deviceAlloc<float4>(count);
     float4* out = deviceAlloc<float4>(count);
+    fillNonZero(in, count);
     const dim3 grid(static_cast<unsigned>(count / 256)), block(256);
     stream_copy_kernel<<<grid, block, 0, s>>>(out, in, count);
     CUDA_CHECK(cudaGetLastError());
@@ -879,6 +890,8 @@ void phaseMemory(const Buffers& b, cudaStream_t s, int64_t l2_bytes) {
     const size_t sparse_count = (4u << 20) / sizeof(float);
     float* in_a = deviceAlloc<float>(n);
     float* in_b = deviceAlloc<float>(n);
+    fillNonZero(in_a, n);
+    fillNonZero(in_b, n);
     float* out = deviceAlloc<float>(n + 256);
     float* inout = deviceAlloc<float>(n);
     float* unused = deviceAlloc<float>(n);
