@@ -41,7 +41,7 @@ int main() {
   std::vector<int> hi(n);
   for (int i = 0; i < n; ++i) {
     h[i] = 0.25f + static_cast<float>(i % 977) * 1e-3f;
-    hi[i] = (i * 7919) & 63;
+    hi[i] = static_cast<int>((static_cast<unsigned>(i) * 7919u) & 63u);  // unsigned: no overflow
   }
   CK(cudaMemcpy(x, h.data(), n * 4, cudaMemcpyHostToDevice));
   CK(cudaMemcpy(y, h.data(), n * 4, cudaMemcpyHostToDevice));
