@@ -126,19 +126,14 @@ fi
 kill "$clock_pid" 2>/dev/null
 
 device=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1)
-python3 - "$runs" "$device" "$work/logs/clocks.csv" >"$work/summary.txt" <<'PY'
-import json, re, sqlite3, statistics, sys
+PYTHONPATH=bench python3 - "$runs" "$device" "$work/logs/clocks.csv" >"$work/summary.txt" <<'PY'
+import sqlite3, statistics, sys
 from datetime import datetime
+
+from bench_logs import model_times, text, torch_result
 
 runs_path, device, clocks_path = sys.argv[1:4]
 runs = [l.rstrip("\n").split("\t") for l in open(runs_path)]
-
-
-def text(p):
-    try:
-        return open(p, errors="replace").read()
-    except OSError:
-        return ""
 
 
 clocks = []
@@ -156,19 +151,6 @@ def clock_during(t0, t1):
     if not xs:
         return ""
     return f"sm {statistics.median(c[1] for c in xs):.0f} MHz, {statistics.median(c[2] for c in xs):.0f} W, util {statistics.median(c[3] for c in xs):.0f}%"
-
-
-def model_times(log):
-    out = {}
-    for line in text(log).splitlines():
-        cells = [c.strip() for c in line.split("|")]
-        if len(cells) >= 8 and cells[1] in ("unfused", "fused") and cells[2] == "fp16":
-            try:
-                out[(cells[1], "prefill")] = float(cells[4])
-                out[(cells[1], "decode")] = float(cells[6])
-            except ValueError:
-                pass
-    return out
 
 
 by = {}
@@ -229,11 +211,7 @@ for label in by:
           f"fused {b[0]:6.2f} ({b[1]:.2f}-{b[2]:.2f}) {b[0] / n['fused'][0]:5.2f}x")
 for label in by:
     if label.startswith("torch.") and by[label][0]["rc"] == 0:
-        res = None
-        for line in reversed(text(by[label][0]["log"]).splitlines()):
-            if line.startswith("{"):
-                res = json.loads(line)
-                break
+        res = torch_result(by[label][0]["log"])
         if res:
             print(f"  {label:18s} {res['us_per_kernel']:.3f} us/kernel")
 PY

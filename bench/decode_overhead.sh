@@ -113,43 +113,14 @@ if [ "$diagnose" = 1 ]; then
 fi
 
 device=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1)
-python3 - "$runs" "$device" "$iters" >"$work/summary.txt" <<'PY'
-import json, re, sqlite3, statistics, sys
+PYTHONPATH=bench python3 - "$runs" "$device" "$iters" >"$work/summary.txt" <<'PY'
+import re, sqlite3, statistics, sys
+
+from bench_logs import model_times, text, torch_result
 
 runs_path, device, iters = sys.argv[1], sys.argv[2], int(sys.argv[3])
 runs = [line.rstrip("\n").split("\t") for line in open(runs_path)]
 failed = []
-
-
-def text(path):
-    try:
-        return open(path, errors="replace").read()
-    except OSError:
-        return ""
-
-
-def model_times(log):
-    """{(variant, phase): ms} from the model's transformer table."""
-    out = {}
-    for line in text(log).splitlines():
-        cells = [c.strip() for c in line.split("|")]
-        if len(cells) >= 8 and cells[1] in ("unfused", "fused") and cells[2] == "fp16":
-            try:
-                out[(cells[1], "prefill")] = float(cells[4])
-                out[(cells[1], "decode")] = float(cells[6])
-            except ValueError:
-                pass
-    return out
-
-
-def torch_result(log):
-    for line in reversed(text(log).splitlines()):
-        if line.startswith("{"):
-            try:
-                return json.loads(line)
-            except ValueError:
-                return None
-    return None
 
 
 def q(db, sql):
