@@ -187,6 +187,16 @@ __device__ __forceinline__ float2 widenPair(std::uint32_t bits, __nv_bfloat16) {
   return v;
 }
 
+// Spins until the mbarrier at this shared-memory address has completed its first phase (a
+// completed barrier returns at once). sm_90 and newer.
+__device__ __forceinline__ void waitFirstPhase(unsigned shared_address) {
+  asm volatile(
+      "{\n.reg .pred done;\nWAIT_%=:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], 0;\n"
+      "@!done bra WAIT_%=;\n}\n" ::"r"(shared_address)
+      : "memory");
+}
+
 // A row is head scalars (up to the first 16-byte boundary), `vectors` 16-byte vectors, then
 // tail scalars. Block b takes vectors [b * kVectorsPerBlock, ...); block 0 also the scalars.
 template <class T, int kElems>
@@ -347,12 +357,7 @@ struct BulkSlice {
   }
   // Waits for the piece holding this thread's vector u (a completed barrier returns at once).
   __device__ void waitFor(int u) const {
-    const unsigned bar = unsigned(__cvta_generic_to_shared(&arrived[u * kThreads / kPieceVectors]));
-    asm volatile(
-        "{\n.reg .pred done;\nWAIT_%=:\n"
-        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], 0;\n"
-        "@!done bra WAIT_%=;\n}\n" ::"r"(bar)
-        : "memory");
+    waitFirstPhase(unsigned(__cvta_generic_to_shared(&arrived[u * kThreads / kPieceVectors])));
   }
   template <bool kStats> __device__ void maxSum(float& m, float& s) const {
     const auto add = [&](const float* v, int n) {
@@ -524,13 +529,7 @@ __global__ void __launch_bounds__(kThreads) warpSliceKernel(const T* __restrict_
     if (tail0 + lane < vocab) { tail_i = int(tail0 + lane); tail_v = toFloat(r[tail0 + lane]); }
   }
   __syncwarp();
-  if (count > 0) {
-    asm volatile(
-        "{\n.reg .pred done;\nWAIT_%=:\n"
-        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], 0;\n"
-        "@!done bra WAIT_%=;\n}\n" ::"r"(bar)
-        : "memory");
-  }
+  if (count > 0) waitFirstPhase(bar);
 #else
   float head_v = -INFINITY, tail_v = -INFINITY;
   int head_i = -1, tail_i = -1;
