@@ -1,6 +1,7 @@
 // Allocations, pointer extents and byte versions (see buffers.h).
 #include "fprof/analysis/buffers.h"
 
+#include <algorithm>
 #include <limits>
 
 namespace fprof::analysis {
@@ -131,6 +132,67 @@ ByteRange NearExtents::ofWrite(uint32_t allocation, uint64_t address, size_t ker
 ByteRange NearExtents::ofRead(uint32_t allocation, uint64_t address, size_t kernel) const {
   const auto k = static_cast<int64_t>(kernel);
   return {address, nextPassed(allocation, address, k - window_, k + window_).value_or(end(allocation))};
+}
+
+void WrittenLifetimes::add(uint32_t allocation, uint64_t address, size_t kernel, bool write) {
+  pointers_[allocation].push_back({address, static_cast<int64_t>(kernel), write});
+}
+
+// One address's accesses in kernel order: each write starts a lifetime, the accesses up to the
+// next write extend it; accesses before the first write belong to none.
+std::vector<WrittenLifetimes::Lifetime> WrittenLifetimes::lifetimesOf(std::vector<Access>& accesses) const {
+  std::stable_sort(accesses.begin(), accesses.end(),
+                   [](const Access& a, const Access& b) { return a.address < b.address; });
+  std::vector<Lifetime> v;
+  for (size_t i = 0; i < accesses.size(); ++i) {
+    const Access& a = accesses[i];
+    const bool same_address = !v.empty() && v.back().address == a.address;
+    if (a.write && !(same_address && v.back().first == a.kernel)) {
+      v.push_back({a.address, a.kernel, a.kernel, 0});
+    } else if (same_address) {
+      v.back().last = std::max(v.back().last, a.kernel);
+    }
+  }
+  return v;
+}
+
+// The lowest address above lifetime i's where another lifetime overlaps it in time. At most
+// kMaxAddresses addresses are tried; past them the last one tried ends it (a bound, if a loose one).
+int64_t WrittenLifetimes::boundedBytes(const std::vector<Lifetime>& v, size_t i, uint64_t allocation_end) const {
+  constexpr int kMaxAddresses = 256;
+  const Lifetime& t = v[i];
+  size_t j = i;
+  while (j < v.size() && v[j].address == t.address) ++j;
+  for (int tried = 0; j < v.size(); ++tried) {
+    const uint64_t next = v[j].address;
+    bool overlaps = false;
+    for (; j < v.size() && v[j].address == next; ++j) overlaps |= v[j].first <= t.last && v[j].last >= t.first;
+    if (overlaps || tried + 1 == kMaxAddresses) return static_cast<int64_t>(next - t.address);
+  }
+  return allocation_end > t.address ? static_cast<int64_t>(allocation_end - t.address) : 0;
+}
+
+void WrittenLifetimes::finish() {
+  lifetimes_.resize(pointers_.size());
+  for (size_t a = 0; a < pointers_.size(); ++a) {
+    std::vector<Lifetime> v = lifetimesOf(pointers_[a]);
+    const Allocation& al = table_.allocations[a];
+    const uint64_t end = al.address + static_cast<uint64_t>(al.bytes);
+    for (size_t i = 0; i < v.size(); ++i) v[i].bytes = boundedBytes(v, i, end);
+    lifetimes_[a] = std::move(v);
+    pointers_[a] = {};
+  }
+}
+
+std::optional<int64_t> WrittenLifetimes::sizeAt(uint32_t allocation, uint64_t address, size_t kernel) const {
+  const std::vector<Lifetime>& v = lifetimes_[allocation];
+  const auto k = static_cast<int64_t>(kernel);
+  // The last lifetime at this address starting at or before the kernel.
+  auto it = std::upper_bound(v.begin(), v.end(), std::make_pair(address, k), [](const auto& key, const Lifetime& l) {
+    return key.first != l.address ? key.first < l.address : key.second < l.first;
+  });
+  if (it == v.begin() || std::prev(it)->address != address) return std::nullopt;
+  return std::prev(it)->bytes;
 }
 
 std::vector<ByteVersions::Piece>::const_iterator ByteVersions::firstOverlap(const std::vector<Piece>& v,

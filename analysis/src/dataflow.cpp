@@ -205,32 +205,47 @@ void assignExtents(const core::Profile& p, std::vector<KernelAccess>& accesses, 
                    const AllocationTable& table) {
   Extents extents(table);
   NearExtents near(table, kNearLaunches);
+  WrittenLifetimes lifetimes(table);
   for (size_t k = 0; k + 1 < access_begin.size(); ++k) {
     for (uint32_t x = access_begin[k]; x < access_begin[k + 1]; ++x) {
       extents.addPointer(accesses[x].allocation, accesses[x].address);
       near.addPointer(accesses[x].allocation, accesses[x].address, k);
+      lifetimes.add(accesses[x].allocation, accesses[x].address, k, accesses[x].write);
     }
   }
   extents.finish();
   near.finish();
-  std::unordered_map<SameWorkKey, std::vector<int64_t>, SameWorkHash> sizes;
-  std::vector<std::vector<int64_t>*> group(accesses.size(), nullptr);
+  lifetimes.finish();
+  // Per launches doing the same work: the written tensors' sizes (upper bounds: the smallest is
+  // the tightest), and the others' as the launches around them say (the median).
+  struct Sizes {
+    std::vector<int64_t> written, near;
+  };
+  std::unordered_map<SameWorkKey, Sizes, SameWorkHash> sizes;
+  std::vector<Sizes*> group(accesses.size(), nullptr);
   for (size_t k = 0; k + 1 < access_begin.size(); ++k) {
     const core::KernelRow& kr = p.kernels[k];
     for (uint32_t x = access_begin[k]; x < access_begin[k + 1]; ++x) {
       KernelAccess& a = accesses[x];
       a.bytes = extents.of(a.allocation, a.address).bytes();
-      const ByteRange t = a.write && !a.read ? near.ofWrite(a.allocation, a.address, k)
-                                             : near.ofRead(a.allocation, a.address, k);
       const SameWorkKey key{kr.process_id, kr.demangled_id, {kr.grid_x, kr.grid_y, kr.grid_z},
                             {kr.block_x, kr.block_y, kr.block_z}, a.arg_offset};
       group[x] = &sizes[key];  // unordered_map values stay put
-      group[x]->push_back(std::max(a.bytes, t.bytes()));
+      if (const std::optional<int64_t> written = lifetimes.sizeAt(a.allocation, a.address, k)) {
+        group[x]->written.push_back(std::max(a.bytes, *written));
+      } else {
+        const ByteRange t = a.write && !a.read ? near.ofWrite(a.allocation, a.address, k)
+                                               : near.ofRead(a.allocation, a.address, k);
+        group[x]->near.push_back(std::max(a.bytes, t.bytes()));
+      }
     }
   }
-  for (auto& [key, v] : sizes) std::sort(v.begin(), v.end());
+  for (auto& [key, v] : sizes) std::sort(v.near.begin(), v.near.end());
   for (size_t x = 0; x < accesses.size(); ++x) {
-    if (group[x]) accesses[x].tensor_bytes = (*group[x])[group[x]->size() / 2];
+    if (!group[x]) continue;
+    const Sizes& g = *group[x];
+    accesses[x].tensor_bytes = !g.written.empty() ? *std::min_element(g.written.begin(), g.written.end())
+                                                  : g.near[g.near.size() / 2];
   }
 }
 

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <numeric>
 
 #include "fprof/analysis/fusion_chains.h"
 #include "fprof/core/occupancy.h"
@@ -179,13 +180,26 @@ std::optional<double> rooflineFusedNs(const core::Profile& p, const Instance& in
   return fixed_ns + std::max(*fused_roof_ns, *fused_roof_ns * work_sum_ns / parts_roof_ns);
 }
 
-// Trace model. A memory-bound stage (its arguments' bytes moved at >= the roofline's line of its
-// DRAM roof) keeps its achieved bandwidth: its time shrinks with its bytes. Any other stage loses
-// at most the intermediates' transfer time at the level they live in: L2 for an intermediate that
-// fits in the stated share of it, else DRAM.
-std::optional<double> traceFusedNs(const DataFlow& df, const Instance& in, const EdgeBytes& bytes,
-                                   const RemovedTraffic& removed, const Ceilings& ceil, const core::DeviceInfo* dev,
-                                   const FusionOptions& opt, double fixed_ns, const std::vector<double>& work_ns) {
+bool stageHasMatmul(const core::Profile& p, const std::vector<size_t>& stage) {
+  return std::any_of(stage.begin(), stage.end(), [&](size_t k) {
+    return nodeKindFromName(p.str(p.kernels[k].demangled_id)) == NodeKind::kMatmul;
+  });
+}
+
+bool stageIsCopy(const core::Profile& p, const std::vector<size_t>& stage) {
+  return std::all_of(stage.begin(), stage.end(), [&](size_t k) {
+    return nodeKindFromName(p.str(p.kernels[k].demangled_id)) == NodeKind::kCopy;
+  });
+}
+
+// Trace model, per stage. A memory-bound stage (its arguments' bytes moved at >= the roofline's
+// line of its DRAM roof) keeps its achieved bandwidth: its time shrinks with its bytes. Any other
+// stage loses at most the intermediates' transfer time at the level they live in: L2 for an
+// intermediate that fits in the stated share of it, else DRAM.
+std::optional<std::vector<double>> traceStageNs(const core::Profile& p, const DataFlow& df, const Instance& in, const EdgeBytes& bytes,
+                                                const RemovedTraffic& removed, const Ceilings& ceil,
+                                                const core::DeviceInfo* dev, const FusionOptions& opt,
+                                                const std::vector<double>& work_ns) {
   const auto& dram = ceil.bw(MemLevel::kDram);
   if (!dram) return std::nullopt;
   const auto& l2 = ceil.bw(MemLevel::kL2);
@@ -198,19 +212,20 @@ std::optional<double> traceFusedNs(const DataFlow& df, const Instance& in, const
     if (ed.write_removed) transfer_ns[ed.from] += b / bw * 1e9;
     transfer_ns[ed.to] += b / bw * 1e9;
   }
-  double fused = fixed_ns;
+  std::vector<double> stage_ns;
   for (size_t s = 0; s < in.stages.size(); ++s) {
     const auto moved = stageArgumentBytes(df, in.stages[s]);
     const double w = work_ns[s];
-    const bool memory_bound = moved && *moved > 0 && w > 0 && (*moved / (w * 1e-9)) >= opt.roof_fraction_binds * dram->value;
+    const bool memory_bound = !stageHasMatmul(p, in.stages[s]) && moved && *moved > 0 && w > 0 &&
+                              (*moved / (w * 1e-9)) >= opt.roof_fraction_binds * dram->value;
     if (memory_bound) {
       const double gone = std::min(*moved, removed.read[s] + removed.write[s]);
-      fused += w * (1.0 - gone / *moved);
+      stage_ns.push_back(w * (1.0 - gone / *moved));
     } else {
-      fused += std::max(0.0, w - transfer_ns[s]);
+      stage_ns.push_back(std::max(0.0, w - transfer_ns[s]));
     }
   }
-  return fused;
+  return stage_ns;
 }
 
 // How a stage would run inside a fused kernel, in trace mode (no counters).
@@ -238,27 +253,10 @@ StageFlow stageFlow(const core::Profile& p, const DataFlow& df, const std::vecto
   return StageFlow::kStreamable;
 }
 
-// Streaming model (trace mode), for a chain of memory-bound and streamable stages with at least
-// one memory-bound. The fused kernel reads each input from outside the chain once (GPT-2's
-// gelu_new reads x in three of its eight kernels), keeps the intermediates on chip, writes what
-// others still read and its outputs, and streams those external bytes at the best bandwidth a
-// memory-bound part reached on this device: a streamable part (a LayerNorm over short rows, at 30%
-// of the roof on its own) no longer sets the pace once it is one pass of a streaming kernel.
-std::optional<double> streamingFusedNs(const core::Profile& p, const DataFlow& df, const Instance& in,
-                                       const EdgeBytes& bytes, const Ceilings& ceil, const core::DeviceInfo* dev,
-                                       const FusionOptions& opt, double fixed_ns, const std::vector<double>& work_ns) {
-  const auto& dram = ceil.bw(MemLevel::kDram);
-  if (!dram || df.access_begin.empty()) return std::nullopt;
-  double best_bw = 0;  // bytes per ns
-  for (size_t s = 0; s < in.stages.size(); ++s) {
-    const StageFlow flow = stageFlow(p, df, in.stages[s], work_ns[s], dram->value, dev, opt);
-    if (flow == StageFlow::kOther) return std::nullopt;
-    if (flow == StageFlow::kMemoryBound) best_bw = std::max(best_bw, *stageArgumentBytes(df, in.stages[s]) / work_ns[s]);
-  }
-  // A part reading what its producer just wrote finds it in L2 and may beat the DRAM roof; the
-  // fused kernel's inputs come from farther away: at most the roof.
-  best_bw = std::min(best_bw, dram->value * 1e-9);
-  if (best_bw <= 0) return std::nullopt;
+// Bytes each stage moves across the fused kernel's boundary: its reads of inputs from outside the
+// chain not read by an earlier stage (GPT-2's gelu_new reads x in three of its eight kernels), and
+// its writes, less the intermediates whose write the fused kernel no longer makes.
+std::vector<double> externalStageBytes(const DataFlow& df, const Instance& in, const EdgeBytes& bytes) {
   struct Range {
     uint32_t allocation;
     uint64_t begin, end;
@@ -270,27 +268,61 @@ std::optional<double> streamingFusedNs(const core::Profile& p, const DataFlow& d
              a.address + static_cast<uint64_t>(a.tensor_bytes) <= r.end;
     });
   };
-  double external = 0;
-  for (const auto& stage : in.stages) {
-    for (size_t k : stage) {
+  std::vector<double> external(in.stages.size(), 0.0);
+  for (size_t s = 0; s < in.stages.size(); ++s) {
+    for (size_t k : in.stages[s]) {
       for (uint32_t x = df.access_begin[k]; x < df.access_begin[k + 1]; ++x) {
         const KernelAccess& a = df.accesses[x];
         const Range r{a.allocation, a.address, a.address + static_cast<uint64_t>(a.tensor_bytes)};
         if ((a.read || a.unknown) && !covered(written, a) && !covered(read, a)) {
-          external += static_cast<double>(a.tensor_bytes);
+          external[s] += static_cast<double>(a.tensor_bytes);
           read.push_back(r);
         }
         if (a.write || a.unknown) {
-          external += static_cast<double>(a.tensor_bytes);
+          external[s] += static_cast<double>(a.tensor_bytes);
           written.push_back(r);
         }
       }
     }
   }
   for (size_t e = 0; e < in.edges.size(); ++e) {
-    if (in.edges[e].write_removed) external -= *bytes.per_edge[e];
+    if (in.edges[e].write_removed) external[in.edges[e].from] -= *bytes.per_edge[e];
   }
-  return fixed_ns + std::max(0.0, external) / best_bw;
+  for (double& b : external) b = std::max(0.0, b);
+  return external;
+}
+
+// Streaming model (trace mode). Inside a fused kernel a stage without a matrix multiply that
+// streams on its own (memory-bound, or streamable: a LayerNorm over short rows at 30% of the roof)
+// or only moves data (a layout copy) becomes a pass over data already on chip: it costs only the
+// bytes it moves across the fused kernel's boundary, streamed at the best bandwidth a memory-bound
+// part of the chain reached (at most the DRAM roof; the roof itself where no part is
+// memory-bound). A GEMM's bias add, broadcasting at a quarter of the roof on its own, costs its
+// bias vector in the GEMM's epilogue. The other stages (GEMMs, kernels below the streamable line)
+// keep their trace-model time. Needs at least one streaming stage.
+std::optional<double> streamingFusedNs(const core::Profile& p, const DataFlow& df, const Instance& in,
+                                       const EdgeBytes& bytes, const Ceilings& ceil, const core::DeviceInfo* dev,
+                                       const FusionOptions& opt, double fixed_ns, const std::vector<double>& work_ns,
+                                       const std::vector<double>& trace_ns) {
+  const auto& dram = ceil.bw(MemLevel::kDram);
+  if (!dram || df.access_begin.empty()) return std::nullopt;
+  std::vector<bool> streams(in.stages.size(), false);
+  double best_bw = 0;  // bytes per ns
+  for (size_t s = 0; s < in.stages.size(); ++s) {
+    if (stageHasMatmul(p, in.stages[s])) continue;
+    const StageFlow flow = stageFlow(p, df, in.stages[s], work_ns[s], dram->value, dev, opt);
+    streams[s] = flow != StageFlow::kOther || (stageIsCopy(p, in.stages[s]) && stageArgumentBytes(df, in.stages[s]));
+    if (flow == StageFlow::kMemoryBound) best_bw = std::max(best_bw, *stageArgumentBytes(df, in.stages[s]) / work_ns[s]);
+  }
+  if (std::none_of(streams.begin(), streams.end(), [](bool b) { return b; })) return std::nullopt;
+  // A part reading what its producer just wrote finds it in L2 and may beat the DRAM roof; the
+  // fused kernel's inputs come from farther away: at most the roof.
+  const double roof_bw = dram->value * 1e-9;
+  best_bw = best_bw > 0 ? std::min(best_bw, roof_bw) : roof_bw;
+  const std::vector<double> external = externalStageBytes(df, in, bytes);
+  double fused = fixed_ns;
+  for (size_t s = 0; s < in.stages.size(); ++s) fused += streams[s] ? external[s] / best_bw : trace_ns[s];
+  return fused;
 }
 
 }  // namespace
@@ -412,10 +444,11 @@ InstanceResult FusionModel::evaluate(const Instance& in) {
     if (auto t = rooflineFusedNs(p_, in, removed, ceil, fixed_ns, work_sum_ns)) {
       r.fused_ns = t;
       r.model = PredictionModel::kRoofline;
-    } else if (auto u = traceFusedNs(df_, in, bytes, removed, ceil, dev, opt_, fixed_ns, work_ns)) {
-      // A chain that streams may do better as one streaming pass than its parts at their own pace.
-      const auto st = streamingFusedNs(p_, df_, in, bytes, ceil, dev, opt_, fixed_ns, work_ns);
-      r.fused_ns = st ? std::min(*u, *st) : *u;
+    } else if (auto trace_ns = traceStageNs(p_, df_, in, bytes, removed, ceil, dev, opt_, work_ns)) {
+      const double traced = std::accumulate(trace_ns->begin(), trace_ns->end(), fixed_ns);
+      // Stages that stream may do better as passes of one streaming kernel than at their own pace.
+      const auto st = streamingFusedNs(p_, df_, in, bytes, ceil, dev, opt_, fixed_ns, work_ns, *trace_ns);
+      r.fused_ns = st ? std::min(traced, *st) : traced;
       r.model = PredictionModel::kTrace;
     }
   }

@@ -97,6 +97,36 @@ TEST(NearExtents, TheLaunchesAroundAPointerBoundItsTensor) {
   EXPECT_EQ(near.ofWrite(0, 0x100000 + (3 << 20), 200).bytes(), 17 << 20) << "nothing near: the segment's end";
 }
 
+// The same segment, sized by lifetimes. Launch 1 writes a qkv buffer at the start; launch 2 reads
+// q, k and v (views at 0, 1536 and 3072 B). Launch 3 writes a tensor at 12 MiB that launch 6 reads.
+// Launch 5 writes the start again (the qkv buffer is gone: a 12 MiB tensor) and launch 6 reads it.
+// The views bound nothing (only read, never written); the 12 MiB tensor ends where the tensor alive
+// beside it starts; the qkv buffer, with nothing written beside it while it lived, at the segment's
+// end (an upper bound). Before its first write a pointer has no written size.
+TEST(WrittenLifetimes, ATensorEndsWhereAnotherAliveBesideItStarts) {
+  AllocationTable t;
+  t.allocations.push_back({});
+  const uint64_t base = 0x100000;
+  t.allocations[0].address = base;
+  t.allocations[0].bytes = 20 << 20;
+  WrittenLifetimes life(t);
+  life.add(0, base, 0, false);
+  life.add(0, base, 1, true);
+  for (uint64_t view : {0, 1536, 3072}) life.add(0, base + view, 2, false);
+  life.add(0, base + (12 << 20), 3, true);
+  life.add(0, base, 5, true);
+  life.add(0, base, 6, false);
+  life.add(0, base + (12 << 20), 6, false);
+  life.finish();
+  EXPECT_FALSE(life.sizeAt(0, base, 0)) << "read before the first write";
+  EXPECT_EQ(life.sizeAt(0, base, 1), 20 << 20);
+  EXPECT_EQ(life.sizeAt(0, base, 2), 20 << 20);
+  EXPECT_FALSE(life.sizeAt(0, base + 1536, 2)) << "a view, never written";
+  EXPECT_EQ(life.sizeAt(0, base, 5), 12 << 20);
+  EXPECT_EQ(life.sizeAt(0, base, 6), 12 << 20);
+  EXPECT_EQ(life.sizeAt(0, base + (12 << 20), 6), 8 << 20);
+}
+
 TEST(ByteVersions, AWriteReplacesTheBytesItCoversOnly) {
   ByteVersions v(1);
   v.write(0, {100, 200}, 1);

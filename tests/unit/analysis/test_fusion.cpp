@@ -130,6 +130,32 @@ TEST(Fusion, AStreamingChainRunsAtItsBestPartsBandwidth) {
   }
 }
 
+// A GEMM's epilogue: gemm(x, w) -> h, a broadcasting bias add h + b -> h2 at a third of the roof,
+// GELU(h2) -> y, memory-bound (1.024e6 B tensors, a 1024 B bias; roof 1024 B/ns; fixed cost 2000).
+//   Per-stage trace model: the GEMM loses h's write (1000 ns) -> 17000; the add loses h's read and
+//   h2's write -> 4000; GELU loses half its bytes -> 1000. Fused: 2000 + 17000 + 4000 + 1000 = 24000.
+//   Streaming the non-GEMM stages: the add moves only its bias across the fused kernel's boundary
+//   (1 ns), GELU only y (1000 ns); the GEMM keeps its trace time. 2000 + 17000 + 1 + 1000 = 20001,
+//   the prediction, for 32000 unfused.
+TEST(Fusion, AnEpilogueCostsOnlyTheBytesItBringsIntoTheGemm) {
+  DbBuilder db("fusion_epilogue");
+  constexpr uint64_t kX = 0x100000, kW = 0x200000, kH = 0x300000, kB = 0x400000, kH2 = 0x500000, kY = 0x600000;
+  for (uint64_t a : {kX, kW, kH, kH2, kY}) db.alloc(a, 1024000, 0);
+  db.alloc(kB, 1024, 0);
+  auto gemm = db.kernel("void gemm_kernel(float const*, float const*, float*)", 1000, 20000);
+  auto add = db.kernel("void bias_add_kernel(float const*, float const*, float*)", 22000, 8000);
+  auto gelu = db.kernel("void gelu_kernel(float const*, float*)", 31000, 4000);
+  for (auto* k : {&gemm, &add, &gelu}) db.add(*k);
+  db.args(gemm, {kX, kW, kH});
+  db.args(add, {kH, kB, kH2});
+  db.args(gelu, {kH2, kY});
+  const FusionResult r = fusionOf(db.load());
+  ASSERT_EQ(r.candidates.size(), 1u);
+  EXPECT_EQ(r.candidates[0].links, (std::vector<std::pair<size_t, size_t>>{{0, 1}, {1, 2}}));
+  EXPECT_DOUBLE_EQ(r.candidates[0].unfused_ns, 32000.0);
+  EXPECT_DOUBLE_EQ(*r.candidates[0].predicted_fused_ns, 20001.0);
+}
+
 // GPT-2's gelu_new: h = 0.5 * x and t = 1 + tanh(...) (two kernels here, each reading x) meet in
 // h * t. One group, not two pairs; x is read once by the fused kernel. Each kernel moves 2.048e6 B
 // (3.072e6 for the multiply) in 2000 ns of work: memory-bound. Streaming: x read once and the

@@ -95,9 +95,16 @@ const std::vector<std::string_view> kGeluNew = {"AUnaryFunctor",     "pow_tensor
 
 const std::vector<std::string_view> kBiasGelu = {"nvjet", "CUDAFunctor_add", "GeluCUDAKernelImpl"};
 
+// GPT-2's eager attention: q and k copies, QK^T, scale, mask add, softmax, v copy, PV, the output's
+// layout copy.
+const std::vector<std::string_view> kGpt2Attention = {
+    "direct_copy_kernel_cuda", "direct_copy_kernel_cuda", "nvjet", "MulFunctor", "CUDAFunctor_add",
+    "softmax_warp_forward",    "direct_copy_kernel_cuda", "nvjet", "direct_copy_kernel_cuda"};
+
 // The GPT-style decoder: the top findings are attention's mask -> softmax -> PV with its layout
-// copies (v made contiguous before PV, the output's transpose after), QK^T -> scale, and the MLP's
-// GEMM -> bias -> GELU epilogue; then residual add -> LayerNorm. The projection GEMM after
+// copies (v made contiguous before PV, the output's transpose after), the MLP's GEMM -> bias ->
+// GELU epilogue, and QK^T -> scale; then residual add -> LayerNorm (the measured order: attention
+// 115 us an instance, bias + GELU 21, add + LayerNorm 5). The projection GEMM after
 // attention and the LayerNorm before a GEMM are in no group (a GEMM takes no prologue).
 TEST(FusionProof, GptTopFindingsAreAttentionAndTheGemmEpilogue) {
   const Analyzed a = analyze("gpt_bf16_eager");
@@ -106,10 +113,10 @@ TEST(FusionProof, GptTopFindingsAreAttentionAndTheGemmEpilogue) {
                                              "nvjet", "direct_copy_kernel_cuda"}))
       << a.fr.candidates[0].id;
   EXPECT_EQ(a.fr.candidates[0].instances, 27);
-  EXPECT_TRUE(stagesAre(a.fr.candidates[1], {"nvjet", "MulFunctor"})) << a.fr.candidates[1].id;
+  EXPECT_TRUE(stagesAre(a.fr.candidates[2], {"nvjet", "MulFunctor"})) << a.fr.candidates[2].id;
   const Found bg = find(a.fr, kBiasGelu);
   ASSERT_EQ(bg.shapes.size(), 1u);
-  EXPECT_EQ(bg.rank, 2u);
+  EXPECT_EQ(bg.rank, 1u);
   EXPECT_EQ(bg.instances(), 27);  // of 4 layers x 7 steps
   EXPECT_EQ(bg.shapes[0]->roles, "measured");
   for (const FusionCandidate& c : a.fr.candidates) {
@@ -175,12 +182,13 @@ TEST(FusionProof, MlpBiasGeluThenResidualAddLayerNorm) {
 }
 
 // Hugging Face GPT-2's MLP activation: eight pointwise kernels, x read by three of them, two
-// producers (0.5 * x and 1 + tanh(...)) meeting in the last multiply: one group, the top finding.
-TEST(FusionProof, Gpt2GeluNewIsOneGroupAndTheTopFinding) {
+// producers (0.5 * x and 1 + tanh(...)) meeting in the last multiply: one group, the second finding
+// after attention (measured: 27 us an instance against attention's 49).
+TEST(FusionProof, Gpt2GeluNewIsOneGroupAfterAttention) {
   const Analyzed a = analyze("hfgpt2_forward_fp16_eager");
   const Found f = find(a.fr, kGeluNew);
   ASSERT_EQ(f.shapes.size(), 1u);
-  EXPECT_EQ(f.rank, 0u);
+  EXPECT_EQ(f.rank, 1u);
   const FusionCandidate& c = *f.shapes[0];
   EXPECT_EQ(c.instances, 28);  // 4 layers x 7 forwards
   EXPECT_EQ(c.launches_removed, 7);
@@ -192,16 +200,14 @@ TEST(FusionProof, Gpt2GeluNewIsOneGroupAndTheTopFinding) {
   EXPECT_EQ(find(a.fr, kResidualLayerNorm).instances(), 56);
 }
 
-// Its eager attention (torch.where-free: the mask is an add) is one group, the second finding:
+// Its eager attention (torch.where-free: the mask is an add) is one group, the top finding:
 // q and k copies, QK^T, scale, mask add, softmax, v copy, PV and the output's layout copy: what
 // SDPA replaces; the projection GEMM after it is not part of it.
 TEST(FusionProof, Gpt2AttentionIsOneGroupWithItsCopies) {
   const Analyzed a = analyze("hfgpt2_forward_fp16_eager");
-  const Found f = find(a.fr, {"direct_copy_kernel_cuda", "direct_copy_kernel_cuda", "nvjet", "MulFunctor",
-                              "CUDAFunctor_add", "softmax_warp_forward", "direct_copy_kernel_cuda", "nvjet",
-                              "direct_copy_kernel_cuda"});
+  const Found f = find(a.fr, kGpt2Attention);
   ASSERT_EQ(f.shapes.size(), 1u);
-  EXPECT_EQ(f.rank, 1u);
+  EXPECT_EQ(f.rank, 0u);
   EXPECT_EQ(f.instances(), 27);
   EXPECT_EQ(f.shapes[0]->roles, "measured");
 }
@@ -280,11 +286,12 @@ TEST(FusionProof, NoSpuriousPair) {
 }
 
 // Predicted saving per instance next to the measured one (the profiles with and without the
-// fusion, per region instance). Reached on these files: -1% (MLP res_ln), +3% (GPT-2 gelu_new);
-// short: GPT res_ln -59% (2.0 us for 4.8), MLP bias+GELU -40% (35.6 for 59.2), GPT bias+GELU -48%,
-// GPT-2 attention -58% (20.3 for 48.8): the trace model leaves a slow strided bias add and the
-// softmax their time (not memory-bound by their achieved bandwidth). The bounds say so: 10% for
-// the first two, and the short ones stay within 35-65% under, so a change either way is seen.
+// fusion, per region instance), in trace mode. Non-matrix stages inside a fused kernel cost only
+// the bytes they move across its boundary (the broadcasting bias add costs its bias vector in the
+// GEMM's epilogue), and written tensors are sized by their lifetimes (docs/analysis.md). Reached
+// on these files: GPT res_ln +7%, GPT bias+GELU +12%, MLP res_ln +9%, MLP bias+GELU +15%, GPT-2
+// gelu_new -11%, GPT-2 attention -4%. Each bound is about 10 points either side, so a change
+// either way is seen; the median must stay within the issue's 20%.
 TEST(FusionProof, PredictionsNextToTheMeasuredSavings) {
   std::ifstream in(kData + "torch_proof_measured_h100.json");
   const nlohmann::json measured = nlohmann::json::parse(in);
@@ -293,11 +300,12 @@ TEST(FusionProof, PredictionsNextToTheMeasuredSavings) {
     std::vector<std::string_view> stages;
     double low, high;  // the error's bounds
   };
-  const std::vector<Expect> expect = {{"gpt_bf16_eager", "res_ln", kResidualLayerNorm, -0.65, -0.35},
-                                      {"gpt_bf16_eager", "bias_gelu", kBiasGelu, -0.65, -0.35},
-                                      {"mlp_bf16_eager", "res_ln", kResidualLayerNorm, -0.10, 0.10},
-                                      {"mlp_bf16_eager", "bias_gelu", kBiasGelu, -0.65, -0.35},
-                                      {"hfgpt2_forward_fp16_eager", "gelu", kGeluNew, -0.10, 0.10}};
+  const std::vector<Expect> expect = {{"gpt_bf16_eager", "res_ln", kResidualLayerNorm, -0.05, 0.17},
+                                      {"gpt_bf16_eager", "bias_gelu", kBiasGelu, 0.02, 0.22},
+                                      {"mlp_bf16_eager", "res_ln", kResidualLayerNorm, -0.02, 0.19},
+                                      {"mlp_bf16_eager", "bias_gelu", kBiasGelu, 0.05, 0.25},
+                                      {"hfgpt2_forward_fp16_eager", "gelu", kGeluNew, -0.21, -0.01},
+                                      {"hfgpt2_forward_fp16_eager", "sdpa", kGpt2Attention, -0.14, 0.06}};
   int compared = 0;
   std::vector<double> errors;
   for (const Expect& x : expect) {
@@ -318,10 +326,10 @@ TEST(FusionProof, PredictionsNextToTheMeasuredSavings) {
       ++compared;
     }
   }
-  EXPECT_EQ(compared, 5);
+  EXPECT_EQ(compared, 6);
   std::sort(errors.begin(), errors.end());
-  ASSERT_EQ(errors.size(), 5u);
-  EXPECT_LT(errors[2], 0.45) << "median |error| (the issue asks for 20%: not reached)";
+  ASSERT_EQ(errors.size(), 6u);
+  EXPECT_LT((errors[2] + errors[3]) / 2, 0.20) << "median |error| (the issue asks for at most 20%)";
 }
 
 }  // namespace

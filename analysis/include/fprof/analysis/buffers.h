@@ -103,7 +103,8 @@ class Extents {
   std::vector<std::vector<uint64_t>> starts_;  // per allocation, sorted and unique after finish()
 };
 
-// A pointer's tensor as far as the launches around it say. A caching allocator hands a segment's
+// A pointer's tensor as far as the launches around it say (data flow uses it for pointers never
+// written by a kernel; written tensors are sized by WrittenLifetimes). A caching allocator hands a segment's
 // bytes to many tensors over a run, and a kernel may pass views into a tensor (q, k and v of one
 // qkv buffer), so the run-wide extent (Extents) is the smallest gap any two pointers ever left:
 // 1536 bytes for a 3 MiB residual whose block held a qkv buffer a few launches earlier. Here a
@@ -131,6 +132,41 @@ class NearExtents {
   const AllocationTable& table_;
   int64_t window_;
   std::vector<std::vector<std::pair<uint64_t, int64_t>>> starts_;  // (address, kernel), sorted
+};
+
+// Written tensors' sizes from their lifetimes. A kernel's write at an address starts a tensor that
+// lives until the last access of that address before the next write there. Two tensors of one
+// allocation alive at the same time do not overlap, so a tensor ends at the lowest address above
+// it where another written tensor was alive at the same time, else at the allocation's end.
+// Pointers only ever read (views into a tensor: q, k and v of one qkv buffer; weights) bound
+// nothing here, which is what NearExtents gets wrong for a block that held a qkv buffer a few
+// launches earlier.
+class WrittenLifetimes {
+ public:
+  explicit WrittenLifetimes(const AllocationTable& table) : table_(table), pointers_(table.allocations.size()) {}
+  // Every access, in kernel order.
+  void add(uint32_t allocation, uint64_t address, size_t kernel, bool write);
+  void finish();  // call once every access is added
+  // The size of the written tensor an access of `kernel` at this address sees (the one its write
+  // starts, for a kernel that writes there); none before the address's first write.
+  std::optional<int64_t> sizeAt(uint32_t allocation, uint64_t address, size_t kernel) const;
+
+ private:
+  struct Lifetime {
+    uint64_t address = 0;
+    int64_t first = 0, last = 0;  // kernels
+    int64_t bytes = 0;
+  };
+  struct Access {
+    uint64_t address = 0;
+    int64_t kernel = 0;
+    bool write = false;
+  };
+  std::vector<Lifetime> lifetimesOf(std::vector<Access>& accesses) const;
+  int64_t boundedBytes(const std::vector<Lifetime>& v, size_t i, uint64_t allocation_end) const;
+  const AllocationTable& table_;
+  std::vector<std::vector<Access>> pointers_;      // per allocation, until finish()
+  std::vector<std::vector<Lifetime>> lifetimes_;   // per allocation, by (address, first)
 };
 
 // Who last wrote each byte: per allocation, disjoint pieces in address order, each naming the
