@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace fprof::analysis {
 
@@ -249,17 +250,52 @@ void assignExtents(const core::Profile& p, std::vector<KernelAccess>& accesses, 
   }
 }
 
-// Copies and memsets that may write device memory: writers fprof sees no address of. (process,
-// device, start) in start order.
+// Device-to-device copies whose driver call named their addresses (memcpy_address, schema 3), both
+// inside allocations live when the copy started: they pass the source's value on to the
+// destination. In start order.
+struct AddressedCopy {
+  int64_t start_ns = 0;
+  uint32_t process_id = 0, device_id = 0, stream_id = 0;
+  uint32_t src_allocation = 0, dst_allocation = 0;
+  uint64_t src = 0, dst = 0;
+  int64_t bytes = 0;
+  uint32_t correlation_id = 0;
+};
+
+std::vector<AddressedCopy> addressedCopies(const core::Profile& p, const AllocationTable& table) {
+  std::vector<AddressedCopy> out;
+  if (p.memcpy_addresses.empty()) return out;
+  std::unordered_map<uint64_t, const core::MemcpyAddressRecord*> by_call;
+  for (const core::MemcpyAddressRecord& a : p.memcpy_addresses) by_call[pairKey(a.process_id, a.correlation_id)] = &a;
+  LiveAllocations live(p, table);
+  for (const core::MemcpyRecord& m : p.memcpys) {  // in start order
+    if (m.copy_kind != "DtoD") continue;
+    const auto it = by_call.find(pairKey(m.process_id, m.correlation_id));
+    if (it == by_call.end()) continue;
+    live.advanceTo(m.start_ns, [](uint32_t) {});
+    const auto src = live.find(m.process_id, it->second->src_address);
+    const auto dst = live.find(m.process_id, it->second->dst_address);
+    if (!src || !dst) continue;
+    out.push_back({m.start_ns, m.process_id, m.device_id, m.stream_id, *src, *dst, it->second->src_address,
+                   it->second->dst_address, m.bytes, m.correlation_id});
+  }
+  return out;
+}
+
+// Copies and memsets that may write device memory: writers fprof sees no address of (the
+// addressed copies above are left out). (process, device, start) in start order.
 struct DeviceWrite {
   int64_t start_ns = 0;
   uint32_t process_id = 0;
   uint32_t device_id = 0;
 };
 
-std::vector<DeviceWrite> deviceWrites(const core::Profile& p) {
+std::vector<DeviceWrite> deviceWrites(const core::Profile& p, const std::vector<AddressedCopy>& addressed) {
+  std::unordered_set<uint64_t> passed;
+  for (const AddressedCopy& c : addressed) passed.insert(pairKey(c.process_id, c.correlation_id));
   std::vector<DeviceWrite> w;
   for (const core::MemcpyRecord& m : p.memcpys) {
+    if (passed.count(pairKey(m.process_id, m.correlation_id)) != 0) continue;
     const bool to_device = m.dst_kind == "device" || m.dst_kind == "managed" || m.dst_kind == "array" ||
                            m.copy_kind == "HtoD" || m.copy_kind == "DtoD" || m.copy_kind == "PtoP";
     if (to_device) w.push_back({m.start_ns, m.process_id, m.device_id});
@@ -296,8 +332,13 @@ struct Value {
 // An opaque kernel advances its device's epoch between the two.
 class ProducerLinker {
  public:
-  ProducerLinker(const core::Profile& p, const ResolvedLaunches& r, DataFlow& df)
-      : p_(p), r_(r), df_(df), versions_(df.allocations.size()), copies_(deviceWrites(p)) {
+  ProducerLinker(const core::Profile& p, const ResolvedLaunches& r, DataFlow& df, std::vector<AddressedCopy> passes)
+      : p_(p),
+        r_(r),
+        df_(df),
+        versions_(df.allocations.size()),
+        passes_(std::move(passes)),
+        copies_(deviceWrites(p, passes_)) {
     values_.reserve(r.accesses.size());
   }
 
@@ -321,12 +362,41 @@ class ProducerLinker {
     for (; next_copy_ < copies_.size() && copies_[next_copy_].start_ns < k.start_ns; ++next_copy_) {
       ++device_epoch_[pairKey(copies_[next_copy_].process_id, copies_[next_copy_].device_id)];
     }
+    for (; next_pass_ < passes_.size() && passes_[next_pass_].start_ns < k.start_ns; ++next_pass_) {
+      passCopy(passes_[next_pass_]);
+    }
     const uint64_t dkey = pairKey(k.process_id, k.device_id);
     if (dkey != last_device_) {
       epoch_slot_ = &device_epoch_[dkey];  // unordered_map references stay valid as it grows
       last_device_ = dkey;
     }
     return *epoch_slot_;
+  }
+
+  // A device-to-device copy with known addresses: the destination holds the value the source held
+  // (the one covering most of the copied bytes), written by the same kernel, now on the copy's
+  // stream; with no kernel's value there, what it held before is gone.
+  void passCopy(const AddressedCopy& c) {
+    const ByteRange from{c.src, c.src + static_cast<uint64_t>(c.bytes)};
+    int32_t source = -1;
+    int64_t most = 0;
+    versions_.forEachOverlap(c.src_allocation, from, [&](int32_t v, int64_t bytes) {
+      ++values_[static_cast<size_t>(v)].readers;  // the copy read it
+      if (bytes > most) most = bytes, source = v;
+    });
+    Value val;
+    if (source >= 0) {
+      const Value& s = values_[static_cast<size_t>(source)];
+      val.writer = s.writer;
+      val.source = s.source;
+    }
+    val.stream = (uint64_t{c.process_id} << 48) ^ (uint64_t{c.device_id} << 40) ^ c.stream_id;
+    val.epoch = device_epoch_[pairKey(c.process_id, c.device_id)];
+    val.allocation = c.dst_allocation;
+    val.address = c.dst;
+    val.tensor_bytes = c.bytes;
+    versions_.write(c.dst_allocation, {c.dst, c.dst + static_cast<uint64_t>(c.bytes)}, static_cast<int32_t>(values_.size()));
+    values_.push_back(val);
   }
 
   void linkReads(size_t ki, uint64_t epoch) {
@@ -451,9 +521,10 @@ class ProducerLinker {
   DataFlow& df_;
   ByteVersions versions_;
   std::vector<Value> values_;
+  const std::vector<AddressedCopy> passes_;
   const std::vector<DeviceWrite> copies_;
   std::unordered_map<uint64_t, uint64_t> device_epoch_;
-  size_t next_copy_ = 0, next_free_ = 0;
+  size_t next_copy_ = 0, next_free_ = 0, next_pass_ = 0;
   uint64_t last_device_ = ~uint64_t{0};
   uint64_t* epoch_slot_ = nullptr;
   std::vector<DataEdge> found_;                           // this consumer's edges
@@ -473,11 +544,12 @@ DataFlow analyzeDataFlow(const core::Profile& p, const MeasuredRoles& measured) 
   df.have_measured_roles = !measured.empty();
   AllocationTable table = buildAllocations(p);
   ResolvedLaunches launches = resolveLaunches(p, table, measured);
+  std::vector<AddressedCopy> passes = addressedCopies(p, table);
   assignExtents(p, launches.accesses, launches.access_begin, table);
   df.allocations = std::move(table.allocations);
   df.timelines = std::move(table.timelines);
   df.unmatched_frees = table.unmatched_frees;
-  ProducerLinker(p, launches, df).run();
+  ProducerLinker(p, launches, df, std::move(passes)).run();
   df.access_begin = std::move(launches.access_begin);
   df.accesses = std::move(launches.accesses);
   df.args_known = std::move(launches.args_known);

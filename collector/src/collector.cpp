@@ -12,10 +12,13 @@
 #include <generated_nvtx_meta.h>
 #include <nvtx3/nvToolsExt.h>
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <climits>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -47,6 +50,26 @@
 
 namespace fprof::collector {
 namespace {
+
+// The driver copies whose parameters start with (dst, src, ByteCount): what a device-to-device copy
+// (PyTorch's clone of a contiguous tensor, cudaMemcpyAsync DtoD) goes through. The activity record
+// has no addresses; data flow needs them to pass a copied value on.
+std::array<uint32_t, 8> copyAddressCallbackIds() {
+  return {CUPTI_DRIVER_TRACE_CBID_cuMemcpy,           CUPTI_DRIVER_TRACE_CBID_cuMemcpy_ptds,
+          CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync,      CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync_ptsz,
+          CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2,    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2_ptds,
+          CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2_ptsz};
+}
+
+struct CopyParams {  // the common prefix of those calls' parameter structs
+  CUdeviceptr dst;
+  CUdeviceptr src;
+  size_t bytes;
+};
+static_assert(offsetof(cuMemcpyAsync_params, ByteCount) == offsetof(CopyParams, bytes));
+static_assert(offsetof(cuMemcpyDtoDAsync_v2_params, ByteCount) == offsetof(CopyParams, bytes));
+static_assert(offsetof(cuMemcpy_ptds_params, ByteCount) == offsetof(CopyParams, bytes));
+
 
 struct RawBuffer {
   uint8_t* data = nullptr;
@@ -84,6 +107,7 @@ class Collector {
   void handleContextCreated(const CUpti_ResourceData* data);
   void handleTeardown();
   void saveCubin(const CUpti_ResourceData* data);
+  void recordCopyAddresses(CUpti_CallbackId cbid, const CUpti_CallbackData* cb);
   void addEvent(const char* severity, const std::string& message);
   void recordCuptiLibraries();
   void recordCollectorSettings();
@@ -111,6 +135,8 @@ class Collector {
   bool arg_roles_ = false;
   std::vector<core::FunctionArgRecord> arg_roles_found_;  // under pending_mu_
   std::vector<uint32_t> own_copies_;                      // under pending_mu_
+  // Source and destination of the copies whose driver call names them (copyAddressCallbackIds).
+  std::vector<core::MemcpyAddressRecord> copy_addresses_;  // under pending_mu_
   void probeBefore(const CUpti_CallbackData* cb, CUpti_CallbackId cbid, const DriverLaunch& launch,
                    const FunctionInfo& info, uint32_t correlation_id);
   void probeAfter(CUresult result);
@@ -259,6 +285,13 @@ bool Collector::initialize() {
     const auto ids = ArgRoleProbe::copyCallbackIds();
     arg_roles_ = api.enableDriverCallbacks(ids.data(), ids.size());
     if (!arg_roles_) addEvent("warning", "argument roles are not measured: copy callbacks could not be enabled");
+  }
+  {
+    const auto ids = copyAddressCallbackIds();
+    if (!api.enableDriverCallbacks(ids.data(), ids.size())) {
+      addEvent("warning", "copy callbacks could not be enabled: device-to-device copies have no addresses, so data "
+                          "flow cannot follow a value through them");
+    }
   }
   if (metrics && !api.enableMemoryOperationCallbacks()) {
     addEvent("warning", "memset/memcpy callbacks could not be enabled; counters of kernels next to them may be discarded");
@@ -452,6 +485,7 @@ void Collector::onCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, c
         return;
       }
       if (CuptiActivityApi::isMemoryOperation(domain, cbid)) {
+        if (cb->callbackSite == CUPTI_API_EXIT) recordCopyAddresses(cbid, cb);
         if (cb->callbackSite == CUPTI_API_ENTER) {
           metrics_.beforeMemoryOperation(cb->context);
         } else {
@@ -465,6 +499,19 @@ void Collector::onCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, c
     default:
       return;
   }
+}
+
+// At the EXIT of a successful copy call: its addresses, for the writer thread.
+void Collector::recordCopyAddresses(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
+  const auto ids = copyAddressCallbackIds();
+  if (std::find(ids.begin(), ids.end(), cbid) == ids.end() || cb->functionParams == nullptr) return;
+  if (cb->functionReturnValue != nullptr && *static_cast<const CUresult*>(cb->functionReturnValue) != CUDA_SUCCESS) {
+    return;
+  }
+  const auto* p = static_cast<const CopyParams*>(cb->functionParams);
+  core::MemcpyAddressRecord r{process_id_, cb->correlationId, p->src, p->dst, static_cast<int64_t>(p->bytes)};
+  std::lock_guard lock(pending_mu_);
+  copy_addresses_.push_back(r);
 }
 
 // A small per-thread cache in front of FunctionCache, whose lookup takes a lock whenever the
@@ -911,13 +958,16 @@ void Collector::drain() {
   }
   std::vector<uint32_t> own_copies;
   std::vector<core::FunctionArgRecord> arg_roles;
+  std::vector<core::MemcpyAddressRecord> copy_addresses;
   {
     std::lock_guard lock(pending_mu_);
     own_copies.swap(own_copies_);
     arg_roles.swap(arg_roles_found_);
+    copy_addresses.swap(copy_addresses_);
   }
   for (uint32_t c : own_copies) translator_.ignoreCopies(c);
   for (core::FunctionArgRecord& a : arg_roles) writer_->add(a);
+  for (const core::MemcpyAddressRecord& c : copy_addresses) writer_->add(c);
   int64_t t0 = now();
   std::vector<core::NvtxRangeRecord> ranges;
   recorder_->collect(translator_, ranges);

@@ -84,6 +84,9 @@ Status checkProcessIds(const Profile& p) {
   for (const MemcpyRecord& m : p.memcpys) {
     if (Status s = check(m.process_id, "memcpy"); !s) return s;
   }
+  for (const MemcpyAddressRecord& m : p.memcpy_addresses) {
+    if (Status s = check(m.process_id, "memcpy_address"); !s) return s;
+  }
   for (const MemsetRecord& m : p.memsets) {
     if (Status s = check(m.process_id, "memset"); !s) return s;
   }
@@ -367,6 +370,10 @@ Expected<MergeResult> mergeDatabases(const std::vector<std::string>& inputs, con
         m.process_id = pid_map.at(m.process_id);
         w.add(m);
       }
+      for (MemcpyAddressRecord m : p.memcpy_addresses) {
+        m.process_id = pid_map.at(m.process_id);
+        w.add(m);
+      }
       for (MemsetRecord m : p.memsets) {
         m.process_id = pid_map.at(m.process_id);
         w.add(m);
@@ -504,6 +511,7 @@ Profile selectProcesses(const Profile& p, const std::vector<uint32_t>& process_i
   copyIf(p.kernel_args, out.kernel_args);
   copyIf(p.nvtx_ranges, out.nvtx_ranges);
   copyIf(p.memcpys, out.memcpys);
+  copyIf(p.memcpy_addresses, out.memcpy_addresses);
   copyIf(p.memsets, out.memsets);
   copyIf(p.memory_events, out.memory_events);
   copyIf(p.collector_events, out.collector_events);

@@ -145,6 +145,17 @@ std::vector<TableDef> makeTables() {
         {"graph_id", "INTEGER NOT NULL", "CUDA graph id (0 = none)."}},
        {},
        ""},
+      {"memcpy_address",
+       "Source and destination addresses of device-to-device copies, from the driver API call that issued "
+       "them (the activity record has none): data flow passes a copied value on instead of losing every "
+       "version on the device. Schema 3.",
+       {{"process_id", "INTEGER NOT NULL", "Process."},
+        {"correlation_id", "INTEGER NOT NULL", "Correlation id of the API call (as memcpy.correlation_id)."},
+        {"src_address", "INTEGER NOT NULL", "Source device address, as signed 64-bit."},
+        {"dst_address", "INTEGER NOT NULL", "Destination device address, as signed 64-bit."},
+        {"bytes", "INTEGER NOT NULL", "Bytes the call asked to copy."}},
+       {},
+       "PRIMARY KEY (process_id, correlation_id)"},
       {"memset",
        "Memory sets.",
        {{"id", "INTEGER PRIMARY KEY", "Memset id."},

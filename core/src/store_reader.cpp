@@ -923,6 +923,21 @@ Expected<Profile> loadProfile(const std::string& path) {
 
   FunctionNamesMissing function_names_missing;
   if (v2) addSchema2Tasks(p, path, ids, function_names_missing, [&](Task t) { add(whole_tasks, std::move(t)); });
+  if (p.schema_version >= 3) {
+    add(whole_tasks, [&p, &path](Conn& conn) {
+      return forEachRow(conn.db(), path,
+                        "SELECT process_id, correlation_id, src_address, dst_address, bytes FROM memcpy_address "
+                        "ORDER BY process_id, correlation_id",
+                        [&](Statement& st) {
+                          MemcpyAddressRecord& m = p.memcpy_addresses.emplace_back();
+                          m.process_id = static_cast<uint32_t>(st.i64(0));
+                          m.correlation_id = static_cast<uint32_t>(st.i64(1));
+                          m.src_address = static_cast<uint64_t>(st.i64(2));
+                          m.dst_address = static_cast<uint64_t>(st.i64(3));
+                          m.bytes = st.i64(4);
+                        });
+    });
+  }
 
   int64_t metrics_non_finite = 0, first_metric_non_finite = 0;
   Dangling missing_metric_names;

@@ -132,7 +132,7 @@ void Writer::addMissingCountersForLaunch(uint32_t process_id, LaunchRef launch, 
 }
 
 size_t Writer::pendingRecords() const {
-  return kernels_.size() + args_.size() + ranges_.size() + memcpys_.size() + memsets_.size() +
+  return kernels_.size() + args_.size() + ranges_.size() + memcpys_.size() + memcpy_addresses_.size() + memsets_.size() +
          memory_events_.size() + events_.size() + counters_.size() + metrics_.size() + ceilings_.size() +
          missing_.size() + functions_.size() + function_args_.size() + function_sass_ops_.size() +
          pending_launch_counters_.size();
@@ -334,6 +334,15 @@ Status Writer::flush() {
                  })) {
     return fail("write memcpy");
   }
+  if (!insertAll(memcpy_addresses_,
+                 "INSERT OR REPLACE INTO memcpy_address(process_id, correlation_id, src_address, dst_address, bytes) "
+                 "VALUES (?,?,?,?,?)",
+                 [](Statement& st, const MemcpyAddressRecord& m) {
+                   st.bindAll(m.process_id, m.correlation_id, static_cast<int64_t>(m.src_address),
+                              static_cast<int64_t>(m.dst_address), m.bytes);
+                 })) {
+    return fail("write memcpy_address");
+  }
   if (!insertAll(memsets_,
                  "INSERT INTO memset(process_id, device_id, context_id, stream_id, correlation_id, start_ns, end_ns, "
                  "bytes, value, memory_kind, graph_id) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
@@ -442,6 +451,7 @@ Status Writer::flush() {
   args_.clear();
   ranges_.clear();
   memcpys_.clear();
+  memcpy_addresses_.clear();
   memsets_.clear();
   memory_events_.clear();
   events_.clear();

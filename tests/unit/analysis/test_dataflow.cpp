@@ -309,6 +309,43 @@ TEST(DataFlow, ACopyOrMemsetIntoDeviceMemoryBreaksThePair) {
   }
 }
 
+// PyTorch's out-of-place masked_fill: a clone (a device-to-device cudaMemcpyAsync of the scores)
+// and an in-place fill. With the copy's addresses (memcpy_address, from its driver call) the value
+// A wrote in Y reaches B through the copy into W: an edge A -> B carrying the copied bytes. Without
+// them the copy may have written anything on the device: no edge.
+TEST(DataFlow, ACopyWithAddressesPassesTheValueOn) {
+  for (const bool addressed : {true, false}) {
+    DbBuilder db(addressed ? "flow_copy_addressed" : "flow_copy_blind");
+    for (uint64_t a : {kX, kY, kZ, kW}) db.alloc(a, 4096, 0);
+    auto a = db.kernel("A", 1000, 1000);
+    auto b = db.kernel("B", 5000, 1000);
+    db.add(a);
+    db.add(b);
+    db.args(a, {kX, kY});
+    db.args(b, {kW, kZ});
+    core::MemcpyRecord m;
+    m.process_id = db.processId();
+    m.stream_id = 7;
+    m.correlation_id = 900;
+    m.start_ns = 3000;
+    m.end_ns = 3100;
+    m.bytes = 4096;
+    m.copy_kind = "DtoD";
+    m.src_kind = m.dst_kind = "device";
+    db.writer().add(m);
+    if (addressed) db.writer().add(core::MemcpyAddressRecord{db.processId(), 900, kY, kW, 4096});
+    const DataFlow df = analyzeDataFlow(db.load());
+    if (!addressed) {
+      EXPECT_TRUE(df.edges.empty());
+      continue;
+    }
+    ASSERT_EQ(df.edges.size(), 1u);
+    EXPECT_EQ(df.edges[0].producer, 0u);
+    EXPECT_EQ(df.edges[0].consumer, 1u);
+    EXPECT_EQ(df.edges[0].tensor_bytes, 4096);
+  }
+}
+
 TEST(DataFlow, AFreeEndsEveryVersion) {
   DbBuilder db("flow_free");
   db.alloc(kX, 4096, 0);

@@ -79,6 +79,7 @@ TEST(Store, RoundTripsEveryRecordKind) {
     m.start_ns = 10;
     m.end_ns = 20;
     (*w)->add(m);
+    (*w)->add(MemcpyAddressRecord{1, 77, 0x7f0000001000ull, 0xfff0000000002000ull, 4096});
     MemoryEventRecord me;
     me.process_id = 1;
     me.address = 0x7f0000001000ull;
@@ -139,6 +140,11 @@ TEST(Store, RoundTripsEveryRecordKind) {
   EXPECT_EQ(p->nvtx_ranges[0].parent_key, 4u);
   ASSERT_EQ(p->memcpys.size(), 1u);
   EXPECT_EQ(p->memcpys[0].copy_kind, "HtoD");
+  ASSERT_EQ(p->memcpy_addresses.size(), 1u);
+  EXPECT_EQ(p->memcpy_addresses[0].correlation_id, 77u);
+  EXPECT_EQ(p->memcpy_addresses[0].src_address, 0x7f0000001000ull);
+  EXPECT_EQ(p->memcpy_addresses[0].dst_address, 0xfff0000000002000ull) << "above 2^63: stored as signed, read back";
+  EXPECT_EQ(p->memcpy_addresses[0].bytes, 4096);
   ASSERT_EQ(p->memory_events.size(), 1u);
   EXPECT_TRUE(p->memory_events[0].is_alloc);
   ASSERT_EQ(p->counters.size(), 1u);

@@ -137,6 +137,15 @@ struct MemcpyRecord {
   uint32_t graph_id = 0;
 };
 
+// The addresses of one device-to-device copy (memcpy_address), from its driver API call.
+struct MemcpyAddressRecord {
+  uint32_t process_id = 0;
+  uint32_t correlation_id = 0;
+  uint64_t src_address = 0;
+  uint64_t dst_address = 0;
+  int64_t bytes = 0;
+};
+
 struct MemsetRecord {
   uint32_t process_id = 0;
   uint32_t device_id = 0;

@@ -31,6 +31,7 @@ struct Profile {
   std::vector<KernelArgRecord> kernel_args;
   std::vector<NvtxRangeRecord> nvtx_ranges;  // key = nvtx_range.id
   std::vector<MemcpyRecord> memcpys;
+  std::vector<MemcpyAddressRecord> memcpy_addresses;  // ordered by (process_id, correlation_id); schema 3
   std::vector<MemsetRecord> memsets;
   std::vector<MemoryEventRecord> memory_events;  // ordered by timestamp
   std::vector<CollectorEventRecord> collector_events;
@@ -91,6 +92,7 @@ class Writer {
   void add(const KernelArgRecord& r) { args_.push_back(r); }
   void add(const NvtxRangeRecord& r) { ranges_.push_back(r); }  // same key again replaces it
   void add(const MemcpyRecord& r) { memcpys_.push_back(r); }
+  void add(const MemcpyAddressRecord& r) { memcpy_addresses_.push_back(r); }
   void add(const MemsetRecord& r) { memsets_.push_back(r); }
   void add(const MemoryEventRecord& r) { memory_events_.push_back(r); }
   void add(const CollectorEventRecord& r) { events_.push_back(r); }
@@ -151,6 +153,7 @@ class Writer {
   std::vector<KernelArgRecord> args_;
   std::vector<NvtxRangeRecord> ranges_;
   std::vector<MemcpyRecord> memcpys_;
+  std::vector<MemcpyAddressRecord> memcpy_addresses_;
   std::vector<MemsetRecord> memsets_;
   std::vector<MemoryEventRecord> memory_events_;
   std::vector<CollectorEventRecord> events_;
