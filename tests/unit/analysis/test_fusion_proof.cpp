@@ -95,28 +95,42 @@ const std::vector<std::string_view> kGeluNew = {"AUnaryFunctor",     "pow_tensor
 
 const std::vector<std::string_view> kBiasGelu = {"nvjet", "CUDAFunctor_add", "GeluCUDAKernelImpl"};
 
+// The GPT-style decoder's naive attention: QK^T, scale, masked_fill (after the clone's copy), softmax,
+// v copy, PV, the output's layout copy.
+const std::vector<std::string_view> kGptAttention = {"nvjet",
+                                                     "MulFunctor",
+                                                     "masked_fill_kernel",
+                                                     "softmax_warp_forward",
+                                                     "direct_copy_kernel_cuda",
+                                                     "nvjet",
+                                                     "direct_copy_kernel_cuda"};
+
 // GPT-2's eager attention: q and k copies, QK^T, scale, mask add, softmax, v copy, PV, the output's
 // layout copy.
 const std::vector<std::string_view> kGpt2Attention = {
     "direct_copy_kernel_cuda", "direct_copy_kernel_cuda", "nvjet", "MulFunctor", "CUDAFunctor_add",
     "softmax_warp_forward",    "direct_copy_kernel_cuda", "nvjet", "direct_copy_kernel_cuda"};
 
-// The GPT-style decoder: the top findings are attention's mask -> softmax -> PV with its layout
-// copies (v made contiguous before PV, the output's transpose after), the MLP's GEMM -> bias ->
-// GELU epilogue, and QK^T -> scale; then residual add -> LayerNorm (the measured order: attention
-// 115 us an instance, bias + GELU 21, add + LayerNorm 5). The projection GEMM after
+// The GPT-style decoder: the top findings are its whole naive attention, QK^T -> scale ->
+// masked_fill -> softmax -> PV with its layout copies (v made contiguous before PV, the output's
+// transpose after): out-of-place masked_fill clones the scores with a device-to-device copy, whose
+// addresses the collector records, so the chain runs through it. 20 of its 28 instances are this
+// group; 7 more also feed the scaled scores to a later copy kernel (a group of eight). Then the
+// MLP's GEMM -> bias -> GELU epilogue, then residual add -> LayerNorm (the measured order:
+// attention 117 us an instance, bias + GELU 21, add + LayerNorm 5). The projection GEMM after
 // attention and the LayerNorm before a GEMM are in no group (a GEMM takes no prologue).
 TEST(FusionProof, GptTopFindingsAreAttentionAndTheGemmEpilogue) {
   const Analyzed a = analyze("gpt_bf16_eager");
   ASSERT_GE(a.fr.candidates.size(), 4u);
-  EXPECT_TRUE(stagesAre(a.fr.candidates[0], {"masked_fill_kernel", "softmax_warp_forward", "direct_copy_kernel_cuda",
-                                             "nvjet", "direct_copy_kernel_cuda"}))
-      << a.fr.candidates[0].id;
-  EXPECT_EQ(a.fr.candidates[0].instances, 27);
-  EXPECT_TRUE(stagesAre(a.fr.candidates[2], {"nvjet", "MulFunctor"})) << a.fr.candidates[2].id;
+  EXPECT_TRUE(stagesAre(a.fr.candidates[0], kGptAttention)) << a.fr.candidates[0].id;
+  EXPECT_EQ(a.fr.candidates[0].instances, 20);
+  std::vector<std::string_view> with_copy = kGptAttention;
+  with_copy.push_back("direct_copy_kernel_cuda");
+  EXPECT_TRUE(stagesAre(a.fr.candidates[1], with_copy)) << a.fr.candidates[1].id;
+  EXPECT_EQ(a.fr.candidates[1].instances, 7);
   const Found bg = find(a.fr, kBiasGelu);
   ASSERT_EQ(bg.shapes.size(), 1u);
-  EXPECT_EQ(bg.rank, 1u);
+  EXPECT_EQ(bg.rank, 2u);
   EXPECT_EQ(bg.instances(), 27);  // of 4 layers x 7 steps
   EXPECT_EQ(bg.shapes[0]->roles, "measured");
   for (const FusionCandidate& c : a.fr.candidates) {
@@ -216,10 +230,21 @@ bool isAttention(std::string_view k) {
   return contains(k, "flash") || contains(k, "fmha") || contains(k, "sdpa") || contains(k, "attention");
 }
 
+bool overlaps(uint64_t a, uint64_t a_bytes, uint64_t b, uint64_t b_bytes) { return a < b + b_bytes && b < a + a_bytes; }
+
+// The addresses of a device-to-device copy, if its driver call recorded them (schema 3).
+const core::MemcpyAddressRecord* addressesOf(const Analyzed& a, const core::MemcpyRecord& m) {
+  for (const core::MemcpyAddressRecord& r : a.p.memcpy_addresses) {
+    if (r.process_id == m.process_id && r.correlation_id == m.correlation_id && m.copy_kind == "DtoD") return &r;
+  }
+  return nullptr;
+}
+
 // An independent check of the data-flow guarantee: some byte the producer wrote and the consumer
 // read was written by no kernel launched between them, no opaque kernel ran on the device
-// between them, no copy or memset into device memory started between them, and the allocation was
-// not freed between them.
+// between them, no copy or memset into device memory started between them except a
+// device-to-device copy with recorded addresses that carried a byte the producer wrote to where
+// the consumer read it, and the allocation was not freed between them.
 void expectEdgeIsAWriteAndARead(const Analyzed& a, const DataEdge& e) {
   const core::KernelRow& pk = a.p.kernels[e.producer];
   const core::KernelRow& ck = a.p.kernels[e.consumer];
@@ -231,10 +256,12 @@ void expectEdgeIsAWriteAndARead(const Analyzed& a, const DataEdge& e) {
     }
   }
   for (const auto& m : a.p.memsets) EXPECT_FALSE(m.start_ns > pk.start_ns && m.start_ns < ck.start_ns) << "memset";
+  std::vector<const core::MemcpyAddressRecord*> passes;
   for (const auto& m : a.p.memcpys) {
-    if (m.dst_kind == "device") {
-      EXPECT_FALSE(m.start_ns > pk.start_ns && m.start_ns < ck.start_ns) << "copy";
-    }
+    if (m.dst_kind != "device" || !(m.start_ns > pk.start_ns && m.start_ns < ck.start_ns)) continue;
+    const core::MemcpyAddressRecord* addressed = addressesOf(a, m);
+    EXPECT_TRUE(addressed != nullptr) << "copy without addresses between";
+    if (addressed) passes.push_back(addressed);
   }
   const Allocation& al = a.df.allocations[e.allocation];
   EXPECT_FALSE(al.free_ns && *al.free_ns > pk.start_ns && *al.free_ns < ck.start_ns);
@@ -244,7 +271,16 @@ void expectEdgeIsAWriteAndARead(const Analyzed& a, const DataEdge& e) {
   };
   bool some_byte = false;
   for (const KernelAccess& w : accesses(e.producer)) {
-    if (!w.write || w.allocation != e.allocation) continue;
+    if (!w.write) continue;
+    for (const core::MemcpyAddressRecord* c : passes) {  // through a copy
+      const auto bytes = static_cast<uint64_t>(c->bytes);
+      if (!overlaps(w.address, static_cast<uint64_t>(w.bytes), c->src_address, bytes)) continue;
+      for (const KernelAccess& r : accesses(e.consumer)) {
+        some_byte = some_byte || (r.read && r.allocation == e.allocation &&
+                                  overlaps(r.address, static_cast<uint64_t>(r.bytes), c->dst_address, bytes));
+      }
+    }
+    if (w.allocation != e.allocation) continue;
     for (const KernelAccess& r : accesses(e.consumer)) {
       if (!r.read || r.allocation != e.allocation) continue;
       uint64_t lo = std::max(w.address, r.address);
@@ -289,9 +325,10 @@ TEST(FusionProof, NoSpuriousPair) {
 // fusion, per region instance), in trace mode. Non-matrix stages inside a fused kernel cost only
 // the bytes they move across its boundary (the broadcasting bias add costs its bias vector in the
 // GEMM's epilogue), and written tensors are sized by their lifetimes (docs/analysis.md). Reached
-// on these files: GPT res_ln +7%, GPT bias+GELU +12%, MLP res_ln +9%, MLP bias+GELU +15%, GPT-2
-// gelu_new -11%, GPT-2 attention -4%. Each bound is about 10 points either side, so a change
-// either way is seen; the median must stay within the issue's 20%.
+// on these files: GPT res_ln -1%, GPT bias+GELU +11%, MLP res_ln +9%, MLP bias+GELU +13%, GPT-2
+// gelu_new -11%, GPT-2 attention -9%, GPT attention -19% (its clone's copy time is in no stage).
+// Each bound is about 10 points either side, so a change either way is seen; the median must stay
+// within the issue's 20%.
 TEST(FusionProof, PredictionsNextToTheMeasuredSavings) {
   std::ifstream in(kData + "torch_proof_measured_h100.json");
   const nlohmann::json measured = nlohmann::json::parse(in);
@@ -300,12 +337,13 @@ TEST(FusionProof, PredictionsNextToTheMeasuredSavings) {
     std::vector<std::string_view> stages;
     double low, high;  // the error's bounds
   };
-  const std::vector<Expect> expect = {{"gpt_bf16_eager", "res_ln", kResidualLayerNorm, -0.05, 0.17},
-                                      {"gpt_bf16_eager", "bias_gelu", kBiasGelu, 0.02, 0.22},
-                                      {"mlp_bf16_eager", "res_ln", kResidualLayerNorm, -0.02, 0.19},
-                                      {"mlp_bf16_eager", "bias_gelu", kBiasGelu, 0.05, 0.25},
+  const std::vector<Expect> expect = {{"gpt_bf16_eager", "res_ln", kResidualLayerNorm, -0.11, 0.09},
+                                      {"gpt_bf16_eager", "bias_gelu", kBiasGelu, 0.01, 0.21},
+                                      {"mlp_bf16_eager", "res_ln", kResidualLayerNorm, -0.01, 0.19},
+                                      {"mlp_bf16_eager", "bias_gelu", kBiasGelu, 0.03, 0.23},
                                       {"hfgpt2_forward_fp16_eager", "gelu", kGeluNew, -0.21, -0.01},
-                                      {"hfgpt2_forward_fp16_eager", "sdpa", kGpt2Attention, -0.14, 0.06}};
+                                      {"hfgpt2_forward_fp16_eager", "sdpa", kGpt2Attention, -0.19, 0.01},
+                                      {"gpt_bf16_eager", "sdpa", kGptAttention, -0.29, -0.08}};
   int compared = 0;
   std::vector<double> errors;
   for (const Expect& x : expect) {
@@ -326,10 +364,10 @@ TEST(FusionProof, PredictionsNextToTheMeasuredSavings) {
       ++compared;
     }
   }
-  EXPECT_EQ(compared, 6);
+  EXPECT_EQ(compared, 7);
   std::sort(errors.begin(), errors.end());
-  ASSERT_EQ(errors.size(), 6u);
-  EXPECT_LT((errors[2] + errors[3]) / 2, 0.20) << "median |error| (the issue asks for at most 20%)";
+  ASSERT_EQ(errors.size(), 7u);
+  EXPECT_LT(errors[3], 0.20) << "median |error| (the issue asks for at most 20%)";
 }
 
 }  // namespace
