@@ -10,7 +10,8 @@
 #   FPROF_BUILD=build-gpu bench/decode_diag.sh        ROUNDS=3 BUDGET_S=220
 #
 # CONFIGS and TORCH_CONFIGS replace the default lists: "label|VAR=VALUE VAR=VALUE;label|..."
-# (labels native, bare-activity and bare-callbacks run without fprof); EXTRAS=0 leaves out the
+# (labels native, bare-activity[-NAME] and bare-callbacks[-NAME] run without fprof, with the label's
+# settings as the environment: TRACE_BASELINE_ATTR tries CUPTI activity attributes); EXTRAS=0 leaves out the
 # self-timing runs, the CPU benchmark and the launch check. Prints a table last (decode ms per
 # configuration: median, min and max over rounds, against the native median); logs go to $OUT as
 # one archive.
@@ -83,9 +84,10 @@ one() {  # one PREFIX LABEL ROUND SETTINGS COMMAND...: a configuration's run
   local vars=($settings)
   case $label in
     native) run "$prefix$label" "$round" - "$@" ;;
-    bare-activity | bare-callbacks)
+    bare-activity* | bare-callbacks*)  # bare-activity-NAME: the same with the label's settings
+      local kind=${label#bare-}
       [ -e "$baseline" ] && run "$prefix$label" "$round" - env CUDA_INJECTION64_PATH="$baseline" \
-        TRACE_BASELINE="${label#bare-}" "$@" ;;
+        TRACE_BASELINE="${kind%%-*}" "${vars[@]}" "$@" ;;
     *) fprof_run "$prefix$label" "$round" FPROF_QUIET=1 "${vars[@]}" -- "$@" ;;
   esac
 }

@@ -2,13 +2,17 @@
 // tracer can do, injected the same way as the collector. TRACE_BASELINE=activity enables kernel
 // activity records and throws them away; TRACE_BASELINE=callbacks also subscribes to the same
 // runtime and driver launch callbacks as the collector, with empty handlers. The difference to
-// the collector is what fprof's own work costs per launch.
+// the collector is what fprof's own work costs per launch. TRACE_BASELINE_ATTR sets CUPTI activity
+// attributes first, to see whether any makes kernel activity itself cheaper:
+// "device_buffer_mb=N,preallocate=N,pool_limit=N,pinned=0|1,per_thread=0|1" (comma-separated).
 #include <cupti.h>
 
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+#include <algorithm>
 
 namespace {
 
@@ -41,6 +45,35 @@ bool check(CUptiResult r, const char* call) {
   return false;
 }
 
+template <typename T>
+void setAttribute(CUpti_ActivityAttribute attribute, T value, const char* name) {
+  size_t size = sizeof value;
+  if (check(cuptiActivitySetAttribute(attribute, &size, &value), name)) {
+    std::fprintf(stderr, "baseline: %s = %llu\n", name, static_cast<unsigned long long>(value));
+  }
+}
+
+// TRACE_BASELINE_ATTR: key=value pairs, comma-separated (the comment at the top).
+void applyAttributes(const char* spec) {
+  if (spec == nullptr) return;
+  std::string s(spec);
+  size_t at = 0;
+  while (at < s.size()) {
+    const size_t end = std::min(s.find(',', at), s.size());
+    const std::string item = s.substr(at, end - at);
+    at = end + 1;
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string key = item.substr(0, eq);
+    const unsigned long long v = std::strtoull(item.c_str() + eq + 1, nullptr, 10);
+    if (key == "device_buffer_mb") setAttribute<size_t>(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, v << 20, "device_buffer_size");
+    if (key == "preallocate") setAttribute<size_t>(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_PRE_ALLOCATE_VALUE, v, "preallocate");
+    if (key == "pool_limit") setAttribute<size_t>(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_POOL_LIMIT, v, "pool_limit");
+    if (key == "pinned") setAttribute<uint8_t>(CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED, static_cast<uint8_t>(v), "pinned");
+    if (key == "per_thread") setAttribute<uint8_t>(CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, static_cast<uint8_t>(v), "per_thread");
+  }
+}
+
 }  // namespace
 
 extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
@@ -60,6 +93,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
       check(cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, id), "cuptiEnableCallback(driver)");
     }
   }
+  applyAttributes(std::getenv("TRACE_BASELINE_ATTR"));
   if (!check(cuptiActivityRegisterCallbacks(requested, completed), "cuptiActivityRegisterCallbacks")) return 1;
   check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityEnable");
   std::atexit(atExit);

@@ -38,6 +38,7 @@ struct RunOptions {
   int64_t launch_count = 0;  // 0 = no limit
   int64_t samples_per_launch_kind = 0;  // 0 = the collector's default (1)
   bool every_launch = false;
+  bool gpu_fault_safe = false;  // kernel timestamps in pinned host memory (FPROF_CUPTI_HOST_PINNED)
   std::string cache_control;  // "" = all where the CUPTI can, else none
   std::string cupti;          // a libcupti.so.13 to use instead of the toolkit's (FPROF_CUPTI)
   std::vector<std::string> program;
@@ -236,6 +237,7 @@ int runProgram(const RunOptions& opt) {
     setenv("FPROF_MODE", opt.metrics.empty() ? "trace" : "metrics", 1);
     if (!cubin_dir.empty()) setenv("FPROF_CUBIN_DIR", cubin_dir.c_str(), 1);
     if (!opt.cache_control.empty()) setenv("FPROF_CACHE_CONTROL", opt.cache_control.c_str(), 1);
+    if (opt.gpu_fault_safe) setenv("FPROF_CUPTI_HOST_PINNED", "1", 1);
     if (opt.every_launch) {
       setenv("FPROF_SAMPLES_PER_LAUNCH_KIND", "0", 1);
     } else if (opt.samples_per_launch_kind > 0) {
@@ -318,6 +320,10 @@ Command addRunCommand(CLI::App& root) {
   app->add_option("-o,--output", opt->output,
                   "Database to write (default: PROGRAM.fprof, or PROGRAM-2.fprof, ... if that exists)");
   app->add_flag("--force", opt->force, "Overwrite the output database if it exists");
+  app->add_flag("--gpu-fault-safe", opt->gpu_fault_safe,
+                "Keep kernel timestamps in pinned host memory, so that a GPU fault that kills the context (an illegal "
+                "address) leaves the kernels before it with their times; without it CUPTI's device-side timestamp "
+                "buffers die with the context. Costs launch-bound programs more (docs/overhead.md)");
   app->add_option("--ceilings", opt->ceilings,
                   "Attach measured ceilings from this file (default: the per-user cache of 'fprof ceilings')")
       ->check(CLI::ExistingFile);

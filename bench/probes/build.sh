@@ -31,6 +31,8 @@ build sass_probe "$src/sass_probe.cu" "$src/sass_module_a.cu" "$src/sass_module_
 "${launcher[@]}" "$CUDA/bin/nvcc" "${nvflags[@]}" -DRP_DRAM_NATIVE "$src/rp_dram.cu" -o "$out/rp_dram_native" \
   -L"$CUDA/lib64/stubs" -lcuda & b=$!
 wait $a; wait $b
+# Issue 15's footprint program (replay_footprint.sh): plain CUDA, nothing of CUPTI.
+"${launcher[@]}" "$CUDA/bin/nvcc" -std=c++17 -O2 -arch=sm_90 "$src/replay_footprint.cu" -o "$out/replay_footprint"
 "$CUDA/bin/ptxas" -arch=sm_90 "$src/sass_jit.ptx" -o "$out/sass_jit.cubin"  # the JIT module must assemble
 cp "$src/sass_jit.ptx" "$out/"
 
