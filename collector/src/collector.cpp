@@ -107,6 +107,7 @@ class Collector {
   void handleContextCreated(const CUpti_ResourceData* data);
   void handleTeardown();
   void saveCubin(const CUpti_ResourceData* data);
+  void handleGraphNodeCreated(const CUpti_ResourceData* data);
   void recordCopyAddresses(CUpti_CallbackId cbid, const CUpti_CallbackData* cb);
   void addEvent(const char* severity, const std::string& message);
   void recordCuptiLibraries();
@@ -285,6 +286,10 @@ bool Collector::initialize() {
     const auto ids = ArgRoleProbe::copyCallbackIds();
     arg_roles_ = api.enableDriverCallbacks(ids.data(), ids.size());
     if (!arg_roles_) addEvent("warning", "argument roles are not measured: copy callbacks could not be enabled");
+  }
+  if (!api.enableGraphNodeCallbacks()) {
+    addEvent("warning", "graph-node callbacks could not be enabled: functions launched only from hand-built CUDA "
+                        "graphs have no function row");
   }
   {
     const auto ids = copyAddressCallbackIds();
@@ -468,6 +473,9 @@ void Collector::onCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, c
     case CUPTI_CB_DOMAIN_RESOURCE:
       if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED) handleContextCreated(static_cast<const CUpti_ResourceData*>(data));
       if (cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED) saveCubin(static_cast<const CUpti_ResourceData*>(data));
+      if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED) {
+        handleGraphNodeCreated(static_cast<const CUpti_ResourceData*>(data));
+      }
       return;
     case CUPTI_CB_DOMAIN_RUNTIME_API:
     case CUPTI_CB_DOMAIN_DRIVER_API: {
@@ -512,6 +520,27 @@ void Collector::recordCopyAddresses(CUpti_CallbackId cbid, const CUpti_CallbackD
   core::MemcpyAddressRecord r{process_id_, cb->correlationId, p->src, p->dst, static_cast<int64_t>(p->bytes)};
   std::lock_guard lock(pending_mu_);
   copy_addresses_.push_back(r);
+}
+
+// A kernel node added to a CUDA graph (by hand, or captured): its function's facts, once, as for a
+// launched function. A function launched only from a hand-built graph is never seen by a launch
+// callback, and the kernel records of graph launches carry no function handle.
+void Collector::handleGraphNodeCreated(const CUpti_ResourceData* data) {
+  const auto* g = data != nullptr ? static_cast<const CUpti_GraphData*>(data->resourceDescriptor) : nullptr;
+  if (g == nullptr || g->node == nullptr || g->nodeType != CU_GRAPH_NODE_TYPE_KERNEL) return;
+  CUDA_KERNEL_NODE_PARAMS params{};
+  if (cuGraphKernelNodeGetParams(g->node, &params) != CUDA_SUCCESS) return;
+  // A node made from a library kernel (the runtime's cudaKernel_t) names it by its CUkernel, which
+  // needs the current context to resolve; one that cannot be resolved here is left to its launches
+  // (quietly: a failed lookup would be cached and reported as a launched function).
+  CUfunction f = params.func;
+  int registers = 0;
+  if (f == nullptr || cuFuncGetAttribute(&registers, CU_FUNC_ATTRIBUTE_NUM_REGS, f) != CUDA_SUCCESS) {
+    f = nullptr;
+    CUfunction resolved = nullptr;
+    if (params.kern != nullptr && cuKernelGetFunction(&resolved, params.kern) == CUDA_SUCCESS) f = resolved;
+  }
+  if (f != nullptr) (void)functionInfo(f);
 }
 
 // A small per-thread cache in front of FunctionCache, whose lookup takes a lock whenever the

@@ -377,6 +377,10 @@ bool CuptiActivityApi::enableMemoryOperationCallbacks() {
   return ok;
 }
 
+bool CuptiActivityApi::enableGraphNodeCallbacks() {
+  return FPROF_CUPTI_OK(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED));
+}
+
 bool CuptiActivityApi::enableModuleLoadCallbacks() {
   return FPROF_CUPTI_OK(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED));
 }

@@ -35,6 +35,7 @@ class CuptiActivityApi {
   // Metrics mode: every module's cubin, for the SASS that says how many lanes a half
   // instruction has (core/sass_half.h).
   bool enableModuleLoadCallbacks();
+  bool enableGraphNodeCallbacks();  // CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED
   // Driver API callbacks by id (the argument-role probe's own copies, to leave them out).
   bool enableDriverCallbacks(const uint32_t* ids, size_t count);
   static bool isMemoryOperation(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);

@@ -121,6 +121,24 @@ bool isDeviceAddress(uint64_t value) {
   return cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, static_cast<CUdeviceptr>(value)) ==
          CUDA_SUCCESS;
 }
+
+// A parameter's bytes into the signature, leaving out every 8-byte word (aligned in the parameter
+// buffer) that holds a device address: where the data lives does not change the work. Larger
+// parameters are read word by word, so the pointers inside a struct (PyTorch's TensorIterator
+// arguments, `std::array<char*, N>`) leave it too, and the same op on the next step's tensors is
+// the same signature.
+void addWithoutAddresses(Fnv1a& h, const uint8_t* bytes, size_t size, int32_t offset) {
+  size_t done = 0;
+  for (size_t w = (8 - static_cast<size_t>(offset) % 8) % 8; w + 8 <= size; w += 8) {
+    uint64_t value = 0;
+    std::memcpy(&value, bytes + w, 8);
+    if (!isDeviceAddress(value)) continue;
+    h.add(bytes + done, w - done);
+    done = w + 8;
+  }
+  h.add(bytes + done, size - done);
+}
+
 }  // namespace
 
 std::optional<uint64_t> FunctionCache::signature(CUfunction handle, const FunctionInfo& info, const LaunchShape& shape,
@@ -149,12 +167,7 @@ std::optional<uint64_t> FunctionCache::signature(CUfunction handle, const Functi
     } else {
       bytes = static_cast<const uint8_t*>(kernel_params[i]);
     }
-    if (p.size_bytes == 8) {
-      uint64_t value = 0;
-      std::memcpy(&value, bytes, 8);
-      if (isDeviceAddress(value)) continue;  // where the data lives does not change the work
-    }
-    h.add(bytes, static_cast<size_t>(p.size_bytes));
+    addWithoutAddresses(h, bytes, static_cast<size_t>(p.size_bytes), p.offset_bytes);
   }
   return h.h;
 }
