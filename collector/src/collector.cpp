@@ -928,6 +928,9 @@ void Collector::writerLoop() {
     // Measurement only: everything is read and written at exit (a signal's flush is still answered).
     if (!last && strongest != kWakeSignalFlush && config_.cupti.writer_idle) continue;
     const int64_t last_start_ns = last && selfTimingEnabled() ? selfTimingNowNs() : 0;
+    // A dying program's last profiled launches: their counters are decoded now, while the context
+    // lives (at a normal exit finishAll does it on the exiting thread).
+    if (strongest == kWakeSignalFinal) metrics_.decodeOnFatalSignal();
     if (strongest == kWakeSignalFlush || strongest == kWakeSignalFinal) {
       flushCupti(true);
     } else if (strongest != kWakeQuit && config_.cupti.periodic_flush_all) {

@@ -366,6 +366,28 @@ void MetricsCollector::afterMemoryOperation() {
   if (t_window.lock.owns_lock()) t_window.lock.unlock();
 }
 
+void MetricsCollector::decodeOnFatalSignal() {
+  if (!enabled_) return;
+  Inside inside;
+  std::vector<std::pair<CUcontext, ContextState*>> states;
+  {
+    std::lock_guard lock(mu_);
+    if (finished_) return;
+    for (auto& [ctx, s] : contexts_) states.emplace_back(ctx, &s);
+  }
+  for (auto& [ctx, s] : states) {
+    std::unique_lock<std::mutex> window(s->window, std::try_to_lock);
+    if (!window.owns_lock()) continue;  // the dying thread was inside a launch: its batch is lost
+    std::lock_guard lock(mu_);
+    if (s->profiler == nullptr) continue;
+    CUcontext previous = nullptr;
+    (void)cuCtxGetCurrent(&previous);
+    if (previous != ctx) (void)cuCtxPushCurrent(ctx);
+    decode(*s);
+    if (previous != ctx) (void)cuCtxPopCurrent(nullptr);
+  }
+}
+
 void MetricsCollector::finishAll() {
   if (!enabled_ || t_inside) return;
   Inside inside;

@@ -68,6 +68,9 @@ class MetricsCollector {
   void afterMemoryOperation();
   // Stops and decodes every context (teardown, exit, signals). Safe to call repeatedly.
   void finishAll();
+  // On a fatal signal, from the writer thread: decodes the launches profiled since the last batch,
+  // skipping a context whose window the dying thread holds (never waits for it).
+  void decodeOnFatalSignal();
 
   std::vector<LaunchCounterResult> takeResults();
   std::vector<std::pair<std::string, std::string>> takeNotes();      // (severity, message)
