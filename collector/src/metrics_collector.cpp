@@ -23,6 +23,24 @@ struct Inside {
   ~Inside() { t_inside = false; }
 };
 
+// A context made current on this thread for as long as it lives (decoding needs it current).
+class CurrentContext {
+ public:
+  explicit CurrentContext(CUcontext ctx) : ctx_(ctx) {
+    (void)cuCtxGetCurrent(&previous_);
+    if (previous_ != ctx_) (void)cuCtxPushCurrent(ctx_);
+  }
+  ~CurrentContext() {
+    if (previous_ != ctx_) (void)cuCtxPopCurrent(nullptr);
+  }
+  CurrentContext(const CurrentContext&) = delete;
+  CurrentContext& operator=(const CurrentContext&) = delete;
+
+ private:
+  CUcontext ctx_;
+  CUcontext previous_ = nullptr;
+};
+
 // The window this thread holds, from a launch's (or copy's) ENTER to its EXIT.
 struct Window {
   std::unique_lock<std::mutex> lock;
@@ -380,42 +398,31 @@ void MetricsCollector::decodeOnFatalSignal() {
     if (!window.owns_lock()) continue;  // the dying thread was inside a launch: its batch is lost
     std::lock_guard lock(mu_);
     if (s->profiler == nullptr) continue;
-    CUcontext previous = nullptr;
-    (void)cuCtxGetCurrent(&previous);
-    if (previous != ctx) (void)cuCtxPushCurrent(ctx);
+    CurrentContext current(ctx);
     decode(*s);
-    if (previous != ctx) (void)cuCtxPopCurrent(nullptr);
   }
 }
 
 void MetricsCollector::finishAll() {
   if (!enabled_ || t_inside) return;
   Inside inside;
-  std::vector<ContextState*> states;
+  std::vector<std::pair<CUcontext, ContextState*>> states;
   {
     std::lock_guard lock(mu_);
-    for (auto& [ctx, s] : contexts_) states.push_back(&s);
+    for (auto& [ctx, s] : contexts_) states.emplace_back(ctx, &s);
   }
-  for (ContextState* s : states) {
+  for (auto& [ctx, s] : states) {
     // A window held by this very thread (exit from inside a launch callback) is not waited for.
     std::unique_lock<std::mutex> window(s->window, std::defer_lock);
     if (!(t_window.lock.owns_lock() && t_window.lock.mutex() == &s->window)) window.lock();
     std::lock_guard lock(mu_);
     if (s->profiler == nullptr) continue;
-    CUcontext ctx = nullptr;
-    for (auto& [c, state] : contexts_) {
-      if (&state == s) ctx = c;
-    }
-    // Decoding needs the context current on this thread.
-    CUcontext previous = nullptr;
-    (void)cuCtxGetCurrent(&previous);
-    if (previous != ctx) (void)cuCtxPushCurrent(ctx);
+    CurrentContext current(ctx);
     decode(*s);
     // Disable while the context lives: a range profiler still enabled when the context is
     // destroyed at exit crashed the target on an H200.
     s->profiler->teardown();
     s->profiler.reset();
-    if (previous != ctx) (void)cuCtxPopCurrent(nullptr);
   }
   std::lock_guard lock(mu_);
   // Launches after this point (a program that goes on after cudaDeviceReset) run unprofiled.
