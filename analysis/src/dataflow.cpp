@@ -307,9 +307,11 @@ std::vector<DeviceWrite> deviceWrites(const core::Profile& p, const std::vector<
   return w;
 }
 
-uint64_t streamKey(const core::KernelRow& k) {
-  return (uint64_t{k.process_id} << 48) ^ (uint64_t{k.device_id} << 40) ^ k.stream_id;
+uint64_t streamKey(uint32_t process_id, uint32_t device_id, uint32_t stream_id) {
+  return (uint64_t{process_id} << 48) ^ (uint64_t{device_id} << 40) ^ stream_id;
 }
+
+uint64_t streamKey(const core::KernelRow& k) { return streamKey(k.process_id, k.device_id, k.stream_id); }
 
 // One written value: who wrote it, where and when, and how many kernels read it.
 struct Value {
@@ -390,7 +392,7 @@ class ProducerLinker {
       val.writer = s.writer;
       val.source = s.source;
     }
-    val.stream = (uint64_t{c.process_id} << 48) ^ (uint64_t{c.device_id} << 40) ^ c.stream_id;
+    val.stream = streamKey(c.process_id, c.device_id, c.stream_id);
     val.epoch = device_epoch_[pairKey(c.process_id, c.device_id)];
     val.allocation = c.dst_allocation;
     val.address = c.dst;

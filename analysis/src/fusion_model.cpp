@@ -196,10 +196,10 @@ bool stageIsCopy(const core::Profile& p, const std::vector<size_t>& stage) {
 // line of its DRAM roof) keeps its achieved bandwidth: its time shrinks with its bytes. Any other
 // stage loses at most the intermediates' transfer time at the level they live in: L2 for an
 // intermediate that fits in the stated share of it, else DRAM.
-std::optional<std::vector<double>> traceStageNs(const core::Profile& p, const DataFlow& df, const Instance& in, const EdgeBytes& bytes,
-                                                const RemovedTraffic& removed, const Ceilings& ceil,
-                                                const core::DeviceInfo* dev, const FusionOptions& opt,
-                                                const std::vector<double>& work_ns) {
+std::optional<std::vector<double>> traceStageNs(const core::Profile& p, const DataFlow& df, const Instance& in,
+                                                const EdgeBytes& bytes, const RemovedTraffic& removed,
+                                                const Ceilings& ceil, const core::DeviceInfo* dev,
+                                                const FusionOptions& opt, const std::vector<double>& work_ns) {
   const auto& dram = ceil.bw(MemLevel::kDram);
   if (!dram) return std::nullopt;
   const auto& l2 = ceil.bw(MemLevel::kL2);
@@ -231,24 +231,21 @@ std::optional<std::vector<double>> traceStageNs(const core::Profile& p, const Da
 // How a stage would run inside a fused kernel, in trace mode (no counters).
 enum class StageFlow : uint8_t {
   kMemoryBound,  // moves its argument bytes at >= the roofline's line of the DRAM roof
-  kStreamable,   // below that line, but no matrix multiply and every kernel fills the device (at
-                 // least one block per SM): its pace is its own launch's, not its work's
-  kOther,        // a matrix multiply, too few blocks, or bytes not seen: keeps its work
+  kStreamable,   // below that line, but every kernel fills the device (at least one block per SM):
+                 // its pace is its own launch's, not its work's
+  kOther,        // too few blocks, or bytes not seen: keeps its work
 };
 
-StageFlow stageFlow(const core::Profile& p, const DataFlow& df, const std::vector<size_t>& stage, double work_ns,
-                    double dram_bytes_per_s, const core::DeviceInfo* dev, const FusionOptions& opt) {
-  const auto moved = stageArgumentBytes(df, stage);
+// For a stage without a matrix multiply (the caller leaves those out) that moves `moved` bytes.
+StageFlow stageFlow(const core::Profile& p, const std::vector<size_t>& stage, std::optional<double> moved,
+                    double work_ns, double dram_bytes_per_s, const core::DeviceInfo* dev, const FusionOptions& opt) {
   if (!moved || *moved <= 0 || work_ns <= 0) return StageFlow::kOther;
   const double bytes_per_s = *moved / (work_ns * 1e-9);
   if (bytes_per_s >= opt.roof_fraction_binds * dram_bytes_per_s) return StageFlow::kMemoryBound;
   if (!dev || bytes_per_s < opt.streamable_roof_fraction * dram_bytes_per_s) return StageFlow::kOther;
   for (size_t k : stage) {
     const core::KernelRow& kr = p.kernels[k];
-    const int64_t blocks = int64_t{kr.grid_x} * kr.grid_y * kr.grid_z;
-    if (blocks < dev->sm_count || nodeKindFromName(p.str(kr.demangled_id)) == NodeKind::kMatmul) {
-      return StageFlow::kOther;
-    }
+    if (int64_t{kr.grid_x} * kr.grid_y * kr.grid_z < dev->sm_count) return StageFlow::kOther;
   }
   return StageFlow::kStreamable;
 }
@@ -310,9 +307,10 @@ std::optional<double> streamingFusedNs(const core::Profile& p, const DataFlow& d
   double best_bw = 0;  // bytes per ns
   for (size_t s = 0; s < in.stages.size(); ++s) {
     if (stageHasMatmul(p, in.stages[s])) continue;
-    const StageFlow flow = stageFlow(p, df, in.stages[s], work_ns[s], dram->value, dev, opt);
-    streams[s] = flow != StageFlow::kOther || (stageIsCopy(p, in.stages[s]) && stageArgumentBytes(df, in.stages[s]));
-    if (flow == StageFlow::kMemoryBound) best_bw = std::max(best_bw, *stageArgumentBytes(df, in.stages[s]) / work_ns[s]);
+    const std::optional<double> moved = stageArgumentBytes(df, in.stages[s]);
+    const StageFlow flow = stageFlow(p, in.stages[s], moved, work_ns[s], dram->value, dev, opt);
+    streams[s] = flow != StageFlow::kOther || (stageIsCopy(p, in.stages[s]) && moved);
+    if (flow == StageFlow::kMemoryBound) best_bw = std::max(best_bw, *moved / work_ns[s]);
   }
   if (std::none_of(streams.begin(), streams.end(), [](bool b) { return b; })) return std::nullopt;
   // A part reading what its producer just wrote finds it in L2 and may beat the DRAM roof; the
