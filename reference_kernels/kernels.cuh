@@ -137,8 +137,11 @@ void launchSoftmaxTopKFused(DType t, const void* logits, float* top_p, int* top_
                             std::size_t vocab, int k, void* scratch, cudaStream_t s);
 
 // ---- conv2d 3x3 stride 1 pad 1, NCHW (conv.cu) ----
+// The filter [out][in][3][3] as 9 tap matrices w_taps[tap][out][in], done once when the model is
+// loaded (as the batchnorm fold is): the layout the convolution reads.
+void launchConvWeightsTapMajor(DType t, const void* w, void* w_taps, std::size_t cout, std::size_t cin, cudaStream_t s);
 // bn_scale/bn_shift == nullptr: plain conv; otherwise y = relu(conv * scale[c] + shift[c]).
-void launchConv3x3(DType t, const void* x, const void* w, const float* bn_scale,
+void launchConv3x3(DType t, const void* x, const void* w_taps, const float* bn_scale,
                    const float* bn_shift, void* y, std::size_t batch, std::size_t cin,
                    std::size_t cout, std::size_t height, std::size_t width, cudaStream_t s);
 // Folds inference batchnorm into per-channel fp32 scale and shift.

@@ -381,7 +381,8 @@ class ConvBnReluOp final : public Op {
   explicit ConvBnReluOp(bool with_cudnn) : with_cudnn_(with_cudnn) {}
   std::string name() const override { return "conv_bn_relu"; }
   std::string description() const override {
-    return std::string("relu(batchnorm(conv3x3(x))), NCHW: conv, batchnorm, relu kernels vs conv with folded-BN+ReLU epilogue") +
+    return std::string("relu(batchnorm(conv3x3(x))), NCHW: conv, batchnorm, relu kernels vs conv with folded-BN+ReLU epilogue "
+                       "(fp16/bf16: implicit GEMM on tensor cores; the filter is laid out tap-major when loaded)") +
            (with_cudnn_ ? "; vendor = cuDNN ConvolutionBiasActivationForward, BN folded into weights (if libcudnn.so.9 loads)" : "");
   }
   std::vector<std::string> variants() const override {
@@ -402,6 +403,8 @@ class ConvBnReluOp final : public Op {
     t0_ = Tensor("t0", t, s[0] * s[2] * hw); t1_ = Tensor("t1", t, s[0] * s[2] * hw); y_ = Tensor("y", t, s[0] * s[2] * hw);
     scale_ = Tensor("bn_scale", DType::F32, s[2]); shift_ = Tensor("bn_shift", DType::F32, s[2]);
     x_.random(ctx, 1.0f); w_.random(ctx, float(std::sqrt(3.0 / double(9 * s[1]))));
+    w_taps_ = Tensor("w_taps", t, w_.count);
+    launchConvWeightsTapMajor(t, w_.ptr(), w_taps_.ptr(), s[2], s[1], ctx.stream);
     gamma_.random(ctx, 0.5f, 1.0f); beta_.random(ctx, 0.5f); mean_.random(ctx, 0.2f); var_.random(ctx, 0.4f, 1.0f);
     // Inference batchnorm is folded once when the model is loaded, not per call.
     launchFoldBatchNorm(t, gamma_.ptr(), beta_.ptr(), mean_.ptr(), var_.ptr(), kEps, scale_.buf.as<float>(),
@@ -435,14 +438,14 @@ class ConvBnReluOp final : public Op {
       return;
     }
     if (variant == "fused") {
-      NvtxRange outer(tags(name(), variant, name(), "x,w,bn_scale,bn_shift", "y"), rep);
-      launchConv3x3(dtype_, x_.ptr(), w_.ptr(), scale_.buf.as<float>(), shift_.buf.as<float>(), y_.ptr(), s.batch,
+      NvtxRange outer(tags(name(), variant, name(), "x,w_taps,bn_scale,bn_shift", "y"), rep);
+      launchConv3x3(dtype_, x_.ptr(), w_taps_.ptr(), scale_.buf.as<float>(), shift_.buf.as<float>(), y_.ptr(), s.batch,
                     s.in_channels, s.out_channels, s.height, s.width, ctx.stream);
       return;
     }
-    NvtxRange outer(tags(name(), variant, name(), "x,w,bn_gamma,bn_beta,bn_mean,bn_var", "y"), rep);
-    { NvtxRange r(tags("conv", variant, name(), "x,w", "t0"), rep);
-      launchConv3x3(dtype_, x_.ptr(), w_.ptr(), nullptr, nullptr, t0_.ptr(), s.batch, s.in_channels, s.out_channels, s.height, s.width, ctx.stream); }
+    NvtxRange outer(tags(name(), variant, name(), "x,w_taps,bn_gamma,bn_beta,bn_mean,bn_var", "y"), rep);
+    { NvtxRange r(tags("conv", variant, name(), "x,w_taps", "t0"), rep);
+      launchConv3x3(dtype_, x_.ptr(), w_taps_.ptr(), nullptr, nullptr, t0_.ptr(), s.batch, s.in_channels, s.out_channels, s.height, s.width, ctx.stream); }
     { NvtxRange r(tags("batchnorm", variant, name(), "t0,bn_gamma,bn_beta,bn_mean,bn_var", "t1"), rep);
       launchBatchNorm(dtype_, t0_.ptr(), gamma_.ptr(), beta_.ptr(), mean_.ptr(), var_.ptr(), kEps, t1_.ptr(), s.batch, s.out_channels, hw, ctx.stream); }
     { NvtxRange r(tags("relu", variant, name(), "t1", "y"), rep); launchRelu(dtype_, t1_.ptr(), y_.ptr(), y_.count, ctx.stream); }
@@ -468,7 +471,7 @@ class ConvBnReluOp final : public Op {
   bool with_cudnn_;
   DType dtype_ = DType::F32;
   ref::ConvShape shape_{};
-  Tensor x_, w_, gamma_, beta_, mean_, var_, t0_, t1_, y_, scale_, shift_, w_folded_, b_folded_;
+  Tensor x_, w_, w_taps_, gamma_, beta_, mean_, var_, t0_, t1_, y_, scale_, shift_, w_folded_, b_folded_;
   std::string vendor_error_;
   std::vector<double> ref_;
 };
