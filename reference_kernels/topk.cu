@@ -17,6 +17,7 @@
 // A warp kernel (opt-in, FPROF_REF_TOPK_SLICE=warp, not yet run on a GPU) does the same per
 // warp with shuffles only, without block barriers.
 #include <climits>
+#include <cuda/atomic>
 #include <cstdlib>
 #include <string>
 #include <type_traits>
@@ -397,6 +398,153 @@ struct BulkSlice {
   }
 };
 
+// ---- the streaming slice: 16-byte loads into registers, statistics with few instructions ----
+// Every vector a thread owns is loaded before the first is used; vectors past the row's end
+// load as -inf, so the statistics need no bounds checks. The maximum comes first (two 16-bit
+// values a max instruction), then one exp a value against a known maximum (no running rescale).
+// (Exps on packed f16x2/bf16x2 pairs were measured no faster, 2026-11-24, and cost accuracy:
+// relative errors 1e-4 (fp16) and 4e-3 (bf16) instead of 1e-7.)
+constexpr float kLog2e = 1.4426950408889634f;
+
+__device__ __forceinline__ float exp2Approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+template <class T> __device__ __forceinline__ uint4 negInfVector() {
+  if constexpr (sizeof(T) == 4) return make_uint4(0xff800000u, 0xff800000u, 0xff800000u, 0xff800000u);
+  else if constexpr (std::is_same_v<T, __half>) return make_uint4(0xfc00fc00u, 0xfc00fc00u, 0xfc00fc00u, 0xfc00fc00u);
+  else return make_uint4(0xff80ff80u, 0xff80ff80u, 0xff80ff80u, 0xff80ff80u);
+}
+
+template <class T> using PairOf = std::conditional_t<std::is_same_v<T, __half>, __half2, __nv_bfloat162>;
+
+template <class P> __device__ __forceinline__ P asPair(unsigned bits) { return *reinterpret_cast<const P*>(&bits); }
+
+// Maximum over n vectors.
+template <class T, int n> __device__ __forceinline__ float vectorsMax(const uint4 (&raw)[n]) {
+  if constexpr (sizeof(T) == 4) {
+    float m = -INFINITY;
+#pragma unroll
+    for (int j = 0; j < n; ++j) {
+      m = fmaxf(m, fmaxf(fmaxf(__uint_as_float(raw[j].x), __uint_as_float(raw[j].y)),
+                         fmaxf(__uint_as_float(raw[j].z), __uint_as_float(raw[j].w))));
+    }
+    return m;
+  } else {
+    using P = PairOf<T>;
+    P m = asPair<P>(raw[0].x);
+#pragma unroll
+    for (int j = 0; j < n; ++j) {
+      m = __hmax2(m, __hmax2(__hmax2(asPair<P>(raw[j].x), asPair<P>(raw[j].y)), __hmax2(asPair<P>(raw[j].z), asPair<P>(raw[j].w))));
+    }
+    return fmaxf(toFloat(m.x), toFloat(m.y));
+  }
+}
+
+// Sum of exp(v - base) over one vector (base finite): exp(v - base) = 2^(v log2e - base log2e),
+// one fused multiply-add and one ex2 a value.
+template <class T> __device__ __forceinline__ float vectorExpSum(const uint4& raw, float base) {
+  float v[16 / sizeof(T)];
+  toFloats(raw, v, T{});
+  const float c = base * kLog2e;
+  float s0 = 0.0f, s1 = 0.0f;
+#pragma unroll
+  for (int e = 0; e < int(16 / sizeof(T)); e += 2) {
+    s0 += exp2Approx(fmaf(v[e], kLog2e, -c));
+    s1 += exp2Approx(fmaf(v[e + 1], kLog2e, -c));
+  }
+  return s0 + s1;
+}
+
+template <class T, int kLoadsPerThread>
+struct StreamSlice {
+  static constexpr int kVec = 16 / int(sizeof(T));
+  static constexpr int kLoads = kLoadsPerThread;
+  // Registers capped so that every block of the benchmark row is resident at once.
+  static constexpr int kMinBlocks = kLoads <= 8 ? 4 : 2;
+  static constexpr int kDynamicSmem = 0;
+  static constexpr std::size_t kVectorsPerBlock = std::size_t(kThreads) * kLoads;
+  uint4 raw[kLoads];
+  int first0 = 0, vectors_left = 0;
+  float head_v = -INFINITY, tail_v = -INFINITY;
+  int head_i = -1, tail_i = -1;  // -1: no scalar
+
+  __device__ bool ok(int j) const { return j * kThreads < vectors_left; }
+  __device__ int first(int j) const { return first0 + j * kThreads * kVec; }
+
+  __device__ void load(const T* __restrict__ row, std::size_t vocab, unsigned block) {
+    const unsigned misalign = unsigned(reinterpret_cast<std::uintptr_t>(row) % 16);
+    std::size_t head = misalign == 0 ? 0 : (16 - misalign) / sizeof(T);
+    if (head > vocab) head = vocab;
+    const std::size_t vectors = (vocab - head) / kVec;
+    const std::size_t vi0 = std::size_t(block) * kVectorsPerBlock + threadIdx.x;
+    vectors_left = int(vectors) - int(vi0);
+    first0 = int(head + vi0 * kVec);
+    const uint4* mine = reinterpret_cast<const uint4*>(row + head) + vi0;
+#pragma unroll
+    for (int j = 0; j < kLoads; ++j) raw[j] = ok(j) ? __ldg(mine + j * kThreads) : negInfVector<T>();
+    if (block == 0) {
+      const std::size_t tail0 = head + vectors * kVec;
+      if (threadIdx.x < head) { head_i = int(threadIdx.x); head_v = toFloat(row[threadIdx.x]); }
+      if (tail0 + threadIdx.x < vocab) { tail_i = int(tail0 + threadIdx.x); tail_v = toFloat(row[tail0 + threadIdx.x]); }
+    }
+  }
+  // Maximum of the thread's elements (-inf when it has none).
+  __device__ float laneMax() const { return fmaxf(vectorsMax<T>(raw), fmaxf(head_v, tail_v)); }
+  // Sum of exp(v - base) over the thread's elements; base is finite.
+  __device__ float expSum(float base) const {
+    float acc[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int j = 0; j < kLoads; ++j) acc[j & 1] += vectorExpSum<T>(raw[j], base);
+    float s = acc[0] + acc[1];
+    if (head_i >= 0) s += exp2Approx((head_v - base) * kLog2e);
+    if (tail_i >= 0) s += exp2Approx((tail_v - base) * kLog2e);
+    return s;
+  }
+  template <bool kStats> __device__ void maxSum(float& m, float& s) const {
+    m = laneMax();
+    if constexpr (kStats) {
+      const float base = m == -INFINITY ? 0.0f : m;  // all -inf: every exp is 0
+      float acc[2] = {0.0f, 0.0f};
+#pragma unroll
+      for (int j = 0; j < kLoads; ++j) acc[j & 1] += vectorExpSum<T>(raw[j], base);
+      s = acc[0] + acc[1];
+      if (head_i >= 0) s += exp2Approx((head_v - base) * kLog2e);
+      if (tail_i >= 0) s += exp2Approx((tail_v - base) * kLog2e);
+    }
+  }
+  // As ThreadSlice::forEachAtLeast: 16-bit pairs screened against the bound rounded down.
+  template <class F> __device__ void forEachAtLeast(float bound, const F& f) const {
+    if (head_i >= 0 && head_v >= bound) f(head_v, head_i);
+#pragma unroll
+    for (int j = 0; j < kLoads; ++j) {
+      if (!ok(j)) continue;
+      const int i0 = first(j);
+      if constexpr (sizeof(T) == 4) {
+        float v[kVec];
+        toFloats(raw[j], v, T{});
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) if (v[e] >= bound) f(v[e], i0 + e);
+      } else {
+        using Pair = PairOf<T>;
+        const Pair* pairs = reinterpret_cast<const Pair*>(&raw[j]);
+        Pair low;
+        if constexpr (std::is_same_v<T, __half>) low = __half2half2(__float2half_rd(bound));
+        else low = __bfloat162bfloat162(__float2bfloat16_rd(bound));
+#pragma unroll
+        for (int q = 0; q < kVec / 2; ++q) {
+          if (__hblt2(pairs[q], low)) continue;  // both below the bound
+          const float2 v = widenPair(reinterpret_cast<const std::uint32_t*>(pairs)[q], T{});
+          if (v.x >= bound) f(v.x, i0 + 2 * q);
+          if (v.y >= bound) f(v.y, i0 + 2 * q + 1);
+        }
+      }
+    }
+    if (tail_i >= 0 && tail_v >= bound) f(tail_v, tail_i);
+  }
+};
+
 template <class Slice> int splitsFor(std::size_t vocab) {
   const std::size_t vectors = vocab / Slice::kVec;  // at least as many as any row has
   const std::size_t per = Slice::kVectorsPerBlock;
@@ -419,6 +567,13 @@ enum class Stage { Stats, TopKOfProbs, Fused };
 // warp's partial written, and the last warp of the row to arrive merges the row alone. The
 // serial tail of a block (barriers, block reductions) is what this removes.
 constexpr int kWarpCandCap = 64;
+
+// One warp's candidate list for warpSelectTopK.
+struct WarpSelectShared {
+  Candidate cand[kWarpCandCap];
+  Candidate floor;
+  int count;
+};
 
 struct WarpShared {
   uint4 data[kWarpVectors];
@@ -445,9 +600,10 @@ __device__ __forceinline__ float warpMax(float v) {
 
 // The warp's best kMaxTopK of what each(low, f) yields (f(value, index) for elements >= low),
 // given a lower bound on the kMaxTopK-th value; emit(rank, candidate) is called once for each
-// rank < kMaxTopK that exists, by one lane. Expects ws.count == 0 (after a __syncwarp).
-template <class Each, class Emit>
-__device__ void warpSelectTopK(const Each& each, float bound, WarpShared& ws, const Emit& emit) {
+// rank < kMaxTopK that exists, by one lane. Expects ws.count == 0 (after a __syncwarp). ws: a
+// WarpShared or WarpSelectShared (cand, count, floor).
+template <class Each, class Emit, class Shared>
+__device__ void warpSelectTopK(const Each& each, float bound, Shared& ws, const Emit& emit) {
   const int lane = int(threadIdx.x) & 31;
   Candidate floor{bound, INT_MAX};
   for (;;) {
@@ -641,12 +797,14 @@ template <class T> int warpPartsFor(std::size_t vocab) {
 // which then reads every partial of the row. Block-uniform result.
 __device__ bool arriveLast(unsigned* counters, int splits) {
   __shared__ bool last;
-  __threadfence();  // this block's partial is visible device-wide before the arrival is counted
-  __syncthreads();
+  __syncthreads();  // the block's partial is written (by several threads) before thread 0 arrives
   if (threadIdx.x == 0) {
-    const unsigned arrived = atomicAdd(&counters[blockIdx.y], 1u);
+    // One acquire-release arrival: it publishes what the block wrote (ordered before it by the
+    // barrier) and, in the last block, makes every other block's partial visible.
+    cuda::atomic_ref<unsigned, cuda::thread_scope_device> counter(counters[blockIdx.y]);
+    const unsigned arrived = counter.fetch_add(1u, cuda::memory_order_acq_rel);
     last = arrived == unsigned(splits - 1);
-    if (last) counters[blockIdx.y] = 0;  // ready for the next launch; every block of the row is in
+    if (last) counter.store(0u, cuda::memory_order_relaxed);  // ready for the next launch; every block is in
   }
   __syncthreads();
   return last;
@@ -725,6 +883,267 @@ __global__ void __launch_bounds__(kThreads, Slice::kMinBlocks) rowSliceKernel(co
   }
 }
 
+
+// ---------------- the streaming kernel (default) ----------------
+// Measured on an H100 (2026-11-24, bench/RESULTS.md): with the block kernel above the loads took
+// a third of the time and the block's serial tail the rest (block reductions merging (max, sum)
+// pairs with an exp each step, block-wide candidate selection, a block-wide merge in the last
+// block). Here the block's statistics are taken against the block maximum (one barrier, then
+// plain sums), the candidates (elements >= the least of the 8 warp maxima: 8 distinct elements,
+// a few dozen candidates on random rows) are ranked by warp 0 alone while the other warps leave,
+// and warp 0 of the last block of a row merges the row's partials alone, without block barriers.
+
+__device__ __forceinline__ float warpSum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// Block maximum and the top-k bound from the 8 warp maxima (after the barrier in between).
+struct BlockMax {
+  float max;    // of the block's elements
+  float bound;  // least warp maximum: kWarps == kMaxTopK distinct elements are >= it
+};
+__device__ BlockMax blockMax(float lane_max, float* warp_max) {
+  const float w = warpMax(lane_max);
+  if ((threadIdx.x & 31) == 0) warp_max[threadIdx.x >> 5] = w;
+  __syncthreads();
+  BlockMax b{-INFINITY, INFINITY};
+#pragma unroll
+  for (int i = 0; i < kWarps; ++i) {
+    b.max = fmaxf(b.max, warp_max[i]);
+    b.bound = fminf(b.bound, warp_max[i]);
+  }
+  return b;
+}
+
+// Warp 0 of a block: publishes the block's partial (written by warp 0's lanes) and counts the
+// arrival; true in the last warp 0 of the row to arrive, which may then read every partial.
+__device__ bool warpArriveLast(unsigned* counter, int splits) {
+  __syncwarp();
+  unsigned last = 0;
+  if ((threadIdx.x & 31) == 0) {
+    cuda::atomic_ref<unsigned, cuda::thread_scope_device> c(*counter);
+    last = c.fetch_add(1u, cuda::memory_order_acq_rel) == unsigned(splits - 1) ? 1u : 0u;
+    if (last) c.store(0u, cuda::memory_order_relaxed);  // ready for the next launch
+  }
+  last = __shfl_sync(0xffffffffu, last, 0);
+  __syncwarp();  // lane 0's acquire is ordered before the other lanes' reads
+  return last != 0;
+}
+
+// Warp 0 of the last block: (max, sum) of the row from its partials.
+template <bool kStats> __device__ MaxSum mergeRowStats(const Partial* row_parts, int splits) {
+  float m = -INFINITY;
+  for (int p = int(threadIdx.x); p < splits; p += 32) m = fmaxf(m, __ldcg(&row_parts[p].max));
+  MaxSum total{warpMax(m), 0.0f};
+  if constexpr (kStats) {
+    const float base = total.max == -INFINITY ? 0.0f : total.max;
+    float s = 0.0f;
+    for (int p = int(threadIdx.x); p < splits; p += 32) {
+      const float ps = __ldcg(&row_parts[p].sum);
+      if (ps > 0.0f) s += ps * exp2Approx((__ldcg(&row_parts[p].max) - base) * kLog2e);
+    }
+    total.sum = warpSum(s);
+  }
+  return total;
+}
+
+// Least of the 8 maxima of 4-lane groups: 8 distinct elements of the warp are >= it.
+__device__ __forceinline__ float warpGroupBound(float lane_max) {
+  float g = fmaxf(lane_max, __shfl_xor_sync(0xffffffffu, lane_max, 1));
+  g = fmaxf(g, __shfl_xor_sync(0xffffffffu, g, 2));
+#pragma unroll
+  for (int o = 4; o < 32; o <<= 1) g = fminf(g, __shfl_xor_sync(0xffffffffu, g, o));
+  return g;
+}
+
+// Warp 0 of the last block: the row's statistics and top-k bound from its partials, one L2 round
+// trip; lane p keeps partial p's entries (p < 32) for the selection that follows.
+struct RowMerge {
+  MaxSum total;
+  float bound;  // the largest 8th value of a partial: 8 entries are >= it
+  float value[kMaxTopK];
+  int index[kMaxTopK];
+};
+template <bool kStats> __device__ RowMerge loadRowPartials(const Partial* row_parts, int splits) {
+  const int lane = int(threadIdx.x) & 31;
+  RowMerge r;
+  MaxSum mine;
+  float floor = -INFINITY, max_only = -INFINITY;
+#pragma unroll
+  for (int j = 0; j < kMaxTopK; ++j) { r.value[j] = -INFINITY; r.index[j] = INT_MAX; }
+  for (int p = lane; p < splits; p += 32) {
+    const Partial* q = row_parts + p;
+    const float qm = __ldcg(&q->max), qs = __ldcg(&q->sum);
+    floor = fmaxf(floor, __ldcg(&q->value[kMaxTopK - 1]));
+    if (p == lane) {
+#pragma unroll
+      for (int j = 0; j < kMaxTopK; ++j) { r.value[j] = __ldcg(&q->value[j]); r.index[j] = __ldcg(&q->index[j]); }
+    }
+    max_only = fmaxf(max_only, qm);
+    if constexpr (kStats) mine.merge(qm, qs);
+  }
+  r.total.max = warpMax(max_only);
+  if constexpr (kStats) {
+    const float base = r.total.max == -INFINITY ? 0.0f : r.total.max;
+    r.total.sum = warpSum(mine.sum > 0.0f ? mine.sum * exp2Approx((mine.max - base) * kLog2e) : 0.0f);
+  }
+  r.bound = warpMax(floor);
+  return r;
+}
+
+// kEarly: the candidates and exps of a warp before any block barrier (the warp's own top-k bound,
+// sums against the lane maximum and rescaled once), one barrier a block, and the last block's
+// merge reading the partials once; otherwise one barrier for the block maximum first.
+template <class T, Stage kStage, bool kEarly>
+__global__ void __launch_bounds__(kThreads, 4) streamKernel(const T* __restrict__ in, Partial* __restrict__ partials,
+                                                            unsigned* __restrict__ counters, float2* __restrict__ stats,
+                                                            float* __restrict__ top_p, int* __restrict__ top_i,
+                                                            std::size_t vocab, int k) {
+  using Slice = StreamSlice<T, 8>;
+  constexpr bool kStats = kStage != Stage::TopKOfProbs;
+  constexpr bool kTopK = kStage != Stage::Stats;
+  __shared__ BlockShared sh;
+  __shared__ WarpSelectShared sel;
+  const int splits = int(gridDim.x), lane = int(threadIdx.x) & 31, warp = int(threadIdx.x) >> 5;
+  const std::size_t row = blockIdx.y;
+  if (threadIdx.x == 0) { sh.count = 0; sel.count = 0; }
+  if (threadIdx.x < kMaxTopK) sh.winners[threadIdx.x] = emptyCandidate();
+
+  Slice slice;
+  slice.load(in + row * vocab, vocab, blockIdx.x);
+  const float lane_max = slice.laneMax();
+  const auto appendAtLeast = [&](float bound) {
+    if (lane_max >= bound) {  // a few threads a block
+      slice.forEachAtLeast(bound, [&](float v, int i) {
+        const int slot = atomicAdd(&sh.count, 1);
+        if (slot < kCandidateCap) sh.cand[slot] = {v, i};
+      });
+    }
+  };
+  // The candidates first, then the exps: each vector's registers are free once its exps are done.
+  float block_max = -INFINITY, bound = INFINITY, block_sum = 0.0f;
+  if constexpr (kEarly) {
+    const float warp_max = warpMax(lane_max);
+    const float warp_bound = warpGroupBound(lane_max);
+    if constexpr (kTopK) appendAtLeast(warp_bound);
+    float s = 0.0f;
+    if constexpr (kStats) {
+      s = slice.expSum(lane_max == -INFINITY ? 0.0f : lane_max);
+      s = warpSum(s > 0.0f ? s * exp2Approx((lane_max - warp_max) * kLog2e) : 0.0f);
+    }
+    if (lane == 0) { sh.warp_max[warp] = warp_max; sh.warp_sum[warp] = s; sh.warp_bound[warp] = warp_bound; }
+    __syncthreads();
+    float least_max = INFINITY;
+#pragma unroll
+    for (int i = 0; i < kWarps; ++i) {
+      block_max = fmaxf(block_max, sh.warp_max[i]);
+      least_max = fminf(least_max, sh.warp_max[i]);
+      bound = i == 0 ? sh.warp_bound[i] : fmaxf(bound, sh.warp_bound[i]);
+    }
+    bound = fmaxf(bound, least_max);  // >= every warp's bound: every element >= it was appended
+    if constexpr (kStats) {
+      const float base = block_max == -INFINITY ? 0.0f : block_max;
+#pragma unroll
+      for (int i = 0; i < kWarps; ++i) {
+        const float ws = sh.warp_sum[i];
+        if (ws > 0.0f) block_sum += ws * exp2Approx((sh.warp_max[i] - base) * kLog2e);
+      }
+    }
+  } else {
+    const BlockMax bm = blockMax(lane_max, sh.warp_max);
+    block_max = bm.max;
+    bound = bm.bound;
+    if constexpr (kTopK) appendAtLeast(bound);
+    if constexpr (kStats) {
+      const float s = warpSum(slice.expSum(block_max == -INFINITY ? 0.0f : block_max));
+      if (lane == 0) sh.warp_sum[warp] = s;
+    }
+    __syncthreads();
+    if constexpr (kStats) {
+#pragma unroll
+      for (int i = 0; i < kWarps; ++i) block_sum += sh.warp_sum[i];
+    }
+  }
+  Partial* out = partials + row * splits + blockIdx.x;
+  const int count = kTopK ? sh.count : 0;  // block-uniform
+  if (count > kCandidateCap) {
+    // Many equal values: the block-wide selection, which rescans with a raised floor. The slice
+    // is loaded again so that the first one's registers are free after the scan above.
+    __syncthreads();  // every thread has read sh.count
+    if (threadIdx.x == 0) sh.count = 0;
+    __syncthreads();
+    Slice again;
+    again.load(in + row * vocab, vocab, blockIdx.x);
+    selectTopK([&](float low, const auto& f) { again.forEachAtLeast(low, f); }, bound, sh);
+  }
+  if (warp != 0) return;
+
+  if (lane == 0) {
+    out->max = block_max;
+    out->sum = block_sum;
+  }
+  if constexpr (kTopK) {
+    const auto toPartial = [&](int rank, const Candidate& c) { out->value[rank] = c.value; out->index[rank] = c.index; };
+    if (count > kCandidateCap) {
+      if (lane < kMaxTopK) toPartial(lane, sh.winners[lane]);
+    } else {
+      warpSelectTopK(
+          [&](float low, const auto& f) {
+            for (int e = lane; e < count; e += 32) if (sh.cand[e].value >= low) f(sh.cand[e].value, sh.cand[e].index);
+          },
+          bound, sel, toPartial);
+    }
+  }
+  if (!warpArriveLast(&counters[row], splits)) return;
+
+  // Warp 0 of the row's last block: merge the row's partials (L2 reads: other SMs wrote them).
+  const Partial* row_parts = partials + row * splits;
+  const auto eachEntry = [&](float low, const auto& f, const float* held_value, const int* held_index) {
+    for (int p = lane; p < splits; p += 32) {
+#pragma unroll
+      for (int j = 0; j < kMaxTopK; ++j) {
+        const bool held = p == lane && held_value != nullptr;
+        const int idx = held ? held_index[j] : __ldcg(&row_parts[p].index[j]);
+        const float v = held ? held_value[j] : __ldcg(&row_parts[p].value[j]);
+        if (idx != INT_MAX && v >= low) f(v, idx);
+      }
+    }
+  };
+  MaxSum total;
+  float merge_bound = -INFINITY;
+  RowMerge held;
+  if constexpr (kEarly) {
+    held = loadRowPartials<kStats>(row_parts, splits);
+    total = held.total;
+    merge_bound = held.bound;
+  } else {
+    total = mergeRowStats<kStats>(row_parts, splits);
+    if constexpr (kTopK) {
+      float part_floor = -INFINITY;  // each partial has 8 elements >= its 8th value
+      for (int p = lane; p < splits; p += 32) part_floor = fmaxf(part_floor, __ldcg(&row_parts[p].value[kMaxTopK - 1]));
+      merge_bound = warpMax(part_floor);
+    }
+  }
+  if constexpr (kStage == Stage::Stats) {
+    if (lane == 0) stats[row] = make_float2(total.max, total.sum);
+  } else {
+    const float base = total.max == -INFINITY ? 0.0f : total.max;
+    warpSelectTopK(
+        [&](float low, const auto& f) {
+          if constexpr (kEarly) eachEntry(low, f, held.value, held.index);
+          else eachEntry(low, f, nullptr, nullptr);
+        },
+        merge_bound, sel, [&](int rank, const Candidate& c) {
+          if (rank < k) {
+            top_p[row * k + rank] = kStage == Stage::Fused ? exp2Approx((c.value - base) * kLog2e) / total.sum : c.value;
+            top_i[row * k + rank] = c.index;
+          }
+        });
+  }
+}
+
 template <class T, int kElems>
 __global__ void __launch_bounds__(kThreads) vocabSoftmaxWriteKernel(const T* __restrict__ logits,
                                                                     const float2* __restrict__ stats,
@@ -788,25 +1207,43 @@ template <class Slice> dim3 gridFor(std::size_t rows, std::size_t vocab) {
 // (not yet run on a GPU: opt-in until measured), or the block kernel with 16-byte loads into
 // registers, 32 elements a thread (the only one before sm_90). A 64-element register slice
 // was measured (2026-11-23, H100) no faster than the bulk one and spilled; it is gone.
-enum class SliceKind { Bulk, Warp, Regs32 };
+enum class SliceKind { Stream, StreamEarly, Block8, Bulk, Warp, Regs32 };
 SliceKind sliceKind() {
   static const SliceKind kind = [] {
+    const char* v = std::getenv("FPROF_REF_TOPK_SLICE");
+    const std::string want = v == nullptr ? "" : v;
     int dev = 0, major = 0;
     CUDA_CHECK(cudaGetDevice(&dev));
     CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-    const char* v = std::getenv("FPROF_REF_TOPK_SLICE");
-    const std::string want = v == nullptr ? "" : v;
-    if (want == "regs32" || major < 9) return SliceKind::Regs32;
-    if (want == "warp") return SliceKind::Warp;
-    return SliceKind::Bulk;
+    if (want == "regs32") return SliceKind::Regs32;
+    if (want == "block8") return SliceKind::Block8;
+    if (want == "early") return SliceKind::StreamEarly;
+    if (want == "bulk" && major >= 9) return SliceKind::Bulk;
+    if (want == "warp" && major >= 9) return SliceKind::Warp;
+    return SliceKind::Stream;
   }();
   return kind;
 }
 
-// Calls launch(slice tag) with the slice type for T; the tag is a null pointer to the type.
+// Calls launch(slice tag) with the block kernel's slice type for T; the tag is a null pointer.
 template <class T, class Launch> void withSlice(const Launch& launch) {
-  if (sliceKind() == SliceKind::Regs32) launch(static_cast<ThreadSlice<T, kElemsNarrow>*>(nullptr));
-  else launch(static_cast<BulkSlice<T>*>(nullptr));  // the warp kernel is taken before this
+  switch (sliceKind()) {
+    case SliceKind::Regs32: launch(static_cast<ThreadSlice<T, kElemsNarrow>*>(nullptr)); return;
+    case SliceKind::Block8: launch(static_cast<StreamSlice<T, 8>*>(nullptr)); return;
+    default: launch(static_cast<BulkSlice<T>*>(nullptr));  // the warp and stream kernels are taken before this
+  }
+}
+
+template <class T, Stage kStage>
+void launchStreamKernel(const T* in, const ScratchView& v, float* top_p, int* top_i, std::size_t rows, std::size_t vocab,
+                        int k, cudaStream_t s) {
+  const dim3 grid = gridFor<StreamSlice<T, 8>>(rows, vocab);
+  if (sliceKind() == SliceKind::StreamEarly) {
+    streamKernel<T, kStage, true><<<grid, kThreads, 0, s>>>(in, v.partials, v.counters, v.stats, top_p, top_i, vocab, k);
+  } else {
+    streamKernel<T, kStage, false><<<grid, kThreads, 0, s>>>(in, v.partials, v.counters, v.stats, top_p, top_i, vocab, k);
+  }
+  CUDA_CHECK_LAUNCH(streamKernel);
 }
 
 template <class T, Stage kStage>
@@ -834,6 +1271,10 @@ void launchVocabSoftmaxStats(DType t, const void* logits, void* scratch, std::si
                              cudaStream_t s) {
   if (rows == 0) return;
   const ScratchView v = view(scratch, rows, vocab);
+  if (sliceKind() == SliceKind::Stream || sliceKind() == SliceKind::StreamEarly) {
+    FPROF_DISPATCH_DTYPE(t, T, launchStreamKernel<T, Stage::Stats>(static_cast<const T*>(logits), v, nullptr, nullptr, rows, vocab, 0, s));
+    return;
+  }
   if (sliceKind() == SliceKind::Warp) {
     FPROF_DISPATCH_DTYPE(t, T, launchWarpKernel<T, Stage::Stats>(static_cast<const T*>(logits), v, nullptr, nullptr, rows, vocab, 0, s));
     return;
@@ -864,6 +1305,10 @@ void launchTopK(const float* probs, float* top_p, int* top_i, std::size_t rows, 
   checkK(vocab, k);
   if (rows == 0) return;
   const ScratchView v = view(scratch, rows, vocab);
+  if (sliceKind() == SliceKind::Stream || sliceKind() == SliceKind::StreamEarly) {
+    launchStreamKernel<float, Stage::TopKOfProbs>(probs, v, top_p, top_i, rows, vocab, k, s);
+    return;
+  }
   if (sliceKind() == SliceKind::Warp) {
     launchWarpKernel<float, Stage::TopKOfProbs>(probs, v, top_p, top_i, rows, vocab, k, s);
     return;
@@ -881,6 +1326,10 @@ void launchSoftmaxTopKFused(DType t, const void* logits, float* top_p, int* top_
   checkK(vocab, k);
   if (rows == 0) return;
   const ScratchView v = view(scratch, rows, vocab);
+  if (sliceKind() == SliceKind::Stream || sliceKind() == SliceKind::StreamEarly) {
+    FPROF_DISPATCH_DTYPE(t, T, launchStreamKernel<T, Stage::Fused>(static_cast<const T*>(logits), v, top_p, top_i, rows, vocab, k, s));
+    return;
+  }
   if (sliceKind() == SliceKind::Warp) {
     FPROF_DISPATCH_DTYPE(t, T, launchWarpKernel<T, Stage::Fused>(static_cast<const T*>(logits), v, top_p, top_i, rows, vocab, k, s));
     return;
