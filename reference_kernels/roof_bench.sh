@@ -1,12 +1,11 @@
 #!/usr/bin/env bash
 # Issue 16 on a GPU machine, in one call: the reference kernels against their roofs.
-#  - model --check (defaults), and the other top-k kernels and the direct GEMM epilogue checked too;
+#  - model --check (defaults), and the direct GEMM epilogue checked too;
 #  - every op pair in fp16, bf16, fp32 (unfused vs fused vs vendor, copy bandwidth, CSV);
 #  - the GEMM sweep: hand GEMM vs cuBLASLt with the same epilogue on 4096^3, 8192^3 and the
 #    transformer's prefill shapes, fp16 and bf16;
-#  - softmax + top-k: the bulk-copy block kernel (default), the opt-in warp kernel and the
-#    register block kernel, one launch a sample and 20 queued launches a sample, and the fused
-#    kernel's own duration from Nsight Compute;
+#  - softmax + top-k: one launch a sample and 20 queued launches a sample, and the kernels' own
+#    durations from Nsight Compute;
 #  - the transformer with its default matmuls (hand GEMM at >= 1024 rows) vs cuBLASLt only;
 # and a short table last.
 # usage: reference_kernels/roof_bench.sh MODEL_BINARY [LOG_DIR]
@@ -40,14 +39,6 @@ fi
 m="$model"
 step check.md 90 "$m" --check
 step check.md 40 env FPROF_REF_GEMM_STORE=direct "$m" --check --ops matmul_relu,matmul_bias_gelu,matmul_bias_silu
-step check.md 20 env FPROF_REF_TOPK_SLICE=regs32 "$m" --check --ops softmax_topk
-# The opt-in warp top-k kernel, briefly: timed below only if its check passes.
-topk_kernels="bulk regs32"
-if timeout 20 env FPROF_REF_TOPK_SLICE=warp "$m" --check --ops softmax_topk > "$logs/warp_check.tmp" 2>&1; then
-  topk_kernels="bulk warp regs32"
-fi
-{ echo "### env FPROF_REF_TOPK_SLICE=warp $m --check --ops softmax_topk"; cat "$logs/warp_check.tmp"; } >> "$logs/check.md"
-rm -f "$logs/warp_check.tmp"
 for dtype in fp16 bf16 fp32; do
   extra=()
   [[ "$dtype" == fp32 ]] && extra=(--ops elementwise_chain,residual_layernorm,residual_rmsnorm,matmul_relu,matmul_bias,matmul_bias_relu,matmul_bias_gelu,matmul_bias_silu,attention,attention_causal,softmax_topk,conv_bn_relu)
@@ -56,15 +47,13 @@ done
 { head -n 1 "$logs/bench_fp16.csv"; for d in fp16 bf16 fp32; do tail -n +2 "$logs/bench_$d.csv"; done; } > "$logs/bench.csv" 2>/dev/null
 rm -f "$logs"/bench_fp16.csv "$logs"/bench_bf16.csv "$logs"/bench_fp32.csv
 step sweep.md 60 "$m" --gemm-sweep --dtype all --no-copy-bandwidth
-for slice in $topk_kernels; do
-  step topk.md 20 env FPROF_REF_TOPK_SLICE=$slice "$m" --ops softmax_topk --dtype all
-  step topk.md 20 env FPROF_REF_TOPK_SLICE=$slice "$m" --ops softmax_topk --dtype all --back-to-back 20 --no-copy-bandwidth
-done
+step topk.md 20 "$m" --ops softmax_topk --dtype all
+step topk.md 20 "$m" --ops softmax_topk --dtype all --back-to-back 20 --no-copy-bandwidth
 if command -v ncu >/dev/null; then
-  for slice in $topk_kernels; do
-    step topk.md 60 env FPROF_REF_TOPK_SLICE=$slice ncu --clock-control none --cache-control none \
+  for dtype in fp16 bf16 fp32; do
+    step topk.md 60 ncu --clock-control none --cache-control none \
       --metrics gpu__time_duration.sum,dram__bytes_read.sum,lts__t_sector_hit_rate.pct -k regex:SliceKernel \
-      "$m" --ops softmax_topk --variant fused --dtype fp16 --repeat 2 --warmup 0 --no-copy-bandwidth
+      "$m" --ops softmax_topk --variant fused --dtype "$dtype" --repeat 2 --warmup 0 --no-copy-bandwidth
   done
 fi
 step transformer.md 30 "$m" --ops transformer --dtype fp16 --no-copy-bandwidth --lt-matmul
@@ -82,7 +71,7 @@ grep -E "^\| [a-z_]+ \| (fp16|bf16|fp32) \| [0-9]" "$logs/bench.md" | cut -d"|" 
 grep -E "^\| (softmax_topk|matmul_relu|matmul_bias_gelu) \| fused \|" "$logs/bench.md" | cut -d"|" -f2-4,7,10-12
 echo "== softmax_topk fused/unfused (median ms | GB/s | % copy), per kernel and timing =="
 grep -E "^### |^\| softmax_topk \| (fused|unfused) \||gpu__time_duration|dram__bytes_read|lts__t_sector_hit_rate" "$logs/topk.md" \
-  | sed -E 's/^### env FPROF_REF_TOPK_SLICE=([a-z0-9]+) ncu .*/-- \1 ncu (fused fp16)/; s/^### env FPROF_REF_TOPK_SLICE=([a-z0-9]+) [^ ]+ (.*)/-- \1 \2/' | cut -d"|" -f2-4,7,10,11
+  | sed -E 's/^### ncu .*--dtype ([a-z0-9]+) .*/-- ncu (fused \1)/; s/^### [^ ]+ (.*)/-- \1/' | cut -d"|" -f2-4,7,10,11
 echo "== transformer: fp16 lt, fp16 default, bf16 lt, bf16 default, fp16 lt again =="; grep -E "^\| (unfused|fused) \|" "$logs/transformer.md"
 echo "== GEMM sweep: hand vs cuBLASLt (shape | epi | dtype | hand ms | lt ms | hand TFLOP/s | lt TFLOP/s | hand/lt speed | rel diff) =="
 grep -E "^\| m[0-9]" "$logs/sweep.md" | cut -d"|" -f2,4-11

@@ -1,8 +1,7 @@
 // Softmax + top-k over a vocabulary-sized row (the decode step). A row is split over blocks of
-// 32 KB of logits (16384 fp16/bf16 or 8192 fp32 elements), which arrive in shared memory by the
-// bulk copy engine (sm_90: four cp.async.bulk pieces a block, each completing on an mbarrier;
-// before sm_90, 16-byte loads into registers, 32 elements a thread, all issued before the first
-// use). Each kernel finishes its cross-block merge in the last block of a row to arrive (a per-row
+// 2048 16-byte vectors (16384 fp16/bf16 or 8192 fp32 elements); each thread loads its 8 vectors
+// into registers, all issued before the first use, past the row's end as -inf. Each kernel
+// finishes its cross-block merge in the last block of a row to arrive (a per-row acquire-release
 // arrival counter), so every stage is one launch.
 // Unfused: softmax statistics (max, sum), then a kernel writing the full fp32 probability row,
 // then top-k over it. Fused: one pass over the logits computes the max/sum and the top-k logits
@@ -14,11 +13,12 @@
 // candidate's rank is counted against the others. When more than kCandidateCap candidates
 // arrive (many equal values), the bound is raised and the scan repeated.
 //
-// A warp kernel (opt-in, FPROF_REF_TOPK_SLICE=warp, not yet run on a GPU) does the same per
-// warp with shuffles only, without block barriers.
+// Measured on an H100 (bench/RESULTS.md, issue 16, 2026-11-23 and 24) against the forms this file had
+// before: bulk copies into shared memory, 32 register elements a thread, a warp-per-slice kernel,
+// and a streaming kernel whose warp 0 alone selects and merges; all were slower and are gone
+// (git history has them).
 #include <climits>
-#include <cstdlib>
-#include <string>
+#include <cuda/atomic>
 #include <type_traits>
 
 #include "kernels.cuh"
@@ -28,11 +28,8 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
-// Elements a thread loads into registers (8192 a block). The bulk-copy slice (below) holds
-// 32 KB a block in shared memory instead.
+// Elements a thread of the probability-writing kernel loads (8192 a block).
 constexpr int kElemsNarrow = 32;
-constexpr int kWarpVectors = 256;  // 16-byte vectors of one warp's slice in the warp kernel (4 KB)
-constexpr std::size_t kWarpMinElems = kWarpVectors * 4;  // fp32
 constexpr int kCandidateCap = 512;
 static_assert(kWarps == kMaxTopK, "the warp-maxima bound needs kMaxTopK warps");
 
@@ -187,24 +184,14 @@ __device__ __forceinline__ float2 widenPair(std::uint32_t bits, __nv_bfloat16) {
   return v;
 }
 
-// Spins until the mbarrier at this shared-memory address has completed its first phase (a
-// completed barrier returns at once). sm_90 and newer.
-__device__ __forceinline__ void waitFirstPhase(unsigned shared_address) {
-  asm volatile(
-      "{\n.reg .pred done;\nWAIT_%=:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], 0;\n"
-      "@!done bra WAIT_%=;\n}\n" ::"r"(shared_address)
-      : "memory");
-}
-
 // A row is head scalars (up to the first 16-byte boundary), `vectors` 16-byte vectors, then
 // tail scalars. Block b takes vectors [b * kVectorsPerBlock, ...); block 0 also the scalars.
+// This slice (zero past the row's end) feeds the probability-writing kernel; RegisterSlice
+// below, the statistics and top-k kernels.
 template <class T, int kElems>
 struct ThreadSlice {
   static constexpr int kVec = 16 / int(sizeof(T));
   static constexpr int kLoads = kElems / kVec;
-  static constexpr int kMinBlocks = 1;
-  static constexpr int kDynamicSmem = 0;
   static constexpr std::size_t kVectorsPerBlock = std::size_t(kThreads) * kLoads;
   uint4 raw[kLoads];
   // Vector j of this thread starts at element first0 + j * kThreads * kVec and exists when
@@ -233,28 +220,117 @@ struct ThreadSlice {
       if (tail0 + threadIdx.x < vocab) { tail_i = int(tail0 + threadIdx.x); tail_v = toFloat(row[tail0 + threadIdx.x]); }
     }
   }
-  // Running max and (when kStats) sum of exp(v - max) over the thread's elements, one vector at
-  // a time (one rescale a vector), so no vector's floats outlive its turn.
-  template <bool kStats> __device__ void maxSum(float& m, float& s) const {
-    const auto add = [&](const float* v, int count) {
-      float vm = v[0];
-      for (int e = 1; e < count; ++e) vm = fmaxf(vm, v[e]);
-      if constexpr (kStats) {
-        if (vm > m) { s *= __expf(m - vm); m = vm; }  // m = -inf: s is 0 and stays 0
-        for (int e = 0; e < count; ++e) s += __expf(v[e] - m);
-      } else {
-        m = fmaxf(m, vm);
-      }
-    };
-    if (head_i >= 0) add(&head_v, 1);
+};
+
+// ---- the register slice: 16-byte loads into registers, statistics with few instructions ----
+// Every vector a thread owns is loaded before the first is used; vectors past the row's end
+// load as -inf, so the statistics need no bounds checks. The maximum comes first (two 16-bit
+// values a max instruction), then one exp a value against a known maximum (no running rescale).
+// (Exps on packed f16x2/bf16x2 pairs were measured no faster, 2026-11-24, and cost accuracy:
+// relative errors 1e-4 (fp16) and 4e-3 (bf16) instead of 1e-7.)
+constexpr float kLog2e = 1.4426950408889634f;
+
+__device__ __forceinline__ float exp2Approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+template <class T> __device__ __forceinline__ uint4 negInfVector() {
+  if constexpr (sizeof(T) == 4) return make_uint4(0xff800000u, 0xff800000u, 0xff800000u, 0xff800000u);
+  else if constexpr (std::is_same_v<T, __half>) return make_uint4(0xfc00fc00u, 0xfc00fc00u, 0xfc00fc00u, 0xfc00fc00u);
+  else return make_uint4(0xff80ff80u, 0xff80ff80u, 0xff80ff80u, 0xff80ff80u);
+}
+
+template <class T> using PairOf = std::conditional_t<std::is_same_v<T, __half>, __half2, __nv_bfloat162>;
+
+template <class P> __device__ __forceinline__ P asPair(unsigned bits) { return *reinterpret_cast<const P*>(&bits); }
+
+// Maximum over n vectors.
+template <class T, int n> __device__ __forceinline__ float vectorsMax(const uint4 (&raw)[n]) {
+  if constexpr (sizeof(T) == 4) {
+    float m = -INFINITY;
 #pragma unroll
-    for (int j = 0; j < kLoads; ++j) {
-      if (!ok(j)) continue;
-      float v[kVec];
-      toFloats(raw[j], v, T{});
-      add(v, kVec);
+    for (int j = 0; j < n; ++j) {
+      m = fmaxf(m, fmaxf(fmaxf(__uint_as_float(raw[j].x), __uint_as_float(raw[j].y)),
+                         fmaxf(__uint_as_float(raw[j].z), __uint_as_float(raw[j].w))));
     }
-    if (tail_i >= 0) add(&tail_v, 1);
+    return m;
+  } else {
+    using P = PairOf<T>;
+    P m = asPair<P>(raw[0].x);
+#pragma unroll
+    for (int j = 0; j < n; ++j) {
+      m = __hmax2(m, __hmax2(__hmax2(asPair<P>(raw[j].x), asPair<P>(raw[j].y)), __hmax2(asPair<P>(raw[j].z), asPair<P>(raw[j].w))));
+    }
+    return fmaxf(toFloat(m.x), toFloat(m.y));
+  }
+}
+
+// Sum of exp(v - base) over one vector (base finite): exp(v - base) = 2^(v log2e - base log2e),
+// one fused multiply-add and one ex2 a value.
+template <class T> __device__ __forceinline__ float vectorExpSum(const uint4& raw, float base) {
+  float v[16 / sizeof(T)];
+  toFloats(raw, v, T{});
+  const float c = base * kLog2e;
+  float s0 = 0.0f, s1 = 0.0f;
+#pragma unroll
+  for (int e = 0; e < int(16 / sizeof(T)); e += 2) {
+    s0 += exp2Approx(fmaf(v[e], kLog2e, -c));
+    s1 += exp2Approx(fmaf(v[e + 1], kLog2e, -c));
+  }
+  return s0 + s1;
+}
+
+template <class T, int kLoadsPerThread>
+struct RegisterSlice {
+  static constexpr int kVec = 16 / int(sizeof(T));
+  static constexpr int kLoads = kLoadsPerThread;
+  // 64 registers a thread: 4 blocks an SM, so the 512 blocks of 64 rows of 128256 fp16 logits
+  // are all resident at once on 132 SMs.
+  static constexpr int kMinBlocks = 4;
+  static_assert(kLoads <= 8, "more vectors a thread would spill at 64 registers");
+  static constexpr std::size_t kVectorsPerBlock = std::size_t(kThreads) * kLoads;
+  uint4 raw[kLoads];
+  int first0 = 0, vectors_left = 0;
+  float head_v = -INFINITY, tail_v = -INFINITY;
+  int head_i = -1, tail_i = -1;  // -1: no scalar
+
+  __device__ bool ok(int j) const { return j * kThreads < vectors_left; }
+  __device__ int first(int j) const { return first0 + j * kThreads * kVec; }
+
+  __device__ void load(const T* __restrict__ row, std::size_t vocab, unsigned block) {
+    const unsigned misalign = unsigned(reinterpret_cast<std::uintptr_t>(row) % 16);
+    std::size_t head = misalign == 0 ? 0 : (16 - misalign) / sizeof(T);
+    if (head > vocab) head = vocab;
+    const std::size_t vectors = (vocab - head) / kVec;
+    const std::size_t vi0 = std::size_t(block) * kVectorsPerBlock + threadIdx.x;
+    vectors_left = int(vectors) - int(vi0);
+    first0 = int(head + vi0 * kVec);
+    const uint4* mine = reinterpret_cast<const uint4*>(row + head) + vi0;
+#pragma unroll
+    for (int j = 0; j < kLoads; ++j) raw[j] = ok(j) ? __ldg(mine + j * kThreads) : negInfVector<T>();
+    if (block == 0) {
+      const std::size_t tail0 = head + vectors * kVec;
+      if (threadIdx.x < head) { head_i = int(threadIdx.x); head_v = toFloat(row[threadIdx.x]); }
+      if (tail0 + threadIdx.x < vocab) { tail_i = int(tail0 + threadIdx.x); tail_v = toFloat(row[tail0 + threadIdx.x]); }
+    }
+  }
+  // Maximum of the thread's elements (-inf when it has none).
+  __device__ float laneMax() const { return fmaxf(vectorsMax<T>(raw), fmaxf(head_v, tail_v)); }
+  // Sum of exp(v - base) over the thread's elements; base is finite.
+  __device__ float expSum(float base) const {
+    float acc[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int j = 0; j < kLoads; ++j) acc[j & 1] += vectorExpSum<T>(raw[j], base);
+    float s = acc[0] + acc[1];
+    if (head_i >= 0) s += exp2Approx((head_v - base) * kLog2e);
+    if (tail_i >= 0) s += exp2Approx((tail_v - base) * kLog2e);
+    return s;
+  }
+  // The thread's maximum m and (when kStats) s, the sum of exp(v - m) over its elements.
+  template <bool kStats> __device__ void maxSum(float& m, float& s) const {
+    m = laneMax();
+    if constexpr (kStats) s = expSum(m == -INFINITY ? 0.0f : m);  // all -inf: every exp is 0
   }
   // f(value, index) over the thread's elements >= bound, in increasing index order. 16-bit
   // elements are screened two at a time against the bound rounded down to T, so only pairs
@@ -271,7 +347,7 @@ struct ThreadSlice {
 #pragma unroll
         for (int e = 0; e < kVec; ++e) if (v[e] >= bound) f(v[e], i0 + e);
       } else {
-        using Pair = std::conditional_t<std::is_same_v<T, __half>, __half2, __nv_bfloat162>;
+        using Pair = PairOf<T>;
         const Pair* pairs = reinterpret_cast<const Pair*>(&raw[j]);
         Pair low;
         if constexpr (std::is_same_v<T, __half>) low = __half2half2(__float2half_rd(bound));
@@ -289,364 +365,30 @@ struct ThreadSlice {
   }
 };
 
-// The same interface, but the block's slice (32 KB) lands in shared memory through the bulk
-// copy engine (sm_90: cp.async.bulk, four 8 KB pieces, each completing on its own mbarrier), so
-// the data in flight needs no registers and rescans are cheap. Thread t takes vectors
-// t + kThreads * u of the block.
-template <class T>
-struct BulkSlice {
-  static constexpr int kVec = 16 / int(sizeof(T));
-  static constexpr int kPieces = 4, kPieceVectors = 512;
-  static constexpr int kVectorsPerThread = kPieces * kPieceVectors / kThreads;
-  static constexpr std::size_t kVectorsPerBlock = std::size_t(kPieces) * kPieceVectors;
-  static constexpr int kMinBlocks = 1;
-  static constexpr int kDynamicSmem = int(kVectorsPerBlock * 16);
-  static_assert(kPieceVectors % kThreads == 0, "a thread's vectors split evenly over the pieces");
-
-  const uint4* data = nullptr;
-  std::uint64_t* arrived = nullptr;
-  int first0 = 0, count = 0;  // element index of the block's first vector; vectors in the block
-  float head_v = -INFINITY, tail_v = -INFINITY;
-  int head_i = -1, tail_i = -1;
-
-  __device__ bool ok(int u) const { return u * kThreads + int(threadIdx.x) < count; }
-  __device__ int first(int u) const { return first0 + (u * kThreads + int(threadIdx.x)) * kVec; }
-
-  __device__ void load(const T* __restrict__ row, std::size_t vocab, unsigned block) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    extern __shared__ uint4 bulk_buffer[];
-    __shared__ std::uint64_t piece_arrived[kPieces];
-    const unsigned misalign = unsigned(reinterpret_cast<std::uintptr_t>(row) % 16);
-    std::size_t head = misalign == 0 ? 0 : (16 - misalign) / sizeof(T);
-    if (head > vocab) head = vocab;
-    const std::size_t vectors = (vocab - head) / kVec;
-    const std::size_t v0 = std::size_t(block) * kVectorsPerBlock;
-    count = vectors > v0 ? int(vectors - v0 < kVectorsPerBlock ? vectors - v0 : kVectorsPerBlock) : 0;
-    first0 = int(head + v0 * kVec);
-    data = bulk_buffer;
-    arrived = piece_arrived;
-    if (threadIdx.x == 0) {
-      for (int c = 0; c < kPieces; ++c) {
-        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(unsigned(__cvta_generic_to_shared(&arrived[c]))));
-      }
-      asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-      const uint4* src = reinterpret_cast<const uint4*>(row + head) + v0;
-      for (int c = 0; c < kPieces; ++c) {
-        const int n = min(count - c * kPieceVectors, kPieceVectors);
-        if (n <= 0) break;
-        const unsigned bar = unsigned(__cvta_generic_to_shared(&arrived[c]));
-        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(unsigned(n) * 16u)
-                     : "memory");
-        asm volatile(
-            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
-                unsigned(__cvta_generic_to_shared(bulk_buffer + c * kPieceVectors))),
-            "l"(src + c * kPieceVectors), "r"(unsigned(n) * 16u), "r"(bar)
-            : "memory");
-      }
-    }
-    if (block == 0) {
-      const std::size_t tail0 = head + vectors * kVec;
-      if (threadIdx.x < head) { head_i = int(threadIdx.x); head_v = toFloat(row[threadIdx.x]); }
-      if (tail0 + threadIdx.x < vocab) { tail_i = int(tail0 + threadIdx.x); tail_v = toFloat(row[tail0 + threadIdx.x]); }
-    }
-    __syncthreads();  // the barriers are initialized before anyone waits on them
-#else
-    (void)row; (void)vocab; (void)block;
-    __trap();  // launched only on sm_90 and newer (see sliceKind)
-#endif
-  }
-  // Waits for the piece holding this thread's vector u (a completed barrier returns at once).
-  __device__ void waitFor(int u) const {
-    waitFirstPhase(unsigned(__cvta_generic_to_shared(&arrived[u * kThreads / kPieceVectors])));
-  }
-  template <bool kStats> __device__ void maxSum(float& m, float& s) const {
-    const auto add = [&](const float* v, int n) {
-      float vm = v[0];
-      for (int e = 1; e < n; ++e) vm = fmaxf(vm, v[e]);
-      if constexpr (kStats) {
-        if (vm > m) { s *= __expf(m - vm); m = vm; }
-        for (int e = 0; e < n; ++e) s += __expf(v[e] - m);
-      } else {
-        m = fmaxf(m, vm);
-      }
-    };
-    if (head_i >= 0) add(&head_v, 1);
-#pragma unroll
-    for (int u = 0; u < kVectorsPerThread; ++u) {
-      if (!ok(u)) continue;
-      waitFor(u);
-      float v[kVec];
-      toFloats(data[u * kThreads + threadIdx.x], v, T{});
-      add(v, kVec);
-    }
-    if (tail_i >= 0) add(&tail_v, 1);
-  }
-  // As ThreadSlice::forEachAtLeast; every vector read here was waited for in maxSum.
-  template <class F> __device__ void forEachAtLeast(float bound, const F& f) const {
-    if (head_i >= 0 && head_v >= bound) f(head_v, head_i);
-#pragma unroll 2
-    for (int u = 0; u < kVectorsPerThread; ++u) {
-      if (!ok(u)) continue;
-      const int i0 = first(u);
-      float v[kVec];
-      toFloats(data[u * kThreads + threadIdx.x], v, T{});
-#pragma unroll
-      for (int e = 0; e < kVec; ++e) if (v[e] >= bound) f(v[e], i0 + e);
-    }
-    if (tail_i >= 0 && tail_v >= bound) f(tail_v, tail_i);
-  }
-};
-
 template <class Slice> int splitsFor(std::size_t vocab) {
   const std::size_t vectors = vocab / Slice::kVec;  // at least as many as any row has
   const std::size_t per = Slice::kVectorsPerBlock;
   const std::size_t splits = (vectors + per - 1) / per;
   return int(splits < 1 ? 1 : splits);
 }
-// Upper bound over dtypes (scratch sizing): every dtype's block covers kBlockElems elements.
-std::size_t maxSplits(std::size_t vocab) {
-  // The warp kernel's slices (1024 fp32 elements) are the smallest partial of any kernel.
-  const std::size_t s = (vocab + kWarpMinElems - 1) / kWarpMinElems;
-  return s < 1 ? 1 : s;
-}
+template <class T> using BlockSlice = RegisterSlice<T, 8>;
+// Upper bound over dtypes (scratch sizing): fp32 has the most blocks a row.
+std::size_t maxSplits(std::size_t vocab) { return std::size_t(splitsFor<BlockSlice<float>>(vocab)); }
 
 enum class Stage { Stats, TopKOfProbs, Fused };
-
-// ---------------- the warp kernel ----------------
-// Every warp works alone on a 4 KB slice (2048 fp16/bf16 or 1024 fp32 elements), brought into
-// shared memory by one bulk copy (sm_90), with shuffles instead of block barriers: statistics
-// and a top-k bound by shuffles, candidates into the warp's own list, ranks counted there, the
-// warp's partial written, and the last warp of the row to arrive merges the row alone. The
-// serial tail of a block (barriers, block reductions) is what this removes.
-constexpr int kWarpCandCap = 64;
-
-struct WarpShared {
-  uint4 data[kWarpVectors];
-  Candidate cand[kWarpCandCap];
-  std::uint64_t arrived;
-  Candidate floor;
-  int count;
-};
-constexpr int kWarpKernelSmem = int(kWarps * sizeof(WarpShared));
-
-__device__ __forceinline__ MaxSum warpMergeStats(MaxSum ms) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) {
-    const float om = __shfl_xor_sync(0xffffffffu, ms.max, o), os = __shfl_xor_sync(0xffffffffu, ms.sum, o);
-    ms.merge(om, os);
-  }
-  return ms;
-}
-__device__ __forceinline__ float warpMax(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
-
-// The warp's best kMaxTopK of what each(low, f) yields (f(value, index) for elements >= low),
-// given a lower bound on the kMaxTopK-th value; emit(rank, candidate) is called once for each
-// rank < kMaxTopK that exists, by one lane. Expects ws.count == 0 (after a __syncwarp).
-template <class Each, class Emit>
-__device__ void warpSelectTopK(const Each& each, float bound, WarpShared& ws, const Emit& emit) {
-  const int lane = int(threadIdx.x) & 31;
-  Candidate floor{bound, INT_MAX};
-  for (;;) {
-    each(floor.value, [&](float v, int i) {
-      if (better(floor.value, floor.index, v, i)) return;
-      const int slot = atomicAdd(&ws.count, 1);
-      if (slot < kWarpCandCap) ws.cand[slot] = {v, i};
-    });
-    __syncwarp();
-    const int total = ws.count;
-    const bool overflow = total > kWarpCandCap;
-    const int n = overflow ? kWarpCandCap : total;
-    for (int e = lane; e < n; e += 32) {
-      const Candidate c = ws.cand[e];
-      int rank = 0;
-      for (int j = 0; j < n; ++j) rank += better(ws.cand[j].value, ws.cand[j].index, c.value, c.index) ? 1 : 0;
-      if (!overflow && rank < kMaxTopK) emit(rank, c);
-      if (overflow && rank == kMaxTopK - 1) ws.floor = c;
-    }
-    __syncwarp();
-    if (!overflow) {
-      if (lane == 0) ws.count = 0;
-      __syncwarp();
-      if (lane >= n && lane < kMaxTopK) emit(lane, emptyCandidate());  // fewer than kMaxTopK
-      return;
-    }
-    floor = ws.floor;
-    if (lane == 0) ws.count = 0;
-    __syncwarp();
-  }
-}
-
-template <class T, Stage kStage>
-__global__ void __launch_bounds__(kThreads) warpSliceKernel(const T* __restrict__ in, Partial* __restrict__ partials,
-                                                            unsigned* __restrict__ counters, float2* __restrict__ stats,
-                                                            float* __restrict__ top_p, int* __restrict__ top_i,
-                                                            std::size_t vocab, int parts, int k) {
-  constexpr bool kStats = kStage != Stage::TopKOfProbs;
-  constexpr bool kTopK = kStage != Stage::Stats;
-  constexpr int kVec = 16 / int(sizeof(T));
-  constexpr int kPerLane = kWarpVectors / 32;
-  extern __shared__ uint4 warp_smem[];
-  const int lane = int(threadIdx.x) & 31, warp = int(threadIdx.x) >> 5;
-  WarpShared& ws = reinterpret_cast<WarpShared*>(warp_smem)[warp];
-  const int slice = int(blockIdx.x) * kWarps + warp;
-  if (slice >= parts) return;  // warp-uniform; the row expects exactly `parts` arrivals
-  const std::size_t row = blockIdx.y;
-  const T* r = in + row * vocab;
-
-  // Head scalars up to the first 16-byte boundary, the vectors, tail scalars (slice 0 takes both).
-  const unsigned misalign = unsigned(reinterpret_cast<std::uintptr_t>(r) % 16);
-  std::size_t head = misalign == 0 ? 0 : (16 - misalign) / sizeof(T);
-  if (head > vocab) head = vocab;
-  const std::size_t vectors = (vocab - head) / kVec;
-  const std::size_t v0 = std::size_t(slice) * kWarpVectors;
-  const int count = vectors > v0 ? int(vectors - v0 < kWarpVectors ? vectors - v0 : kWarpVectors) : 0;
-  const int first0 = int(head + v0 * kVec);
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  const unsigned bar = unsigned(__cvta_generic_to_shared(&ws.arrived));
-  if (lane == 0) {
-    ws.count = 0;
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(bar));
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    if (count > 0) {
-      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(unsigned(count) * 16u)
-                   : "memory");
-      asm volatile(
-          "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
-              unsigned(__cvta_generic_to_shared(ws.data))),
-          "l"(reinterpret_cast<const uint4*>(r + head) + v0), "r"(unsigned(count) * 16u), "r"(bar)
-          : "memory");
-    }
-  }
-  float head_v = -INFINITY, tail_v = -INFINITY;
-  int head_i = -1, tail_i = -1;
-  if (slice == 0) {
-    const std::size_t tail0 = head + vectors * kVec;
-    if (std::size_t(lane) < head) { head_i = lane; head_v = toFloat(r[lane]); }
-    if (tail0 + lane < vocab) { tail_i = int(tail0 + lane); tail_v = toFloat(r[tail0 + lane]); }
-  }
-  __syncwarp();
-  if (count > 0) waitFirstPhase(bar);
-#else
-  float head_v = -INFINITY, tail_v = -INFINITY;
-  int head_i = -1, tail_i = -1;
-  __trap();  // launched only on sm_90 and newer (see sliceKind)
-#endif
-
-  // Lane statistics: running max and sum of exp, one rescale a vector.
-  float m = -INFINITY, s = 0.0f;
-  const auto add = [&](const float* v, int n) {
-    float vm = v[0];
-    for (int e = 1; e < n; ++e) vm = fmaxf(vm, v[e]);
-    if constexpr (kStats) {
-      if (vm > m) { s *= __expf(m - vm); m = vm; }
-      for (int e = 0; e < n; ++e) s += __expf(v[e] - m);
-    } else {
-      m = fmaxf(m, vm);
-    }
-  };
-  if (head_i >= 0) add(&head_v, 1);
-#pragma unroll
-  for (int u = 0; u < kPerLane; ++u) {
-    const int vi = u * 32 + lane;
-    if (vi >= count) continue;
-    float v[kVec];
-    toFloats(ws.data[vi], v, T{});
-    add(v, kVec);
-  }
-  if (tail_i >= 0) add(&tail_v, 1);
-
-  const MaxSum warp_stats = kStats ? warpMergeStats(MaxSum{m, s}) : MaxSum{};
-  const float warp_max = kStats ? warp_stats.max : warpMax(m);
-  Partial* out = partials + row * std::size_t(parts) + std::size_t(slice);
-  if (lane == 0) {
-    out->max = warp_max;
-    out->sum = warp_stats.sum;
-  }
-  if constexpr (kTopK) {
-    // 8 groups of 4 lanes: the minimum of the group maxima is a bound (8 distinct elements).
-    float g = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
-    g = fmaxf(g, __shfl_xor_sync(0xffffffffu, g, 2));
-#pragma unroll
-    for (int o = 4; o < 32; o <<= 1) g = fminf(g, __shfl_xor_sync(0xffffffffu, g, o));
-    warpSelectTopK(
-        [&](float low, const auto& f) {
-          if (head_i >= 0 && head_v >= low) f(head_v, head_i);
-#pragma unroll 2
-          for (int u = 0; u < kPerLane; ++u) {
-            const int vi = u * 32 + lane;
-            if (vi >= count) continue;
-            float v[kVec];
-            toFloats(ws.data[vi], v, T{});
-            const int i0 = first0 + vi * kVec;
-#pragma unroll
-            for (int e = 0; e < kVec; ++e) if (v[e] >= low) f(v[e], i0 + e);
-          }
-          if (tail_i >= 0 && tail_v >= low) f(tail_v, tail_i);
-        },
-        g, ws, [&](int rank, const Candidate& c) { out->value[rank] = c.value; out->index[rank] = c.index; });
-  }
-  // Publish the partial, then count the arrival; the last warp of the row merges it.
-  __threadfence();
-  __syncwarp();
-  unsigned last = 0;
-  if (lane == 0) {
-    last = atomicAdd(&counters[row], 1u) == unsigned(parts - 1) ? 1u : 0u;
-    if (last) counters[row] = 0;  // ready for the next launch
-  }
-  if (__shfl_sync(0xffffffffu, last, 0) == 0) return;
-
-  const Partial* row_parts = partials + row * std::size_t(parts);
-  MaxSum ms_all;
-  float part_floor = -INFINITY;
-  for (int p = lane; p < parts; p += 32) {
-    if constexpr (kStats) ms_all.merge(__ldcg(&row_parts[p].max), __ldcg(&row_parts[p].sum));
-    if constexpr (kTopK) part_floor = fmaxf(part_floor, __ldcg(&row_parts[p].value[kMaxTopK - 1]));  // 8 elements >= it
-  }
-  const MaxSum total = kStats ? warpMergeStats(ms_all) : MaxSum{};
-  if constexpr (kStage == Stage::Stats) {
-    if (lane == 0) stats[row] = make_float2(total.max, total.sum);
-  } else {
-    const float bound = warpMax(part_floor);
-    warpSelectTopK(
-        [&](float low, const auto& f) {
-          for (int p = lane; p < parts; p += 32) {
-#pragma unroll
-            for (int j = 0; j < kMaxTopK; ++j) {
-              const int idx = __ldcg(&row_parts[p].index[j]);
-              const float v = __ldcg(&row_parts[p].value[j]);
-              if (idx != INT_MAX && v >= low) f(v, idx);
-            }
-          }
-        },
-        bound, ws, [&](int rank, const Candidate& c) {
-          if (rank < k) {
-            top_p[row * k + rank] = kStage == Stage::Fused ? __expf(c.value - total.max) / total.sum : c.value;
-            top_i[row * k + rank] = c.index;
-          }
-        });
-  }
-}
-
-template <class T> int warpPartsFor(std::size_t vocab) {
-  const std::size_t vectors = vocab / (16 / sizeof(T));
-  const std::size_t parts = (vectors + kWarpVectors - 1) / kWarpVectors;
-  return int(parts < 1 ? 1 : parts);
-}
 
 // Block (split, row) publishes its partial; returns true in the last block of the row to arrive,
 // which then reads every partial of the row. Block-uniform result.
 __device__ bool arriveLast(unsigned* counters, int splits) {
   __shared__ bool last;
-  __threadfence();  // this block's partial is visible device-wide before the arrival is counted
-  __syncthreads();
+  __syncthreads();  // the block's partial is written (by several threads) before thread 0 arrives
   if (threadIdx.x == 0) {
-    const unsigned arrived = atomicAdd(&counters[blockIdx.y], 1u);
+    // One acquire-release arrival: it publishes what the block wrote (ordered before it by the
+    // barrier) and, in the last block, makes every other block's partial visible.
+    cuda::atomic_ref<unsigned, cuda::thread_scope_device> counter(counters[blockIdx.y]);
+    const unsigned arrived = counter.fetch_add(1u, cuda::memory_order_acq_rel);
     last = arrived == unsigned(splits - 1);
-    if (last) counters[blockIdx.y] = 0;  // ready for the next launch; every block of the row is in
+    if (last) counter.store(0u, cuda::memory_order_relaxed);  // ready for the next launch; every block is in
   }
   __syncthreads();
   return last;
@@ -725,6 +467,7 @@ __global__ void __launch_bounds__(kThreads, Slice::kMinBlocks) rowSliceKernel(co
   }
 }
 
+
 template <class T, int kElems>
 __global__ void __launch_bounds__(kThreads) vocabSoftmaxWriteKernel(const T* __restrict__ logits,
                                                                     const float2* __restrict__ stats,
@@ -783,40 +526,13 @@ template <class Slice> dim3 gridFor(std::size_t rows, std::size_t vocab) {
   return dim3(unsigned(splitsFor<Slice>(vocab)), unsigned(rows));
 }
 
-// FPROF_REF_TOPK_SLICE=bulk|warp|regs32 picks the kernel: the block kernel with its slice
-// brought in by bulk copies into shared memory (default on sm_90 and newer), the warp kernel
-// (not yet run on a GPU: opt-in until measured), or the block kernel with 16-byte loads into
-// registers, 32 elements a thread (the only one before sm_90). A 64-element register slice
-// was measured (2026-11-23, H100) no faster than the bulk one and spilled; it is gone.
-enum class SliceKind { Bulk, Warp, Regs32 };
-SliceKind sliceKind() {
-  static const SliceKind kind = [] {
-    int dev = 0, major = 0;
-    CUDA_CHECK(cudaGetDevice(&dev));
-    CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-    const char* v = std::getenv("FPROF_REF_TOPK_SLICE");
-    const std::string want = v == nullptr ? "" : v;
-    if (want == "regs32" || major < 9) return SliceKind::Regs32;
-    if (want == "warp") return SliceKind::Warp;
-    return SliceKind::Bulk;
-  }();
-  return kind;
-}
-
-// Calls launch(slice tag) with the slice type for T; the tag is a null pointer to the type.
-template <class T, class Launch> void withSlice(const Launch& launch) {
-  if (sliceKind() == SliceKind::Regs32) launch(static_cast<ThreadSlice<T, kElemsNarrow>*>(nullptr));
-  else launch(static_cast<BulkSlice<T>*>(nullptr));  // the warp kernel is taken before this
-}
-
 template <class T, Stage kStage>
-void launchWarpKernel(const T* in, const ScratchView& v, float* top_p, int* top_i, std::size_t rows, std::size_t vocab,
-                      int k, cudaStream_t s) {
-  const int parts = warpPartsFor<T>(vocab);
-  const dim3 grid(unsigned((parts + kWarps - 1) / kWarps), unsigned(rows));
-  warpSliceKernel<T, kStage><<<grid, kThreads, kWarpKernelSmem, s>>>(in, v.partials, v.counters, v.stats, top_p, top_i,
-                                                                      vocab, parts, k);
-  CUDA_CHECK_LAUNCH(warpSliceKernel);
+void launchRowSliceKernel(const T* in, const ScratchView& v, float* top_p, int* top_i, std::size_t rows, std::size_t vocab,
+                          int k, cudaStream_t s) {
+  using Slice = BlockSlice<T>;
+  rowSliceKernel<T, kStage, Slice><<<gridFor<Slice>(rows, vocab), kThreads, 0, s>>>(in, v.partials, v.counters, v.stats,
+                                                                                    top_p, top_i, vocab, k);
+  CUDA_CHECK_LAUNCH(rowSliceKernel);
 }
 
 }  // namespace
@@ -834,16 +550,7 @@ void launchVocabSoftmaxStats(DType t, const void* logits, void* scratch, std::si
                              cudaStream_t s) {
   if (rows == 0) return;
   const ScratchView v = view(scratch, rows, vocab);
-  if (sliceKind() == SliceKind::Warp) {
-    FPROF_DISPATCH_DTYPE(t, T, launchWarpKernel<T, Stage::Stats>(static_cast<const T*>(logits), v, nullptr, nullptr, rows, vocab, 0, s));
-    return;
-  }
-  FPROF_DISPATCH_DTYPE(t, T, withSlice<T>([&](auto* tag) {
-                         using Slice = std::remove_pointer_t<decltype(tag)>;
-                         rowSliceKernel<T, Stage::Stats, Slice><<<gridFor<Slice>(rows, vocab), kThreads, Slice::kDynamicSmem, s>>>(
-                             static_cast<const T*>(logits), v.partials, v.counters, v.stats, nullptr, nullptr, vocab, 0);
-                       }));
-  CUDA_CHECK_LAUNCH(rowSliceKernel);
+  FPROF_DISPATCH_DTYPE(t, T, launchRowSliceKernel<T, Stage::Stats>(static_cast<const T*>(logits), v, nullptr, nullptr, rows, vocab, 0, s));
 }
 
 void launchVocabSoftmaxWrite(DType t, const void* logits, const void* scratch, float* probs, std::size_t rows,
@@ -863,17 +570,7 @@ void launchTopK(const float* probs, float* top_p, int* top_i, std::size_t rows, 
                 void* scratch, cudaStream_t s) {
   checkK(vocab, k);
   if (rows == 0) return;
-  const ScratchView v = view(scratch, rows, vocab);
-  if (sliceKind() == SliceKind::Warp) {
-    launchWarpKernel<float, Stage::TopKOfProbs>(probs, v, top_p, top_i, rows, vocab, k, s);
-    return;
-  }
-  withSlice<float>([&](auto* tag) {
-    using Slice = std::remove_pointer_t<decltype(tag)>;
-    rowSliceKernel<float, Stage::TopKOfProbs, Slice><<<gridFor<Slice>(rows, vocab), kThreads, Slice::kDynamicSmem, s>>>(
-        probs, v.partials, v.counters, nullptr, top_p, top_i, vocab, k);
-  });
-  CUDA_CHECK_LAUNCH(rowSliceKernel);
+  launchRowSliceKernel<float, Stage::TopKOfProbs>(probs, view(scratch, rows, vocab), top_p, top_i, rows, vocab, k, s);
 }
 
 void launchSoftmaxTopKFused(DType t, const void* logits, float* top_p, int* top_i, std::size_t rows,
@@ -881,16 +578,7 @@ void launchSoftmaxTopKFused(DType t, const void* logits, float* top_p, int* top_
   checkK(vocab, k);
   if (rows == 0) return;
   const ScratchView v = view(scratch, rows, vocab);
-  if (sliceKind() == SliceKind::Warp) {
-    FPROF_DISPATCH_DTYPE(t, T, launchWarpKernel<T, Stage::Fused>(static_cast<const T*>(logits), v, top_p, top_i, rows, vocab, k, s));
-    return;
-  }
-  FPROF_DISPATCH_DTYPE(t, T, withSlice<T>([&](auto* tag) {
-                         using Slice = std::remove_pointer_t<decltype(tag)>;
-                         rowSliceKernel<T, Stage::Fused, Slice><<<gridFor<Slice>(rows, vocab), kThreads, Slice::kDynamicSmem, s>>>(
-                             static_cast<const T*>(logits), v.partials, v.counters, nullptr, top_p, top_i, vocab, k);
-                       }));
-  CUDA_CHECK_LAUNCH(rowSliceKernel);
+  FPROF_DISPATCH_DTYPE(t, T, launchRowSliceKernel<T, Stage::Fused>(static_cast<const T*>(logits), v, top_p, top_i, rows, vocab, k, s));
 }
 
 }  // namespace fprof::refk
