@@ -3,6 +3,7 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <set>
@@ -18,6 +19,9 @@ namespace {
 using detail::Statement;
 
 constexpr const char* kOpcodes[] = {"HFMA2", "HADD2", "HMUL2"};
+// Other 16-bit instructions that may run on the FMA pipe's fp16 unit (compares, min/max): a
+// function holding them gets no pipe split, since the fp16 pipe counter may count them too.
+constexpr const char* kOtherFp16Opcodes[] = {"HSETP2", "HSET2", "HMNMX2"};
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -72,7 +76,8 @@ const char* formOf(std::string_view opcode, std::string_view modifiers, const st
   return any_register ? "scalar" : "packed";
 }
 
-// The class of one SASS line, or "" when it is no half-precision arithmetic instruction.
+// The class of one SASS line, or "" when it is no half-precision arithmetic instruction:
+// opcode, ".MMA" where ptxas put it on the MMA pipe, precision and form (sass_half.h).
 std::string classOf(std::string_view line) {
   const size_t close = line.find("*/");
   if (close != std::string_view::npos) line.remove_prefix(close + 2);
@@ -86,14 +91,19 @@ std::string classOf(std::string_view line) {
   const std::string_view mnemonic = line.substr(0, space);
   const size_t dot = mnemonic.find('.');
   const std::string_view opcode = mnemonic.substr(0, dot);
+  const std::string_view modifiers = dot == std::string_view::npos ? std::string_view() : mnemonic.substr(dot);
+  const bool bf16 = modifiers.find("BF16") != std::string_view::npos;
+  const std::string precision = bf16 ? ".bf16." : ".f16.";
+  for (const char* o : kOtherFp16Opcodes) {
+    if (opcode == o) return std::string(opcode) + precision + "other";
+  }
   bool half = false;
   for (const char* o : kOpcodes) half = half || opcode == o;
   if (!half) return {};
-  const std::string_view modifiers = dot == std::string_view::npos ? std::string_view() : mnemonic.substr(dot);
   const std::vector<std::string_view> ops =
       splitOperands(space == std::string_view::npos ? std::string_view() : line.substr(space + 1));
-  const bool bf16 = modifiers.find("BF16") != std::string_view::npos;
-  return std::string(opcode) + (bf16 ? ".bf16." : ".f16.") + formOf(opcode, modifiers, ops);
+  const bool mma = modifiers.find(".MMA") != std::string_view::npos;
+  return std::string(opcode) + (mma ? ".MMA" : "") + precision + formOf(opcode, modifiers, ops);
 }
 
 // "//----- .text._Z4axpyPfi -----" or ".text._Z4axpyPfi:" opens a function's code.
@@ -103,20 +113,49 @@ std::optional<std::string> functionStart(std::string_view line) {
   return std::string(line.substr(6, line.size() - 7));
 }
 
-struct OpcodeForms {
-  std::set<std::pair<std::string, std::string>> forms;  // (precision, form) with static count > 0
+// One class split into its parts: "HFMA2.MMA.f16.packed" -> HFMA2, MMA pipe, f16, packed.
+struct SassClass {
+  std::string opcode;
+  bool mma = false;
+  std::string precision;
+  std::string form;
 };
 
-// The forms of one opcode in a function's SASS.
-OpcodeForms formsOf(const SassHalfCounts& sass, const std::string& opcode) {
-  OpcodeForms f;
+std::optional<SassClass> parseClass(const std::string& cls) {
+  std::vector<std::string> parts;
+  std::stringstream in(cls);
+  for (std::string part; std::getline(in, part, '.');) parts.push_back(part);
+  if (parts.size() == 3) return SassClass{parts[0], false, parts[1], parts[2]};
+  if (parts.size() == 4 && parts[1] == "MMA") return SassClass{parts[0], true, parts[2], parts[3]};
+  return std::nullopt;
+}
+
+enum class Pipe { kAny, kFma, kMma };
+
+using Forms = std::set<std::pair<std::string, std::string>>;  // (precision, form) with static count > 0
+
+// The forms of one opcode in a function's SASS, on one pipe or on both.
+Forms formsOf(const SassHalfCounts& sass, const std::string& opcode, Pipe pipe) {
+  Forms f;
   for (const auto& [cls, count] : sass) {
-    if (count <= 0 || cls.rfind(opcode + ".", 0) != 0) continue;
-    const std::string rest = cls.substr(opcode.size() + 1);
-    const size_t dot = rest.find('.');
-    f.forms.emplace(rest.substr(0, dot), rest.substr(dot + 1));
+    const auto c = parseClass(cls);
+    if (count <= 0 || !c || c->opcode != opcode) continue;
+    if ((pipe == Pipe::kFma && c->mma) || (pipe == Pipe::kMma && !c->mma)) continue;
+    f.emplace(c->precision, c->form);
   }
   return f;
+}
+
+// Whether X = sm__thread_inst_executed_pipe_fma_type_fp16_pred_on splits the function's HFMA2
+// count by pipe: every HADD2 and HMUL2 on the FMA pipe (X - hadd - hmul is then its HFMA2) and no
+// other 16-bit instruction that X may count.
+bool pipeSplitApplies(const SassHalfCounts& sass) {
+  for (const auto& [cls, count] : sass) {
+    const auto c = parseClass(cls);
+    if (count <= 0 || !c) continue;
+    if (c->form == "other" || (c->mma && c->opcode != "HFMA2")) return false;
+  }
+  return true;
 }
 
 double lanesOf(const std::string& form) { return form == "packed" ? 2 : form == "scalar" ? 1 : 0; }
@@ -148,49 +187,87 @@ std::map<std::string, SassHalfCounts> parseNvdisasmHalfOps(std::string_view text
   return out;
 }
 
-HalfFlops halfFlopsFromSass(const SassHalfCounts& sass, double hadd, double hmul, double hfma) {
-  HalfFlops r;
+namespace {
+
+// FLOPs and how they were counted, over the instruction groups of one kernel.
+struct Tally {
   double fp16 = 0, bf16 = 0, low = 0, high = 0;
   std::vector<std::string> how, ambiguous;
-  const std::pair<const char*, double> executed[] = {{"HADD2", hadd}, {"HMUL2", hmul}, {"HFMA2", hfma}};
-  for (const auto& [opcode, count] : executed) {
-    if (count <= 0) continue;
-    const double per_lane = std::string(opcode) == "HFMA2" ? kFlopsPerFma : 1.0;
-    const OpcodeForms f = formsOf(sass, opcode);
-    if (f.forms.size() == 1) {
-      const auto& [precision, form] = *f.forms.begin();
-      const double flops = count * lanesOf(form) * per_lane;
-      (precision == "bf16" ? bf16 : fp16) += flops;
-      low += flops;
-      high += flops;
-      how.push_back(std::string(opcode) + (precision == "bf16" ? ".BF16 " : " ") + form);
-      continue;
-    }
-    double lo = 2, hi = 0;
-    for (const auto& [precision, form] : f.forms) {
-      lo = std::min(lo, lanesOf(form));
-      hi = std::max(hi, lanesOf(form));
-    }
-    if (f.forms.empty()) lo = 0, hi = 2;  // executed, yet not in the SASS read: wrong module?
-    low += count * lo * per_lane;
-    high += count * hi * per_lane;
-    ambiguous.push_back(std::string(opcode) + (f.forms.empty() ? " (not in the SASS read)" : ""));
+};
+
+// One group of executed instructions (an opcode, or the HFMA2 of one pipe) whose SASS forms are
+// `forms`: exact where it holds one form and precision, bounds otherwise.
+void countGroup(Tally& t, const std::string& label, const Forms& forms, double count, double flops_per_lane,
+                bool show_count) {
+  if (count <= 0) return;
+  const std::string counted = show_count ? " x " + number(count) : "";
+  if (forms.size() == 1) {
+    const auto& [precision, form] = *forms.begin();
+    const double flops = count * lanesOf(form) * flops_per_lane;
+    (precision == "bf16" ? t.bf16 : t.fp16) += flops;
+    t.low += flops;
+    t.high += flops;
+    t.how.push_back(label + (precision == "bf16" ? ".BF16 " : " ") + form + counted);
+    return;
   }
-  if (!ambiguous.empty()) {
-    std::string which;
-    for (const std::string& a : ambiguous) which += (which.empty() ? "" : ", ") + a;
-    r.method = "unknown: the function's SASS holds " + which +
+  double lo = 2, hi = 0;
+  for (const auto& [precision, form] : forms) {
+    lo = std::min(lo, lanesOf(form));
+    hi = std::max(hi, lanesOf(form));
+  }
+  if (forms.empty()) lo = 0, hi = 2;  // executed, yet not in the SASS read: wrong module?
+  t.low += count * lo * flops_per_lane;
+  t.high += count * hi * flops_per_lane;
+  t.ambiguous.push_back(label + counted + (forms.empty() ? " (not in the SASS read)" : ""));
+}
+
+std::string joined(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& i : items) out += (out.empty() ? "" : ", ") + i;
+  return out;
+}
+
+}  // namespace
+
+HalfFlops halfFlopsFromSass(const SassHalfCounts& sass, double hadd, double hmul, double hfma,
+                            std::optional<double> fp16_pipe) {
+  HalfFlops r;
+  Tally t;
+  countGroup(t, "HADD2", formsOf(sass, "HADD2", Pipe::kAny), hadd, 1.0, false);
+  countGroup(t, "HMUL2", formsOf(sass, "HMUL2", Pipe::kAny), hmul, 1.0, false);
+  const Forms hfma_forms = formsOf(sass, "HFMA2", Pipe::kAny);
+  const Forms fma_pipe_forms = formsOf(sass, "HFMA2", Pipe::kFma);
+  const Forms mma_pipe_forms = formsOf(sass, "HFMA2", Pipe::kMma);
+  const bool split = hfma > 0 && hfma_forms.size() > 1 && fp16_pipe && pipeSplitApplies(sass);
+  if (split) {
+    const double on_fma_pipe = std::clamp(*fp16_pipe - hadd - hmul, 0.0, hfma);
+    countGroup(t, "HFMA2", fma_pipe_forms, on_fma_pipe, kFlopsPerFma, true);
+    countGroup(t, "HFMA2.MMA", mma_pipe_forms, hfma - on_fma_pipe, kFlopsPerFma, true);
+  } else {
+    countGroup(t, "HFMA2", hfma_forms, hfma, kFlopsPerFma, false);
+  }
+  if (!t.ambiguous.empty()) {
+    // Without the fp16 pipe counter, say where collecting it would make the count exact.
+    const bool split_would_help = !fp16_pipe && hfma_forms.size() > 1 && fma_pipe_forms.size() <= 1 &&
+                                  mma_pipe_forms.size() <= 1 && pipeSplitApplies(sass) && t.ambiguous.size() == 1;
+    r.method = "unknown: the function's SASS holds " + joined(t.ambiguous) +
                " in several forms (packed, lane-broadcast scalar, immediate move/conversion) or precisions, and the "
-               "counters count instructions, not lanes; between " + number(low) + " and " + number(high) + " FLOPs";
+               "counters count instructions, not lanes; between " + number(t.low) + " and " + number(t.high) +
+               " FLOPs" +
+               (split_would_help ? "; `--metrics full` counts the FMA pipe's HFMA2 apart from the MMA pipe's "
+                                   "(HFMA2.MMA), which makes them exact here"
+                                 : "");
     return r;
   }
-  r.fp16 = fp16;
-  r.bf16 = bf16;
-  if (how.empty()) return r;
-  std::string list;
-  for (const std::string& h : how) list += (list.empty() ? "" : ", ") + h;
-  r.method = "per lane from the function's SASS (" + list +
-             "; packed = 2 lanes, lane-broadcast scalar = 1, immediate moves and conversions = 0)";
+  r.fp16 = t.fp16;
+  r.bf16 = t.bf16;
+  if (t.how.empty()) return r;
+  r.method = "per lane from the function's SASS" +
+             (split ? ", HFMA2 by pipe from " + std::string(kFp16PipeMetric) +
+                          " - hadd - hmul (the FMA pipe's; that counter moves in steps of 32 threads: where warps are "
+                          "partial the split can be off by tens of HFMA2, 2 FLOPs each, 30 at most seen on an H100)"
+                    : std::string()) +
+             " (" + joined(t.how) + "; packed = 2 lanes, lane-broadcast scalar = 1, immediate moves and conversions = 0)";
   return r;
 }
 
@@ -218,6 +295,7 @@ Status applySassHalfFlops(const std::string& db_path, const std::map<std::string
       uint32_t process_id;
       std::string name;
       double hadd, hmul, hfma;
+      std::optional<double> fp16_pipe;  // NULL where the set did not collect it
     };
     std::vector<Pending> pending;
     {
@@ -228,14 +306,17 @@ Status applySassHalfFlops(const std::string& db_path, const std::map<std::string
                    "(SELECT m.value FROM kernel_metric m JOIN string s ON s.id = m.metric_id "
                    " WHERE m.kernel_id = c.kernel_id AND s.value = ?), "
                    "(SELECT m.value FROM kernel_metric m JOIN string s ON s.id = m.metric_id "
+                   " WHERE m.kernel_id = c.kernel_id AND s.value = ?), "
+                   "(SELECT m.value FROM kernel_metric m JOIN string s ON s.id = m.metric_id "
                    " WHERE m.kernel_id = c.kernel_id AND s.value = ?) "
                    "FROM kernel_counter c JOIN kernel k ON k.id = c.kernel_id JOIN string n ON n.id = k.name_id "
                    "WHERE c.half_flops_method = ?");
       if (!st.ok()) return fail("read kernels waiting for SASS");
       st.bindAll(std::string_view(kHaddMetric), std::string_view(kHmulMetric), std::string_view(kHfmaMetric),
-                 std::string_view(kHalfFlopsPending));
+                 std::string_view(kFp16PipeMetric), std::string_view(kHalfFlopsPending));
       while (st.step() == SQLITE_ROW) {
-        pending.push_back({st.i64(0), static_cast<uint32_t>(st.i64(1)), st.text(2), st.f64(3), st.f64(4), st.f64(5)});
+        pending.push_back({st.i64(0), static_cast<uint32_t>(st.i64(1)), st.text(2), st.f64(3), st.f64(4), st.f64(5),
+                           st.isNull(6) ? std::nullopt : std::optional<double>(st.f64(6))});
       }
     }
     Statement update(db, "UPDATE kernel_counter SET flops_fp16 = ?, flops_bf16 = ?, half_flops_method = ? "
@@ -250,7 +331,7 @@ Status applySassHalfFlops(const std::string& db_path, const std::map<std::string
       if (it == sass.end()) {
         flops.method = why_missing;
       } else {
-        flops = halfFlopsFromSass(it->second, p.hadd, p.hmul, p.hfma);
+        flops = halfFlopsFromSass(it->second, p.hadd, p.hmul, p.hfma, p.fp16_pipe);
         if (written.emplace(p.process_id, p.name).second) {
           for (const auto& [cls, count] : it->second) {
             op.bindAll(p.process_id, std::string_view(p.name), std::string_view(cls), count);

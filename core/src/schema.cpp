@@ -220,7 +220,9 @@ std::vector<TableDef> makeTables() {
          "sample."},
         {"half_flops_method", "TEXT",
          "How flops_fp16/flops_bf16 were counted per lane (packed HFMA2 = 2 lanes, lane-broadcast = 1, "
-         "conversions = 0), from the function's SASS; NULL if the kernel ran no half instructions."}},
+         "conversions = 0), from the function's SASS, with HFMA2 split by pipe (FMA pipe, HFMA2.MMA) where "
+         "sm__thread_inst_executed_pipe_fma_type_fp16_pred_on.sum was collected; or why they are unknown, with "
+         "bounds; NULL if the kernel ran no half instructions."}},
        {},
        ""},
       {"kernel_counter_missing",
@@ -267,8 +269,9 @@ std::vector<TableDef> makeTables() {
        {{"process_id", "INTEGER NOT NULL", "Process."},
         {"name_id", "INTEGER NOT NULL REFERENCES string(id)", "Mangled function name."},
         {"opcode", "TEXT NOT NULL",
-         "Opcode class, e.g. HFMA2 (packed), HFMA2.scalar (lane-broadcast operands), HADD2.F32.convert, "
-         "HFMA2.BF16_V2."},
+         "Opcode class: opcode, .MMA where it runs on the MMA pipe, precision (f16, bf16) and form (packed: 2 "
+         "lanes, scalar: lane-broadcast operands, 1 lane, zero: immediate move or conversion, other: compare or "
+         "min/max), e.g. HFMA2.MMA.f16.packed, HFMA2.f16.scalar, HADD2.f16.zero, HMNMX2.bf16.other."},
         {"static_count", "INTEGER NOT NULL", "Instructions of that class in the function's SASS."}},
        {},
        "PRIMARY KEY (process_id, name_id, opcode)"},

@@ -5,6 +5,15 @@
 // immediate into a register (`HFMA2.MMA R, -RZ, RZ, imm`: no FLOP), and HADD2.F32 with -RZ is a
 // half->float conversion. The SASS (nvdisasm of the module's cubin) says which forms a function
 // holds; where it holds one form per opcode, the per-lane count is exact.
+//
+// ptxas spreads HFMA2 over two pipes: plain HFMA2 runs on the FMA pipe, HFMA2.MMA on the MMA pipe
+// (immediate moves are always HFMA2.MMA). sm__thread_inst_executed_pipe_fma_type_fp16_pred_on
+// counts the FMA pipe's 16-bit instructions only, so with it, X - hadd - hmul is the HFMA2 count
+// on the FMA pipe and the rest ran as HFMA2.MMA: a function with one form on each pipe (e.g.
+// packed HFMA2.MMA beside scalar HFMA2) gets its FLOPs too. That counter moves in steps of 32
+// threads (a warp): where warps are partial it read up to 30 instructions off the true count on an
+// H100 (bench/RESULTS.md), so such a split is right to within ~31 HFMA2 (2 FLOPs each), and the
+// method says so. Where all warps are full it is exact.
 #pragma once
 
 #include <map>
@@ -17,8 +26,10 @@
 
 namespace fprof::core {
 
-// Static instruction counts of one function by class, e.g. "HFMA2.f16.packed" -> 8. The class is
-// opcode (HFMA2, HADD2, HMUL2), precision (f16, bf16) and form (packed, scalar, zero).
+// Static instruction counts of one function by class, e.g. "HFMA2.MMA.f16.packed" -> 8. The class
+// is opcode (HFMA2, HADD2, HMUL2), ".MMA" where the instruction runs on the MMA pipe, precision
+// (f16, bf16) and form (packed, scalar, zero); 16-bit compares and min/max (HSETP2, HSET2, HMNMX2)
+// are counted as form "other" (no FLOPs; they rule out the pipe split).
 using SassHalfCounts = std::map<std::string, int64_t>;
 
 // Per mangled function name, from the text `nvdisasm -c` prints for a cubin.
@@ -32,13 +43,17 @@ struct HalfFlops {
 
 // The FLOPs behind a kernel's dynamic hadd/hmul/hfma instruction counts, given its function's SASS.
 // Unknown (none) where an opcode the kernel executed appears in more than one form or precision:
-// then the method gives the bounds.
-HalfFlops halfFlopsFromSass(const SassHalfCounts& sass, double hadd, double hmul, double hfma);
+// then the method gives the bounds. fp16_pipe (kFp16PipeMetric, where collected) splits HFMA2 by
+// pipe, so that each pipe's HFMA2 needs one form only.
+HalfFlops halfFlopsFromSass(const SassHalfCounts& sass, double hadd, double hmul, double hfma,
+                            std::optional<double> fp16_pipe = std::nullopt);
 
 // The raw metric names the dynamic counts come from.
 inline constexpr const char* kHaddMetric = "sm__sass_thread_inst_executed_op_hadd_pred_on.sum";
 inline constexpr const char* kHmulMetric = "sm__sass_thread_inst_executed_op_hmul_pred_on.sum";
 inline constexpr const char* kHfmaMetric = "sm__sass_thread_inst_executed_op_hfma_pred_on.sum";
+// Thread-level 16-bit instructions on the FMA pipe (HFMA2.MMA not included); in the `full` set.
+inline constexpr const char* kFp16PipeMetric = "sm__thread_inst_executed_pipe_fma_type_fp16_pred_on.sum";
 
 // Functions (mangled names) of a database whose kernels ran half instructions and wait for SASS.
 Expected<std::vector<std::string>> functionsNeedingSass(const std::string& db_path);
