@@ -1,8 +1,10 @@
 // Attention: the unfused chain (cuBLAS batched Q.K^T with the scale as alpha, a masked
 // softmax kernel, cuBLAS batched P.V) and one flash-style fused kernel with online softmax
-// (tensor cores through mma.sync for fp16/bf16; a SIMT kernel for fp32).
+// (on Hopper the wgmma kernel of attention_sm90.cu; elsewhere tensor cores through mma.sync for
+// fp16/bf16; a SIMT kernel for fp32).
 #include <cmath>
 #include <cstdlib>
+#include <string>
 
 #include "kernels.cuh"
 
@@ -416,6 +418,12 @@ void launchFlashAttention(DType t, const AttentionShape& a, const void* q, const
     flashSimtKernel<float><<<grid, kSimtQ, 0, s>>>(static_cast<const float*>(q), static_cast<const float*>(k),
                                                    static_cast<const float*>(v), static_cast<float*>(o), a, scale_log2);
     CUDA_CHECK_LAUNCH(flashSimtKernel);
+    return;
+  }
+  // FPROF_REF_FLASH=mma keeps the mma.sync kernel on a Hopper device too, for comparison runs.
+  const char* form = std::getenv("FPROF_REF_FLASH");
+  if ((form == nullptr || std::string(form) != "mma") && flashSm90Usable(t, a, q, k, v, o)) {
+    launchFlashAttentionSm90(t, a, q, k, v, o, s);
     return;
   }
   // 32 rows per warp reuse each K/V operand from shared memory twice but need 236 registers

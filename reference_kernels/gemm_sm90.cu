@@ -11,9 +11,6 @@
 // consumers start the next tile. Tiles are visited in groups of kGroupM row tiles so that the
 // CTAs running at once share their x and w tiles in L2. Measured at 97-114% of cuBLASLt
 // (bench/RESULTS.md, issue 16).
-#include <cuda.h>
-#include <cudaTypedefs.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <map>
@@ -23,6 +20,7 @@
 
 #include "gemm_epilogue.cuh"
 #include "kernels.cuh"
+#include "sm90.cuh"
 
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #error "gemm_sm90.cu is compiled for sm_90a only (see reference_kernels/CMakeLists.txt)"
@@ -30,6 +28,8 @@
 
 namespace fprof::refk {
 namespace {
+
+using namespace sm90;
 
 constexpr int kBm = 128, kBn = 256, kBk = 64;  // kBk: 64 halves = one 128-byte swizzle row
 constexpr int kConsumers = 2;
@@ -96,48 +96,6 @@ __device__ __forceinline__ void fenceAccumulators(float (&d)[128]) {
   for (int i = 0; i < 128; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
-__device__ __forceinline__ unsigned smemAddr(const void* p) { return unsigned(__cvta_generic_to_shared(p)); }
-
-// wgmma shared-memory descriptor of a K-major tile with 128-byte swizzle: rows of 128 bytes,
-// 8-row atoms 1024 bytes apart.
-__device__ __forceinline__ std::uint64_t smemDescriptor(const void* p) {
-  const std::uint64_t addr = smemAddr(p);
-  std::uint64_t d = (addr & 0x3FFFF) >> 4;
-  d |= std::uint64_t(16 >> 4) << 16;    // leading-dimension byte offset (unused with this swizzle)
-  d |= std::uint64_t(1024 >> 4) << 32;  // stride byte offset: one 8-row atom
-  d |= std::uint64_t(1) << 62;          // 128-byte swizzle
-  return d;
-}
-
-__device__ __forceinline__ void barrierInit(std::uint64_t* bar, unsigned count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smemAddr(bar)), "r"(count));
-}
-__device__ __forceinline__ void barrierExpectBytes(std::uint64_t* bar, unsigned bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smemAddr(bar)), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void barrierArrive(std::uint64_t* bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smemAddr(bar)) : "memory");
-}
-__device__ __forceinline__ void barrierWait(std::uint64_t* bar, unsigned parity) {
-  asm volatile(
-      "{\n"
-      ".reg .pred done;\n"
-      "WAIT_%=:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra WAIT_%=;\n"
-      "}\n" ::"r"(smemAddr(bar)),
-      "r"(parity)
-      : "memory");
-}
-
-// Writes the box at (col, row) of a 2-D tensor map from shared memory (bulk async group).
-__device__ __forceinline__ void tmaStore(const CUtensorMap* map, int col, int row, const void* src) {
-  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(
-                   reinterpret_cast<std::uint64_t>(map)),
-               "r"(col), "r"(row), "r"(smemAddr(src))
-               : "memory");
-}
-
 // Barrier over the 128 threads of one consumer warpgroup (ids 1.., 0 is __syncthreads).
 __device__ __forceinline__ void consumerBarrier(int consumer) {
   asm volatile("bar.sync %0, 128;\n" ::"r"(1 + consumer) : "memory");
@@ -158,15 +116,6 @@ template <Epilogue E> __device__ __forceinline__ float activateFast(float v) {
 }
 __host__ __device__ constexpr bool hasBias(Epilogue e) {
   return e == Epilogue::Bias || e == Epilogue::BiasRelu || e == Epilogue::BiasGelu || e == Epilogue::BiasSilu;
-}
-
-// Copies the box at (col, row) of a 2-D tensor map into shared memory; completes on bar.
-__device__ __forceinline__ void tmaLoad(void* dst, const CUtensorMap* map, int col, int row, std::uint64_t* bar) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
-          smemAddr(dst)),
-      "l"(reinterpret_cast<std::uint64_t>(map)), "r"(col), "r"(row), "r"(smemAddr(bar))
-      : "memory");
 }
 
 template <class T>
@@ -334,19 +283,6 @@ __global__ void __launch_bounds__(kThreads, 1)
 }
 
 // ---- host side ----
-PFN_cuTensorMapEncodeTiled_v12000 encodeFunction() {
-  static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
-    void* p = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q));
-    if (q != cudaDriverEntryPointSuccess || p == nullptr) {
-      throw std::runtime_error("the driver has no cuTensorMapEncodeTiled");
-    }
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
-  }();
-  return fn;
-}
-
 // Row-major [rows, cols] with rows `ld` elements apart, in boxes of box_rows x 64 (128 bytes).
 CUtensorMap makeMap(DType t, const void* p, std::size_t rows, std::size_t cols, std::size_t ld, unsigned box_rows) {
   static_assert(kBk == kBoxCols, "one box width for loads and stores");
@@ -374,25 +310,6 @@ const CUtensorMap& cachedMap(DType t, const void* p, std::size_t rows, std::size
   auto it = maps.find(key);
   if (it == maps.end()) it = maps.emplace(key, makeMap(t, p, rows, cols, ld, box_rows)).first;
   return it->second;
-}
-
-struct DeviceInfo {
-  bool hopper = false;
-  int sms = 0;
-};
-DeviceInfo deviceInfo() {
-  static DeviceInfo info[64];
-  static bool known[64] = {};
-  int dev = 0;
-  CUDA_CHECK(cudaGetDevice(&dev));
-  if (dev < 0 || dev >= 64) return {};
-  if (!known[dev]) {
-    cudaDeviceProp prop{};
-    CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
-    info[dev] = {prop.major == 9 && prop.minor == 0, prop.multiProcessorCount};
-    known[dev] = true;
-  }
-  return info[dev];
 }
 
 // FPROF_REF_GEMM_STORE=direct|tma picks the epilogue (default tma).

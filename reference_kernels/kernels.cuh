@@ -115,6 +115,12 @@ void launchProbsTimesV(cublasHandle_t h, DType t, const AttentionShape& a, const
 void launchFlashAttention(DType t, const AttentionShape& a, const void* q, const void* k,
                           const void* v, void* o, cudaStream_t s);
 constexpr std::size_t kFlashHeadDim = 64;
+// The Hopper form (attention_sm90.cu: wgmma, TMA, warp-specialized; built for sm_90a only), which
+// launchFlashAttention picks when flashSm90Usable: an sm_90 device, fp16/bf16, head_dim 64,
+// slice strides multiples of 8 elements and 16-byte aligned q, k, v, o.
+bool flashSm90Usable(DType t, const AttentionShape& a, const void* q, const void* k, const void* v, const void* o);
+void launchFlashAttentionSm90(DType t, const AttentionShape& a, const void* q, const void* k, const void* v, void* o,
+                              cudaStream_t s);
 
 // ---- softmax + top-k over a vocabulary row (topk.cu) ----
 // Rows are split over several blocks; the kernels share a scratch buffer (per-block partials,

@@ -39,7 +39,11 @@ constexpr const char* kUsage = R"(usage: model [options]
                               4096^3, 8192^3 and the transformer's prefill shapes, fp16 and bf16:
                               median ms, TFLOP/s, ratio, relative difference of the outputs
   --no-copy-bandwidth         skip the device-to-device copy measurement
-environment: FPROF_REF_FLASH_ROWS=16|32  query rows per warp in the fused fp16/bf16 attention
+environment: FPROF_REF_FLASH=mma     the fused fp16/bf16 attention's mma.sync kernel on Hopper too
+                              (default there: the wgmma kernel)
+             FPROF_REF_FLASH_SM90_ROWS=128|192  query rows a CTA of the wgmma kernel (default 192)
+             FPROF_REF_FLASH_SM90_STAGES=2|4    key/value tiles in flight in it (default 2)
+             FPROF_REF_FLASH_ROWS=16|32  query rows per warp in the mma.sync kernel
                               (default 16; 32 reuses K/V operands twice at 2 blocks per SM)
   --help
 )";
