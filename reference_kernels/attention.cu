@@ -7,6 +7,7 @@
 #include <string>
 
 #include "kernels.cuh"
+#include "mma_sync.cuh"
 
 namespace fprof::refk {
 namespace {
@@ -135,12 +136,6 @@ constexpr int kFaWarps = 4, kFaKv = 64;
 constexpr int kFlashRowsPerWarp = 16;
 constexpr int kFaLd = kD + 8;  // halves per shared row: 16-byte aligned rows, conflict-free fragment loads
 
-__device__ __forceinline__ void cpAsync16(void* smem, const void* gmem, bool valid) {
-  const unsigned saddr = unsigned(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(saddr), "l"(gmem), "r"(valid ? 16 : 0));
-}
-__device__ __forceinline__ void cpAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N> __device__ __forceinline__ void cpAsyncWait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
 
 // 64 rows x 64 halves of a [rows, 64] matrix into smem[64][kFaLd]; rows >= rows_valid are zero.
 template <class T>
@@ -156,18 +151,6 @@ __device__ __forceinline__ void loadTileAsync(T* smem, const T* __restrict__ g, 
 
 __device__ __forceinline__ std::uint32_t ld32(const void* p) { return *reinterpret_cast<const std::uint32_t*>(p); }
 
-template <class T>
-__device__ __forceinline__ void mma16816(float (&c)[4], const std::uint32_t (&a)[4], std::uint32_t b0, std::uint32_t b1) {
-  if constexpr (std::is_same_v<T, __half>) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  } else {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-}
 
 // 2^x with the hardware approximation (relative error ~2^-22, far under fp16/bf16 rounding);
 // exp2f adds range handling the scores never need (they are <= 0 after the max is subtracted).
@@ -264,8 +247,8 @@ __global__ void __launch_bounds__(kFaWarps * 32, 4 / kMi) flashMmaKernel(const T
                      : "r"(unsigned(__cvta_generic_to_shared(kp))));
 #pragma unroll
         for (int mi = 0; mi < kMi; ++mi) {
-          mma16816<T>(s[mi][nt], qa[mi][kk], b0, b1);
-          mma16816<T>(s[mi][nt + 1], qa[mi][kk], b2, b3);
+          mmaM16N8K16<T>(s[mi][nt], qa[mi][kk], b0, b1);
+          mmaM16N8K16<T>(s[mi][nt + 1], qa[mi][kk], b2, b3);
         }
       }
     }
@@ -342,8 +325,8 @@ __global__ void __launch_bounds__(kFaWarps * 32, 4 / kMi) flashMmaKernel(const T
                      : "r"(unsigned(__cvta_generic_to_shared(vp))));
 #pragma unroll
         for (int mi = 0; mi < kMi; ++mi) {
-          mma16816<T>(o_acc[mi][dt], pa[mi], b0, b1);
-          mma16816<T>(o_acc[mi][dt + 1], pa[mi], b2, b3);
+          mmaM16N8K16<T>(o_acc[mi][dt], pa[mi], b0, b1);
+          mmaM16N8K16<T>(o_acc[mi][dt + 1], pa[mi], b2, b3);
         }
       }
     }
