@@ -165,31 +165,36 @@ TEST(FusionRecorded, HeldOutH100MetricsRun) {
 }
 
 // The H100 pair re-recorded with issue 16's kernels (the tensor-core convolution, the register
-// top-k; 2026-11-24): trace mode and metrics mode (every launch signature profiled once), each with
-// the measured H100 ceilings of ceilings_h100.json and with the datasheet roofs `fprof report` uses
-// where `fprof ceilings` never ran. Medians over 27 pairs: trace 3.1% / 2.4%, metrics 12.7% / 4.5%.
+// top-k, the wgmma attention; 2026-11-24): trace mode and metrics mode (every launch signature
+// profiled once), each with the measured H100 ceilings of ceilings_h100.json and with the
+// datasheet roofs `fprof report` uses where `fprof ceilings` never ran. Medians over 27 pairs:
+// trace 2.3% / 2.5%, metrics 16.5% / 2.9% (measured / datasheet). As on the H200, the sampling
+// pair's latency-bound stages pay more than the trace model predicts, so it ranks below the
+// attention-layer pairs it out-saves.
 TEST(FusionRecorded, H100TraceRunWithIssue16Kernels) {
   for (const char* ceilings : {"ceilings_h100.json", "datasheet"}) {
     const FusionResult r = analyzeRecorded("model_trace_h100.fprof", ceilings);
     EXPECT_EQ(r.measured_pairs, 27) << ceilings;
     ASSERT_TRUE(r.median_abs_error);
     EXPECT_LT(*r.median_abs_error, 0.04) << ceilings;
-    expectRankingFollowsMeasurement(r, {});
+    expectRankingFollowsMeasurement(r, {"sample"});
   }
 }
 
-// With the measured roofs the roofline model takes the small transformer's GEMM
-// epilogue pairs (2-5 us kernels, latency-bound) for 22-37% faster than they ran when fused: the
-// known weakness this bound pins (bench/RESULTS.md, issue 16, 2026-11-24).
+// With the measured roofs the roofline model takes the small transformer's GEMM epilogue and
+// attention-layer pairs (2-5 us kernels, latency-bound) for 21-52% faster than they ran when
+// fused: the known weakness this bound pins (bench/RESULTS.md, issue 16, 2026-11-24). With the
+// datasheet roofs the wgmma attention ran 84-113% faster than predicted (the model expects the
+// fused kernel to reach its roof no better than the unfused chain did).
 TEST(FusionRecorded, H100SampledMetricsRunWithIssue16Kernels) {
   const FusionResult measured_roofs = analyzeRecorded("model_metrics_sampled_h100.fprof", "ceilings_h100.json");
   EXPECT_EQ(measured_roofs.measured_pairs, 27);
   ASSERT_TRUE(measured_roofs.median_abs_error);
-  EXPECT_LT(*measured_roofs.median_abs_error, 0.14);
+  EXPECT_LT(*measured_roofs.median_abs_error, 0.18);
   const FusionResult datasheet = analyzeRecorded("model_metrics_sampled_h100.fprof", "datasheet");
   EXPECT_EQ(datasheet.measured_pairs, 27);
   ASSERT_TRUE(datasheet.median_abs_error);
-  EXPECT_LT(*datasheet.median_abs_error, 0.06);
+  EXPECT_LT(*datasheet.median_abs_error, 0.05);
   expectRankingFollowsMeasurement(datasheet, {});
 }
 
