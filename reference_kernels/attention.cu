@@ -152,23 +152,6 @@ __device__ __forceinline__ void loadTileAsync(T* smem, const T* __restrict__ g, 
 __device__ __forceinline__ std::uint32_t ld32(const void* p) { return *reinterpret_cast<const std::uint32_t*>(p); }
 
 
-// 2^x with the hardware approximation (relative error ~2^-22, far under fp16/bf16 rounding);
-// exp2f adds range handling the scores never need (they are <= 0 after the max is subtracted).
-__device__ __forceinline__ float fastExp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
-
-template <class T> __device__ __forceinline__ std::uint32_t pack2(float lo, float hi) {
-  if constexpr (std::is_same_v<T, __half>) {
-    __half2 h = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<std::uint32_t*>(&h);
-  } else {
-    __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<std::uint32_t*>(&h);
-  }
-}
 
 template <class T, int kMi>
 __global__ void __launch_bounds__(kFaWarps * 32, 4 / kMi) flashMmaKernel(const T* __restrict__ q, const T* __restrict__ k,

@@ -18,12 +18,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <map>
-#include <mutex>
 #include <string>
-#include <tuple>
 
 #include "kernels.cuh"
+#include "mma_sync.cuh"
 #include "sm90.cuh"
 
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -124,21 +122,6 @@ template <int N> __device__ __forceinline__ void fenceRegisters(float (&d)[N]) {
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
-__device__ __forceinline__ float fastExp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
-
-template <class T> __device__ __forceinline__ std::uint32_t pack2(float lo, float hi) {
-  if constexpr (std::is_same_v<T, __half>) {
-    __half2 h = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<std::uint32_t*>(&h);
-  } else {
-    __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<std::uint32_t*>(&h);
-  }
-}
 
 // Q K^T of one key tile: 4 k-steps over the head dimension, the first overwriting the scores.
 template <class T>
@@ -429,17 +412,10 @@ CUtensorMap makeSliceMap(DType t, const void* p, std::size_t slices, std::size_t
   return map;
 }
 
-// Encoding a map is host work between a timed call's events; a repeated call reuses it.
 const CUtensorMap& cachedSliceMap(DType t, const void* p, std::size_t slices, std::size_t rows,
                                   std::size_t slice_stride, unsigned box_rows) {
-  using Key = std::tuple<int, const void*, std::size_t, std::size_t, std::size_t, unsigned>;
-  static std::mutex mutex;
-  static std::map<Key, CUtensorMap> maps;
-  const std::lock_guard<std::mutex> lock(mutex);
-  const Key key{int(t), p, slices, rows, slice_stride, box_rows};
-  auto it = maps.find(key);
-  if (it == maps.end()) it = maps.emplace(key, makeSliceMap(t, p, slices, rows, slice_stride, box_rows)).first;
-  return it->second;
+  return cachedTensorMap({int(t), p, slices, rows, slice_stride, box_rows},
+                         [&] { return makeSliceMap(t, p, slices, rows, slice_stride, box_rows); });
 }
 
 // FPROF_REF_FLASH_SM90_ROWS=128|192: query rows a CTA (2 or 3 consumer warpgroups), for tuning

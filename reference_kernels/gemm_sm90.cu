@@ -13,10 +13,7 @@
 // (bench/RESULTS.md, issue 16).
 #include <algorithm>
 #include <cstdlib>
-#include <map>
-#include <mutex>
 #include <string>
-#include <tuple>
 
 #include "gemm_epilogue.cuh"
 #include "kernels.cuh"
@@ -299,17 +296,9 @@ CUtensorMap makeMap(DType t, const void* p, std::size_t rows, std::size_t cols, 
   return map;
 }
 
-// Encoding a map is host work; a timed call with the same operands reuses it.
 const CUtensorMap& cachedMap(DType t, const void* p, std::size_t rows, std::size_t cols, std::size_t ld,
                              unsigned box_rows) {
-  using Key = std::tuple<int, const void*, std::size_t, std::size_t, std::size_t, unsigned>;
-  static std::mutex mutex;
-  static std::map<Key, CUtensorMap> maps;
-  const std::lock_guard<std::mutex> lock(mutex);
-  const Key key{int(t), p, rows, cols, ld, box_rows};
-  auto it = maps.find(key);
-  if (it == maps.end()) it = maps.emplace(key, makeMap(t, p, rows, cols, ld, box_rows)).first;
-  return it->second;
+  return cachedTensorMap({int(t), p, rows, cols, ld, box_rows}, [&] { return makeMap(t, p, rows, cols, ld, box_rows); });
 }
 
 // FPROF_REF_GEMM_STORE=direct|tma picks the epilogue (default tma).

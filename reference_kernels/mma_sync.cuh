@@ -47,4 +47,23 @@ __device__ __forceinline__ void mmaM16N8K16(float (&c)[4], const std::uint32_t (
   }
 }
 
+// 2^x with the hardware approximation (relative error ~2^-22, far under fp16/bf16 rounding);
+// exp2f adds range handling softmax scores never need (they are <= 0 after the max is subtracted).
+__device__ __forceinline__ float fastExp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// Two floats rounded to T (fp16 or bf16) in one register, lo in the low half: an A fragment pair.
+template <class T> __device__ __forceinline__ std::uint32_t pack2(float lo, float hi) {
+  if constexpr (std::is_same_v<T, __half>) {
+    __half2 h = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<std::uint32_t*>(&h);
+  } else {
+    __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<std::uint32_t*>(&h);
+  }
+}
+
 }  // namespace fprof::refk

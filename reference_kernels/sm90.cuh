@@ -7,7 +7,10 @@
 #include <cudaTypedefs.h>
 
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <stdexcept>
+#include <tuple>
 
 #include "common.cuh"
 
@@ -105,6 +108,18 @@ inline DeviceInfo deviceInfo() {
     known[dev] = true;
   }
   return info[dev];
+}
+
+// Encoding a tensor map is host work between a timed call's events: a repeated call with the
+// same operands reuses the map `make()` encoded the first time. One cache per call site (Make).
+using TensorMapKey = std::tuple<int, const void*, std::size_t, std::size_t, std::size_t, unsigned>;
+template <class Make> const CUtensorMap& cachedTensorMap(const TensorMapKey& key, const Make& make) {
+  static std::mutex mutex;
+  static std::map<TensorMapKey, CUtensorMap> maps;
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto it = maps.find(key);
+  if (it == maps.end()) it = maps.emplace(key, make()).first;
+  return it->second;
 }
 
 }  // namespace fprof::refk::sm90
