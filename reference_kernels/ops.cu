@@ -391,8 +391,11 @@ class ConvBnReluOp final : public Op {
   }
   int checkShapeCount() const override { return 4; }
   void setup(Context& ctx, DType t, int shape) override {
+    // The smallest shape has 9 outputs, not 1: the error is relative to the output's norm, and a
+    // single output near zero after batchnorm's shift made cuDNN's variant (batchnorm folded into
+    // bf16 weights) fail now and then at 2.8% (H100, 2026-11-24).
     static constexpr std::array<std::array<std::size_t, 5>, 4> kCheck{
-        {{1, 1, 1, 1, 1}, {2, 3, 5, 7, 9}, {1, 16, 24, 17, 33}, {1, 9, 8, 16, 16}}};
+        {{1, 1, 1, 3, 3}, {2, 3, 5, 7, 9}, {1, 16, 24, 17, 33}, {1, 9, 8, 16, 16}}};
     const auto s = shape < 0 ? std::array<std::size_t, 5>{16, 64, 64, 56, 56} : kCheck[std::size_t(shape)];
     shape_ = ref::ConvShape{s[0], s[1], s[2], s[3], s[4]};
     dtype_ = t;
