@@ -186,12 +186,18 @@ __device__ __forceinline__ float2 widenPair(std::uint32_t bits, __nv_bfloat16) {
 
 // A row is head scalars (up to the first 16-byte boundary), `vectors` 16-byte vectors, then
 // tail scalars. Block b takes vectors [b * kVectorsPerBlock, ...); block 0 also the scalars.
-// This slice (zero past the row's end) feeds the probability-writing kernel; RegisterSlice
-// below, the statistics and top-k kernels.
-template <class T, int kElems>
-struct ThreadSlice {
+// Vectors past the row's end load as -inf (kNegInfPad: the statistics and top-k kernels need no
+// bounds checks then) or as zeros (the probability-writing kernel).
+template <class T> __device__ __forceinline__ uint4 negInfVector() {
+  if constexpr (sizeof(T) == 4) return make_uint4(0xff800000u, 0xff800000u, 0xff800000u, 0xff800000u);
+  else if constexpr (std::is_same_v<T, __half>) return make_uint4(0xfc00fc00u, 0xfc00fc00u, 0xfc00fc00u, 0xfc00fc00u);
+  else return make_uint4(0xff80ff80u, 0xff80ff80u, 0xff80ff80u, 0xff80ff80u);
+}
+
+template <class T, int kLoadsPerThread, bool kNegInfPad>
+struct VectorSlice {
   static constexpr int kVec = 16 / int(sizeof(T));
-  static constexpr int kLoads = kElems / kVec;
+  static constexpr int kLoads = kLoadsPerThread;
   static constexpr std::size_t kVectorsPerBlock = std::size_t(kThreads) * kLoads;
   uint4 raw[kLoads];
   // Vector j of this thread starts at element first0 + j * kThreads * kVec and exists when
@@ -212,8 +218,9 @@ struct ThreadSlice {
     vectors_left = int(vectors) - int(vi0);
     first0 = int(head + vi0 * kVec);
     const uint4* mine = reinterpret_cast<const uint4*>(row + head) + vi0;
+    const uint4 pad = kNegInfPad ? negInfVector<T>() : make_uint4(0u, 0u, 0u, 0u);
 #pragma unroll
-    for (int j = 0; j < kLoads; ++j) raw[j] = ok(j) ? __ldg(mine + j * kThreads) : make_uint4(0u, 0u, 0u, 0u);
+    for (int j = 0; j < kLoads; ++j) raw[j] = ok(j) ? __ldg(mine + j * kThreads) : pad;
     if (block == 0) {
       const std::size_t tail0 = head + vectors * kVec;
       if (threadIdx.x < head) { head_i = int(threadIdx.x); head_v = toFloat(row[threadIdx.x]); }
@@ -221,6 +228,7 @@ struct ThreadSlice {
     }
   }
 };
+template <class T, int kElems> using ThreadSlice = VectorSlice<T, kElems / (16 / int(sizeof(T))), false>;
 
 // ---- the register slice: 16-byte loads into registers, statistics with few instructions ----
 // Every vector a thread owns is loaded before the first is used; vectors past the row's end
@@ -234,11 +242,6 @@ __device__ __forceinline__ float exp2Approx(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
-}
-template <class T> __device__ __forceinline__ uint4 negInfVector() {
-  if constexpr (sizeof(T) == 4) return make_uint4(0xff800000u, 0xff800000u, 0xff800000u, 0xff800000u);
-  else if constexpr (std::is_same_v<T, __half>) return make_uint4(0xfc00fc00u, 0xfc00fc00u, 0xfc00fc00u, 0xfc00fc00u);
-  else return make_uint4(0xff80ff80u, 0xff80ff80u, 0xff80ff80u, 0xff80ff80u);
 }
 
 template <class T> using PairOf = std::conditional_t<std::is_same_v<T, __half>, __half2, __nv_bfloat162>;
@@ -282,39 +285,14 @@ template <class T> __device__ __forceinline__ float vectorExpSum(const uint4& ra
 }
 
 template <class T, int kLoadsPerThread>
-struct RegisterSlice {
-  static constexpr int kVec = 16 / int(sizeof(T));
-  static constexpr int kLoads = kLoadsPerThread;
+struct RegisterSlice : VectorSlice<T, kLoadsPerThread, true> {
+  using Base = VectorSlice<T, kLoadsPerThread, true>;
+  using Base::kVec, Base::kLoads, Base::raw, Base::ok, Base::first;
+  using Base::head_v, Base::tail_v, Base::head_i, Base::tail_i;
   // 64 registers a thread: 4 blocks an SM, so the 512 blocks of 64 rows of 128256 fp16 logits
   // are all resident at once on 132 SMs.
   static constexpr int kMinBlocks = 4;
   static_assert(kLoads <= 8, "more vectors a thread would spill at 64 registers");
-  static constexpr std::size_t kVectorsPerBlock = std::size_t(kThreads) * kLoads;
-  uint4 raw[kLoads];
-  int first0 = 0, vectors_left = 0;
-  float head_v = -INFINITY, tail_v = -INFINITY;
-  int head_i = -1, tail_i = -1;  // -1: no scalar
-
-  __device__ bool ok(int j) const { return j * kThreads < vectors_left; }
-  __device__ int first(int j) const { return first0 + j * kThreads * kVec; }
-
-  __device__ void load(const T* __restrict__ row, std::size_t vocab, unsigned block) {
-    const unsigned misalign = unsigned(reinterpret_cast<std::uintptr_t>(row) % 16);
-    std::size_t head = misalign == 0 ? 0 : (16 - misalign) / sizeof(T);
-    if (head > vocab) head = vocab;
-    const std::size_t vectors = (vocab - head) / kVec;
-    const std::size_t vi0 = std::size_t(block) * kVectorsPerBlock + threadIdx.x;
-    vectors_left = int(vectors) - int(vi0);
-    first0 = int(head + vi0 * kVec);
-    const uint4* mine = reinterpret_cast<const uint4*>(row + head) + vi0;
-#pragma unroll
-    for (int j = 0; j < kLoads; ++j) raw[j] = ok(j) ? __ldg(mine + j * kThreads) : negInfVector<T>();
-    if (block == 0) {
-      const std::size_t tail0 = head + vectors * kVec;
-      if (threadIdx.x < head) { head_i = int(threadIdx.x); head_v = toFloat(row[threadIdx.x]); }
-      if (tail0 + threadIdx.x < vocab) { tail_i = int(tail0 + threadIdx.x); tail_v = toFloat(row[tail0 + threadIdx.x]); }
-    }
-  }
   // Maximum of the thread's elements (-inf when it has none).
   __device__ float laneMax() const { return fmaxf(vectorsMax<T>(raw), fmaxf(head_v, tail_v)); }
   // Sum of exp(v - base) over the thread's elements; base is finite.
