@@ -230,6 +230,19 @@ __global__ void __launch_bounds__(kIgWarps * 32, 4) convImplicitGemmKernel(const
                         block_pixel0 + warp_m * 32, k0 + warp_n * kIgWarpCout);
 }
 
+// One instance's launch. Its dynamic shared memory limit is raised only when a launch needs more
+// than any before it (not on every launch: that would put a driver call on each one).
+template <class T, bool kBnRelu>
+void launchIgInstance(dim3 grid, std::size_t smem, cudaStream_t s, const T* x, const T* w_taps,
+                      const float* bn_scale, const float* bn_shift, T* y, const IgPlane& p) {
+  static std::size_t allowed = 48 * 1024;  // the default limit
+  if (smem > allowed) {
+    CUDA_CHECK(cudaFuncSetAttribute(convImplicitGemmKernel<T, kBnRelu>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    allowed = smem;
+  }
+  convImplicitGemmKernel<T, kBnRelu><<<grid, kIgWarps * 32, smem, s>>>(x, w_taps, bn_scale, bn_shift, y, p);
+}
+
 template <class T>
 bool launchConvImplicitGemm(const T* x, const T* w_taps, const float* bn_scale, const float* bn_shift, T* y,
                             std::size_t batch, const IgPlane& p, cudaStream_t s) {
@@ -238,11 +251,9 @@ bool launchConvImplicitGemm(const T* x, const T* w_taps, const float* bn_scale, 
   const dim3 grid(unsigned((p.pixels() + kIgPixels - 1) / kIgPixels), unsigned((p.cout + kIgCout - 1) / kIgCout),
                   unsigned(batch));
   if (bn_scale != nullptr) {
-    CUDA_CHECK(cudaFuncSetAttribute(convImplicitGemmKernel<T, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-    convImplicitGemmKernel<T, true><<<grid, kIgWarps * 32, smem, s>>>(x, w_taps, bn_scale, bn_shift, y, p);
+    launchIgInstance<T, true>(grid, smem, s, x, w_taps, bn_scale, bn_shift, y, p);
   } else {
-    CUDA_CHECK(cudaFuncSetAttribute(convImplicitGemmKernel<T, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-    convImplicitGemmKernel<T, false><<<grid, kIgWarps * 32, smem, s>>>(x, w_taps, nullptr, nullptr, y, p);
+    launchIgInstance<T, false>(grid, smem, s, x, w_taps, nullptr, nullptr, y, p);
   }
   CUDA_CHECK_LAUNCH(convImplicitGemmKernel);
   return true;
