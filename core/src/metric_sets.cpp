@@ -5,6 +5,8 @@
 #include <map>
 #include <optional>
 
+#include "fprof/core/sass_half.h"
+
 namespace fprof::core {
 namespace {
 
@@ -46,7 +48,7 @@ const std::vector<std::string> kExtra = {
 // 16-bit instructions on the FMA pipe (HFMA2.MMA runs on the MMA pipe and is not counted): splits
 // a function's HFMA2 by pipe where the SASS holds packed and scalar forms (sass_half.h). One pass
 // more on GH100 (roofline 7 -> 8), so only in `full`.
-const std::vector<std::string> kHalfPipe = {"sm__thread_inst_executed_pipe_fma_type_fp16_pred_on.sum"};
+const std::vector<std::string> kHalfPipe = {kFp16PipeMetric};
 
 std::vector<std::string> concat(std::initializer_list<const std::vector<std::string>*> parts) {
   std::vector<std::string> out;
