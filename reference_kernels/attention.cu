@@ -224,14 +224,12 @@ __global__ void __launch_bounds__(kFaWarps * 32, 4 / kMi) flashMmaKernel(const T
       for (int kk = 0; kk < kD / 16; ++kk) {
         // One ldmatrix.x4 gives the B operands of key tiles nt and nt + 1; each feeds kMi mmas.
         const T* kp = ks + (nt * 8 + (lane & 7) + ((lane >> 4) & 1) * 8) * kFaLd + kk * 16 + ((lane >> 3) & 1) * 8;
-        std::uint32_t b0, b1, b2, b3;
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                     : "=r"(b0), "=r"(b1), "=r"(b2), "=r"(b3)
-                     : "r"(unsigned(__cvta_generic_to_shared(kp))));
+        std::uint32_t b[4];
+        ldmatrixX4(b, kp);
 #pragma unroll
         for (int mi = 0; mi < kMi; ++mi) {
-          mmaM16N8K16<T>(s[mi][nt], qa[mi][kk], b0, b1);
-          mmaM16N8K16<T>(s[mi][nt + 1], qa[mi][kk], b2, b3);
+          mmaM16N8K16<T>(s[mi][nt], qa[mi][kk], b[0], b[1]);
+          mmaM16N8K16<T>(s[mi][nt + 1], qa[mi][kk], b[2], b[3]);
         }
       }
     }
@@ -302,14 +300,12 @@ __global__ void __launch_bounds__(kFaWarps * 32, 4 / kMi) flashMmaKernel(const T
 #pragma unroll
       for (int dt = 0; dt < kD / 8; dt += 2) {
         const T* vp = vs + (kk * 16 + (lane & 15)) * kFaLd + (dt + (lane >> 4)) * 8;
-        std::uint32_t b0, b1, b2, b3;
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                     : "=r"(b0), "=r"(b1), "=r"(b2), "=r"(b3)
-                     : "r"(unsigned(__cvta_generic_to_shared(vp))));
+        std::uint32_t b[4];
+        ldmatrixX4Trans(b, vp);
 #pragma unroll
         for (int mi = 0; mi < kMi; ++mi) {
-          mmaM16N8K16<T>(o_acc[mi][dt], pa[mi], b0, b1);
-          mmaM16N8K16<T>(o_acc[mi][dt + 1], pa[mi], b2, b3);
+          mmaM16N8K16<T>(o_acc[mi][dt], pa[mi], b[0], b[1]);
+          mmaM16N8K16<T>(o_acc[mi][dt + 1], pa[mi], b[2], b[3]);
         }
       }
     }

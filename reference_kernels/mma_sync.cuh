@@ -31,6 +31,14 @@ __device__ __forceinline__ void ldmatrixX4(std::uint32_t (&r)[4], const void* sm
                : "r"(addr));
 }
 
+// The same with each 8x8 matrix transposed on the way (a B operand from a row-major K x N tile).
+__device__ __forceinline__ void ldmatrixX4Trans(std::uint32_t (&r)[4], const void* smem_row) {
+  const auto addr = static_cast<std::uint32_t>(__cvta_generic_to_shared(smem_row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
 // c += a * b for one 16x8x16 tile, T = __half or __nv_bfloat16.
 template <class T>
 __device__ __forceinline__ void mmaM16N8K16(float (&c)[4], const std::uint32_t (&a)[4], std::uint32_t b0,
