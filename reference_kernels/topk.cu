@@ -22,6 +22,7 @@
 #include <type_traits>
 
 #include "kernels.cuh"
+#include "mma_sync.cuh"
 
 namespace fprof::refk {
 namespace {
@@ -238,11 +239,6 @@ template <class T, int kElems> using ThreadSlice = VectorSlice<T, kElems / (16 /
 // relative errors 1e-4 (fp16) and 4e-3 (bf16) instead of 1e-7.)
 constexpr float kLog2e = 1.4426950408889634f;
 
-__device__ __forceinline__ float exp2Approx(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
 
 template <class T> using PairOf = std::conditional_t<std::is_same_v<T, __half>, __half2, __nv_bfloat162>;
 
@@ -278,8 +274,8 @@ template <class T> __device__ __forceinline__ float vectorExpSum(const uint4& ra
   float s0 = 0.0f, s1 = 0.0f;
 #pragma unroll
   for (int e = 0; e < int(16 / sizeof(T)); e += 2) {
-    s0 += exp2Approx(fmaf(v[e], kLog2e, -c));
-    s1 += exp2Approx(fmaf(v[e + 1], kLog2e, -c));
+    s0 += fastExp2(fmaf(v[e], kLog2e, -c));
+    s1 += fastExp2(fmaf(v[e + 1], kLog2e, -c));
   }
   return s0 + s1;
 }
@@ -301,8 +297,8 @@ struct RegisterSlice : VectorSlice<T, kLoadsPerThread, true> {
 #pragma unroll
     for (int j = 0; j < kLoads; ++j) acc[j & 1] += vectorExpSum<T>(raw[j], base);
     float s = acc[0] + acc[1];
-    if (head_i >= 0) s += exp2Approx((head_v - base) * kLog2e);
-    if (tail_i >= 0) s += exp2Approx((tail_v - base) * kLog2e);
+    if (head_i >= 0) s += fastExp2((head_v - base) * kLog2e);
+    if (tail_i >= 0) s += fastExp2((tail_v - base) * kLog2e);
     return s;
   }
   // The thread's maximum m and (when kStats) s, the sum of exp(v - m) over its elements.
