@@ -141,12 +141,6 @@ void launchTopK(const float* probs, float* top_p, int* top_i, std::size_t rows, 
 // Fused: one pass over the logits (online max/sum and top-k of the logits together).
 void launchSoftmaxTopKFused(DType t, const void* logits, float* top_p, int* top_i, std::size_t rows,
                             std::size_t vocab, int k, void* scratch, cudaStream_t s);
-// The Hopper form of the fused kernel (topk_sm90.cu: bulk copies into a shared-memory ring, a
-// cluster a row; built for sm_90a only), which launchSoftmaxTopKFused picks when
-// softmaxTopKSm90Usable: an sm_90 device, rows <= 65535, vocab < 2^31. Needs no scratch.
-bool softmaxTopKSm90Usable(std::size_t rows, std::size_t vocab);
-void launchSoftmaxTopKFusedSm90(DType t, const void* logits, float* top_p, int* top_i, std::size_t rows,
-                                std::size_t vocab, int k, cudaStream_t s);
 
 // ---- conv2d 3x3 stride 1 pad 1, NCHW (conv.cu) ----
 // The filter [out][in][3][3] as 9 tap matrices w_taps[tap][out][in], done once when the model is

@@ -18,19 +18,14 @@
 // and a streaming kernel whose warp 0 alone selects and merges; all were slower and are gone
 // (git history has them).
 #include <climits>
-#include <cstdlib>
 #include <cuda/atomic>
-#include <string>
 #include <type_traits>
 
 #include "kernels.cuh"
 #include "mma_sync.cuh"
-#include "topk_common.cuh"
 
 namespace fprof::refk {
 namespace {
-
-using namespace topk;
 
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
@@ -51,9 +46,21 @@ struct Partial {
   int index[kMaxTopK];
 };
 
+// Larger value first; among equal values the lower index, matching the CPU reference.
+__device__ __forceinline__ bool better(float v, int i, float w, int j) { return v > w || (v == w && i < j); }
 
 __device__ __forceinline__ Candidate emptyCandidate() { return {-INFINITY, INT_MAX}; }
 
+struct MaxSum {
+  float max = -INFINITY, sum = 0.0f;
+  __device__ void merge(float o_max, float o_sum) {
+    if (o_sum == 0.0f) return;
+    if (sum == 0.0f) { max = o_max; sum = o_sum; return; }
+    const float m = fmaxf(max, o_max);
+    sum = sum * __expf(max - m) + o_sum * __expf(o_max - m);
+    max = m;
+  }
+};
 
 struct BlockShared {
   float warp_max[kWarps], warp_stat_max[kWarps], warp_sum[kWarps], warp_bound[kWarps];
@@ -148,6 +155,20 @@ __device__ void selectTopK(const Each& each, float bound, BlockShared& sh) {
 }
 
 // ---- a block's slice of a row: 16-byte vectors, plus the row's unaligned head and tail ----
+__device__ __forceinline__ void toFloats(const uint4& raw, float (&out)[4], float) {
+  out[0] = __uint_as_float(raw.x); out[1] = __uint_as_float(raw.y);
+  out[2] = __uint_as_float(raw.z); out[3] = __uint_as_float(raw.w);
+}
+__device__ __forceinline__ void toFloats(const uint4& raw, float (&out)[8], __half) {
+  const __half2* h = reinterpret_cast<const __half2*>(&raw);
+#pragma unroll
+  for (int j = 0; j < 4; ++j) { const float2 f = __half22float2(h[j]); out[2 * j] = f.x; out[2 * j + 1] = f.y; }
+}
+__device__ __forceinline__ void toFloats(const uint4& raw, float (&out)[8], __nv_bfloat16) {
+  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
+#pragma unroll
+  for (int j = 0; j < 4; ++j) { const float2 f = __bfloat1622float2(h[j]); out[2 * j] = f.x; out[2 * j + 1] = f.y; }
+}
 
 // Widens two packed 16-bit values. Volatile on purpose: the compiler must not keep the widened
 // values of a whole slice alive across repeated scans (64 floats a thread would spill).
@@ -168,6 +189,11 @@ __device__ __forceinline__ float2 widenPair(std::uint32_t bits, __nv_bfloat16) {
 // tail scalars. Block b takes vectors [b * kVectorsPerBlock, ...); block 0 also the scalars.
 // Vectors past the row's end load as -inf (kNegInfPad: the statistics and top-k kernels need no
 // bounds checks then) or as zeros (the probability-writing kernel).
+template <class T> __device__ __forceinline__ uint4 negInfVector() {
+  if constexpr (sizeof(T) == 4) return make_uint4(0xff800000u, 0xff800000u, 0xff800000u, 0xff800000u);
+  else if constexpr (std::is_same_v<T, __half>) return make_uint4(0xfc00fc00u, 0xfc00fc00u, 0xfc00fc00u, 0xfc00fc00u);
+  else return make_uint4(0xff80ff80u, 0xff80ff80u, 0xff80ff80u, 0xff80ff80u);
+}
 
 template <class T, int kLoadsPerThread, bool kNegInfPad>
 struct VectorSlice {
@@ -211,10 +237,48 @@ template <class T, int kElems> using ThreadSlice = VectorSlice<T, kElems / (16 /
 // values a max instruction), then one exp a value against a known maximum (no running rescale).
 // (Exps on packed f16x2/bf16x2 pairs were measured no faster, 2026-11-24, and cost accuracy:
 // relative errors 1e-4 (fp16) and 4e-3 (bf16) instead of 1e-7.)
+constexpr float kLog2e = 1.4426950408889634f;
 
 
+template <class T> using PairOf = std::conditional_t<std::is_same_v<T, __half>, __half2, __nv_bfloat162>;
 
+template <class P> __device__ __forceinline__ P asPair(unsigned bits) { return *reinterpret_cast<const P*>(&bits); }
 
+// Maximum over n vectors.
+template <class T, int n> __device__ __forceinline__ float vectorsMax(const uint4 (&raw)[n]) {
+  if constexpr (sizeof(T) == 4) {
+    float m = -INFINITY;
+#pragma unroll
+    for (int j = 0; j < n; ++j) {
+      m = fmaxf(m, fmaxf(fmaxf(__uint_as_float(raw[j].x), __uint_as_float(raw[j].y)),
+                         fmaxf(__uint_as_float(raw[j].z), __uint_as_float(raw[j].w))));
+    }
+    return m;
+  } else {
+    using P = PairOf<T>;
+    P m = asPair<P>(raw[0].x);
+#pragma unroll
+    for (int j = 0; j < n; ++j) {
+      m = __hmax2(m, __hmax2(__hmax2(asPair<P>(raw[j].x), asPair<P>(raw[j].y)), __hmax2(asPair<P>(raw[j].z), asPair<P>(raw[j].w))));
+    }
+    return fmaxf(toFloat(m.x), toFloat(m.y));
+  }
+}
+
+// Sum of exp(v - base) over one vector (base finite): exp(v - base) = 2^(v log2e - base log2e),
+// one fused multiply-add and one ex2 a value.
+template <class T> __device__ __forceinline__ float vectorExpSum(const uint4& raw, float base) {
+  float v[16 / sizeof(T)];
+  toFloats(raw, v, T{});
+  const float c = base * kLog2e;
+  float s0 = 0.0f, s1 = 0.0f;
+#pragma unroll
+  for (int e = 0; e < int(16 / sizeof(T)); e += 2) {
+    s0 += fastExp2(fmaf(v[e], kLog2e, -c));
+    s1 += fastExp2(fmaf(v[e + 1], kLog2e, -c));
+  }
+  return s0 + s1;
+}
 
 template <class T, int kLoadsPerThread>
 struct RegisterSlice : VectorSlice<T, kLoadsPerThread, true> {
@@ -487,12 +551,6 @@ void launchSoftmaxTopKFused(DType t, const void* logits, float* top_p, int* top_
                             std::size_t vocab, int k, void* scratch, cudaStream_t s) {
   checkK(vocab, k);
   if (rows == 0) return;
-  // FPROF_REF_TOPK=block keeps the block kernel on a Hopper device too, for comparison runs.
-  const char* form = std::getenv("FPROF_REF_TOPK");
-  if ((form == nullptr || std::string(form) != "block") && softmaxTopKSm90Usable(rows, vocab)) {
-    launchSoftmaxTopKFusedSm90(t, logits, top_p, top_i, rows, vocab, k, s);
-    return;
-  }
   const ScratchView v = view(scratch, rows, vocab);
   FPROF_DISPATCH_DTYPE(t, T, launchRowSliceKernel<T, Stage::Fused>(static_cast<const T*>(logits), v, top_p, top_i, rows, vocab, k, s));
 }
