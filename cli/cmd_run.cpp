@@ -33,6 +33,7 @@ struct RunOptions {
   std::string metrics;  // empty = trace mode
   std::string kernel_regex;
   std::vector<std::string> nvtx_include;
+  std::string nvtx_scope;  // empty = the collector's default (process)
   std::vector<std::string> ops;
   int64_t launch_skip = 0;
   int64_t launch_count = 0;  // 0 = no limit
@@ -164,6 +165,9 @@ int runProgram(const RunOptions& opt) {
       return inputError("run: --kernel-regex '" + opt.kernel_regex + "' is not a valid regular expression: " + e.what());
     }
   }
+  if (!opt.nvtx_scope.empty() && opt.nvtx_include.empty()) {
+    return inputError("run: --nvtx-scope says how --nvtx-include selects; add --nvtx-include");
+  }
   const bool selects = !opt.kernel_regex.empty() || !opt.nvtx_include.empty() || !opt.ops.empty() ||
                        opt.launch_skip != 0 || opt.launch_count != 0 || opt.samples_per_launch_kind != 0 ||
                        opt.every_launch || !opt.cache_control.empty();
@@ -252,6 +256,7 @@ int runProgram(const RunOptions& opt) {
       setenv("FPROF_METRICS", opt.metrics.c_str(), 1);
       if (!opt.kernel_regex.empty()) setenv("FPROF_KERNEL_REGEX", opt.kernel_regex.c_str(), 1);
       if (!opt.nvtx_include.empty()) setenv("FPROF_NVTX_INCLUDE", join(opt.nvtx_include).c_str(), 1);
+      if (!opt.nvtx_scope.empty()) setenv("FPROF_NVTX_SCOPE", opt.nvtx_scope.c_str(), 1);
       if (!opt.ops.empty()) setenv("FPROF_OPS", join(opt.ops).c_str(), 1);
       if (opt.launch_skip > 0) setenv("FPROF_LAUNCH_SKIP", std::to_string(opt.launch_skip).c_str(), 1);
       if (opt.launch_count > 0) setenv("FPROF_LAUNCH_COUNT", std::to_string(opt.launch_count).c_str(), 1);
@@ -337,6 +342,11 @@ Command addRunCommand(CLI::App& root) {
                   "With --metrics: profile only kernels launched inside an NVTX range whose path contains this text "
                   "(repeatable; any matches)")
       ->delimiter(',');
+  app->add_option("--nvtx-scope", opt->nvtx_scope,
+                  "With --nvtx-include: 'process' (default): a push/pop range that matches, open on any thread, selects "
+                  "the kernels every thread launches meanwhile (PyTorch runs the backward on autograd's thread); "
+                  "'thread': only the launching thread's own ranges count, as in Nsight Compute")
+      ->check(CLI::IsMember({"process", "thread"}));
   app->add_option("--ops", opt->ops,
                   "With --metrics: profile only kernels inside NVTX op ranges of these names (op=<name>, "
                   "docs/nvtx-convention.md)")

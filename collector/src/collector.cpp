@@ -253,11 +253,17 @@ bool Collector::initialize() {
   setSelfTimingEnabled(config_.self_timing);
   for (const std::string& w : config_.warnings) logWarning("%s", w.c_str());
   if (!config_.enabled) return false;
-  const bool metrics = metrics_.configure(
-      readMetricsConfig([](const char* name) { return static_cast<const char*>(std::getenv(name)); }));
+  const MetricsConfig metrics_config =
+      readMetricsConfig([](const char* name) { return static_cast<const char*>(std::getenv(name)); });
+  const bool metrics = metrics_.configure(metrics_config);
   if (metrics) translator_.setUnmatchedLaunchGenerations(Translator::kUnmatchedLaunchGenerationsReplay);
   TraceRecorder::Options recorder_options;
   recorder_options.paths_on_threads = metrics;  // launches are selected by NVTX path as they are made
+  if (metrics && metrics_config.nvtx_process_scope && !metrics_config.nvtx_include.empty()) {
+    recorder_options.selects_path = [metrics_config](const std::string& path) {
+      return nvtxPathIncluded(metrics_config, path);
+    };
+  }
   recorder_options.prefill_chunks = config_.cupti.event_prefill;
   recorder_ = std::make_unique<TraceRecorder>(recorder_options);
   if (config_.nvtx_direct) setNvtxTarget(NvtxTarget{recorder_.get(), &CuptiActivityApi::timestampNs, &activeTrampoline});
@@ -758,6 +764,7 @@ void Collector::handleLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
     request.nested_correlation_id = open->nested_correlation_id;
     request.symbol_name = cb->symbolName;
     request.nvtx_path = recorder_->openLaunchNvtxPath();
+    request.selected_elsewhere = recorder_->anotherThreadSelects();
     request.graph_launch = open->graph_launch;
     request.cooperative = launch.cooperative;
     request.capturing = isCapturing(launch.stream, cbid);

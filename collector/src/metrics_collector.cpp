@@ -166,6 +166,7 @@ bool MetricsCollector::setUp(ContextState& s) {
          "13.4; DRAM bytes depend on what ran before each kernel (fprof run --cupti takes a newer libcupti)");
   }
   metadata_.emplace_back("metrics_passes", std::to_string(passes_));
+  if (!config_.nvtx_include.empty()) metadata_.emplace_back("nvtx_scope", config_.nvtx_process_scope ? "process" : "thread");
   metadata_.emplace_back("chip", s.profiler->chip());
   metadata_.emplace_back("mode", "metrics");
   return true;
@@ -273,6 +274,7 @@ void MetricsCollector::openWindow(const LaunchRequest& launch, ContextState& s) 
   LaunchFacts facts;
   facts.demangled_name = demangled(launch.symbol_name);
   facts.nvtx_path = launch.nvtx_path;
+  facts.selected_elsewhere = launch.selected_elsewhere;
   facts.graph_launch = launch.graph_launch;
   facts.cooperative = launch.cooperative;
   facts.signature = launch.signature;

@@ -48,6 +48,7 @@ struct LaunchRequest {
   uint32_t nested_correlation_id = 0;
   const char* symbol_name = nullptr;  // mangled
   const std::string* nvtx_path = nullptr;
+  bool selected_elsewhere = false;  // see LaunchFacts::selected_elsewhere
   bool graph_launch = false;
   bool cooperative = false;
   bool capturing = false;             // the stream records a graph: nothing runs now

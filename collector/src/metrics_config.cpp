@@ -47,6 +47,14 @@ MetricsConfig readMetricsConfig(const EnvLookup& env) {
   }
   if (const char* r = env("FPROF_KERNEL_REGEX"); r != nullptr) c.kernel_regex = r;
   c.nvtx_include = splitList(env("FPROF_NVTX_INCLUDE"));
+  if (const char* scope = env("FPROF_NVTX_SCOPE"); scope != nullptr && *scope != '\0') {
+    const std::string v = scope;
+    if (v == "process" || v == "thread") {
+      c.nvtx_process_scope = v == "process";
+    } else {
+      c.errors.push_back("FPROF_NVTX_SCOPE='" + v + "' is neither 'process' nor 'thread'");
+    }
+  }
   c.ops = splitList(env("FPROF_OPS"));
   if (const char* s = env("FPROF_LAUNCH_SKIP"); s != nullptr) {
     if (auto v = parseCount(s)) {
@@ -94,6 +102,14 @@ MetricsConfig readMetricsConfig(const EnvLookup& env) {
   return c;
 }
 
+bool nvtxPathIncluded(const MetricsConfig& config, const std::string& path) {
+  if (config.nvtx_include.empty()) return true;
+  for (const std::string& s : config.nvtx_include) {
+    if (path.find(s) != std::string::npos) return true;
+  }
+  return false;
+}
+
 LaunchSelector::LaunchSelector(const MetricsConfig& config) : config_(config) {
   if (!config_.kernel_regex.empty()) {
     try {
@@ -108,10 +124,8 @@ std::string LaunchSelector::filterMiss(const LaunchFacts& f) const {
   if (regex_ && !std::regex_search(f.demangled_name, *regex_)) return "not selected (--kernel-regex)";
   const std::string empty;
   const std::string& path = f.nvtx_path ? *f.nvtx_path : empty;
-  if (!config_.nvtx_include.empty()) {
-    bool any = false;
-    for (const std::string& s : config_.nvtx_include) any = any || path.find(s) != std::string::npos;
-    if (!any) return "not selected (--nvtx-include)";
+  if (!nvtxPathIncluded(config_, path) && !(config_.nvtx_process_scope && f.selected_elsewhere)) {
+    return "not selected (--nvtx-include)";
   }
   if (!config_.ops.empty()) {
     // An op name matches a whole token "op=<name>" in any range of the path.

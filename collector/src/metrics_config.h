@@ -21,6 +21,11 @@ struct MetricsConfig {
   std::vector<std::string> metrics;    // expanded
   std::string kernel_regex;            // FPROF_KERNEL_REGEX (ECMAScript, searched in the demangled name)
   std::vector<std::string> nvtx_include;  // FPROF_NVTX_INCLUDE: substrings of the NVTX path, any matches
+  // FPROF_NVTX_SCOPE: "process" (default): a push/pop range matching nvtx_include that is open on
+  // any thread selects the launches of every thread meanwhile (PyTorch's backward runs on
+  // autograd's thread inside the main thread's step range); "thread": only the launching
+  // thread's own ranges count, as in Nsight Compute. Start/end ranges are process-wide either way.
+  bool nvtx_process_scope = true;
   std::vector<std::string> ops;        // FPROF_OPS: NVTX op names (op=<name> tokens, docs/nvtx-convention.md)
   uint64_t launch_skip = 0;            // FPROF_LAUNCH_SKIP: selected launches to let pass first
   std::optional<uint64_t> launch_count;  // FPROF_LAUNCH_COUNT: selected launches to profile at most
@@ -38,10 +43,14 @@ struct MetricsConfig {
 
 MetricsConfig readMetricsConfig(const EnvLookup& env);
 
+// Whether an NVTX path matches --nvtx-include (any of its substrings); true when there is none.
+bool nvtxPathIncluded(const MetricsConfig& config, const std::string& path);
+
 // What the launch callback knows when it decides.
 struct LaunchFacts {
   std::string demangled_name;
   const std::string* nvtx_path = nullptr;
+  bool selected_elsewhere = false;  // another thread is in a range matching nvtx_include
   bool graph_launch = false;
   bool cooperative = false;
   // Hash of function, grid, block, cluster, shared memory and non-pointer argument bytes: launches

@@ -79,6 +79,10 @@ struct ThreadPaths {
   NvtxPathTable table;
   StatePtr start_end;
   const std::string* open_path = nullptr;
+  // With Options::selects_path: whether the thread's path selects launches now, counted in
+  // *selecting (Impl::threads_selecting) while it does.
+  bool selects = false;
+  std::atomic<int>* selecting = nullptr;
 };
 
 // What the writer keeps per application thread while replaying its events.
@@ -124,6 +128,10 @@ thread_local ThreadCache t_cache;
 void onThreadExit(void* p) {
   auto* t = static_cast<ThreadState*>(p);
   if (++t->exit_rounds < PTHREAD_DESTRUCTOR_ITERATIONS - 1 && pthread_setspecific(t->exit_key, t) == 0) return;
+  if (t->paths && t->paths->selects) {  // a thread that exits inside a selecting range selects no more
+    t->paths->selects = false;
+    t->paths->selecting->fetch_sub(1, std::memory_order_acq_rel);
+  }
   t->retired.store(true, std::memory_order_release);
   t_cache = ThreadCache{};
 }
@@ -140,6 +148,7 @@ struct TraceRecorder::Impl {
   NvtxNames names;
   StartEndRanges start_end;
   std::atomic<uint64_t> next_key{1};
+  std::atomic<int> threads_selecting{0};  // threads whose own path selects launches (selects_path)
   std::atomic<uint64_t> start_end_events{0};
 
   std::mutex threads_mu;
@@ -181,7 +190,10 @@ struct TraceRecorder::Impl {
       t = new ThreadState();
       t->tid = options.thread_id != nullptr ? options.thread_id() : gettidNow();
       t->exit_key = key;
-      if (options.paths_on_threads) t->paths = std::make_unique<ThreadPaths>();
+      if (options.paths_on_threads) {
+        t->paths = std::make_unique<ThreadPaths>();
+        t->paths->selecting = &threads_selecting;
+      }
       std::lock_guard lock(threads_mu);
       threads.push_back(t);
       ++thread_count;
@@ -197,6 +209,16 @@ struct TraceRecorder::Impl {
   template <class E>
   E* reserve(ThreadState& t, uint32_t bytes) {
     return reinterpret_cast<E*>(t.events.reserve(bytes));
+  }
+
+  // After a push or pop on t: whether t's own path now selects launches (Options::selects_path).
+  void updateSelects(ThreadState& t) {
+    if (!options.selects_path) return;
+    const std::string* path = t.paths->stack.snapshot(t.paths->start_end, t.paths->table, names).path;
+    const bool selects = path != nullptr && options.selects_path(*path);
+    if (selects == t.paths->selects) return;
+    t.paths->selects = selects;
+    threads_selecting.fetch_add(selects ? 1 : -1, std::memory_order_acq_rel);
   }
 
   void emitStartEndState(ThreadState& t) {
@@ -337,6 +359,12 @@ const std::string* TraceRecorder::openLaunchNvtxPath() {
   return t != nullptr && t->paths ? t->paths->open_path : nullptr;
 }
 
+bool TraceRecorder::anotherThreadSelects() {
+  ThreadState* t = impl_->thread();
+  const int mine = t != nullptr && t->paths && t->paths->selects ? 1 : 0;
+  return impl_->threads_selecting.load(std::memory_order_acquire) > mine;
+}
+
 void TraceRecorder::submitLaunch(const FunctionInfo* function, void** kernel_params, void** extra) {
   ThreadState* t = impl_->thread();
   if (t == nullptr || t->submitted) return;
@@ -370,7 +398,10 @@ void TraceRecorder::pushRange(const void* domain, NvtxText message, std::optiona
     if (length > 0) std::memcpy(e + 1, message.chars.data(), length);
     t->events.commit(bytes);
   }
-  if (t->paths) t->paths->stack.push(key, domain, impl_->text(message), payload, t->tid, timestamp_ns);
+  if (t->paths) {
+    t->paths->stack.push(key, domain, impl_->text(message), payload, t->tid, timestamp_ns);
+    impl_->updateSelects(*t);
+  }
 }
 
 void TraceRecorder::popRange(const void* domain, int64_t timestamp_ns) {
@@ -383,7 +414,10 @@ void TraceRecorder::popRange(const void* domain, int64_t timestamp_ns) {
     e->timestamp_ns = timestamp_ns;
     t->events.commit(sizeof(PopEvent));
   }
-  if (t->paths) t->paths->stack.pop(domain, timestamp_ns, impl_->names, nullptr);
+  if (t->paths) {
+    t->paths->stack.pop(domain, timestamp_ns, impl_->names, nullptr);
+    impl_->updateSelects(*t);
+  }
 }
 
 void TraceRecorder::startRange(uint64_t range_id, const void* domain, NvtxText message, std::optional<uint64_t> payload,

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -53,6 +54,10 @@ class TraceRecorder {
     // (EventBuffer::prefill); off (FPROF_EVENT_PREFILL=0, for measurement), a thread whose backlog
     // grows allocates and faults them in itself.
     bool prefill_chunks = true;
+    // With paths_on_threads: whether a thread's own NVTX path selects launches for every thread
+    // of the process (metrics mode's --nvtx-include under --nvtx-scope process). Evaluated at the
+    // thread's pushes and pops; anotherThreadSelects() asks it. Empty: not tracked.
+    std::function<bool(const std::string& path)> selects_path;
   };
   TraceRecorder();
   explicit TraceRecorder(Options options);
@@ -68,6 +73,9 @@ class TraceRecorder {
   // The NVTX path of the open launch when paths_on_threads is set; nullptr when none is open or
   // the option is off.
   const std::string* openLaunchNvtxPath();
+  // Whether another thread is inside a range whose path selects launches (Options::selects_path):
+  // a launch on this thread is then selected too. False when not tracked.
+  bool anotherThreadSelects();
   // Queues the open launch with what the driver says about its function (null: not known, as for
   // graph launches) and its 8-byte arguments, read from kernel_params or an `extra` buffer.
   void submitLaunch(const FunctionInfo* function, void** kernel_params, void** extra);

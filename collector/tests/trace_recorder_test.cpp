@@ -475,6 +475,48 @@ TEST(TraceRecorder, PathsOnThreadsForMetricsMode) {
   EXPECT_EQ(h.kernelOf(3).nvtx_path, "run");
 }
 
+// --nvtx-scope process: a range matching the selection, pushed on one thread, selects the launches
+// of another thread while it is open (PyTorch's step range on the main thread, the backward on
+// autograd's thread), and no longer once it is popped or its thread has exited.
+TEST(TraceRecorder, ARangeOpenOnAnotherThreadSelects) {
+  TraceRecorder::Options options;
+  options.paths_on_threads = true;
+  options.selects_path = [](const std::string& path) { return path.find("train_step") != std::string::npos; };
+  Harness h(options);
+  TraceRecorder& r = h.recorder;
+  auto elsewhere = [&r] {
+    bool seen = false;
+    std::thread([&] { seen = r.anotherThreadSelects(); }).join();
+    return seen;
+  };
+  EXPECT_FALSE(elsewhere());
+  r.pushRange(nullptr, NvtxText{"warmup_step i=0"}, std::nullopt, 1);
+  EXPECT_FALSE(elsewhere());
+  r.popRange(nullptr, 2);
+  r.pushRange(nullptr, NvtxText{"train_step i=1"}, std::nullopt, 3);
+  EXPECT_TRUE(elsewhere());
+  EXPECT_FALSE(r.anotherThreadSelects());  // this thread's own path selects; it is not "another"
+  r.pushRange(nullptr, NvtxText{"forward"}, std::nullopt, 4);  // nested: still inside the step
+  EXPECT_TRUE(elsewhere());
+  r.popRange(nullptr, 5);
+  r.popRange(nullptr, 6);
+  EXPECT_FALSE(elsewhere());
+  // A thread that exits inside a selecting range stops selecting.
+  std::thread([&r] { r.pushRange(nullptr, NvtxText{"train_step i=2"}, std::nullopt, 7); }).join();
+  EXPECT_FALSE(r.anotherThreadSelects());
+}
+
+// Without selects_path nothing is tracked.
+TEST(TraceRecorder, NoProcessSelectionWhenNotAsked) {
+  TraceRecorder::Options options;
+  options.paths_on_threads = true;
+  Harness h(options);
+  h.recorder.pushRange(nullptr, NvtxText{"train_step i=1"}, std::nullopt, 1);
+  bool seen = true;
+  std::thread([&] { seen = h.recorder.anotherThreadSelects(); }).join();
+  EXPECT_FALSE(seen);
+}
+
 TEST(TraceRecorder, SelfTimingCountsTheCallbacksWhenOn) {
   setSelfTimingEnabled(true);
   Harness h;

@@ -181,6 +181,33 @@ TEST(LaunchSelector, NvtxIncludeIsAnySubstring) {
   EXPECT_EQ(s.decide(facts("k", &b)).reason, "not selected (--nvtx-include)");
 }
 
+TEST(LaunchSelector, NvtxIncludeOpenOnAnotherThreadSelectsUnderProcessScope) {
+  MetricsConfig c = readMetricsConfig(envOf({{"FPROF_MODE", "metrics"}, {"FPROF_NVTX_INCLUDE", "train_step"}}));
+  EXPECT_TRUE(c.nvtx_process_scope);  // the default
+  const std::string none;
+  LaunchFacts backward = facts("k", &none);  // autograd's thread: no range of its own
+  backward.selected_elsewhere = true;        // the main thread is inside "train_step i=3"
+  LaunchSelector process(c);
+  EXPECT_EQ(kindOf(process, backward), LaunchDecision::kProfile);
+  backward.selected_elsewhere = false;
+  EXPECT_EQ(process.decide(backward).reason, "not selected (--nvtx-include)");
+
+  MetricsConfig t = readMetricsConfig(
+      envOf({{"FPROF_MODE", "metrics"}, {"FPROF_NVTX_INCLUDE", "train_step"}, {"FPROF_NVTX_SCOPE", "thread"}}));
+  EXPECT_TRUE(t.errors.empty());
+  EXPECT_FALSE(t.nvtx_process_scope);
+  LaunchSelector thread(t);
+  backward.selected_elsewhere = true;
+  EXPECT_EQ(thread.decide(backward).reason, "not selected (--nvtx-include)");
+}
+
+TEST(MetricsConfig, NvtxScopeIsProcessOrThread) {
+  MetricsConfig c = readMetricsConfig(envOf({{"FPROF_MODE", "metrics"}, {"FPROF_NVTX_SCOPE", "global"}}));
+  ASSERT_EQ(c.errors.size(), 1u);
+  EXPECT_EQ(c.errors[0], "FPROF_NVTX_SCOPE='global' is neither 'process' nor 'thread'");
+  EXPECT_TRUE(nvtxPathIncluded(c, "anything"));  // no --nvtx-include: every path
+}
+
 TEST(LaunchSelector, UnsafeKernelsAreNeverReplayedAndSayWhy) {
   MetricsConfig c = readMetricsConfig(envOf({{"FPROF_MODE", "metrics"}}));
   LaunchSelector s(c);
