@@ -325,6 +325,16 @@ class RangeProfiler {
 
   bool resetImage() {
     Config& c = configs_[current_];
+    // The object keeps the metric list of its last GetCounterDataSize: with several
+    // configurations, ask again for this one, or CounterDataImageInitialize fails (CUPTI 13.0:
+    // CUPTI_ERROR_UNKNOWN).
+    CUpti_RangeProfiler_GetCounterDataSize_Params s{CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE};
+    s.pRangeProfilerObject = object_;
+    s.pMetricNames = c.ptrs.data();
+    s.numMetrics = c.ptrs.size();
+    s.maxNumOfRanges = max_ranges_;
+    s.maxNumRangeTreeNodes = static_cast<uint32_t>(max_ranges_);
+    if (CUPTI_REC(cuptiRangeProfilerGetCounterDataSize(&s)) != CUPTI_SUCCESS) return false;
     std::fill(c.image.begin(), c.image.end(), uint8_t{0});
     CUpti_RangeProfiler_CounterDataImage_Initialize_Params init{
         CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE};
