@@ -247,7 +247,18 @@ class RangeProfiler {
   }
 
   // Makes configuration i the one the next Start collects (a fresh counter-data image + SetConfig).
+  // With REENABLE set, a switch to another configuration also disables the range-profiler object
+  // and enables a new one first (only the 13.0 Enable parameters).
   bool select(int i) {
+    if (i != current_ && std::getenv("REENABLE") != nullptr && object_ != nullptr) {
+      CUpti_RangeProfiler_Disable_Params dis{CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE};
+      dis.pRangeProfilerObject = object_;
+      if (CUPTI_REC(cuptiRangeProfilerDisable(&dis)) != CUPTI_SUCCESS) return false;
+      CUpti_RangeProfiler_Enable_Params enable{CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE};
+      enable.ctx = ctx_;
+      if (CUPTI_REC(cuptiRangeProfilerEnable(&enable)) != CUPTI_SUCCESS) return false;
+      object_ = enable.pRangeProfilerObject;
+    }
     current_ = i;
     return resetImage();
   }

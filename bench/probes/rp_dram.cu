@@ -152,9 +152,10 @@ int main(int argc, char** argv) {
       std::vector<probe::Range> flops;
       rp.decode(flops, dropped);
       const int iF = rp.index("sm__sass_thread_inst_executed_op_ffma_pred_on.sum");
+      const int iL1 = rp.index("l1tex__t_bytes.sum");  // a hardware counter, no SASS patching
       for (const auto& range : flops) {
-        std::printf("  alternate round %d (%zu passes): %s ffma %.0f\n", r, rp.passes(), range.name.c_str(),
-                    iF >= 0 ? range.values[iF] : -1.0);
+        std::printf("  alternate round %d (%zu passes): %s ffma %.0f l1tex bytes %.0f\n", r, rp.passes(),
+                    range.name.c_str(), iF >= 0 ? range.values[iF] : -1.0, iL1 >= 0 ? range.values[iL1] : -1.0);
         Json()
             .str("table", "q2alt")
             .str("range_name", range.name)
