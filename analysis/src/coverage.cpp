@@ -128,6 +128,11 @@ std::string describeCollection(const core::Profile& p) {
     parts.push_back(cache == "all" ? "caches flushed before each pass (cache control all)"
                                    : "caches not flushed (cache control none)");
   }
+  if (const std::string include = p.meta("nvtx_include"); !include.empty()) {
+    parts.push_back("kernels inside NVTX ranges containing '" + include + "'" +
+                    (p.meta("nvtx_scope") == "thread" ? " on the launching thread"
+                                                      : " on any thread (--nvtx-scope process)"));
+  }
   if (const std::string samples = p.meta("samples_per_launch_kind"); !samples.empty()) {
     parts.push_back(samples == "every launch"
                         ? std::string("every launch profiled")

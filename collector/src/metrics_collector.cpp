@@ -106,6 +106,12 @@ bool MetricsCollector::configure(const MetricsConfig& config) {
   metadata_.emplace_back("metric_set", config_.selection);
   metadata_.emplace_back("metrics", list);
   metadata_.emplace_back("replay_mode", "kernel");
+  if (!config_.nvtx_include.empty()) {
+    std::string include;
+    for (const std::string& i : config_.nvtx_include) include += (include.empty() ? "" : ",") + i;
+    metadata_.emplace_back("nvtx_include", include);
+    metadata_.emplace_back("nvtx_scope", config_.nvtx_process_scope ? "process" : "thread");
+  }
   metadata_.emplace_back("samples_per_launch_kind", config_.samples_per_signature == 0
                                                         ? std::string("every launch")
                                                         : std::to_string(config_.samples_per_signature));
@@ -166,7 +172,6 @@ bool MetricsCollector::setUp(ContextState& s) {
          "13.4; DRAM bytes depend on what ran before each kernel (fprof run --cupti takes a newer libcupti)");
   }
   metadata_.emplace_back("metrics_passes", std::to_string(passes_));
-  if (!config_.nvtx_include.empty()) metadata_.emplace_back("nvtx_scope", config_.nvtx_process_scope ? "process" : "thread");
   metadata_.emplace_back("chip", s.profiler->chip());
   metadata_.emplace_back("mode", "metrics");
   return true;

@@ -96,6 +96,10 @@ TEST(Coverage, CollectionMethodComesFromTheMetricsRunsMetadata) {
             "3 profiled launches per launch signature, the others given the values of an identical launch");
   p.metadata = {{"mode", "metrics"}, {"cache_control", "none"}, {"samples_per_launch_kind", "every launch"}};
   EXPECT_EQ(describeCollection(p), "caches not flushed (cache control none); every launch profiled");
+  p.metadata = {{"mode", "metrics"}, {"nvtx_include", "train_step"}, {"nvtx_scope", "process"}};
+  EXPECT_EQ(describeCollection(p), "kernels inside NVTX ranges containing 'train_step' on any thread (--nvtx-scope process)");
+  p.metadata = {{"mode", "metrics"}, {"nvtx_include", "decode,layer=3"}, {"nvtx_scope", "thread"}};
+  EXPECT_EQ(describeCollection(p), "kernels inside NVTX ranges containing 'decode,layer=3' on the launching thread");
   p.metadata = {{"mode", "trace"}, {"cache_control", "all"}};
   EXPECT_EQ(describeCollection(p), "");
 }
