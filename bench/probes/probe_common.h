@@ -235,14 +235,9 @@ class RangeProfiler {
     passes.pConfigImage = c.config.data();
     if (CUPTI_REC(cuptiProfilerHostGetNumOfPasses(&passes)) != CUPTI_SUCCESS) return -1;
     c.passes = passes.numOfPasses;
-    CUpti_RangeProfiler_GetCounterDataSize_Params s{CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE};
-    s.pRangeProfilerObject = object_;
-    s.pMetricNames = c.ptrs.data();
-    s.numMetrics = c.ptrs.size();
-    s.maxNumOfRanges = max_ranges_;
-    s.maxNumRangeTreeNodes = static_cast<uint32_t>(max_ranges_);
-    if (CUPTI_REC(cuptiRangeProfilerGetCounterDataSize(&s)) != CUPTI_SUCCESS) return -1;
-    c.image.assign(s.counterDataSize, 0);
+    const size_t bytes = counterDataSize(c);
+    if (bytes == 0) return -1;
+    c.image.assign(bytes, 0);
     return static_cast<int>(configs_.size()) - 1;
   }
 
@@ -334,18 +329,24 @@ class RangeProfiler {
     size_t passes = 0;
   };
 
-  bool resetImage() {
-    Config& c = configs_[current_];
-    // The object keeps the metric list of its last GetCounterDataSize: with several
-    // configurations, ask again for this one, or CounterDataImageInitialize fails (CUPTI 13.0:
-    // CUPTI_ERROR_UNKNOWN).
+  // Size of a counter-data image for configuration c (0 on failure); also makes c the metric
+  // list the object sizes and initializes images for.
+  size_t counterDataSize(Config& c) {
     CUpti_RangeProfiler_GetCounterDataSize_Params s{CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE};
     s.pRangeProfilerObject = object_;
     s.pMetricNames = c.ptrs.data();
     s.numMetrics = c.ptrs.size();
     s.maxNumOfRanges = max_ranges_;
     s.maxNumRangeTreeNodes = static_cast<uint32_t>(max_ranges_);
-    if (CUPTI_REC(cuptiRangeProfilerGetCounterDataSize(&s)) != CUPTI_SUCCESS) return false;
+    return CUPTI_REC(cuptiRangeProfilerGetCounterDataSize(&s)) == CUPTI_SUCCESS ? s.counterDataSize : 0;
+  }
+
+  bool resetImage() {
+    Config& c = configs_[current_];
+    // The object keeps the metric list of its last GetCounterDataSize: with several
+    // configurations, ask again for this one, or CounterDataImageInitialize fails (CUPTI 13.0:
+    // CUPTI_ERROR_UNKNOWN).
+    if (configs_.size() > 1 && counterDataSize(c) == 0) return false;
     std::fill(c.image.begin(), c.image.end(), uint8_t{0});
     CUpti_RangeProfiler_CounterDataImage_Initialize_Params init{
         CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE};
