@@ -101,15 +101,16 @@ bool MetricsCollector::configure(const MetricsConfig& config) {
   selector_ = std::make_unique<LaunchSelector>(config_);
   const char* debug = std::getenv("FPROF_DEBUG_RANGES");
   debug_ranges_ = debug != nullptr && *debug == '1';
-  std::string list;
-  for (const std::string& m : config_.metrics) list += (list.empty() ? "" : ",") + m;
+  auto commaList = [](const std::vector<std::string>& items) {
+    std::string out;
+    for (const std::string& i : items) out += (out.empty() ? "" : ",") + i;
+    return out;
+  };
   metadata_.emplace_back("metric_set", config_.selection);
-  metadata_.emplace_back("metrics", list);
+  metadata_.emplace_back("metrics", commaList(config_.metrics));
   metadata_.emplace_back("replay_mode", "kernel");
   if (!config_.nvtx_include.empty()) {
-    std::string include;
-    for (const std::string& i : config_.nvtx_include) include += (include.empty() ? "" : ",") + i;
-    metadata_.emplace_back("nvtx_include", include);
+    metadata_.emplace_back("nvtx_include", commaList(config_.nvtx_include));
     metadata_.emplace_back("nvtx_scope", config_.nvtx_process_scope ? "process" : "thread");
   }
   metadata_.emplace_back("samples_per_launch_kind", config_.samples_per_signature == 0
