@@ -139,6 +139,11 @@ size_t Writer::pendingRecords() const {
 }
 
 std::optional<std::pair<int64_t, int64_t>> Writer::kernelOf(uint32_t process_id, LaunchRef launch) const {
+  if (launch.graph_node_id != 0) {
+    auto node = graph_kernel_by_node_.find({process_id, launch.correlation_id, launch.graph_node_id});
+    if (node == graph_kernel_by_node_.end()) return std::nullopt;
+    return node->second;
+  }
   auto it = kernel_by_correlation_.find((uint64_t{process_id} << 32) | launch.correlation_id);
   if (it == kernel_by_correlation_.end() && launch.alt_correlation_id != 0) {
     it = kernel_by_correlation_.find((uint64_t{process_id} << 32) | launch.alt_correlation_id);
@@ -265,6 +270,9 @@ Status Writer::flush() {
       if (!name || !dem) return fail("write string");
       int i = 1;
       kernel_by_correlation_[(uint64_t{k.process_id} << 32) | k.correlation_id] = {kernel_id, k.end_ns - k.start_ns};
+      if (k.graph_node_id != 0) {
+        graph_kernel_by_node_[{k.process_id, k.correlation_id, k.graph_node_id}] = {kernel_id, k.end_ns - k.start_ns};
+      }
       st.bind(i++, kernel_id++);
       st.bind(i++, k.process_id);
       st.bind(i++, k.device_id);

@@ -430,6 +430,51 @@ TEST(Store, Schema2CopiedCountersAndReasonsFindTheirKernels) {
   EXPECT_EQ(reason_of[id_of["forgotten"]], "no counters recorded");
 }
 
+TEST(Store, CopiedCountersOfAGraphKernelFindTheKernelOfTheirNode) {
+  const std::string path = fprof::testing::tempPath("graph_node_counters.fprof");
+  auto w = Writer::create(path);
+  ASSERT_TRUE(w.ok());
+  KernelCounters c;
+  c.flops_fp32 = 8;
+  // One graph launch (correlation 40) ran nodes 7 and 8; node 8 has the signature of the eager
+  // launch 10, node 7 none: only node 8's kernel takes the copy, node 7's keeps the reason.
+  (*w)->add(fprof::testing::makeKernel("eager", 0, 5, 10));
+  core::KernelRecord a = fprof::testing::makeKernel("graph_node_7", 30, 5, 40);
+  a.graph_id = 2;
+  a.graph_node_id = 7;
+  core::KernelRecord b = fprof::testing::makeKernel("graph_node_8", 40, 5, 40);
+  b.graph_id = 2;
+  b.graph_node_id = 8;
+  (*w)->add(a);
+  (*w)->addCountersForLaunch(1, 10, 0, c, {});
+  (*w)->addMissingCountersForLaunch(1, {40, 0}, "graph kernel: no source");
+  (*w)->addCopiedCountersForLaunch(1, {40, 0, 8}, {10, 0}, c, {{"sm__x.sum", 4.0}});
+  ASSERT_TRUE((*w)->flush());
+  EXPECT_EQ((*w)->unmatchedCounters(), 1u) << "node 8's kernel row is not written yet";
+  (*w)->add(b);
+  ASSERT_TRUE((*w)->flush());
+  EXPECT_EQ((*w)->unmatchedCounters(), 0u);
+  ASSERT_TRUE((*w)->close());
+
+  auto p = loadProfile(path);
+  ASSERT_TRUE(p.ok()) << p.error();
+  std::map<std::string, int64_t> id_of;
+  for (const KernelRow& row : p->kernels) id_of[p->str(row.name_id)] = row.id;
+  std::map<int64_t, const KernelCounters*> counters_of;
+  for (const KernelCounters& k : p->counters) counters_of[k.kernel_id] = &k;
+  ASSERT_EQ(counters_of.size(), 2u);
+  ASSERT_TRUE(counters_of.count(id_of["graph_node_8"]));
+  EXPECT_FALSE(counters_of.count(id_of["graph_node_7"]));
+  const KernelCounters& copied = *counters_of[id_of["graph_node_8"]];
+  EXPECT_EQ(copied.source, kCounterSourceSameSignature);
+  ASSERT_TRUE(copied.source_kernel_id);
+  EXPECT_EQ(*copied.source_kernel_id, id_of["eager"]);
+  std::map<int64_t, std::string> reason_of;
+  for (const KernelCounterMissing& m : p->counters_missing) reason_of[m.kernel_id] = m.reason;
+  EXPECT_EQ(reason_of.size(), 1u);
+  EXPECT_EQ(reason_of[id_of["graph_node_7"]], "graph kernel: no source");
+}
+
 TEST(Store, Schema2FunctionTablesRoundTrip) {
   const std::string path = fprof::testing::tempPath("schema2_functions.fprof");
   {

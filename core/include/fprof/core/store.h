@@ -5,10 +5,11 @@
 
 #include <functional>
 #include <map>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -115,6 +116,7 @@ class Writer {
   struct LaunchRef {
     uint32_t correlation_id = 0;
     uint32_t alt_correlation_id = 0;
+    uint64_t graph_node_id = 0;  // not 0: the one kernel of a graph launch that ran this node
   };
   void addCopiedCountersForLaunch(uint32_t process_id, LaunchRef launch, LaunchRef source,
                                   const KernelCounters& counters, std::vector<std::pair<std::string, double>> raw);
@@ -187,6 +189,9 @@ class Writer {
   // (process_id << 32 | correlation_id) -> kernel id of every kernel written, so launch counters
   // find their kernel without an index during collection (indexes are built at close).
   std::unordered_map<uint64_t, std::pair<int64_t, int64_t>> kernel_by_correlation_;  // id, duration
+  // The same for the kernels of graph launches, which share their launch's correlation id:
+  // (process_id, correlation_id, graph_node_id) -> kernel id, duration.
+  std::map<std::tuple<uint32_t, uint32_t, uint64_t>, std::pair<int64_t, int64_t>> graph_kernel_by_node_;
 };
 
 }  // namespace fprof::core
