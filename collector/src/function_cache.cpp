@@ -57,6 +57,7 @@ FunctionInfo FunctionCache::query(CUfunction handle) {
     resolved_.fetch_add(1, std::memory_order_relaxed);
   }
   info.local_bytes_per_thread = local_bytes;
+  info.function = function;
   recordFacts(function, local_bytes);
   // cuFuncGetParamInfo answers CUDA_ERROR_INVALID_VALUE past the last parameter.
   for (size_t i = 0; i < 4096; ++i) {
@@ -155,9 +156,15 @@ std::optional<uint64_t> FunctionCache::signature(CUfunction handle, const Functi
     return std::nullopt;
   }
   if (info.local_bytes_per_thread < 0) return std::nullopt;  // the function could not be queried
+  // A cluster of one CTA is no cluster: a graph node reports 1x1x1 where a launch says nothing.
+  LaunchShape hashed = shape;
+  if (hashed.cluster[0] <= 1 && hashed.cluster[1] <= 1 && hashed.cluster[2] <= 1) {
+    hashed.cluster[0] = hashed.cluster[1] = hashed.cluster[2] = 0;
+  }
+  const CUfunction function = info.function != nullptr ? info.function : handle;
   Fnv1a h;
-  h.add(&handle, sizeof handle);
-  h.add(&shape, sizeof shape);
+  h.add(&function, sizeof function);
+  h.add(&hashed, sizeof hashed);
   for (size_t i = 0; i < info.params.size(); ++i) {
     const FunctionInfo::Layout& p = info.params[i];
     const uint8_t* bytes = nullptr;

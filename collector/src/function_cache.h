@@ -21,6 +21,10 @@ namespace fprof::collector {
 
 struct FunctionInfo {
   int64_t local_bytes_per_thread = -1;  // -1: the driver did not say
+  // The context's function behind the handle a launch passed (a runtime launch passes a CUkernel,
+  // a driver launch and a graph node a CUfunction): what launch signatures hash, so that the
+  // same kernel launched either way has one signature.
+  CUfunction function = nullptr;
   // The 8-byte parameters, and the 8-aligned words inside larger ones (PyTorch passes its
   // elementwise kernels' pointers in an at::detail::Array<char*, N>, others in structs or lambda
   // captures): each a possible device address for data flow.
