@@ -108,6 +108,7 @@ class Collector {
   void handleTeardown();
   void saveCubin(const CUpti_ResourceData* data);
   void handleGraphNodeCreated(const CUpti_ResourceData* data);
+  void handleGraphNodeChanged(const CUpti_ResourceData* data);
   void recordCopyAddresses(CUpti_CallbackId cbid, const CUpti_CallbackData* cb);
   void addEvent(const char* severity, const std::string& message);
   void recordCuptiLibraries();
@@ -304,6 +305,11 @@ bool Collector::initialize() {
                           "flow cannot follow a value through them");
     }
   }
+  if (metrics && !api.enableGraphNodeChangeCallbacks()) {
+    addEvent("warning",
+             "graph-node update callbacks could not be enabled: kernels of CUDA graphs get no copied counters");
+    metrics_.noteGraphNodesUntrusted();
+  }
   if (metrics && !api.enableMemoryOperationCallbacks()) {
     addEvent("warning", "memset/memcpy callbacks could not be enabled; counters of kernels next to them may be discarded");
   }
@@ -482,6 +488,9 @@ void Collector::onCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, c
       if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED) {
         handleGraphNodeCreated(static_cast<const CUpti_ResourceData*>(data));
       }
+      if (cbid == CUPTI_CBID_RESOURCE_GRAPH_NODE_UPDATED || cbid == CUPTI_CBID_RESOURCE_GRAPH_NODE_SET_PARAMS) {
+        handleGraphNodeChanged(static_cast<const CUpti_ResourceData*>(data));
+      }
       return;
     case CUPTI_CB_DOMAIN_RUNTIME_API:
     case CUPTI_CB_DOMAIN_DRIVER_API: {
@@ -531,6 +540,29 @@ void Collector::recordCopyAddresses(CUpti_CallbackId cbid, const CUpti_CallbackD
 // A kernel node added to a CUDA graph (by hand, or captured): its function's facts, once, as for a
 // launched function. A function launched only from a hand-built graph is never seen by a launch
 // callback, and the kernel records of graph launches carry no function handle.
+uint64_t graphNodeId(CUgraphNode node) {
+  uint64_t id = 0;
+  return cuptiGetGraphNodeId(node, &id) == CUPTI_SUCCESS ? id : 0;
+}
+
+// A kernel node's launch signature, as a launch of the same function with its shape and
+// parameters would have (FunctionCache::signature); the cluster shape comes from the node's
+// launch attribute.
+std::optional<uint64_t> graphNodeSignature(CUgraphNode node, CUfunction f, const FunctionInfo& info,
+                                           const CUDA_KERNEL_NODE_PARAMS& params) {
+  LaunchShape shape;
+  shape.grid[0] = params.gridDimX, shape.grid[1] = params.gridDimY, shape.grid[2] = params.gridDimZ;
+  shape.block[0] = params.blockDimX, shape.block[1] = params.blockDimY, shape.block[2] = params.blockDimZ;
+  shape.dynamic_shared_bytes = params.sharedMemBytes;
+  CUlaunchAttributeValue cluster{};
+  if (cuGraphKernelNodeGetAttribute(node, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, &cluster) == CUDA_SUCCESS) {
+    shape.cluster[0] = cluster.clusterDim.x;
+    shape.cluster[1] = cluster.clusterDim.y;
+    shape.cluster[2] = cluster.clusterDim.z;
+  }
+  return FunctionCache::signature(f, info, shape, params.kernelParams, params.extra);
+}
+
 void Collector::handleGraphNodeCreated(const CUpti_ResourceData* data) {
   const auto* g = data != nullptr ? static_cast<const CUpti_GraphData*>(data->resourceDescriptor) : nullptr;
   if (g == nullptr || g->node == nullptr || g->nodeType != CU_GRAPH_NODE_TYPE_KERNEL) return;
@@ -546,7 +578,19 @@ void Collector::handleGraphNodeCreated(const CUpti_ResourceData* data) {
     CUfunction resolved = nullptr;
     if (params.kern != nullptr && cuKernelGetFunction(&resolved, params.kern) == CUDA_SUCCESS) f = resolved;
   }
-  if (f != nullptr) (void)functionInfo(f);
+  if (f == nullptr) return;
+  const FunctionInfo& info = functionInfo(f);
+  if (metrics_.enabled()) metrics_.noteGraphNode(graphNodeId(g->node), graphNodeSignature(g->node, f, info, params));
+}
+
+// Its parameters changed after the node was made: the node id the kernel records carry comes as
+// the node or as the original node, depending on the call, so both lose their signature.
+void Collector::handleGraphNodeChanged(const CUpti_ResourceData* data) {
+  const auto* g = data != nullptr ? static_cast<const CUpti_GraphData*>(data->resourceDescriptor) : nullptr;
+  if (g == nullptr || !metrics_.enabled()) return;
+  for (CUgraphNode node : {g->node, g->originalNode}) {
+    if (node != nullptr) metrics_.noteGraphNodeChanged(graphNodeId(node));
+  }
 }
 
 // A small per-thread cache in front of FunctionCache, whose lookup takes a lock whenever the
@@ -1021,6 +1065,11 @@ void Collector::drain() {
     }
     api.releaseBuffer(b.data);
   }
+  if (metrics_.enabled()) {
+    for (const core::KernelRecord& k : batch.kernels) {
+      if (k.graph_node_id != 0) metrics_.addGraphKernel(k.correlation_id, k.graph_node_id);
+    }
+  }
   if (timing) {
     self_timing_.max_pending_launches = std::max<uint64_t>(self_timing_.max_pending_launches, translator_.pendingLaunches());
     t0 = now();
@@ -1038,7 +1087,8 @@ void Collector::drain() {
   }
   for (core::CollectorEventRecord& e : events) writer_->add(e);
   for (LaunchCounterResult& r : metrics_.takeResults()) {
-    const core::Writer::LaunchRef launch{r.launch.correlation_id, r.launch.nested_correlation_id};
+    const core::Writer::LaunchRef launch{r.launch.correlation_id, r.launch.nested_correlation_id,
+                                         r.launch.graph_node_id};
     if (!r.missing_reason.empty()) {
       writer_->addMissingCountersForLaunch(process_id_, launch, std::move(r.missing_reason));
     } else if (r.source) {

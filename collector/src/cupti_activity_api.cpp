@@ -381,6 +381,14 @@ bool CuptiActivityApi::enableGraphNodeCallbacks() {
   return FPROF_CUPTI_OK(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED));
 }
 
+bool CuptiActivityApi::enableGraphNodeChangeCallbacks() {
+  bool ok = true;
+  for (CUpti_CallbackId id : {CUPTI_CBID_RESOURCE_GRAPH_NODE_UPDATED, CUPTI_CBID_RESOURCE_GRAPH_NODE_SET_PARAMS}) {
+    ok &= FPROF_CUPTI_OK(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, id));
+  }
+  return ok;
+}
+
 bool CuptiActivityApi::enableModuleLoadCallbacks() {
   return FPROF_CUPTI_OK(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED));
 }

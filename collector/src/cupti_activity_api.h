@@ -36,6 +36,9 @@ class CuptiActivityApi {
   // instruction has (core/sass_half.h).
   bool enableModuleLoadCallbacks();
   bool enableGraphNodeCallbacks();  // CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED
+  // CUPTI_CBID_RESOURCE_GRAPH_NODE_UPDATED and _SET_PARAMS: a node's parameters changed after it
+  // was made (cudaGraphKernelNodeSetParams with cudaGraphExecUpdate, cudaGraphExecKernelNodeSetParams).
+  bool enableGraphNodeChangeCallbacks();
   // Driver API callbacks by id (the argument-role probe's own copies, to leave them out).
   bool enableDriverCallbacks(const uint32_t* ids, size_t count);
   static bool isMemoryOperation(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);

@@ -185,17 +185,21 @@ void MetricsCollector::copyOrWait(uint64_t source_index, LaunchRef launch) {
     waiting_copies_[source_index].push_back(launch);
     return;
   }
+  ++copied_;
+  results_.push_back(copiedFrom(it->second, launch));
+}
+
+LaunchCounterResult MetricsCollector::copiedFrom(const Profiled& source, LaunchRef launch) const {
   LaunchCounterResult r;
   r.launch = launch;
-  r.counters = it->second.counters;
+  r.counters = source.counters;
   r.counters.source = core::kCounterSourceSameSignature;
-  r.raw = it->second.raw;
-  r.source = it->second.launch;
-  if (auto varies = signature_varies_.find(it->second.signature); varies != signature_varies_.end()) {
+  r.raw = source.raw;
+  r.source = source.launch;
+  if (auto varies = signature_varies_.find(source.signature); varies != signature_varies_.end()) {
     r.counters.signature_varies = varies->second;
   }
-  ++copied_;
-  results_.push_back(std::move(r));
+  return r;
 }
 
 void MetricsCollector::keepDecoded(const Entry& e, const std::vector<double>& row, const std::string& range_name) {
@@ -219,9 +223,11 @@ void MetricsCollector::keepDecoded(const Entry& e, const std::vector<double>& ro
     } else if (config_.samples_per_signature > 0) {
       decoded_[e.launch_index] = Profiled{r.counters, r.raw, e.launch, *e.signature};  // copies come from first samples
     }
+    first_decoded_.try_emplace(*e.signature, Profiled{r.counters, r.raw, e.launch, *e.signature});
   }
   if (debug_ranges_) {
-    logInfo("range '%s' -> launch %u (%s)", range_name.c_str(), e.launch.correlation_id, e.mangled.c_str());
+    logInfo("range '%s' -> launch %u (%s), signature %016llx", range_name.c_str(), e.launch.correlation_id,
+            e.mangled.c_str(), static_cast<unsigned long long>(e.signature.value_or(0)));
   }
   results_.push_back(std::move(r));
   if (auto waiting = waiting_copies_.find(e.launch_index); waiting != waiting_copies_.end()) {
@@ -287,8 +293,19 @@ void MetricsCollector::openWindow(const LaunchRequest& launch, ContextState& s) 
   // A launch into a capturing stream runs nothing and makes no range: its kernels run, and are
   // decided, when the graph is launched.
   if (launch.capturing) return;
-  const Decision decision = selector_->decide(facts);
   const LaunchRef ref{launch.correlation_id, launch.nested_correlation_id};
+  if (launch.graph_launch) {
+    // Every kernel of the launch gets this reason unless its node finds a profiled launch to copy.
+    const Decision decision = selector_->decideGraphLaunch(facts);
+    if (decision.kind == LaunchDecision::kGraph && graph_launches_.insert(launch.correlation_id).second &&
+        graph_launches_.size() == 1) {
+      note("info", "kernels of CUDA graphs are not replayed; each takes the counters of a profiled launch with its "
+                   "node's signature (function, shape, non-pointer arguments) where there is one");
+    }
+    missing(ref, decision.reason);
+    return;
+  }
+  const Decision decision = selector_->decide(facts);
   switch (decision.kind) {
     case LaunchDecision::kSkipUnsafe:
       if (unsafe_skips_[decision.reason]++ == 0) {
@@ -303,6 +320,8 @@ void MetricsCollector::openWindow(const LaunchRequest& launch, ContextState& s) 
       return;
     case LaunchDecision::kProfile:
       break;
+    case LaunchDecision::kGraph:  // decideGraphLaunch's alone
+      return;
   }
   if (!setUp(s)) {
     missing(ref, "hardware counters unavailable on this context (see the collector's error)");
@@ -446,8 +465,61 @@ void MetricsCollector::finishAll() {
   finished_ = true;
 }
 
+void MetricsCollector::noteGraphNode(uint64_t node_id, std::optional<uint64_t> signature) {
+  if (!enabled_) return;
+  std::lock_guard lock(mu_);
+  graph_nodes_[node_id] = graph_nodes_trusted_ ? signature : std::nullopt;
+  if (debug_ranges_) {
+    logInfo("graph node %llu: signature %016llx%s", static_cast<unsigned long long>(node_id),
+            static_cast<unsigned long long>(signature.value_or(0)), signature ? "" : " (unknown)");
+  }
+}
+
+void MetricsCollector::noteGraphNodesUntrusted() {
+  std::lock_guard lock(mu_);
+  graph_nodes_trusted_ = false;
+}
+
+void MetricsCollector::noteGraphNodeChanged(uint64_t node_id) {
+  if (!enabled_) return;
+  std::lock_guard lock(mu_);
+  graph_nodes_[node_id] = std::nullopt;
+}
+
+void MetricsCollector::addGraphKernel(uint32_t correlation_id, uint64_t graph_node_id) {
+  if (!enabled_) return;
+  std::lock_guard lock(mu_);
+  // Bounded: a kernel beyond it keeps its launch's reason (8M graph kernels waiting on sources).
+  if (graph_launches_.count(correlation_id) != 0 && pending_graph_kernels_.size() < (size_t{1} << 23)) {
+    pending_graph_kernels_.push_back(LaunchRef{correlation_id, 0, graph_node_id});
+  }
+}
+
+// A graph kernel whose node signature has a decoded profiled launch gets its counters; one whose
+// source may still be decoded waits, until the run has ended. The rest keep their launch's reason.
+void MetricsCollector::resolveGraphKernels() {
+  std::vector<LaunchRef> waiting;
+  for (const LaunchRef& k : pending_graph_kernels_) {
+    auto node = graph_nodes_.find(k.graph_node_id);
+    if (node == graph_nodes_.end() || !node->second) continue;  // unknown or changed parameters
+    auto source = first_decoded_.find(*node->second);
+    if (source == first_decoded_.end()) {
+      if (!finished_) waiting.push_back(k);
+      continue;
+    }
+    ++graph_kernels_copied_;
+    results_.push_back(copiedFrom(source->second, k));
+  }
+  pending_graph_kernels_ = std::move(waiting);
+  if (finished_ && !graph_copies_reported_ && !graph_launches_.empty()) {
+    metadata_.emplace_back("metrics_graph_kernels_copied", std::to_string(graph_kernels_copied_));
+    graph_copies_reported_ = true;
+  }
+}
+
 std::vector<LaunchCounterResult> MetricsCollector::takeResults() {
   std::lock_guard lock(mu_);
+  resolveGraphKernels();
   std::vector<LaunchCounterResult> out;
   out.swap(results_);
   return out;

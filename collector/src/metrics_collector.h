@@ -19,6 +19,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -31,6 +32,7 @@ namespace fprof::collector {
 struct LaunchRef {
   uint32_t correlation_id = 0;
   uint32_t nested_correlation_id = 0;  // the driver call inside a runtime launch (0 = none)
+  uint64_t graph_node_id = 0;          // not 0: the kernel of this node in a graph launch
 };
 
 // What the writer gets for one launch: counters (profiled or copied from `source`), or a reason.
@@ -73,6 +75,19 @@ class MetricsCollector {
   // skipping a context whose window the dying thread holds (never waits for it).
   void decodeOnFatalSignal();
 
+  // CUDA graphs. Their kernels are not replayed; a kernel whose node has the signature of a
+  // profiled launch (function, shape, non-pointer parameter bytes, read when the node was made)
+  // takes that launch's counters, marked same_signature like any copy. From the resource
+  // callbacks: a kernel node made (signature unknown: nullopt), and a node whose parameters
+  // changed after it was made (it then gets no copies).
+  void noteGraphNode(uint64_t node_id, std::optional<uint64_t> signature);
+  void noteGraphNodeChanged(uint64_t node_id);
+  // Node changes cannot be seen (their callbacks failed): graph kernels then get no copies.
+  void noteGraphNodesUntrusted();
+  // From the writer thread: a kernel record of a graph launch. Resolved in takeResults, once the
+  // profiled launch it copies from is decoded (until the run ends).
+  void addGraphKernel(uint32_t correlation_id, uint64_t graph_node_id);
+
   std::vector<LaunchCounterResult> takeResults();
   std::vector<std::pair<std::string, std::string>> takeNotes();      // (severity, message)
   std::vector<std::pair<std::string, std::string>> takeMetadata();   // (key, value)
@@ -106,6 +121,8 @@ class MetricsCollector {
   void decode(ContextState& s);          // requires mu_
   void keepDecoded(const Entry& e, const std::vector<double>& row, const std::string& range_name);
   void copyOrWait(uint64_t source_index, LaunchRef launch);
+  LaunchCounterResult copiedFrom(const Profiled& source, LaunchRef launch) const;
+  void resolveGraphKernels();  // requires mu_
   void missing(LaunchRef launch, std::string reason);
   void note(const char* severity, const std::string& message);
   void progress();
@@ -123,6 +140,13 @@ class MetricsCollector {
   std::unordered_map<uint64_t, std::vector<LaunchRef>> waiting_copies_;  // by source index
   std::unordered_map<uint64_t, std::vector<std::pair<std::string, double>>> first_sample_;  // by signature
   std::unordered_map<uint64_t, bool> signature_varies_;
+  std::unordered_map<uint64_t, Profiled> first_decoded_;  // by signature: what graph kernels copy
+  std::unordered_map<uint64_t, std::optional<uint64_t>> graph_nodes_;  // node id -> signature
+  std::unordered_set<uint32_t> graph_launches_;  // correlation ids of the graph launches selected
+  std::vector<LaunchRef> pending_graph_kernels_;
+  uint64_t graph_kernels_copied_ = 0;
+  bool graph_copies_reported_ = false;
+  bool graph_nodes_trusted_ = true;
   std::vector<LaunchCounterResult> results_;
   std::vector<std::pair<std::string, std::string>> notes_;
   std::vector<std::pair<std::string, std::string>> metadata_;

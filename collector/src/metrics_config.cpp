@@ -122,6 +122,10 @@ LaunchSelector::LaunchSelector(const MetricsConfig& config) : config_(config) {
 
 std::string LaunchSelector::filterMiss(const LaunchFacts& f) const {
   if (regex_ && !std::regex_search(f.demangled_name, *regex_)) return "not selected (--kernel-regex)";
+  return rangeFilterMiss(f);
+}
+
+std::string LaunchSelector::rangeFilterMiss(const LaunchFacts& f) const {
   const std::string empty;
   const std::string& path = f.nvtx_path ? *f.nvtx_path : empty;
   if (!nvtxPathIncluded(config_, path) && !(config_.nvtx_process_scope && f.selected_elsewhere)) {
@@ -144,6 +148,17 @@ std::string LaunchSelector::filterMiss(const LaunchFacts& f) const {
   return {};
 }
 
+Decision LaunchSelector::decideGraphLaunch(const LaunchFacts& f) const {
+  Decision d;
+  d.kind = LaunchDecision::kGraph;
+  d.reason = kGraphKernelReason;
+  if (std::string miss = rangeFilterMiss(f); !miss.empty()) {
+    d.kind = LaunchDecision::kSkipFiltered;
+    d.reason = std::move(miss);
+  }
+  return d;
+}
+
 Decision LaunchSelector::decide(const LaunchFacts& f) {
   Decision d;
   if (std::string miss = filterMiss(f); !miss.empty()) {
@@ -155,7 +170,7 @@ Decision LaunchSelector::decide(const LaunchFacts& f) {
   // processes would hang or deadlock, and graph nodes are not separate launches.
   const char* why = nullptr;
   if (f.demangled_name.find("nccl") != std::string::npos) why = "NCCL kernel: not replayed (it waits on other ranks)";
-  if (f.graph_launch) why = "CUDA graph launch: kernels of graphs are not profiled";
+  if (f.graph_launch) why = kGraphKernelReason;
   if (why != nullptr) {
     d.kind = LaunchDecision::kSkipUnsafe;
     d.reason = why;

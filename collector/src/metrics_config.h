@@ -58,11 +58,19 @@ struct LaunchFacts {
   std::optional<uint64_t> signature;
 };
 
+// Why a kernel of a CUDA graph has no counters: graphs are not replayed (their nodes are not
+// separate launches), and no launch with its node's signature was profiled to copy from.
+inline constexpr const char* kGraphKernelReason =
+    "CUDA graph kernel: graphs are not replayed, and no launch of the same signature was profiled outside the graph "
+    "to copy from";
+
 enum class LaunchDecision {
   kProfile,       // replay it under the range profiler
   kCopy,          // an identical launch was profiled: it gets those values (Decision::source_index)
   kSkipFiltered,  // not selected by the user's filters
   kSkipUnsafe,    // cannot be replayed safely
+  kGraph,         // a graph launch the filters select: its kernels are not replayed, but each may
+                  // take the counters of a profiled launch with its node's signature
 };
 
 struct Decision {
@@ -77,12 +85,17 @@ class LaunchSelector {
   explicit LaunchSelector(const MetricsConfig& config);
   // Counts selected launches for skip/count; call once per launch, in launch order.
   Decision decide(const LaunchFacts& facts);
+  // A graph launch (facts.graph_launch): kGraph, or kSkipFiltered when the NVTX or op filters
+  // leave it out. The kernel-name filter is for its kernels' sources (they passed it), and it
+  // does not count towards --launch-skip and --launch-count.
+  Decision decideGraphLaunch(const LaunchFacts& facts) const;
   uint64_t profiled() const { return profiled_; }
   uint64_t copied() const { return copied_; }
   bool exhausted() const { return config_.launch_count && given_ >= *config_.launch_count; }
 
  private:
   std::string filterMiss(const LaunchFacts& facts) const;  // "" when every filter matches
+  std::string rangeFilterMiss(const LaunchFacts& facts) const;  // the same for --nvtx-include and --ops
   MetricsConfig config_;
   std::optional<std::regex> regex_;
   uint64_t selected_ = 0;

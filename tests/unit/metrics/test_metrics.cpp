@@ -225,6 +225,27 @@ TEST(LaunchSelector, UnsafeKernelsAreNeverReplayedAndSayWhy) {
   EXPECT_EQ(s.decide(coop).kind, LaunchDecision::kProfile);
 }
 
+TEST(LaunchSelector, GraphLaunchesPassTheRangeFiltersAndCountNothing) {
+  MetricsConfig c = readMetricsConfig(envOf({{"FPROF_MODE", "metrics"},
+                                            {"FPROF_KERNEL_REGEX", "gemm"},
+                                            {"FPROF_NVTX_INCLUDE", "step"},
+                                            {"FPROF_LAUNCH_COUNT", "1"}}));
+  LaunchSelector s(c);
+  const std::string inside = "train step=3", outside = "warmup";
+  LaunchFacts graph = facts("", &inside);  // a graph launch names no kernel: the regex is for its sources
+  graph.graph_launch = true;
+  Decision d = s.decideGraphLaunch(graph);
+  EXPECT_EQ(d.kind, LaunchDecision::kGraph);
+  EXPECT_EQ(d.reason, kGraphKernelReason);
+  graph.nvtx_path = &outside;
+  d = s.decideGraphLaunch(graph);
+  EXPECT_EQ(d.kind, LaunchDecision::kSkipFiltered);
+  EXPECT_EQ(d.reason, "not selected (--nvtx-include)");
+  EXPECT_FALSE(s.exhausted()) << "graph launches are not selected launches";
+  EXPECT_EQ(kindOf(s, facts("sgemm", &inside)), LaunchDecision::kProfile);
+  EXPECT_TRUE(s.exhausted());
+}
+
 LaunchFacts signed_facts(const std::string& name, uint64_t signature) {
   LaunchFacts f = facts(name);
   f.signature = signature;
