@@ -1,8 +1,9 @@
 // A reference point for bench/trace_overhead.sh, not part of fprof: the least a CUPTI kernel
 // tracer can do, injected the same way as the collector. TRACE_BASELINE=activity enables kernel
 // activity records and throws them away; TRACE_BASELINE=callbacks also subscribes to the same
-// runtime and driver launch callbacks as the collector, with empty handlers. The difference to
-// the collector is what fprof's own work costs per launch. TRACE_BASELINE_ATTR sets CUPTI activity
+// runtime and driver launch callbacks as the collector, with empty handlers; TRACE_BASELINE=
+// callbacks-driver only the driver's; TRACE_BASELINE_ACTIVITY=0 leaves the kernel activity off
+// (callbacks alone). The difference to the collector is what fprof's own work costs per launch. TRACE_BASELINE_ATTR sets CUPTI activity
 // attributes first, to see whether any makes kernel activity itself cheaper:
 // "device_buffer_mb=N,preallocate=N,pool_limit=N,pinned=0|1,per_thread=0|1" (comma-separated).
 #include <cupti.h>
@@ -80,19 +81,24 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   static bool done = false;
   if (done) return 1;
   done = true;
-  const char* mode = std::getenv("TRACE_BASELINE");
-  if (mode != nullptr && std::strcmp(mode, "callbacks") == 0) {
+  const char* mode_env = std::getenv("TRACE_BASELINE");
+  const std::string mode = mode_env ? mode_env : "activity";
+  if (mode == "callbacks" || mode == "callbacks-driver") {
     CUpti_SubscriberHandle sub = nullptr;
     if (!check(cuptiSubscribe(&sub, onCallback, nullptr), "cuptiSubscribe")) return 1;
-    for (CUpti_CallbackId id : {CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000,
-                                CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
-                                CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000}) {
-      check(cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API, id), "cuptiEnableCallback(runtime)");
+    if (mode == "callbacks") {
+      for (CUpti_CallbackId id : {CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000,
+                                  CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+                                  CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000}) {
+        check(cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API, id), "cuptiEnableCallback(runtime)");
+      }
     }
     for (CUpti_CallbackId id : {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz}) {
       check(cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, id), "cuptiEnableCallback(driver)");
     }
   }
+  const char* activity = std::getenv("TRACE_BASELINE_ACTIVITY");
+  if (activity != nullptr && std::strcmp(activity, "0") == 0) return 1;
   applyAttributes(std::getenv("TRACE_BASELINE_ATTR"));
   if (!check(cuptiActivityRegisterCallbacks(requested, completed), "cuptiActivityRegisterCallbacks")) return 1;
   check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityEnable");
