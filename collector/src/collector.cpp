@@ -545,22 +545,14 @@ uint64_t graphNodeId(CUgraphNode node) {
   return cuptiGetGraphNodeId(node, &id) == CUPTI_SUCCESS ? id : 0;
 }
 
-// A kernel node's launch signature, as a launch of the same function with its shape and
-// parameters would have (FunctionCache::signature); the cluster shape comes from the node's
-// launch attribute.
-std::optional<uint64_t> graphNodeSignature(CUgraphNode node, CUfunction f, const FunctionInfo& info,
-                                           const CUDA_KERNEL_NODE_PARAMS& params) {
+// A kernel node's launch signature without the cluster shape (FunctionCache::signatureWithoutCluster),
+// as a launch of the same function with its shape and parameters would have.
+std::optional<uint64_t> graphNodeSignature(CUfunction f, const FunctionInfo& info, const CUDA_KERNEL_NODE_PARAMS& params) {
   LaunchShape shape;
   shape.grid[0] = params.gridDimX, shape.grid[1] = params.gridDimY, shape.grid[2] = params.gridDimZ;
   shape.block[0] = params.blockDimX, shape.block[1] = params.blockDimY, shape.block[2] = params.blockDimZ;
   shape.dynamic_shared_bytes = params.sharedMemBytes;
-  CUlaunchAttributeValue cluster{};
-  if (cuGraphKernelNodeGetAttribute(node, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, &cluster) == CUDA_SUCCESS) {
-    shape.cluster[0] = cluster.clusterDim.x;
-    shape.cluster[1] = cluster.clusterDim.y;
-    shape.cluster[2] = cluster.clusterDim.z;
-  }
-  return FunctionCache::signature(f, info, shape, params.kernelParams, params.extra);
+  return FunctionCache::signatureWithoutCluster(f, info, shape, params.kernelParams, params.extra);
 }
 
 void Collector::handleGraphNodeCreated(const CUpti_ResourceData* data) {
@@ -580,7 +572,7 @@ void Collector::handleGraphNodeCreated(const CUpti_ResourceData* data) {
   }
   if (f == nullptr) return;
   const FunctionInfo& info = functionInfo(f);
-  if (metrics_.enabled()) metrics_.noteGraphNode(graphNodeId(g->node), graphNodeSignature(g->node, f, info, params));
+  if (metrics_.enabled()) metrics_.noteGraphNode(graphNodeId(g->node), graphNodeSignature(f, info, params));
 }
 
 // Its parameters changed after the node was made: the node id the kernel records carry comes as
@@ -814,6 +806,8 @@ void Collector::handleLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
     request.capturing = isCapturing(launch.stream, cbid);
     if (info != nullptr) {
       request.signature = FunctionCache::signature(launch.f, *info, launch.shape, launch.params, launch.extra);
+      request.signature_without_cluster =
+          FunctionCache::signatureWithoutCluster(launch.f, *info, launch.shape, launch.params, launch.extra);
     }
     metrics_.beforeLaunch(request);
   } else if (arg_roles_ && info != nullptr && !info->probe_settled.on.load(std::memory_order_relaxed)) {

@@ -142,6 +142,14 @@ void addWithoutAddresses(Fnv1a& h, const uint8_t* bytes, size_t size, int32_t of
 
 }  // namespace
 
+std::optional<uint64_t> FunctionCache::signatureWithoutCluster(CUfunction handle, const FunctionInfo& info,
+                                                               const LaunchShape& shape, void** kernel_params,
+                                                               void** extra) {
+  LaunchShape without = shape;
+  without.cluster[0] = without.cluster[1] = without.cluster[2] = 0;
+  return signature(handle, info, without, kernel_params, extra);
+}
+
 std::optional<uint64_t> FunctionCache::signature(CUfunction handle, const FunctionInfo& info, const LaunchShape& shape,
                                                  void** kernel_params, void** extra) {
   const uint8_t* buffer = nullptr;

@@ -114,6 +114,11 @@ class FunctionCache {
   // arguments cannot be read.
   static std::optional<uint64_t> signature(CUfunction handle, const FunctionInfo& info, const LaunchShape& shape,
                                            void** kernel_params, void** extra);
+  // The same without the cluster shape: a graph node made by stream capture has no cluster
+  // attribute yet when CUPTI reports it (cuBLASLt's Hopper GEMMs launch with clusters of 4 or 8
+  // and their nodes read 0x0x0), so graph kernels are matched on this one.
+  static std::optional<uint64_t> signatureWithoutCluster(CUfunction handle, const FunctionInfo& info,
+                                                         const LaunchShape& shape, void** kernel_params, void** extra);
 
   // Facts of the functions queried since the last call (writer thread).
   std::vector<FunctionFacts> takeNewFunctions();

@@ -223,8 +223,8 @@ void MetricsCollector::keepDecoded(const Entry& e, const std::vector<double>& ro
     } else if (config_.samples_per_signature > 0) {
       decoded_[e.launch_index] = Profiled{r.counters, r.raw, e.launch, *e.signature};  // copies come from first samples
     }
-    first_decoded_.try_emplace(*e.signature, Profiled{r.counters, r.raw, e.launch, *e.signature});
   }
+  if (e.signature && e.signature_without_cluster) keepGraphSource(*e.signature_without_cluster, *e.signature, r);
   if (debug_ranges_) {
     logInfo("range '%s' -> launch %u (%s), signature %016llx", range_name.c_str(), e.launch.correlation_id,
             e.mangled.c_str(), static_cast<unsigned long long>(e.signature.value_or(0)));
@@ -341,6 +341,7 @@ void MetricsCollector::openWindow(const LaunchRequest& launch, ContextState& s) 
   e.demangled = facts.demangled_name;
   e.launch_index = decision.launch_index;
   e.signature = launch.signature;
+  e.signature_without_cluster = launch.signature_without_cluster;
   s.batch.push_back(std::move(e));
   t_window.profiled = true;
   ++profiled_;
@@ -465,6 +466,17 @@ void MetricsCollector::finishAll() {
   finished_ = true;
 }
 
+// A decoded launch graph kernels may copy from, by its signature without the cluster shape; two
+// launches that differ only in their cluster shape make that key ambiguous (no copies from it).
+void MetricsCollector::keepGraphSource(uint64_t key, uint64_t signature, const LaunchCounterResult& r) {
+  if (ambiguous_graph_keys_.count(key) != 0) return;
+  auto [it, first] = graph_sources_.try_emplace(key, signature, Profiled{r.counters, r.raw, r.launch, signature});
+  if (!first && it->second.first != signature) {
+    graph_sources_.erase(it);
+    ambiguous_graph_keys_.insert(key);
+  }
+}
+
 void MetricsCollector::noteGraphNode(uint64_t node_id, std::optional<uint64_t> signature) {
   if (!enabled_) return;
   std::lock_guard lock(mu_);
@@ -495,24 +507,23 @@ void MetricsCollector::addGraphKernel(uint32_t correlation_id, uint64_t graph_no
   }
 }
 
-// A graph kernel whose node signature has a decoded profiled launch gets its counters; one whose
-// source may still be decoded waits, until the run has ended. The rest keep their launch's reason.
+// At the end of the run, when every profiled launch is decoded (a later launch could make a
+// source ambiguous): a graph kernel whose node signature has one decoded source gets its counters;
+// the rest keep their launch's reason.
 void MetricsCollector::resolveGraphKernels() {
-  std::vector<LaunchRef> waiting;
+  if (!finished_) return;  // records arriving later (the last flush) are resolved at the next call
   for (const LaunchRef& k : pending_graph_kernels_) {
     auto node = graph_nodes_.find(k.graph_node_id);
     if (node == graph_nodes_.end() || !node->second) continue;  // unknown or changed parameters
-    auto source = first_decoded_.find(*node->second);
-    if (source == first_decoded_.end()) {
-      if (!finished_) waiting.push_back(k);
-      continue;
-    }
+    auto source = graph_sources_.find(*node->second);
+    if (source == graph_sources_.end()) continue;  // none, or ambiguous
     ++graph_kernels_copied_;
-    results_.push_back(copiedFrom(source->second, k));
+    results_.push_back(copiedFrom(source->second.second, k));
   }
-  pending_graph_kernels_ = std::move(waiting);
-  if (finished_ && !graph_copies_reported_ && !graph_launches_.empty()) {
+  pending_graph_kernels_.clear();
+  if (!graph_launches_.empty() && (!graph_copies_reported_ || graph_kernels_copied_ != graph_copies_in_metadata_)) {
     metadata_.emplace_back("metrics_graph_kernels_copied", std::to_string(graph_kernels_copied_));
+    graph_copies_in_metadata_ = graph_kernels_copied_;
     graph_copies_reported_ = true;
   }
 }

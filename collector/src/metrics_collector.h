@@ -55,6 +55,7 @@ struct LaunchRequest {
   bool cooperative = false;
   bool capturing = false;             // the stream records a graph: nothing runs now
   std::optional<uint64_t> signature;  // see LaunchFacts::signature
+  std::optional<uint64_t> signature_without_cluster;  // what graph kernels are matched on
 };
 
 class MetricsCollector {
@@ -99,6 +100,7 @@ class MetricsCollector {
     std::string demangled;
     uint64_t launch_index = 0;
     std::optional<uint64_t> signature;
+    std::optional<uint64_t> signature_without_cluster;
   };
   struct ContextState {
     std::mutex window;  // held by a launch or copy on this context from ENTER to EXIT
@@ -123,6 +125,7 @@ class MetricsCollector {
   void copyOrWait(uint64_t source_index, LaunchRef launch);
   LaunchCounterResult copiedFrom(const Profiled& source, LaunchRef launch) const;
   void resolveGraphKernels();  // requires mu_
+  void keepGraphSource(uint64_t key, uint64_t signature, const LaunchCounterResult& r);  // requires mu_
   void missing(LaunchRef launch, std::string reason);
   void note(const char* severity, const std::string& message);
   void progress();
@@ -140,12 +143,16 @@ class MetricsCollector {
   std::unordered_map<uint64_t, std::vector<LaunchRef>> waiting_copies_;  // by source index
   std::unordered_map<uint64_t, std::vector<std::pair<std::string, double>>> first_sample_;  // by signature
   std::unordered_map<uint64_t, bool> signature_varies_;
-  std::unordered_map<uint64_t, Profiled> first_decoded_;  // by signature: what graph kernels copy
-  std::unordered_map<uint64_t, std::optional<uint64_t>> graph_nodes_;  // node id -> signature
+  // What graph kernels copy: the first decoded launch of each signature without the cluster shape,
+  // and the full signature it came from (another one with the same key makes the key ambiguous).
+  std::unordered_map<uint64_t, std::pair<uint64_t, Profiled>> graph_sources_;
+  std::unordered_set<uint64_t> ambiguous_graph_keys_;
+  std::unordered_map<uint64_t, std::optional<uint64_t>> graph_nodes_;  // node id -> signature without cluster
   std::unordered_set<uint32_t> graph_launches_;  // correlation ids of the graph launches selected
   std::vector<LaunchRef> pending_graph_kernels_;
   uint64_t graph_kernels_copied_ = 0;
   bool graph_copies_reported_ = false;
+  uint64_t graph_copies_in_metadata_ = 0;
   bool graph_nodes_trusted_ = true;
   std::vector<LaunchCounterResult> results_;
   std::vector<std::pair<std::string, std::string>> notes_;
