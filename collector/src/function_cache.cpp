@@ -142,16 +142,21 @@ void addWithoutAddresses(Fnv1a& h, const uint8_t* bytes, size_t size, int32_t of
 
 }  // namespace
 
-std::optional<uint64_t> FunctionCache::signatureWithoutCluster(CUfunction handle, const FunctionInfo& info,
-                                                               const LaunchShape& shape, void** kernel_params,
-                                                               void** extra) {
-  LaunchShape without = shape;
-  without.cluster[0] = without.cluster[1] = without.cluster[2] = 0;
-  return signature(handle, info, without, kernel_params, extra);
-}
-
 std::optional<uint64_t> FunctionCache::signature(CUfunction handle, const FunctionInfo& info, const LaunchShape& shape,
                                                  void** kernel_params, void** extra) {
+  return hashLaunch(handle, info, shape, kernel_params, extra, {});
+}
+
+std::optional<uint64_t> FunctionCache::looseSignature(CUfunction handle, const FunctionInfo& info,
+                                                      const LaunchShape& shape, void** kernel_params, void** extra,
+                                                      bool with_cluster) {
+  LaunchShape hashed = shape;
+  if (!with_cluster) hashed.cluster[0] = hashed.cluster[1] = hashed.cluster[2] = 0;
+  return hashLaunch(handle, info, hashed, kernel_params, extra, {.one_byte_params = false});
+}
+
+std::optional<uint64_t> FunctionCache::hashLaunch(CUfunction handle, const FunctionInfo& info, const LaunchShape& shape,
+                                                  void** kernel_params, void** extra, HashParts parts) {
   const uint8_t* buffer = nullptr;
   size_t buffer_bytes = 0;
   if (kernel_params == nullptr && extra != nullptr) {
@@ -175,6 +180,7 @@ std::optional<uint64_t> FunctionCache::signature(CUfunction handle, const Functi
   h.add(&hashed, sizeof hashed);
   for (size_t i = 0; i < info.params.size(); ++i) {
     const FunctionInfo::Layout& p = info.params[i];
+    if (p.size_bytes == 1 && !parts.one_byte_params) continue;
     const uint8_t* bytes = nullptr;
     if (buffer != nullptr) {
       if (static_cast<size_t>(p.offset_bytes) + static_cast<size_t>(p.size_bytes) > buffer_bytes) return std::nullopt;

@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "checks.h"
@@ -224,7 +225,8 @@ void MetricsCollector::keepDecoded(const Entry& e, const std::vector<double>& ro
       decoded_[e.launch_index] = Profiled{r.counters, r.raw, e.launch, *e.signature};  // copies come from first samples
     }
   }
-  if (e.signature && e.signature_without_cluster) keepGraphSource(*e.signature_without_cluster, *e.signature, r);
+  checkLooseSignature(e, r);
+  keepGraphSource(e, r);
   if (debug_ranges_) {
     logInfo("range '%s' -> launch %u (%s), signature %016llx", range_name.c_str(), e.launch.correlation_id,
             e.mangled.c_str(), static_cast<unsigned long long>(e.signature.value_or(0)));
@@ -290,6 +292,7 @@ void MetricsCollector::openWindow(const LaunchRequest& launch, ContextState& s) 
   facts.graph_launch = launch.graph_launch;
   facts.cooperative = launch.cooperative;
   facts.signature = launch.signature;
+  facts.loose_signature = launch.loose_signature;
   // A launch into a capturing stream runs nothing and makes no range: its kernels run, and are
   // decided, when the graph is launched.
   if (launch.capturing) return;
@@ -341,7 +344,10 @@ void MetricsCollector::openWindow(const LaunchRequest& launch, ContextState& s) 
   e.demangled = facts.demangled_name;
   e.launch_index = decision.launch_index;
   e.signature = launch.signature;
-  e.signature_without_cluster = launch.signature_without_cluster;
+  e.loose_signature = launch.loose_signature;
+  e.graph_key = launch.graph_key;
+  e.loose_check = decision.loose_check;
+  e.loose_first_signature = decision.loose_first_signature;
   s.batch.push_back(std::move(e));
   t_window.profiled = true;
   ++profiled_;
@@ -466,15 +472,30 @@ void MetricsCollector::finishAll() {
   finished_ = true;
 }
 
-// A decoded launch graph kernels may copy from, by its signature without the cluster shape; two
-// launches that differ only in their cluster shape make that key ambiguous (no copies from it).
-void MetricsCollector::keepGraphSource(uint64_t key, uint64_t signature, const LaunchCounterResult& r) {
-  if (ambiguous_graph_keys_.count(key) != 0) return;
-  auto [it, first] = graph_sources_.try_emplace(key, signature, Profiled{r.counters, r.raw, r.launch, signature});
-  if (!first && it->second.first != signature) {
-    graph_sources_.erase(it);
-    ambiguous_graph_keys_.insert(key);
+// A launch profiled to check whether its 1-byte parameters matter: they do not when its
+// deterministic counts equal the first sample's (a set without deterministic counters cannot tell).
+void MetricsCollector::checkLooseSignature(const Entry& e, const LaunchCounterResult& r) {
+  if (!e.loose_check) return;
+  auto first = first_sample_.find(e.loose_first_signature);
+  if (first == first_sample_.end()) return;  // the first sample was not decoded: stays unchecked
+  const bool any = std::any_of(r.raw.begin(), r.raw.end(), [](const auto& m) { return isDeterministic(m.first); });
+  const bool same = any && sameDeterministicCounts(first->second, r.raw);
+  selector_->looseChecked(*e.loose_check, same);
+  if (debug_ranges_) logInfo("1-byte parameters of %s: %s", e.mangled.c_str(), same ? "no effect" : "matter");
+}
+
+// A decoded launch graph kernels may copy from, by its graph key (see GraphSource).
+void MetricsCollector::keepGraphSource(const Entry& e, const LaunchCounterResult& r) {
+  if (!e.signature || !e.loose_signature || !e.graph_key) return;
+  auto [it, first] = graph_sources_.try_emplace(*e.graph_key);
+  GraphSource& g = it->second;
+  if (first) {
+    g.first = Profiled{r.counters, r.raw, r.launch, *e.signature};
+    g.loose = *e.loose_signature;
+    return;
   }
+  g.several_loose = g.several_loose || g.loose != *e.loose_signature;
+  g.several_signatures = g.several_signatures || g.first.signature != *e.signature;
 }
 
 void MetricsCollector::noteGraphNode(uint64_t node_id, std::optional<uint64_t> signature) {
@@ -516,9 +537,11 @@ void MetricsCollector::resolveGraphKernels() {
     auto node = graph_nodes_.find(k.graph_node_id);
     if (node == graph_nodes_.end() || !node->second) continue;  // unknown or changed parameters
     auto source = graph_sources_.find(*node->second);
-    if (source == graph_sources_.end()) continue;  // none, or ambiguous
+    if (source == graph_sources_.end()) continue;
+    const GraphSource& g = source->second;
+    if (g.several_loose || (g.several_signatures && !selector_->looseSame(g.loose))) continue;  // ambiguous
     ++graph_kernels_copied_;
-    results_.push_back(copiedFrom(source->second.second, k));
+    results_.push_back(copiedFrom(g.first, k));
   }
   pending_graph_kernels_.clear();
   if (!graph_launches_.empty() && (!graph_copies_reported_ || graph_kernels_copied_ != graph_copies_in_metadata_)) {

@@ -55,7 +55,8 @@ struct LaunchRequest {
   bool cooperative = false;
   bool capturing = false;             // the stream records a graph: nothing runs now
   std::optional<uint64_t> signature;  // see LaunchFacts::signature
-  std::optional<uint64_t> signature_without_cluster;  // what graph kernels are matched on
+  std::optional<uint64_t> loose_signature;  // see LaunchFacts::loose_signature
+  std::optional<uint64_t> graph_key;        // the loose signature without the cluster shape
 };
 
 class MetricsCollector {
@@ -100,7 +101,10 @@ class MetricsCollector {
     std::string demangled;
     uint64_t launch_index = 0;
     std::optional<uint64_t> signature;
-    std::optional<uint64_t> signature_without_cluster;
+    std::optional<uint64_t> loose_signature;
+    std::optional<uint64_t> graph_key;
+    std::optional<uint64_t> loose_check;  // see Decision::loose_check
+    uint64_t loose_first_signature = 0;
   };
   struct ContextState {
     std::mutex window;  // held by a launch or copy on this context from ENTER to EXIT
@@ -125,7 +129,8 @@ class MetricsCollector {
   void copyOrWait(uint64_t source_index, LaunchRef launch);
   LaunchCounterResult copiedFrom(const Profiled& source, LaunchRef launch) const;
   void resolveGraphKernels();  // requires mu_
-  void keepGraphSource(uint64_t key, uint64_t signature, const LaunchCounterResult& r);  // requires mu_
+  void keepGraphSource(const Entry& e, const LaunchCounterResult& r);  // requires mu_
+  void checkLooseSignature(const Entry& e, const LaunchCounterResult& r);  // requires mu_
   void missing(LaunchRef launch, std::string reason);
   void note(const char* severity, const std::string& message);
   void progress();
@@ -143,11 +148,17 @@ class MetricsCollector {
   std::unordered_map<uint64_t, std::vector<LaunchRef>> waiting_copies_;  // by source index
   std::unordered_map<uint64_t, std::vector<std::pair<std::string, double>>> first_sample_;  // by signature
   std::unordered_map<uint64_t, bool> signature_varies_;
-  // What graph kernels copy: the first decoded launch of each signature without the cluster shape,
-  // and the full signature it came from (another one with the same key makes the key ambiguous).
-  std::unordered_map<uint64_t, std::pair<uint64_t, Profiled>> graph_sources_;
-  std::unordered_set<uint64_t> ambiguous_graph_keys_;
-  std::unordered_map<uint64_t, std::optional<uint64_t>> graph_nodes_;  // node id -> signature without cluster
+  // What graph kernels copy, by graph key: the first decoded launch, and whether launches with the
+  // key differed in their cluster shape (never copied from) or in their 1-byte parameters (copied
+  // from when the selector's check said those do not matter).
+  struct GraphSource {
+    Profiled first;
+    uint64_t loose = 0;
+    bool several_loose = false;
+    bool several_signatures = false;
+  };
+  std::unordered_map<uint64_t, GraphSource> graph_sources_;
+  std::unordered_map<uint64_t, std::optional<uint64_t>> graph_nodes_;  // node id -> graph key
   std::unordered_set<uint32_t> graph_launches_;  // correlation ids of the graph launches selected
   std::vector<LaunchRef> pending_graph_kernels_;
   uint64_t graph_kernels_copied_ = 0;

@@ -159,6 +159,35 @@ Decision LaunchSelector::decideGraphLaunch(const LaunchFacts& f) const {
   return d;
 }
 
+bool LaunchSelector::copyByLooseSignature(const LaunchFacts& f, Decision& d) {
+  if (!f.loose_signature || *f.loose_signature == *f.signature) return false;
+  auto [it, fresh] = loose_.try_emplace(*f.loose_signature);
+  Loose& l = it->second;
+  if (fresh) {
+    l.first_index = d.launch_index;
+    l.first_signature = *f.signature;
+    return false;
+  }
+  if (l.state == Loose::State::kSame) {
+    d.kind = LaunchDecision::kCopy;
+    d.source_index = l.first_index;
+    ++copied_;
+    return true;
+  }
+  if (l.state == Loose::State::kUnchecked && *f.signature != l.first_signature &&
+      samples_.count(*f.signature) == 0) {
+    l.state = Loose::State::kChecking;
+    d.loose_check = *f.loose_signature;
+    d.loose_first_signature = l.first_signature;
+  }
+  return false;
+}
+
+void LaunchSelector::looseChecked(uint64_t loose_signature, bool same) {
+  auto it = loose_.find(loose_signature);
+  if (it != loose_.end()) it->second.state = same ? Loose::State::kSame : Loose::State::kDiffer;
+}
+
 Decision LaunchSelector::decide(const LaunchFacts& f) {
   Decision d;
   if (std::string miss = filterMiss(f); !miss.empty()) {
@@ -188,6 +217,7 @@ Decision LaunchSelector::decide(const LaunchFacts& f) {
     return d;
   }
   ++given_;
+  if (f.signature && config_.samples_per_signature > 0 && copyByLooseSignature(f, d)) return d;
   if (f.signature && config_.samples_per_signature > 0) {
     auto [it, first] = samples_.try_emplace(*f.signature, Samples{d.launch_index, 0});
     if (!first && it->second.profiled >= config_.samples_per_signature) {

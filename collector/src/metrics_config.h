@@ -56,6 +56,10 @@ struct LaunchFacts {
   // Hash of function, grid, block, cluster, shared memory and non-pointer argument bytes: launches
   // with the same one do the same work. None: unknown (each such launch is profiled).
   std::optional<uint64_t> signature;
+  // The signature without the 1-byte parameters (FunctionCache::looseSignature); where it differs
+  // from `signature`, launches equal but for those bytes copy a profiled one once a second sample
+  // showed the bytes do not change the counts.
+  std::optional<uint64_t> loose_signature;
 };
 
 // Why a kernel of a CUDA graph has no counters: graphs are not replayed (their nodes are not
@@ -78,6 +82,10 @@ struct Decision {
   std::string reason;          // for the skips: why this kernel has no counters, one phrase
   uint64_t source_index = 0;   // kCopy: the selected-launch index of the profiled launch to copy
   uint64_t launch_index = 0;   // this launch's index among the selected launches
+  // kProfile: this launch checks whether 1-byte parameters matter for `loose_check` (its loose
+  // signature), against the first sample, whose full signature is `loose_first_signature`.
+  std::optional<uint64_t> loose_check;
+  uint64_t loose_first_signature = 0;
 };
 
 class LaunchSelector {
@@ -89,6 +97,12 @@ class LaunchSelector {
   // leave it out. The kernel-name filter is for its kernels' sources (they passed it), and it
   // does not count towards --launch-skip and --launch-count.
   Decision decideGraphLaunch(const LaunchFacts& facts) const;
+  // The check a Decision asked for came out: `same` when the deterministic counts were equal.
+  void looseChecked(uint64_t loose_signature, bool same);
+  bool looseSame(uint64_t loose_signature) const {
+    auto it = loose_.find(loose_signature);
+    return it != loose_.end() && it->second.state == Loose::State::kSame;
+  }
   uint64_t profiled() const { return profiled_; }
   uint64_t copied() const { return copied_; }
   bool exhausted() const { return config_.launch_count && given_ >= *config_.launch_count; }
@@ -107,6 +121,16 @@ class LaunchSelector {
     uint64_t profiled = 0;
   };
   std::unordered_map<uint64_t, Samples> samples_;  // by signature
+  struct Loose {
+    enum class State { kUnchecked, kChecking, kSame, kDiffer };
+    uint64_t first_index = 0;
+    uint64_t first_signature = 0;
+    State state = State::kUnchecked;
+  };
+  std::unordered_map<uint64_t, Loose> loose_;  // by loose signature
+  // kCopy from the first launch of the loose signature, when its check said the bytes do not
+  // matter; otherwise nothing (the full signature decides), possibly marking `d` as the check.
+  bool copyByLooseSignature(const LaunchFacts& f, Decision& d);
 };
 
 }  // namespace fprof::collector

@@ -271,6 +271,55 @@ TEST(LaunchSelector, EachSignatureIsProfiledOnceThenCopied) {
   EXPECT_EQ(s.copied(), 2u);
 }
 
+LaunchFacts loose_facts(uint64_t signature, uint64_t loose) {
+  LaunchFacts f = signed_facts("vectorized_elementwise_kernel", signature);
+  f.loose_signature = loose;
+  return f;
+}
+
+TEST(LaunchSelector, OneByteParametersAreCheckedOnceThenIgnoredOrKept) {
+  MetricsConfig c = readMetricsConfig(envOf({{"FPROF_MODE", "metrics"}}));
+  LaunchSelector s(c);
+  // PyTorch's capture-less lambda: same launch, another stack byte in its 1-byte parameter.
+  Decision d = s.decide(loose_facts(10, 100));
+  EXPECT_EQ(d.kind, LaunchDecision::kProfile);
+  EXPECT_FALSE(d.loose_check);
+  const uint64_t first = d.launch_index;
+  d = s.decide(loose_facts(11, 100));
+  EXPECT_EQ(d.kind, LaunchDecision::kProfile) << "the check";
+  ASSERT_TRUE(d.loose_check);
+  EXPECT_EQ(*d.loose_check, 100u);
+  EXPECT_EQ(d.loose_first_signature, 10u);
+  d = s.decide(loose_facts(12, 100));
+  EXPECT_EQ(d.kind, LaunchDecision::kProfile) << "no answer yet: the full signature decides";
+  EXPECT_FALSE(d.loose_check) << "one check per loose signature";
+  EXPECT_FALSE(s.looseSame(100));
+  s.looseChecked(100, true);
+  EXPECT_TRUE(s.looseSame(100));
+  d = s.decide(loose_facts(13, 100));
+  EXPECT_EQ(d.kind, LaunchDecision::kCopy);
+  EXPECT_EQ(d.source_index, first);
+
+  // A 1-byte parameter that changes the work (a bool flag): the check says so, full signatures rule.
+  d = s.decide(loose_facts(20, 200));
+  d = s.decide(loose_facts(21, 200));
+  ASSERT_TRUE(d.loose_check);
+  s.looseChecked(200, false);
+  d = s.decide(loose_facts(22, 200));
+  EXPECT_EQ(d.kind, LaunchDecision::kProfile);
+  EXPECT_FALSE(d.loose_check);
+  const uint64_t own = d.launch_index;
+  d = s.decide(loose_facts(22, 200));
+  EXPECT_EQ(d.kind, LaunchDecision::kCopy);
+  EXPECT_EQ(d.source_index, own);
+
+  // No 1-byte parameters: the loose signature is the signature, nothing to check.
+  d = s.decide(loose_facts(30, 30));
+  d = s.decide(loose_facts(31, 31));
+  EXPECT_EQ(d.kind, LaunchDecision::kProfile);
+  EXPECT_FALSE(d.loose_check);
+}
+
 TEST(LaunchSelector, SamplesPerSignatureAndEveryLaunch) {
   LaunchSelector two(readMetricsConfig(envOf({{"FPROF_MODE", "metrics"}, {"FPROF_SAMPLES_PER_LAUNCH_KIND", "2"}})));
   EXPECT_EQ(kindOf(two, signed_facts("k", 7)), LaunchDecision::kProfile);
