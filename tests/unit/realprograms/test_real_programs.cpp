@@ -178,6 +178,44 @@ TEST(RealPrograms, MetricsModeProfiledOnlyTheSteadyStateSteps) {
   EXPECT_LT(with_counters.size(), p.kernels.size());
 }
 
+TEST(RealPrograms, GraphKernelsOfACompiledModelCopyTheirEagerTwinsOrSayWhy) {
+  // torch.compile(mode="reduce-overhead") replays CUDA graphs; their kernels are not replayed for
+  // counters but take those of the identical launches made while compiling and warming up.
+  const core::Profile p = load("torch_compile_graphs_metrics_h100.fprof");
+  std::map<int64_t, const core::KernelRow*> kernel_of;
+  for (const core::KernelRow& k : p.kernels) kernel_of[k.id] = &k;
+  std::map<int64_t, const core::KernelCounters*> counters_of;
+  for (const core::KernelCounters& c : p.counters) counters_of[c.kernel_id] = &c;
+  std::map<int64_t, std::string> reason_of;
+  for (const core::KernelCounterMissing& m : p.counters_missing) reason_of[m.kernel_id] = m.reason;
+  int graph_kernels = 0, copied = 0, with_reason = 0;
+  for (const core::KernelRow& k : p.kernels) {
+    if (k.graph_id == 0) continue;
+    ++graph_kernels;
+    auto c = counters_of.find(k.id);
+    if (c == counters_of.end()) {
+      ASSERT_TRUE(reason_of.count(k.id)) << p.str(k.demangled_id) << " has neither counters nor a reason";
+      EXPECT_NE(reason_of[k.id].find("CUDA graph kernel"), std::string::npos) << reason_of[k.id];
+      ++with_reason;
+      continue;
+    }
+    ++copied;
+    const core::KernelCounters& copy = *c->second;
+    EXPECT_EQ(copy.source, core::kCounterSourceSameSignature);
+    ASSERT_TRUE(copy.source_kernel_id);
+    const core::KernelRow& source = *kernel_of.at(*copy.source_kernel_id);
+    EXPECT_EQ(source.graph_id, 0u) << "copied from an eager launch";
+    EXPECT_EQ(source.demangled_id, k.demangled_id);
+    EXPECT_EQ(source.grid_x, k.grid_x);
+    const core::KernelCounters& original = *counters_of.at(source.id);
+    EXPECT_EQ(copy.flops_tensor_fp16, original.flops_tensor_fp16);
+    EXPECT_EQ(copy.instructions, original.instructions);
+  }
+  EXPECT_EQ(graph_kernels, 35);
+  EXPECT_EQ(copied, 28) << "both Triton kernels and both cuBLASLt GEMMs, 7 replays each";
+  EXPECT_EQ(with_reason, 7) << "cuBLASLt's split-K reduce matched no eager launch";
+}
+
 TEST(RealPrograms, EachTorchrunRankWroteItsOwnFileWithNcclInTraceMode) {
   for (int rank : {0, 1}) {
     const core::Profile p = load("torchrun_allreduce_h200x2.rank" + std::to_string(rank) + ".fprof");
