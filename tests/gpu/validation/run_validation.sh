@@ -10,6 +10,9 @@
 #   3. A PyTorch training step (autograd launches the backward from its own thread) under
 #      `fprof run --metrics roofline --nvtx-include train_step`, the step range as push/pop and as
 #      start/end: counters for every kernel of the selected steps.
+#   4. PyTorch CUDA graphs (bench/torch_graphs.py graph) in metrics mode: every graph kernel has
+#      counters copied from an identical eager launch, equal to its, or the stored reason
+#      (tests/gpu/validation/graph_check.py).
 # Writes under OUTDIR (default $OUT): validation_report.txt (every check of every part) and
 # validation_work.tar.gz (expectations, logs, databases, the ncu CSV). Prints a short table
 # last. Exit 0 when every check passed, 1 otherwise, 77 without a GPU.
@@ -77,6 +80,10 @@ if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
       >"$work/torch_metrics_$variant.log" 2>&1
   done
   part torch 60 "$check" torch --dir "$work"
+  # 4. CUDA graphs in PyTorch: graph kernels take the counters of identical eager launches.
+  timeout 180 "$fprof" run --force --metrics roofline -o "$work/torch_graphs.fprof" \
+    python3 bench/torch_graphs.py graph >"$work/torch_graphs.log" 2>&1
+  part graph 60 python3 tests/gpu/validation/graph_check.py "$work/torch_graphs.fprof"
 else
   rows+=("torch|not run|python3 cannot import torch with CUDA here")
 fi
