@@ -213,7 +213,9 @@ std::vector<TableDef> makeTables() {
         {"source", "TEXT NOT NULL DEFAULT 'profiled'",
          "How the values were obtained: 'profiled' (this launch was replayed under the range profiler) or "
          "'same_signature' (copied from source_kernel_id, an earlier launch of the same function with the same "
-         "grid, block, shared memory and non-pointer argument bytes)."},
+         "grid, block, shared memory and non-pointer argument bytes; for a kernel of a CUDA graph, such a launch "
+         "outside the graph, before or after it, compared without cluster shape and 1-byte arguments as "
+         "docs/metrics.md says)."},
         {"source_kernel_id", "INTEGER", "For same_signature: the profiled kernel whose values these are."},
         {"signature_varies", "INTEGER",
          "1: profiled launches of this signature gave different counts (data-dependent); 0: they agreed; NULL: one "
