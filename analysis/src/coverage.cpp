@@ -24,9 +24,9 @@ std::vector<std::pair<std::string, int64_t>> byCount(const std::map<std::string,
   return out;
 }
 
-// kernel_counter.source in words.
-std::string sourceText(const std::string& source) {
-  if (source == core::kCounterSourceSameSignature) return "same signature";
+// kernel_counter.source in words; a kernel replayed from a CUDA graph says so.
+std::string sourceText(const std::string& source, bool in_graph) {
+  if (source == core::kCounterSourceSameSignature) return in_graph ? "same signature (CUDA graph)" : "same signature";
   return source.empty() ? std::string(core::kCounterSourceProfiled) : source;
 }
 
@@ -70,7 +70,7 @@ CounterCoverage counterCoverage(const core::Profile& p, const std::vector<size_t
     if (const core::KernelCounters* counters = countersFor(p, k.id)) {
       ++c.kernels_with_counters;
       c.counted_ns += k.durationNs();
-      if (provenance) ++sources[sourceText(counters->source)];
+      if (provenance) ++sources[sourceText(counters->source, k.graph_id != 0)];
     } else if (provenance) {
       if (const std::string* reason = reasonOf(k.id)) {
         ++reasons[*reason];

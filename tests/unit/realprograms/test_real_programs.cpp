@@ -10,6 +10,7 @@
 #include <set>
 #include <string>
 
+#include "fprof/analysis/coverage.h"
 #include "fprof/analysis/dataflow.h"
 #include "fprof/analysis/fusion.h"
 #include "fprof/analysis/nvtx_ops.h"
@@ -214,6 +215,8 @@ TEST(RealPrograms, GraphKernelsOfACompiledModelCopyTheirEagerTwinsOrSayWhy) {
   EXPECT_EQ(graph_kernels, 35);
   EXPECT_EQ(copied, 28) << "both Triton kernels and both cuBLASLt GEMMs, 7 replays each";
   EXPECT_EQ(with_reason, 7) << "cuBLASLt's split-K reduce matched no eager launch";
+  const std::string coverage = describeCoverage(counterCoverage(p));
+  EXPECT_NE(coverage.find("28 same signature (CUDA graph)"), std::string::npos) << coverage;
 }
 
 TEST(RealPrograms, EachTorchrunRankWroteItsOwnFileWithNcclInTraceMode) {

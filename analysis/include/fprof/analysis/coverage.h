@@ -18,7 +18,8 @@ struct CounterCoverage {
   int64_t kernel_ns = 0;   // summed durations of every kernel
   int64_t counted_ns = 0;  // of the kernels with counters
   // Kernels with counters by how they were obtained ("profiled", "same signature": copied from a
-  // profiled launch of the same signature), most first; empty when the database does not say
+  // profiled launch of the same signature, "same signature (CUDA graph)": the same for a kernel
+  // replayed from a graph), most first; empty when the database does not say
   // (schema 1, whose counters were all profiled).
   std::vector<std::pair<std::string, int64_t>> by_source;
   // Kernels without counters by the reason the collector gave (kernel_counter_missing), else
