@@ -545,14 +545,13 @@ uint64_t graphNodeId(CUgraphNode node) {
   return cuptiGetGraphNodeId(node, &id) == CUPTI_SUCCESS ? id : 0;
 }
 
-// A kernel node's graph key: its launch signature without the cluster shape and the 1-byte
-// parameters (FunctionCache::looseSignature), as a launch with its shape and parameters has.
+// A kernel node's graph key (LaunchSignatures), as a launch with its shape and parameters has.
 std::optional<uint64_t> graphNodeSignature(CUfunction f, const FunctionInfo& info, const CUDA_KERNEL_NODE_PARAMS& params) {
   LaunchShape shape;
   shape.grid[0] = params.gridDimX, shape.grid[1] = params.gridDimY, shape.grid[2] = params.gridDimZ;
   shape.block[0] = params.blockDimX, shape.block[1] = params.blockDimY, shape.block[2] = params.blockDimZ;
   shape.dynamic_shared_bytes = params.sharedMemBytes;
-  return FunctionCache::looseSignature(f, info, shape, params.kernelParams, params.extra, false);
+  return FunctionCache::signatures(f, info, shape, params.kernelParams, params.extra).graph_key;
 }
 
 void Collector::handleGraphNodeCreated(const CUpti_ResourceData* data) {
@@ -805,10 +804,10 @@ void Collector::handleLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
     request.cooperative = launch.cooperative;
     request.capturing = isCapturing(launch.stream, cbid);
     if (info != nullptr) {
-      request.signature = FunctionCache::signature(launch.f, *info, launch.shape, launch.params, launch.extra);
-      request.loose_signature =
-          FunctionCache::looseSignature(launch.f, *info, launch.shape, launch.params, launch.extra, true);
-      request.graph_key = FunctionCache::looseSignature(launch.f, *info, launch.shape, launch.params, launch.extra, false);
+      const LaunchSignatures sig = FunctionCache::signatures(launch.f, *info, launch.shape, launch.params, launch.extra);
+      request.signature = sig.full;
+      request.loose_signature = sig.loose;
+      request.graph_key = sig.graph_key;
     }
     metrics_.beforeLaunch(request);
   } else if (arg_roles_ && info != nullptr && !info->probe_settled.on.load(std::memory_order_relaxed)) {

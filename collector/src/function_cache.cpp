@@ -128,35 +128,28 @@ bool isDeviceAddress(uint64_t value) {
 // parameters are read word by word, so the pointers inside a struct (PyTorch's TensorIterator
 // arguments, `std::array<char*, N>`) leave it too, and the same op on the next step's tensors is
 // the same signature.
-void addWithoutAddresses(Fnv1a& h, const uint8_t* bytes, size_t size, int32_t offset) {
+void addWithoutAddresses(std::initializer_list<Fnv1a*> hs, const uint8_t* bytes, size_t size, int32_t offset) {
   size_t done = 0;
   for (size_t w = (8 - static_cast<size_t>(offset) % 8) % 8; w + 8 <= size; w += 8) {
     uint64_t value = 0;
     std::memcpy(&value, bytes + w, 8);
     if (!isDeviceAddress(value)) continue;
-    h.add(bytes + done, w - done);
+    for (Fnv1a* h : hs) h->add(bytes + done, w - done);
     done = w + 8;
   }
-  h.add(bytes + done, size - done);
+  for (Fnv1a* h : hs) h->add(bytes + done, size - done);
 }
 
 }  // namespace
 
 std::optional<uint64_t> FunctionCache::signature(CUfunction handle, const FunctionInfo& info, const LaunchShape& shape,
                                                  void** kernel_params, void** extra) {
-  return hashLaunch(handle, info, shape, kernel_params, extra, {});
+  return signatures(handle, info, shape, kernel_params, extra).full;
 }
 
-std::optional<uint64_t> FunctionCache::looseSignature(CUfunction handle, const FunctionInfo& info,
-                                                      const LaunchShape& shape, void** kernel_params, void** extra,
-                                                      bool with_cluster) {
-  LaunchShape hashed = shape;
-  if (!with_cluster) hashed.cluster[0] = hashed.cluster[1] = hashed.cluster[2] = 0;
-  return hashLaunch(handle, info, hashed, kernel_params, extra, {.one_byte_params = false});
-}
-
-std::optional<uint64_t> FunctionCache::hashLaunch(CUfunction handle, const FunctionInfo& info, const LaunchShape& shape,
-                                                  void** kernel_params, void** extra, HashParts parts) {
+// One pass over the arguments for the three hashes (each device-address check is a driver call).
+LaunchSignatures FunctionCache::signatures(CUfunction handle, const FunctionInfo& info, const LaunchShape& shape,
+                                           void** kernel_params, void** extra) {
   const uint8_t* buffer = nullptr;
   size_t buffer_bytes = 0;
   if (kernel_params == nullptr && extra != nullptr) {
@@ -164,34 +157,41 @@ std::optional<uint64_t> FunctionCache::hashLaunch(CUfunction handle, const Funct
       if (*p == CU_LAUNCH_PARAM_BUFFER_POINTER) buffer = static_cast<const uint8_t*>(p[1]);
       if (*p == CU_LAUNCH_PARAM_BUFFER_SIZE && p[1] != nullptr) buffer_bytes = *static_cast<const size_t*>(p[1]);
     }
-    if (buffer == nullptr) return std::nullopt;
+    if (buffer == nullptr) return {};
   } else if (kernel_params == nullptr && !info.params.empty()) {
-    return std::nullopt;
+    return {};
   }
-  if (info.local_bytes_per_thread < 0) return std::nullopt;  // the function could not be queried
+  if (info.local_bytes_per_thread < 0) return {};  // the function could not be queried
   // A cluster of one CTA is no cluster: a graph node reports 1x1x1 where a launch says nothing.
   LaunchShape hashed = shape;
   if (hashed.cluster[0] <= 1 && hashed.cluster[1] <= 1 && hashed.cluster[2] <= 1) {
     hashed.cluster[0] = hashed.cluster[1] = hashed.cluster[2] = 0;
   }
+  LaunchShape without_cluster = hashed;
+  without_cluster.cluster[0] = without_cluster.cluster[1] = without_cluster.cluster[2] = 0;
   const CUfunction function = info.function != nullptr ? info.function : handle;
-  Fnv1a h;
-  h.add(&function, sizeof function);
-  h.add(&hashed, sizeof hashed);
+  Fnv1a full, loose, graph;
+  for (Fnv1a* h : {&full, &loose, &graph}) h->add(&function, sizeof function);
+  full.add(&hashed, sizeof hashed);
+  loose.add(&hashed, sizeof hashed);
+  graph.add(&without_cluster, sizeof without_cluster);
   for (size_t i = 0; i < info.params.size(); ++i) {
     const FunctionInfo::Layout& p = info.params[i];
-    if (p.size_bytes == 1 && !parts.one_byte_params) continue;
     const uint8_t* bytes = nullptr;
     if (buffer != nullptr) {
-      if (static_cast<size_t>(p.offset_bytes) + static_cast<size_t>(p.size_bytes) > buffer_bytes) return std::nullopt;
+      if (static_cast<size_t>(p.offset_bytes) + static_cast<size_t>(p.size_bytes) > buffer_bytes) return {};
       bytes = buffer + p.offset_bytes;
     } else {
       bytes = static_cast<const uint8_t*>(kernel_params[i]);
     }
-    addWithoutAddresses(h, bytes, static_cast<size_t>(p.size_bytes), p.offset_bytes);
+    const size_t size = static_cast<size_t>(p.size_bytes);
+    if (size == 1) {
+      full.add(bytes, 1);
+    } else {
+      addWithoutAddresses({&full, &loose, &graph}, bytes, size, p.offset_bytes);
+    }
   }
-  return h.h;
+  return {full.h, loose.h, graph.h};
 }
-
 
 }  // namespace fprof::collector

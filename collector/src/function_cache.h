@@ -86,6 +86,19 @@ struct LaunchShape {
   uint32_t dynamic_shared_bytes = 0;
 };
 
+// A launch's signature (FunctionCache::signature) and two looser ones. `loose` leaves out the
+// 1-byte parameters, which are often a capture-less lambda passed by value whose byte is whatever
+// was on the launching thread's stack (PyTorch's elementwise kernels): launches equal but for them
+// may do the same work, which a second sample decides (LaunchSelector). `graph_key` also leaves out
+// the cluster shape: a graph node made by stream capture has no cluster attribute yet when CUPTI
+// reports it (cuBLASLt's Hopper GEMMs launch with clusters of 4 or 8 and their nodes read 0x0x0).
+// All none when the arguments cannot be read.
+struct LaunchSignatures {
+  std::optional<uint64_t> full;
+  std::optional<uint64_t> loose;
+  std::optional<uint64_t> graph_key;
+};
+
 // What the driver says about a function once (the function table), queued for the writer.
 struct FunctionFacts {
   std::string name;  // mangled (cuFuncGetName)
@@ -114,14 +127,9 @@ class FunctionCache {
   // arguments cannot be read.
   static std::optional<uint64_t> signature(CUfunction handle, const FunctionInfo& info, const LaunchShape& shape,
                                            void** kernel_params, void** extra);
-  // The same without the 1-byte parameters, which are often a capture-less lambda passed by value
-  // whose byte is whatever was on the launching thread's stack (PyTorch's elementwise kernels):
-  // launches equal but for them may do the same work, which a second sample decides
-  // (LaunchSelector). Without the cluster shape too (with_cluster false) for graph kernels: a node
-  // made by stream capture has no cluster attribute yet when CUPTI reports it (cuBLASLt's Hopper
-  // GEMMs launch with clusters of 4 or 8 and their nodes read 0x0x0).
-  static std::optional<uint64_t> looseSignature(CUfunction handle, const FunctionInfo& info, const LaunchShape& shape,
-                                                void** kernel_params, void** extra, bool with_cluster);
+  // The signature and two looser ones (LaunchSignatures), in one pass over the arguments.
+  static LaunchSignatures signatures(CUfunction handle, const FunctionInfo& info, const LaunchShape& shape,
+                                     void** kernel_params, void** extra);
 
   // Facts of the functions queried since the last call (writer thread).
   std::vector<FunctionFacts> takeNewFunctions();
@@ -132,12 +140,6 @@ class FunctionCache {
   size_t addProbedWords(const FunctionInfo& info, const std::vector<std::pair<int32_t, int32_t>>& pointer_words);
 
  private:
-  struct HashParts {
-    bool one_byte_params = true;
-  };
-  static std::optional<uint64_t> hashLaunch(CUfunction handle, const FunctionInfo& info, const LaunchShape& shape,
-                                            void** kernel_params, void** extra, HashParts parts);
-
   FunctionInfo query(CUfunction handle);
   void recordFacts(CUfunction function, int local_bytes);  // requires mu_
   std::vector<FunctionFacts> new_functions_;

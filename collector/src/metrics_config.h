@@ -56,7 +56,7 @@ struct LaunchFacts {
   // Hash of function, grid, block, cluster, shared memory and non-pointer argument bytes: launches
   // with the same one do the same work. None: unknown (each such launch is profiled).
   std::optional<uint64_t> signature;
-  // The signature without the 1-byte parameters (FunctionCache::looseSignature); where it differs
+  // The signature without the 1-byte parameters (LaunchSignatures::loose); where it differs
   // from `signature`, launches equal but for those bytes copy a profiled one once a second sample
   // showed the bytes do not change the counts.
   std::optional<uint64_t> loose_signature;
