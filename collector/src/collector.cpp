@@ -537,9 +537,6 @@ void Collector::recordCopyAddresses(CUpti_CallbackId cbid, const CUpti_CallbackD
   copy_addresses_.push_back(r);
 }
 
-// A kernel node added to a CUDA graph (by hand, or captured): its function's facts, once, as for a
-// launched function. A function launched only from a hand-built graph is never seen by a launch
-// callback, and the kernel records of graph launches carry no function handle.
 uint64_t graphNodeId(CUgraphNode node) {
   uint64_t id = 0;
   return cuptiGetGraphNodeId(node, &id) == CUPTI_SUCCESS ? id : 0;
@@ -554,6 +551,10 @@ std::optional<uint64_t> graphNodeSignature(CUfunction f, const FunctionInfo& inf
   return FunctionCache::signatures(f, info, shape, params.kernelParams, params.extra).graph_key;
 }
 
+// A kernel node added to a CUDA graph (by hand, or captured): its function's facts, once, as for a
+// launched function (a function launched only from a hand-built graph is never seen by a launch
+// callback, and the kernel records of graph launches carry no function handle); in metrics mode
+// also its graph key, for the copies its kernels may take.
 void Collector::handleGraphNodeCreated(const CUpti_ResourceData* data) {
   const auto* g = data != nullptr ? static_cast<const CUpti_GraphData*>(data->resourceDescriptor) : nullptr;
   if (g == nullptr || g->node == nullptr || g->nodeType != CU_GRAPH_NODE_TYPE_KERNEL) return;
@@ -1059,11 +1060,7 @@ void Collector::drain() {
     }
     api.releaseBuffer(b.data);
   }
-  if (metrics_.enabled()) {
-    for (const core::KernelRecord& k : batch.kernels) {
-      if (k.graph_node_id != 0) metrics_.addGraphKernel(k.correlation_id, k.graph_node_id);
-    }
-  }
+  if (metrics_.enabled()) metrics_.addGraphKernels(batch.kernels);
   if (timing) {
     self_timing_.max_pending_launches = std::max<uint64_t>(self_timing_.max_pending_launches, translator_.pendingLaunches());
     t0 = now();

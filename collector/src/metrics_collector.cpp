@@ -498,13 +498,13 @@ void MetricsCollector::keepGraphSource(const Entry& e, const LaunchCounterResult
   g.several_signatures = g.several_signatures || g.first.signature != *e.signature;
 }
 
-void MetricsCollector::noteGraphNode(uint64_t node_id, std::optional<uint64_t> signature) {
+void MetricsCollector::noteGraphNode(uint64_t node_id, std::optional<uint64_t> graph_key) {
   if (!enabled_) return;
   std::lock_guard lock(mu_);
-  graph_nodes_[node_id] = graph_nodes_trusted_ ? signature : std::nullopt;
+  graph_nodes_[node_id] = graph_nodes_trusted_ ? graph_key : std::nullopt;
   if (debug_ranges_) {
-    logInfo("graph node %llu: signature %016llx%s", static_cast<unsigned long long>(node_id),
-            static_cast<unsigned long long>(signature.value_or(0)), signature ? "" : " (unknown)");
+    logInfo("graph node %llu: graph key %016llx%s", static_cast<unsigned long long>(node_id),
+            static_cast<unsigned long long>(graph_key.value_or(0)), graph_key ? "" : " (unknown)");
   }
 }
 
@@ -519,17 +519,19 @@ void MetricsCollector::noteGraphNodeChanged(uint64_t node_id) {
   graph_nodes_[node_id] = std::nullopt;
 }
 
-void MetricsCollector::addGraphKernel(uint32_t correlation_id, uint64_t graph_node_id) {
+void MetricsCollector::addGraphKernels(const std::vector<core::KernelRecord>& kernels) {
   if (!enabled_) return;
   std::lock_guard lock(mu_);
-  // Bounded: a kernel beyond it keeps its launch's reason (8M graph kernels waiting on sources).
-  if (graph_launches_.count(correlation_id) != 0 && pending_graph_kernels_.size() < (size_t{1} << 23)) {
-    pending_graph_kernels_.push_back(LaunchRef{correlation_id, 0, graph_node_id});
+  for (const core::KernelRecord& k : kernels) {
+    // Bounded: a kernel beyond it keeps its launch's reason (8M graph kernels waiting on sources).
+    if (k.graph_node_id == 0 || graph_launches_.count(k.correlation_id) == 0) continue;
+    if (pending_graph_kernels_.size() >= (size_t{1} << 23)) return;
+    pending_graph_kernels_.push_back(LaunchRef{k.correlation_id, 0, k.graph_node_id});
   }
 }
 
 // At the end of the run, when every profiled launch is decoded (a later launch could make a
-// source ambiguous): a graph kernel whose node signature has one decoded source gets its counters;
+// source ambiguous): a graph kernel whose node's graph key has one decoded source gets its counters;
 // the rest keep their launch's reason.
 void MetricsCollector::resolveGraphKernels() {
   if (!finished_) return;  // records arriving later (the last flush) are resolved at the next call
@@ -544,10 +546,9 @@ void MetricsCollector::resolveGraphKernels() {
     results_.push_back(copiedFrom(g.first, k));
   }
   pending_graph_kernels_.clear();
-  if (!graph_launches_.empty() && (!graph_copies_reported_ || graph_kernels_copied_ != graph_copies_in_metadata_)) {
+  if (!graph_launches_.empty() && graph_copies_in_metadata_ != graph_kernels_copied_) {
     metadata_.emplace_back("metrics_graph_kernels_copied", std::to_string(graph_kernels_copied_));
     graph_copies_in_metadata_ = graph_kernels_copied_;
-    graph_copies_reported_ = true;
   }
 }
 

@@ -77,18 +77,17 @@ class MetricsCollector {
   // skipping a context whose window the dying thread holds (never waits for it).
   void decodeOnFatalSignal();
 
-  // CUDA graphs. Their kernels are not replayed; a kernel whose node has the signature of a
-  // profiled launch (function, shape, non-pointer parameter bytes, read when the node was made)
-  // takes that launch's counters, marked same_signature like any copy. From the resource
-  // callbacks: a kernel node made (signature unknown: nullopt), and a node whose parameters
-  // changed after it was made (it then gets no copies).
-  void noteGraphNode(uint64_t node_id, std::optional<uint64_t> signature);
+  // CUDA graphs. Their kernels are not replayed; a kernel whose node has the graph key of a
+  // profiled launch (LaunchSignatures, read when the node was made) takes that launch's counters,
+  // marked same_signature like any copy. From the resource callbacks: a kernel node made (key
+  // unknown: nullopt), and a node whose parameters changed after it was made (no copies then).
+  void noteGraphNode(uint64_t node_id, std::optional<uint64_t> graph_key);
   void noteGraphNodeChanged(uint64_t node_id);
   // Node changes cannot be seen (their callbacks failed): graph kernels then get no copies.
   void noteGraphNodesUntrusted();
-  // From the writer thread: a kernel record of a graph launch. Resolved in takeResults, once the
-  // profiled launch it copies from is decoded (until the run ends).
-  void addGraphKernel(uint32_t correlation_id, uint64_t graph_node_id);
+  // From the writer thread: the kernel records of a period; those of selected graph launches are
+  // resolved by takeResults once the run has ended (every profiled launch decoded).
+  void addGraphKernels(const std::vector<core::KernelRecord>& kernels);
 
   std::vector<LaunchCounterResult> takeResults();
   std::vector<std::pair<std::string, std::string>> takeNotes();      // (severity, message)
@@ -162,8 +161,7 @@ class MetricsCollector {
   std::unordered_set<uint32_t> graph_launches_;  // correlation ids of the graph launches selected
   std::vector<LaunchRef> pending_graph_kernels_;
   uint64_t graph_kernels_copied_ = 0;
-  bool graph_copies_reported_ = false;
-  uint64_t graph_copies_in_metadata_ = 0;
+  std::optional<uint64_t> graph_copies_in_metadata_;
   bool graph_nodes_trusted_ = true;
   std::vector<LaunchCounterResult> results_;
   std::vector<std::pair<std::string, std::string>> notes_;

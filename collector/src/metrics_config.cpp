@@ -217,8 +217,8 @@ Decision LaunchSelector::decide(const LaunchFacts& f) {
     return d;
   }
   ++given_;
-  if (f.signature && config_.samples_per_signature > 0 && copyByLooseSignature(f, d)) return d;
   if (f.signature && config_.samples_per_signature > 0) {
+    if (copyByLooseSignature(f, d)) return d;
     auto [it, first] = samples_.try_emplace(*f.signature, Samples{d.launch_index, 0});
     if (!first && it->second.profiled >= config_.samples_per_signature) {
       d.kind = LaunchDecision::kCopy;

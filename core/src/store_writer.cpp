@@ -270,7 +270,7 @@ Status Writer::flush() {
       if (!name || !dem) return fail("write string");
       int i = 1;
       kernel_by_correlation_[(uint64_t{k.process_id} << 32) | k.correlation_id] = {kernel_id, k.end_ns - k.start_ns};
-      if (k.graph_node_id != 0) {
+      if (k.graph_node_id != 0 && default_missing_reason_) {  // a metrics run: counters go to graph nodes
         graph_kernel_by_node_[{k.process_id, k.correlation_id, k.graph_node_id}] = {kernel_id, k.end_ns - k.start_ns};
       }
       st.bind(i++, kernel_id++);

@@ -190,7 +190,8 @@ class Writer {
   // find their kernel without an index during collection (indexes are built at close).
   std::unordered_map<uint64_t, std::pair<int64_t, int64_t>> kernel_by_correlation_;  // id, duration
   // The same for the kernels of graph launches, which share their launch's correlation id:
-  // (process_id, correlation_id, graph_node_id) -> kernel id, duration.
+  // (process_id, correlation_id, graph_node_id) -> kernel id, duration. Kept in metrics runs only
+  // (expectCountersForEveryKernel), where copied counters are resolved to graph nodes.
   std::map<std::tuple<uint32_t, uint32_t, uint64_t>, std::pair<int64_t, int64_t>> graph_kernel_by_node_;
 };
 
