@@ -1,11 +1,6 @@
 // The post-run SASS step of `fprof run --metrics` (see sass_step.h).
 #include "sass_step.h"
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -15,108 +10,73 @@
 #include <set>
 #include <vector>
 
+#include "fprof/core/nvdisasm.h"
+#include "fprof/core/store.h"
 #include "fprof/core/sass_half.h"
-
-extern char** environ;
 
 namespace fprof::cli {
 namespace {
 
 namespace fs = std::filesystem;
 
-bool executable(const fs::path& p) { return ::access(p.c_str(), X_OK) == 0; }
-
 std::string readFile(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-// Runs nvdisasm -c on one cubin and returns what it printed ("" on failure).
-std::string disassemble(const std::string& nvdisasm, const fs::path& cubin) {
-  int out[2];
-  if (pipe(out) != 0) return {};
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
-  posix_spawn_file_actions_addclose(&actions, out[0]);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-  const std::string path = cubin.string();
-  char* argv[] = {const_cast<char*>(nvdisasm.c_str()), const_cast<char*>("-c"), const_cast<char*>(path.c_str()),
-                  nullptr};
-  pid_t pid = 0;
-  const int rc = posix_spawn(&pid, nvdisasm.c_str(), &actions, nullptr, argv, environ);
-  posix_spawn_file_actions_destroy(&actions);
-  ::close(out[1]);
-  std::string text;
-  if (rc == 0) {
-    char buffer[1 << 16];
-    ssize_t n;
-    while ((n = ::read(out[0], buffer, sizeof buffer)) > 0) text.append(buffer, static_cast<size_t>(n));
-    int status = 0;
-    waitpid(pid, &status, 0);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) text.clear();
-  }
-  ::close(out[0]);
-  return text;
-}
-
-// The cubins that hold any of the names (a function's mangled name is in its cubin's symbol table).
-std::vector<fs::path> cubinsHolding(const std::string& dir, const std::vector<std::string>& names) {
-  std::vector<fs::path> out;
+// Each wanted function's code (its section, with the copies of what it calls), cut from the first
+// saved cubin whose symbol table holds it.
+std::vector<std::pair<std::string, std::string>> codeOf(const std::string& dir, std::set<std::string> wanted) {
+  std::vector<std::pair<std::string, std::string>> out;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (wanted.empty()) break;
     if (e.path().extension() != ".cubin") continue;
     const std::string bytes = readFile(e.path());
-    for (const std::string& n : names) {
-      if (bytes.find(n) != std::string::npos) {
-        out.push_back(e.path());
-        break;
-      }
+    for (const core::CubinFunction& f : core::cubinFunctions(bytes)) {
+      if (f.code_size == 0 || wanted.erase(f.name) == 0) continue;
+      out.emplace_back(f.name, bytes.substr(f.code_offset, f.code_size));
     }
   }
   return out;
 }
 
-}  // namespace
-
-std::string findNvdisasm() {
-  if (const char* env = std::getenv("FPROF_NVDISASM"); env && *env) return executable(env) ? env : "";
-  std::vector<fs::path> candidates;
-  if (const char* path = std::getenv("PATH")) {
-    std::string p = path;
-    for (size_t start = 0; start <= p.size();) {
-      const size_t colon = p.find(':', start);
-      const std::string d = p.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
-      if (!d.empty()) candidates.push_back(fs::path(d) / "nvdisasm");
-      if (colon == std::string::npos) break;
-      start = colon + 1;
-    }
+// The functions' half-precision instructions, from one nvdisasm -b run over their code laid end
+// to end (nvdisasm's start-up, not the decoding, is its cost per call; a whole PyTorch cubin took
+// 18 s where its one kernel took 0.3 s, on the H100 machine).
+std::map<std::string, core::SassHalfCounts> halfOpsOf(const std::string& nvdisasm, int sm,
+                                                      const std::vector<std::pair<std::string, std::string>>& code,
+                                                      const std::string& scratch) {
+  std::string blob;
+  std::vector<core::CodeRange> ranges;
+  for (const auto& [name, bytes] : code) {
+    ranges.push_back({name, blob.size(), blob.size() + bytes.size()});
+    blob += bytes;
   }
-  if (const char* home = std::getenv("CUDA_HOME")) candidates.push_back(fs::path(home) / "bin" / "nvdisasm");
-  candidates.push_back("/usr/local/cuda/bin/nvdisasm");
-  for (const fs::path& c : candidates) {
-    if (executable(c)) return c.string();
-  }
-  return {};
+  std::ofstream(scratch, std::ios::binary | std::ios::trunc) << blob;
+  const std::string text = core::disassembleRawCode(nvdisasm, scratch, sm);
+  std::error_code ec;
+  fs::remove(scratch, ec);
+  if (text.empty()) return {};
+  return core::parseNvdisasmHalfOpsByRange(text, ranges);
 }
+
+}  // namespace
 
 std::string applySassStep(const std::string& db_path, const std::string& cubin_dir) {
   auto needed = core::functionsNeedingSass(db_path);
   if (!needed) return "half-precision FLOPs not completed: " + needed.error();
   if (needed->empty()) return {};
-  const std::string nvdisasm = findNvdisasm();
+  const std::string nvdisasm = core::findNvdisasm();
   std::map<std::string, core::SassHalfCounts> sass;
   std::string why_missing;
   if (nvdisasm.empty()) {
     why_missing = "unknown: nvdisasm (CUDA toolkit) was not found to read the function's SASS; set FPROF_NVDISASM";
   } else {
     why_missing = "unknown: the function's SASS was not found among the modules the program loaded";
-    const std::set<std::string> wanted(needed->begin(), needed->end());
-    for (const fs::path& cubin : cubinsHolding(cubin_dir, *needed)) {
-      for (auto& [name, counts] : core::parseNvdisasmHalfOps(disassemble(nvdisasm, cubin))) {
-        if (wanted.count(name)) sass.emplace(name, std::move(counts));
-      }
-    }
+    const auto sm = core::deviceSmOf(db_path);
+    const auto code = codeOf(cubin_dir, std::set<std::string>(needed->begin(), needed->end()));
+    if (sm && !code.empty()) sass = halfOpsOf(nvdisasm, *sm, code, cubin_dir + "/functions.code");
   }
   if (core::Status s = core::applySassHalfFlops(db_path, sass, why_missing); !s) {
     return "half-precision FLOPs not completed: " + s.error();

@@ -166,24 +166,52 @@ std::string number(double v) {
   return text;
 }
 
+template <typename F>
+void forEachLine(std::string_view text, F&& f) {
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    f(text.substr(pos, end - pos));
+    pos = end + 1;
+  }
+}
+
+// The address nvdisasm prints before an instruction ("/*0180*/"), none on other lines.
+std::optional<uint64_t> addressOf(std::string_view line) {
+  const size_t open = line.find("/*"), close = line.find("*/");
+  if (open == std::string_view::npos || close == std::string_view::npos || close <= open + 2) return std::nullopt;
+  const std::string address(line.substr(open + 2, close - open - 2));
+  if (address.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos) return std::nullopt;
+  return std::stoull(address, nullptr, 16);
+}
+
 }  // namespace
 
 std::map<std::string, SassHalfCounts> parseNvdisasmHalfOps(std::string_view text) {
   std::map<std::string, SassHalfCounts> out;
   SassHalfCounts* current = nullptr;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos) end = text.size();
-    const std::string_view line = text.substr(pos, end - pos);
-    pos = end + 1;
+  forEachLine(text, [&](std::string_view line) {
     if (auto name = functionStart(line)) {
       current = &out[*name];
-      continue;
+    } else if (std::string cls = current != nullptr ? classOf(line) : std::string(); !cls.empty()) {
+      ++(*current)[cls];
     }
-    if (current == nullptr) continue;
-    if (std::string cls = classOf(line); !cls.empty()) ++(*current)[cls];
-  }
+  });
+  return out;
+}
+
+std::map<std::string, SassHalfCounts> parseNvdisasmHalfOpsByRange(std::string_view text,
+                                                                   const std::vector<CodeRange>& ranges) {
+  std::map<std::string, SassHalfCounts> out;
+  for (const CodeRange& r : ranges) out[r.name];
+  forEachLine(text, [&](std::string_view line) {
+    const std::optional<uint64_t> at = addressOf(line);
+    if (!at) return;
+    auto range = std::find_if(ranges.begin(), ranges.end(), [&](const CodeRange& r) { return *at >= r.begin && *at < r.end; });
+    if (range == ranges.end()) return;
+    if (std::string cls = classOf(line); !cls.empty()) ++out[range->name][cls];
+  });
   return out;
 }
 
@@ -269,6 +297,19 @@ HalfFlops halfFlopsFromSass(const SassHalfCounts& sass, double hadd, double hmul
                     : std::string()) +
              " (" + joined(t.how) + "; packed = 2 lanes, lane-broadcast scalar = 1, immediate moves and conversions = 0)";
   return r;
+}
+
+Expected<int> deviceSmOf(const std::string& db_path) {
+  int sm = 0;
+  Status s = updateDatabase(db_path, [&](sqlite3* db) -> Status {
+    Statement st(db, "SELECT compute_major * 10 + compute_minor FROM device ORDER BY rowid LIMIT 1");
+    if (!st.ok()) return makeError(db_path + ": " + detail::sqliteMessage(db));
+    if (st.step() == SQLITE_ROW) sm = static_cast<int>(st.i64(0));
+    return {};
+  });
+  if (!s) return Error{s.error()};
+  if (sm <= 0) return Error{db_path + ": no device recorded"};
+  return sm;
 }
 
 Expected<std::vector<std::string>> functionsNeedingSass(const std::string& db_path) {

@@ -1,7 +1,8 @@
 // Kernels with each form of half-precision arithmetic, for the SASS parser's test
 // (tests/unit/core/test_sass_half.cpp). tests/data/sass/half_ops_sm90.sass is
 //   nvcc -arch=sm_90 -cubin -o half_ops.cubin half_ops.cu && nvdisasm -c half_ops.cubin
-// (nvcc 13.0, nvdisasm 13.5 from the nvidia-cuda-nvdisasm wheel).
+// (nvcc 13.0, nvdisasm 13.5 from the nvidia-cuda-nvdisasm wheel). half_ops_sm90.cubin is that cubin
+// as nvcc 13.0 builds it here (tests/unit/core/test_nvdisasm.cpp reads its symbol table).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 __global__ void scalar_hfma(__half* x, int n) {

@@ -16,6 +16,7 @@
 // method says so. Where all warps are full it is exact.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -34,6 +35,20 @@ using SassHalfCounts = std::map<std::string, int64_t>;
 
 // Per mangled function name, from the text `nvdisasm -c` prints for a cubin.
 std::map<std::string, SassHalfCounts> parseNvdisasmHalfOps(std::string_view nvdisasm_text);
+
+// Several functions' code decoded in one `nvdisasm -b` run over their concatenation (nvdisasm's
+// start-up, about 0.3-0.5 s, is most of its cost for a kernel): each line goes to the function
+// whose byte range [begin, end) holds its address.
+struct CodeRange {
+  std::string name;
+  uint64_t begin = 0, end = 0;
+};
+std::map<std::string, SassHalfCounts> parseNvdisasmHalfOpsByRange(std::string_view nvdisasm_text,
+                                                                   const std::vector<CodeRange>& ranges);
+
+// The SM version (90 for compute capability 9.0) of the first device of a database; none when it
+// has no device row.
+Expected<int> deviceSmOf(const std::string& db_path);
 
 struct HalfFlops {
   std::optional<double> fp16;

@@ -1,0 +1,157 @@
+// Cubin symbols and nvdisasm (see nvdisasm.h).
+#include "fprof/core/nvdisasm.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+extern char** environ;
+
+namespace fprof::core {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool executable(const fs::path& p) { return ::access(p.c_str(), X_OK) == 0; }
+
+// The environment without the variables that would inject fprof (or anything) into the child.
+std::vector<char*> childEnvironment() {
+  static constexpr const char* kDropped[] = {"LD_PRELOAD=", "CUDA_INJECTION64_PATH=", "NVTX_INJECTION64_PATH="};
+  std::vector<char*> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    bool dropped = false;
+    for (const char* d : kDropped) dropped = dropped || std::strncmp(*e, d, std::strlen(d)) == 0;
+    if (!dropped) env.push_back(*e);
+  }
+  env.push_back(nullptr);
+  return env;
+}
+
+// Runs argv[0] with argv, returns its standard output when it exits with 0, else "".
+std::string outputOf(std::vector<std::string> args) {
+  int out[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) return {};
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<char*> env = childEnvironment();
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), env.data());
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(out[1]);
+  std::string text;
+  if (rc == 0) {
+    char buffer[1 << 16];
+    ssize_t n;
+    while ((n = ::read(out[0], buffer, sizeof buffer)) > 0 || (n < 0 && errno == EINTR)) {
+      if (n > 0) text.append(buffer, static_cast<size_t>(n));
+    }
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) text.clear();
+  }
+  ::close(out[0]);
+  return text;
+}
+
+template <typename T>
+bool readAt(std::string_view bytes, uint64_t offset, T& out) {
+  if (offset > bytes.size() || bytes.size() - offset < sizeof(T)) return false;
+  std::memcpy(&out, bytes.data() + offset, sizeof(T));
+  return true;
+}
+
+}  // namespace
+
+std::string findNvdisasm() {
+  if (const char* env = std::getenv("FPROF_NVDISASM"); env && *env) return executable(env) ? env : "";
+  std::vector<fs::path> candidates;
+  if (const char* path = std::getenv("PATH")) {
+    std::string p = path;
+    for (size_t start = 0; start <= p.size();) {
+      const size_t colon = p.find(':', start);
+      const std::string d = p.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+      if (!d.empty()) candidates.push_back(fs::path(d) / "nvdisasm");
+      if (colon == std::string::npos) break;
+      start = colon + 1;
+    }
+  }
+  if (const char* home = std::getenv("CUDA_HOME")) candidates.push_back(fs::path(home) / "bin" / "nvdisasm");
+  candidates.push_back("/usr/local/cuda/bin/nvdisasm");
+  for (const fs::path& c : candidates) {
+    if (executable(c)) return c.string();
+  }
+  return {};
+}
+
+std::string disassembleRawCode(const std::string& nvdisasm, const std::string& code_path, int sm) {
+  if (sm <= 0) return {};
+  return outputOf({nvdisasm, "-b", "SM" + std::to_string(sm), code_path});
+}
+
+std::vector<CubinFunction> cubinFunctions(std::string_view elf) {
+  // ELF64 little-endian: e_shoff at 0x28, e_shentsize at 0x3A, e_shnum at 0x3C.
+  std::vector<CubinFunction> out;
+  if (elf.size() < 0x40 || elf.substr(0, 4) != "\x7f" "ELF" || elf[4] != 2 || elf[5] != 1) return out;
+  uint64_t shoff = 0;
+  uint16_t shentsize = 0, shnum = 0;
+  if (!readAt(elf, 0x28, shoff) || !readAt(elf, 0x3A, shentsize) || !readAt(elf, 0x3C, shnum) || shentsize < 64) {
+    return out;
+  }
+  struct Section {
+    uint32_t type = 0, link = 0;
+    uint64_t offset = 0, size = 0, entsize = 0;
+  };
+  auto section = [&](uint32_t i, Section& s) {
+    const uint64_t at = shoff + uint64_t{i} * shentsize;
+    return readAt(elf, at + 4, s.type) && readAt(elf, at + 24, s.offset) && readAt(elf, at + 32, s.size) &&
+           readAt(elf, at + 40, s.link) && readAt(elf, at + 56, s.entsize);
+  };
+  constexpr uint32_t kSymtab = 2;
+  constexpr uint8_t kFunc = 2;
+  for (uint32_t i = 0; i < shnum; ++i) {
+    Section symtab, strtab;
+    if (!section(i, symtab) || symtab.type != kSymtab || symtab.entsize < 24) continue;
+    if (!section(symtab.link, strtab) || strtab.offset > elf.size()) continue;
+    const std::string_view names = elf.substr(strtab.offset, std::min<uint64_t>(strtab.size, elf.size() - strtab.offset));
+    for (uint64_t k = 0; k < symtab.size / symtab.entsize; ++k) {
+      const uint64_t at = symtab.offset + k * symtab.entsize;
+      uint32_t name = 0;
+      uint8_t info = 0;
+      uint16_t shndx = 0;
+      uint64_t value = 0, size = 0;
+      if (!readAt(elf, at, name) || !readAt(elf, at + 4, info) || !readAt(elf, at + 6, shndx) ||
+          !readAt(elf, at + 8, value) || !readAt(elf, at + 16, size)) {
+        break;
+      }
+      if ((info & 0xf) != kFunc || shndx == 0 || name >= names.size()) continue;
+      const size_t end = names.find('\0', name);
+      if (end == std::string_view::npos) continue;
+      CubinFunction f{static_cast<uint32_t>(k), std::string(names.substr(name, end - name))};
+      // A function symbol's value is its offset in its section (relocatable and executable cubins).
+      if (Section code; section(shndx, code) && value <= code.size && code.offset <= elf.size()) {
+        const uint64_t length = size > 0 ? std::min(size, code.size - value) : code.size - value;
+        if (code.offset + value + length <= elf.size()) {
+          f.code_offset = code.offset + value;
+          f.code_size = length;
+        }
+      }
+      out.push_back(std::move(f));
+    }
+  }
+  return out;
+}
+
+}  // namespace fprof::core
