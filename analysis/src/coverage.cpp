@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <unordered_map>
 
@@ -123,6 +124,12 @@ std::string describeCollection(const core::Profile& p) {
   if (const std::string replay = p.meta("replay_mode"); !replay.empty()) {
     const std::string passes = p.meta("metrics_passes");
     parts.push_back(replay + " replay" + (passes.empty() ? "" : fmt::format(" ({} passes)", passes)));
+  }
+  if (const std::string replay = p.meta("metrics_replay_seconds"); !replay.empty()) {
+    const std::string profiled = p.meta("metrics_kernels_profiled");
+    parts.push_back(fmt::format("{} launches profiled in {:.1f} s of replay, {:.1f} s of decoding",
+                                profiled.empty() ? "0" : profiled, std::atof(replay.c_str()),
+                                std::atof(p.meta("metrics_decode_seconds").c_str())));
   }
   if (const std::string cache = p.meta("cache_control"); !cache.empty()) {
     parts.push_back(cache == "all" ? "caches flushed before each pass (cache control all)"

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 
 #include "checks.h"
@@ -54,6 +55,10 @@ thread_local Window t_window;
 // Counts whose equality says two launches did the same work (bytes and time vary run to run).
 bool isDeterministic(const std::string& metric) {
   return metric.find("inst_executed") != std::string::npos || metric.find("ops_path_tensor") != std::string::npos;
+}
+
+double secondsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
 bool sameDeterministicCounts(const std::vector<std::pair<std::string, double>>& a,
@@ -241,6 +246,7 @@ void MetricsCollector::keepDecoded(const Entry& e, const std::vector<double>& ro
 
 void MetricsCollector::decode(ContextState& s) {
   if (!s.profiler || s.batch.empty()) return;
+  const auto decode_started = std::chrono::steady_clock::now();
   std::vector<std::vector<double>> rows;
   std::vector<std::string> names;
   std::string error;
@@ -269,6 +275,7 @@ void MetricsCollector::decode(ContextState& s) {
                         " matched by kernel name and order, the others have no counters (with the reason stored)");
   }
   s.batch.clear();
+  decode_seconds_ += secondsSince(decode_started);
 }
 
 // Like the CLI's progress lines: only where someone watches (stderr a terminal), so logs of
@@ -350,6 +357,7 @@ void MetricsCollector::openWindow(const LaunchRequest& launch, ContextState& s) 
   e.loose_first_signature = decision.loose_first_signature;
   s.batch.push_back(std::move(e));
   t_window.profiled = true;
+  s.launch_started = std::chrono::steady_clock::now();
   ++profiled_;
   progress();
 }
@@ -378,6 +386,7 @@ void MetricsCollector::closeWindow(CUresult result) {
   if (s == nullptr || !t_window.profiled || !s->profiler) return;
   std::string error;
   if (!s->profiler->stop(error)) note("warning", "stopping the range profiler: " + error);
+  replay_seconds_ += secondsSince(s->launch_started);  // the launch call, kernel replay included
   if (result != CUDA_SUCCESS && !s->batch.empty()) {
     // A failed launch runs no kernel and makes no range; its kernel row will not exist either.
     s->batch.pop_back();
@@ -468,6 +477,11 @@ void MetricsCollector::finishAll() {
     metadata_.emplace_back("metrics_kernels_profiled", std::to_string(profiled_));
     metadata_.emplace_back("metrics_kernels_copied", std::to_string(copied_));
     if (unmatched_ranges_ > 0) metadata_.emplace_back("metrics_unmatched_ranges", std::to_string(unmatched_ranges_));
+    char cost[64];
+    std::snprintf(cost, sizeof cost, "%.3f", replay_seconds_);
+    metadata_.emplace_back("metrics_replay_seconds", cost);
+    std::snprintf(cost, sizeof cost, "%.3f", decode_seconds_);
+    metadata_.emplace_back("metrics_decode_seconds", cost);
   }
   finished_ = true;
 }

@@ -111,6 +111,7 @@ class MetricsCollector {
     std::vector<Entry> batch;  // profiled launches whose ranges are not decoded yet
     bool failed = false;
     bool set_up = false;
+    std::chrono::steady_clock::time_point launch_started{};  // of the profiled launch in its window
   };
   struct Profiled {  // a decoded launch that copies may come from
     core::KernelCounters counters;
@@ -171,6 +172,8 @@ class MetricsCollector {
   uint64_t copied_ = 0;
   uint64_t unmatched_ranges_ = 0;
   size_t passes_ = 0;
+  // What profiling cost: the profiled launches' calls (kernel replay runs inside them) and decoding.
+  double replay_seconds_ = 0, decode_seconds_ = 0;
   std::chrono::steady_clock::time_point started_at_{};
   std::chrono::steady_clock::time_point last_progress_{};
 };

@@ -100,6 +100,11 @@ TEST(Coverage, CollectionMethodComesFromTheMetricsRunsMetadata) {
   EXPECT_EQ(describeCollection(p), "kernels inside NVTX ranges containing 'train_step' on any thread (--nvtx-scope process)");
   p.metadata = {{"mode", "metrics"}, {"nvtx_include", "decode,layer=3"}, {"nvtx_scope", "thread"}};
   EXPECT_EQ(describeCollection(p), "kernels inside NVTX ranges containing 'decode,layer=3' on the launching thread");
+  p.metadata = {{"mode", "metrics"},
+                {"metrics_kernels_profiled", "113"},
+                {"metrics_replay_seconds", "20.204"},
+                {"metrics_decode_seconds", "0.113"}};
+  EXPECT_EQ(describeCollection(p), "113 launches profiled in 20.2 s of replay, 0.1 s of decoding");
   p.metadata = {{"mode", "trace"}, {"cache_control", "all"}};
   EXPECT_EQ(describeCollection(p), "");
 }
