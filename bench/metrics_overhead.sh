@@ -11,7 +11,8 @@
 #              2 layers, prefill + 4 decode steps);
 #   torch      a PyTorch training step of a transformer block (bench/torch_step.py: forward,
 #              backward, AdamW), skipped where PyTorch is missing.
-# Prints per program the cost per launch of each run and the ratio to ncu, and the values of every
+# Prints per program the cost per launch of each run and the ratio to ncu (and, for fprof, the
+# launches it profiled and the replay time of each, from the database), and the values of every
 # kernel against ncu's (median and max relative difference, kernels matched by launch order).
 #
 #   FPROF_BUILD=build-gpu [FPROF_CUPTI134=DIR] [PROGRAMS="bench transformer torch"] bench/metrics_overhead.sh
@@ -127,6 +128,15 @@ def launches_of(label):
     except sqlite3.Error:
         return 0
 
+def replay_cost(name):
+    """Profiled launches and ms of replay each (the collector's metrics_replay_seconds), or ""."""
+    try:
+        meta = dict(sqlite3.connect(f"{work}/{name}.fprof").execute("select key, value from metadata").fetchall())
+        profiled = int(meta["metrics_kernels_profiled"])
+        return f"{profiled:5d} x {float(meta['metrics_replay_seconds']) / max(profiled, 1) * 1e3:6.1f} ms"
+    except (sqlite3.Error, KeyError, ValueError):
+        return ""
+
 checked = ["dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_bytes.sum",
            "sm__sass_thread_inst_executed_op_ffma_pred_on.sum", "sm__sass_thread_inst_executed_op_hfma_pred_on.sum",
            "sm__ops_path_tensor_src_fp16.sum", "sm__warps_active.avg.pct_of_peak_sustained_active"]
@@ -161,7 +171,8 @@ for label in labels:
 
 device = os.popen("nvidia-smi --query-gpu=name --format=csv,noheader").read().strip()
 print(f"\n== cost against ncu, same program, same metrics, cache control none (device: {device})")
-print(f"{'run':30s} {'exit':>4s} {'wall s':>8s} {'launches':>8s} {'ms/launch':>10s} {'ncu / this':>11s}")
+print(f"{'run':30s} {'exit':>4s} {'wall s':>8s} {'launches':>8s} {'ms/launch':>10s} {'ncu / this':>11s}"
+      f"  {'profiled x replay each':>22s}")
 for label in labels:
     native = runs[f"{label}.native"][0]
     launches = launches_of(label)
@@ -173,5 +184,6 @@ for label in labels:
         per = (wall - native) / launches if launches and suffix != "native" else float("nan")
         ref = runs.get(f"{label}.ncu_all" if suffix.endswith("all") else f"{label}.ncu_none")
         ratio = (ref[0] - native) / (wall - native) if ref and wall > native and suffix != "native" else float("nan")
-        print(f"{name:30s} {rc:4d} {wall:8.2f} {launches:8d} {per * 1e3:10.2f} {ratio:10.1f}x")
+        replay = replay_cost(name) if suffix.startswith("fprof") else ""
+        print(f"{name:30s} {rc:4d} {wall:8.2f} {launches:8d} {per * 1e3:10.2f} {ratio:10.1f}x  {replay:>22s}")
 PY
