@@ -1,8 +1,6 @@
 // The post-run SASS step of `fprof run --metrics` (see sass_step.h).
 #include "sass_step.h"
 
-#include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -11,7 +9,6 @@
 #include <vector>
 
 #include "fprof/core/nvdisasm.h"
-#include "fprof/core/store.h"
 #include "fprof/core/sass_half.h"
 
 namespace fprof::cli {

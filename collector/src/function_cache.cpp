@@ -142,11 +142,6 @@ void addWithoutAddresses(std::initializer_list<Fnv1a*> hs, const uint8_t* bytes,
 
 }  // namespace
 
-std::optional<uint64_t> FunctionCache::signature(CUfunction handle, const FunctionInfo& info, const LaunchShape& shape,
-                                                 void** kernel_params, void** extra) {
-  return signatures(handle, info, shape, kernel_params, extra).full;
-}
-
 // One pass over the arguments for the three hashes (each device-address check is a driver call).
 LaunchSignatures FunctionCache::signatures(CUfunction handle, const FunctionInfo& info, const LaunchShape& shape,
                                            void** kernel_params, void** extra) {

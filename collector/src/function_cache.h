@@ -86,7 +86,7 @@ struct LaunchShape {
   uint32_t dynamic_shared_bytes = 0;
 };
 
-// A launch's signature (FunctionCache::signature) and two looser ones. `loose` leaves out the
+// A launch's signature (FunctionCache::signatures) and two looser ones. `loose` leaves out the
 // 1-byte parameters, which are often a capture-less lambda passed by value whose byte is whatever
 // was on the launching thread's stack (PyTorch's elementwise kernels): launches equal but for them
 // may do the same work, which a second sample decides (LaunchSelector). `graph_key` also leaves out
@@ -122,12 +122,10 @@ class FunctionCache {
   uint64_t resolvedKernelHandles() const { return resolved_.load(std::memory_order_relaxed); }
   uint64_t failedHandles() const { return failed_.load(std::memory_order_relaxed); }
 
-  // A hash of function, shape and every argument byte except device addresses (8-byte values the
-  // driver knows as device memory): equal for launches that do the same work. None when the
-  // arguments cannot be read.
-  static std::optional<uint64_t> signature(CUfunction handle, const FunctionInfo& info, const LaunchShape& shape,
-                                           void** kernel_params, void** extra);
-  // The signature and two looser ones (LaunchSignatures), in one pass over the arguments.
+  // A launch's signature, a hash of function, shape and every argument byte except device
+  // addresses (8-byte values the driver knows as device memory), equal for launches that do the
+  // same work, and two looser ones (LaunchSignatures), in one pass over the arguments. None when
+  // the arguments cannot be read.
   static LaunchSignatures signatures(CUfunction handle, const FunctionInfo& info, const LaunchShape& shape,
                                      void** kernel_params, void** extra);
 

@@ -26,8 +26,8 @@ struct CubinFunction {
   uint64_t code_size = 0;     // their size in bytes (0: unknown)
 };
 
-// The function symbols (STT_FUNC with code) and where their code is of a 64-bit little-endian ELF cubin; empty when the
-// bytes are no such ELF (a PTX module, a truncated file).
+// The function symbols (STT_FUNC with code) of a 64-bit little-endian ELF cubin, and where their
+// code is; empty when the bytes are no such ELF (a PTX module, a truncated file).
 std::vector<CubinFunction> cubinFunctions(std::string_view elf);
 
 }  // namespace fprof::core
