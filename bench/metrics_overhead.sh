@@ -28,7 +28,13 @@ mkdir -p "$work"
 if ! nvidia-smi -L >/dev/null 2>&1; then echo "metrics_overhead: no GPU; nothing measured"; exit 77; fi
 ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 
-metrics=$("$build/bin/fprof-metrics-host" --list 2>/dev/null | sed -n '/^roofline:/,/passes/p' | awk '$1=="ok"{print $2}' | paste -sd, -)
+# ncu gets what a user asks it for to see the same numbers: fprof's roofline set with the six ops_path
+# tensor counters in place of the tensor pipe's cycles and DMMA instructions, which fprof turns into
+# tensor FLOPs with the functions' SASS (core/sass_tensor.h).
+metrics=$("$build/bin/fprof-metrics-host" --list 2>/dev/null | sed -n '/^roofline:/,/passes/p' | awk '$1=="ok"{print $2}' |
+  grep -v -e '^sm__pipe_tensor_op_hmma_type_hmma_hgmma_qgmma_cycles_active' -e '^sm__inst_executed_pipe_tensor_op_dmma' | paste -sd, -)
+metrics="$metrics,sm__ops_path_tensor_src_fp16.sum,sm__ops_path_tensor_src_bf16_dst_fp32.sum,sm__ops_path_tensor_src_tf32_dst_fp32.sum"
+metrics="$metrics,sm__ops_path_tensor_src_fp8.sum,sm__ops_path_tensor_src_fp64.sum,sm__ops_path_tensor_src_int8.sum"
 timings=$work/timings.tsv
 : >"$timings"
 timed() {  # timed NAME COMMAND...: wall seconds and exit code into timings.tsv
@@ -114,6 +120,12 @@ def fprof_values(name):
     for kid, metric, value in db.execute(
             "select m.kernel_id, s.value, m.value from kernel_metric m join string s on s.id = m.metric_id"):
         out[(index[kid], metric)] = value
+    # Tensor FLOPs fprof derived from the tensor pipe's cycles and the SASS, under ncu's ops_path names.
+    columns = {"sm__ops_path_tensor_src_fp16.sum": "flops_tensor_fp16",
+               "sm__ops_path_tensor_src_bf16_dst_fp32.sum": "flops_tensor_bf16"}
+    for metric, column in columns.items():
+        for kid, value in db.execute(f"select kernel_id, {column} from kernel_counter where {column} is not null"):
+            out.setdefault((index[kid], metric), value)
     sources = dict(db.execute("select source, count(*) from kernel_counter group by source").fetchall())
     missing = db.execute("select count(*) from kernel_counter_missing").fetchone()[0]
     return out, len(ids), sources, missing
@@ -139,7 +151,8 @@ def replay_cost(name):
 
 checked = ["dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_bytes.sum",
            "sm__sass_thread_inst_executed_op_ffma_pred_on.sum", "sm__sass_thread_inst_executed_op_hfma_pred_on.sum",
-           "sm__ops_path_tensor_src_fp16.sum", "sm__warps_active.avg.pct_of_peak_sustained_active"]
+           "sm__ops_path_tensor_src_fp16.sum", "sm__ops_path_tensor_src_bf16_dst_fp32.sum",
+           "sm__warps_active.avg.pct_of_peak_sustained_active"]
 
 def compare(fname, nname):
     f, kernels, sources, missing = fprof_values(fname)

@@ -10,6 +10,7 @@
 
 #include "fprof/core/nvdisasm.h"
 #include "fprof/core/sass_half.h"
+#include "fprof/core/sass_tensor.h"
 
 namespace fprof::cli {
 namespace {
@@ -21,25 +22,30 @@ std::string readFile(const fs::path& p) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-// Each wanted function's code (its section, with the copies of what it calls), cut from the first
-// saved cubin whose symbol table holds it.
-std::vector<std::pair<std::string, std::string>> codeOf(const std::string& dir, std::set<std::string> wanted) {
+// Each wanted function's code (its section, with the copies of what it calls), cut from every
+// saved cubin whose symbol table holds it: one entry per distinct code. Libraries that compile
+// kernels at run time (cuDNN's generated attention) give one name to different code in several
+// modules (an fp16 and a bf16 build); a kernel record does not say which module it ran from, so the
+// SASS step reads all of them together and counts only what holds for each (sass_half.h bounds,
+// sass_tensor.h precisions).
+std::vector<std::pair<std::string, std::string>> codeOf(const std::string& dir, const std::set<std::string>& wanted) {
   std::vector<std::pair<std::string, std::string>> out;
+  std::set<std::pair<std::string, std::string>> seen;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
-    if (wanted.empty()) break;
     if (e.path().extension() != ".cubin") continue;
     const std::string bytes = readFile(e.path());
     for (const core::CubinFunction& f : core::cubinFunctions(bytes)) {
-      if (f.code_size == 0 || wanted.erase(f.name) == 0) continue;
-      out.emplace_back(f.name, bytes.substr(f.code_offset, f.code_size));
+      if (f.code_size == 0 || wanted.count(f.name) == 0) continue;
+      std::string code = bytes.substr(f.code_offset, f.code_size);
+      if (seen.emplace(f.name, code).second) out.emplace_back(f.name, std::move(code));
     }
   }
   return out;
 }
 
-// The functions' half-precision instructions, from one nvdisasm -b run over their code laid end
-// to end (nvdisasm's start-up, not the decoding, is its cost per call; a whole PyTorch cubin took
+// The functions' half-precision and tensor instructions, from one nvdisasm -b run over their code
+// laid end to end (a name with several codes gets the classes of all) (nvdisasm's start-up, not the decoding, is its cost per call; a whole PyTorch cubin took
 // 18 s where its one kernel took 0.3 s, on the H100 machine). Where that run fails, each function
 // alone, so that code nvdisasm cannot read costs only its own FLOPs.
 std::map<std::string, core::SassHalfCounts> halfOpsOf(const std::string& nvdisasm, int sm,
@@ -63,7 +69,10 @@ std::map<std::string, core::SassHalfCounts> halfOpsOf(const std::string& nvdisas
   if (code.size() < 2) return out;
   for (const auto& [name, bytes] : code) {
     const std::string text = decode(bytes);
-    if (!text.empty()) out[name] = core::parseNvdisasmHalfOpsByRange(text, {{name, 0, bytes.size()}})[name];
+    if (text.empty()) continue;
+    for (const auto& [cls, count] : core::parseNvdisasmHalfOpsByRange(text, {{name, 0, bytes.size()}})[name]) {
+      out[name][cls] += count;
+    }
   }
   return out;
 }
@@ -71,25 +80,33 @@ std::map<std::string, core::SassHalfCounts> halfOpsOf(const std::string& nvdisas
 }  // namespace
 
 std::string applySassStep(const std::string& db_path, const std::string& cubin_dir) {
-  auto needed = core::functionsNeedingSass(db_path);
-  if (!needed) return "half-precision FLOPs not completed: " + needed.error();
-  if (needed->empty()) return {};
+  auto half = core::functionsNeedingSass(db_path);
+  if (!half) return "half-precision FLOPs not completed: " + half.error();
+  auto tensor = core::functionsNeedingTensorSass(db_path);
+  if (!tensor) return "tensor FLOPs not completed: " + tensor.error();
+  std::set<std::string> needed(half->begin(), half->end());
+  needed.insert(tensor->begin(), tensor->end());
+  if (needed.empty()) return {};
   const std::string nvdisasm = core::findNvdisasm();
+  const auto sm = core::deviceSmOf(db_path);
   std::map<std::string, core::SassHalfCounts> sass;
   std::string why_missing;
   if (nvdisasm.empty()) {
     why_missing = "unknown: nvdisasm (CUDA toolkit) was not found to read the function's SASS; set FPROF_NVDISASM";
   } else {
     why_missing = "unknown: the function's SASS was not found among the modules the program loaded";
-    const auto sm = core::deviceSmOf(db_path);
-    const auto code = codeOf(cubin_dir, std::set<std::string>(needed->begin(), needed->end()));
+    const auto code = codeOf(cubin_dir, needed);
     if (sm && !code.empty()) sass = halfOpsOf(nvdisasm, *sm, code, cubin_dir + "/functions.code");
   }
   if (core::Status s = core::applySassHalfFlops(db_path, sass, why_missing); !s) {
     return "half-precision FLOPs not completed: " + s.error();
   }
-  return "read the SASS of " + std::to_string(sass.size()) + " of " + std::to_string(needed->size()) +
-         " functions with half-precision instructions (fp16/bf16 FLOPs per lane)";
+  if (core::Status s = core::applySassTensorFlops(db_path, sass, sm ? *sm : 0, why_missing); !s) {
+    return "tensor FLOPs not completed: " + s.error();
+  }
+  return "read the SASS of " + std::to_string(sass.size()) + " of " + std::to_string(needed.size()) +
+         " functions (" + std::to_string(half->size()) + " with half-precision instructions: fp16/bf16 FLOPs per lane; " +
+         std::to_string(tensor->size()) + " with tensor-pipe work: tensor FLOPs per cycle)";
 }
 
 }  // namespace fprof::cli

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "fprof/core/sass_half.h"
+#include "fprof/core/sass_tensor.h"
 
 namespace fprof::core {
 namespace {
@@ -35,10 +36,15 @@ const std::vector<std::string> kTensor = {
     "sm__ops_path_tensor_src_fp64.sum",          "sm__ops_path_tensor_src_int8.sum",
 };
 
+// The roofline set's tensor counters: the tensor pipe's active cycles (HMMA/HGMMA/QGMMA) and DMMA
+// instructions fit in the two passes the memory and SASS counters take, where the six ops_path
+// counters above take five more on GH100; the SASS step turns them into FLOPs (sass_tensor.h).
+const std::vector<std::string> kTensorCycles = {kTensorCyclesMetric, kDmmaInstMetric};
+
 const std::vector<std::string> kInstructions = {"smsp__inst_executed.sum"};
 
 // Cheap extras only: the *.pct_of_peak_sustained_elapsed throughput metrics would take the
-// roofline set's 7 GH100 passes to 16.
+// full set's GH100 passes from 9 to about 18.
 const std::vector<std::string> kExtra = {
     "lts__t_sector_hit_rate.pct",
     "l1tex__t_sector_hit_rate.pct",
@@ -46,8 +52,8 @@ const std::vector<std::string> kExtra = {
 };
 
 // 16-bit instructions on the FMA pipe (HFMA2.MMA runs on the MMA pipe and is not counted): splits
-// a function's HFMA2 by pipe where the SASS holds packed and scalar forms (sass_half.h). One pass
-// more on GH100 (roofline 7 -> 8), so only in `full`.
+// a function's HFMA2 by pipe where the SASS holds packed and scalar forms (sass_half.h). It costs
+// the roofline set a pass on GH100, so only in `full`.
 const std::vector<std::string> kHalfPipe = {kFp16PipeMetric};
 
 std::vector<std::string> concat(std::initializer_list<const std::vector<std::string>*> parts) {
@@ -61,10 +67,14 @@ std::vector<std::string> concat(std::initializer_list<const std::vector<std::str
 const std::vector<MetricSet>& builtinMetricSets() {
   static const std::vector<MetricSet> sets = {
       {"memory", "DRAM/L2/L1 bytes, local (spill) traffic, achieved occupancy, GPU time", kMemory},
-      {"roofline", "memory + FLOPs per precision (FP64/FP32/FP16 instructions) + tensor-core ops + instructions",
-       concat({&kMemory, &kFlops, &kTensor, &kInstructions})},
-      {"full", "roofline + L2 and L1 hit rates, the SM clock and the FMA pipe's fp16 instructions",
-       concat({&kMemory, &kFlops, &kTensor, &kInstructions, &kExtra, &kHalfPipe})},
+      {"roofline",
+       "memory + FLOPs per precision (FP64/FP32/FP16 instructions) + tensor-core FLOPs (tensor pipe cycles x the "
+       "SASS's ops a cycle) + instructions",
+       concat({&kMemory, &kFlops, &kTensorCycles, &kInstructions})},
+      {"full",
+       "memory + FLOPs + tensor-core ops from the ops_path counters (integer ops too) + instructions + L2 and L1 hit "
+       "rates, the SM clock and the FMA pipe's fp16 instructions",
+       concat({&kMemory, &kFlops, &kTensorCycles, &kTensor, &kInstructions, &kExtra, &kHalfPipe})},
   };
   return sets;
 }
@@ -149,6 +159,17 @@ KernelCounters deriveCounters(const std::vector<std::string>& names, const std::
   c.flops_tensor_fp8 = tensor("sm__ops_path_tensor_src_fp8.sum");
   c.flops_tensor_fp64 = tensor("sm__ops_path_tensor_src_fp64.sum");
   c.ops_tensor_int8 = tensor("sm__ops_path_tensor_src_int8.sum");
+  // Without ops_path counters, from the tensor pipe's cycles and DMMA instructions: none ran (0
+  // exactly), or FLOPs wait for the function's SASS (sass_tensor.h). Integer ops stay uncollected.
+  const auto cycles = get(kTensorCyclesMetric);
+  const auto dmma = get(kDmmaInstMetric);
+  if (!c.flops_tensor_fp16 && cycles && dmma) {
+    if (*cycles == 0 && *dmma == 0) {
+      c.flops_tensor_fp16 = c.flops_tensor_bf16 = c.flops_tensor_tf32 = c.flops_tensor_fp8 = c.flops_tensor_fp64 = 0;
+    } else {
+      c.tensor_flops_method = kTensorFlopsPending;
+    }
+  }
   return c;
 }
 

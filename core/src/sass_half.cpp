@@ -22,6 +22,8 @@ constexpr const char* kOpcodes[] = {"HFMA2", "HADD2", "HMUL2"};
 // Other 16-bit instructions that may run on the FMA pipe's fp16 unit (compares, min/max): a
 // function holding them gets no pipe split, since the fp16 pipe counter may count them too.
 constexpr const char* kOtherFp16Opcodes[] = {"HSETP2", "HSET2", "HMNMX2"};
+// Tensor-core matrix instructions: kept whole ("mma:HGMMA.64x128x16.F32") for sass_tensor.h.
+constexpr const char* kMmaOpcodes[] = {"HMMA", "HGMMA", "QGMMA", "IMMA", "IGMMA", "DMMA", "BMMA", "BGMMA"};
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -92,6 +94,9 @@ std::string classOf(std::string_view line) {
   const size_t dot = mnemonic.find('.');
   const std::string_view opcode = mnemonic.substr(0, dot);
   const std::string_view modifiers = dot == std::string_view::npos ? std::string_view() : mnemonic.substr(dot);
+  for (const char* o : kMmaOpcodes) {
+    if (opcode == o) return std::string(kMmaClassPrefix) + std::string(mnemonic);
+  }
   const bool bf16 = modifiers.find("BF16") != std::string_view::npos;
   const std::string precision = bf16 ? ".bf16." : ".f16.";
   for (const char* o : kOtherFp16Opcodes) {
@@ -122,6 +127,7 @@ struct SassClass {
 };
 
 std::optional<SassClass> parseClass(const std::string& cls) {
+  if (cls.rfind(kMmaClassPrefix, 0) == 0) return std::nullopt;  // a tensor instruction: not half arithmetic
   std::vector<std::string> parts;
   std::stringstream in(cls);
   for (std::string part; std::getline(in, part, '.');) parts.push_back(part);

@@ -224,7 +224,13 @@ std::vector<TableDef> makeTables() {
          "How flops_fp16/flops_bf16 were counted per lane (packed HFMA2 = 2 lanes, lane-broadcast = 1, "
          "conversions = 0), from the function's SASS, with HFMA2 split by pipe (FMA pipe, HFMA2.MMA) where "
          "sm__thread_inst_executed_pipe_fma_type_fp16_pred_on.sum was collected; or why they are unknown, with "
-         "bounds; NULL if the kernel ran no half instructions."}},
+         "bounds; NULL if the kernel ran no half instructions."},
+        {"tensor_flops_method", "TEXT",
+         "How flops_tensor_* were counted where the metric set had no sm__ops_path_tensor_* counters: the tensor "
+         "pipe's active cycles (sm__pipe_tensor_op_hmma_type_hmma_hgmma_qgmma_cycles_active) times the ops a cycle "
+         "of the function's MMA instructions (from its SASS; rates calibrated on GH100), and DMMA instructions "
+         "times their shape's FLOPs; or why they are unknown; NULL where ops_path counters gave them directly or "
+         "the kernel ran no tensor instructions."}},
        {},
        ""},
       {"kernel_counter_missing",
@@ -273,7 +279,7 @@ std::vector<TableDef> makeTables() {
         {"opcode", "TEXT NOT NULL",
          "Opcode class: opcode, .MMA where it runs on the MMA pipe, precision (f16, bf16) and form (packed: 2 "
          "lanes, scalar: lane-broadcast operands, 1 lane, zero: immediate move or conversion, other: compare or "
-         "min/max), e.g. HFMA2.MMA.f16.packed, HFMA2.f16.scalar, HADD2.f16.zero, HMNMX2.bf16.other."},
+         "min/max), e.g. HFMA2.MMA.f16.packed, HFMA2.f16.scalar, HADD2.f16.zero, HMNMX2.bf16.other; and each tensor-core instruction as nvdisasm prints it, prefixed mma: (e.g. mma:HGMMA.64x128x16.F32.BF16), which tensor_flops_method is derived from."},
         {"static_count", "INTEGER NOT NULL", "Instructions of that class in the function's SASS."}},
        {},
        "PRIMARY KEY (process_id, name_id, opcode)"},

@@ -757,8 +757,14 @@ Expected<Profile> loadProfile(const std::string& path) {
                      "rowid, process_id, correlation_id, arg_index, offset_bytes, size_bytes, value", {}, {}};
   // Version 2 added where counters came from; a version-1 file has only profiled counters.
   const bool v2 = p.schema_version >= 2;
+  const bool v4 = p.schema_version >= 4;  // added tensor_flops_method
   TableRead counter_read{"kernel_counter", "kernel_id",
-                         v2 ? "kernel_id, dram_read_bytes, dram_write_bytes, l2_bytes, l1_bytes, flops_fp64, flops_fp32, "
+                         v4 ? "kernel_id, dram_read_bytes, dram_write_bytes, l2_bytes, l1_bytes, flops_fp64, flops_fp32, "
+                              "flops_fp16, flops_bf16, flops_tensor_fp16, flops_tensor_bf16, flops_tensor_tf32, "
+                              "flops_tensor_fp8, flops_tensor_fp64, ops_tensor_int8, achieved_occupancy, "
+                              "local_load_bytes, local_store_bytes, instructions, gpu_time_ns, source, "
+                              "source_kernel_id, signature_varies, half_flops_method, tensor_flops_method"
+                         : v2 ? "kernel_id, dram_read_bytes, dram_write_bytes, l2_bytes, l1_bytes, flops_fp64, flops_fp32, "
                               "flops_fp16, flops_bf16, flops_tensor_fp16, flops_tensor_bf16, flops_tensor_tf32, "
                               "flops_tensor_fp8, flops_tensor_fp64, ops_tensor_int8, achieved_occupancy, "
                               "local_load_bytes, local_store_bytes, instructions, gpu_time_ns, source, "
@@ -896,8 +902,8 @@ Expected<Profile> loadProfile(const std::string& path) {
   });
 
   for (CounterChunk& c : counter_chunks) {
-    add(counter_tasks, [&p, &c, &path, v2](Conn& conn) {
-      return loadChunk(conn, path, c.rows, p.counters, [&c, v2](const detail::ValueRow& row, KernelCounters& k) {
+    add(counter_tasks, [&p, &c, &path, v2, v4](Conn& conn) {
+      return loadChunk(conn, path, c.rows, p.counters, [&c, v2, v4](const detail::ValueRow& row, KernelCounters& k) {
         int i = 0;
         k.kernel_id = row.i64(i++);
         for (std::optional<double>* v :
@@ -917,6 +923,7 @@ Expected<Profile> loadProfile(const std::string& path) {
         k.source_kernel_id = row.opt<int64_t>(i++);
         if (auto varies = row.opt<int64_t>(i++)) k.signature_varies = *varies != 0;
         k.half_flops_method = cleanText(row.textView(i++));
+        if (v4) k.tensor_flops_method = cleanText(row.textView(i++));
       });
     });
   }

@@ -382,8 +382,8 @@ Status Writer::flush() {
                  "l1_bytes, flops_fp64, flops_fp32, flops_fp16, flops_bf16, flops_tensor_fp16, flops_tensor_bf16, "
                  "flops_tensor_tf32, flops_tensor_fp8, flops_tensor_fp64, ops_tensor_int8, achieved_occupancy, "
                  "local_load_bytes, local_store_bytes, instructions, gpu_time_ns, source, source_kernel_id, "
-                 "signature_varies, half_flops_method) "
-                 "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                 "signature_varies, half_flops_method, tensor_flops_method) "
+                 "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     if (!st.ok()) return fail("prepare kernel_counter");
     for (const KernelCounters& c : counters_) {
       int i = 1;
@@ -400,6 +400,8 @@ Status Writer::flush() {
       st.bind(i++, c.signature_varies ? std::optional<int64_t>(*c.signature_varies ? 1 : 0) : std::nullopt);
       st.bind(i++, c.half_flops_method.empty() ? std::optional<std::string_view>() :
                                                  std::optional<std::string_view>(c.half_flops_method));
+      st.bind(i++, c.tensor_flops_method.empty() ? std::optional<std::string_view>() :
+                                                   std::optional<std::string_view>(c.tensor_flops_method));
       if (st.run() != SQLITE_DONE) return fail("write kernel_counter");
     }
   }

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "fprof/core/metric_sets.h"
+#include "fprof/core/sass_tensor.h"
 #include "metrics_config.h"
 
 namespace fprof::collector {
@@ -19,8 +20,8 @@ TEST(MetricSets, BuiltinSetsNest) {
   auto full = core::expandMetricSelection("full");
   ASSERT_TRUE(memory.ok() && roofline.ok() && full.ok());
   EXPECT_EQ(memory->size(), 8u);
-  EXPECT_EQ(roofline->size(), 24u);
-  EXPECT_EQ(full->size(), 28u);
+  EXPECT_EQ(roofline->size(), 20u);
+  EXPECT_EQ(full->size(), 30u);
   for (const std::string& m : *memory) EXPECT_NE(std::find(roofline->begin(), roofline->end(), m), roofline->end()) << m;
   for (const std::string& m : *roofline) EXPECT_NE(std::find(full->begin(), full->end(), m), full->end()) << m;
 }
@@ -65,9 +66,23 @@ TEST(DerivedCounters, FlopsMatchAnalyticCountsExactly) {
   EXPECT_FALSE(haxpy2.flops_bf16.has_value());
   EXPECT_EQ(haxpy2.half_flops_method, core::kHalfFlopsPending);
   EXPECT_EQ(*saxpy.flops_fp16, 0) << "no half instruction ran: exactly 0";
-  // cuBLAS GEMM 1024x768x512 in fp16: the tensor counter read 2*M*N*K.
-  auto gemm = core::deriveCounters(names, valuesFor(names, {{"sm__ops_path_tensor_src_fp16.sum", 805306368}}));
+  // No tensor-pipe cycle and no DMMA: every tensor precision is exactly 0; integer ops are not in
+  // the roofline set.
+  EXPECT_EQ(*saxpy.flops_tensor_fp16, 0);
+  EXPECT_EQ(*saxpy.flops_tensor_fp64, 0);
+  EXPECT_FALSE(saxpy.ops_tensor_int8.has_value());
+  EXPECT_EQ(saxpy.tensor_flops_method, "");
+  // Tensor-pipe cycles: FLOPs wait for the function's SASS (core/sass_tensor.h).
+  auto hgemm = core::deriveCounters(names, valuesFor(names, {{core::kTensorCyclesMetric, 786432}}));
+  EXPECT_FALSE(hgemm.flops_tensor_fp16.has_value());
+  EXPECT_EQ(hgemm.tensor_flops_method, core::kTensorFlopsPending);
+  // cuBLAS GEMM 1024x768x512 in fp16 under `full`: the ops_path counter read 2*M*N*K, and it wins
+  // over the cycles.
+  const auto full = *core::expandMetricSelection("full");
+  auto gemm = core::deriveCounters(
+      full, valuesFor(full, {{"sm__ops_path_tensor_src_fp16.sum", 805306368}, {core::kTensorCyclesMetric, 786432}}));
   EXPECT_EQ(*gemm.flops_tensor_fp16, 2.0 * 1024 * 768 * 512);
+  EXPECT_EQ(gemm.tensor_flops_method, "");
 }
 
 TEST(DerivedCounters, WhatWasNotCollectedStaysUnknown) {
@@ -97,7 +112,7 @@ TEST(MetricsConfig, OffUnlessModeIsMetrics) {
   MetricsConfig c = readMetricsConfig(envOf({{"FPROF_MODE", "metrics"}}));
   EXPECT_TRUE(c.enabled);
   EXPECT_EQ(c.selection, "roofline");
-  EXPECT_EQ(c.metrics.size(), 24u);
+  EXPECT_EQ(c.metrics.size(), 20u);
   EXPECT_TRUE(c.errors.empty());
 }
 

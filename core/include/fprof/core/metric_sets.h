@@ -31,6 +31,8 @@ inline constexpr double kFlopsPerFma = 2.0;
 // bf16 FLOPs stay unknown until `fprof run` has read it: core/sass_half.h).
 inline constexpr const char* kHalfFlopsPending = "pending: the function's SASS was not read yet";
 inline constexpr double kTensorFlopsPerOp = 1.0;
+// tensor_flops_method of a kernel whose tensor-pipe cycles wait for its function's SASS.
+inline constexpr const char* kTensorFlopsPending = "pending: the function's SASS was not read yet";
 
 // Derived counters from raw values (names[i] has values[i]); metrics that were not collected
 // stay unset. kernel_id is left for the caller.

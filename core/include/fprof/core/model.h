@@ -216,6 +216,7 @@ struct KernelCounters {
   std::optional<int64_t> source_kernel_id;
   std::optional<bool> signature_varies;  // profiled launches of the signature disagreed
   std::string half_flops_method;         // "" = no half-precision instructions ran
+  std::string tensor_flops_method;       // "" = tensor FLOPs measured directly (ops_path) or none ran
 
   std::optional<double> dramBytes() const {
     if (!dram_read_bytes && !dram_write_bytes) return std::nullopt;

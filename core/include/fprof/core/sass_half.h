@@ -31,7 +31,10 @@ namespace fprof::core {
 // is opcode (HFMA2, HADD2, HMUL2), ".MMA" where the instruction runs on the MMA pipe, precision
 // (f16, bf16) and form (packed, scalar, zero); 16-bit compares and min/max (HSETP2, HSET2, HMNMX2)
 // are counted as form "other" (no FLOPs; they rule out the pipe split).
+// Tensor-core instructions (HMMA, HGMMA, QGMMA, IMMA, IGMMA, DMMA, BMMA, BGMMA) are kept whole with
+// their modifiers, prefixed kMmaClassPrefix ("mma:HGMMA.64x128x16.F32"), for sass_tensor.h.
 using SassHalfCounts = std::map<std::string, int64_t>;
+inline constexpr const char* kMmaClassPrefix = "mma:";
 
 // Per mangled function name, from the text `nvdisasm -c` prints for a cubin.
 std::map<std::string, SassHalfCounts> parseNvdisasmHalfOps(std::string_view nvdisasm_text);
