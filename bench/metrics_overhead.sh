@@ -30,9 +30,12 @@ ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 
 # ncu gets what a user asks it for to see the same numbers: fprof's roofline set with the six ops_path
 # tensor counters in place of the tensor pipe's cycles and DMMA instructions, which fprof turns into
-# tensor FLOPs with the functions' SASS (core/sass_tensor.h).
+# tensor FLOPs with the functions' SASS (core/sass_tensor.h), and the L1 local-memory byte counters
+# in place of the SASS-counted local sectors.
 metrics=$("$build/bin/fprof-metrics-host" --list 2>/dev/null | sed -n '/^roofline:/,/passes/p' | awk '$1=="ok"{print $2}' |
-  grep -v -e '^sm__pipe_tensor_op_hmma_type_hmma_hgmma_qgmma_cycles_active' -e '^sm__inst_executed_pipe_tensor_op_dmma' | paste -sd, -)
+  grep -v -e '^sm__pipe_tensor_op_hmma_type_hmma_hgmma_qgmma_cycles_active' -e '^sm__inst_executed_pipe_tensor_op_dmma' \
+    -e '^sm__sass_l1tex_t_sectors_pipe_lsu_mem_local' | paste -sd, -)
+metrics="$metrics,l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum,l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum"
 metrics="$metrics,sm__ops_path_tensor_src_fp16.sum,sm__ops_path_tensor_src_bf16_dst_fp32.sum,sm__ops_path_tensor_src_tf32_dst_fp32.sum"
 metrics="$metrics,sm__ops_path_tensor_src_fp8.sum,sm__ops_path_tensor_src_fp64.sum,sm__ops_path_tensor_src_int8.sum"
 timings=$work/timings.tsv

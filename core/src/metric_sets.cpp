@@ -11,16 +11,29 @@
 namespace fprof::core {
 namespace {
 
-const std::vector<std::string> kMemory = {
+std::vector<std::string> concatOf(std::initializer_list<const std::vector<std::string>*> parts) {
+  std::vector<std::string> out;
+  for (const auto* p : parts) out.insert(out.end(), p->begin(), p->end());
+  return out;
+}
+
+const std::vector<std::string> kBytesAndTime = {
     "dram__bytes_read.sum",
     "dram__bytes_write.sum",
     "lts__t_bytes.sum",
     "l1tex__t_bytes.sum",
-    "l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum",
-    "l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum",
     "sm__warps_active.avg.pct_of_peak_sustained_active",
     "gpu__time_duration.sum",
 };
+
+// Local-memory (spill, stack) bytes through L1: the hardware counters, one pass with the memory
+// counters but about 16-20 ms more a profiled launch (bench/RESULTS.md, issue 15, session 10)...
+const std::vector<std::string> kLocalBytes = {kLocalLoadBytesMetric, kLocalStoreBytesMetric};
+// ...and the same sectors counted by the SASS instrumentation the FLOP counters use, which costs
+// nothing beside them: 32 x these equalled the counters above on 225 of 225 kernels on an H200.
+const std::vector<std::string> kLocalSectorsSass = {kLocalLoadSectorsSassMetric, kLocalStoreSectorsSassMetric};
+
+const std::vector<std::string> kMemory = concatOf({&kBytesAndTime, &kLocalBytes});
 
 const std::vector<std::string> kFlops = {
     "sm__sass_thread_inst_executed_op_dadd_pred_on.sum", "sm__sass_thread_inst_executed_op_dmul_pred_on.sum",
@@ -56,10 +69,11 @@ const std::vector<std::string> kExtra = {
 // the roofline set a pass on GH100, so only in `full`.
 const std::vector<std::string> kHalfPipe = {kFp16PipeMetric};
 
-std::vector<std::string> concat(std::initializer_list<const std::vector<std::string>*> parts) {
-  std::vector<std::string> out;
-  for (const auto* p : parts) out.insert(out.end(), p->begin(), p->end());
-  return out;
+// Local bytes from the L1 counter where collected, else 32 bytes a sector the SASS counted.
+std::optional<double> localBytes(std::optional<double> l1tex_bytes, std::optional<double> sass_sectors) {
+  if (l1tex_bytes) return l1tex_bytes;
+  if (sass_sectors) return *sass_sectors * 32.0;
+  return std::nullopt;
 }
 
 }  // namespace
@@ -70,11 +84,11 @@ const std::vector<MetricSet>& builtinMetricSets() {
       {"roofline",
        "memory + FLOPs per precision (FP64/FP32/FP16 instructions) + tensor-core FLOPs (tensor pipe cycles x the "
        "SASS's ops a cycle) + instructions",
-       concat({&kMemory, &kFlops, &kTensorCycles, &kInstructions})},
+       concatOf({&kBytesAndTime, &kFlops, &kLocalSectorsSass, &kTensorCycles, &kInstructions})},
       {"full",
        "memory + FLOPs + tensor-core ops from the ops_path counters (integer ops too) + instructions + L2 and L1 hit "
        "rates, the SM clock and the FMA pipe's fp16 instructions",
-       concat({&kMemory, &kFlops, &kTensorCycles, &kTensor, &kInstructions, &kExtra, &kHalfPipe})},
+       concatOf({&kBytesAndTime, &kFlops, &kLocalSectorsSass, &kTensorCycles, &kLocalBytes, &kTensor, &kInstructions, &kExtra, &kHalfPipe})},
   };
   return sets;
 }
@@ -124,8 +138,8 @@ KernelCounters deriveCounters(const std::vector<std::string>& names, const std::
   c.dram_write_bytes = get("dram__bytes_write.sum");
   c.l2_bytes = get("lts__t_bytes.sum");
   c.l1_bytes = get("l1tex__t_bytes.sum");
-  c.local_load_bytes = get("l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum");
-  c.local_store_bytes = get("l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum");
+  c.local_load_bytes = localBytes(get(kLocalLoadBytesMetric), get(kLocalLoadSectorsSassMetric));
+  c.local_store_bytes = localBytes(get(kLocalStoreBytesMetric), get(kLocalStoreSectorsSassMetric));
   if (auto occ = get("sm__warps_active.avg.pct_of_peak_sustained_active")) c.achieved_occupancy = *occ / 100.0;
   c.gpu_time_ns = get("gpu__time_duration.sum");
   c.instructions = get("smsp__inst_executed.sum");

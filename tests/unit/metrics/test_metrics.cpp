@@ -21,8 +21,12 @@ TEST(MetricSets, BuiltinSetsNest) {
   ASSERT_TRUE(memory.ok() && roofline.ok() && full.ok());
   EXPECT_EQ(memory->size(), 8u);
   EXPECT_EQ(roofline->size(), 20u);
-  EXPECT_EQ(full->size(), 30u);
-  for (const std::string& m : *memory) EXPECT_NE(std::find(roofline->begin(), roofline->end(), m), roofline->end()) << m;
+  EXPECT_EQ(full->size(), 32u);
+  // roofline counts local bytes with the SASS instrumentation instead of the L1 counters.
+  for (const std::string& m : *memory) {
+    const bool local = m == core::kLocalLoadBytesMetric || m == core::kLocalStoreBytesMetric;
+    EXPECT_EQ(std::find(roofline->begin(), roofline->end(), m) != roofline->end(), !local) << m;
+  }
   for (const std::string& m : *roofline) EXPECT_NE(std::find(full->begin(), full->end(), m), full->end()) << m;
 }
 
@@ -83,6 +87,17 @@ TEST(DerivedCounters, FlopsMatchAnalyticCountsExactly) {
       full, valuesFor(full, {{"sm__ops_path_tensor_src_fp16.sum", 805306368}, {core::kTensorCyclesMetric, 786432}}));
   EXPECT_EQ(*gemm.flops_tensor_fp16, 2.0 * 1024 * 768 * 512);
   EXPECT_EQ(gemm.tensor_flops_method, "");
+}
+
+TEST(DerivedCounters, LocalBytesFromTheL1CounterOrTheSassSectors) {
+  // localArray of tests/gpu_metrics on an H200: 4194304 load sectors, 33554432 store sectors.
+  const std::vector<std::string> sass = {core::kLocalLoadSectorsSassMetric, core::kLocalStoreSectorsSassMetric};
+  auto a = core::deriveCounters(sass, {4194304, 33554432});
+  EXPECT_EQ(*a.local_load_bytes, 134217728);
+  EXPECT_EQ(*a.local_store_bytes, 1073741824);
+  const std::vector<std::string> both = {core::kLocalLoadBytesMetric, core::kLocalLoadSectorsSassMetric};
+  EXPECT_EQ(*core::deriveCounters(both, {1000, 2}).local_load_bytes, 1000) << "the L1 counter where collected";
+  EXPECT_FALSE(core::deriveCounters({"dram__bytes_read.sum"}, {1}).local_load_bytes.has_value());
 }
 
 TEST(DerivedCounters, WhatWasNotCollectedStaysUnknown) {

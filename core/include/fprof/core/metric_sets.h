@@ -34,6 +34,13 @@ inline constexpr double kTensorFlopsPerOp = 1.0;
 // tensor_flops_method of a kernel whose tensor-pipe cycles wait for its function's SASS.
 inline constexpr const char* kTensorFlopsPending = "pending: the function's SASS was not read yet";
 
+// Local-memory traffic: the L1 counters (set `memory`), or the sectors the SASS instrumentation
+// counts (`roofline`: free beside the FLOP counters), 32 bytes each.
+inline constexpr const char* kLocalLoadBytesMetric = "l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum";
+inline constexpr const char* kLocalStoreBytesMetric = "l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum";
+inline constexpr const char* kLocalLoadSectorsSassMetric = "sm__sass_l1tex_t_sectors_pipe_lsu_mem_local_op_ld.sum";
+inline constexpr const char* kLocalStoreSectorsSassMetric = "sm__sass_l1tex_t_sectors_pipe_lsu_mem_local_op_st.sum";
+
 // Derived counters from raw values (names[i] has values[i]); metrics that were not collected
 // stay unset. kernel_id is left for the caller.
 KernelCounters deriveCounters(const std::vector<std::string>& names, const std::vector<double>& values);
