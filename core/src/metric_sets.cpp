@@ -52,7 +52,7 @@ const std::vector<std::string> kTensor = {
 // The roofline set's tensor counters: the tensor pipe's active cycles (HMMA/HGMMA/QGMMA) and DMMA
 // instructions fit in the two passes the memory and SASS counters take, where the six ops_path
 // counters above take five more on GH100; the SASS step turns them into FLOPs (sass_tensor.h).
-const std::vector<std::string> kTensorCycles = {kTensorCyclesMetric, kDmmaInstMetric};
+const std::vector<std::string> kTensorCycles = {kTensorCyclesMetric, kDmmaInstMetric, kHfma2MmaInstMetric};
 
 const std::vector<std::string> kInstructions = {"smsp__inst_executed.sum"};
 

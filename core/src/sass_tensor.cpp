@@ -3,6 +3,7 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <set>
@@ -62,7 +63,7 @@ MmaKinds kindsOf(const SassHalfCounts& sass) {
 }
 
 // fp16, bf16, tf32 and fp8 from the tensor pipe's cycles; the method's phrase for them.
-std::string pipeFlops(TensorFlops& t, const std::set<std::string>& kinds, int sm, double cycles) {
+std::string pipeFlops(TensorFlops& t, const std::set<std::string>& kinds, int sm, double cycles, double hfma2_mma) {
   if (cycles <= 0 || kinds.empty()) {  // none ran (cycles without MMA kinds come from other instructions)
     t.fp16 = t.bf16 = t.tf32 = t.fp8 = 0;
     return {};
@@ -89,6 +90,13 @@ std::string pipeFlops(TensorFlops& t, const std::set<std::string>& kinds, int sm
            " FLOPs; `--metrics full` counts them with the ops_path counters";
   }
   const double flops = std::round(cycles * *rates.begin());
+  if (hfma2_mma > 0) {
+    const double low = std::round(std::max(0.0, cycles - hfma2_mma) * *rates.begin());
+    return "fp16/bf16/tf32/fp8 tensor FLOPs unknown: the kernel also ran " + number(hfma2_mma) +
+           " HFMA2.MMA, whose cycles the counter may include; between " + number(low) + " and " + number(flops) +
+           " FLOPs (" + counted + ", " + joined(precisions) +
+           ", if an HFMA2.MMA takes at most a cycle, as measured); `--metrics full` counts them";
+  }
   if (precisions.size() > 1) {
     return "fp16/bf16/tf32/fp8 tensor FLOPs unknown by precision: " + number(flops) + " FLOPs in all (" + counted +
            ", " + joined(precisions) + "); `--metrics full` splits them";
@@ -154,11 +162,13 @@ std::optional<double> dmmaFlopsOf(const std::string& m) {
   return std::nullopt;
 }
 
-TensorFlops tensorFlopsFromSass(const SassHalfCounts& sass, int sm, double pipe_cycles, double dmma_instructions) {
+TensorFlops tensorFlopsFromSass(const SassHalfCounts& sass, int sm, double pipe_cycles, double dmma_instructions,
+                                double hfma2_mma) {
   TensorFlops t;
   const MmaKinds kinds = kindsOf(sass);
   std::string method;
-  for (const std::string& part : {pipeFlops(t, kinds.pipe, sm, pipe_cycles), dmmaFlops(t, kinds.dmma, dmma_instructions)}) {
+  for (const std::string& part :
+       {pipeFlops(t, kinds.pipe, sm, pipe_cycles, hfma2_mma), dmmaFlops(t, kinds.dmma, dmma_instructions)}) {
     if (!part.empty()) method += (method.empty() ? "" : "; ") + part;
   }
   if (!kinds.integer.empty()) {
@@ -192,7 +202,7 @@ Status applySassTensorFlops(const std::string& db_path, const std::map<std::stri
       int64_t kernel_id;
       uint32_t process_id;
       std::string name;
-      double cycles, dmma;
+      double cycles, dmma, hfma2_mma;  // hfma2_mma 0 where not collected
     };
     std::vector<Pending> pending;
     {
@@ -201,14 +211,16 @@ Status applySassTensorFlops(const std::string& db_path, const std::map<std::stri
                    "(SELECT m.value FROM kernel_metric m JOIN string s ON s.id = m.metric_id "
                    " WHERE m.kernel_id = c.kernel_id AND s.value = ?), "
                    "(SELECT m.value FROM kernel_metric m JOIN string s ON s.id = m.metric_id "
+                   " WHERE m.kernel_id = c.kernel_id AND s.value = ?), "
+                   "(SELECT m.value FROM kernel_metric m JOIN string s ON s.id = m.metric_id "
                    " WHERE m.kernel_id = c.kernel_id AND s.value = ?) "
                    "FROM kernel_counter c JOIN kernel k ON k.id = c.kernel_id JOIN string n ON n.id = k.name_id "
                    "WHERE c.tensor_flops_method = ?");
       if (!st.ok()) return fail("read kernels waiting for SASS");
       st.bindAll(std::string_view(kTensorCyclesMetric), std::string_view(kDmmaInstMetric),
-                 std::string_view(kTensorFlopsPending));
+                 std::string_view(kHfma2MmaInstMetric), std::string_view(kTensorFlopsPending));
       while (st.step() == SQLITE_ROW) {
-        pending.push_back({st.i64(0), static_cast<uint32_t>(st.i64(1)), st.text(2), st.f64(3), st.f64(4)});
+        pending.push_back({st.i64(0), static_cast<uint32_t>(st.i64(1)), st.text(2), st.f64(3), st.f64(4), st.f64(5)});
       }
     }
     Statement update(db,
@@ -224,7 +236,7 @@ Status applySassTensorFlops(const std::string& db_path, const std::map<std::stri
       if (it == sass.end()) {
         flops.method = why_missing;
       } else {
-        flops = tensorFlopsFromSass(it->second, sm, p.cycles, p.dmma);
+        flops = tensorFlopsFromSass(it->second, sm, p.cycles, p.dmma, p.hfma2_mma);
         if (written.emplace(p.process_id, p.name).second) {
           for (const auto& [cls, count] : it->second) {
             if (cls.rfind(kMmaClassPrefix, 0) != 0) continue;

@@ -72,6 +72,13 @@ TEST(SassTensor, UnknownWhereTheSassCannotSplitTheCycles) {
   EXPECT_EQ(t.fp16, 0);
 }
 
+TEST(SassTensor, HalfMmaBesideTensorWorkGivesBounds) {
+  // HFMA2.MMA cycles may be in the counter: 100 of them beside 4096 HGMMA cycles.
+  TensorFlops t = tensorFlopsFromSass({{mma("HGMMA.64x64x16.F32"), 8}}, 90, 4096, 0, 100);
+  EXPECT_FALSE(t.fp16);
+  EXPECT_NE(t.method.find("between 4091904 and 4194304 FLOPs"), std::string::npos) << t.method;
+}
+
 TEST(SassTensor, NoMmaInTheSassMeansNoTensorFlops) {
   // Cycles without an HMMA/HGMMA/QGMMA in the function come from other instructions.
   TensorFlops t = tensorFlopsFromSass({{"HFMA2.MMA.f16.zero", 4}}, 90, 7796, 0);

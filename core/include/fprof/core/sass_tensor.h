@@ -28,6 +28,10 @@ namespace fprof::core {
 
 inline constexpr const char* kTensorCyclesMetric = "sm__pipe_tensor_op_hmma_type_hmma_hgmma_qgmma_cycles_active.sum";
 inline constexpr const char* kDmmaInstMetric = "sm__inst_executed_pipe_tensor_op_dmma.sum";
+// HFMA2.MMA (a half FMA or an immediate move run on the tensor pipe): the cycle counter counted
+// such cycles in one of 24 PyTorch kernels that ran only HFMA2.MMA (7,796 cycles for 8,192
+// instructions, H200), so a tensor kernel that also runs them gets bounds, not a count.
+inline constexpr const char* kHfma2MmaInstMetric = "sm__inst_executed_pipe_tensor_op_hmma_type_hfma2.sum";
 
 struct TensorFlops {
   std::optional<double> fp16, bf16, tf32, fp8, fp64;
@@ -47,8 +51,9 @@ std::optional<MmaRate> mmaRateOf(const std::string& mnemonic, int sm);
 std::optional<double> dmmaFlopsOf(const std::string& mnemonic);
 
 // A kernel's tensor FLOPs from its counters and its function's SASS classes (sass_half.h: the
-// "mma:" entries).
-TensorFlops tensorFlopsFromSass(const SassHalfCounts& sass, int sm, double pipe_cycles, double dmma_instructions);
+// "mma:" entries); hfma2_mma = its HFMA2.MMA instructions (kHfma2MmaInstMetric).
+TensorFlops tensorFlopsFromSass(const SassHalfCounts& sass, int sm, double pipe_cycles, double dmma_instructions,
+                                double hfma2_mma = 0);
 
 // Functions (mangled names) whose kernels' tensor FLOPs wait for their SASS.
 Expected<std::vector<std::string>> functionsNeedingTensorSass(const std::string& db_path);
