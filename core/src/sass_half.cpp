@@ -5,18 +5,20 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <set>
 #include <sstream>
 
 #include "fprof/core/metric_sets.h"
 #include "fprof/core/store.h"
+#include "sass_db.h"
 #include "sqlite_util.h"
 
 namespace fprof::core {
 namespace {
 
+using detail::joinedList;
 using detail::Statement;
+using detail::wholeNumber;
 
 constexpr const char* kOpcodes[] = {"HFMA2", "HADD2", "HMUL2"};
 // Other 16-bit instructions that may run on the FMA pipe's fp16 unit (compares, min/max): a
@@ -166,11 +168,6 @@ bool pipeSplitApplies(const SassHalfCounts& sass) {
 
 double lanesOf(const std::string& form) { return form == "packed" ? 2 : form == "scalar" ? 1 : 0; }
 
-std::string number(double v) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.0f", v);
-  return text;
-}
 
 template <typename F>
 void forEachLine(std::string_view text, F&& f) {
@@ -234,7 +231,7 @@ struct Tally {
 void countGroup(Tally& t, const std::string& label, const Forms& forms, double count, double flops_per_lane,
                 bool show_count) {
   if (count <= 0) return;
-  const std::string counted = show_count ? " x " + number(count) : "";
+  const std::string counted = show_count ? " x " + wholeNumber(count) : "";
   if (forms.size() == 1) {
     const auto& [precision, form] = *forms.begin();
     const double flops = count * lanesOf(form) * flops_per_lane;
@@ -253,12 +250,6 @@ void countGroup(Tally& t, const std::string& label, const Forms& forms, double c
   t.low += count * lo * flops_per_lane;
   t.high += count * hi * flops_per_lane;
   t.ambiguous.push_back(label + counted + (forms.empty() ? " (not in the SASS read)" : ""));
-}
-
-std::string joined(const std::vector<std::string>& items) {
-  std::string out;
-  for (const std::string& i : items) out += (out.empty() ? "" : ", ") + i;
-  return out;
 }
 
 }  // namespace
@@ -284,9 +275,9 @@ HalfFlops halfFlopsFromSass(const SassHalfCounts& sass, double hadd, double hmul
     // Without the fp16 pipe counter, say where collecting it would make the count exact.
     const bool split_would_help = !fp16_pipe && hfma_forms.size() > 1 && fma_pipe_forms.size() <= 1 &&
                                   mma_pipe_forms.size() <= 1 && pipeSplitApplies(sass) && t.ambiguous.size() == 1;
-    r.method = "unknown: the function's SASS holds " + joined(t.ambiguous) +
+    r.method = "unknown: the function's SASS holds " + joinedList(t.ambiguous) +
                " in several forms (packed, lane-broadcast scalar, immediate move/conversion) or precisions, and the "
-               "counters count instructions, not lanes; between " + number(t.low) + " and " + number(t.high) +
+               "counters count instructions, not lanes; between " + wholeNumber(t.low) + " and " + wholeNumber(t.high) +
                " FLOPs" +
                (split_would_help ? "; `--metrics full` counts the FMA pipe's HFMA2 apart from the MMA pipe's "
                                    "(HFMA2.MMA), which makes them exact here"
@@ -301,7 +292,7 @@ HalfFlops halfFlopsFromSass(const SassHalfCounts& sass, double hadd, double hmul
                           " - hadd - hmul (the FMA pipe's; that counter moves in steps of 32 threads: where warps are "
                           "partial the split can be off by tens of HFMA2, 2 FLOPs each, 30 at most seen on an H100)"
                     : std::string()) +
-             " (" + joined(t.how) + "; packed = 2 lanes, lane-broadcast scalar = 1, immediate moves and conversions = 0)";
+             " (" + joinedList(t.how) + "; packed = 2 lanes, lane-broadcast scalar = 1, immediate moves and conversions = 0)";
   return r;
 }
 
@@ -319,18 +310,7 @@ Expected<int> deviceSmOf(const std::string& db_path) {
 }
 
 Expected<std::vector<std::string>> functionsNeedingSass(const std::string& db_path) {
-  std::vector<std::string> names;
-  Status s = updateDatabase(db_path, [&](sqlite3* db) -> Status {
-    Statement st(db,
-                 "SELECT DISTINCT n.value FROM kernel_counter c JOIN kernel k ON k.id = c.kernel_id "
-                 "JOIN string n ON n.id = k.name_id WHERE c.half_flops_method = ?");
-    if (!st.ok()) return makeError(db_path + ": " + detail::sqliteMessage(db));
-    st.bind(1, std::string_view(kHalfFlopsPending));
-    while (st.step() == SQLITE_ROW) names.push_back(st.text(0));
-    return {};
-  });
-  if (!s) return Error{s.error()};
-  return names;
+  return detail::functionsPending(db_path, "half_flops_method", kHalfFlopsPending);
 }
 
 Status applySassHalfFlops(const std::string& db_path, const std::map<std::string, SassHalfCounts>& sass,
@@ -346,18 +326,12 @@ Status applySassHalfFlops(const std::string& db_path, const std::map<std::string
     };
     std::vector<Pending> pending;
     {
-      Statement st(db,
-                   "SELECT c.kernel_id, k.process_id, n.value, "
-                   "(SELECT m.value FROM kernel_metric m JOIN string s ON s.id = m.metric_id "
-                   " WHERE m.kernel_id = c.kernel_id AND s.value = ?), "
-                   "(SELECT m.value FROM kernel_metric m JOIN string s ON s.id = m.metric_id "
-                   " WHERE m.kernel_id = c.kernel_id AND s.value = ?), "
-                   "(SELECT m.value FROM kernel_metric m JOIN string s ON s.id = m.metric_id "
-                   " WHERE m.kernel_id = c.kernel_id AND s.value = ?), "
-                   "(SELECT m.value FROM kernel_metric m JOIN string s ON s.id = m.metric_id "
-                   " WHERE m.kernel_id = c.kernel_id AND s.value = ?) "
-                   "FROM kernel_counter c JOIN kernel k ON k.id = c.kernel_id JOIN string n ON n.id = k.name_id "
-                   "WHERE c.half_flops_method = ?");
+      const std::string value = detail::kKernelMetricValueSql;
+      const std::string sql = "SELECT c.kernel_id, k.process_id, n.value, " + value + ", " + value + ", " + value +
+                              ", " + value +
+                              " FROM kernel_counter c JOIN kernel k ON k.id = c.kernel_id JOIN string n ON n.id = "
+                              "k.name_id WHERE c.half_flops_method = ?";
+      Statement st(db, sql.c_str());
       if (!st.ok()) return fail("read kernels waiting for SASS");
       st.bindAll(std::string_view(kHaddMetric), std::string_view(kHmulMetric), std::string_view(kHfmaMetric),
                  std::string_view(kFp16PipeMetric), std::string_view(kHalfFlopsPending));
@@ -368,10 +342,8 @@ Status applySassHalfFlops(const std::string& db_path, const std::map<std::string
     }
     Statement update(db, "UPDATE kernel_counter SET flops_fp16 = ?, flops_bf16 = ?, half_flops_method = ? "
                          "WHERE kernel_id = ?");
-    Statement op(db, "INSERT OR REPLACE INTO function_sass_op(process_id, name_id, opcode, static_count) "
-                     "VALUES (?, (SELECT id FROM string WHERE value = ?), ?, ?)");
-    if (!update.ok() || !op.ok()) return fail("prepare SASS updates");
-    std::set<std::pair<uint32_t, std::string>> written;
+    detail::SassOpWriter ops(db);
+    if (!update.ok() || !ops.ok()) return fail("prepare SASS updates");
     for (const Pending& p : pending) {
       auto it = sass.find(p.name);
       HalfFlops flops;
@@ -379,12 +351,7 @@ Status applySassHalfFlops(const std::string& db_path, const std::map<std::string
         flops.method = why_missing;
       } else {
         flops = halfFlopsFromSass(it->second, p.hadd, p.hmul, p.hfma, p.fp16_pipe);
-        if (written.emplace(p.process_id, p.name).second) {
-          for (const auto& [cls, count] : it->second) {
-            op.bindAll(p.process_id, std::string_view(p.name), std::string_view(cls), count);
-            if (op.run() != SQLITE_DONE) return fail("write function_sass_op");
-          }
-        }
+        if (!ops.write(p.process_id, p.name, it->second)) return fail("write function_sass_op");
       }
       update.bindAll(flops.fp16, flops.bf16, std::string_view(flops.method), p.kernel_id);
       if (update.run() != SQLITE_DONE) return fail("update kernel_counter");

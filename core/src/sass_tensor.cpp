@@ -10,32 +10,24 @@
 
 #include "fprof/core/metric_sets.h"
 #include "fprof/core/store.h"
+#include "sass_db.h"
 #include "sqlite_util.h"
 
 namespace fprof::core {
 namespace {
 
+using detail::joinedList;
 using detail::Statement;
+using detail::wholeNumber;
 
 bool has(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
 bool startsWith(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
-
-std::string number(double v) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.0f", v);
-  return text;
-}
+bool isMmaClass(const std::string& cls) { return startsWith(cls, kMmaClassPrefix); }
 
 std::string rateText(double rate) {
   char text[32];
   std::snprintf(text, sizeof text, std::fabs(rate - std::round(rate)) < 1e-9 ? "%.0f" : "%.2f", rate);
   return text;
-}
-
-std::string joined(const std::set<std::string>& items) {
-  std::string out;
-  for (const std::string& i : items) out += (out.empty() ? "" : ", ") + i;
-  return out;
 }
 
 // The function's tensor instructions by family, without the "mma:" prefix.
@@ -49,7 +41,7 @@ MmaKinds kindsOf(const SassHalfCounts& sass) {
   MmaKinds k;
   const std::string prefix = kMmaClassPrefix;
   for (const auto& [cls, count] : sass) {
-    if (count <= 0 || !startsWith(cls, kMmaClassPrefix)) continue;
+    if (count <= 0 || !isMmaClass(cls)) continue;
     const std::string m = cls.substr(prefix.size());
     if (startsWith(m, "HMMA") || startsWith(m, "HGMMA") || startsWith(m, "QGMMA")) {
       k.pipe.insert(m);
@@ -78,33 +70,34 @@ std::string pipeFlops(TensorFlops& t, const std::set<std::string>& kinds, int sm
       unrated.insert(k);
     }
   }
-  const std::string counted = number(cycles) + " tensor-pipe cycles of " + joined(kinds);
+  const std::string counted = wholeNumber(cycles) + " tensor-pipe cycles of " + joinedList(kinds);
   if (!unrated.empty()) {
-    return "fp16/bf16/tf32/fp8 tensor FLOPs unknown: no calibrated ops a cycle for " + joined(unrated) +
+    return "fp16/bf16/tf32/fp8 tensor FLOPs unknown: no calibrated ops a cycle for " + joinedList(unrated) +
            (sm == 90 ? "" : " on sm_" + std::to_string(sm)) + " (" + counted +
            "); `--metrics full` counts them with the ops_path counters";
   }
   if (rates.size() > 1) {
     return "fp16/bf16/tf32/fp8 tensor FLOPs unknown: " + counted + " run at different ops a cycle; between " +
-           number(cycles * *rates.begin()) + " and " + number(cycles * *rates.rbegin()) +
+           wholeNumber(cycles * *rates.begin()) + " and " + wholeNumber(cycles * *rates.rbegin()) +
            " FLOPs; `--metrics full` counts them with the ops_path counters";
   }
   const double flops = std::round(cycles * *rates.begin());
   if (hfma2_mma > 0) {
     const double low = std::round(std::max(0.0, cycles - hfma2_mma) * *rates.begin());
-    return "fp16/bf16/tf32/fp8 tensor FLOPs unknown: the kernel also ran " + number(hfma2_mma) +
-           " HFMA2.MMA, whose cycles the counter may include; between " + number(low) + " and " + number(flops) +
-           " FLOPs (" + counted + ", " + joined(precisions) +
+    return "fp16/bf16/tf32/fp8 tensor FLOPs unknown: the kernel also ran " + wholeNumber(hfma2_mma) +
+           " HFMA2.MMA, whose cycles the counter may include; between " + wholeNumber(low) + " and " +
+           wholeNumber(flops) +
+           " FLOPs (" + counted + ", " + joinedList(precisions) +
            ", if an HFMA2.MMA takes at most a cycle, as measured); `--metrics full` counts them";
   }
   if (precisions.size() > 1) {
-    return "fp16/bf16/tf32/fp8 tensor FLOPs unknown by precision: " + number(flops) + " FLOPs in all (" + counted +
-           ", " + joined(precisions) + "); `--metrics full` splits them";
+    return "fp16/bf16/tf32/fp8 tensor FLOPs unknown by precision: " + wholeNumber(flops) + " FLOPs in all (" + counted +
+           ", " + joinedList(precisions) + "); `--metrics full` splits them";
   }
   t.fp16 = t.bf16 = t.tf32 = t.fp8 = 0;
   const std::string& p = *precisions.begin();
   (p == "bf16" ? t.bf16 : p == "tf32" ? t.tf32 : p == "fp8" ? t.fp8 : t.fp16) = flops;
-  return p + " " + number(flops) + " = " + counted + " x " + rateText(*rates.begin()) + " ops a cycle";
+  return p + " " + wholeNumber(flops) + " = " + counted + " x " + rateText(*rates.begin()) + " ops a cycle";
 }
 
 // fp64 from DMMA instructions and the function's one DMMA shape; the method's phrase.
@@ -113,7 +106,7 @@ std::string dmmaFlops(TensorFlops& t, const std::set<std::string>& kinds, double
     t.fp64 = 0;
     return {};
   }
-  const std::string counted = number(instructions) + " DMMA instructions";
+  const std::string counted = wholeNumber(instructions) + " DMMA instructions";
   if (kinds.empty()) return "fp64 tensor FLOPs unknown: " + counted + ", none in the SASS read (another module?)";
   std::set<double> per;
   for (const std::string& k : kinds) {
@@ -121,13 +114,14 @@ std::string dmmaFlops(TensorFlops& t, const std::set<std::string>& kinds, double
   }
   if (per.size() != 1 || per.size() != kinds.size()) {
     if (per.size() > 1) {
-      return "fp64 tensor FLOPs unknown: " + counted + " of " + joined(kinds) + "; between " +
-             number(instructions * *per.begin()) + " and " + number(instructions * *per.rbegin()) + " FLOPs";
+      return "fp64 tensor FLOPs unknown: " + counted + " of " + joinedList(kinds) + "; between " +
+             wholeNumber(instructions * *per.begin()) + " and " + wholeNumber(instructions * *per.rbegin()) + " FLOPs";
     }
-    return "fp64 tensor FLOPs unknown: unreadable DMMA shape in " + joined(kinds);
+    return "fp64 tensor FLOPs unknown: unreadable DMMA shape in " + joinedList(kinds);
   }
   t.fp64 = instructions * *per.begin();
-  return "fp64 " + number(*t.fp64) + " = " + counted + " x " + number(*per.begin()) + " (" + joined(kinds) + ")";
+  return "fp64 " + wholeNumber(*t.fp64) + " = " + counted + " x " + wholeNumber(*per.begin()) + " (" +
+         joinedList(kinds) + ")";
 }
 
 }  // namespace
@@ -172,7 +166,7 @@ TensorFlops tensorFlopsFromSass(const SassHalfCounts& sass, int sm, double pipe_
     if (!part.empty()) method += (method.empty() ? "" : "; ") + part;
   }
   if (!kinds.integer.empty()) {
-    method += (method.empty() ? "" : "; ") + std::string("integer tensor ops (") + joined(kinds.integer) +
+    method += (method.empty() ? "" : "; ") + std::string("integer tensor ops (") + joinedList(kinds.integer) +
               ") not counted by this metric set (`--metrics full` counts them)";
   }
   t.method = method.empty() ? "" : "from the function's SASS: " + method;
@@ -180,18 +174,7 @@ TensorFlops tensorFlopsFromSass(const SassHalfCounts& sass, int sm, double pipe_
 }
 
 Expected<std::vector<std::string>> functionsNeedingTensorSass(const std::string& db_path) {
-  std::vector<std::string> names;
-  Status s = updateDatabase(db_path, [&](sqlite3* db) -> Status {
-    Statement st(db,
-                 "SELECT DISTINCT n.value FROM kernel_counter c JOIN kernel k ON k.id = c.kernel_id "
-                 "JOIN string n ON n.id = k.name_id WHERE c.tensor_flops_method = ?");
-    if (!st.ok()) return makeError(db_path + ": " + detail::sqliteMessage(db));
-    st.bind(1, std::string_view(kTensorFlopsPending));
-    while (st.step() == SQLITE_ROW) names.push_back(st.text(0));
-    return {};
-  });
-  if (!s) return Error{s.error()};
-  return names;
+  return detail::functionsPending(db_path, "tensor_flops_method", kTensorFlopsPending);
 }
 
 Status applySassTensorFlops(const std::string& db_path, const std::map<std::string, SassHalfCounts>& sass, int sm,
@@ -206,16 +189,11 @@ Status applySassTensorFlops(const std::string& db_path, const std::map<std::stri
     };
     std::vector<Pending> pending;
     {
-      Statement st(db,
-                   "SELECT c.kernel_id, k.process_id, n.value, "
-                   "(SELECT m.value FROM kernel_metric m JOIN string s ON s.id = m.metric_id "
-                   " WHERE m.kernel_id = c.kernel_id AND s.value = ?), "
-                   "(SELECT m.value FROM kernel_metric m JOIN string s ON s.id = m.metric_id "
-                   " WHERE m.kernel_id = c.kernel_id AND s.value = ?), "
-                   "(SELECT m.value FROM kernel_metric m JOIN string s ON s.id = m.metric_id "
-                   " WHERE m.kernel_id = c.kernel_id AND s.value = ?) "
-                   "FROM kernel_counter c JOIN kernel k ON k.id = c.kernel_id JOIN string n ON n.id = k.name_id "
-                   "WHERE c.tensor_flops_method = ?");
+      const std::string value = detail::kKernelMetricValueSql;
+      const std::string sql = "SELECT c.kernel_id, k.process_id, n.value, " + value + ", " + value + ", " + value +
+                              " FROM kernel_counter c JOIN kernel k ON k.id = c.kernel_id JOIN string n ON n.id = "
+                              "k.name_id WHERE c.tensor_flops_method = ?";
+      Statement st(db, sql.c_str());
       if (!st.ok()) return fail("read kernels waiting for SASS");
       st.bindAll(std::string_view(kTensorCyclesMetric), std::string_view(kDmmaInstMetric),
                  std::string_view(kHfma2MmaInstMetric), std::string_view(kTensorFlopsPending));
@@ -225,11 +203,10 @@ Status applySassTensorFlops(const std::string& db_path, const std::map<std::stri
     }
     Statement update(db,
                      "UPDATE kernel_counter SET flops_tensor_fp16 = ?, flops_tensor_bf16 = ?, flops_tensor_tf32 = ?, "
-                     "flops_tensor_fp8 = ?, flops_tensor_fp64 = ?, tensor_flops_method = NULLIF(?, '') WHERE kernel_id = ?");
-    Statement op(db, "INSERT OR REPLACE INTO function_sass_op(process_id, name_id, opcode, static_count) "
-                     "VALUES (?, (SELECT id FROM string WHERE value = ?), ?, ?)");
-    if (!update.ok() || !op.ok()) return fail("prepare SASS updates");
-    std::set<std::pair<uint32_t, std::string>> written;
+                     "flops_tensor_fp8 = ?, flops_tensor_fp64 = ?, tensor_flops_method = NULLIF(?, '') "
+                     "WHERE kernel_id = ?");
+    detail::SassOpWriter ops(db);
+    if (!update.ok() || !ops.ok()) return fail("prepare SASS updates");
     for (const Pending& p : pending) {
       auto it = sass.find(p.name);
       TensorFlops flops;
@@ -237,13 +214,7 @@ Status applySassTensorFlops(const std::string& db_path, const std::map<std::stri
         flops.method = why_missing;
       } else {
         flops = tensorFlopsFromSass(it->second, sm, p.cycles, p.dmma, p.hfma2_mma);
-        if (written.emplace(p.process_id, p.name).second) {
-          for (const auto& [cls, count] : it->second) {
-            if (cls.rfind(kMmaClassPrefix, 0) != 0) continue;
-            op.bindAll(p.process_id, std::string_view(p.name), std::string_view(cls), count);
-            if (op.run() != SQLITE_DONE) return fail("write function_sass_op");
-          }
-        }
+        if (!ops.write(p.process_id, p.name, it->second, isMmaClass)) return fail("write function_sass_op");
       }
       update.bindAll(flops.fp16, flops.bf16, flops.tf32, flops.fp8, flops.fp64, std::string_view(flops.method),
                      p.kernel_id);

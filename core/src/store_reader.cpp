@@ -758,22 +758,14 @@ Expected<Profile> loadProfile(const std::string& path) {
   // Version 2 added where counters came from; a version-1 file has only profiled counters.
   const bool v2 = p.schema_version >= 2;
   const bool v4 = p.schema_version >= 4;  // added tensor_flops_method
-  TableRead counter_read{"kernel_counter", "kernel_id",
-                         v4 ? "kernel_id, dram_read_bytes, dram_write_bytes, l2_bytes, l1_bytes, flops_fp64, flops_fp32, "
-                              "flops_fp16, flops_bf16, flops_tensor_fp16, flops_tensor_bf16, flops_tensor_tf32, "
-                              "flops_tensor_fp8, flops_tensor_fp64, ops_tensor_int8, achieved_occupancy, "
-                              "local_load_bytes, local_store_bytes, instructions, gpu_time_ns, source, "
-                              "source_kernel_id, signature_varies, half_flops_method, tensor_flops_method"
-                         : v2 ? "kernel_id, dram_read_bytes, dram_write_bytes, l2_bytes, l1_bytes, flops_fp64, flops_fp32, "
-                              "flops_fp16, flops_bf16, flops_tensor_fp16, flops_tensor_bf16, flops_tensor_tf32, "
-                              "flops_tensor_fp8, flops_tensor_fp64, ops_tensor_int8, achieved_occupancy, "
-                              "local_load_bytes, local_store_bytes, instructions, gpu_time_ns, source, "
-                              "source_kernel_id, signature_varies, half_flops_method"
-                            : "kernel_id, dram_read_bytes, dram_write_bytes, l2_bytes, l1_bytes, flops_fp64, flops_fp32, "
-                              "flops_fp16, flops_bf16, flops_tensor_fp16, flops_tensor_bf16, flops_tensor_tf32, "
-                              "flops_tensor_fp8, flops_tensor_fp64, ops_tensor_int8, achieved_occupancy, "
-                              "local_load_bytes, local_store_bytes, instructions, gpu_time_ns",
-                         {}, {}};
+  const std::string counter_columns =
+      std::string("kernel_id, dram_read_bytes, dram_write_bytes, l2_bytes, l1_bytes, flops_fp64, flops_fp32, "
+                  "flops_fp16, flops_bf16, flops_tensor_fp16, flops_tensor_bf16, flops_tensor_tf32, "
+                  "flops_tensor_fp8, flops_tensor_fp64, ops_tensor_int8, achieved_occupancy, "
+                  "local_load_bytes, local_store_bytes, instructions, gpu_time_ns") +
+      (v2 ? ", source, source_kernel_id, signature_varies, half_flops_method" : "") +
+      (v4 ? ", tensor_flops_method" : "");
+  TableRead counter_read{"kernel_counter", "kernel_id", counter_columns.c_str(), {}, {}};
   for (TableRead* t : {&kernel_read, &arg_read, &counter_read}) {
     Expected<RowidSpan> span = rowidSpan(h.db, path, t->table);
     if (!span) return Error{span.error()};
