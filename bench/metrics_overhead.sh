@@ -38,6 +38,9 @@ metrics=$("$build/bin/fprof-metrics-host" --list 2>/dev/null | sed -n '/^rooflin
 metrics="$metrics,l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum,l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum"
 metrics="$metrics,sm__ops_path_tensor_src_fp16.sum,sm__ops_path_tensor_src_bf16_dst_fp32.sum,sm__ops_path_tensor_src_tf32_dst_fp32.sum"
 metrics="$metrics,sm__ops_path_tensor_src_fp8.sum,sm__ops_path_tensor_src_fp64.sum,sm__ops_path_tensor_src_int8.sum"
+# fprof counts the instructions with the SASS instrumentation (smsp__sass_inst_executed.sum, in the
+# FLOP counters' pass); ncu also reads the hardware counter they are compared with.
+metrics="$metrics,smsp__inst_executed.sum"
 timings=$work/timings.tsv
 : >"$timings"
 timed() {  # timed NAME COMMAND...: wall seconds and exit code into timings.tsv
@@ -125,7 +128,8 @@ def fprof_values(name):
         out[(index[kid], metric)] = value
     # Tensor FLOPs fprof derived from the tensor pipe's cycles and the SASS, under ncu's ops_path names.
     columns = {"sm__ops_path_tensor_src_fp16.sum": "flops_tensor_fp16",
-               "sm__ops_path_tensor_src_bf16_dst_fp32.sum": "flops_tensor_bf16"}
+               "sm__ops_path_tensor_src_bf16_dst_fp32.sum": "flops_tensor_bf16",
+               "smsp__inst_executed.sum": "instructions"}
     for metric, column in columns.items():
         for kid, value in db.execute(f"select kernel_id, {column} from kernel_counter where {column} is not null"):
             out.setdefault((index[kid], metric), value)
@@ -155,6 +159,7 @@ def replay_cost(name):
 checked = ["dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_bytes.sum",
            "sm__sass_thread_inst_executed_op_ffma_pred_on.sum", "sm__sass_thread_inst_executed_op_hfma_pred_on.sum",
            "sm__ops_path_tensor_src_fp16.sum", "sm__ops_path_tensor_src_bf16_dst_fp32.sum",
+           "smsp__inst_executed.sum", "sm__thread_inst_executed_pipe_fma_type_fp16_pred_on.sum",
            "sm__warps_active.avg.pct_of_peak_sustained_active"]
 
 def compare(fname, nname):

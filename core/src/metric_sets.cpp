@@ -54,7 +54,11 @@ const std::vector<std::string> kTensor = {
 // counters above take five more on GH100; the SASS step turns them into FLOPs (sass_tensor.h).
 const std::vector<std::string> kTensorCycles = {kTensorCyclesMetric, kDmmaInstMetric, kHfma2MmaInstMetric};
 
-const std::vector<std::string> kInstructions = {"smsp__inst_executed.sum"};
+const std::vector<std::string> kInstructions = {kInstructionsMetric};
+// The same warp instructions counted by the SASS instrumentation: the hardware counter above and
+// the FMA pipe's fp16 counter below do not share the memory counters' pass on GH100 (3 passes with
+// both), this one rides in the FLOP counters' pass, so the roofline set keeps two passes.
+const std::vector<std::string> kInstructionsSass = {kInstructionsSassMetric};
 
 // Cheap extras only: the *.pct_of_peak_sustained_elapsed throughput metrics would take the
 // full set's GH100 passes from 9 to about 18.
@@ -65,8 +69,8 @@ const std::vector<std::string> kExtra = {
 };
 
 // 16-bit instructions on the FMA pipe (HFMA2.MMA runs on the MMA pipe and is not counted): splits
-// a function's HFMA2 by pipe where the SASS holds packed and scalar forms (sass_half.h). It costs
-// the roofline set a pass on GH100, so only in `full`.
+// a function's HFMA2 by pipe where the SASS holds packed and scalar forms (sass_half.h). It shares
+// the memory counters' pass on GH100 once the instructions come from the SASS pass.
 const std::vector<std::string> kHalfPipe = {kFp16PipeMetric};
 
 // Local bytes from the L1 counter where collected, else 32 bytes a sector the SASS counted.
@@ -82,13 +86,14 @@ const std::vector<MetricSet>& builtinMetricSets() {
   static const std::vector<MetricSet> sets = {
       {"memory", "DRAM/L2/L1 bytes, local (spill) traffic, achieved occupancy, GPU time", kMemory},
       {"roofline",
-       "memory + FLOPs per precision (FP64/FP32/FP16 instructions) + tensor-core FLOPs (tensor pipe cycles x the "
-       "SASS's ops a cycle) + instructions",
-       concatOf({&kBytesAndTime, &kFlops, &kLocalSectorsSass, &kTensorCycles, &kInstructions})},
+       "memory + FLOPs per precision (FP64/FP32/FP16 instructions, fp16 by pipe) + tensor-core FLOPs (tensor pipe "
+       "cycles x the SASS's ops a cycle) + instructions",
+       concatOf({&kBytesAndTime, &kFlops, &kLocalSectorsSass, &kTensorCycles, &kHalfPipe, &kInstructionsSass})},
       {"full",
        "memory + FLOPs + tensor-core ops from the ops_path counters (integer ops too) + instructions + L2 and L1 hit "
        "rates, the SM clock and the FMA pipe's fp16 instructions",
-       concatOf({&kBytesAndTime, &kFlops, &kLocalSectorsSass, &kTensorCycles, &kLocalBytes, &kTensor, &kInstructions, &kExtra, &kHalfPipe})},
+       concatOf({&kBytesAndTime, &kFlops, &kLocalSectorsSass, &kTensorCycles, &kLocalBytes, &kTensor, &kInstructions,
+                 &kInstructionsSass, &kExtra, &kHalfPipe})},
   };
   return sets;
 }
@@ -142,7 +147,8 @@ KernelCounters deriveCounters(const std::vector<std::string>& names, const std::
   c.local_store_bytes = localBytes(get(kLocalStoreBytesMetric), get(kLocalStoreSectorsSassMetric));
   if (auto occ = get("sm__warps_active.avg.pct_of_peak_sustained_active")) c.achieved_occupancy = *occ / 100.0;
   c.gpu_time_ns = get("gpu__time_duration.sum");
-  c.instructions = get("smsp__inst_executed.sum");
+  c.instructions = get(kInstructionsMetric);
+  if (!c.instructions) c.instructions = get(kInstructionsSassMetric);
   c.flops_fp64 = flops("sm__sass_thread_inst_executed_op_dadd_pred_on.sum",
                        "sm__sass_thread_inst_executed_op_dmul_pred_on.sum",
                        "sm__sass_thread_inst_executed_op_dfma_pred_on.sum", 1.0);

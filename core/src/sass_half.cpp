@@ -279,7 +279,7 @@ HalfFlops halfFlopsFromSass(const SassHalfCounts& sass, double hadd, double hmul
                " in several forms (packed, lane-broadcast scalar, immediate move/conversion) or precisions, and the "
                "counters count instructions, not lanes; between " + wholeNumber(t.low) + " and " + wholeNumber(t.high) +
                " FLOPs" +
-               (split_would_help ? "; `--metrics full` counts the FMA pipe's HFMA2 apart from the MMA pipe's "
+               (split_would_help ? "; the sets `roofline` and `full` count the FMA pipe's HFMA2 apart from the MMA pipe's "
                                    "(HFMA2.MMA), which makes them exact here"
                                  : "");
     return r;

@@ -2,7 +2,7 @@
 # Issue 13's validation on a GPU machine, in one go (scripts/gpu-check validation calls it; about
 # 3 minutes on an H100):
 #   1. validation_check run: validation_program under `fprof run` in trace mode, metrics mode
-#      (--metrics full: its fp16 pipe counter makes mixed packed/scalar HFMA2 exact) and crashing (abort after 5 kernels and after 1, SIGSEGV, an illegal
+#      (--metrics roofline: its fp16 pipe counter makes mixed packed/scalar HFMA2 exact) and crashing (abort after 5 kernels and after 1, SIGSEGV, an illegal
 #      address, abort in metrics mode); every kernel against the program's own expectations.
 #   2. Nsight Compute on the same program with the roofline set's metric names
 #      (--cache-control none, as fprof), compared per kernel with fprof's raw values

@@ -84,7 +84,7 @@ TEST(SassHalf, MixedFormsAreUnknownWithBounds) {
   HalfFlops none = halfFlopsFromSass({}, 0, 0, 0);
   EXPECT_EQ(none.fp16, 0);
   EXPECT_EQ(none.method, "");
-  EXPECT_NE(mixed.method.find("`--metrics full`"), std::string::npos) << "one form per pipe: the split would help";
+  EXPECT_NE(mixed.method.find("`roofline` and `full` count the FMA pipe"), std::string::npos) << "one form per pipe: the split would help";
 }
 
 // The validation program's mixed16_kernel on an H100 (bench/RESULTS.md): per thread and
@@ -129,9 +129,9 @@ TEST(SassHalf, NoSplitWhereAPipeHoldsSeveralFormsOrTheCounterMayCountMore) {
   // FMA pipe: 40 scalar = 80 FLOPs; MMA pipe: 60 of 0 or 2 lanes = 0..240.
   EXPECT_NE(narrowed.method.find("between 80 and 320 FLOPs"), std::string::npos) << narrowed.method;
   EXPECT_NE(narrowed.method.find("HFMA2.MMA x 60"), std::string::npos) << narrowed.method;
-  EXPECT_EQ(narrowed.method.find("--metrics full"), std::string::npos) << "the counter was there";
+  EXPECT_EQ(narrowed.method.find("count the FMA pipe"), std::string::npos) << "the counter was there";
   HalfFlops unsplit = halfFlopsFromSass(moves, 0, 0, 100);
-  EXPECT_EQ(unsplit.method.find("--metrics full"), std::string::npos) << "it would not make them exact";
+  EXPECT_EQ(unsplit.method.find("count the FMA pipe"), std::string::npos) << "it would not make them exact";
   // A 16-bit min/max may be counted by the fp16 pipe counter too: no split.
   const SassHalfCounts with_max = {{"HFMA2.MMA.f16.packed", 1}, {"HFMA2.f16.scalar", 1}, {"HMNMX2.f16.other", 1}};
   HalfFlops max = halfFlopsFromSass(with_max, 0, 0, 100, 50);

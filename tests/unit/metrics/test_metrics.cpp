@@ -20,8 +20,8 @@ TEST(MetricSets, BuiltinSetsNest) {
   auto full = core::expandMetricSelection("full");
   ASSERT_TRUE(memory.ok() && roofline.ok() && full.ok());
   EXPECT_EQ(memory->size(), 8u);
-  EXPECT_EQ(roofline->size(), 21u);
-  EXPECT_EQ(full->size(), 33u);
+  EXPECT_EQ(roofline->size(), 22u);
+  EXPECT_EQ(full->size(), 34u);
   // roofline counts local bytes with the SASS instrumentation instead of the L1 counters.
   for (const std::string& m : *memory) {
     const bool local = m == core::kLocalLoadBytesMetric || m == core::kLocalStoreBytesMetric;
@@ -127,7 +127,7 @@ TEST(MetricsConfig, OffUnlessModeIsMetrics) {
   MetricsConfig c = readMetricsConfig(envOf({{"FPROF_MODE", "metrics"}}));
   EXPECT_TRUE(c.enabled);
   EXPECT_EQ(c.selection, "roofline");
-  EXPECT_EQ(c.metrics.size(), 21u);
+  EXPECT_EQ(c.metrics.size(), 22u);
   EXPECT_TRUE(c.errors.empty());
 }
 

@@ -41,6 +41,11 @@ inline constexpr const char* kLocalStoreBytesMetric = "l1tex__t_bytes_pipe_lsu_m
 inline constexpr const char* kLocalLoadSectorsSassMetric = "sm__sass_l1tex_t_sectors_pipe_lsu_mem_local_op_ld.sum";
 inline constexpr const char* kLocalStoreSectorsSassMetric = "sm__sass_l1tex_t_sectors_pipe_lsu_mem_local_op_st.sum";
 
+// Warp instructions executed: the hardware counter (`full`, `memory`-style lists) or the SASS
+// instrumentation's count of the same (`roofline`, where it shares the FLOP counters' pass).
+inline constexpr const char* kInstructionsMetric = "smsp__inst_executed.sum";
+inline constexpr const char* kInstructionsSassMetric = "smsp__sass_inst_executed.sum";
+
 // Derived counters from raw values (names[i] has values[i]); metrics that were not collected
 // stay unset. kernel_id is left for the caller.
 KernelCounters deriveCounters(const std::vector<std::string>& names, const std::vector<double>& values);

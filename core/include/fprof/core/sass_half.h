@@ -70,7 +70,7 @@ HalfFlops halfFlopsFromSass(const SassHalfCounts& sass, double hadd, double hmul
 inline constexpr const char* kHaddMetric = "sm__sass_thread_inst_executed_op_hadd_pred_on.sum";
 inline constexpr const char* kHmulMetric = "sm__sass_thread_inst_executed_op_hmul_pred_on.sum";
 inline constexpr const char* kHfmaMetric = "sm__sass_thread_inst_executed_op_hfma_pred_on.sum";
-// Thread-level 16-bit instructions on the FMA pipe (HFMA2.MMA not included); in the `full` set.
+// Thread-level 16-bit instructions on the FMA pipe (HFMA2.MMA not included); in the `roofline` and `full` sets.
 inline constexpr const char* kFp16PipeMetric = "sm__thread_inst_executed_pipe_fma_type_fp16_pred_on.sum";
 
 // Functions (mangled names) of a database whose kernels ran half instructions and wait for SASS.
