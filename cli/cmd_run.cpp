@@ -18,6 +18,7 @@
 #include "command.h"
 #include "paths.h"
 #include "sass_step.h"
+#include "step_timer.h"
 #include "fprof/core/metric_sets.h"
 #include "fprof/core/store.h"
 
@@ -274,6 +275,7 @@ int runProgram(const RunOptions& opt) {
   int status = 0;
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
+  StepTimer timer;
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);
 
@@ -294,22 +296,28 @@ int runProgram(const RunOptions& opt) {
                  "messages above)\n");
   }
   for (const std::string& f : files) {
-    if (core::Status s = core::checkDatabase(f); !s) {
+    const core::Status checked = core::checkDatabase(f);
+    timer.done("check the database");
+    if (core::Status s = checked; !s) {
       std::fprintf(stderr, "[fprof] %s is incomplete: %s\n", f.c_str(), s.error().c_str());
     } else {
       if (core::Status recorded = core::appendMetadata(f, ending); !recorded) {
         std::fprintf(stderr, "[fprof] how the program ended was not recorded: %s\n", recorded.error().c_str());
       }
+      timer.done("record how the program ended");
       if (!cubin_dir.empty()) {
         if (const std::string said = applySassStep(f, cubin_dir); !said.empty()) {
           std::fprintf(stderr, "[fprof] %s: %s\n", f.c_str(), said.c_str());
         }
+        timer.done("SASS step");
       }
       attachCeilings(f, opt.ceilings);
+      timer.done("attach ceilings");
       std::fprintf(stderr, "[fprof] profile ready: %s (next: fprof info %s, fprof report %s)\n", f.c_str(), f.c_str(), f.c_str());
     }
   }
   if (!cubin_dir.empty()) fs::remove_all(cubin_dir, ec);
+  timer.done("remove the saved cubins");
   return code;
 }
 

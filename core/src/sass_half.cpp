@@ -4,6 +4,7 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <iterator>
 #include <cmath>
 #include <set>
 #include <sstream>
@@ -208,12 +209,16 @@ std::map<std::string, SassHalfCounts> parseNvdisasmHalfOpsByRange(std::string_vi
                                                                    const std::vector<CodeRange>& ranges) {
   std::map<std::string, SassHalfCounts> out;
   for (const CodeRange& r : ranges) out[r.name];
+  // The ranges do not overlap: by start, the one holding an address is the last starting at or before it.
+  std::vector<CodeRange> by_start = ranges;
+  std::sort(by_start.begin(), by_start.end(), [](const CodeRange& a, const CodeRange& b) { return a.begin < b.begin; });
   forEachLine(text, [&](std::string_view line) {
     const std::optional<uint64_t> at = addressOf(line);
     if (!at) return;
-    auto range = std::find_if(ranges.begin(), ranges.end(), [&](const CodeRange& r) { return *at >= r.begin && *at < r.end; });
-    if (range == ranges.end()) return;
-    if (std::string cls = classOf(line); !cls.empty()) ++out[range->name][cls];
+    auto after = std::upper_bound(by_start.begin(), by_start.end(), *at,
+                                  [](uint64_t a, const CodeRange& r) { return a < r.begin; });
+    if (after == by_start.begin() || *at >= std::prev(after)->end) return;
+    if (std::string cls = classOf(line); !cls.empty()) ++out[std::prev(after)->name][cls];
   });
   return out;
 }
