@@ -53,10 +53,11 @@ FunctionCode codeOf(const std::string& dir, const std::set<std::string>& wanted)
 }
 
 // The half-precision and tensor instructions of some functions, from one nvdisasm -b run over their
-// code laid end to end (a name with several codes gets the classes of all; nvdisasm's start-up,
-// not the decoding, is its cost per call: a whole PyTorch cubin took 18 s where its one kernel
-// took 0.3 s, on the H100 machine). Where that run fails, each function alone, so that code
-// nvdisasm cannot read costs only its own FLOPs.
+// code laid end to end (a name with several codes gets the classes of all). On the H100 machine
+// one instruction took nvdisasm -b SM90 0.41-0.58 s (its start-up) and 65,536 took 2.1-2.5 s, so
+// one run per part beats one per function; a whole PyTorch cubin took 18 s where its one kernel
+// took 0.3 s. Where that run fails, each function alone, so that code nvdisasm cannot read costs
+// only its own FLOPs.
 std::map<std::string, core::SassHalfCounts> decodeFunctions(const std::string& nvdisasm, int sm,
                                                             const FunctionCode& code, const std::string& scratch) {
   std::string blob;
