@@ -298,8 +298,8 @@ int runProgram(const RunOptions& opt) {
   for (const std::string& f : files) {
     const core::Status checked = core::checkDatabase(f);
     timer.done("check the database");
-    if (core::Status s = checked; !s) {
-      std::fprintf(stderr, "[fprof] %s is incomplete: %s\n", f.c_str(), s.error().c_str());
+    if (!checked) {
+      std::fprintf(stderr, "[fprof] %s is incomplete: %s\n", f.c_str(), checked.error().c_str());
     } else {
       if (core::Status recorded = core::appendMetadata(f, ending); !recorded) {
         std::fprintf(stderr, "[fprof] how the program ended was not recorded: %s\n", recorded.error().c_str());

@@ -88,8 +88,9 @@ std::map<std::string, core::SassHalfCounts> decodeFunctions(const std::string& n
 
 // How many nvdisasm processes decode at once: FPROF_NVDISASM_JOBS, else one per core up to 8.
 size_t decodeJobs() {
-  if (const char* env = std::getenv("FPROF_NVDISASM_JOBS"); env && std::atoi(env) > 0) return std::atoi(env);
-  return std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8);
+  const char* env = std::getenv("FPROF_NVDISASM_JOBS");
+  const int asked = env ? std::atoi(env) : 0;
+  return asked > 0 ? static_cast<size_t>(asked) : std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8);
 }
 
 // The functions split into `groups` parts of about equal code size (largest first, each to the
