@@ -42,6 +42,7 @@ struct RunOptions {
   bool every_launch = false;
   bool gpu_fault_safe = false;  // kernel timestamps in pinned host memory (FPROF_CUPTI_HOST_PINNED)
   std::string cache_control;  // "" = all where the CUPTI can, else none
+  std::string replay;         // "" = auto
   std::string cupti;          // a libcupti.so.13 to use instead of the toolkit's (FPROF_CUPTI)
   std::vector<std::string> program;
 };
@@ -171,10 +172,11 @@ int runProgram(const RunOptions& opt) {
   }
   const bool selects = !opt.kernel_regex.empty() || !opt.nvtx_include.empty() || !opt.ops.empty() ||
                        opt.launch_skip != 0 || opt.launch_count != 0 || opt.samples_per_launch_kind != 0 ||
-                       opt.every_launch || !opt.cache_control.empty();
+                       opt.every_launch || !opt.cache_control.empty() || !opt.replay.empty();
   if (selects && opt.metrics.empty()) {
     return inputError("run: --kernel-regex, --nvtx-include, --ops, --launch-skip, --launch-count, "
-                      "--samples-per-launch-kind, --every-launch and --cache-control choose what --metrics profiles; add "
+                      "--samples-per-launch-kind, --every-launch, --cache-control and --replay choose what --metrics profiles; "
+                      "add "
                       "--metrics roofline (or memory, full)");
   }
   std::string cupti = opt.cupti;
@@ -242,6 +244,7 @@ int runProgram(const RunOptions& opt) {
     setenv("FPROF_MODE", opt.metrics.empty() ? "trace" : "metrics", 1);
     if (!cubin_dir.empty()) setenv("FPROF_CUBIN_DIR", cubin_dir.c_str(), 1);
     if (!opt.cache_control.empty()) setenv("FPROF_CACHE_CONTROL", opt.cache_control.c_str(), 1);
+    if (!opt.replay.empty()) setenv("FPROF_REPLAY", opt.replay.c_str(), 1);
     if (opt.gpu_fault_safe) setenv("FPROF_CUPTI_HOST_PINNED", "1", 1);
     if (opt.every_launch) {
       setenv("FPROF_SAMPLES_PER_LAUNCH_KIND", "0", 1);
@@ -370,10 +373,17 @@ Command addRunCommand(CLI::App& root) {
       ->check(CLI::PositiveNumber);
   app->add_flag("--every-launch", opt->every_launch, "With --metrics: profile every selected launch (no copies)");
   app->add_option("--cache-control", opt->cache_control,
-                  "With --metrics: all = invalidate caches before every replay pass, as ncu does by default (needs "
-                  "CUPTI 13.4: see --cupti); none = caches as the program left them. Default: all where the CUPTI "
-                  "can, else none, recorded in the database")
+                  "With --metrics: all = invalidate caches before every replay pass, as ncu does by default (under "
+                  "kernel replay this needs CUPTI 13.4: see --cupti; under application replay fprof evicts the L2 "
+                  "itself); none = caches as the program left them. Default: all where possible, else none, "
+                  "recorded in the database")
       ->check(CLI::IsMember({"all", "none"}));
+  app->add_option("--replay", opt->replay,
+                  "With --metrics: kernel = CUPTI replays each profiled kernel once per pass, saving and restoring "
+                  "device memory; application = the program's own run of each profiled launch is counted (no "
+                  "replay, about 3x cheaper a launch; only for one-pass metric sets without SASS counters, e.g. "
+                  "--metrics memory); auto (default) = application where the metrics allow it, else kernel")
+      ->check(CLI::IsMember({"auto", "kernel", "application"}));
   app->add_option("--cupti", opt->cupti,
                   "Use this libcupti.so.13 (e.g. from the nvidia-cuda-cupti wheel) instead of the toolkit's; also "
                   "FPROF_CUPTI");

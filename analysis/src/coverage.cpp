@@ -123,7 +123,8 @@ std::string describeCollection(const core::Profile& p) {
   if (const std::string set = p.meta("metric_set"); !set.empty()) parts.push_back("metric set " + set);
   if (const std::string replay = p.meta("replay_mode"); !replay.empty()) {
     const std::string passes = p.meta("metrics_passes");
-    parts.push_back(replay + " replay" + (passes.empty() ? "" : fmt::format(" ({} passes)", passes)));
+    parts.push_back(replay + " replay" +
+                    (passes.empty() ? "" : fmt::format(" ({} pass{})", passes, passes == "1" ? "" : "es")));
   }
   if (const std::string replay = p.meta("metrics_replay_seconds"); !replay.empty()) {
     const std::string profiled = p.meta("metrics_kernels_profiled");

@@ -39,6 +39,7 @@
 #include "fprof/core/store.h"
 #include "arg_role_probe.h"
 #include "function_cache.h"
+#include "l2_sweep.h"
 #include "log.h"
 #include "metrics_collector.h"
 #include "metrics_config.h"
@@ -257,7 +258,11 @@ bool Collector::initialize() {
   const MetricsConfig metrics_config =
       readMetricsConfig([](const char* name) { return static_cast<const char*>(std::getenv(name)); });
   const bool metrics = metrics_.configure(metrics_config);
-  if (metrics) translator_.setUnmatchedLaunchGenerations(Translator::kUnmatchedLaunchGenerationsReplay);
+  if (metrics) {
+    translator_.setUnmatchedLaunchGenerations(Translator::kUnmatchedLaunchGenerationsReplay);
+    translator_.ignoreKernelsNamed(kL2SweepKernelName);
+    translator_.ignoreKernelsNamed(kCuptiWaitKernelName);
+  }
   TraceRecorder::Options recorder_options;
   recorder_options.paths_on_threads = metrics;  // launches are selected by NVTX path as they are made
   if (metrics && metrics_config.nvtx_process_scope && !metrics_config.nvtx_include.empty()) {
@@ -611,12 +616,16 @@ struct DriverLaunch {
   LaunchShape shape;
 };
 
-// Whether a launch's stream is recording a graph; the _ptsz launches' stream 0 is the per-thread one.
-bool isCapturing(CUstream stream, CUpti_CallbackId cbid) {
+// The stream a launch goes to: the _ptsz launches' stream 0 is the per-thread one.
+CUstream launchStream(CUstream stream, CUpti_CallbackId cbid) {
   const bool per_thread = cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz ||
                           cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz ||
                           cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz;
-  if (stream == nullptr && per_thread) stream = CU_STREAM_PER_THREAD;
+  return stream == nullptr && per_thread ? CU_STREAM_PER_THREAD : stream;
+}
+
+// Whether a launch's stream is recording a graph.
+bool isCapturing(CUstream stream) {
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
   return cuStreamIsCapturing(stream, &status) == CUDA_SUCCESS && status != CU_STREAM_CAPTURE_STATUS_NONE;
 }
@@ -705,12 +714,9 @@ void Collector::probeBefore(const CUpti_CallbackData* cb, CUpti_CallbackId cbid,
   constexpr size_t kProbeWords = 128;
   LaunchArgs words;
   readParamWords(layout, launch.params, buffer, buffer_bytes, kProbeWords, words);
-  const bool per_thread = cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz ||
-                          cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz ||
-                          cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz;
   ProbeLaunch probe;
   probe.function_key = launch.f;
-  probe.stream = launch.stream == nullptr && per_thread ? CU_STREAM_PER_THREAD : launch.stream;
+  probe.stream = launchStream(launch.stream, cbid);
   probe.symbol_name = cb->symbolName;
   probe.cooperative = launch.cooperative;
   probe.correlation_id = correlation_id;
@@ -803,7 +809,8 @@ void Collector::handleLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
     request.selected_elsewhere = recorder_->anotherThreadSelects();
     request.graph_launch = open->graph_launch;
     request.cooperative = launch.cooperative;
-    request.capturing = isCapturing(launch.stream, cbid);
+    request.stream = launchStream(launch.stream, cbid);
+    request.capturing = isCapturing(request.stream);
     if (info != nullptr) {
       const LaunchSignatures sig = FunctionCache::signatures(launch.f, *info, launch.shape, launch.params, launch.extra);
       request.signature = sig.full;
@@ -1147,6 +1154,12 @@ void Collector::finish(int64_t last_start_ns) {
   if (stats.duplicates > 0) {
     writer_->add(core::CollectorEventRecord{process_id_, unixNowNs(), "info",
                                             std::to_string(stats.duplicates) + " duplicate activity records ignored"});
+  }
+  if (stats.ignored_kernels > 0) {
+    writer_->add(core::CollectorEventRecord{
+        process_id_, unixNowNs(), "info",
+        std::to_string(stats.ignored_kernels) + " kernels of the profiler's own (" + kL2SweepKernelName + ", CUPTI's " +
+            kCuptiWaitKernelName + ") left out of the kernel table"});
   }
   if (stats.local_memory_mismatches > 0) {
     writer_->add(core::CollectorEventRecord{

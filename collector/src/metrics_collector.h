@@ -25,6 +25,7 @@
 
 #include "fprof/core/model.h"
 #include "metrics_config.h"
+#include "l2_sweep.h"
 #include "range_profiler.h"
 
 namespace fprof::collector {
@@ -46,6 +47,7 @@ struct LaunchCounterResult {
 
 struct LaunchRequest {
   CUcontext context = nullptr;
+  CUstream stream = nullptr;  // where the kernel runs (the per-thread stream resolved)
   uint32_t correlation_id = 0;
   uint32_t nested_correlation_id = 0;
   const char* symbol_name = nullptr;  // mangled
@@ -108,6 +110,8 @@ class MetricsCollector {
   struct ContextState {
     std::mutex window;  // held by a launch or copy on this context from ENTER to EXIT
     std::unique_ptr<RangeProfiler> profiler;
+    bool application = false;       // the program's own run is counted (no kernel replay)
+    std::unique_ptr<L2Sweep> sweep;  // cache control under application replay
     std::vector<Entry> batch;  // profiled launches whose ranges are not decoded yet
     bool failed = false;
     bool set_up = false;
@@ -122,6 +126,8 @@ class MetricsCollector {
 
   ContextState& stateOf(CUcontext ctx);  // requires mu_
   bool setUp(ContextState& s);           // requires mu_
+  bool setUpSweep(ContextState& s, CUdevice device);
+  bool prepareOwnRun(ContextState& s, CUstream stream, std::string& error);
   void openWindow(const LaunchRequest& launch, ContextState& s);  // requires mu_
   void closeWindow(CUresult result);     // requires mu_
   void decode(ContextState& s);          // requires mu_

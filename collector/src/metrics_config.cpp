@@ -1,6 +1,8 @@
 // Metrics-mode settings and launch selection (see metrics_config.h).
 #include "metrics_config.h"
 
+#include <algorithm>
+
 #include <cstdlib>
 
 #include "fprof/core/metric_sets.h"
@@ -85,6 +87,18 @@ MetricsConfig readMetricsConfig(const EnvLookup& env) {
       c.errors.push_back("FPROF_CACHE_CONTROL='" + v + "' must be all or none");
     }
   }
+  if (const char* r = env("FPROF_REPLAY"); r != nullptr && *r != '\0') {
+    const std::string v = r;
+    if (v == "kernel") {
+      c.replay = ReplayMode::kKernel;
+    } else if (v == "application") {
+      c.replay = ReplayMode::kApplication;
+    } else if (v == "auto") {
+      c.replay = ReplayMode::kAuto;
+    } else {
+      c.errors.push_back("FPROF_REPLAY='" + v + "' must be kernel, application or auto");
+    }
+  }
   if (const char* n = env("FPROF_SAMPLES_PER_LAUNCH_KIND"); n != nullptr) {
     if (auto v = parseCount(n)) {
       c.samples_per_signature = *v;
@@ -100,6 +114,25 @@ MetricsConfig readMetricsConfig(const EnvLookup& env) {
     }
   }
   return c;
+}
+
+bool isSassInstrumented(const std::string& metric) { return metric.find("__sass_") != std::string::npos; }
+
+std::optional<ReplayMode> chooseReplay(ReplayMode requested, const std::vector<std::string>& metrics, size_t passes,
+                                       std::string& error) {
+  if (requested == ReplayMode::kKernel) return ReplayMode::kKernel;
+  const auto sass = std::find_if(metrics.begin(), metrics.end(), isSassInstrumented);
+  if (passes == 1 && sass == metrics.end()) return ReplayMode::kApplication;
+  if (requested == ReplayMode::kAuto) return ReplayMode::kKernel;
+  if (sass != metrics.end()) {
+    error = "--replay application cannot count " + *sass +
+            ": CUPTI counts SASS-instrumented metrics only under kernel replay (use --replay kernel, or a set "
+            "without them such as --metrics memory)";
+  } else {
+    error = "--replay application counts one pass, the program's own run, and these metrics take " +
+            std::to_string(passes) + " (use --replay kernel, or fewer metrics)";
+  }
+  return std::nullopt;
 }
 
 bool nvtxPathIncluded(const MetricsConfig& config, const std::string& path) {

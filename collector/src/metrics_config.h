@@ -15,6 +15,22 @@ namespace fprof::collector {
 
 enum class CacheControl { kNone, kAll, kAllIfSupported };
 
+// How a profiled launch is counted. kKernel: CUPTI's kernel replay runs the kernel once per pass,
+// saving and restoring device memory around the passes. kApplication: the program's own execution
+// of the launch is counted (CUPTI's user replay, no memory saved), so the metrics must fit one pass
+// and hold no SASS-instrumented metric (those read 0 or less than the truth without kernel replay:
+// bench/RESULTS.md, issue 15); application replay of several passes, one program run per pass, is not
+// built. kAuto: kApplication where the metrics allow it, else kKernel.
+enum class ReplayMode { kKernel, kApplication, kAuto };
+
+// Whether CUPTI counts `metric` by patching the kernel's SASS (sm__sass_*, smsp__sass_*).
+bool isSassInstrumented(const std::string& metric);
+
+// The replay a run uses for `metrics` taking `passes` passes, or an error sentence (`error`) when
+// `requested` cannot collect them.
+std::optional<ReplayMode> chooseReplay(ReplayMode requested, const std::vector<std::string>& metrics, size_t passes,
+                                       std::string& error);
+
 struct MetricsConfig {
   bool enabled = false;               // FPROF_MODE=metrics
   std::string selection = "roofline";  // FPROF_METRICS: a set name or metric names
@@ -38,6 +54,7 @@ struct MetricsConfig {
   // bytes do not depend on what ran before it; needs CUPTI 13.4) or "none" (caches as the program
   // left them). Unset: all where the loaded CUPTI can, none (said so) where it cannot.
   CacheControl cache_control = CacheControl::kAllIfSupported;
+  ReplayMode replay = ReplayMode::kAuto;  // FPROF_REPLAY: kernel | application | auto
   std::vector<std::string> errors;     // settings that could not be used: metrics mode stays off
 };
 

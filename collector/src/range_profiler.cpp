@@ -53,7 +53,7 @@ constexpr uint32_t kFirstCuptiWithCacheControl = 130400;
 }  // namespace
 
 bool RangeProfiler::setup(CUcontext ctx, int device_ordinal, const std::vector<std::string>& metrics,
-                          size_t max_ranges, CacheControl cache_control, std::string& error) {
+                          size_t max_ranges, CacheControl cache_control, ReplayMode replay, std::string& error) {
   ctx_ = ctx;
   max_ranges_ = max_ranges;
   metric_names_ = metrics;
@@ -147,15 +147,21 @@ bool RangeProfiler::setup(CUcontext ctx, int device_ordinal, const std::vector<s
   passes.pConfigImage = config_.data();
   RP_CALL(cuptiProfilerHostGetNumOfPasses(&passes));
   passes_ = passes.numOfPasses;
+  const std::optional<ReplayMode> chosen = chooseReplay(replay, metric_names_, passes_, error);
+  if (!chosen) return false;
+  replay_ = *chosen;
 
   uint32_t version = 0;
-  const bool can_control = cuptiGetVersion(&version) == CUPTI_SUCCESS && version >= kFirstCuptiWithCacheControl;
-  if (cache_control == CacheControl::kAll && !can_control) {
+  const bool can_control = replay_ == ReplayMode::kKernel && cuptiGetVersion(&version) == CUPTI_SUCCESS &&
+                           version >= kFirstCuptiWithCacheControl;
+  if (cache_control == CacheControl::kAll && !can_control && replay_ == ReplayMode::kKernel) {
     error = "--cache-control all needs CUPTI 13.4 or newer (this process loaded CUPTI " + std::to_string(version) +
             ", whose kernel replay cannot invalidate caches between passes): install the nvidia-cuda-cupti wheel "
             "(pip) and run with fprof run --cupti PATH/libcupti.so.13, or use --cache-control none";
     return false;
   }
+  // Under application replay the collector invalidates the L2 itself (L2Sweep): CUPTI's cache
+  // control applies to replay passes.
   cache_control_applied_ = cache_control != CacheControl::kNone && can_control;
   if (cache_control_applied_) {
     RangeProfilerEnableParams134 enable{};
@@ -207,7 +213,7 @@ bool RangeProfiler::resetCounterData(std::string& error) {
   config.counterDataImageSize = counter_data_.size();
   config.pCounterDataImage = counter_data_.data();
   config.range = CUPTI_AutoRange;
-  config.replayMode = CUPTI_KernelReplay;
+  config.replayMode = replay_ == ReplayMode::kApplication ? CUPTI_UserReplay : CUPTI_KernelReplay;
   config.maxRangesPerPass = max_ranges_;
   config.numNestingLevels = 1;
   config.minNestingLevel = 1;

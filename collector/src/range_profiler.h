@@ -1,5 +1,5 @@
 // One CUDA context's CUPTI range profiler: auto range (one range per kernel launch) with kernel
-// replay. Ranges accumulate in a counter-data image and are decoded in batches, not per kernel,
+// replay, or counting the program's own execution (application replay of one pass). Ranges accumulate in a counter-data image and are decoded in batches, not per kernel,
 // because a decode synchronizes the context.
 #pragma once
 
@@ -27,8 +27,9 @@ class RangeProfiler {
   // cache_control: kAll makes every replay pass start with caches invalidated (ncu's
   // --cache-control all); it needs CUPTI 13.4's cacheControlMode, and with an older CUPTI setup
   // fails with a sentence, where kAllIfSupported falls back to none (cacheControlApplied() says).
+  // `replay` as asked (chooseReplay decides, from the pass count); replay() says what was chosen.
   bool setup(CUcontext ctx, int device_ordinal, const std::vector<std::string>& metrics, size_t max_ranges,
-             CacheControl cache_control, std::string& error);
+             CacheControl cache_control, ReplayMode replay, std::string& error);
   bool cacheControlApplied() const { return cache_control_applied_; }
 
   bool start(std::string& error);
@@ -44,6 +45,7 @@ class RangeProfiler {
 
   bool started() const { return started_; }
   size_t passes() const { return passes_; }
+  ReplayMode replay() const { return replay_; }
   size_t maxRanges() const { return max_ranges_; }
   const std::string& chip() const { return chip_; }
   const std::vector<std::string>& metrics() const { return metric_names_; }
@@ -62,6 +64,7 @@ class RangeProfiler {
   CUpti_RangeProfiler_Object* object_ = nullptr;
   size_t max_ranges_ = 0;
   size_t passes_ = 0;
+  ReplayMode replay_ = ReplayMode::kKernel;
   bool started_ = false;
   bool cache_control_applied_ = false;
   bool initialized_ = false;

@@ -156,9 +156,21 @@ void Translator::translate(const CUpti_Activity& record, TranslatedBatch& out) {
   }
 }
 
+bool Translator::isIgnoredKernel(const char* name) const {
+  if (name == nullptr) return false;
+  for (const std::string& ignored : ignored_kernel_names_) {
+    if (ignored == name) return true;
+  }
+  return false;
+}
+
 void Translator::translateKernel(const CUpti_ActivityKernel10& k, TranslatedBatch& out) {
   uint64_t key = mix(mix(mix(mix(1, k.deviceId), k.correlationId), k.graphNodeId), k.start);
   if (seenBefore(mix(key, k.end))) return;
+  if (isIgnoredKernel(k.name)) {
+    ++stats_.ignored_kernels;
+    return;
+  }
 
   core::KernelRecord r;
   r.process_id = process_id_;

@@ -32,6 +32,7 @@ struct TranslatedBatch {
 
 struct TranslatorStats {
   uint64_t duplicates = 0;          // records seen twice (dropped)
+  uint64_t ignored_kernels = 0;     // fprof's and CUPTI's own (ignoreKernelsNamed)
   uint64_t unmatched_kernels = 0;   // kernels with no launch callback (no API name, NVTX, args)
   uint64_t ignored_records = 0;     // kinds this translator does not handle
   // Kernels whose activity record's localMemoryPerThread differed from the function's
@@ -64,6 +65,10 @@ class Translator {
   // A copy of fprof's own (the argument-role probe's): its memcpy record is not the program's.
   // Every memcpy record with that id is dropped; ids are forgotten with the launches (bounded).
   void ignoreCopies(uint32_t correlation_id) { ignored_copies_.insert(correlation_id); }
+  // Kernels of fprof's or CUPTI's own, by exact name: the L2 sweep, and the `WaitNs` kernel CUPTI's
+  // range profiler puts before each profiled launch it counts without kernel replay (1 block,
+  // about 80 us, filed under the program's launch's correlation id). Counted in stats().
+  void ignoreKernelsNamed(std::string name) { ignored_kernel_names_.push_back(std::move(name)); }
 
   // Appends the translation of one record to `out`; duplicates and unknown kinds add nothing.
   void translate(const CUpti_Activity& record, TranslatedBatch& out);
@@ -88,6 +93,7 @@ class Translator {
   void forget(std::unordered_map<uint32_t, PendingLaunch>::iterator it);
 
   void translateKernel(const CUpti_ActivityKernel10& k, TranslatedBatch& out);
+  bool isIgnoredKernel(const char* name) const;
   void translateMemcpy(const CUpti_ActivityMemcpy6& m, TranslatedBatch& out);
   void translateMemset(const CUpti_ActivityMemset4& m, TranslatedBatch& out);
   void translateMemory(const CUpti_ActivityMemory4& m, TranslatedBatch& out);
@@ -113,6 +119,7 @@ class Translator {
   size_t max_pending_ = kMaxPendingLaunches;
   TranslatorStats stats_;
   std::unordered_set<uint32_t> ignored_copies_;
+  std::vector<std::string> ignored_kernel_names_;
 };
 
 // Hands one period's translated records to the store, in the order Collector::drain always used.

@@ -118,6 +118,30 @@ TEST(MetricsGpu, FlopsAndBytesMatchAnalyticCounts) {
   EXPECT_EQ(raw_for_saxpy, fprof::core::expandMetricSelection("roofline")->size());
 }
 
+// The memory set fits one pass without SASS counters, so by default the program's own run of each
+// profiled launch is counted (application replay) with the L2 emptied before it: the copy's DRAM
+// bytes are its own (no write-back of other kernels' lines), kernels keep their timestamps, and
+// neither the sweep nor CUPTI's WaitNs kernel shows up as the program's.
+TEST(MetricsGpu, MemorySetCountsTheProgramsOwnRunWithCachesEmptied) {
+  const std::string db = tempPath("metrics_memory_application.fprof");
+  ASSERT_EQ(run("--metrics memory -o " + db), 0);
+  auto p = fprof::core::loadProfile(db);
+  ASSERT_TRUE(p.ok()) << p.error();
+  EXPECT_EQ(p->meta("replay_mode"), "application");
+  EXPECT_EQ(p->meta("cache_control"), "all");
+  auto k = index(*p);
+  ASSERT_NE(k["copyKernel"].counters, nullptr);
+  EXPECT_NEAR(*k["copyKernel"].counters->dram_read_bytes, 4 * kN, 0.02 * 4 * kN) << "16 MiB read, none of it cached";
+  EXPECT_LE(*k["copyKernel"].counters->dram_write_bytes, 1.02 * 4 * kN) << "nothing of other kernels written back";
+  for (const auto& kernel : p->kernels) {
+    const std::string& name = p->str(kernel.name_id);
+    EXPECT_NE(name, "fprof_l2_sweep");
+    EXPECT_NE(name, "WaitNs");
+    EXPECT_GT(kernel.start_ns, 0) << name << ": counted in its own run, so it has its timestamps";
+  }
+  EXPECT_EQ(p->counters.size(), p->kernels.size()) << "every kernel has counters (profiled or copied)";
+}
+
 TEST(MetricsGpu, OnlySelectedKernelsAreProfiled) {
   const std::string db = tempPath("metrics_selected.fprof");
   ASSERT_EQ(run("--metrics memory --kernel-regex 'saxpy|copyKernel' --launch-count 1 -o " + db), 0);

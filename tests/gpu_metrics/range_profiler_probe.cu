@@ -83,7 +83,7 @@ int main() {
 
   auto metrics = core::expandMetricSelection("roofline");
   std::string err;
-  if (!g_rp.setup(ctx, 0, *metrics, 64, collector::CacheControl::kNone, err)) {
+  if (!g_rp.setup(ctx, 0, *metrics, 64, collector::CacheControl::kNone, collector::ReplayMode::kKernel, err)) {
     std::fprintf(stderr, "setup: %s\n", err.c_str());
     return 1;
   }

@@ -161,6 +161,37 @@ TEST(MetricsConfig, BadSettingsAreNamed) {
   EXPECT_EQ(c.errors[2].rfind("FPROF_KERNEL_REGEX '(unclosed' is not a valid regular expression", 0), 0u);
 }
 
+TEST(MetricsConfig, ReplayIsKernelApplicationOrAuto) {
+  EXPECT_EQ(readMetricsConfig(envOf({{"FPROF_MODE", "metrics"}})).replay, ReplayMode::kAuto);
+  EXPECT_EQ(readMetricsConfig(envOf({{"FPROF_MODE", "metrics"}, {"FPROF_REPLAY", "kernel"}})).replay,
+            ReplayMode::kKernel);
+  EXPECT_EQ(readMetricsConfig(envOf({{"FPROF_MODE", "metrics"}, {"FPROF_REPLAY", "application"}})).replay,
+            ReplayMode::kApplication);
+  MetricsConfig bad = readMetricsConfig(envOf({{"FPROF_MODE", "metrics"}, {"FPROF_REPLAY", "user"}}));
+  ASSERT_EQ(bad.errors.size(), 1u);
+  EXPECT_EQ(bad.errors[0], "FPROF_REPLAY='user' must be kernel, application or auto");
+}
+
+// Application replay counts the program's own run: one pass, and no SASS-instrumented counter
+// (they read 0 or too little without kernel replay: bench/RESULTS.md, issue 15).
+TEST(MetricsConfig, ApplicationReplayOnlyWhereOnePassWithoutSassCounters) {
+  const std::vector<std::string> memory = *fprof::core::expandMetricSelection("memory");
+  const std::vector<std::string> roofline = *fprof::core::expandMetricSelection("roofline");
+  std::string error;
+  EXPECT_EQ(chooseReplay(ReplayMode::kAuto, memory, 1, error), ReplayMode::kApplication);
+  EXPECT_EQ(chooseReplay(ReplayMode::kAuto, roofline, 2, error), ReplayMode::kKernel);
+  EXPECT_EQ(chooseReplay(ReplayMode::kAuto, memory, 2, error), ReplayMode::kKernel);
+  EXPECT_EQ(chooseReplay(ReplayMode::kKernel, memory, 1, error), ReplayMode::kKernel);
+  EXPECT_TRUE(error.empty());
+  EXPECT_EQ(chooseReplay(ReplayMode::kApplication, roofline, 1, error), std::nullopt);
+  EXPECT_NE(error.find("cannot count sm__sass_"), std::string::npos) << error;
+  error.clear();
+  EXPECT_EQ(chooseReplay(ReplayMode::kApplication, memory, 3, error), std::nullopt);
+  EXPECT_NE(error.find("these metrics take 3"), std::string::npos) << error;
+  EXPECT_TRUE(isSassInstrumented("smsp__sass_inst_executed.sum"));
+  EXPECT_FALSE(isSassInstrumented("smsp__inst_executed.sum"));
+}
+
 LaunchFacts facts(const std::string& name, const std::string* path = nullptr) {
   LaunchFacts f;
   f.demangled_name = name;

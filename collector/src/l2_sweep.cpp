@@ -1,0 +1,130 @@
+// The L2 sweep (see l2_sweep.h): a PTX kernel JIT-compiled into the program's context.
+#include "l2_sweep.h"
+
+#include <cstdint>
+
+namespace fprof::collector {
+namespace {
+
+// Each thread reads 16-byte vectors with ld.global.cg (cached in L2, not L1) in a grid-stride loop
+// and folds them into one word, stored only if it equals a constant, so the loads are not removed.
+// With `discard` set it instead invalidates each 128-byte line of the buffer (discard.global.L2:
+// no write-back), leaving the L2 empty as ncu's flush does; run after the reads have finished.
+constexpr const char* kSweepPtx = R"(
+.version 7.4
+.target sm_80
+.address_size 64
+
+.visible .entry fprof_l2_sweep(.param .u64 buf, .param .u64 vectors, .param .u64 sink, .param .u32 discard)
+{
+  .reg .pred %p, %q;
+  .reg .b32 %a, %b, %c, %d, %acc, %t0, %t1, %t2, %mode;
+  .reg .b64 %base, %n, %out, %i, %stride, %addr, %off;
+  ld.param.u64 %base, [buf];
+  ld.param.u64 %n, [vectors];
+  ld.param.u64 %out, [sink];
+  ld.param.u32 %mode, [discard];
+  cvta.to.global.u64 %base, %base;
+  cvta.to.global.u64 %out, %out;
+  setp.ne.u32 %q, %mode, 0;
+  mov.u32 %t0, %ctaid.x;
+  mov.u32 %t1, %ntid.x;
+  mov.u32 %t2, %tid.x;
+  mul.wide.u32 %i, %t0, %t1;
+  cvt.u64.u32 %off, %t2;
+  add.u64 %i, %i, %off;
+  mov.u32 %t0, %nctaid.x;
+  mul.wide.u32 %stride, %t0, %t1;
+  mov.u32 %acc, 0;
+LOOP:
+  setp.ge.u64 %p, %i, %n;
+  @%p bra DONE;
+  shl.b64 %off, %i, 4;
+  add.u64 %addr, %base, %off;
+  @%q bra DISCARD;
+  ld.global.cg.v4.u32 {%a, %b, %c, %d}, [%addr];
+  xor.b32 %acc, %acc, %a;
+  xor.b32 %acc, %acc, %b;
+  xor.b32 %acc, %acc, %c;
+  xor.b32 %acc, %acc, %d;
+  bra NEXT;
+DISCARD:
+  and.b64 %off, %off, 127;
+  setp.ne.u64 %p, %off, 0;
+  @%p bra NEXT;
+  discard.global.L2 [%addr], 128;
+NEXT:
+  add.u64 %i, %i, %stride;
+  bra LOOP;
+DONE:
+  setp.ne.u32 %p, %acc, 2142422993;
+  @%p bra END;
+  st.global.u32 [%out], %acc;
+END:
+  ret;
+}
+)";
+
+constexpr int kThreadsPerBlock = 256;
+constexpr int kBlocksPerSm = 4;
+
+std::string cuError(const char* call, CUresult r) {
+  const char* text = nullptr;
+  cuGetErrorString(r, &text);
+  return std::string(call) + " failed: " + (text != nullptr ? text : "unknown CUDA error");
+}
+
+}  // namespace
+
+L2Sweep::~L2Sweep() {
+  // The context may be gone at exit (its memory and module with it): nothing is released here.
+}
+
+bool L2Sweep::setup(CUdevice device, std::string& error) {
+  int l2 = 0, sms = 0;
+  if (CUresult r = cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, device); r != CUDA_SUCCESS) {
+    error = cuError("cuDeviceGetAttribute(L2_CACHE_SIZE)", r);
+    return false;
+  }
+  if (CUresult r = cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device); r != CUDA_SUCCESS) {
+    error = cuError("cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)", r);
+    return false;
+  }
+  bytes_ = 2 * static_cast<size_t>(l2);
+  blocks_ = sms * kBlocksPerSm;
+  if (CUresult r = cuModuleLoadData(&module_, kSweepPtx); r != CUDA_SUCCESS) {
+    error = cuError("cuModuleLoadData(the L2 sweep)", r);
+    return false;
+  }
+  if (CUresult r = cuModuleGetFunction(&kernel_, module_, kL2SweepKernelName); r != CUDA_SUCCESS) {
+    error = cuError("cuModuleGetFunction(the L2 sweep)", r);
+    return false;
+  }
+  if (CUresult r = cuMemAlloc(&buffer_, bytes_); r != CUDA_SUCCESS) {
+    error = cuError("cuMemAlloc(2 x the L2 for the sweep)", r);
+    return false;
+  }
+  if (CUresult r = cuMemAlloc(&sink_, sizeof(uint32_t)); r != CUDA_SUCCESS) {
+    error = cuError("cuMemAlloc(the sweep's result word)", r);
+    return false;
+  }
+  return true;
+}
+
+bool L2Sweep::launch(CUstream stream, uint32_t discard, std::string& error) {
+  uint64_t vectors = bytes_ / 16;
+  void* params[] = {&buffer_, &vectors, &sink_, &discard};
+  CUresult r = cuLaunchKernel(kernel_, static_cast<unsigned>(blocks_), 1, 1, kThreadsPerBlock, 1, 1, 0, stream,
+                              params, nullptr);
+  if (r != CUDA_SUCCESS) {
+    error = cuError("cuLaunchKernel(the L2 sweep)", r);
+    return false;
+  }
+  return true;
+}
+
+// Reading alone leaves the L2 full of clean lines, discarding after it leaves it empty; both gave
+// the same agreement with ncu (bench/RESULTS.md, issue 15), and empty is what ncu's flush leaves.
+bool L2Sweep::run(CUstream stream, std::string& error) { return launch(stream, 0, error) && launch(stream, 1, error); }
+
+}  // namespace fprof::collector
