@@ -386,7 +386,9 @@ bool Collector::initialize() {
     set_hook(&yieldTrampoline);
   }
   if (metrics) {
-    logInfo("profiling hardware counters to %s: selected kernels are replayed, so they run slower", path_.c_str());
+    logInfo("profiling hardware counters to %s: selected kernels run serialized (and replayed where the metrics need "
+            "it), so they run slower",
+            path_.c_str());
   } else {
     logInfo("tracing to %s", path_.c_str());
   }
@@ -483,6 +485,9 @@ void Collector::addEvent(const char* severity, const std::string& message) {
 
 void Collector::onCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   if (!active_.load(std::memory_order_relaxed)) return;
+  // The L2 sweep's module load and launches (inside a launch callback of the program's) are ours:
+  // recorded, they would take the place of the program's launch (its arguments, local size).
+  if (insideL2Sweep()) return;
   switch (domain) {
     case CUPTI_CB_DOMAIN_NVTX:
       handleNvtx(cbid, static_cast<const CUpti_NvtxData*>(data));

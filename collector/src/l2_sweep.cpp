@@ -74,13 +74,26 @@ std::string cuError(const char* call, CUresult r) {
   return std::string(call) + " failed: " + (text != nullptr ? text : "unknown CUDA error");
 }
 
+thread_local bool t_inside_sweep = false;
+
+// Marks the driver calls of the sweep as the collector's own (insideL2Sweep).
+struct SweepScope {
+  SweepScope() { t_inside_sweep = true; }
+  ~SweepScope() { t_inside_sweep = false; }
+  SweepScope(const SweepScope&) = delete;
+  SweepScope& operator=(const SweepScope&) = delete;
+};
+
 }  // namespace
+
+bool insideL2Sweep() { return t_inside_sweep; }
 
 L2Sweep::~L2Sweep() {
   // The context may be gone at exit (its memory and module with it): nothing is released here.
 }
 
 bool L2Sweep::setup(CUdevice device, std::string& error) {
+  SweepScope own;
   int l2 = 0, sms = 0;
   if (CUresult r = cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, device); r != CUDA_SUCCESS) {
     error = cuError("cuDeviceGetAttribute(L2_CACHE_SIZE)", r);
@@ -112,6 +125,7 @@ bool L2Sweep::setup(CUdevice device, std::string& error) {
 }
 
 bool L2Sweep::launch(CUstream stream, uint32_t discard, std::string& error) {
+  SweepScope own;
   uint64_t vectors = bytes_ / 16;
   void* params[] = {&buffer_, &vectors, &sink_, &discard};
   CUresult r = cuLaunchKernel(kernel_, static_cast<unsigned>(blocks_), 1, 1, kThreadsPerBlock, 1, 1, 0, stream,

@@ -20,6 +20,10 @@ inline constexpr const char* kL2SweepKernelName = "fprof_l2_sweep";
 // (seen on H100, CUPTI 13.0: 1 block, about 80 us, under the program's launch's correlation id).
 inline constexpr const char* kCuptiWaitKernelName = "WaitNs";
 
+// True on a thread while it loads or launches the sweep: CUPTI reports those driver calls to the
+// collector's callbacks even from inside a launch callback, and they are not the program's.
+bool insideL2Sweep();
+
 class L2Sweep {
  public:
   L2Sweep() = default;
