@@ -15,7 +15,10 @@
 # launches it profiled and the replay time of each, from the database), and the values of every
 # kernel against ncu's (median and max relative difference, kernels matched by launch order).
 #
-#   FPROF_BUILD=build-gpu [FPROF_CUPTI134=DIR] [PROGRAMS="bench transformer torch"] bench/metrics_overhead.sh
+# APP_REPLAY=1 adds, per program, `fprof run --metrics roofline --replay application` (two runs of
+# the program, cache control all) against `ncu --cache-control all`.
+#
+#   FPROF_BUILD=build-gpu [FPROF_CUPTI134=DIR] [APP_REPLAY=1] [PROGRAMS="bench transformer torch"] bench/metrics_overhead.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${FPROF_BUILD:-build}
@@ -73,6 +76,12 @@ compare_program() {  # compare_program LABEL PROGRAM...: native, fprof (sampled)
   timed "${label}.native" "$@"
   fprof_run "${label}.fprof_sampled" --cache-control none -- "$@"
   ncu_run "${label}.ncu_none" none "$@"
+  if [ -n "${APP_REPLAY:-}" ]; then
+    # Application replay: hardware counters in the program's own run with the L2 emptied before each
+    # profiled launch (cache control all), SASS counters in a second run under kernel replay.
+    fprof_run "${label}.fprof_app_all" --replay application -- "$@"
+    ncu_run "${label}.ncu_all" all "$@"
+  fi
 }
 
 programs=" ${PROGRAMS:-bench transformer torch} "
@@ -183,7 +192,7 @@ def compare(fname, nname):
 labels = [l for l in ("bench", "transformer", "torch") if f"{l}.native" in runs]
 for label in labels:
     for fname, nname in ((f"{label}.fprof_sampled", f"{label}.ncu_none"), (f"{label}.fprof_every", f"{label}.ncu_none"),
-                         (f"{label}.fprof_cc_all", f"{label}.ncu_all")):
+                         (f"{label}.fprof_cc_all", f"{label}.ncu_all"), (f"{label}.fprof_app_all", f"{label}.ncu_all")):
         if fname in runs and nname in runs:
             try:
                 compare(fname, nname)
@@ -191,13 +200,13 @@ for label in labels:
                 print(f"\n{fname}: not compared ({e})")
 
 device = os.popen("nvidia-smi --query-gpu=name --format=csv,noheader").read().strip()
-print(f"\n== cost against ncu, same program, same metrics, cache control none (device: {device})")
+print(f"\n== cost against ncu, same program, same metrics, same cache control (device: {device})")
 print(f"{'run':30s} {'exit':>4s} {'wall s':>8s} {'launches':>8s} {'ms/launch':>10s} {'ncu / this':>11s}"
       f"  {'profiled x replay each':>22s}")
 for label in labels:
     native = runs[f"{label}.native"][0]
     launches = launches_of(label)
-    for suffix in ("native", "fprof_sampled", "fprof_every", "ncu_none", "fprof_cc_all", "ncu_all"):
+    for suffix in ("native", "fprof_sampled", "fprof_every", "ncu_none", "fprof_cc_all", "fprof_app_all", "ncu_all"):
         name = f"{label}.{suffix}"
         if name not in runs:
             continue

@@ -20,6 +20,7 @@
 #include "sass_step.h"
 #include "step_timer.h"
 #include "fprof/core/metric_sets.h"
+#include "fprof/core/replay_merge.h"
 #include "fprof/core/store.h"
 
 namespace fprof::cli {
@@ -145,6 +146,147 @@ std::map<std::string, std::string> exitFacts(int status) {
   return {{"exit_status", "unknown (wait status " + std::to_string(status) + ")"}};
 }
 
+std::string commaJoined(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& i : items) out += (out.empty() ? "" : ",") + i;
+  return out;
+}
+
+// What one run of the program is told beyond the user's options.
+struct ChildRun {
+  std::string output;
+  std::string cubin_dir;      // "" = no cubins saved
+  std::string metrics;        // FPROF_METRICS
+  std::string replay;         // FPROF_REPLAY ("" = the collector's default)
+  std::string cache_control;  // "" = the user's --cache-control
+};
+
+constexpr int kNotStarted = -1;
+
+// Starts the program with the collector injected; the child's pid, or -1 where fork failed.
+pid_t startChild(const RunOptions& opt, const std::string& collector, const std::string& cupti, const ChildRun& run) {
+  std::vector<char*> argv;
+  for (const std::string& a : opt.program) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const pid_t child = fork();
+  if (child != 0) return child;
+  // One CUPTI for the whole process, and a guard that lets torch.profiler take CUPTI over:
+  // collector/preload/cupti_guard.cpp. Absent (FPROF_COLLECTOR pointing elsewhere), the
+  // collector still works; the program's own libcupti is used then.
+  if (const std::string preload = findSibling("libfprof_preload.so"); !preload.empty()) {
+    const char* existing = std::getenv("LD_PRELOAD");
+    std::string value = existing && *existing ? preload + ":" + existing : preload;
+    // A chosen libcupti goes first: its soname then satisfies the collector's and the preload's.
+    if (!cupti.empty()) value = cupti + ":" + value;
+    setenv("LD_PRELOAD", value.c_str(), 1);
+  }
+  if (!cupti.empty()) {
+    // libnvperf_host/target of the same CUPTI release sit beside it.
+    const std::string dir = fs::path(cupti).parent_path().string();
+    const char* existing = std::getenv("LD_LIBRARY_PATH");
+    setenv("LD_LIBRARY_PATH", (existing && *existing ? dir + ":" + existing : dir).c_str(), 1);
+  }
+  setenv("CUDA_INJECTION64_PATH", collector.c_str(), 1);
+  setenv("NVTX_INJECTION64_PATH", collector.c_str(), 1);
+  setenv("FPROF_OUTPUT", fs::absolute(run.output).c_str(), 1);
+  setenv("FPROF_FORCE", opt.force ? "1" : "0", 1);
+  setenv("FPROF_MODE", opt.metrics.empty() ? "trace" : "metrics", 1);
+  if (!run.cubin_dir.empty()) setenv("FPROF_CUBIN_DIR", run.cubin_dir.c_str(), 1);
+  const std::string& cache_control = run.cache_control.empty() ? opt.cache_control : run.cache_control;
+  if (!cache_control.empty()) setenv("FPROF_CACHE_CONTROL", cache_control.c_str(), 1);
+  if (!run.replay.empty()) setenv("FPROF_REPLAY", run.replay.c_str(), 1);
+  if (opt.gpu_fault_safe) setenv("FPROF_CUPTI_HOST_PINNED", "1", 1);
+  if (opt.every_launch) {
+    setenv("FPROF_SAMPLES_PER_LAUNCH_KIND", "0", 1);
+  } else if (opt.samples_per_launch_kind > 0) {
+    setenv("FPROF_SAMPLES_PER_LAUNCH_KIND", std::to_string(opt.samples_per_launch_kind).c_str(), 1);
+  }
+  if (!opt.metrics.empty()) {
+    setenv("FPROF_METRICS", run.metrics.c_str(), 1);
+    if (!opt.kernel_regex.empty()) setenv("FPROF_KERNEL_REGEX", opt.kernel_regex.c_str(), 1);
+    if (!opt.nvtx_include.empty()) setenv("FPROF_NVTX_INCLUDE", commaJoined(opt.nvtx_include).c_str(), 1);
+    if (!opt.nvtx_scope.empty()) setenv("FPROF_NVTX_SCOPE", opt.nvtx_scope.c_str(), 1);
+    if (!opt.ops.empty()) setenv("FPROF_OPS", commaJoined(opt.ops).c_str(), 1);
+    if (opt.launch_skip > 0) setenv("FPROF_LAUNCH_SKIP", std::to_string(opt.launch_skip).c_str(), 1);
+    if (opt.launch_count > 0) setenv("FPROF_LAUNCH_COUNT", std::to_string(opt.launch_count).c_str(), 1);
+  }
+  execvp(argv[0], argv.data());
+  std::fprintf(stderr, "fprof: run: cannot start %s: %s\n", argv[0], std::strerror(errno));
+  _exit(127);
+}
+
+// Waits for the child (Ctrl-C reaches it directly through the shared terminal: we only wait);
+// its wait status, or kNotStarted.
+int waitForChild(pid_t child) {
+  if (child < 0) return kNotStarted;
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  struct sigaction old_int {}, old_term {};
+  sigaction(SIGINT, &ignore, &old_int);
+  sigaction(SIGTERM, &ignore, &old_term);
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+  return status;
+}
+
+// How many times the program runs, and what each run counts. One run, except under --replay
+// application with SASS-instrumented counters in the set: the program's own run cannot count those
+// (they need kernel replay), so the first run counts the others in the program's own execution and a
+// second run counts the SASS ones under kernel replay; core/replay_merge.h joins them.
+struct ReplayPlan {
+  std::string first_metrics;   // FPROF_METRICS of the first (or only) run
+  std::string first_replay;    // FPROF_REPLAY of the first run ("" = the collector's default)
+  std::string second_metrics;  // "" = one run
+};
+
+ReplayPlan planRuns(const RunOptions& opt) {
+  ReplayPlan plan{opt.metrics, opt.replay, ""};
+  if (opt.replay != "application" || opt.metrics.empty()) return plan;
+  auto metrics = core::expandMetricSelection(opt.metrics);
+  if (!metrics) return plan;
+  std::vector<std::string> own_run, sass;
+  for (const std::string& m : *metrics) (core::isSassInstrumented(m) ? sass : own_run).push_back(m);
+  if (sass.empty() || own_run.empty()) return plan;  // one run; the collector says what it cannot count
+  return {commaJoined(own_run), "application", commaJoined(sass)};
+}
+
+// The second run of application replay: the program again, counting the SASS metrics under kernel
+// replay into a scratch database that is joined to `first` and removed. Only where the first run
+// exited with 0, in metrics mode, as one process.
+void runSecondTime(const RunOptions& opt, const std::string& collector, const std::string& cupti,
+                   const ReplayPlan& plan, const std::string& first, size_t databases, int first_code) {
+  auto say = [](const std::string& line) { std::fprintf(stderr, "[fprof] application replay: %s\n", line.c_str()); };
+  const std::string lost = "FLOPs and instructions stay unknown";
+  if (first_code != 0) return say("the first run ended with " + std::to_string(first_code) + ": no second run; " + lost);
+  if (databases != 1) return say("the program ran as several processes: no second run; " + lost);
+  auto facts = core::loadProfile(first);
+  if (!facts || facts->meta("mode") != "metrics") return say("the first run collected no counters: no second run");
+  const std::string scratch = first + ".second-run.fprof";
+  std::error_code ec;
+  for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(scratch + suffix, ec);
+  say("running " + opt.program[0] + " again for the SASS counters (FLOPs, instructions) under kernel replay");
+  const auto started = fs::file_time_type::clock::now();
+  const ChildRun run{scratch, "", plan.second_metrics, "kernel", "none"};
+  const int status = waitForChild(startChild(opt, collector, cupti, run));
+  const std::vector<std::string> produced = producedFiles(scratch, started);
+  if (status == kNotStarted || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || produced.size() != 1) {
+    say("the second run failed (" + exitFacts(status).at("exit_status") + "); " + lost);
+  } else if (auto merged = core::mergeSecondRun(first, produced.front()); !merged) {
+    say("joining the second run failed: " + merged.error() + "; " + lost);
+  } else {
+    say(std::to_string(merged->kernels_joined) + " kernels got the second run's counters" +
+        (merged->kernels_without > 0 ? ", " + std::to_string(merged->kernels_without) + " found no twin (see fprof info)"
+                                     : std::string()));
+    (void)core::appendMetadata(first, {{"metric_set", opt.metrics}});
+  }
+  for (const std::string& f : produced) {
+    for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(f + suffix, ec);
+  }
+}
+
 int runProgram(const RunOptions& opt) {
   if (opt.program.empty()) return inputError("run: no program given; usage: fprof run [-o FILE] PROGRAM [ARGS...]");
   if (const char* other = std::getenv("CUDA_INJECTION64_PATH"); other && *other) {
@@ -160,6 +302,7 @@ int runProgram(const RunOptions& opt) {
   if (!opt.metrics.empty()) {
     if (auto m = core::expandMetricSelection(opt.metrics); !m) return inputError("run: " + m.error());
   }
+  const ReplayPlan plan = planRuns(opt);
   if (!opt.kernel_regex.empty()) {
     try {
       std::regex check(opt.kernel_regex);
@@ -175,9 +318,8 @@ int runProgram(const RunOptions& opt) {
                        opt.every_launch || !opt.cache_control.empty() || !opt.replay.empty();
   if (selects && opt.metrics.empty()) {
     return inputError("run: --kernel-regex, --nvtx-include, --ops, --launch-skip, --launch-count, "
-                      "--samples-per-launch-kind, --every-launch, --cache-control and --replay choose what --metrics profiles; "
-                      "add "
-                      "--metrics roofline (or memory, full)");
+                      "--samples-per-launch-kind, --every-launch, --cache-control and --replay choose what --metrics "
+                      "profiles; add --metrics roofline (or memory, full)");
   }
   std::string cupti = opt.cupti;
   if (cupti.empty()) {
@@ -214,74 +356,10 @@ int runProgram(const RunOptions& opt) {
     if (ec) cubin_dir.clear();
   }
   const auto started = fs::file_time_type::clock::now();
-  std::vector<char*> argv;
-  for (const std::string& a : opt.program) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-
-  const pid_t child = fork();
-  if (child < 0) return inputError(std::string("run: fork failed: ") + std::strerror(errno));
-  if (child == 0) {
-    // One CUPTI for the whole process, and a guard that lets torch.profiler take CUPTI over:
-    // collector/preload/cupti_guard.cpp. Absent (FPROF_COLLECTOR pointing elsewhere), the
-    // collector still works; the program's own libcupti is used then.
-    if (const std::string preload = findSibling("libfprof_preload.so"); !preload.empty()) {
-      const char* existing = std::getenv("LD_PRELOAD");
-      std::string value = existing && *existing ? preload + ":" + existing : preload;
-      // A chosen libcupti goes first: its soname then satisfies the collector's and the preload's.
-      if (!cupti.empty()) value = cupti + ":" + value;
-      setenv("LD_PRELOAD", value.c_str(), 1);
-    }
-    if (!cupti.empty()) {
-      // libnvperf_host/target of the same CUPTI release sit beside it.
-      const std::string dir = fs::path(cupti).parent_path().string();
-      const char* existing = std::getenv("LD_LIBRARY_PATH");
-      setenv("LD_LIBRARY_PATH", (existing && *existing ? dir + ":" + existing : dir).c_str(), 1);
-    }
-    setenv("CUDA_INJECTION64_PATH", collector.c_str(), 1);
-    setenv("NVTX_INJECTION64_PATH", collector.c_str(), 1);
-    setenv("FPROF_OUTPUT", fs::absolute(output).c_str(), 1);
-    setenv("FPROF_FORCE", opt.force ? "1" : "0", 1);
-    setenv("FPROF_MODE", opt.metrics.empty() ? "trace" : "metrics", 1);
-    if (!cubin_dir.empty()) setenv("FPROF_CUBIN_DIR", cubin_dir.c_str(), 1);
-    if (!opt.cache_control.empty()) setenv("FPROF_CACHE_CONTROL", opt.cache_control.c_str(), 1);
-    if (!opt.replay.empty()) setenv("FPROF_REPLAY", opt.replay.c_str(), 1);
-    if (opt.gpu_fault_safe) setenv("FPROF_CUPTI_HOST_PINNED", "1", 1);
-    if (opt.every_launch) {
-      setenv("FPROF_SAMPLES_PER_LAUNCH_KIND", "0", 1);
-    } else if (opt.samples_per_launch_kind > 0) {
-      setenv("FPROF_SAMPLES_PER_LAUNCH_KIND", std::to_string(opt.samples_per_launch_kind).c_str(), 1);
-    }
-    if (!opt.metrics.empty()) {
-      auto join = [](const std::vector<std::string>& v) {
-        std::string out;
-        for (const std::string& s : v) out += (out.empty() ? "" : ",") + s;
-        return out;
-      };
-      setenv("FPROF_METRICS", opt.metrics.c_str(), 1);
-      if (!opt.kernel_regex.empty()) setenv("FPROF_KERNEL_REGEX", opt.kernel_regex.c_str(), 1);
-      if (!opt.nvtx_include.empty()) setenv("FPROF_NVTX_INCLUDE", join(opt.nvtx_include).c_str(), 1);
-      if (!opt.nvtx_scope.empty()) setenv("FPROF_NVTX_SCOPE", opt.nvtx_scope.c_str(), 1);
-      if (!opt.ops.empty()) setenv("FPROF_OPS", join(opt.ops).c_str(), 1);
-      if (opt.launch_skip > 0) setenv("FPROF_LAUNCH_SKIP", std::to_string(opt.launch_skip).c_str(), 1);
-      if (opt.launch_count > 0) setenv("FPROF_LAUNCH_COUNT", std::to_string(opt.launch_count).c_str(), 1);
-    }
-    execvp(argv[0], argv.data());
-    std::fprintf(stderr, "fprof: run: cannot start %s: %s\n", argv[0], std::strerror(errno));
-    _exit(127);
-  }
-  // The child shares our terminal, so Ctrl-C reaches it directly; we only wait and report.
-  struct sigaction ignore {};
-  ignore.sa_handler = SIG_IGN;
-  struct sigaction old_int {}, old_term {};
-  sigaction(SIGINT, &ignore, &old_int);
-  sigaction(SIGTERM, &ignore, &old_term);
-  int status = 0;
-  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
-  }
+  const ChildRun run{output, cubin_dir, plan.first_metrics, plan.first_replay, ""};
+  const int status = waitForChild(startChild(opt, collector, cupti, run));
+  if (status == kNotStarted) return inputError(std::string("run: fork failed: ") + std::strerror(errno));
   StepTimer timer;
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGTERM, &old_term, nullptr);
-
   int code = 0;
   if (WIFEXITED(status)) {
     code = WEXITSTATUS(status);
@@ -303,21 +381,25 @@ int runProgram(const RunOptions& opt) {
     timer.done("check the database");
     if (!checked) {
       std::fprintf(stderr, "[fprof] %s is incomplete: %s\n", f.c_str(), checked.error().c_str());
-    } else {
-      if (core::Status recorded = core::appendMetadata(f, ending); !recorded) {
-        std::fprintf(stderr, "[fprof] how the program ended was not recorded: %s\n", recorded.error().c_str());
-      }
-      timer.done("record how the program ended");
-      if (!cubin_dir.empty()) {
-        if (const std::string said = applySassStep(f, cubin_dir); !said.empty()) {
-          std::fprintf(stderr, "[fprof] %s: %s\n", f.c_str(), said.c_str());
-        }
-        timer.done("SASS step");
-      }
-      attachCeilings(f, opt.ceilings);
-      timer.done("attach ceilings");
-      std::fprintf(stderr, "[fprof] profile ready: %s (next: fprof info %s, fprof report %s)\n", f.c_str(), f.c_str(), f.c_str());
+      continue;
     }
+    if (core::Status recorded = core::appendMetadata(f, ending); !recorded) {
+      std::fprintf(stderr, "[fprof] how the program ended was not recorded: %s\n", recorded.error().c_str());
+    }
+    timer.done("record how the program ended");
+    if (!plan.second_metrics.empty()) {
+      runSecondTime(opt, collector, cupti, plan, f, files.size(), code);
+      timer.done("application replay's second run");
+    }
+    if (!cubin_dir.empty()) {
+      if (const std::string said = applySassStep(f, cubin_dir); !said.empty()) {
+        std::fprintf(stderr, "[fprof] %s: %s\n", f.c_str(), said.c_str());
+      }
+      timer.done("SASS step");
+    }
+    attachCeilings(f, opt.ceilings);
+    timer.done("attach ceilings");
+    std::fprintf(stderr, "[fprof] profile ready: %s (next: fprof info %s, fprof report %s)\n", f.c_str(), f.c_str(), f.c_str());
   }
   if (!cubin_dir.empty()) fs::remove_all(cubin_dir, ec);
   timer.done("remove the saved cubins");

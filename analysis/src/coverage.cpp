@@ -121,7 +121,10 @@ std::string describeCollection(const core::Profile& p) {
   if (p.meta("mode") != "metrics") return "";
   std::vector<std::string> parts;
   if (const std::string set = p.meta("metric_set"); !set.empty()) parts.push_back("metric set " + set);
-  if (const std::string replay = p.meta("replay_mode"); !replay.empty()) {
+  if (p.meta("application_runs") == "2") {
+    parts.push_back("application replay in two runs of the program (SASS counters in the second, under kernel "
+                    "replay)");
+  } else if (const std::string replay = p.meta("replay_mode"); !replay.empty()) {
     const std::string passes = p.meta("metrics_passes");
     parts.push_back(replay + " replay" +
                     (passes.empty() ? "" : fmt::format(" ({} pass{})", passes, passes == "1" ? "" : "es")));

@@ -97,7 +97,7 @@ bool MetricsCollector::configure(const MetricsConfig& config) {
   for (const std::string& e : config.errors) logWarning("metrics mode off: %s", e.c_str());
   if (!enabled_) return false;
   if (std::string why; sassCountersUnreliable(why)) {
-    std::erase_if(config_.metrics, [](const std::string& m) { return m.find("__sass_") != std::string::npos; });
+    std::erase_if(config_.metrics, core::isSassInstrumented);
     note("warning", why);
     if (config_.metrics.empty()) {
       enabled_ = false;

@@ -116,12 +116,10 @@ MetricsConfig readMetricsConfig(const EnvLookup& env) {
   return c;
 }
 
-bool isSassInstrumented(const std::string& metric) { return metric.find("__sass_") != std::string::npos; }
-
 std::optional<ReplayMode> chooseReplay(ReplayMode requested, const std::vector<std::string>& metrics, size_t passes,
                                        std::string& error) {
   if (requested == ReplayMode::kKernel) return ReplayMode::kKernel;
-  const auto sass = std::find_if(metrics.begin(), metrics.end(), isSassInstrumented);
+  const auto sass = std::find_if(metrics.begin(), metrics.end(), core::isSassInstrumented);
   if (passes == 1 && sass == metrics.end()) return ReplayMode::kApplication;
   if (requested == ReplayMode::kAuto) return ReplayMode::kKernel;
   if (sass != metrics.end()) {

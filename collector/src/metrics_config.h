@@ -23,9 +23,6 @@ enum class CacheControl { kNone, kAll, kAllIfSupported };
 // built. kAuto: kApplication where the metrics allow it, else kKernel.
 enum class ReplayMode { kKernel, kApplication, kAuto };
 
-// Whether CUPTI counts `metric` by patching the kernel's SASS (sm__sass_*, smsp__sass_*).
-bool isSassInstrumented(const std::string& metric);
-
 // The replay a run uses for `metrics` taking `passes` passes, or an error sentence (`error`) when
 // `requested` cannot collect them.
 std::optional<ReplayMode> chooseReplay(ReplayMode requested, const std::vector<std::string>& metrics, size_t passes,

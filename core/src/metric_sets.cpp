@@ -125,6 +125,8 @@ Expected<std::vector<std::string>> expandMetricSelection(const std::string& sele
   return out;
 }
 
+bool isSassInstrumented(const std::string& metric) { return metric.find("__sass_") != std::string::npos; }
+
 KernelCounters deriveCounters(const std::vector<std::string>& names, const std::vector<double>& values) {
   std::map<std::string, double> v;
   for (size_t i = 0; i < names.size() && i < values.size(); ++i) v[names[i]] = values[i];

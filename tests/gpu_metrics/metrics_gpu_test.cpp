@@ -142,6 +142,37 @@ TEST(MetricsGpu, MemorySetCountsTheProgramsOwnRunWithCachesEmptied) {
   EXPECT_EQ(p->counters.size(), p->kernels.size()) << "every kernel has counters (profiled or copied)";
 }
 
+// The roofline set under application replay: the program runs twice, hardware counters counted in
+// its own run with the L2 emptied, SASS counters in the second run under kernel replay, joined
+// launch by launch. FLOPs stay exact, the copy's DRAM bytes are its own.
+TEST(MetricsGpu, RooflineInTwoRunsOfTheProgram) {
+  const std::string db = tempPath("metrics_roofline_application.fprof");
+  ASSERT_EQ(run("--metrics roofline --replay application -o " + db), 0);
+  auto p = fprof::core::loadProfile(db);
+  ASSERT_TRUE(p.ok()) << p.error();
+  EXPECT_EQ(p->meta("replay_mode"), "application");
+  EXPECT_EQ(p->meta("application_runs"), "2");
+  EXPECT_EQ(p->meta("cache_control"), "all");
+  EXPECT_EQ(p->meta("metric_set"), "roofline");
+  EXPECT_FALSE(std::filesystem::exists(db + ".second-run.fprof")) << "the second run's scratch file is removed";
+  auto k = index(*p);
+  for (const char* name : {"saxpy", "addmul", "daxpy", "haxpy2", "copyKernel", "localArray"}) {
+    ASSERT_TRUE(k.count(name)) << name;
+    ASSERT_NE(k[name].counters, nullptr) << name << " has no counters";
+  }
+  EXPECT_EQ(*k["saxpy"].counters->flops_fp32, 2 * kN);
+  EXPECT_EQ(*k["addmul"].counters->flops_fp32, 3 * kN);
+  EXPECT_EQ(*k["daxpy"].counters->flops_fp64, 2 * kN);
+  EXPECT_EQ(*k["haxpy2"].counters->flops_fp16, 4 * kN);
+  EXPECT_NEAR(*k["copyKernel"].counters->dram_read_bytes, 4 * kN, 0.02 * 4 * kN);
+  EXPECT_GT(*k["localArray"].counters->local_load_bytes, 0);
+  using C = fprof::core::KernelCounters;
+  EXPECT_EQ(sumInRange(*p, "gemm_fp16", &C::flops_tensor_fp16), kGemmFlops);
+  size_t raw_for_saxpy = 0;
+  for (const auto& m : p->metrics) raw_for_saxpy += m.kernel_id == k["saxpy"].row->id;
+  EXPECT_EQ(raw_for_saxpy, fprof::core::expandMetricSelection("roofline")->size()) << "both runs' raw counters";
+}
+
 TEST(MetricsGpu, OnlySelectedKernelsAreProfiled) {
   const std::string db = tempPath("metrics_selected.fprof");
   ASSERT_EQ(run("--metrics memory --kernel-regex 'saxpy|copyKernel' --launch-count 1 -o " + db), 0);

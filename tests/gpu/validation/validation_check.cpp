@@ -876,6 +876,7 @@ struct Mode {
   int expected_fprof_exit = 0;          // fprof run passes the program's status through (128 + signal)
   std::vector<std::string> run_args = {};  // fprof run options
   std::string metric_set = "roofline";     // --metrics, where metrics
+  std::vector<std::string> program_args = {};  // more options of the program
 };
 
 Inputs readInputs(const std::string& ptxas_dir) {
@@ -896,7 +897,13 @@ int runAll(const RunOptions& o) {
   if (o.modes.count("trace")) modes.push_back({"trace", false, {}, 0});
   // The default set, `roofline`: its fp16 pipe counter splits HFMA2 by pipe, which mixed_half's FLOPs
   // need (sass_half.h).
-  if (o.modes.count("metrics")) modes.push_back({"metrics", true, {}, 0, {}, "roofline"});
+  if (o.modes.count("metrics")) {
+    modes.push_back({"metrics", true, {}, 0, {}, "roofline"});
+    // The same set under application replay: two runs of the program (hardware counters in its own
+    // run, SASS counters in the second under kernel replay), joined launch by launch; every kernel
+    // must come out with the same checks passing.
+    modes.push_back({"metrics-application", true, {}, 0, {"--replay", "application"}, "roofline", {"--expect-first-run"}});
+  }
   if (o.modes.count("crash")) {
     modes.push_back({"crash-abort", false, {"--crash-after", "5"}, 128 + SIGABRT});
     modes.push_back({"crash-early", false, {"--crash-after", "1"}, 128 + SIGABRT});
@@ -917,6 +924,7 @@ int runAll(const RunOptions& o) {
     argv.insert(argv.end(), {o.program, "--expect", expect, "--threads", std::to_string(o.threads), "--repeat",
                              std::to_string(o.repeat), "--dso", o.dso});
     argv.insert(argv.end(), m.crash_args.begin(), m.crash_args.end());
+    argv.insert(argv.end(), m.program_args.begin(), m.program_args.end());
     const RunResult r = runProgram(argv, log, 300);
     std::printf("ran %s: %.1f s, exit %d%s (log %s)\n", m.name.c_str(), r.seconds, r.exit_code,
                 r.timed_out ? ", TIMED OUT" : "", log.c_str());

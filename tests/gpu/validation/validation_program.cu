@@ -3,7 +3,7 @@
 // validation_check (same folder) runs it under `fprof run` in trace mode, metrics mode and
 // crashing, and compares each kernel in the database with what this program wrote.
 //
-//   validation_program --expect FILE [--threads T] [--repeat R] [--dso LIB]
+//   validation_program --expect FILE [--expect-first-run] [--threads T] [--repeat R] [--dso LIB]
 //                      [--crash-after N | --segv-after N | --illegal-address-after N]
 //
 // What it runs, in order (each phase in an NVTX range of the domain "fprof_validation"):
@@ -48,6 +48,7 @@
 #include <climits>
 #include <condition_variable>
 #include <cstdio>
+#include <filesystem>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -92,6 +93,10 @@ enum class CrashKind { kNone, kAbort, kSegv, kIllegalAddress };
 
 struct Options {
   std::string expect_path;
+  // --expect-first-run: an expectations file that already holds lines is kept (a profiler that runs
+  // the program twice, fprof's application replay, checks its first run: thread ids and pointers
+  // differ between runs).
+  bool expect_first_run = false;
   std::string dso_path;
   int threads = 4;
   int repeat = 2;
@@ -114,8 +119,10 @@ uint32_t osThreadId() { return static_cast<uint32_t>(syscall(SYS_gettid)); }
 
 class Expectations {
  public:
-  bool open(const std::string& path) {
-    file_ = std::fopen(path.c_str(), "w");
+  bool open(const std::string& path, bool keep_existing) {
+    std::error_code ec;
+    const bool written_before = std::filesystem::file_size(path, ec) > 0 && !ec;
+    file_ = std::fopen(keep_existing && written_before ? "/dev/null" : path.c_str(), "w");
     return file_ != nullptr;
   }
   void line(const std::string& text) {
@@ -1229,6 +1236,8 @@ bool parse(int argc, char** argv, Options& o) {
       const char* p = value();
       if (p == nullptr) return false;
       o.expect_path = p;
+    } else if (a == "--expect-first-run") {
+      o.expect_first_run = true;
     } else if (a == "--dso") {
       const char* p = value();
       if (p == nullptr) return false;
@@ -1263,7 +1272,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "validation_program: no CUDA device: skipped\n");
     return 77;
   }
-  if (!g_expect.open(g_opt.expect_path)) {
+  if (!g_expect.open(g_opt.expect_path, g_opt.expect_first_run)) {
     std::perror(g_opt.expect_path.c_str());
     return 1;
   }

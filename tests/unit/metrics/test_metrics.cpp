@@ -188,8 +188,8 @@ TEST(MetricsConfig, ApplicationReplayOnlyWhereOnePassWithoutSassCounters) {
   error.clear();
   EXPECT_EQ(chooseReplay(ReplayMode::kApplication, memory, 3, error), std::nullopt);
   EXPECT_NE(error.find("these metrics take 3"), std::string::npos) << error;
-  EXPECT_TRUE(isSassInstrumented("smsp__sass_inst_executed.sum"));
-  EXPECT_FALSE(isSassInstrumented("smsp__inst_executed.sum"));
+  EXPECT_TRUE(fprof::core::isSassInstrumented("smsp__sass_inst_executed.sum"));
+  EXPECT_FALSE(fprof::core::isSassInstrumented("smsp__inst_executed.sum"));
 }
 
 LaunchFacts facts(const std::string& name, const std::string* path = nullptr) {

@@ -22,6 +22,10 @@ const std::vector<MetricSet>& builtinMetricSets();
 // A set name, or a comma-separated list of metric names (duplicates dropped, order kept).
 Expected<std::vector<std::string>> expandMetricSelection(const std::string& selection);
 
+// Whether CUPTI counts `metric` by patching the kernel's SASS (sm__sass_*, smsp__sass_*): such
+// counters need kernel replay (they read 0 or too little when the program's own run is counted).
+bool isSassInstrumented(const std::string& metric);
+
 // Counts per FLOP unit, checked on an H200 (tests/gpu_metrics, bench/RESULTS.md): an FMA is two
 // FLOPs; sm__sass_thread_inst_executed_op_h* count packed HFMA2/HADD2/HMUL2 instructions per
 // thread, each two lanes (n HFMA2 read n, so 4n FLOPs); sm__ops_path_tensor_src_* already count

@@ -1,0 +1,30 @@
+// Application replay in two runs (`fprof run --replay application` with a set holding SASS
+// counters, e.g. roofline): the first run counts the hardware counters in the program's own
+// execution of each profiled launch (caches emptied before it); the second run of the same program
+// counts the SASS-instrumented counters (FLOPs per precision, instructions, local sectors), which
+// need kernel replay. This joins the second run's raw counters to the first run's kernels, launch
+// by launch, and derives the kernel_counter columns again from both.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "fprof/core/expected.h"
+
+namespace fprof::core {
+
+struct SecondRunMerge {
+  size_t first_run_kernels = 0;
+  size_t second_run_kernels = 0;
+  size_t kernels_joined = 0;   // first-run kernels with counters that got the second run's values
+  size_t kernels_without = 0;  // first-run kernels with counters that found no twin with counters
+};
+
+// Twins are the n-th launches of the same function (mangled name) with the same grid, block,
+// cluster and dynamic shared memory, in launch order (correlation id), in each run: a deterministic
+// program launches the same sequence twice. A kernel without a twin keeps its first-run values and
+// unknown FLOPs; the count is returned and written as a collector event. Updates `first_db` in one
+// transaction (on error nothing changes); `second_db` is only read.
+Expected<SecondRunMerge> mergeSecondRun(const std::string& first_db, const std::string& second_db);
+
+}  // namespace fprof::core
