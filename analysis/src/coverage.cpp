@@ -136,8 +136,10 @@ std::string describeCollection(const core::Profile& p) {
                                 std::atof(p.meta("metrics_decode_seconds").c_str())));
   }
   if (const std::string cache = p.meta("cache_control"); !cache.empty()) {
-    parts.push_back(cache == "all" ? "caches flushed before each pass (cache control all)"
-                                   : "caches not flushed (cache control none)");
+    const bool own_run = p.meta("replay_mode") == "application";
+    parts.push_back(cache != "all" ? "caches not flushed (cache control none)"
+                    : own_run      ? "L2 emptied before each profiled launch (cache control all)"
+                                   : "caches flushed before each pass (cache control all)");
   }
   if (const std::string include = p.meta("nvtx_include"); !include.empty()) {
     parts.push_back("kernels inside NVTX ranges containing '" + include + "'" +

@@ -105,6 +105,12 @@ TEST(Coverage, CollectionMethodComesFromTheMetricsRunsMetadata) {
                 {"metrics_replay_seconds", "20.204"},
                 {"metrics_decode_seconds", "0.113"}};
   EXPECT_EQ(describeCollection(p), "113 launches profiled in 20.2 s of replay, 0.1 s of decoding");
+  p.metadata = {{"mode", "metrics"}, {"replay_mode", "application"}, {"metrics_passes", "1"}, {"cache_control", "all"}};
+  EXPECT_EQ(describeCollection(p),
+            "application replay (1 pass); L2 emptied before each profiled launch (cache control all)");
+  p.metadata = {{"mode", "metrics"}, {"replay_mode", "application"}, {"application_runs", "2"}, {"metrics_passes", "2"}};
+  EXPECT_EQ(describeCollection(p),
+            "application replay in two runs of the program (SASS counters in the second, under kernel replay)");
   p.metadata = {{"mode", "trace"}, {"cache_control", "all"}};
   EXPECT_EQ(describeCollection(p), "");
 }
