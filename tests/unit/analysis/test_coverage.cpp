@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "fprof/analysis/coverage.h"
+#include "fprof/core/store.h"
 
 namespace fprof::analysis {
 namespace {
@@ -113,6 +114,27 @@ TEST(Coverage, CollectionMethodComesFromTheMetricsRunsMetadata) {
             "application replay in two runs of the program (SASS counters in the second, under kernel replay)");
   p.metadata = {{"mode", "trace"}, {"cache_control", "all"}};
   EXPECT_EQ(describeCollection(p), "");
+}
+
+// A recorded two-run application replay (tests/data/README.md): every kernel has counters from both
+// runs, keeps its timestamps, and the file says how it was collected.
+TEST(Coverage, RecordedApplicationReplayHoldsBothRunsCounters) {
+  auto p = core::loadProfile(std::string(FPROF_SOURCE_DIR) + "/tests/data/transformer_app_replay_h100.fprof");
+  ASSERT_TRUE(p.ok()) << p.error();
+  EXPECT_TRUE(p->warnings.empty());
+  EXPECT_EQ(describeCollection(*p).rfind("metric set roofline; application replay in two runs of the program", 0), 0u)
+      << describeCollection(*p);
+  EXPECT_NE(describeCollection(*p).find("L2 emptied before each profiled launch"), std::string::npos);
+  ASSERT_EQ(p->counters.size(), p->kernels.size());
+  for (const core::KernelRow& k : p->kernels) EXPECT_GT(k.start_ns, 0) << "counted in its own run: timestamps kept";
+  size_t tensor = 0;
+  for (const core::KernelCounters& c : p->counters) {
+    EXPECT_TRUE(c.dram_read_bytes.has_value()) << "first run";
+    EXPECT_TRUE(c.flops_fp32.has_value()) << "second run";
+    EXPECT_TRUE(c.instructions.has_value()) << "second run";
+    tensor += c.flops_tensor_fp16.value_or(0) > 0;
+  }
+  EXPECT_GT(tensor, 0u) << "tensor FLOPs: the first run's tensor-pipe cycles with the SASS";
 }
 
 }  // namespace
