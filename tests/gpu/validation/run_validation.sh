@@ -17,6 +17,8 @@
 # validation_work.tar.gz (expectations, logs, databases, the ncu CSV). Prints a short table
 # last. Exit 0 when every check passed, 1 otherwise, 77 without a GPU.
 #
+#   The metrics-mode database under --replay application is also compared with
+#   `ncu --cache-control all` (part ncu-all).
 #   FPROF_BUILD=build-gpu tests/gpu/validation/run_validation.sh [OUTDIR]
 set -uo pipefail
 cd "$(dirname "$0")/../../.." || exit 2
@@ -65,6 +67,15 @@ if [ -x "$ncu" ] && [ -e "$work/fprof/metrics.fprof" ]; then
     --expect "$work/ncu.expect.tsv" --dso "$build/lib/libfprof_validation_dso.so" >"$work/ncu.out" 2>&1
   echo "ncu: exit $?, $(( $(date +%s) - t0 )) s" >>"$work/ncu.out"
   part ncu 120 "$check" ncu-compare --db "$work/fprof/metrics.fprof" --csv "$work/ncu.csv"
+  # Application replay empties the L2 before each profiled launch: against ncu's default policy.
+  if [ -e "$work/fprof/metrics-application.fprof" ]; then
+    t0=$(date +%s)
+    timeout 300 "$ncu" --cache-control all --metrics "$metrics" --csv --print-units base \
+      --print-kernel-base mangled --log-file "$work/ncu_all.csv" "$build/bin/validation_program" \
+      --expect "$work/ncu_all.expect.tsv" --dso "$build/lib/libfprof_validation_dso.so" >"$work/ncu_all.out" 2>&1
+    echo "ncu --cache-control all: exit $?, $(( $(date +%s) - t0 )) s" >>"$work/ncu_all.out"
+    part ncu-all 120 "$check" ncu-compare --db "$work/fprof/metrics-application.fprof" --csv "$work/ncu_all.csv"
+  fi
 else
   rows+=("ncu|not run|no ncu ($ncu) or no metrics database")
 fi
