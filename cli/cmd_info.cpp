@@ -247,6 +247,9 @@ int runInfo(const InfoOptions& opt) {
     const analysis::CounterCoverage coverage = analysis::counterCoverage(p);
     // Counter sources and missing reasons come from the database: cut like any text shown.
     out += "coverage: " + shownText(analysis::describeCoverage(coverage)) + "\n";
+    if (const std::string how = analysis::describeCollection(p); !how.empty()) {
+      out += "counted : " + shownText(how) + "\n";
+    }
     if (const std::string missing = analysis::describeMissing(coverage); !missing.empty()) {
       out += "missing : " + shownText(missing) + "\n";
     }
