@@ -13,6 +13,7 @@
 
 #include "fprof/core/metric_sets.h"
 #include "fprof/core/store.h"
+#include "counter_columns.h"
 #include "sqlite_util.h"
 
 namespace fprof::core {
@@ -95,22 +96,13 @@ Status writeDerived(sqlite3* db, const std::string& path, int64_t kernel_id, con
     values.push_back(value);
   }
   const KernelCounters c = deriveCounters(names, values);
-  Statement st(db,
-               "UPDATE kernel_counter SET dram_read_bytes = ?, dram_write_bytes = ?, l2_bytes = ?, l1_bytes = ?, "
-               "flops_fp64 = ?, flops_fp32 = ?, flops_fp16 = ?, flops_bf16 = ?, flops_tensor_fp16 = ?, "
-               "flops_tensor_bf16 = ?, flops_tensor_tf32 = ?, flops_tensor_fp8 = ?, flops_tensor_fp64 = ?, "
-               "ops_tensor_int8 = ?, achieved_occupancy = ?, local_load_bytes = ?, local_store_bytes = ?, "
-               "instructions = ?, gpu_time_ns = ?, half_flops_method = ?, tensor_flops_method = ? "
-               "WHERE kernel_id = ?");
+  std::string sql = "UPDATE kernel_counter SET ";
+  for (const char* column : detail::kCounterValueColumns) sql += std::string(column) + " = ?, ";
+  sql += "half_flops_method = ?, tensor_flops_method = ? WHERE kernel_id = ?";
+  Statement st(db, sql.c_str());
   if (!st.ok()) return sqlError(path, db, "prepare kernel_counter");
   int i = 1;
-  for (const std::optional<double>* v :
-       {&c.dram_read_bytes, &c.dram_write_bytes, &c.l2_bytes, &c.l1_bytes, &c.flops_fp64, &c.flops_fp32,
-        &c.flops_fp16, &c.flops_bf16, &c.flops_tensor_fp16, &c.flops_tensor_bf16, &c.flops_tensor_tf32,
-        &c.flops_tensor_fp8, &c.flops_tensor_fp64, &c.ops_tensor_int8, &c.achieved_occupancy, &c.local_load_bytes,
-        &c.local_store_bytes, &c.instructions, &c.gpu_time_ns}) {
-    st.bind(i++, *v);
-  }
+  for (const std::optional<double>* v : detail::counterValues(c)) st.bind(i++, *v);
   auto text = [](const std::string& s) {
     return s.empty() ? std::optional<std::string_view>() : std::optional<std::string_view>(s);
   };

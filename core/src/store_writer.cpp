@@ -7,6 +7,7 @@
 
 #include "fprof/core/schema.h"
 #include "fprof/core/store.h"
+#include "counter_columns.h"
 #include "sqlite_util.h"
 
 namespace fprof::core {
@@ -377,24 +378,17 @@ Status Writer::flush() {
     return r;
   }
   if (!counters_.empty()) {
-    Statement st(db_,
-                 "INSERT OR REPLACE INTO kernel_counter(kernel_id, dram_read_bytes, dram_write_bytes, l2_bytes, "
-                 "l1_bytes, flops_fp64, flops_fp32, flops_fp16, flops_bf16, flops_tensor_fp16, flops_tensor_bf16, "
-                 "flops_tensor_tf32, flops_tensor_fp8, flops_tensor_fp64, ops_tensor_int8, achieved_occupancy, "
-                 "local_load_bytes, local_store_bytes, instructions, gpu_time_ns, source, source_kernel_id, "
-                 "signature_varies, half_flops_method, tensor_flops_method) "
-                 "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    std::string sql = "INSERT OR REPLACE INTO kernel_counter(kernel_id, ";
+    for (const char* column : detail::kCounterValueColumns) sql += std::string(column) + ", ";
+    sql += "source, source_kernel_id, signature_varies, half_flops_method, tensor_flops_method) VALUES (?";
+    for (size_t n = 0; n < std::size(detail::kCounterValueColumns) + 5; ++n) sql += ",?";
+    sql += ")";
+    Statement st(db_, sql.c_str());
     if (!st.ok()) return fail("prepare kernel_counter");
     for (const KernelCounters& c : counters_) {
       int i = 1;
       st.bind(i++, c.kernel_id);
-      for (const std::optional<double>* v :
-           {&c.dram_read_bytes, &c.dram_write_bytes, &c.l2_bytes, &c.l1_bytes, &c.flops_fp64, &c.flops_fp32,
-            &c.flops_fp16, &c.flops_bf16, &c.flops_tensor_fp16, &c.flops_tensor_bf16, &c.flops_tensor_tf32,
-            &c.flops_tensor_fp8, &c.flops_tensor_fp64, &c.ops_tensor_int8, &c.achieved_occupancy,
-            &c.local_load_bytes, &c.local_store_bytes, &c.instructions, &c.gpu_time_ns}) {
-        st.bind(i++, *v);
-      }
+      for (const std::optional<double>* v : detail::counterValues(c)) st.bind(i++, *v);
       st.bind(i++, std::string_view(c.source));
       st.bind(i++, c.source_kernel_id);
       st.bind(i++, c.signature_varies ? std::optional<int64_t>(*c.signature_varies ? 1 : 0) : std::nullopt);
