@@ -94,6 +94,17 @@ TEST(Cli, RunRefusesWhenAnotherInjectorIsActive) {
   EXPECT_FALSE(std::filesystem::exists("/tmp/never.fprof"));
 }
 
+// --replay chooses how --metrics counts; alone, or with a value it does not know, it is refused.
+TEST(Cli, RunReplayNeedsMetricsAndAKnownMode) {
+  Result alone = runFprof("run --replay application true");
+  EXPECT_EQ(alone.code, 2);
+  EXPECT_NE(alone.out.find("--cache-control and --replay choose what --metrics profiles"), std::string::npos)
+      << alone.out;
+  Result unknown = runFprof("run --metrics memory --replay user true");
+  EXPECT_EQ(unknown.code, 2);
+  EXPECT_NE(unknown.out.find("--replay"), std::string::npos) << unknown.out;
+}
+
 TEST(Cli, RunRefusesToOverwrite) {
   const std::string path = testing::tempPath("taken.fprof");
   { std::ofstream(path) << "x"; }
