@@ -197,7 +197,7 @@ bool MetricsCollector::setUp(ContextState& s) {
   const bool cache_control = s.sweep != nullptr || s.profiler->cacheControlApplied();
   metadata_.emplace_back("replay_mode", s.application ? "application" : "kernel");
   metadata_.emplace_back("cache_control", cache_control ? "all" : "none");
-  if (config_.cache_control == CacheControl::kAllIfSupported && !cache_control) {
+  if (config_.cache_control == CacheControl::kAllIfSupported && !cache_control && !s.application) {
     note("info",
          "caches are not invalidated between replay passes (cache control: none): the loaded CUPTI is older than "
          "13.4; DRAM bytes depend on what ran before each kernel (fprof run --cupti takes a newer libcupti)");
