@@ -242,9 +242,17 @@ struct ReplayPlan {
   std::string second_metrics;  // "" = one run
 };
 
-ReplayPlan planRuns(const RunOptions& opt) {
+// Whether the run counts the program's own execution: asked for, or (auto) the only way to the
+// cache control asked for: kernel replay empties caches only with a CUPTI 13.4 given by --cupti.
+bool countsOwnRun(const RunOptions& opt, const std::string& cupti) {
+  if (opt.replay == "application") return true;
+  const bool automatic = opt.replay.empty() || opt.replay == "auto";
+  return automatic && opt.cache_control == "all" && cupti.empty();
+}
+
+ReplayPlan planRuns(const RunOptions& opt, const std::string& cupti) {
   ReplayPlan plan{opt.metrics, opt.replay, ""};
-  if (opt.replay != "application" || opt.metrics.empty()) return plan;
+  if (!countsOwnRun(opt, cupti) || opt.metrics.empty()) return plan;
   auto metrics = core::expandMetricSelection(opt.metrics);
   if (!metrics) return plan;
   std::vector<std::string> own_run, sass;
@@ -302,7 +310,6 @@ int runProgram(const RunOptions& opt) {
   if (!opt.metrics.empty()) {
     if (auto m = core::expandMetricSelection(opt.metrics); !m) return inputError("run: " + m.error());
   }
-  const ReplayPlan plan = planRuns(opt);
   if (!opt.kernel_regex.empty()) {
     try {
       std::regex check(opt.kernel_regex);
@@ -329,6 +336,7 @@ int runProgram(const RunOptions& opt) {
     if (!fs::exists(cupti, ec)) return inputError("run: --cupti " + cupti + " does not exist");
     cupti = fs::absolute(cupti).string();
   }
+  const ReplayPlan plan = planRuns(opt, cupti);
   const std::string collector = findCollector();
   if (collector.empty()) {
     return inputError(
@@ -456,9 +464,9 @@ Command addRunCommand(CLI::App& root) {
   app->add_flag("--every-launch", opt->every_launch, "With --metrics: profile every selected launch (no copies)");
   app->add_option("--cache-control", opt->cache_control,
                   "With --metrics: all = invalidate caches before every replay pass, as ncu does by default (under "
-                  "kernel replay this needs CUPTI 13.4: see --cupti; under application replay fprof evicts the L2 "
-                  "itself); none = caches as the program left them. Default: all where possible, else none, "
-                  "recorded in the database")
+                  "kernel replay this needs CUPTI 13.4: see --cupti; under application replay fprof empties the L2 "
+                  "itself, so with the toolkit's CUPTI --cache-control all picks application replay); none = caches "
+                  "as the program left them. Default: all where possible, else none, recorded in the database")
       ->check(CLI::IsMember({"all", "none"}));
   app->add_option("--replay", opt->replay,
                   "With --metrics: kernel = CUPTI replays each profiled kernel once per pass, saving and restoring "

@@ -155,9 +155,11 @@ bool RangeProfiler::setup(CUcontext ctx, int device_ordinal, const std::vector<s
   const bool can_control = replay_ == ReplayMode::kKernel && cuptiGetVersion(&version) == CUPTI_SUCCESS &&
                            version >= kFirstCuptiWithCacheControl;
   if (cache_control == CacheControl::kAll && !can_control && replay_ == ReplayMode::kKernel) {
-    error = "--cache-control all needs CUPTI 13.4 or newer (this process loaded CUPTI " + std::to_string(version) +
-            ", whose kernel replay cannot invalidate caches between passes): install the nvidia-cuda-cupti wheel "
-            "(pip) and run with fprof run --cupti PATH/libcupti.so.13, or use --cache-control none";
+    error = "--cache-control all under kernel replay needs CUPTI 13.4 or newer (this process loaded CUPTI " +
+            std::to_string(version) +
+            ", whose kernel replay cannot invalidate caches between passes): use --replay application (fprof "
+            "empties the L2 itself), or run with fprof run --cupti PATH/libcupti.so.13 from the nvidia-cuda-cupti "
+            "wheel, or use --cache-control none";
     return false;
   }
   // Under application replay the collector invalidates the L2 itself (L2Sweep): CUPTI's cache

@@ -173,6 +173,22 @@ TEST(MetricsGpu, RooflineInTwoRunsOfTheProgram) {
   EXPECT_EQ(raw_for_saxpy, fprof::core::expandMetricSelection("roofline")->size()) << "both runs' raw counters";
 }
 
+// Asking for ncu's cache policy with the toolkit's CUPTI: kernel replay cannot empty the caches, so
+// the default replay (auto) counts the program's own runs instead, and says so.
+TEST(MetricsGpu, CacheControlAllPicksApplicationReplayWithTheToolkitsCupti) {
+  const std::string db = tempPath("metrics_roofline_cache_all.fprof");
+  ASSERT_EQ(run("--metrics roofline --cache-control all -o " + db), 0);
+  auto p = fprof::core::loadProfile(db);
+  ASSERT_TRUE(p.ok()) << p.error();
+  EXPECT_EQ(p->meta("mode"), "metrics");
+  EXPECT_EQ(p->meta("cache_control"), "all");
+  EXPECT_EQ(p->meta("replay_mode"), "application");
+  EXPECT_EQ(p->meta("application_runs"), "2");
+  auto k = index(*p);
+  ASSERT_NE(k["saxpy"].counters, nullptr);
+  EXPECT_EQ(*k["saxpy"].counters->flops_fp32, 2 * kN);
+}
+
 TEST(MetricsGpu, OnlySelectedKernelsAreProfiled) {
   const std::string db = tempPath("metrics_selected.fprof");
   ASSERT_EQ(run("--metrics memory --kernel-regex 'saxpy|copyKernel' --launch-count 1 -o " + db), 0);
