@@ -30,13 +30,14 @@ double applyActivation(Activation activation, double v) {
 }
 
 std::vector<double> elementwiseChain(const std::vector<float>& a, const std::vector<float>& b,
-                                     const std::vector<float>& c) {
+                                     const std::vector<float>& c, Storage intermediate) {
   if (a.size() != b.size() || a.size() != c.size()) {
     throw std::invalid_argument("elementwiseChain: inputs differ in length");
   }
   std::vector<double> y(a.size());
   for (std::size_t i = 0; i < a.size(); ++i) {
-    y[i] = geluTanh((double(a[i]) + double(b[i])) * double(c[i]));
+    const double sum = roundTo(intermediate, double(a[i]) + double(b[i]));
+    y[i] = geluTanh(roundTo(intermediate, sum * double(c[i])));
   }
   return y;
 }

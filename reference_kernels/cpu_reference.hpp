@@ -15,9 +15,16 @@ double applyActivation(Activation activation, double v);
 double geluTanh(double v);
 double silu(double v);
 
-// y = gelu_tanh((a + b) * c), elementwise.
+// Storage formats an intermediate tensor can be rounded to.
+enum class Storage { Exact, Fp16, Bf16 };
+// v rounded to the nearest value of the format (ties to even), as a GPU store of it would.
+double roundTo(Storage format, double v);
+
+// y = gelu_tanh((a + b) * c), elementwise. `intermediate` is how a + b and (a + b) * c are stored:
+// the unfused chain writes both to memory in the op's dtype, and on one element near cancellation
+// that rounding alone exceeded the bf16 tolerance against an exact reference (H100: 2.11e-2).
 std::vector<double> elementwiseChain(const std::vector<float>& a, const std::vector<float>& b,
-                                     const std::vector<float>& c);
+                                     const std::vector<float>& c, Storage intermediate = Storage::Exact);
 
 struct NormResult {
   std::vector<double> sum;  // h = x + residual (the residual stream the next layer reads)
@@ -32,10 +39,6 @@ NormResult residualRmsNorm(const std::vector<float>& x, const std::vector<float>
                            const std::vector<float>& gamma, std::size_t rows, std::size_t cols,
                            double eps);
 
-// Storage formats an intermediate tensor can be rounded to.
-enum class Storage { Exact, Fp16, Bf16 };
-// v rounded to the nearest value of the format (ties to even), as a GPU store of it would.
-double roundTo(Storage format, double v);
 
 // y[M,N] = act(x[M,K] * w[N,K]^T + bias[N]); bias may be empty (no bias). `product` is how the
 // product x w^T is stored before bias and activation: an unfused chain writes it to memory in the

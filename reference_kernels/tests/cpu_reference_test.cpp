@@ -141,6 +141,19 @@ TEST(Storage, RoundsToNearestEven) {
   EXPECT_EQ(roundTo(Storage::Bf16, -3.0), -3.0);
 }
 
+TEST(ElementwiseChain, UnfusedReferenceRoundsTheIntermediatesLikeTheGpuStores) {
+  // a + b = 2^-7 is a bf16 value; times 1.0029296875 (10 mantissa bits) it is not, so the stored
+  // product, and the result, differ from the exact chain's.
+  const std::vector<float> a = {1.00390625f}, b = {-0.99609375f}, c = {1.0029296875f};
+  const auto exact = elementwiseChain(a, b, c);
+  const auto stored = elementwiseChain(a, b, c, Storage::Bf16);
+  const double sum = 1.00390625 - 0.99609375;
+  EXPECT_DOUBLE_EQ(exact[0], geluTanh(sum * 1.0029296875));
+  EXPECT_DOUBLE_EQ(stored[0], geluTanh(roundTo(Storage::Bf16, roundTo(Storage::Bf16, sum) * 1.0029296875)));
+  EXPECT_NE(stored[0], exact[0]);
+  EXPECT_EQ(elementwiseChain(a, b, c, Storage::Exact), exact) << "Exact rounds nothing";
+}
+
 TEST(MatmulBiasAct, UnfusedReferenceRoundsTheProductLikeTheGpuStore) {
   // 1x1x1 near cancellation: x*w = 1.00390625 * 1.0029296875 (exact in float), bias = -1.
   const std::vector<float> x = {1.00390625f}, w = {1.0029296875f}, b = {-1.0f};
