@@ -146,6 +146,12 @@ std::map<std::string, std::string> exitFacts(int status) {
   return {{"exit_status", "unknown (wait status " + std::to_string(status) + ")"}};
 }
 
+// A database and the SQLite files beside it.
+void removeDatabaseFiles(const std::string& path) {
+  std::error_code ec;
+  for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path + suffix, ec);
+}
+
 std::string commaJoined(const std::vector<std::string>& items) {
   std::string out;
   for (const std::string& i : items) out += (out.empty() ? "" : ",") + i;
@@ -273,8 +279,7 @@ void runSecondTime(const RunOptions& opt, const std::string& collector, const st
   auto facts = core::loadProfile(first);
   if (!facts || facts->meta("mode") != "metrics") return say("the first run collected no counters: no second run");
   const std::string scratch = first + ".second-run.fprof";
-  std::error_code ec;
-  for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(scratch + suffix, ec);
+  removeDatabaseFiles(scratch);
   say("running " + opt.program[0] + " again for the SASS counters (FLOPs, instructions) under kernel replay");
   const auto started = fs::file_time_type::clock::now();
   const ChildRun run{scratch, "", plan.second_metrics, "kernel", "none"};
@@ -290,9 +295,7 @@ void runSecondTime(const RunOptions& opt, const std::string& collector, const st
                                      : std::string()));
     (void)core::appendMetadata(first, {{"metric_set", opt.metrics}});
   }
-  for (const std::string& f : produced) {
-    for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(f + suffix, ec);
-  }
+  for (const std::string& f : produced) removeDatabaseFiles(f);
 }
 
 int runProgram(const RunOptions& opt) {
@@ -346,10 +349,8 @@ int runProgram(const RunOptions& opt) {
   if (opt.force) {
     // The file and its per-rank / per-process siblings from an earlier run: the collector never
     // overwrites a file (each process claims a fresh name), so --force clears them here.
-    for (const fs::path& f : runDatabases(output)) {
-      for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(f.string() + suffix, ec);
-    }
-    for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(output + suffix, ec);
+    for (const fs::path& f : runDatabases(output)) removeDatabaseFiles(f.string());
+    removeDatabaseFiles(output);
   }
   const fs::path out_dir = fs::path(output).parent_path();
   if (!out_dir.empty() && !fs::is_directory(out_dir, ec)) {

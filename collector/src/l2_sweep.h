@@ -35,7 +35,6 @@ class L2Sweep {
   bool setup(CUdevice device, std::string& error);
   // Enqueues the sweep on `stream`; the next work on that stream starts after it.
   bool run(CUstream stream, std::string& error);
-  size_t bufferBytes() const { return bytes_; }
 
  private:
   bool launch(CUstream stream, uint32_t discard, std::string& error);
