@@ -176,21 +176,6 @@ __device__ __forceinline__ void toFloats(const uint4& raw, float (&out)[8], __nv
   for (int j = 0; j < 4; ++j) { const float2 f = __bfloat1622float2(h[j]); out[2 * j] = f.x; out[2 * j + 1] = f.y; }
 }
 
-// Widens two packed 16-bit values. Volatile on purpose: the compiler must not keep the widened
-// values of a whole slice alive across repeated scans (64 floats a thread would spill).
-__device__ __forceinline__ float2 widenPair(std::uint32_t bits, __half) {
-  float2 v;
-  asm volatile("{.reg .b16 lo, hi;\n mov.b32 {lo, hi}, %2;\n cvt.f32.f16 %0, lo;\n cvt.f32.f16 %1, hi;}\n"
-               : "=f"(v.x), "=f"(v.y) : "r"(bits));
-  return v;
-}
-__device__ __forceinline__ float2 widenPair(std::uint32_t bits, __nv_bfloat16) {
-  float2 v;
-  asm volatile("{.reg .b16 lo, hi;\n mov.b32 {lo, hi}, %2;\n cvt.f32.bf16 %0, lo;\n cvt.f32.bf16 %1, hi;}\n"
-               : "=f"(v.x), "=f"(v.y) : "r"(bits));
-  return v;
-}
-
 // A row is head scalars (up to the first 16-byte boundary), `vectors` 16-byte vectors, then
 // tail scalars. Block b takes vectors [b * kVectorsPerBlock, ...); block 0 also the scalars.
 // Vectors past the row's end load as -inf (kNegInfPad: the statistics and top-k kernels need no
@@ -210,6 +195,7 @@ struct VectorSlice {
   // Vector j of this thread starts at element first0 + j * kThreads * kVec and exists when
   // j * kThreads < vectors_left. Indices are ints (as the outputs are), so these stay cheap.
   int first0 = 0, vectors_left = 0;
+  const uint4* base = nullptr;  // the thread's vector 0; vector j is base[j * kThreads]
   float head_v = -INFINITY, tail_v = -INFINITY;
   int head_i = -1, tail_i = -1;  // -1: no scalar
 
@@ -224,10 +210,10 @@ struct VectorSlice {
     const std::size_t vi0 = std::size_t(block) * kVectorsPerBlock + threadIdx.x;
     vectors_left = int(vectors) - int(vi0);
     first0 = int(head + vi0 * kVec);
-    const uint4* mine = reinterpret_cast<const uint4*>(row + head) + vi0;
+    base = reinterpret_cast<const uint4*>(row + head) + vi0;
     const uint4 pad = kNegInfPad ? negInfVector<T>() : make_uint4(0u, 0u, 0u, 0u);
 #pragma unroll
-    for (int j = 0; j < kLoads; ++j) raw[j] = ok(j) ? __ldg(mine + j * kThreads) : pad;
+    for (int j = 0; j < kLoads; ++j) raw[j] = ok(j) ? __ldg(base + j * kThreads) : pad;
     if (block == 0) {
       const std::size_t tail0 = head + vectors * kVec;
       if (threadIdx.x < head) { head_i = int(threadIdx.x); head_v = toFloat(row[threadIdx.x]); }
@@ -273,6 +259,17 @@ template <class T, int n> __device__ __forceinline__ float vectorsMax(const uint
   }
 }
 
+// Maximum of one vector.
+template <class T> __device__ __forceinline__ float vectorMax(const uint4& r) {
+  if constexpr (sizeof(T) == 4) {
+    return fmaxf(fmaxf(__uint_as_float(r.x), __uint_as_float(r.y)), fmaxf(__uint_as_float(r.z), __uint_as_float(r.w)));
+  } else {
+    using P = PairOf<T>;
+    const P m = __hmax2(__hmax2(asPair<P>(r.x), asPair<P>(r.y)), __hmax2(asPair<P>(r.z), asPair<P>(r.w)));
+    return fmaxf(toFloat(m.x), toFloat(m.y));
+  }
+}
+
 // Sum of exp(v - base) over one vector (base finite): exp(v - base) = 2^(v log2e - base log2e),
 // one fused multiply-add and one ex2 a value.
 template <class T> __device__ __forceinline__ float vectorExpSum(const uint4& raw, float base) {
@@ -292,7 +289,7 @@ template <class T, int kLoadsPerThread>
 struct RegisterSlice : VectorSlice<T, kLoadsPerThread, true> {
   using Base = VectorSlice<T, kLoadsPerThread, true>;
   using Base::kVec, Base::kLoads, Base::raw, Base::ok, Base::first;
-  using Base::head_v, Base::tail_v, Base::head_i, Base::tail_i;
+  using Base::head_v, Base::tail_v, Base::head_i, Base::tail_i, Base::base;
   // 64 registers a thread: 4 blocks an SM, so the 512 blocks of 64 rows of 128256 fp16 logits
   // are all resident at once on 132 SMs.
   static constexpr int kMinBlocks = 4;
@@ -309,36 +306,25 @@ struct RegisterSlice : VectorSlice<T, kLoadsPerThread, true> {
     if (tail_i >= 0) s += fastExp2((tail_v - base) * kLog2e);
     return s;
   }
-  // f(value, index) over the thread's elements >= bound, in increasing index order. 16-bit
-  // elements are screened two at a time against the bound rounded down to T, so only pairs
-  // holding a candidate are widened to float.
+  // f(value, index) over the thread's elements >= bound (a few among many). The vectors whose
+  // maximum reaches the bound are marked first, without branches; only those are loaded again
+  // (from L1, where the first load left them) and widened, so a warp runs as many rounds as its
+  // busiest lane has marked vectors. (Widening the pairs of every vector in which any lane held
+  // a candidate, in registers, took a round for nearly every vector: 2026-11-27, fp16 fused
+  // 14.5 -> 12.8 us back to back, bench/RESULTS.md issue 16.)
   template <class F> __device__ void forEachAtLeast(float bound, const F& f) const {
     if (head_i >= 0 && head_v >= bound) f(head_v, head_i);
+    unsigned marked = 0;
 #pragma unroll
-    for (int j = 0; j < kLoads; ++j) {
-      if (!ok(j)) continue;
+    for (int j = 0; j < kLoads; ++j) marked |= (ok(j) && vectorMax<T>(raw[j]) >= bound ? 1u : 0u) << j;
+    while (marked != 0) {
+      const int j = __ffs(int(marked)) - 1;
+      marked &= marked - 1;
+      float v[kVec];
+      toFloats(__ldg(base + j * kThreads), v, T{});
       const int i0 = first(j);
-      if constexpr (sizeof(T) == 4) {
-        float v[kVec];
-        toFloats(raw[j], v, T{});
-        if (fmaxf(fmaxf(v[0], v[1]), fmaxf(v[2], v[3])) < bound) continue;  // the whole vector below
 #pragma unroll
-        for (int e = 0; e < kVec; ++e) if (v[e] >= bound) f(v[e], i0 + e);
-      } else {
-        using Pair = PairOf<T>;
-        const Pair* pairs = reinterpret_cast<const Pair*>(&raw[j]);
-        Pair low;
-        if constexpr (std::is_same_v<T, __half>) low = __half2half2(__float2half_rd(bound));
-        else low = __bfloat162bfloat162(__float2bfloat16_rd(bound));
-        if (__hblt2(__hmax2(__hmax2(pairs[0], pairs[1]), __hmax2(pairs[2], pairs[3])), low)) continue;  // all below
-#pragma unroll
-        for (int q = 0; q < kVec / 2; ++q) {
-          if (__hblt2(pairs[q], low)) continue;  // both below the bound
-          const float2 v = widenPair(reinterpret_cast<const std::uint32_t*>(pairs)[q], T{});
-          if (v.x >= bound) f(v.x, i0 + 2 * q);
-          if (v.y >= bound) f(v.y, i0 + 2 * q + 1);
-        }
-      }
+      for (int e = 0; e < kVec; ++e) if (v[e] >= bound) f(v[e], i0 + e);
     }
     if (tail_i >= 0 && tail_v >= bound) f(tail_v, tail_i);
   }
