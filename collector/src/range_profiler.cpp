@@ -55,6 +55,9 @@ constexpr uint32_t kFirstCuptiWithCacheControl = 130400;
 bool RangeProfiler::setup(CUcontext ctx, int device_ordinal, const std::vector<std::string>& metrics,
                           size_t max_ranges, CacheControl cache_control, ReplayMode replay, std::string& error) {
   ctx_ = ctx;
+  device_ordinal_ = device_ordinal;
+  cache_control_asked_ = cache_control;
+  replay_asked_ = replay;
   max_ranges_ = max_ranges;
   metric_names_ = metrics;
   metric_ptrs_.clear();
@@ -165,6 +168,10 @@ bool RangeProfiler::setup(CUcontext ctx, int device_ordinal, const std::vector<s
   // Under application replay the collector invalidates the L2 itself (L2Sweep): CUPTI's cache
   // control applies to replay passes.
   cache_control_applied_ = cache_control != CacheControl::kNone && can_control;
+  return enable(error) && resetCounterData(error);
+}
+
+bool RangeProfiler::enable(std::string& error) {
   if (cache_control_applied_) {
     RangeProfilerEnableParams134 enable{};
     enable.structSize = kEnableParams134Size;
@@ -179,7 +186,7 @@ bool RangeProfiler::setup(CUcontext ctx, int device_ordinal, const std::vector<s
     RP_CALL(cuptiRangeProfilerEnable(&enable));
     object_ = enable.pRangeProfilerObject;
   }
-  return resetCounterData(error);
+  return true;
 }
 
 bool RangeProfiler::resetCounterData(std::string& error) {
@@ -214,7 +221,7 @@ bool RangeProfiler::resetCounterData(std::string& error) {
   config.pConfig = config_.data();
   config.counterDataImageSize = counter_data_.size();
   config.pCounterDataImage = counter_data_.data();
-  config.range = CUPTI_AutoRange;
+  config.range = user_ranges_ ? CUPTI_UserRange : CUPTI_AutoRange;
   config.replayMode = replay_ == ReplayMode::kApplication ? CUPTI_UserReplay : CUPTI_KernelReplay;
   config.maxRangesPerPass = max_ranges_;
   config.numNestingLevels = 1;
@@ -242,6 +249,43 @@ bool RangeProfiler::stop(std::string& error) {
   stop.structSize = CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE;
   stop.pRangeProfilerObject = object_;
   RP_CALL(cuptiRangeProfilerStop(&stop));
+  return true;
+}
+
+bool RangeProfiler::useUserRanges(bool user, std::string& error) {
+  if (user == user_ranges_) return true;
+  user_ranges_ = user;
+  if (object_ == nullptr) return true;  // setup configures them
+  if (user && replay_ != ReplayMode::kApplication) {
+    error = "user ranges need application replay";
+    return false;
+  }
+  // SetConfig cannot change the range mode of an enabled profiler (CUPTI 13.0, H100: the next
+  // push or start fails), so the profiler is disabled and enabled again, with a counter-data
+  // image of the new object (initializing the old image for it crashed inside CUPTI).
+  CUpti_RangeProfiler_Disable_Params p{};
+  p.structSize = CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE;
+  p.pRangeProfilerObject = object_;
+  RP_CALL(cuptiRangeProfilerDisable(&p));
+  object_ = nullptr;
+  counter_data_.clear();
+  return enable(error) && resetCounterData(error);
+}
+
+bool RangeProfiler::pushRange(const char* name, std::string& error) {
+  CUpti_RangeProfiler_PushRange_Params p{};
+  p.structSize = CUpti_RangeProfiler_PushRange_Params_STRUCT_SIZE;
+  p.pRangeProfilerObject = object_;
+  p.pRangeName = name;
+  RP_CALL(cuptiRangeProfilerPushRange(&p));
+  return true;
+}
+
+bool RangeProfiler::popRange(std::string& error) {
+  CUpti_RangeProfiler_PopRange_Params p{};
+  p.structSize = CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE;
+  p.pRangeProfilerObject = object_;
+  RP_CALL(cuptiRangeProfilerPopRange(&p));
   return true;
 }
 

@@ -34,6 +34,14 @@ class RangeProfiler {
 
   bool start(std::string& error);
   bool stop(std::string& error);
+  // User ranges instead of auto range (one range per kernel launch): a range is then whatever
+  // runs between pushRange and popRange, a CUDA graph launch included. Application replay only
+  // (kernel replay knows no user ranges). Called before setup, setup configures them; after,
+  // a change sets the profiler up again, so it must be stopped and the ranges gathered so far
+  // decoded.
+  bool useUserRanges(bool user, std::string& error);
+  bool pushRange(const char* name, std::string& error);
+  bool popRange(std::string& error);
   // Decodes the ranges gathered since the last decode, appends one row of values per range (in
   // launch order) to `rows`, and readies a fresh counter-data image.
   // `names`, when given, gets each range's name (empty where CUPTI gives none).
@@ -44,6 +52,7 @@ class RangeProfiler {
   }
 
   bool started() const { return started_; }
+  bool userRanges() const { return user_ranges_; }
   size_t passes() const { return passes_; }
   ReplayMode replay() const { return replay_; }
   size_t maxRanges() const { return max_ranges_; }
@@ -52,10 +61,14 @@ class RangeProfiler {
   void teardown();
 
  private:
+  bool enable(std::string& error);
   bool resetCounterData(std::string& error);
   std::string rangeName(size_t range_index) const;
 
   CUcontext ctx_ = nullptr;
+  int device_ordinal_ = 0;
+  CacheControl cache_control_asked_ = CacheControl::kNone;
+  ReplayMode replay_asked_ = ReplayMode::kKernel;
   std::string chip_;
   std::vector<std::string> metric_names_;
   std::vector<const char*> metric_ptrs_;
@@ -66,6 +79,7 @@ class RangeProfiler {
   size_t passes_ = 0;
   ReplayMode replay_ = ReplayMode::kKernel;
   bool started_ = false;
+  bool user_ranges_ = false;
   bool cache_control_applied_ = false;
   bool initialized_ = false;
 };
