@@ -24,6 +24,13 @@ inline std::array<const std::optional<double>*, 19> counterValues(const KernelCo
           &c.local_store_bytes, &c.instructions,      &c.gpu_time_ns};
 }
 
+inline std::array<std::optional<double>*, 19> counterValues(KernelCounters& c) {
+  std::array<std::optional<double>*, 19> out{};
+  const auto in = counterValues(static_cast<const KernelCounters&>(c));
+  for (size_t i = 0; i < in.size(); ++i) out[i] = const_cast<std::optional<double>*>(in[i]);  // fields of c
+  return out;
+}
+
 static_assert(std::size(kCounterValueColumns) == 19, "one name per field of counterValues");
 
 }  // namespace fprof::core::detail

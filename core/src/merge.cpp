@@ -96,6 +96,9 @@ Status checkProcessIds(const Profile& p) {
   for (const CollectorEventRecord& e : p.collector_events) {
     if (Status s = check(e.process_id, "collector_event"); !s) return s;
   }
+  for (const GraphLaunchCounters& g : p.graph_launch_counters) {
+    if (Status s = check(g.process_id, "graph_launch_counter"); !s) return s;
+  }
   return {};
 }
 
@@ -386,6 +389,10 @@ Expected<MergeResult> mergeDatabases(const std::vector<std::string>& inputs, con
         e.process_id = pid_map.at(e.process_id);
         w.add(e);
       }
+      for (GraphLaunchCounters g : p.graph_launch_counters) {
+        g.process_id = pid_map.at(g.process_id);
+        w.add(std::move(g));
+      }
       result.kernels += static_cast<int64_t>(p.kernels.size());
       for (const CeilingRecord& c : p.ceilings) {
         auto same = std::find_if(ceilings.begin(), ceilings.end(), [&](const KeptCeiling& k) {
@@ -532,6 +539,7 @@ Profile selectProcesses(const Profile& p, const std::vector<uint32_t>& process_i
   copyIf(p.functions, out.functions);
   copyIf(p.function_args, out.function_args);
   copyIf(p.function_sass_ops, out.function_sass_ops);
+  copyIf(p.graph_launch_counters, out.graph_launch_counters);
   return out;
 }
 

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string_view>
@@ -19,6 +20,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "counter_columns.h"
 #include "fprof/core/schema.h"
 #include "fprof/core/store.h"
 #include "fprof/core/text.h"
@@ -588,6 +590,35 @@ struct FunctionNamesMissing {
   std::vector<std::pair<size_t, int64_t>> functions, args, sass_ops;
 };
 
+// Schema 5: CUDA graph launches counted as one range, with the raw metrics behind each.
+Status loadGraphLaunches(Conn& conn, const std::string& path, Profile& p) {
+  std::string sql = "SELECT process_id, correlation_id";
+  for (const char* column : detail::kCounterValueColumns) sql += std::string(", ") + column;
+  sql += " FROM graph_launch_counter ORDER BY process_id, correlation_id";
+  std::map<std::pair<uint32_t, uint32_t>, size_t> index;
+  Status s = forEachRow(conn.db(), path, sql.c_str(), [&](Statement& st) {
+    GraphLaunchCounters& g = p.graph_launch_counters.emplace_back();
+    g.process_id = static_cast<uint32_t>(st.i64(0));
+    g.correlation_id = static_cast<uint32_t>(st.i64(1));
+    int i = 2;
+    for (std::optional<double>* v : detail::counterValues(g.counters)) {
+      *v = st.isNull(i) ? std::nullopt : std::optional<double>(st.f64(i));
+      ++i;
+    }
+    index[{g.process_id, g.correlation_id}] = p.graph_launch_counters.size() - 1;
+  });
+  if (!s) return s;
+  return forEachRow(conn.db(), path,
+                    "SELECT m.process_id, m.correlation_id, s.value, m.value FROM graph_launch_metric m LEFT JOIN "
+                    "string s ON s.id = m.metric_id ORDER BY m.process_id, m.correlation_id, s.value",
+                    [&](Statement& st) {
+                      auto it = index.find({static_cast<uint32_t>(st.i64(0)), static_cast<uint32_t>(st.i64(1))});
+                      if (it == index.end()) return;  // a metric without its launch row: nothing to attach to
+                      p.graph_launch_counters[it->second].raw.emplace_back(
+                          st.isNull(2) ? std::string("(unknown metric)") : cleanText(st.textView(2)), st.f64(3));
+                    });
+}
+
 // The tables schema 2 added: per-function facts and why kernels have no counters.
 template <class AddTask>
 void addSchema2Tasks(Profile& p, const std::string& path, const StringIds& str_id, FunctionNamesMissing& missing,
@@ -937,6 +968,8 @@ Expected<Profile> loadProfile(const std::string& path) {
                         });
     });
   }
+
+  if (p.schema_version >= 5) add(whole_tasks, [&p, &path](Conn& conn) { return loadGraphLaunches(conn, path, p); });
 
   int64_t metrics_non_finite = 0, first_metric_non_finite = 0;
   Dangling missing_metric_names;

@@ -135,7 +135,7 @@ void Writer::addMissingCountersForLaunch(uint32_t process_id, LaunchRef launch, 
 size_t Writer::pendingRecords() const {
   return kernels_.size() + args_.size() + ranges_.size() + memcpys_.size() + memcpy_addresses_.size() + memsets_.size() +
          memory_events_.size() + events_.size() + counters_.size() + metrics_.size() + ceilings_.size() +
-         missing_.size() + functions_.size() + function_args_.size() + function_sass_ops_.size() +
+         missing_.size() + functions_.size() + function_args_.size() + function_sass_ops_.size() + graph_launches_.size() +
          pending_launch_counters_.size();
 }
 
@@ -431,6 +431,11 @@ Status Writer::flush() {
     forgetNewStrings();
     return f;
   }
+  if (Status g = writeGraphLaunches(); !g) {
+    (void)exec("ROLLBACK");
+    forgetNewStrings();
+    return g;
+  }
   if (!insertAll(events_, "INSERT INTO collector_event(process_id, timestamp_ns, severity, message) VALUES (?,?,?,?)",
                  [](Statement& st, const CollectorEventRecord& e) {
                    st.bindAll(e.process_id, e.timestamp_ns, std::string_view(e.severity),
@@ -459,6 +464,49 @@ Status Writer::flush() {
   memsets_.clear();
   memory_events_.clear();
   events_.clear();
+  return {};
+}
+
+// Graph launches counted as one range: their derived values and the raw metrics behind them.
+// A launch waits for its kernel rows (to store the correlation id they carry) until the writer
+// closes, when it is written as it is.
+Status Writer::writeGraphLaunches() {
+  if (graph_launches_.empty()) return {};
+  std::vector<GraphLaunchCounters> waiting;
+  auto written = [&](uint32_t process_id, uint32_t correlation_id) {
+    return correlation_id != 0 && kernel_by_correlation_.count((uint64_t{process_id} << 32) | correlation_id) != 0;
+  };
+  std::string sql = "INSERT OR REPLACE INTO graph_launch_counter(process_id, correlation_id";
+  for (const char* column : detail::kCounterValueColumns) sql += std::string(", ") + column;
+  sql += ") VALUES (?,?";
+  for (size_t n = 0; n < std::size(detail::kCounterValueColumns); ++n) sql += ",?";
+  sql += ")";
+  Statement counters(db_, sql.c_str());
+  Statement metrics(db_, "INSERT OR REPLACE INTO graph_launch_metric(process_id, correlation_id, metric_id, value) "
+                         "VALUES (?,?,?,?)");
+  if (!counters.ok() || !metrics.ok()) return sqlError(path_, db_, "prepare graph_launch_counter");
+  for (GraphLaunchCounters& g : graph_launches_) {
+    if (!written(g.process_id, g.correlation_id)) {
+      if (written(g.process_id, g.alt_correlation_id)) {
+        g.correlation_id = g.alt_correlation_id;
+      } else if (!closing_) {
+        waiting.push_back(std::move(g));
+        continue;
+      }
+    }
+    int i = 1;
+    counters.bind(i++, g.process_id);
+    counters.bind(i++, g.correlation_id);
+    for (const std::optional<double>* v : detail::counterValues(g.counters)) counters.bind(i++, *v);
+    if (counters.run() != SQLITE_DONE) return sqlError(path_, db_, "write graph_launch_counter");
+    for (const auto& [name, value] : g.raw) {
+      auto id = intern(name);
+      if (!id) return Error{id.error()};
+      metrics.bindAll(g.process_id, g.correlation_id, *id, value);
+      if (metrics.run() != SQLITE_DONE) return sqlError(path_, db_, "write graph_launch_metric");
+    }
+  }
+  graph_launches_ = std::move(waiting);
   return {};
 }
 
@@ -508,6 +556,7 @@ Status Writer::writeFunctionTables() {
 
 Status Writer::close() {
   if (!db_) return {};
+  closing_ = true;
   Status s = flush();
   if (s) s = resolveMissingCounters();
   if (s) s = exec(("BEGIN;\n" + schemaIndexSql() + "COMMIT;").c_str());

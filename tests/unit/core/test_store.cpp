@@ -515,6 +515,57 @@ TEST(Store, Schema2FunctionTablesRoundTrip) {
 }
 
 // Files recorded before schema 2 (tests/data holds several) open with the new fields empty.
+// A graph launch counted as one range (schema 5): its row waits for the launch's kernel rows and
+// takes the correlation id they carry (here the driver call's, the launch's alt id), or is written
+// as it is when the writer closes without them.
+TEST(Store, GraphLaunchCountersTakeTheCorrelationIdOfTheirKernels) {
+  const std::string path = fprof::testing::tempPath("graph_launch_counters.fprof");
+  auto w = Writer::create(path);
+  ASSERT_TRUE(w.ok());
+  GraphLaunchCounters g;
+  g.process_id = 1;
+  g.correlation_id = 39;      // the runtime call
+  g.alt_correlation_id = 40;  // the driver call inside it, which the kernel rows carry
+  g.counters.dram_read_bytes = 16.0 * (1 << 20);
+  g.counters.l1_bytes = 64.0 * (1 << 20);
+  g.counters.gpu_time_ns = 12345;
+  g.raw = {{"dram__bytes_read.sum", 16.0 * (1 << 20)}, {"l1tex__t_bytes.sum", 64.0 * (1 << 20)}};
+  (*w)->add(g);
+  GraphLaunchCounters orphan;  // its kernels never arrive
+  orphan.process_id = 1;
+  orphan.correlation_id = 77;
+  orphan.counters.l2_bytes = 5;
+  (*w)->add(orphan);
+  ASSERT_TRUE((*w)->flush());
+  EXPECT_EQ((*w)->pendingRecords(), 2u) << "both wait for kernel rows";
+  core::KernelRecord a = fprof::testing::makeKernel("graph_node_1", 30, 5, 40);
+  a.graph_id = 3;
+  a.graph_node_id = 1;
+  core::KernelRecord b = fprof::testing::makeKernel("graph_node_2", 40, 5, 40);
+  b.graph_id = 3;
+  b.graph_node_id = 2;
+  (*w)->add(a);
+  (*w)->add(b);
+  ASSERT_TRUE((*w)->flush());
+  EXPECT_EQ((*w)->pendingRecords(), 1u) << "the launch found its kernels; the orphan still waits";
+  ASSERT_TRUE((*w)->close());
+
+  auto p = loadProfile(path);
+  ASSERT_TRUE(p.ok()) << p.error();
+  EXPECT_EQ(p->schema_version, kSchemaVersion);
+  ASSERT_EQ(p->graph_launch_counters.size(), 2u);
+  const GraphLaunchCounters& got = p->graph_launch_counters[0];
+  EXPECT_EQ(got.correlation_id, 40u);
+  EXPECT_EQ(got.counters.dram_read_bytes, 16.0 * (1 << 20));
+  EXPECT_EQ(got.counters.l1_bytes, 64.0 * (1 << 20));
+  EXPECT_EQ(got.counters.gpu_time_ns, 12345.0);
+  EXPECT_FALSE(got.counters.dram_write_bytes) << "not collected stays NULL";
+  ASSERT_EQ(got.raw.size(), 2u);
+  EXPECT_EQ(got.raw[0].first, "dram__bytes_read.sum");
+  EXPECT_EQ(p->graph_launch_counters[1].correlation_id, 77u) << "written as it was at close";
+  EXPECT_EQ(p->graph_launch_counters[1].counters.l2_bytes, 5.0);
+}
+
 TEST(Store, Schema1FilesStillOpen) {
   const std::string path = fprof::testing::tempPath("schema1.fprof");
   {

@@ -104,6 +104,29 @@ TEST(Merge, KeepsEveryRowWithUniqueIds) {
   EXPECT_EQ(p->meta("start_unix_ns"), "1780000000000000000");  // the fixture's ranks agree on it
 }
 
+TEST(Merge, GraphLaunchCountersKeepTheirProcess) {
+  const std::string dir = freshDir("graph_launches");
+  const auto inputs = testing::writeThreeRanks(dir);
+  ASSERT_EQ(inputs.size(), 3u);
+  // The metrics rank (the third input, process 1 in its own file) counted one graph launch whole.
+  execSql(inputs[2],
+          "INSERT INTO graph_launch_counter(process_id, correlation_id, dram_read_bytes) VALUES (1, 5, 100.0);"
+          "INSERT OR IGNORE INTO string(id, value) VALUES (9999, 'dram__bytes_read.sum');"
+          "INSERT INTO graph_launch_metric(process_id, correlation_id, metric_id, value) "
+          "SELECT 1, 5, id, 100.0 FROM string WHERE value = 'dram__bytes_read.sum';");
+  const std::string out = dir + "/job.fprof";
+  auto r = core::mergeDatabases(inputs, out);
+  ASSERT_TRUE(r.ok()) << r.error();
+  auto p = core::loadProfile(out);
+  ASSERT_TRUE(p.ok()) << p.error();
+  ASSERT_EQ(p->graph_launch_counters.size(), 1u);
+  EXPECT_EQ(p->graph_launch_counters[0].process_id, 3u) << "renumbered with its process";
+  EXPECT_EQ(p->graph_launch_counters[0].correlation_id, 5u);
+  EXPECT_EQ(p->graph_launch_counters[0].counters.dram_read_bytes, 100.0);
+  ASSERT_EQ(p->graph_launch_counters[0].raw.size(), 1u);
+  EXPECT_EQ(p->graph_launch_counters[0].raw[0].first, "dram__bytes_read.sum");
+}
+
 TEST(Merge, AnalysisPerRankEqualsTheInputs) {
   const std::string dir = freshDir("per_rank");
   const auto inputs = testing::writeThreeRanks(dir);

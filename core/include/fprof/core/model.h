@@ -298,6 +298,20 @@ struct FunctionSassOpRow {
   int64_t static_count = 0;
 };
 
+// Counters of one CUDA graph launch as a whole (schema 5): the range profiler counted everything
+// its kernels did between the launch and their end as one range (application replay), so these
+// are the sums over its kernels (kernel rows with this process and correlation id), not any one
+// kernel's. counters.kernel_id is unused.
+struct GraphLaunchCounters {
+  uint32_t process_id = 0;
+  uint32_t correlation_id = 0;  // of the graph launch call; its kernels share it
+  // While collecting only (not stored): the driver call's id inside a runtime graph launch. The
+  // writer keeps whichever of the two the launch's kernel rows carry.
+  uint32_t alt_correlation_id = 0;
+  KernelCounters counters;
+  std::vector<std::pair<std::string, double>> raw;  // metric name, value (graph_launch_metric)
+};
+
 // One raw counter value, kept so every derived number can be traced to its metric name.
 struct KernelMetricRecord {
   int64_t kernel_id = 0;

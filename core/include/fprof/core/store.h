@@ -44,6 +44,8 @@ struct Profile {
   std::vector<FunctionRow> functions;                  // ordered by (process_id, name_id)
   std::vector<FunctionArgRow> function_args;           // ordered by (process_id, name_id, arg_index)
   std::vector<FunctionSassOpRow> function_sass_ops;    // ordered by (process_id, name_id, opcode)
+  // Schema 5 (empty before): CUDA graph launches counted as one range each.
+  std::vector<GraphLaunchCounters> graph_launch_counters;  // ordered by (process_id, correlation_id)
   // What the reader found damaged and how it was read anyway (a string id with no string, NVTX
   // ranges whose parents form a circle, non-finite counters, ...): one sentence per kind of
   // damage, naming the file and the first example. Front-ends show them once.
@@ -104,6 +106,7 @@ class Writer {
   void add(const FunctionRecord& r) { functions_.push_back(r); }      // same process/name replaces
   void add(const FunctionArgRecord& r) { function_args_.push_back(r); }
   void add(const FunctionSassOpRecord& r) { function_sass_ops_.push_back(r); }
+  void add(GraphLaunchCounters r) { graph_launches_.push_back(std::move(r)); }  // same launch replaces
   // Counters of a launch known by its correlation id (or, for a runtime launch, the id of the
   // driver call inside it: alt_correlation_id, 0 if none); written once the kernel row with that
   // (process_id, correlation_id) exists, in this flush or a later one. `raw` keeps the metric
@@ -166,6 +169,8 @@ class Writer {
   std::vector<FunctionRecord> functions_;
   std::vector<FunctionArgRecord> function_args_;
   std::vector<FunctionSassOpRecord> function_sass_ops_;
+  std::vector<GraphLaunchCounters> graph_launches_;  // waiting for their kernel rows (writeGraphLaunches)
+  bool closing_ = false;
   int64_t next_kernel_id_ = 1;
   struct LaunchCounters {
     uint32_t process_id;
@@ -185,6 +190,7 @@ class Writer {
   Status resolveLaunchCounters();
   Status resolveMissingCounters();
   Status writeFunctionTables();
+  Status writeGraphLaunches();
   std::optional<std::pair<int64_t, int64_t>> kernelOf(uint32_t process_id, LaunchRef launch) const;
   // (process_id << 32 | correlation_id) -> kernel id of every kernel written, so launch counters
   // find their kernel without an index during collection (indexes are built at close).
