@@ -619,13 +619,15 @@ struct DriverLaunch {
   void** extra = nullptr;
   bool cooperative = false;
   LaunchShape shape;
+  CUgraphExec graph_exec = nullptr;  // cuGraphLaunch
 };
 
 // The stream a launch goes to: the _ptsz launches' stream 0 is the per-thread one.
 CUstream launchStream(CUstream stream, CUpti_CallbackId cbid) {
   const bool per_thread = cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz ||
                           cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz ||
-                          cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz;
+                          cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz ||
+                          cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz;
   return stream == nullptr && per_thread ? CU_STREAM_PER_THREAD : stream;
 }
 
@@ -682,6 +684,13 @@ DriverLaunch driverLaunch(CUpti_CallbackId cbid, const void* function_params) {
       d.params = p->kernelParams;
       d.cooperative = true;
       d.shape = shapeOf(p, p->sharedMemBytes);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz: {
+      const auto* p = static_cast<const cuGraphLaunch_params*>(function_params);
+      d.graph_exec = p->hGraph;
+      d.stream = p->hStream;
       break;
     }
     default:
@@ -813,6 +822,7 @@ void Collector::handleLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
     request.nvtx_path = recorder_->openLaunchNvtxPath();
     request.selected_elsewhere = recorder_->anotherThreadSelects();
     request.graph_launch = open->graph_launch;
+    request.graph_exec = reinterpret_cast<uint64_t>(launch.graph_exec);
     request.cooperative = launch.cooperative;
     request.stream = launchStream(launch.stream, cbid);
     request.capturing = isCapturing(request.stream);
@@ -1102,6 +1112,10 @@ void Collector::drain() {
       writer_->addCountersForLaunch(process_id_, launch.correlation_id, launch.alt_correlation_id, r.counters,
                                     std::move(r.raw));
     }
+  }
+  for (core::GraphLaunchCounters& g : metrics_.takeGraphLaunchResults()) {
+    g.process_id = process_id_;
+    writer_->add(std::move(g));
   }
   for (const auto& [severity, message] : metrics_.takeNotes()) {
     writer_->add(core::CollectorEventRecord{process_id_, unixNowNs(), severity, message});

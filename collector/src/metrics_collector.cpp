@@ -233,6 +233,16 @@ LaunchCounterResult MetricsCollector::copiedFrom(const Profiled& source, LaunchR
 }
 
 void MetricsCollector::keepDecoded(const Entry& e, const std::vector<double>& row, const std::string& range_name) {
+  if (e.graph) {
+    core::GraphLaunchCounters g;
+    g.correlation_id = e.launch.correlation_id;
+    g.alt_correlation_id = e.launch.nested_correlation_id;
+    g.counters = core::deriveCounters(config_.metrics, row);
+    for (size_t m = 0; m < config_.metrics.size() && m < row.size(); ++m) g.raw.emplace_back(config_.metrics[m], row[m]);
+    graph_results_.push_back(std::move(g));
+    missing(e.launch, kGraphCountedWholeReason);
+    return;
+  }
   LaunchCounterResult r;
   r.launch = e.launch;
   r.counters = core::deriveCounters(config_.metrics, row);
@@ -284,6 +294,9 @@ void MetricsCollector::decode(ContextState& s) {
     if (match[i]) {
       ++matched;
       keepDecoded(s.batch[i], rows[*match[i]], *match[i] < names.size() ? names[*match[i]] : std::string());
+    } else if (s.batch[i].graph) {
+      missing(s.batch[i].launch, "CUDA graph kernel: its graph launch was to be counted as one range, but the range "
+                                 "profiler returned no range for it");
     } else {
       missing(s.batch[i].launch, "the range profiler returned no counter range for this launch");
       for (const LaunchRef& c : waiting_copies_[s.batch[i].launch_index]) {
@@ -326,6 +339,60 @@ bool MetricsCollector::prepareOwnRun(ContextState& s, CUstream stream, std::stri
   return s.sweep == nullptr || s.sweep->run(stream, error);
 }
 
+// The profiler's range mode changes only with nothing left to decode (it is enabled again).
+bool MetricsCollector::useAutoRanges(ContextState& s) {
+  if (!s.profiler->userRanges()) return true;
+  decode(s);
+  std::string error;
+  if (s.profiler->useUserRanges(false, error)) return true;
+  note("error", "hardware counters stop here: enabling the range profiler again after a graph launch: " + error);
+  s.failed = true;
+  return false;
+}
+
+// Counts a graph launch whole, as one user range (application replay only; the first
+// samples_per_signature launches of each executable graph). False: not counted (the kernels keep
+// the graph reason).
+bool MetricsCollector::countGraphLaunch(const LaunchRequest& launch, ContextState& s, LaunchRef ref) {
+  if (launch.graph_exec == 0 || !setUp(s) || !s.application) return false;
+  uint64_t& counted = graph_exec_counts_[launch.graph_exec];
+  if (config_.samples_per_signature > 0 && counted >= config_.samples_per_signature) return false;
+  std::string error;
+  if (!s.profiler->userRanges()) {
+    decode(s);  // the auto ranges gathered so far, before the profiler is enabled again
+    if (!s.profiler->useUserRanges(true, error)) {
+      note("error", "hardware counters stop here: enabling the range profiler with user ranges for a graph launch: " +
+                        error);
+      s.failed = true;
+      return false;
+    }
+  }
+  if (s.batch.size() >= config_.batch_ranges) decode(s);
+  s.launch_started = std::chrono::steady_clock::now();
+  if (!prepareOwnRun(s, launch.stream, error)) note("warning", "before a counted graph launch: " + error);
+  const std::string name = "graph launch " + std::to_string(ref.correlation_id);
+  if (!s.profiler->start(error) || !s.profiler->pushRange(name.c_str(), error)) {
+    note("warning", "a CUDA graph launch was not counted: " + error);
+    (void)s.profiler->stop(error);
+    return false;
+  }
+  if (graph_launches_counted_++ == 0) {
+    note("info", "CUDA graph launches are counted whole, each as one range (table graph_launch_counter): the first " +
+                     (config_.samples_per_signature == 0 ? std::string("every launch")
+                                                         : std::to_string(config_.samples_per_signature)) +
+                     " of each executable graph");
+  }
+  ++counted;
+  Entry e;
+  e.launch = ref;
+  e.mangled = name;
+  e.demangled = name;
+  e.graph = true;
+  s.batch.push_back(std::move(e));
+  t_window.profiled = true;
+  return true;
+}
+
 void MetricsCollector::openWindow(const LaunchRequest& launch, ContextState& s) {
   LaunchFacts facts;
   facts.demangled_name = demangled(launch.symbol_name);
@@ -342,12 +409,13 @@ void MetricsCollector::openWindow(const LaunchRequest& launch, ContextState& s) 
   if (launch.graph_launch) {
     // Every kernel of the launch gets this reason unless its node finds a profiled launch to copy.
     const Decision decision = selector_->decideGraphLaunch(facts);
-    if (decision.kind == LaunchDecision::kGraph && graph_launches_.insert(launch.correlation_id).second &&
-        graph_launches_.size() == 1) {
+    const bool selected = decision.kind == LaunchDecision::kGraph;
+    if (selected && graph_launches_.insert(launch.correlation_id).second && graph_launches_.size() == 1) {
       note("info", "kernels of CUDA graphs are not replayed; each takes the counters of a profiled launch with its "
                    "node's signature (function, shape, non-pointer arguments) where there is one");
     }
-    missing(ref, decision.reason);
+    // A counted launch's kernels get their reason when its range is decoded (keepDecoded, decode).
+    if (!selected || !countGraphLaunch(launch, s, ref)) missing(ref, decision.reason);
     return;
   }
   const Decision decision = selector_->decide(facts);
@@ -368,7 +436,7 @@ void MetricsCollector::openWindow(const LaunchRequest& launch, ContextState& s) 
     case LaunchDecision::kGraph:  // decideGraphLaunch's alone
       return;
   }
-  if (!setUp(s)) {
+  if (!setUp(s) || !useAutoRanges(s)) {
     missing(ref, "hardware counters unavailable on this context (see the collector's error)");
     return;
   }
@@ -423,6 +491,7 @@ void MetricsCollector::closeWindow(CUresult result) {
   auto* s = static_cast<ContextState*>(t_window.state);
   if (s == nullptr || !t_window.profiled || !s->profiler) return;
   std::string error;
+  if (s->profiler->userRanges() && !s->profiler->popRange(error)) note("warning", "ending a graph launch's range: " + error);
   if (!s->profiler->stop(error)) note("warning", "stopping the range profiler: " + error);
   // The counted kernel ends before anything else starts (the two synchronizations cost nothing
   // measurable: 44.1 ms a profiled launch without them, 44.2 with, bench/RESULTS.md issue 15).
@@ -430,8 +499,8 @@ void MetricsCollector::closeWindow(CUresult result) {
   replay_seconds_ += secondsSince(s->launch_started);  // the launch call, kernel replay included
   if (result != CUDA_SUCCESS && !s->batch.empty()) {
     // A failed launch runs no kernel and makes no range; its kernel row will not exist either.
+    if (!s->batch.back().graph) --profiled_;
     s->batch.pop_back();
-    --profiled_;
   }
 }
 
@@ -612,6 +681,17 @@ std::vector<LaunchCounterResult> MetricsCollector::takeResults() {
   resolveGraphKernels();
   std::vector<LaunchCounterResult> out;
   out.swap(results_);
+  return out;
+}
+
+std::vector<core::GraphLaunchCounters> MetricsCollector::takeGraphLaunchResults() {
+  std::lock_guard lock(mu_);
+  if (graph_launches_counted_ != graph_counted_in_metadata_) {
+    metadata_.emplace_back("metrics_graph_launches_counted", std::to_string(graph_launches_counted_));
+    graph_counted_in_metadata_ = graph_launches_counted_;
+  }
+  std::vector<core::GraphLaunchCounters> out;
+  out.swap(graph_results_);
   return out;
 }
 

@@ -54,6 +54,7 @@ struct LaunchRequest {
   const std::string* nvtx_path = nullptr;
   bool selected_elsewhere = false;  // see LaunchFacts::selected_elsewhere
   bool graph_launch = false;
+  uint64_t graph_exec = 0;  // the CUgraphExec a graph launch runs (0 = unknown)
   bool cooperative = false;
   bool capturing = false;             // the stream records a graph: nothing runs now
   std::optional<uint64_t> signature;  // see LaunchFacts::signature
@@ -79,6 +80,10 @@ class MetricsCollector {
   // skipping a context whose window the dying thread holds (never waits for it).
   void decodeOnFatalSignal();
 
+  // CUDA graphs under application replay: the first launches of each executable graph
+  // (samples_per_signature of them; every one with --every-launch) are counted whole, as one user
+  // range: the profiler is enabled again with user ranges for them (17 ms a switch on an H100) and
+  // again with auto range for the next profiled kernel. Their kernels keep a reason that says so.
   // CUDA graphs. Their kernels are not replayed; a kernel whose node has the graph key of a
   // profiled launch (LaunchSignatures, read when the node was made) takes that launch's counters,
   // marked same_signature like any copy. From the resource callbacks: a kernel node made (key
@@ -92,6 +97,7 @@ class MetricsCollector {
   void addGraphKernels(const std::vector<core::KernelRecord>& kernels);
 
   std::vector<LaunchCounterResult> takeResults();
+  std::vector<core::GraphLaunchCounters> takeGraphLaunchResults();  // process_id left 0
   std::vector<std::pair<std::string, std::string>> takeNotes();      // (severity, message)
   std::vector<std::pair<std::string, std::string>> takeMetadata();   // (key, value)
 
@@ -106,6 +112,7 @@ class MetricsCollector {
     std::optional<uint64_t> graph_key;
     std::optional<uint64_t> loose_check;  // see Decision::loose_check
     uint64_t loose_first_signature = 0;
+    bool graph = false;  // a whole graph launch in one user range
   };
   struct ContextState {
     std::mutex window;  // held by a launch or copy on this context from ENTER to EXIT
@@ -128,6 +135,8 @@ class MetricsCollector {
   bool setUp(ContextState& s);           // requires mu_
   bool setUpSweep(ContextState& s, CUdevice device);
   bool prepareOwnRun(ContextState& s, CUstream stream, std::string& error);
+  bool countGraphLaunch(const LaunchRequest& launch, ContextState& s, LaunchRef ref);  // requires mu_
+  bool useAutoRanges(ContextState& s);                                                 // requires mu_
   void openWindow(const LaunchRequest& launch, ContextState& s);  // requires mu_
   void closeWindow(CUresult result);     // requires mu_
   void decode(ContextState& s);          // requires mu_
@@ -166,6 +175,10 @@ class MetricsCollector {
   std::unordered_map<uint64_t, GraphSource> graph_sources_;
   std::unordered_map<uint64_t, std::optional<uint64_t>> graph_nodes_;  // node id -> graph key
   std::unordered_set<uint32_t> graph_launches_;  // correlation ids of the graph launches selected
+  std::unordered_map<uint64_t, uint64_t> graph_exec_counts_;  // graph launches counted whole, by CUgraphExec
+  std::vector<core::GraphLaunchCounters> graph_results_;
+  uint64_t graph_launches_counted_ = 0;
+  uint64_t graph_counted_in_metadata_ = 0;
   std::vector<LaunchRef> pending_graph_kernels_;
   uint64_t graph_kernels_copied_ = 0;
   std::optional<uint64_t> graph_copies_in_metadata_;

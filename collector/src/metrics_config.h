@@ -78,6 +78,9 @@ struct LaunchFacts {
 
 // Why a kernel of a CUDA graph has no counters: graphs are not replayed (their nodes are not
 // separate launches), and no launch with its node's signature was profiled to copy from.
+inline constexpr const char* kGraphCountedWholeReason =
+    "CUDA graph kernel: counted with its whole graph launch as one range (graph_launch_counter holds the launch's "
+    "sums), and no launch of the same signature outside the graph to copy from";
 inline constexpr const char* kGraphKernelReason =
     "CUDA graph kernel: graphs are not replayed, and no launch of the same signature was profiled outside the graph "
     "to copy from";

@@ -142,6 +142,43 @@ TEST(MetricsGpu, MemorySetCountsTheProgramsOwnRunWithCachesEmptied) {
   EXPECT_EQ(p->counters.size(), p->kernels.size()) << "every kernel has counters (profiled or copied)";
 }
 
+// Under application replay a CUDA graph launch is counted whole, as one range: its two copies'
+// L1 bytes exactly, the first copy's input from DRAM (the L2 emptied before the launch). The
+// second launch of the same graph is not counted (one sample per executable graph).
+TEST(MetricsGpu, GraphLaunchCountedWholeUnderApplicationReplay) {
+  const std::string db = tempPath("metrics_graph_application.fprof");
+  setenv("METRICS_TARGET_GRAPH", "1", 1);
+  const int rc = run("--metrics memory -o " + db);
+  unsetenv("METRICS_TARGET_GRAPH");
+  ASSERT_EQ(rc, 0);
+  auto p = fprof::core::loadProfile(db);
+  ASSERT_TRUE(p.ok()) << p.error();
+  EXPECT_EQ(p->meta("replay_mode"), "application");
+  EXPECT_EQ(p->meta("metrics_graph_launches_counted"), "1");
+  ASSERT_EQ(p->graph_launch_counters.size(), 1u);
+  const fprof::core::GraphLaunchCounters& g = p->graph_launch_counters[0];
+  ASSERT_TRUE(g.counters.l1_bytes && g.counters.dram_read_bytes && g.counters.gpu_time_ns);
+  EXPECT_NEAR(*g.counters.l1_bytes, 16 * kN, 0.01 * 16 * kN) << "two copies, 16 MiB read and 16 MiB written each";
+  EXPECT_GE(*g.counters.dram_read_bytes, 0.98 * 4 * kN) << "the first copy's input, none of it cached";
+  EXPECT_GT(*g.counters.gpu_time_ns, 0);
+  std::map<int64_t, std::string> reason;
+  for (const auto& m : p->counters_missing) reason[m.kernel_id] = m.reason;
+  int in_counted = 0, in_other = 0;
+  for (const auto& k : p->kernels) {
+    if (k.graph_id == 0) continue;
+    ASSERT_TRUE(reason.count(k.id)) << "a graph kernel without counters carries its reason";
+    if (k.correlation_id == g.correlation_id) {
+      ++in_counted;
+      EXPECT_NE(reason[k.id].find("counted with its whole graph launch"), std::string::npos) << reason[k.id];
+    } else {
+      ++in_other;
+      EXPECT_NE(reason[k.id].find("graphs are not replayed"), std::string::npos) << reason[k.id];
+    }
+  }
+  EXPECT_EQ(in_counted, 2);
+  EXPECT_EQ(in_other, 2);
+}
+
 // The roofline set under application replay: the program runs twice, hardware counters counted in
 // its own run with the L2 emptied, SASS counters in the second run under kernel replay, joined
 // launch by launch. FLOPs stay exact, the copy's DRAM bytes are its own.

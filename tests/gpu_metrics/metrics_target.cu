@@ -66,6 +66,24 @@ int main() {
   nvtxRangePop();
   CK(cudaGetLastError());
 
+  if (std::getenv("METRICS_TARGET_GRAPH") != nullptr) {
+    // A graph of two copies (x -> z -> y) in blocks of 128, a shape no eager launch has, launched
+    // twice: 16 MiB read and written by each copy.
+    cudaStream_t s;
+    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    cudaGraph_t graph;
+    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    copyKernel<<<(n + 127) / 128, 128, 0, s>>>(n, x, z);
+    copyKernel<<<(n + 127) / 128, 128, 0, s>>>(n, z, y);
+    CK(cudaStreamEndCapture(s, &graph));
+    cudaGraphExec_t exec;
+    CK(cudaGraphInstantiate(&exec, graph, 0));
+    nvtxRangePushA("graph");
+    for (int launch = 0; launch < 2; ++launch) CK(cudaGraphLaunch(exec, s));
+    nvtxRangePop();
+    CK(cudaStreamSynchronize(s));
+  }
+
   cublasHandle_t blas;
   if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS) return 1;
   void *A, *B, *C;

@@ -12,7 +12,8 @@
 #      start/end: counters for every kernel of the selected steps.
 #   4. PyTorch CUDA graphs (bench/torch_graphs.py graph) in metrics mode: every graph kernel has
 #      counters copied from an identical eager launch, equal to its, or the stored reason
-#      (tests/gpu/validation/graph_check.py).
+#      (tests/gpu/validation/graph_check.py); again under application replay, where each graph
+#      launch is also counted whole (part graph-app).
 # Writes under OUTDIR (default $OUT): validation_report.txt (every check of every part) and
 # validation_work.tar.gz (expectations, logs, databases, the ncu CSV). Prints a short table
 # last. Exit 0 when every check passed, 1 otherwise, 77 without a GPU.
@@ -95,6 +96,10 @@ if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
   timeout 180 "$fprof" run --force --metrics roofline -o "$work/torch_graphs.fprof" \
     python3 bench/torch_graphs.py graph >"$work/torch_graphs.log" 2>&1
   part graph 60 python3 tests/gpu/validation/graph_check.py "$work/torch_graphs.fprof"
+  # The same under application replay: each graph counted whole too (graph_launch_counter).
+  timeout 240 "$fprof" run --force --metrics roofline --replay application -o "$work/torch_graphs_app.fprof" \
+    python3 bench/torch_graphs.py graph >"$work/torch_graphs_app.log" 2>&1
+  part graph-app 60 python3 tests/gpu/validation/graph_check.py "$work/torch_graphs_app.fprof"
 else
   rows+=("torch|not run|python3 cannot import torch with CUDA here")
 fi

@@ -404,6 +404,42 @@ std::string dims(int32_t x, int32_t y, int32_t z) {
   return std::to_string(x) + "," + std::to_string(y) + "," + std::to_string(z);
 }
 
+// Graph launches counted whole (application replay): each row's bytes cover its kernels'
+// footprints, and its DRAM reads stay within their bounds; under application replay at least one
+// graph launch is counted.
+void checkGraphLaunches(const Profile& p, const std::map<std::string, Group>& groups) {
+  const bool application = p.meta("replay_mode") == "application";
+  if (application) {
+    record("graphs", "graph launches counted whole (application replay)", ">= 1",
+           std::to_string(p.graph_launch_counters.size()), !p.graph_launch_counters.empty());
+  }
+  for (const fprof::core::GraphLaunchCounters& gl : p.graph_launch_counters) {
+    double min_bytes = 0, max_dram_read = 0;
+    bool dram_bounded = true;
+    int kernels = 0;
+    for (const auto& [key, g] : groups) {
+      for (const KernelRow* k : g.rows) {
+        if (k->graph_id == 0 || k->process_id != gl.process_id || k->correlation_id != gl.correlation_id) continue;
+        ++kernels;
+        min_bytes += num(g.f, "min_bytes");
+        if (num(g.f, "max_dram_read") < 0) dram_bounded = false;
+        max_dram_read += num(g.f, "max_dram_read");
+      }
+    }
+    const std::string t = "graph launch #" + std::to_string(gl.correlation_id) + " (" + std::to_string(kernels) + " kernels)";
+    record("graphs", t + ": kernels of the launch", ">= 1", std::to_string(kernels), kernels >= 1);
+    const auto& c = gl.counters;
+    record("graphs", t + ": L1 bytes >= footprints", ">= " + fmt(min_bytes), fmt(c.l1_bytes),
+           c.l1_bytes && *c.l1_bytes >= min_bytes);
+    record("graphs", t + ": L2 bytes >= footprints", ">= " + fmt(min_bytes), fmt(c.l2_bytes),
+           c.l2_bytes && *c.l2_bytes >= min_bytes);
+    if (dram_bounded && kernels > 0) {
+      record("graphs", t + ": DRAM read bytes <= footprints + 2%", "<= " + fmt(max_dram_read), fmt(c.dram_read_bytes),
+             c.dram_read_bytes && *c.dram_read_bytes <= max_dram_read);
+    }
+  }
+}
+
 void checkDatabase(const std::string& db_path, const std::vector<Fields>& expect, const Inputs& in,
                    const CheckOptions& opt, const std::string& fprof_cli) {
   const std::string& presence = opt.presence_feature;
@@ -498,6 +534,8 @@ void checkDatabase(const std::string& db_path, const std::vector<Fields>& expect
          std::to_string(static_cast<int64_t>(p.kernels.size()) - fault_rows),
          static_cast<int64_t>(p.kernels.size()) - fault_rows == expected_kernels);
   for (const auto& [what, n] : unexpected) record(presence, "unexpected kernel " + what, "0", std::to_string(n), false);
+
+  if (opt.metrics) checkGraphLaunches(p, groups);
 
   std::map<std::string, std::set<uint32_t>> stream_ids;
   for (const std::string& key : order) {

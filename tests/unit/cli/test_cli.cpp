@@ -262,5 +262,18 @@ TEST(CliBundled, InfoHasNoWarningAndFullCoverage) {
   EXPECT_NE(out.find("fusion  : best pair"), std::string::npos) << out;
 }
 
+// A graph launch counted whole under application replay (tests/data/README.md): info says so with
+// the launch's sums, and every kernel still has counters (the graph's copied from eager twins).
+TEST(CliRecorded, InfoShowsGraphLaunchesCountedWhole) {
+  const Result r = runFprof(std::string("info ") + FPROF_SOURCE_DIR + "/tests/data/torch_graphs_app_replay_h100.fprof");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("(schema 5,"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("coverage: counters for 49 of 49 kernels (100.0% of kernel time)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("graphs  : 1 CUDA graph launch counted whole, one range each (5 kernels, 21.54 us of kernel "
+                       "time): DRAM read 16.2 MiB, written 3.8 MiB, L2 39.8 MiB (sums; table graph_launch_counter)"),
+            std::string::npos)
+      << r.out;
+}
+
 }  // namespace
 }  // namespace fprof
