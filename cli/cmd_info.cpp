@@ -45,41 +45,6 @@ std::string unquoted(std::string text) {
   return text;
 }
 
-// Sum of one counter over the graph launches that have it ("n/a" when none has).
-std::string graphSum(const core::Profile& p, std::optional<double> core::KernelCounters::*field) {
-  double sum = 0;
-  bool any = false;
-  for (const core::GraphLaunchCounters& g : p.graph_launch_counters) {
-    if (const std::optional<double>& v = g.counters.*field) {
-      sum += *v;
-      any = true;
-    }
-  }
-  return any ? formatBytes(sum) : "n/a";
-}
-
-// "2 CUDA graph launches counted whole, one range each (5 kernels, 1.20 ms of kernel time): DRAM
-// read 16.0 MiB, written 16.1 MiB, L2 64.0 MiB (sums; table graph_launch_counter)"; "" for none.
-std::string describeGraphLaunches(const core::Profile& p) {
-  if (p.graph_launch_counters.empty()) return {};
-  std::set<std::pair<uint32_t, uint32_t>> launches;
-  for (const core::GraphLaunchCounters& g : p.graph_launch_counters) launches.insert({g.process_id, g.correlation_id});
-  size_t kernels = 0;
-  int64_t kernel_ns = 0;
-  for (const core::KernelRow& k : p.kernels) {
-    if (k.graph_id == 0 || launches.count({k.process_id, k.correlation_id}) == 0) continue;
-    ++kernels;
-    kernel_ns += k.durationNs();
-  }
-  const size_t n = p.graph_launch_counters.size();
-  return fmt::format("{} CUDA graph launch{} counted whole, one range each ({} kernel{}, {} of kernel time): DRAM "
-                     "read {}, written {}, L2 {} (sums; table graph_launch_counter)",
-                     n, n == 1 ? "" : "es", kernels, kernels == 1 ? "" : "s",
-                     formatDurationNs(static_cast<double>(kernel_ns)),
-                     graphSum(p, &core::KernelCounters::dram_read_bytes),
-                     graphSum(p, &core::KernelCounters::dram_write_bytes), graphSum(p, &core::KernelCounters::l2_bytes));
-}
-
 std::string deviceText(const core::DeviceInfo& d) {
   return fmt::format("{}, sm_{}{}, {} SMs, {} memory, {} L2", shownText(d.name), d.compute_major, d.compute_minor,
                      d.sm_count,
@@ -288,7 +253,7 @@ int runInfo(const InfoOptions& opt) {
     if (const std::string missing = analysis::describeMissing(coverage); !missing.empty()) {
       out += "missing : " + shownText(missing) + "\n";
     }
-    if (const std::string graphs = describeGraphLaunches(p); !graphs.empty()) out += "graphs  : " + graphs + "\n";
+    if (const std::string graphs = reports::describeGraphLaunches(p); !graphs.empty()) out += "graphs  : " + graphs + "\n";
     if (report) {
       const std::string best = reports::bestFusion(*report);
       out += "fusion  : " +

@@ -283,6 +283,7 @@ std::string headerSection(const ReportData& r) {
   if (!h.counter_coverage.empty()) s += metaRow("counters", e(h.counter_coverage));
   if (!h.counter_missing.empty()) s += metaRow("without counters", "<span class=\"warn\">" + e(h.counter_missing) + "</span>");
   if (!h.counter_collection.empty()) s += metaRow("collected by", e(h.counter_collection));
+  if (!h.graph_launches.empty()) s += metaRow("graph launches", e(h.graph_launches));
   s += metaRow("recorded by", "fprof " + e(h.fprof_version));
   for (const std::string& w : h.warnings) s += metaRow("warning", "<span class=\"warn\">" + e(w) + "</span>");
   s += "</dl>\n<h3>Ceilings used</h3>\n";

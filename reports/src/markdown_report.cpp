@@ -177,6 +177,7 @@ std::string renderMarkdown(const ReportData& r, const MarkdownOptions& options) 
   if (!h.counter_coverage.empty()) s += "- counters: " + plain(h.counter_coverage) + "\n";
   if (!h.counter_missing.empty()) s += "- without counters: " + plain(h.counter_missing) + "\n";
   if (!h.counter_collection.empty()) s += "- collected by: " + plain(h.counter_collection) + "\n";
+  if (!h.graph_launches.empty()) s += "- graph launches: " + plain(h.graph_launches) + "\n";
   for (const std::string& w : h.warnings) s += "- **warning**: " + plain(w) + "\n";
   s += rankSection(r, full_names);
 

@@ -275,5 +275,14 @@ TEST(CliRecorded, InfoShowsGraphLaunchesCountedWhole) {
       << r.out;
 }
 
+TEST(CliRecorded, ReportShowsGraphLaunchesCountedWhole) {
+  const Result r =
+      runFprof(std::string("report --format md ") + FPROF_SOURCE_DIR + "/tests/data/torch_graphs_app_replay_h100.fprof");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("- graph launches: 1 CUDA graph launch counted whole, one range each (5 kernels"),
+            std::string::npos)
+      << r.out;
+}
+
 }  // namespace
 }  // namespace fprof

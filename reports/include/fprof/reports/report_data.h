@@ -44,6 +44,7 @@ struct RunHeader {
   std::string counter_coverage;
   std::string counter_missing;
   std::string counter_collection;
+  std::string graph_launches;  // describeGraphLaunches; "" when none was counted whole
   std::vector<std::string> warnings;  // dropped records, collector warnings
 };
 
@@ -182,6 +183,11 @@ struct ReportData {
 // The best pair to fuse as the report's finding says it, after "Best fusion: ", with `code spans`
 // (`pair` (`producer` -> `consumer`) would save ...); "" when there is none. fprof info prints it.
 std::string bestFusion(const ReportData& r);
+
+// "2 CUDA graph launches counted whole, one range each (5 kernels, 1.20 ms of kernel time): DRAM
+// read 16.0 MiB, written 16.1 MiB, L2 64.0 MiB (sums; table graph_launch_counter)"; "" for none.
+// fprof info and the reports' header print it.
+std::string describeGraphLaunches(const core::Profile& p);
 
 struct BuildOptions {
   // Kernel groups listed in the table and chart; the rest are summed in one line. Keeps a run of
