@@ -410,12 +410,15 @@ void MetricsCollector::openWindow(const LaunchRequest& launch, ContextState& s) 
     // Every kernel of the launch gets this reason unless its node finds a profiled launch to copy.
     const Decision decision = selector_->decideGraphLaunch(facts);
     const bool selected = decision.kind == LaunchDecision::kGraph;
+    const bool counted = selected && countGraphLaunch(launch, s, ref);
     if (selected && graph_launches_.insert(launch.correlation_id).second && graph_launches_.size() == 1) {
-      note("info", "kernels of CUDA graphs are not replayed; each takes the counters of a profiled launch with its "
-                   "node's signature (function, shape, non-pointer arguments) where there is one");
+      note("info", std::string("kernels of CUDA graphs are not replayed; each takes the counters of a profiled launch "
+                               "with its node's signature (function, shape, non-pointer arguments) where there is one") +
+                       (s.application ? "" : "; --replay application also counts each executable graph's first launch "
+                                             "whole, as one range"));
     }
     // A counted launch's kernels get their reason when its range is decoded (keepDecoded, decode).
-    if (!selected || !countGraphLaunch(launch, s, ref)) missing(ref, decision.reason);
+    if (!counted) missing(ref, decision.reason);
     return;
   }
   const Decision decision = selector_->decide(facts);
