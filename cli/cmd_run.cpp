@@ -165,6 +165,7 @@ struct ChildRun {
   std::string metrics;        // FPROF_METRICS
   std::string replay;         // FPROF_REPLAY ("" = the collector's default)
   std::string cache_control;  // "" = the user's --cache-control
+  bool second = false;        // the second run of application replay (FPROF_SECOND_RUN)
 };
 
 constexpr int kNotStarted = -1;
@@ -201,6 +202,7 @@ pid_t startChild(const RunOptions& opt, const std::string& collector, const std:
   const std::string& cache_control = run.cache_control.empty() ? opt.cache_control : run.cache_control;
   if (!cache_control.empty()) setenv("FPROF_CACHE_CONTROL", cache_control.c_str(), 1);
   if (!run.replay.empty()) setenv("FPROF_REPLAY", run.replay.c_str(), 1);
+  if (run.second) setenv("FPROF_SECOND_RUN", "1", 1);
   if (opt.gpu_fault_safe) setenv("FPROF_CUPTI_HOST_PINNED", "1", 1);
   if (opt.every_launch) {
     setenv("FPROF_SAMPLES_PER_LAUNCH_KIND", "0", 1);
@@ -282,7 +284,7 @@ void runSecondTime(const RunOptions& opt, const std::string& collector, const st
   removeDatabaseFiles(scratch);
   say("running " + opt.program[0] + " again for the SASS counters (FLOPs, instructions) under kernel replay");
   const auto started = fs::file_time_type::clock::now();
-  const ChildRun run{scratch, "", plan.second_metrics, "kernel", "none"};
+  const ChildRun run{scratch, "", plan.second_metrics, "kernel", "none", true};
   const int status = waitForChild(startChild(opt, collector, cupti, run));
   const std::vector<std::string> produced = producedFiles(scratch, started);
   if (status == kNotStarted || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || produced.size() != 1) {

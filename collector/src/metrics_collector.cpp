@@ -411,7 +411,8 @@ void MetricsCollector::openWindow(const LaunchRequest& launch, ContextState& s) 
     const Decision decision = selector_->decideGraphLaunch(facts);
     const bool selected = decision.kind == LaunchDecision::kGraph;
     const bool counted = selected && countGraphLaunch(launch, s, ref);
-    if (selected && graph_launches_.insert(launch.correlation_id).second && graph_launches_.size() == 1) {
+    if (selected && graph_launches_.insert(launch.correlation_id).second && graph_launches_.size() == 1 &&
+        !config_.second_run) {
       note("info", std::string("kernels of CUDA graphs are not replayed; each takes the counters of a profiled launch "
                                "with its node's signature (function, shape, non-pointer arguments) where there is one") +
                        (s.application ? "" : "; --replay application also counts each executable graph's first launch "

@@ -99,6 +99,7 @@ MetricsConfig readMetricsConfig(const EnvLookup& env) {
       c.errors.push_back("FPROF_REPLAY='" + v + "' must be kernel, application or auto");
     }
   }
+  if (const char* s = env("FPROF_SECOND_RUN"); s != nullptr && std::string(s) == "1") c.second_run = true;
   if (const char* n = env("FPROF_SAMPLES_PER_LAUNCH_KIND"); n != nullptr) {
     if (auto v = parseCount(n)) {
       c.samples_per_signature = *v;

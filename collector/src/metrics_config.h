@@ -52,6 +52,9 @@ struct MetricsConfig {
   // left them). Unset: all where the loaded CUPTI can, none (said so) where it cannot.
   CacheControl cache_control = CacheControl::kAllIfSupported;
   ReplayMode replay = ReplayMode::kAuto;  // FPROF_REPLAY: kernel | application | auto
+  // FPROF_SECOND_RUN=1: this is the second run of two-run application replay (SASS counters
+  // under kernel replay, cli/cmd_run.cpp); what the first run already said is not said again.
+  bool second_run = false;
   std::vector<std::string> errors;     // settings that could not be used: metrics mode stays off
 };
 

@@ -172,6 +172,12 @@ TEST(MetricsConfig, ReplayIsKernelApplicationOrAuto) {
   EXPECT_EQ(bad.errors[0], "FPROF_REPLAY='user' must be kernel, application or auto");
 }
 
+TEST(MetricsConfig, SecondRunOfApplicationReplayIsKnown) {
+  EXPECT_FALSE(readMetricsConfig(envOf({{"FPROF_MODE", "metrics"}})).second_run);
+  EXPECT_TRUE(readMetricsConfig(envOf({{"FPROF_MODE", "metrics"}, {"FPROF_SECOND_RUN", "1"}})).second_run);
+  EXPECT_FALSE(readMetricsConfig(envOf({{"FPROF_MODE", "metrics"}, {"FPROF_SECOND_RUN", "0"}})).second_run);
+}
+
 // Application replay counts the program's own run: one pass, and no SASS-instrumented counter
 // (they read 0 or too little without kernel replay: bench/RESULTS.md, issue 15).
 TEST(MetricsConfig, ApplicationReplayOnlyWhereOnePassWithoutSassCounters) {
