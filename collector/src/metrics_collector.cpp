@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <string_view>
 
 #include "checks.h"
 #include "fprof/core/metric_sets.h"
@@ -137,9 +138,14 @@ const std::string& MetricsCollector::demangled(const char* symbol) {
   return demangled_.emplace(symbol, std::move(name)).first->second;
 }
 
+// Stored as a collector event; shown on stderr, as a warning unless it is only information.
 void MetricsCollector::note(const char* severity, const std::string& message) {
   notes_.emplace_back(severity, message);
-  logWarning("%s", message.c_str());
+  if (std::string_view(severity) == "info") {
+    logInfo("%s", message.c_str());
+  } else {
+    logWarning("%s", message.c_str());
+  }
 }
 
 void MetricsCollector::missing(LaunchRef launch, std::string reason) {
