@@ -108,6 +108,23 @@ json placementJson(const analysis::Placement& pl) {
   return j;
 }
 
+// CUDA graph launches counted whole (schema 5): their sums and the kernel rows they cover.
+json graphLaunchesJson(const core::Profile& p) {
+  json out = json::array();
+  for (const core::GraphLaunchCounters& g : p.graph_launch_counters) {
+    json kernels = json::array();
+    for (const core::KernelRow& k : p.kernels) {
+      if (k.graph_id != 0 && k.process_id == g.process_id && k.correlation_id == g.correlation_id) kernels.push_back(k.id);
+    }
+    const core::KernelCounters& c = g.counters;
+    out.push_back({{"process_id", g.process_id}, {"correlation_id", g.correlation_id}, {"kernel_ids", kernels},
+                   {"dram_read_bytes", opt(c.dram_read_bytes)}, {"dram_write_bytes", opt(c.dram_write_bytes)},
+                   {"l2_bytes", opt(c.l2_bytes)}, {"l1_bytes", opt(c.l1_bytes)},
+                   {"achieved_occupancy", opt(c.achieved_occupancy)}, {"gpu_time_ns", opt(c.gpu_time_ns)}});
+  }
+  return out;
+}
+
 std::string exportJson(const core::Profile& p) {
   const analysis::KernelNames names = analysis::KernelNames::of({&p});
   json j;
@@ -156,6 +173,7 @@ std::string exportJson(const core::Profile& p) {
                               {"binding_roof", pl.binding.empty() ? json(nullptr) : json(pl.binding)}});
     }
   }
+  j["graph_launches"] = graphLaunchesJson(p);
   const analysis::RooflineResult roof = analysis::analyzeRoofline(p);
   j["kernels_with_counters"] = roof.kernels_with_counters;
   j["kernel_groups"] = json::array();

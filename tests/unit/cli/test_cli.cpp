@@ -275,6 +275,18 @@ TEST(CliRecorded, InfoShowsGraphLaunchesCountedWhole) {
       << r.out;
 }
 
+TEST(CliRecorded, ExportCarriesGraphLaunchesCountedWhole) {
+  const Result r =
+      runFprof(std::string("export --format json ") + FPROF_SOURCE_DIR + "/tests/data/torch_graphs_app_replay_h100.fprof");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const size_t at = r.out.find("\"graph_launches\"");
+  ASSERT_NE(at, std::string::npos) << r.out.substr(0, 2000);
+  const std::string launch = r.out.substr(at, 600);
+  EXPECT_NE(launch.find("\"correlation_id\": 50"), std::string::npos) << launch;
+  EXPECT_NE(launch.find("\"l1_bytes\": 3870880.0"), std::string::npos) << launch;
+  EXPECT_NE(launch.find("29"), std::string::npos) << "the five kernel ids, 25 to 29: " << launch;
+}
+
 TEST(CliRecorded, ReportShowsGraphLaunchesCountedWhole) {
   const Result r =
       runFprof(std::string("report --format md ") + FPROF_SOURCE_DIR + "/tests/data/torch_graphs_app_replay_h100.fprof");
