@@ -462,7 +462,8 @@ Command addRunCommand(CLI::App& root) {
   app->add_option("--samples-per-launch-kind", opt->samples_per_launch_kind,
                   "With --metrics: launches profiled per launch signature (function, grid, block, shared memory and "
                   "non-pointer argument bytes; default 1); later identical launches get the measured values, marked "
-                  "'same_signature'")
+                  "'same_signature'. Under application replay also the launches of each executable CUDA graph that "
+                  "are counted whole")
       ->check(CLI::PositiveNumber);
   app->add_flag("--every-launch", opt->every_launch, "With --metrics: profile every selected launch (no copies)");
   app->add_option("--cache-control", opt->cache_control,
@@ -474,8 +475,11 @@ Command addRunCommand(CLI::App& root) {
   app->add_option("--replay", opt->replay,
                   "With --metrics: kernel = CUPTI replays each profiled kernel once per pass, saving and restoring "
                   "device memory; application = the program's own run of each profiled launch is counted (no "
-                  "replay, about 3x cheaper a launch; only for one-pass metric sets without SASS counters, e.g. "
-                  "--metrics memory); auto (default) = application where the metrics allow it, else kernel")
+                  "replay; the L2 emptied by fprof before each with --cache-control all), SASS-instrumented "
+                  "counters (FLOPs, instructions) in a second run of the program under kernel replay, and each "
+                  "executable CUDA graph's first launch counted whole, as one range; auto (default) = application "
+                  "for one-pass sets without SASS counters (e.g. --metrics memory) and for --cache-control all "
+                  "without --cupti, else kernel")
       ->check(CLI::IsMember({"auto", "kernel", "application"}));
   app->add_option("--cupti", opt->cupti,
                   "Use this libcupti.so.13 (e.g. from the nvidia-cuda-cupti wheel) instead of the toolkit's; also "
