@@ -1,0 +1,211 @@
+// Issue 15's open route, answered on the GPU (bench/RESULTS.md): can one execution of the program
+// give both the range profiler's hardware counters (application replay: the program's own run,
+// one pass) and the SASS Metrics API's per-PC instruction counts (binary patching, no replay)? And
+// do the patched kernels move the hardware counters? Two kernels of known work over 64 MiB arrays
+// (saxpy, a copy), each counted twice in each phase:
+//  A. hardware counters alone;
+//  B. hardware counters with the SASS Metrics API enabled (lazy patching), its records flushed
+//     after every kernel: records for every function? instruction sums as analytic?
+//  C. hardware counters again after the SASS Metrics API is disabled.
+// Kernel activity records are enabled throughout (fprof traces them; the SASS probe of
+// bench/probes needed them for records beyond the first function under CUPTI 13.0).
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <cupti_activity.h>
+#include <cupti_sass_metrics.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "fprof/core/metric_sets.h"
+#include "metrics_kernels.cuh"
+#include "range_profiler.h"
+
+using namespace fprof;
+using namespace fprof::gpu_test;
+
+#define CK(call)                                                                                          \
+  do {                                                                                                    \
+    cudaError_t e_ = (call);                                                                              \
+    if (e_ != cudaSuccess) {                                                                              \
+      std::fprintf(stderr, "%s failed at %s:%d: %s\n", #call, __FILE__, __LINE__, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                                       \
+    }                                                                                                     \
+  } while (0)
+
+namespace {
+
+constexpr int kN = 1 << 24;
+constexpr int kBlocks = (kN + 255) / 256;
+float *x, *y, *z;
+CUcontext ctx;
+collector::RangeProfiler profiler;
+std::vector<std::string> metrics;
+std::map<uint64_t, std::string> sass_metric_name;
+
+const char* cuptiText(CUptiResult r) {
+  const char* s = nullptr;
+  cuptiGetResultString(r, &s);
+  return s != nullptr ? s : "?";
+}
+
+void CUPTIAPI bufferRequested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  *size = 1 << 20;
+  *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, *size));
+  *max_records = 0;
+}
+void CUPTIAPI bufferCompleted(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t) { std::free(buffer); }
+
+void launch(int which) {
+  if (which == 0) saxpy<<<kBlocks, 256>>>(kN, 2.f, x, y);
+  if (which == 1) copyKernel<<<kBlocks, 256>>>(kN, x, z);
+}
+
+double metric(const std::vector<double>& row, const char* name) {
+  for (size_t m = 0; m < metrics.size(); ++m)
+    if (metrics[m] == name) return row[m];
+  return -1;
+}
+
+// The kernel counted alone by the range profiler (auto range, the program's own run).
+void counted(const char* phase, int which) {
+  std::string error;
+  CK(cudaDeviceSynchronize());
+  if (!profiler.start(error)) std::printf("  start: %s\n", error.c_str());
+  launch(which);
+  CK(cudaDeviceSynchronize());
+  std::vector<std::vector<double>> rows;
+  if (!profiler.stopAndDecode(rows, error)) std::printf("  decode: %s\n", error.c_str());
+  for (const auto& row : rows) {
+    std::printf("  %s %-5s dram read %11.0f write %11.0f  l2 %11.0f  l1 %11.0f  time %8.0f ns\n", phase,
+                which == 0 ? "saxpy" : "copy", metric(row, "dram__bytes_read.sum"), metric(row, "dram__bytes_write.sum"),
+                metric(row, "lts__t_bytes.sum"), metric(row, "l1tex__t_bytes.sum"), metric(row, "gpu__time_duration.sum"));
+  }
+  if (rows.size() != 1) std::printf("  %s: %zu ranges\n", phase, rows.size());
+}
+
+// The SASS Metrics API's records since the last flush: instruction sums per function.
+void flushSass() {
+  CUpti_SassMetricsGetDataProperties_Params dp{CUpti_SassMetricsGetDataProperties_Params_STRUCT_SIZE};
+  dp.ctx = ctx;
+  CUptiResult r = cuptiSassMetricsGetDataProperties(&dp);
+  if (r != CUPTI_SUCCESS || dp.numOfPatchedInstructionRecords == 0 || dp.numOfInstances == 0) {
+    std::printf("  sass: no records (%s, %zu records x %zu instances)\n", cuptiText(r), dp.numOfPatchedInstructionRecords,
+                dp.numOfInstances);
+    return;
+  }
+  std::vector<CUpti_SassMetrics_Data> data(dp.numOfPatchedInstructionRecords);
+  std::memset(data.data(), 0, data.size() * sizeof(CUpti_SassMetrics_Data));
+  std::vector<CUpti_SassMetrics_InstanceValue> values(data.size() * dp.numOfInstances);
+  for (size_t i = 0; i < data.size(); ++i) {
+    data[i].structSize = sizeof(CUpti_SassMetrics_Data);
+    data[i].pInstanceValues = &values[i * dp.numOfInstances];
+  }
+  CUpti_SassMetricsFlushData_Params fd{CUpti_SassMetricsFlushData_Params_STRUCT_SIZE};
+  fd.ctx = ctx;
+  fd.numOfPatchedInstructionRecords = data.size();
+  fd.numOfInstances = dp.numOfInstances;
+  fd.pMetricsData = data.data();
+  r = cuptiSassMetricsFlushData(&fd);
+  std::map<std::string, std::pair<unsigned long long, unsigned long long>> sums;  // inst, thread inst
+  for (const auto& d : data) {
+    if (d.functionName == nullptr) continue;
+    for (size_t k = 0; k < dp.numOfInstances; ++k) {
+      const std::string& m = sass_metric_name[d.pInstanceValues[k].metricId];
+      if (m == "smsp__sass_inst_executed") sums[d.functionName].first += d.pInstanceValues[k].value;
+      if (m == "smsp__sass_thread_inst_executed") sums[d.functionName].second += d.pInstanceValues[k].value;
+    }
+  }
+  std::printf("  sass: flush %s, %zu records\n", cuptiText(r), data.size());
+  for (const auto& [name, s] : sums) {
+    std::printf("    %-50s warp inst %12llu  thread inst %14llu\n", name.c_str(), s.first, s.second);
+  }
+}
+
+bool enableSass() {
+  std::vector<CUpti_SassMetrics_Config> config;
+  for (const char* m : {"smsp__sass_inst_executed", "smsp__sass_thread_inst_executed"}) {
+    CUpti_SassMetrics_GetProperties_Params pp{CUpti_SassMetrics_GetProperties_Params_STRUCT_SIZE};
+    pp.pChipName = profiler.chip().c_str();
+    pp.pMetricName = m;
+    if (CUptiResult r = cuptiSassMetricsGetProperties(&pp); r != CUPTI_SUCCESS) {
+      std::printf("sass: properties of %s: %s\n", m, cuptiText(r));
+      return false;
+    }
+    config.push_back({pp.metric.metricId, CUPTI_SASS_METRICS_OUTPUT_GRANULARITY_GPU});
+    sass_metric_name[pp.metric.metricId] = m;
+  }
+  CUpti_SassMetricsSetConfig_Params sc{CUpti_SassMetricsSetConfig_Params_STRUCT_SIZE};
+  sc.numOfMetricConfig = config.size();
+  sc.pConfigs = config.data();
+  sc.deviceIndex = 0;
+  if (CUptiResult r = cuptiSassMetricsSetConfig(&sc); r != CUPTI_SUCCESS) {
+    std::printf("sass: set config: %s\n", cuptiText(r));
+    return false;
+  }
+  CUpti_SassMetricsEnable_Params en{CUpti_SassMetricsEnable_Params_STRUCT_SIZE};
+  en.ctx = ctx;
+  en.enableLazyPatching = 1;
+  if (CUptiResult r = cuptiSassMetricsEnable(&en); r != CUPTI_SUCCESS) {
+    std::printf("sass: enable: %s\n", cuptiText(r));
+    return false;
+  }
+  return true;
+}
+
+void disableSass() {
+  CUpti_SassMetricsDisable_Params dd{CUpti_SassMetricsDisable_Params_STRUCT_SIZE};
+  dd.ctx = ctx;
+  std::printf("sass: disable %s\n", cuptiText(cuptiSassMetricsDisable(&dd)));
+}
+
+}  // namespace
+
+int main() {
+  std::setvbuf(stdout, nullptr, _IONBF, 0);
+  CK(cudaSetDevice(0));
+  CK(cudaFree(0));
+  cuCtxGetCurrent(&ctx);
+  for (float** p : {&x, &y, &z}) CK(cudaMalloc(p, size_t(kN) * 4));
+  for (float* p : {x, y, z}) CK(cudaMemset(p, 0, size_t(kN) * 4));
+  launch(0);
+  launch(1);
+  CK(cudaDeviceSynchronize());
+  cuptiActivityRegisterCallbacks(bufferRequested, bufferCompleted);
+  cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+
+  const auto roofline = core::expandMetricSelection("roofline");
+  for (const std::string& m : *roofline) {
+    if (!core::isSassInstrumented(m)) metrics.push_back(m);
+  }
+  std::string error;
+  if (!profiler.setup(ctx, 0, metrics, 16, collector::CacheControl::kNone, collector::ReplayMode::kApplication, error)) {
+    std::printf("setup: %s\n", error.c_str());
+    return 1;
+  }
+  std::printf("chip %s, %zu hardware metrics, %zu pass(es); analytic: saxpy %d FFMA threads, each kernel %d warps\n",
+              profiler.chip().c_str(), metrics.size(), profiler.passes(), kN, kBlocks * 8);
+  for (int round = 0; round < 2; ++round) {
+    for (int k = 0; k < 2; ++k) counted("A", k);
+  }
+  if (!enableSass()) return 1;
+  std::printf("sass: enabled (lazy patching)\n");
+  for (int round = 0; round < 2; ++round) {
+    for (int k = 0; k < 2; ++k) {
+      counted("B", k);
+      flushSass();
+    }
+  }
+  disableSass();
+  for (int round = 0; round < 2; ++round) {
+    for (int k = 0; k < 2; ++k) counted("C", k);
+  }
+  profiler.teardown();
+  cuptiActivityFlushAll(1);
+  std::printf("done\n");
+  return 0;
+}
