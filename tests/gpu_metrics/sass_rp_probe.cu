@@ -9,10 +9,15 @@
 //  C. hardware counters again after the SASS Metrics API is disabled.
 // Kernel activity records are enabled throughout (fprof traces them; the SASS probe of
 // bench/probes needed them for records beyond the first function under CUPTI 13.0).
+// NO_WARM=1: no kernel runs before the SASS Metrics API is enabled, activity enabled first.
+// SASS_ONLY=1: no range profiler at all (the profiler initialized, the SASS Metrics API enabled,
+// each kernel launched twice and flushed): do the counts come without it?
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <cupti_activity.h>
+#include <cupti_profiler_target.h>
 #include <cupti_sass_metrics.h>
+#include <cupti_target.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -112,6 +117,15 @@ void flushSass() {
   fd.pMetricsData = data.data();
   r = cuptiSassMetricsFlushData(&fd);
   std::map<std::string, std::pair<unsigned long long, unsigned long long>> sums;  // inst, thread inst
+  if (std::getenv("SASS_DEBUG") != nullptr && !data.empty()) {
+    std::printf("  sass: %zu instances; first record pc %u:", dp.numOfInstances, data[0].pcOffset);
+    for (size_t k = 0; k < dp.numOfInstances; ++k) {
+      std::printf(" [id %llu value %llu]", static_cast<unsigned long long>(data[0].pInstanceValues[k].metricId),
+                  static_cast<unsigned long long>(data[0].pInstanceValues[k].value));
+    }
+    for (const auto& [id, name] : sass_metric_name) std::printf(" (%s = %llu)", name.c_str(), static_cast<unsigned long long>(id));
+    std::printf("\n");
+  }
   for (const auto& d : data) {
     if (d.functionName == nullptr) continue;
     for (size_t k = 0; k < dp.numOfInstances; ++k) {
@@ -126,11 +140,11 @@ void flushSass() {
   }
 }
 
-bool enableSass() {
+bool enableSass(const std::string& chip) {
   std::vector<CUpti_SassMetrics_Config> config;
   for (const char* m : {"smsp__sass_inst_executed", "smsp__sass_thread_inst_executed"}) {
     CUpti_SassMetrics_GetProperties_Params pp{CUpti_SassMetrics_GetProperties_Params_STRUCT_SIZE};
-    pp.pChipName = profiler.chip().c_str();
+    pp.pChipName = chip.c_str();
     pp.pMetricName = m;
     if (CUptiResult r = cuptiSassMetricsGetProperties(&pp); r != CUPTI_SUCCESS) {
       std::printf("sass: properties of %s: %s\n", m, cuptiText(r));
@@ -163,6 +177,26 @@ void disableSass() {
   std::printf("sass: disable %s\n", cuptiText(cuptiSassMetricsDisable(&dd)));
 }
 
+int sassOnly() {
+  CUpti_Profiler_Initialize_Params init{CUpti_Profiler_Initialize_Params_STRUCT_SIZE};
+  std::printf("sass only: profiler initialize %s\n", cuptiText(cuptiProfilerInitialize(&init)));
+  CUpti_Device_GetChipName_Params chip{CUpti_Device_GetChipName_Params_STRUCT_SIZE};
+  chip.deviceIndex = 0;
+  cuptiDeviceGetChipName(&chip);
+  if (!enableSass(chip.pChipName)) return 1;
+  for (int round = 0; round < 2; ++round) {
+    for (int k = 0; k < 2; ++k) {
+      launch(k);
+      CK(cudaDeviceSynchronize());
+      std::printf("  %s launched\n", k == 0 ? "saxpy" : "copy");
+      flushSass();
+    }
+  }
+  disableSass();
+  std::printf("done\n");
+  return 0;
+}
+
 }  // namespace
 
 int main() {
@@ -172,12 +206,22 @@ int main() {
   cuCtxGetCurrent(&ctx);
   for (float** p : {&x, &y, &z}) CK(cudaMalloc(p, size_t(kN) * 4));
   for (float* p : {x, y, z}) CK(cudaMemset(p, 0, size_t(kN) * 4));
-  launch(0);
-  launch(1);
-  CK(cudaDeviceSynchronize());
-  cuptiActivityRegisterCallbacks(bufferRequested, bufferCompleted);
-  cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  // NO_WARM=1: activity enabled first and no kernel run before the SASS Metrics API is enabled
+  // (bench/probes' with_activity variant, which got exact counts, ran no kernel first).
+  const bool warm = std::getenv("NO_WARM") == nullptr;
+  if (!warm) {
+    cuptiActivityRegisterCallbacks(bufferRequested, bufferCompleted);
+    cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  }
+  if (warm) {
+    launch(0);
+    launch(1);
+    CK(cudaDeviceSynchronize());
+    cuptiActivityRegisterCallbacks(bufferRequested, bufferCompleted);
+    cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  }
 
+  if (std::getenv("SASS_ONLY") != nullptr) return sassOnly();
   const auto roofline = core::expandMetricSelection("roofline");
   for (const std::string& m : *roofline) {
     if (!core::isSassInstrumented(m)) metrics.push_back(m);
@@ -192,7 +236,7 @@ int main() {
   for (int round = 0; round < 2; ++round) {
     for (int k = 0; k < 2; ++k) counted("A", k);
   }
-  if (!enableSass()) return 1;
+  if (!enableSass(profiler.chip())) return 1;
   std::printf("sass: enabled (lazy patching)\n");
   for (int round = 0; round < 2; ++round) {
     for (int k = 0; k < 2; ++k) {
