@@ -10,6 +10,8 @@
 // Kernel activity records are enabled throughout (fprof traces them; the SASS probe of
 // bench/probes needed them for records beyond the first function under CUPTI 13.0).
 // NO_WARM=1: no kernel runs before the SASS Metrics API is enabled, activity enabled first.
+// EAGER=1: patching at enable time instead of at each function's first launch.
+// SUBSCRIBE=1: a CUPTI callback subscriber (driver API, module loads) first.
 // SASS_ONLY=1: no range profiler at all (the profiler initialized, the SASS Metrics API enabled,
 // each kernel launched twice and flushed): do the counts come without it?
 #include <cuda.h>
@@ -64,6 +66,8 @@ void CUPTIAPI bufferRequested(uint8_t** buffer, size_t* size, size_t* max_record
   *max_records = 0;
 }
 void CUPTIAPI bufferCompleted(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t) { std::free(buffer); }
+
+void CUPTIAPI onCallback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
 
 void launch(int which) {
   if (which == 0) saxpy<<<kBlocks, 256>>>(kN, 2.f, x, y);
@@ -163,7 +167,7 @@ bool enableSass(const std::string& chip) {
   }
   CUpti_SassMetricsEnable_Params en{CUpti_SassMetricsEnable_Params_STRUCT_SIZE};
   en.ctx = ctx;
-  en.enableLazyPatching = 1;
+  en.enableLazyPatching = std::getenv("EAGER") != nullptr ? 0 : 1;
   if (CUptiResult r = cuptiSassMetricsEnable(&en); r != CUPTI_SUCCESS) {
     std::printf("sass: enable: %s\n", cuptiText(r));
     return false;
@@ -208,6 +212,12 @@ int main() {
   for (float* p : {x, y, z}) CK(cudaMemset(p, 0, size_t(kN) * 4));
   // NO_WARM=1: activity enabled first and no kernel run before the SASS Metrics API is enabled
   // (bench/probes' with_activity variant, which got exact counts, ran no kernel first).
+  if (std::getenv("SUBSCRIBE") != nullptr) {  // as bench/probes' sass_probe and fprof's collector do
+    CUpti_SubscriberHandle sub;
+    cuptiSubscribe(&sub, reinterpret_cast<CUpti_CallbackFunc>(onCallback), nullptr);
+    cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED);
+    cuptiEnableDomain(1, sub, CUPTI_CB_DOMAIN_DRIVER_API);
+  }
   const bool warm = std::getenv("NO_WARM") == nullptr;
   if (!warm) {
     cuptiActivityRegisterCallbacks(bufferRequested, bufferCompleted);
