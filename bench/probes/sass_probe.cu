@@ -252,7 +252,9 @@ void flush(CUcontext ctx, const std::string& at) {
       if (t != f.thread.end() && t->second != 32 * v) ++threadMismatched;
     }
     for (auto& [pc, v] : f.thread) tsum += v;
-    const bool exact = !f.inst.empty() && mismatched == 0 && launches > 0 &&
+    // Every PC of these straight-line kernels runs: a zero is a miss, not an exact count (before
+    // 2026-11-27 a function whose every PC read 0 passed as exact).
+    const bool exact = !f.inst.empty() && mismatched == 0 && zero == 0 && launches > 0 &&
                        (f.thread.empty() || threadMismatched == 0);
     allExact = allExact && exact;
     if (exact) g_functionExact[kid >= 0 ? kKernelNames[kid] : name] = true;
