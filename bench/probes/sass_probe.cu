@@ -45,6 +45,7 @@ struct Variant {
   std::string metrics = "smsp__sass_inst_executed,smsp__sass_thread_inst_executed";
   uint8_t granularity = CUPTI_SASS_METRICS_OUTPUT_GRANULARITY_GPU;
   bool activity = false;    // kernel activity records enabled as fprof's trace would
+  bool activitySerial = false;  // CUPTI_ACTIVITY_KIND_KERNEL (serialized) instead of CONCURRENT_KERNEL
   bool warmFirst = false;   // every kernel launched once before enable
   bool warmBeforeInit = false;  // every kernel launched once before cuptiProfilerInitialize (reference WARM=1)
   bool touchFirst = false;  // every module loaded (cudaFuncGetAttributes, JIT load) before enable
@@ -116,6 +117,10 @@ std::vector<Variant> allVariants() {
   });
   add("granularity_sm", "per-SM instances", [](Variant& x) { x.granularity = CUPTI_SASS_METRICS_OUTPUT_GRANULARITY_SM; });
   add("with_activity", "kernel activity records enabled first (as fprof traces)", [](Variant& x) { x.activity = true; });
+  add("with_activity_serial", "CUPTI_ACTIVITY_KIND_KERNEL records enabled first (kernels serialized)", [](Variant& x) {
+    x.activity = true;
+    x.activitySerial = true;
+  });
   add("reverse_order", "module B's kernels first", [](Variant& x) { x.reverse = true; });
   add("repeat_first", "the first kernel three times, then the others", [](Variant& x) { x.repeatFirst = true; });
   return v;
@@ -430,7 +435,7 @@ int main(int argc, char** argv) {
   }
   if (g_v.activity) {
     CUPTI_REC(cuptiActivityRegisterCallbacks(bufferRequested, bufferCompleted));
-    CUPTI_REC(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+    CUPTI_REC(cuptiActivityEnable(g_v.activitySerial ? CUPTI_ACTIVITY_KIND_KERNEL : CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
   }
   const size_t n = size_t(sass_probe::kGrid) * sass_probe::kBlock;
   auto allocate = [n] {
