@@ -55,9 +55,6 @@ constexpr uint32_t kFirstCuptiWithCacheControl = 130400;
 bool RangeProfiler::setup(CUcontext ctx, int device_ordinal, const std::vector<std::string>& metrics,
                           size_t max_ranges, CacheControl cache_control, ReplayMode replay, std::string& error) {
   ctx_ = ctx;
-  device_ordinal_ = device_ordinal;
-  cache_control_asked_ = cache_control;
-  replay_asked_ = replay;
   max_ranges_ = max_ranges;
   metric_names_ = metrics;
   metric_ptrs_.clear();
@@ -263,13 +260,21 @@ bool RangeProfiler::useUserRanges(bool user, std::string& error) {
   // SetConfig cannot change the range mode of an enabled profiler (CUPTI 13.0, H100: the next
   // push or start fails), so the profiler is disabled and enabled again, with a counter-data
   // image of the new object (initializing the old image for it crashed inside CUPTI).
+  if (CUptiResult r = disable(); r != CUPTI_SUCCESS) {
+    error = profilerErrorText("cuptiRangeProfilerDisable", r);
+    return false;
+  }
+  counter_data_.clear();
+  return enable(error) && resetCounterData(error);
+}
+
+CUptiResult RangeProfiler::disable() {
   CUpti_RangeProfiler_Disable_Params p{};
   p.structSize = CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE;
   p.pRangeProfilerObject = object_;
-  RP_CALL(cuptiRangeProfilerDisable(&p));
+  const CUptiResult r = cuptiRangeProfilerDisable(&p);
   object_ = nullptr;
-  counter_data_.clear();
-  return enable(error) && resetCounterData(error);
+  return r;
 }
 
 bool RangeProfiler::pushRange(const char* name, std::string& error) {
@@ -346,11 +351,7 @@ void RangeProfiler::teardown() {
       cuptiRangeProfilerStop(&stop);
       started_ = false;
     }
-    CUpti_RangeProfiler_Disable_Params p{};
-    p.structSize = CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE;
-    p.pRangeProfilerObject = object_;
-    cuptiRangeProfilerDisable(&p);
-    object_ = nullptr;
+    (void)disable();
   }
   if (host_) {
     CUpti_Profiler_Host_Deinitialize_Params p{};

@@ -1,6 +1,7 @@
 // One CUDA context's CUPTI range profiler: auto range (one range per kernel launch) with kernel
-// replay, or counting the program's own execution (application replay of one pass). Ranges accumulate in a counter-data image and are decoded in batches, not per kernel,
-// because a decode synchronizes the context.
+// replay, or counting the program's own execution (application replay of one pass), there also
+// with user ranges (a CUDA graph launch as one range). Ranges accumulate in a counter-data image
+// and are decoded in batches, not per kernel, because a decode synchronizes the context.
 #pragma once
 
 #include <cuda.h>
@@ -37,8 +38,8 @@ class RangeProfiler {
   // User ranges instead of auto range (one range per kernel launch): a range is then whatever
   // runs between pushRange and popRange, a CUDA graph launch included. Application replay only
   // (kernel replay knows no user ranges). Called before setup, setup configures them; after,
-  // a change sets the profiler up again, so it must be stopped and the ranges gathered so far
-  // decoded.
+  // a change disables and enables the profiler again (17 ms on an H100), so it must be stopped
+  // and the ranges gathered so far decoded.
   bool useUserRanges(bool user, std::string& error);
   bool pushRange(const char* name, std::string& error);
   bool popRange(std::string& error);
@@ -62,13 +63,11 @@ class RangeProfiler {
 
  private:
   bool enable(std::string& error);
+  CUptiResult disable();  // the profiler object, which is gone afterwards whatever CUPTI says
   bool resetCounterData(std::string& error);
   std::string rangeName(size_t range_index) const;
 
   CUcontext ctx_ = nullptr;
-  int device_ordinal_ = 0;
-  CacheControl cache_control_asked_ = CacheControl::kNone;
-  ReplayMode replay_asked_ = ReplayMode::kKernel;
   std::string chip_;
   std::vector<std::string> metric_names_;
   std::vector<const char*> metric_ptrs_;
