@@ -345,13 +345,15 @@ bool MetricsCollector::prepareOwnRun(ContextState& s, CUstream stream, std::stri
   return s.sweep == nullptr || s.sweep->run(stream, error);
 }
 
-// The profiler's range mode changes only with nothing left to decode (it is enabled again).
-bool MetricsCollector::useAutoRanges(ContextState& s) {
-  if (!s.profiler->userRanges()) return true;
+// User ranges for a graph launch counted whole, auto range for kernels. The range mode changes
+// only with nothing left to decode (the profiler is enabled again).
+bool MetricsCollector::useRanges(ContextState& s, bool user) {
+  if (s.profiler->userRanges() == user) return true;
   decode(s);
   std::string error;
-  if (s.profiler->useUserRanges(false, error)) return true;
-  note("error", "hardware counters stop here: enabling the range profiler again after a graph launch: " + error);
+  if (s.profiler->useUserRanges(user, error)) return true;
+  note("error", std::string("hardware counters stop here: enabling the range profiler again with ") +
+                    (user ? "user ranges for a graph launch: " : "auto range after a graph launch: ") + error);
   s.failed = true;
   return false;
 }
@@ -363,17 +365,9 @@ bool MetricsCollector::countGraphLaunch(const LaunchRequest& launch, ContextStat
   if (launch.graph_exec == 0 || !setUp(s) || !s.application) return false;
   uint64_t& counted = graph_exec_counts_[launch.graph_exec];
   if (config_.samples_per_signature > 0 && counted >= config_.samples_per_signature) return false;
-  std::string error;
-  if (!s.profiler->userRanges()) {
-    decode(s);  // the auto ranges gathered so far, before the profiler is enabled again
-    if (!s.profiler->useUserRanges(true, error)) {
-      note("error", "hardware counters stop here: enabling the range profiler with user ranges for a graph launch: " +
-                        error);
-      s.failed = true;
-      return false;
-    }
-  }
+  if (!useRanges(s, true)) return false;
   if (s.batch.size() >= config_.batch_ranges) decode(s);
+  std::string error;
   s.launch_started = std::chrono::steady_clock::now();
   if (!prepareOwnRun(s, launch.stream, error)) note("warning", "before a counted graph launch: " + error);
   const std::string name = "graph launch " + std::to_string(ref.correlation_id);
@@ -446,7 +440,7 @@ void MetricsCollector::openWindow(const LaunchRequest& launch, ContextState& s) 
     case LaunchDecision::kGraph:  // decideGraphLaunch's alone
       return;
   }
-  if (!setUp(s) || !useAutoRanges(s)) {
+  if (!setUp(s) || !useRanges(s, false)) {
     missing(ref, "hardware counters unavailable on this context (see the collector's error)");
     return;
   }

@@ -80,11 +80,11 @@ class MetricsCollector {
   // skipping a context whose window the dying thread holds (never waits for it).
   void decodeOnFatalSignal();
 
-  // CUDA graphs under application replay: the first launches of each executable graph
-  // (samples_per_signature of them; every one with --every-launch) are counted whole, as one user
-  // range: the profiler is enabled again with user ranges for them (17 ms a switch on an H100) and
-  // again with auto range for the next profiled kernel. Their kernels keep a reason that says so.
-  // CUDA graphs. Their kernels are not replayed; a kernel whose node has the graph key of a
+  // CUDA graphs. Their kernels are not replayed; under application replay the first launches of
+  // each executable graph (samples_per_signature of them; every one with --every-launch) are
+  // counted whole, as one user range (the profiler is enabled again with user ranges for them, 17
+  // ms a switch on an H100, and again with auto range for the next profiled kernel), and their
+  // kernels keep a reason that says so. Besides, a kernel whose node has the graph key of a
   // profiled launch (LaunchSignatures, read when the node was made) takes that launch's counters,
   // marked same_signature like any copy. From the resource callbacks: a kernel node made (key
   // unknown: nullopt), and a node whose parameters changed after it was made (no copies then).
@@ -136,7 +136,7 @@ class MetricsCollector {
   bool setUpSweep(ContextState& s, CUdevice device);
   bool prepareOwnRun(ContextState& s, CUstream stream, std::string& error);
   bool countGraphLaunch(const LaunchRequest& launch, ContextState& s, LaunchRef ref);  // requires mu_
-  bool useAutoRanges(ContextState& s);                                                 // requires mu_
+  bool useRanges(ContextState& s, bool user);                                          // requires mu_
   void openWindow(const LaunchRequest& launch, ContextState& s);  // requires mu_
   void closeWindow(CUresult result);     // requires mu_
   void decode(ContextState& s);          // requires mu_
