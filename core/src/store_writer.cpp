@@ -431,7 +431,8 @@ Status Writer::flush() {
     forgetNewStrings();
     return f;
   }
-  if (Status g = writeGraphLaunches(); !g) {
+  std::vector<GraphLaunchCounters> graph_launches_waiting;
+  if (Status g = writeGraphLaunches(graph_launches_waiting); !g) {
     (void)exec("ROLLBACK");
     forgetNewStrings();
     return g;
@@ -457,6 +458,7 @@ Status Writer::flush() {
   functions_.clear();
   function_args_.clear();
   function_sass_ops_.clear();
+  graph_launches_ = std::move(graph_launches_waiting);
   args_.clear();
   ranges_.clear();
   memcpys_.clear();
@@ -469,10 +471,10 @@ Status Writer::flush() {
 
 // Graph launches counted as one range: their derived values and the raw metrics behind them.
 // A launch waits for its kernel rows (to store the correlation id they carry) until the writer
-// closes, when it is written as it is.
-Status Writer::writeGraphLaunches() {
+// closes, when it is written as it is; `waiting` gets those not written (kept once the flush
+// commits).
+Status Writer::writeGraphLaunches(std::vector<GraphLaunchCounters>& waiting) {
   if (graph_launches_.empty()) return {};
-  std::vector<GraphLaunchCounters> waiting;
   auto written = [&](uint32_t process_id, uint32_t correlation_id) {
     return correlation_id != 0 && kernel_by_correlation_.count((uint64_t{process_id} << 32) | correlation_id) != 0;
   };
@@ -490,7 +492,7 @@ Status Writer::writeGraphLaunches() {
       if (written(g.process_id, g.alt_correlation_id)) {
         g.correlation_id = g.alt_correlation_id;
       } else if (!closing_) {
-        waiting.push_back(std::move(g));
+        waiting.push_back(g);
         continue;
       }
     }
@@ -506,7 +508,6 @@ Status Writer::writeGraphLaunches() {
       if (metrics.run() != SQLITE_DONE) return sqlError(path_, db_, "write graph_launch_metric");
     }
   }
-  graph_launches_ = std::move(waiting);
   return {};
 }
 

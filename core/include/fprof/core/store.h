@@ -190,7 +190,7 @@ class Writer {
   Status resolveLaunchCounters();
   Status resolveMissingCounters();
   Status writeFunctionTables();
-  Status writeGraphLaunches();
+  Status writeGraphLaunches(std::vector<GraphLaunchCounters>& waiting);
   std::optional<std::pair<int64_t, int64_t>> kernelOf(uint32_t process_id, LaunchRef launch) const;
   // (process_id << 32 | correlation_id) -> kernel id of every kernel written, so launch counters
   // find their kernel without an index during collection (indexes are built at close).
