@@ -4,6 +4,8 @@
 
 #include <array>
 #include <optional>
+#include <tuple>
+#include <utility>
 
 #include "fprof/core/model.h"
 
@@ -16,21 +18,17 @@ inline constexpr const char* kCounterValueColumns[] = {
     "flops_tensor_fp64", "ops_tensor_int8",   "achieved_occupancy", "local_load_bytes",
     "local_store_bytes", "instructions",      "gpu_time_ns"};
 
-inline std::array<const std::optional<double>*, 19> counterValues(const KernelCounters& c) {
-  return {&c.dram_read_bytes,   &c.dram_write_bytes,  &c.l2_bytes,          &c.l1_bytes,
-          &c.flops_fp64,        &c.flops_fp32,        &c.flops_fp16,        &c.flops_bf16,
-          &c.flops_tensor_fp16, &c.flops_tensor_bf16, &c.flops_tensor_tf32, &c.flops_tensor_fp8,
-          &c.flops_tensor_fp64, &c.ops_tensor_int8,   &c.achieved_occupancy, &c.local_load_bytes,
-          &c.local_store_bytes, &c.instructions,      &c.gpu_time_ns};
+// Pointers to the fields in column order; const where `c` is (KernelCounters or const KernelCounters).
+template <class Counters>
+auto counterValues(Counters& c) {
+  return std::array{&c.dram_read_bytes,   &c.dram_write_bytes,  &c.l2_bytes,          &c.l1_bytes,
+                    &c.flops_fp64,        &c.flops_fp32,        &c.flops_fp16,        &c.flops_bf16,
+                    &c.flops_tensor_fp16, &c.flops_tensor_bf16, &c.flops_tensor_tf32, &c.flops_tensor_fp8,
+                    &c.flops_tensor_fp64, &c.ops_tensor_int8,   &c.achieved_occupancy, &c.local_load_bytes,
+                    &c.local_store_bytes, &c.instructions,      &c.gpu_time_ns};
 }
 
-inline std::array<std::optional<double>*, 19> counterValues(KernelCounters& c) {
-  std::array<std::optional<double>*, 19> out{};
-  const auto in = counterValues(static_cast<const KernelCounters&>(c));
-  for (size_t i = 0; i < in.size(); ++i) out[i] = const_cast<std::optional<double>*>(in[i]);  // fields of c
-  return out;
-}
-
-static_assert(std::size(kCounterValueColumns) == 19, "one name per field of counterValues");
+static_assert(std::size(kCounterValueColumns) == std::tuple_size_v<decltype(counterValues(std::declval<KernelCounters&>()))>,
+              "one name per field of counterValues");
 
 }  // namespace fprof::core::detail
