@@ -9,9 +9,12 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <string>
+
+#include <map>
 #include <set>
+#include <string>
 #include <unordered_map>
+#include <utility>
 
 #include "command.h"
 #include "fprof/analysis/dataflow.h"
@@ -111,13 +114,17 @@ json placementJson(const analysis::Placement& pl) {
 // CUDA graph launches counted whole (schema 5): their sums and the kernel rows they cover.
 json graphLaunchesJson(const core::Profile& p) {
   json out = json::array();
+  if (p.graph_launch_counters.empty()) return out;
+  std::map<std::pair<uint32_t, uint32_t>, json> kernels_of;  // (process, correlation) -> kernel ids
+  for (const core::GraphLaunchCounters& g : p.graph_launch_counters) kernels_of[{g.process_id, g.correlation_id}] = json::array();
+  for (const core::KernelRow& k : p.kernels) {
+    if (k.graph_id == 0) continue;
+    if (auto it = kernels_of.find({k.process_id, k.correlation_id}); it != kernels_of.end()) it->second.push_back(k.id);
+  }
   for (const core::GraphLaunchCounters& g : p.graph_launch_counters) {
-    json kernels = json::array();
-    for (const core::KernelRow& k : p.kernels) {
-      if (k.graph_id != 0 && k.process_id == g.process_id && k.correlation_id == g.correlation_id) kernels.push_back(k.id);
-    }
     const core::KernelCounters& c = g.counters;
-    out.push_back({{"process_id", g.process_id}, {"correlation_id", g.correlation_id}, {"kernel_ids", kernels},
+    out.push_back({{"process_id", g.process_id}, {"correlation_id", g.correlation_id},
+                   {"kernel_ids", kernels_of[{g.process_id, g.correlation_id}]},
                    {"dram_read_bytes", opt(c.dram_read_bytes)}, {"dram_write_bytes", opt(c.dram_write_bytes)},
                    {"l2_bytes", opt(c.l2_bytes)}, {"l1_bytes", opt(c.l1_bytes)},
                    {"achieved_occupancy", opt(c.achieved_occupancy)}, {"gpu_time_ns", opt(c.gpu_time_ns)}});
