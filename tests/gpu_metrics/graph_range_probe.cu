@@ -21,20 +21,12 @@
 #include <vector>
 
 #include "fprof/core/metric_sets.h"
+#include "cuda_check.h"
 #include "metrics_kernels.cuh"
 #include "range_profiler.h"
 
 using namespace fprof;
 using namespace fprof::gpu_test;
-
-#define CK(call)                                                                                          \
-  do {                                                                                                    \
-    cudaError_t e_ = (call);                                                                              \
-    if (e_ != cudaSuccess) {                                                                              \
-      std::fprintf(stderr, "%s failed at %s:%d: %s\n", #call, __FILE__, __LINE__, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                                       \
-    }                                                                                                     \
-  } while (0)
 
 namespace {
 

@@ -8,18 +8,10 @@
 #include <cstdlib>
 #include <vector>
 
+#include "cuda_check.h"
 #include "metrics_kernels.cuh"
 
 using namespace fprof::gpu_test;
-
-#define CK(call)                                                                                           \
-  do {                                                                                                     \
-    cudaError_t e_ = (call);                                                                               \
-    if (e_ != cudaSuccess) {                                                                               \
-      std::fprintf(stderr, "%s failed at %s:%d: %s\n", #call, __FILE__, __LINE__, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                                        \
-    }                                                                                                      \
-  } while (0)
 
 int main() {
   int count = 0;

@@ -29,20 +29,12 @@
 #include <vector>
 
 #include "fprof/core/metric_sets.h"
+#include "cuda_check.h"
 #include "metrics_kernels.cuh"
 #include "range_profiler.h"
 
 using namespace fprof;
 using namespace fprof::gpu_test;
-
-#define CK(call)                                                                                          \
-  do {                                                                                                    \
-    cudaError_t e_ = (call);                                                                              \
-    if (e_ != cudaSuccess) {                                                                              \
-      std::fprintf(stderr, "%s failed at %s:%d: %s\n", #call, __FILE__, __LINE__, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                                       \
-    }                                                                                                     \
-  } while (0)
 
 namespace {
 
@@ -218,18 +210,13 @@ int main() {
     cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED);
     cuptiEnableDomain(1, sub, CUPTI_CB_DOMAIN_DRIVER_API);
   }
-  const bool warm = std::getenv("NO_WARM") == nullptr;
-  if (!warm) {
-    cuptiActivityRegisterCallbacks(bufferRequested, bufferCompleted);
-    cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-  }
-  if (warm) {
+  if (std::getenv("NO_WARM") == nullptr) {
     launch(0);
     launch(1);
     CK(cudaDeviceSynchronize());
-    cuptiActivityRegisterCallbacks(bufferRequested, bufferCompleted);
-    cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   }
+  cuptiActivityRegisterCallbacks(bufferRequested, bufferCompleted);
+  cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
 
   if (std::getenv("SASS_ONLY") != nullptr) return sassOnly();
   const auto roofline = core::expandMetricSelection("roofline");
