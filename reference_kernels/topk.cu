@@ -195,7 +195,7 @@ struct VectorSlice {
   // Vector j of this thread starts at element first0 + j * kThreads * kVec and exists when
   // j * kThreads < vectors_left. Indices are ints (as the outputs are), so these stay cheap.
   int first0 = 0, vectors_left = 0;
-  const uint4* base = nullptr;  // the thread's vector 0; vector j is base[j * kThreads]
+  const uint4* vector0 = nullptr;  // the thread's vector 0 in memory; vector j is vector0[j * kThreads]
   float head_v = -INFINITY, tail_v = -INFINITY;
   int head_i = -1, tail_i = -1;  // -1: no scalar
 
@@ -210,10 +210,10 @@ struct VectorSlice {
     const std::size_t vi0 = std::size_t(block) * kVectorsPerBlock + threadIdx.x;
     vectors_left = int(vectors) - int(vi0);
     first0 = int(head + vi0 * kVec);
-    base = reinterpret_cast<const uint4*>(row + head) + vi0;
+    vector0 = reinterpret_cast<const uint4*>(row + head) + vi0;
     const uint4 pad = kNegInfPad ? negInfVector<T>() : make_uint4(0u, 0u, 0u, 0u);
 #pragma unroll
-    for (int j = 0; j < kLoads; ++j) raw[j] = ok(j) ? __ldg(base + j * kThreads) : pad;
+    for (int j = 0; j < kLoads; ++j) raw[j] = ok(j) ? __ldg(vector0 + j * kThreads) : pad;
     if (block == 0) {
       const std::size_t tail0 = head + vectors * kVec;
       if (threadIdx.x < head) { head_i = int(threadIdx.x); head_v = toFloat(row[threadIdx.x]); }
@@ -289,7 +289,7 @@ template <class T, int kLoadsPerThread>
 struct RegisterSlice : VectorSlice<T, kLoadsPerThread, true> {
   using Base = VectorSlice<T, kLoadsPerThread, true>;
   using Base::kVec, Base::kLoads, Base::raw, Base::ok, Base::first;
-  using Base::head_v, Base::tail_v, Base::head_i, Base::tail_i, Base::base;
+  using Base::head_v, Base::tail_v, Base::head_i, Base::tail_i, Base::vector0;
   // 64 registers a thread: 4 blocks an SM, so the 512 blocks of 64 rows of 128256 fp16 logits
   // are all resident at once on 132 SMs.
   static constexpr int kMinBlocks = 4;
@@ -321,7 +321,7 @@ struct RegisterSlice : VectorSlice<T, kLoadsPerThread, true> {
       const int j = __ffs(int(marked)) - 1;
       marked &= marked - 1;
       float v[kVec];
-      toFloats(__ldg(base + j * kThreads), v, T{});
+      toFloats(__ldg(vector0 + j * kThreads), v, T{});
       const int i0 = first(j);
 #pragma unroll
       for (int e = 0; e < kVec; ++e) if (v[e] >= bound) f(v[e], i0 + e);
