@@ -121,6 +121,20 @@ std::vector<Variant> allVariants() {
     x.activity = true;
     x.activitySerial = true;
   });
+  add("callback_serial", "callback_enable_lazy1 with CUPTI_ACTIVITY_KIND_KERNEL records enabled first", [](Variant& x) {
+    x.callbackEnable = true;
+    x.activity = true;
+    x.activitySerial = true;
+  });
+  add("callback_serial_pred_on",
+      "callback_serial counting smsp__sass_inst_executed and smsp__sass_thread_inst_executed_pred_on (the FLOP "
+      "counters' per-PC form)",
+      [](Variant& x) {
+        x.callbackEnable = true;
+        x.activity = true;
+        x.activitySerial = true;
+        x.metrics = "smsp__sass_inst_executed,smsp__sass_thread_inst_executed_pred_on";
+      });
   add("reverse_order", "module B's kernels first", [](Variant& x) { x.reverse = true; });
   add("repeat_first", "the first kernel three times, then the others", [](Variant& x) { x.repeatFirst = true; });
   return v;
@@ -230,7 +244,8 @@ void flush(CUcontext ctx, const std::string& at) {
         const auto& iv = d.pInstanceValues[k];
         const std::string& m = g_metricName[iv.metricId];
         if (m == "smsp__sass_inst_executed") f.inst[d.pcOffset] += iv.value;
-        if (m == "smsp__sass_thread_inst_executed") f.thread[d.pcOffset] += iv.value;
+        if (m == "smsp__sass_thread_inst_executed" || m == "smsp__sass_thread_inst_executed_pred_on")
+          f.thread[d.pcOffset] += iv.value;
       }
     }
   }
