@@ -167,6 +167,10 @@ KernelCounters deriveCounters(const std::vector<std::string>& names, const std::
     if (*hadd == 0 && *hmul == 0 && *hfma == 0) {
       c.flops_fp16 = 0;
       c.flops_bf16 = 0;
+    } else if (auto fp16 = get(kHalfFlopsFp16PerPcMetric), bf16 = get(kHalfFlopsBf16PerPcMetric); fp16 && bf16) {
+      c.flops_fp16 = fp16;
+      c.flops_bf16 = bf16;
+      c.half_flops_method = kHalfFlopsPerPcMethod;
     } else {
       c.half_flops_method = kHalfFlopsPending;
     }

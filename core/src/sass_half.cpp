@@ -12,11 +12,14 @@
 #include "fprof/core/metric_sets.h"
 #include "fprof/core/store.h"
 #include "sass_db.h"
+#include "sass_text.h"
 #include "sqlite_util.h"
 
 namespace fprof::core {
 namespace {
 
+using detail::addressOf;
+using detail::forEachLine;
 using detail::joinedList;
 using detail::Statement;
 using detail::wholeNumber;
@@ -170,27 +173,13 @@ bool pipeSplitApplies(const SassHalfCounts& sass) {
 double lanesOf(const std::string& form) { return form == "packed" ? 2 : form == "scalar" ? 1 : 0; }
 
 
-template <typename F>
-void forEachLine(std::string_view text, F&& f) {
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos) end = text.size();
-    f(text.substr(pos, end - pos));
-    pos = end + 1;
-  }
-}
-
-// The address nvdisasm prints before an instruction ("/*0180*/"), none on other lines.
-std::optional<uint64_t> addressOf(std::string_view line) {
-  const size_t open = line.find("/*"), close = line.find("*/");
-  if (open == std::string_view::npos || close == std::string_view::npos || close <= open + 2) return std::nullopt;
-  const std::string address(line.substr(open + 2, close - open - 2));
-  if (address.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos) return std::nullopt;
-  return std::stoull(address, nullptr, 16);
-}
-
 }  // namespace
+
+std::optional<HalfLaneFlops> halfFlopsOfInstruction(std::string_view instruction) {
+  const std::optional<SassClass> c = parseClass(classOf(instruction));
+  if (!c || c->form == "other") return std::nullopt;
+  return HalfLaneFlops{lanesOf(c->form) * (c->opcode == "HFMA2" ? kFlopsPerFma : 1.0), c->precision == "bf16"};
+}
 
 std::map<std::string, SassHalfCounts> parseNvdisasmHalfOps(std::string_view text) {
   std::map<std::string, SassHalfCounts> out;
@@ -209,16 +198,8 @@ std::map<std::string, SassHalfCounts> parseNvdisasmHalfOpsByRange(std::string_vi
                                                                    const std::vector<CodeRange>& ranges) {
   std::map<std::string, SassHalfCounts> out;
   for (const CodeRange& r : ranges) out[r.name];
-  // The ranges do not overlap: by start, the one holding an address is the last starting at or before it.
-  std::vector<CodeRange> by_start = ranges;
-  std::sort(by_start.begin(), by_start.end(), [](const CodeRange& a, const CodeRange& b) { return a.begin < b.begin; });
-  forEachLine(text, [&](std::string_view line) {
-    const std::optional<uint64_t> at = addressOf(line);
-    if (!at) return;
-    auto after = std::upper_bound(by_start.begin(), by_start.end(), *at,
-                                  [](uint64_t a, const CodeRange& r) { return a < r.begin; });
-    if (after == by_start.begin() || *at >= std::prev(after)->end) return;
-    if (std::string cls = classOf(line); !cls.empty()) ++out[std::prev(after)->name][cls];
+  detail::forEachLineInRanges(text, ranges, [&](const CodeRange& r, uint64_t, std::string_view line) {
+    if (std::string cls = classOf(line); !cls.empty()) ++out[r.name][cls];
   });
   return out;
 }

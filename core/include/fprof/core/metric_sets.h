@@ -50,6 +50,14 @@ inline constexpr const char* kLocalStoreSectorsSassMetric = "sm__sass_l1tex_t_se
 inline constexpr const char* kInstructionsMetric = "smsp__inst_executed.sum";
 inline constexpr const char* kInstructionsSassMetric = "smsp__sass_inst_executed.sum";
 
+// fprof's own sums over a kernel's half-precision instructions where each was counted per PC
+// (SASS patching, core/sass_pc.h): FLOPs per lane, exact whatever forms and pipes its function
+// mixes. Stored in kernel_metric beside the counters they come from.
+inline constexpr const char* kHalfFlopsFp16PerPcMetric = "fprof__sass_per_pc_flops_fp16.sum";
+inline constexpr const char* kHalfFlopsBf16PerPcMetric = "fprof__sass_per_pc_flops_bf16.sum";
+inline constexpr const char* kHalfFlopsPerPcMethod =
+    "per instruction: each HADD2/HMUL2/HFMA2's executed threads (SASS patching) times its lanes in the SASS, exact";
+
 // Derived counters from raw values (names[i] has values[i]); metrics that were not collected
 // stay unset. kernel_id is left for the caller.
 KernelCounters deriveCounters(const std::vector<std::string>& names, const std::vector<double>& values);

@@ -36,6 +36,16 @@ namespace fprof::core {
 using SassHalfCounts = std::map<std::string, int64_t>;
 inline constexpr const char* kMmaClassPrefix = "mma:";
 
+// The FLOPs one thread's execution of one instruction does on half-precision lanes (packed HFMA2 4,
+// lane-broadcast HFMA2 2, packed HADD2 2, conversions and immediate moves 0, ...), and whether they
+// are bf16; none for an instruction that is no HADD2/HMUL2/HFMA2. `instruction` as nvdisasm prints
+// it, with or without its address comment.
+struct HalfLaneFlops {
+  double flops = 0;
+  bool bf16 = false;
+};
+std::optional<HalfLaneFlops> halfFlopsOfInstruction(std::string_view instruction);
+
 // Per mangled function name, from the text `nvdisasm -c` prints for a cubin.
 std::map<std::string, SassHalfCounts> parseNvdisasmHalfOps(std::string_view nvdisasm_text);
 
