@@ -65,6 +65,30 @@ std::unordered_map<int64_t, RawCounters> rawByKernel(const Profile& p) {
   return out;
 }
 
+// `raw` with `added` in place of its values of the same names.
+void replaceOrAdd(RawCounters& raw, const RawCounters& added) {
+  std::erase_if(raw, [&](const auto& m) {
+    return std::any_of(added.begin(), added.end(), [&](const auto& a) { return a.first == m.first; });
+  });
+  raw.insert(raw.end(), added.begin(), added.end());
+}
+
+// The second run's raw counters with those computed after it (mergeSecondRun's by_launch): each
+// kernel with counters takes its own launch's, or its copy source's.
+std::unordered_map<int64_t, RawCounters> secondRunRaw(const Profile& second, const LaunchRawCounters& by_launch) {
+  std::unordered_map<int64_t, RawCounters> out = rawByKernel(second);
+  if (by_launch.empty()) return out;
+  std::unordered_map<int64_t, uint32_t> correlation;
+  for (const KernelRow& k : second.kernels) correlation[k.id] = k.correlation_id;
+  for (const KernelCounters& c : second.counters) {
+    auto launch = correlation.find(c.source_kernel_id.value_or(c.kernel_id));
+    if (launch == correlation.end()) continue;
+    auto added = by_launch.find(launch->second);
+    if (added != by_launch.end()) replaceOrAdd(out[c.kernel_id], added->second);
+  }
+  return out;
+}
+
 // The first run's counters, then the second run's that the first did not count.
 RawCounters joined(const RawCounters& first, const RawCounters& second) {
   RawCounters out = first;
@@ -142,14 +166,17 @@ std::map<std::string, std::string> joinedMetadata(const Profile& first, const Pr
     std::snprintf(buf, sizeof buf, "%.3f", metaNumber(first, key) + metaNumber(second, key));
     return std::string(buf);
   };
-  return {{"metrics", first.meta("metrics") + "," + second.meta("metrics")},
+  std::map<std::string, std::string> out = {{"metrics", first.meta("metrics") + "," + second.meta("metrics")},
           {"metrics_passes", std::to_string(static_cast<int>(metaNumber(first, "metrics_passes") +
                                                              metaNumber(second, "metrics_passes")))},
           {"metrics_replay_seconds", seconds("metrics_replay_seconds")},
           {"metrics_decode_seconds", seconds("metrics_decode_seconds")},
           {"application_runs", "2"},
           {"second_run_metrics", second.meta("metrics")},
-          {"second_run_kernels", std::to_string(second.kernels.size())}};
+          {"second_run_kernels", std::to_string(second.kernels.size())},
+          {"second_run_replay_seconds", second.meta("metrics_replay_seconds", "0")}};
+  if (const std::string t = second.meta("sass_patching_seconds"); !t.empty()) out["second_run_sass_patching_seconds"] = t;
+  return out;
 }
 
 Status writeMetadata(sqlite3* db, const std::string& path, const std::map<std::string, std::string>& facts) {
@@ -163,14 +190,15 @@ Status writeMetadata(sqlite3* db, const std::string& path, const std::map<std::s
 
 }  // namespace
 
-Expected<SecondRunMerge> mergeSecondRun(const std::string& first_db, const std::string& second_db) {
+Expected<SecondRunMerge> mergeSecondRun(const std::string& first_db, const std::string& second_db,
+                                        const LaunchRawCounters& by_launch) {
   auto first = loadProfile(first_db);
   if (!first) return makeError(first.error());
   auto second = loadProfile(second_db);
   if (!second) return makeError(second.error());
   const auto twins = pairTwins(*first, *second);
   const auto first_raw = rawByKernel(*first);
-  const auto second_raw = rawByKernel(*second);
+  const auto second_raw = secondRunRaw(*second, by_launch);
   SecondRunMerge result;
   result.first_run_kernels = first->kernels.size();
   result.second_run_kernels = second->kernels.size();

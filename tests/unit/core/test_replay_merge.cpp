@@ -4,6 +4,8 @@
 
 #include "fprof/core/metric_sets.h"
 #include "fprof/core/replay_merge.h"
+#include "fprof/core/sass_half.h"
+#include "fprof/core/sass_pc.h"
 #include "fprof/core/store.h"
 #include "test_util.h"
 
@@ -20,6 +22,7 @@ struct Launch {
   int grid;
   std::vector<std::pair<std::string, double>> raw;  // empty: no counters
   const char* source = "profiled";
+  int copy_of = -1;  // same_signature: the index of the launch copied
 };
 
 // A database of `launches` in launch order (correlation ids 10, 20, ...), each with its raw counters
@@ -35,8 +38,10 @@ std::string writeRun(const std::string& name, const std::vector<Launch>& launche
   (void)(*w)->setMetadata("metrics", metrics);
   (void)(*w)->setMetadata("metrics_passes", "1");
   (void)(*w)->setMetadata("metrics_replay_seconds", "1.5");
+  std::vector<int64_t> ids;
   for (size_t i = 0; i < launches.size(); ++i) {
     const int64_t id = (*w)->nextKernelId();
+    ids.push_back(id);
     KernelRecord k = testing::makeKernel(launches[i].name, 100 * static_cast<int64_t>(i), 50,
                                          static_cast<uint32_t>(10 * (i + 1)));
     k.grid_x = launches[i].grid;
@@ -52,6 +57,7 @@ std::string writeRun(const std::string& name, const std::vector<Launch>& launche
     KernelCounters c = deriveCounters(names, values);
     c.kernel_id = id;
     c.source = launches[i].source;
+    if (launches[i].copy_of >= 0) c.source_kernel_id = ids[static_cast<size_t>(launches[i].copy_of)];
     (*w)->add(c);
   }
   EXPECT_TRUE((*w)->close());
@@ -116,6 +122,39 @@ TEST(ReplayMerge, KernelsWithoutATwinKeepUnknownFlopsAndAreCounted) {
       EXPECT_EQ(c.dram_read_bytes, 5);
     }
   }
+}
+
+TEST(ReplayMerge, CountsComputedAfterTheSecondRunGoToItsLaunchesAndTheirCopies) {
+  // A second run counted by SASS patching holds only warp instructions; the FLOP counters come from
+  // its per-PC counts afterwards, by correlation id (10, 20, 30 in launch order here).
+  const std::string first = writeRun("merge_first_patched.fprof",
+                                     {{"a", 1, {{kDramRead, 100}}}, {"a", 1, {{kDramRead, 110}}},
+                                      {"h", 2, {{kDramRead, 200}}}},
+                                     kDramRead);
+  const std::string second =
+      writeRun("merge_second_patched.fprof",
+               {{"a", 1, {{kInstructionsSassMetric, 5}}},
+                {"a", 1, {{kInstructionsSassMetric, 5}}, kCounterSourceSameSignature, 0},
+                {"h", 2, {{kInstructionsSassMetric, 7}}}},
+               kInstructionsSassMetric);
+  RawCounters a = flopCounts(10);
+  a.emplace_back(kInstructionsSassMetric, 50);
+  const RawCounters h = {{kHaddMetric, 4}, {kHmulMetric, 0}, {kHfmaMetric, 6},
+                         {kHalfFlopsFp16PerPcMetric, 28}, {kHalfFlopsBf16PerPcMetric, 0}};
+  auto merged = mergeSecondRun(first, second, {{10, a}, {30, h}});
+  ASSERT_TRUE(merged.ok()) << merged.error();
+  EXPECT_EQ(merged->kernels_joined, 3u);
+  auto p = loadProfile(first);
+  ASSERT_TRUE(p.ok()) << p.error();
+  ASSERT_EQ(p->counters.size(), 3u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(p->counters[i].flops_fp32, 20) << "launch " << i << ": its own or its copy source's counts";
+    EXPECT_EQ(p->counters[i].instructions, 50) << "the computed value replaces the stored one";
+  }
+  EXPECT_EQ(p->counters[2].flops_fp16, 28) << "half FLOPs per lane summed per instruction";
+  EXPECT_EQ(p->counters[2].flops_bf16, 0);
+  EXPECT_EQ(p->counters[2].half_flops_method, kHalfFlopsPerPcMethod);
+  EXPECT_EQ(p->counters[2].instructions, 7) << "no computed value: the stored one stays";
 }
 
 TEST(ReplayMerge, AnUnreadableSecondRunChangesNothing) {

@@ -7,7 +7,11 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "fprof/core/expected.h"
 
@@ -25,6 +29,14 @@ struct SecondRunMerge {
 // program launches the same sequence twice. A kernel without a twin keeps its first-run values and
 // unknown FLOPs; the count is returned and written as a collector event. Updates `first_db` in one
 // transaction (on error nothing changes); `second_db` is only read.
-Expected<SecondRunMerge> mergeSecondRun(const std::string& first_db, const std::string& second_db);
+//
+// `by_launch`: raw counters the second run's database does not hold, by a launch's correlation id
+// (the runtime call's and the driver call's both map to its values): the SASS counters a second run
+// counted by patching (core/sass_pc.h), computed after it ended. A second-run kernel takes those of
+// its own launch or, copied counters, those of its source launch; they replace its stored values
+// of the same names.
+using LaunchRawCounters = std::unordered_map<uint32_t, std::vector<std::pair<std::string, double>>>;
+Expected<SecondRunMerge> mergeSecondRun(const std::string& first_db, const std::string& second_db,
+                                        const LaunchRawCounters& by_launch = {});
 
 }  // namespace fprof::core
