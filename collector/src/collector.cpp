@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cupti_pcsampling.h>
 #include <generated_nvtx_meta.h>
 #include <nvtx3/nvToolsExt.h>
 
@@ -108,6 +109,8 @@ class Collector {
   void handleContextCreated(const CUpti_ResourceData* data);
   void handleTeardown();
   void saveCubin(const CUpti_ResourceData* data);
+  void nameCubinsByCrc();
+  std::vector<std::string> cubins_without_crc_;  // under pending_mu_: saved under SASS patching
   void handleGraphNodeCreated(const CUpti_ResourceData* data);
   void handleGraphNodeChanged(const CUpti_ResourceData* data);
   void recordCopyAddresses(CUpti_CallbackId cbid, const CUpti_CallbackData* cb);
@@ -342,6 +345,7 @@ bool Collector::initialize() {
   kinds.memcpy = config_.cupti.memcpy;
   kinds.memset = config_.cupti.memset;
   kinds.memory = config_.cupti.memory;
+  kinds.serialized_kernels = metrics_.countsBySassPatching();
   recordCollectorSettings();
   for (const std::string& w : api.enableActivities([this](uint8_t* data, size_t valid) {
          size_t queued = 0;
@@ -947,7 +951,8 @@ void Collector::saveCubin(const CUpti_ResourceData* data) {
   if (cubin_dir_.empty() || data == nullptr || data->resourceDescriptor == nullptr) return;
   const auto* module = static_cast<const CUpti_ModuleResourceData*>(data->resourceDescriptor);
   if (module->pCubin == nullptr || module->cubinSize == 0) return;
-  const std::string path = cubin_dir_ + "/pid" + std::to_string(getpid()) + ".module" + std::to_string(module->moduleId) + ".cubin";
+  const std::string path =
+      cubin_dir_ + "/pid" + std::to_string(getpid()) + ".module" + std::to_string(module->moduleId) + ".cubin";
   const int fd = ::open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
   if (fd < 0) return;
   size_t written = 0;
@@ -957,6 +962,37 @@ void Collector::saveCubin(const CUpti_ResourceData* data) {
     written += static_cast<size_t>(n);
   }
   ::close(fd);
+  if (metrics_.countsBySassPatching()) {
+    std::lock_guard lock(pending_mu_);
+    cubins_without_crc_.push_back(path);
+  }
+}
+
+// Counted by SASS patching, each PC count names its module by CUPTI's CRC of the cubin
+// (core/sass_pc.h): the saved cubins get it in their names (".crc<N>.cubin") once the program's
+// work is done. Not inside the module-load callback: a CUPTI call there, while CUPTI patched the
+// launch that loaded the module, is one fewer place to wait on CUPTI's own locks.
+void Collector::nameCubinsByCrc() {
+  std::vector<std::string> paths;
+  {
+    std::lock_guard lock(pending_mu_);
+    paths.swap(cubins_without_crc_);
+  }
+  for (const std::string& path : paths) {
+    std::FILE* f = std::fopen(path.c_str(), "rbe");
+    if (f == nullptr) continue;
+    std::string bytes;
+    char chunk[1 << 16];
+    for (size_t n; (n = std::fread(chunk, 1, sizeof chunk, f)) > 0;) bytes.append(chunk, n);
+    std::fclose(f);
+    CUpti_GetCubinCrcParams crc{};
+    crc.size = CUpti_GetCubinCrcParamsSize;
+    crc.cubinSize = bytes.size();
+    crc.cubin = bytes.data();
+    if (cuptiGetCubinCrc(&crc) != CUPTI_SUCCESS) continue;
+    const std::string named = path.substr(0, path.size() - 6) + ".crc" + std::to_string(crc.cubinCrc) + ".cubin";
+    (void)std::rename(path.c_str(), named.c_str());
+  }
 }
 
 void Collector::handleTeardown() {
@@ -964,6 +1000,7 @@ void Collector::handleTeardown() {
   // context (cudaDeviceReset before any work) is not an error worth reporting.
   (void)cuCtxSynchronize();
   metrics_.finishAll();  // the counters must be decoded while the context lives
+  nameCubinsByCrc();
   CuptiActivityApi::instance().flushAll(false);
   wake(kWakeFlush);
 }
@@ -1247,6 +1284,7 @@ void Collector::onExit() {
   active_.store(false);
   if (!finished_.load()) {
     metrics_.finishAll();
+    nameCubinsByCrc();
     CuptiActivityApi::instance().flushAll(true);
   }
   wake(kWakeQuit);

@@ -110,7 +110,9 @@ std::vector<std::string> CuptiActivityApi::enableActivities(BufferSink sink, Kin
     const char* what;
     bool wanted;
   };
-  for (Kind k : {Kind{CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "kernel", kinds.kernel},
+  const CUpti_ActivityKind kernel_kind =
+      kinds.serialized_kernels ? CUPTI_ACTIVITY_KIND_KERNEL : CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  for (Kind k : {Kind{kernel_kind, "kernel", kinds.kernel},
                  Kind{CUPTI_ACTIVITY_KIND_MEMCPY, "memcpy", kinds.memcpy},
                  Kind{CUPTI_ACTIVITY_KIND_MEMSET, "memset", kinds.memset},
                  Kind{CUPTI_ACTIVITY_KIND_MEMORY2, "memory allocation", kinds.memory}}) {
@@ -145,8 +147,8 @@ void CuptiActivityApi::flushAll(bool forced) {
 void CuptiActivityApi::release() {
   if (released_.load() || subscriber_ == nullptr) return;
   FPROF_CUPTI_OK(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
-  for (CUpti_ActivityKind kind : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-                                  CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_MEMORY2}) {
+  for (CUpti_ActivityKind kind : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_KERNEL,
+                                  CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_MEMORY2}) {
     (void)cuptiActivityDisable(kind);  // a kind that was refused at enable fails here too
   }
   for (CUpti_CallbackId id : kRuntimeLaunches) (void)cuptiActivityEnableRuntimeApi(id, 0);

@@ -45,6 +45,9 @@ class CuptiActivityApi {
   // Which activity kinds to record (all four by default).
   struct Kinds {
     bool kernel = true, memcpy = true, memset = true, memory = true;
+    // Kernel records of the serialized kind (CUPTI_ACTIVITY_KIND_KERNEL: kernels run one at a
+    // time) instead of the concurrent one: counting by SASS patching needs it (sass_patching.h).
+    bool serialized_kernels = false;
   };
   // Size of each activity buffer handed to CUPTI; before enableActivities.
   void setBufferBytes(size_t bytes) { buffer_bytes_ = bytes; }

@@ -183,6 +183,7 @@ bool MetricsCollector::setUp(ContextState& s) {
     s.failed = true;
     return false;
   }
+  if (config_.replay == ReplayMode::kSassPatching) return setUpPatching(s, ctx, device);
   s.profiler = std::make_unique<RangeProfiler>();
   if (!s.profiler->setup(ctx, static_cast<int>(device), config_.metrics, config_.batch_ranges, config_.cache_control,
                          config_.replay, error)) {
@@ -212,6 +213,76 @@ bool MetricsCollector::setUp(ContextState& s) {
   metadata_.emplace_back("chip", s.profiler->chip());
   metadata_.emplace_back("mode", "metrics");
   return true;
+}
+
+bool MetricsCollector::setUpPatching(ContextState& s, CUcontext ctx, CUdevice device) {
+  s.patching = std::make_unique<SassPatching>();
+  std::string error;
+  if (!s.patching->setup(ctx, static_cast<int>(device), error)) {
+    s.failed = true;
+    s.patching.reset();
+    note("error", "SASS instruction counts unavailable, this context stays in trace mode: " + error);
+    metadata_.emplace_back("mode", "trace");
+    return false;
+  }
+  passes_ = 1;
+  metadata_.emplace_back("replay_mode", "sass_patching");
+  metadata_.emplace_back("metrics_passes", "1");
+  metadata_.emplace_back("chip", s.patching->chip());
+  metadata_.emplace_back("mode", "metrics");
+  return true;
+}
+
+void MetricsCollector::writePcCounts(const core::SassPcLaunch& launch) {
+  if (pc_file_ == nullptr) pc_file_ = std::fopen(config_.sass_pc_file.c_str(), "ae");
+  if (pc_file_ == nullptr) return;
+  const std::string text = core::sassPcLaunchText(launch);
+  std::fwrite(text.data(), 1, text.size(), pc_file_);
+  std::fflush(pc_file_);  // a crash later keeps what was counted
+}
+
+// After a launch counted by SASS patching: its per-PC counts go to the PC file (the FLOP counters
+// are derived from them after the run); the launch keeps its warp instructions, which say whether
+// identical launches did the same work.
+void MetricsCollector::countPatched(ContextState& s, CUresult result) {
+  std::vector<core::SassPcFunction> functions;
+  std::string error;
+  const SassPatching::Seconds before = s.patching->seconds();
+  const double in_launch = secondsSince(s.launch_started);
+  const bool counted = s.patching->end(functions, error);
+  replay_seconds_ += secondsSince(s.launch_started);
+  if (debug_ranges_ && !s.batch.empty()) {
+    const SassPatching::Seconds& after = s.patching->seconds();
+    logInfo("SASS patching %s: until the launch returned %.2f ms (enable %.2f), wait %.2f, read %.2f, disable %.2f",
+            s.batch.back().mangled.c_str(), in_launch * 1e3, (after.enable - before.enable) * 1e3,
+            (after.wait - before.wait) * 1e3, (after.read - before.read) * 1e3, (after.disable - before.disable) * 1e3);
+  }
+  if (s.batch.empty()) return;
+  const Entry e = std::move(s.batch.back());
+  s.batch.pop_back();
+  if (result != CUDA_SUCCESS) {  // no kernel ran, and no kernel row will exist
+    --profiled_;
+    return;
+  }
+  double warp_inst = 0;
+  for (const core::SassPcFunction& f : functions) {
+    for (const core::SassPcCount& p : f.pcs) warp_inst += static_cast<double>(p.warp_inst);
+  }
+  if (!counted || warp_inst == 0) {  // every kernel executes an instruction: 0 is a failed count
+    const std::string why = counted ? "the SASS Metrics API counted no instruction of this launch"
+                                    : "the SASS Metrics API's counts could not be read: " + error;
+    note("warning", why + " (" + e.demangled + ")");
+    missing(e.launch, why);
+    for (const LaunchRef& c : waiting_copies_[e.launch_index]) missing(c, "the identical launch it would copy from was not counted");
+    waiting_copies_.erase(e.launch_index);
+    return;
+  }
+  writePcCounts(core::SassPcLaunch{e.launch.correlation_id, e.launch.nested_correlation_id, std::move(functions)});
+  LaunchCounterResult r;
+  r.launch = e.launch;
+  r.raw = {{core::kInstructionsSassMetric, warp_inst}};
+  r.counters = core::deriveCounters({core::kInstructionsSassMetric}, {warp_inst});
+  keepCounted(e, std::move(r), "");
 }
 
 // Copies go out as soon as their source is decoded; until then they wait on it.
@@ -253,6 +324,11 @@ void MetricsCollector::keepDecoded(const Entry& e, const std::vector<double>& ro
   r.launch = e.launch;
   r.counters = core::deriveCounters(config_.metrics, row);
   for (size_t m = 0; m < config_.metrics.size() && m < row.size(); ++m) r.raw.emplace_back(config_.metrics[m], row[m]);
+  keepCounted(e, std::move(r), range_name);
+}
+
+// A profiled launch's counters: kept for copies and the signature checks, then handed out.
+void MetricsCollector::keepCounted(const Entry& e, LaunchCounterResult r, const std::string& range_name) {
   if (e.signature) {
     // A later sample of a signature says whether identical launches do identical work.
     auto [first, is_first] = first_sample_.try_emplace(*e.signature, r.raw);
@@ -440,7 +516,7 @@ void MetricsCollector::openWindow(const LaunchRequest& launch, ContextState& s) 
     case LaunchDecision::kGraph:  // decideGraphLaunch's alone
       return;
   }
-  if (!setUp(s) || !useRanges(s, false)) {
+  if (!setUp(s) || (s.profiler && !useRanges(s, false))) {
     missing(ref, "hardware counters unavailable on this context (see the collector's error)");
     return;
   }
@@ -450,7 +526,14 @@ void MetricsCollector::openWindow(const LaunchRequest& launch, ContextState& s) 
   if (s.application && !prepareOwnRun(s, launch.stream, error)) {
     note("warning", "before a profiled launch: " + error);
   }
-  if (!s.profiler->start(error)) {
+  if (s.patching && debug_ranges_) logInfo("SASS patching begins: %s", launch.symbol_name ? launch.symbol_name : "?");
+  if (s.patching && !s.patching->begin(error)) {
+    note("error", "enabling SASS instruction counts: " + error);
+    s.failed = true;
+    missing(ref, "the SASS Metrics API could not be enabled");
+    return;
+  }
+  if (s.profiler && !s.profiler->start(error)) {
     note("error", "starting the range profiler: " + error);
     s.failed = true;
     missing(ref, "the range profiler could not be started");
@@ -493,7 +576,9 @@ void MetricsCollector::beforeLaunch(const LaunchRequest& launch) {
 
 void MetricsCollector::closeWindow(CUresult result) {
   auto* s = static_cast<ContextState*>(t_window.state);
-  if (s == nullptr || !t_window.profiled || !s->profiler) return;
+  if (s == nullptr || !t_window.profiled) return;
+  if (s->patching) return countPatched(*s, result);
+  if (!s->profiler) return;
   std::string error;
   if (s->profiler->userRanges() && !s->profiler->popRange(error)) note("warning", "ending a graph launch's range: " + error);
   if (!s->profiler->stop(error)) note("warning", "stopping the range profiler: " + error);
@@ -573,6 +658,16 @@ void MetricsCollector::finishAll() {
     std::unique_lock<std::mutex> window(s->window, std::defer_lock);
     if (!(t_window.lock.owns_lock() && t_window.lock.mutex() == &s->window)) window.lock();
     std::lock_guard lock(mu_);
+    if (s->patching) {
+      const SassPatching::Seconds& t = s->patching->seconds();
+      char text[160];
+      std::snprintf(text, sizeof text, "enable %.3f, wait for the kernel %.3f, read %.3f, disable %.3f", t.enable, t.wait,
+                    t.read, t.disable);
+      metadata_.emplace_back("sass_patching_seconds", text);
+      CurrentContext current(ctx);
+      s->patching->teardown();
+      s->patching.reset();
+    }
     if (s->profiler == nullptr) continue;
     CurrentContext current(ctx);
     decode(*s);
@@ -582,6 +677,10 @@ void MetricsCollector::finishAll() {
     s->profiler.reset();
   }
   std::lock_guard lock(mu_);
+  if (pc_file_ != nullptr) {
+    std::fclose(pc_file_);
+    pc_file_ = nullptr;
+  }
   // Launches after this point (a program that goes on after cudaDeviceReset) run unprofiled.
   if (!finished_) {
     for (auto& [source, copies] : waiting_copies_) {

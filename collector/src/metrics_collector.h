@@ -12,6 +12,7 @@
 #include <cuda.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -27,6 +28,7 @@
 #include "metrics_config.h"
 #include "l2_sweep.h"
 #include "range_profiler.h"
+#include "sass_patching.h"
 
 namespace fprof::collector {
 
@@ -67,6 +69,9 @@ class MetricsCollector {
   // Returns false (and keeps metrics off) when the configuration cannot be used.
   bool configure(const MetricsConfig& config);
   bool enabled() const { return enabled_; }
+  // The run counts by SASS patching (ReplayMode::kSassPatching): the kernel activity records must
+  // be the serialized kind, under which the patched counts are exact (sass_patching.h).
+  bool countsBySassPatching() const { return enabled_ && config_.replay == ReplayMode::kSassPatching; }
 
   // At the driver launch callback's ENTER, just before the launch is submitted, and its EXIT.
   void beforeLaunch(const LaunchRequest& launch);
@@ -117,6 +122,7 @@ class MetricsCollector {
   struct ContextState {
     std::mutex window;  // held by a launch or copy on this context from ENTER to EXIT
     std::unique_ptr<RangeProfiler> profiler;
+    std::unique_ptr<SassPatching> patching;  // instead of the profiler under kSassPatching
     bool application = false;       // the program's own run is counted (no kernel replay)
     std::unique_ptr<L2Sweep> sweep;  // cache control under application replay
     std::vector<Entry> batch;  // profiled launches whose ranges are not decoded yet
@@ -134,6 +140,9 @@ class MetricsCollector {
   ContextState& stateOf(CUcontext ctx);  // requires mu_
   bool setUp(ContextState& s);           // requires mu_
   bool setUpSweep(ContextState& s, CUdevice device);
+  bool setUpPatching(ContextState& s, CUcontext ctx, CUdevice device);  // requires mu_
+  void countPatched(ContextState& s, CUresult result);                   // requires mu_
+  void writePcCounts(const core::SassPcLaunch& launch);                  // requires mu_
   bool prepareOwnRun(ContextState& s, CUstream stream, std::string& error);
   bool countGraphLaunch(const LaunchRequest& launch, ContextState& s, LaunchRef ref);  // requires mu_
   bool useRanges(ContextState& s, bool user);                                          // requires mu_
@@ -141,6 +150,7 @@ class MetricsCollector {
   void closeWindow(CUresult result);     // requires mu_
   void decode(ContextState& s);          // requires mu_
   void keepDecoded(const Entry& e, const std::vector<double>& row, const std::string& range_name);
+  void keepCounted(const Entry& e, LaunchCounterResult r, const std::string& range_name);
   void copyOrWait(uint64_t source_index, LaunchRef launch);
   LaunchCounterResult copiedFrom(const Profiled& source, LaunchRef launch) const;
   void resolveGraphKernels();  // requires mu_
@@ -184,6 +194,7 @@ class MetricsCollector {
   std::optional<uint64_t> graph_copies_in_metadata_;
   bool graph_nodes_trusted_ = true;
   std::vector<LaunchCounterResult> results_;
+  std::FILE* pc_file_ = nullptr;  // kSassPatching: config_.sass_pc_file, opened at the first count
   std::vector<std::pair<std::string, std::string>> notes_;
   std::vector<std::pair<std::string, std::string>> metadata_;
   std::map<std::string, uint64_t> unsafe_skips_;

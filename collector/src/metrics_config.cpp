@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "fprof/core/metric_sets.h"
+#include "fprof/core/sass_pc.h"
 
 namespace fprof::collector {
 namespace {
@@ -95,9 +96,18 @@ MetricsConfig readMetricsConfig(const EnvLookup& env) {
       c.replay = ReplayMode::kApplication;
     } else if (v == "auto") {
       c.replay = ReplayMode::kAuto;
+    } else if (v == "sass_patching") {
+      c.replay = ReplayMode::kSassPatching;
     } else {
       c.errors.push_back("FPROF_REPLAY='" + v + "' must be kernel, application or auto");
     }
+  }
+  if (const char* f = env("FPROF_SASS_PC_FILE"); f != nullptr) c.sass_pc_file = f;
+  if (c.replay == ReplayMode::kSassPatching) {
+    if (c.sass_pc_file.empty()) c.errors.push_back("FPROF_REPLAY=sass_patching needs FPROF_SASS_PC_FILE");
+    const auto other = std::find_if(c.metrics.begin(), c.metrics.end(),
+                                    [](const std::string& m) { return !core::countedFromPcCounts(m); });
+    if (other != c.metrics.end()) c.errors.push_back("FPROF_REPLAY=sass_patching cannot count " + *other);
   }
   if (const char* s = env("FPROF_SECOND_RUN"); s != nullptr && std::string(s) == "1") c.second_run = true;
   if (const char* n = env("FPROF_SAMPLES_PER_LAUNCH_KIND"); n != nullptr) {

@@ -21,7 +21,12 @@ enum class CacheControl { kNone, kAll, kAllIfSupported };
 // and hold no SASS-instrumented metric (those read 0 or less than the truth without kernel replay:
 // bench/RESULTS.md, issue 15); application replay of several passes, one program run per pass, is not
 // built. kAuto: kApplication where the metrics allow it, else kKernel.
-enum class ReplayMode { kKernel, kApplication, kAuto };
+//
+// kSassPatching: no replay; CUPTI's SASS Metrics API patches each profiled launch's functions to
+// count every instruction (sass_patching.h). Internal, for the second run of two-run application
+// replay (cli/cmd_run.cpp): it counts only the SASS counters core/sass_pc.h derives from per-PC
+// counts, which `fprof run` completes after the run from the functions' SASS.
+enum class ReplayMode { kKernel, kApplication, kAuto, kSassPatching };
 
 // The replay a run uses for `metrics` taking `passes` passes, or an error sentence (`error`) when
 // `requested` cannot collect them.
@@ -55,6 +60,9 @@ struct MetricsConfig {
   // FPROF_SECOND_RUN=1: this is the second run of two-run application replay (SASS counters
   // under kernel replay, cli/cmd_run.cpp); what the first run already said is not said again.
   bool second_run = false;
+  // FPROF_SASS_PC_FILE: where kSassPatching appends each profiled launch's per-PC counts
+  // (core::sassPcLaunchText); required by it.
+  std::string sass_pc_file;
   std::vector<std::string> errors;     // settings that could not be used: metrics mode stays off
 };
 

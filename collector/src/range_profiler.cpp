@@ -25,14 +25,6 @@ std::string profilerErrorText(const char* call, CUptiResult result) {
   return s;
 }
 
-#define RP_CALL(call)                                  \
-  do {                                                 \
-    CUptiResult r_ = (call);                           \
-    if (r_ != CUPTI_SUCCESS) {                         \
-      error = profilerErrorText(#call, r_);            \
-      return false;                                    \
-    }                                                  \
-  } while (0)
 
 RangeProfiler::~RangeProfiler() { teardown(); }
 
@@ -63,7 +55,7 @@ bool RangeProfiler::setup(CUcontext ctx, int device_ordinal, const std::vector<s
   CUpti_Profiler_Initialize_Params init{};
 
   init.structSize = CUpti_Profiler_Initialize_Params_STRUCT_SIZE;
-  RP_CALL(cuptiProfilerInitialize(&init));
+  FPROF_PROFILER_CALL(cuptiProfilerInitialize(&init));
   initialized_ = true;
 
   CUpti_Profiler_DeviceSupported_Params supported{};
@@ -71,7 +63,7 @@ bool RangeProfiler::setup(CUcontext ctx, int device_ordinal, const std::vector<s
   supported.structSize = CUpti_Profiler_DeviceSupported_Params_STRUCT_SIZE;
   supported.cuDevice = device_ordinal;
   supported.api = CUPTI_PROFILER_RANGE_PROFILING;
-  RP_CALL(cuptiProfilerDeviceSupported(&supported));
+  FPROF_PROFILER_CALL(cuptiProfilerDeviceSupported(&supported));
   if (supported.isSupported != CUPTI_PROFILER_CONFIGURATION_SUPPORTED) {
     error = "this GPU does not support the CUPTI range profiler (";
     if (supported.architecture != CUPTI_PROFILER_CONFIGURATION_SUPPORTED) error += "architecture ";
@@ -87,17 +79,17 @@ bool RangeProfiler::setup(CUcontext ctx, int device_ordinal, const std::vector<s
 
   chip.structSize = CUpti_Device_GetChipName_Params_STRUCT_SIZE;
   chip.deviceIndex = static_cast<size_t>(device_ordinal);
-  RP_CALL(cuptiDeviceGetChipName(&chip));
+  FPROF_PROFILER_CALL(cuptiDeviceGetChipName(&chip));
   chip_ = chip.pChipName;
 
   // Counter availability fails here, early, when counters need admin rights.
   CUpti_Profiler_GetCounterAvailability_Params avail{};
   avail.structSize = CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE;
   avail.ctx = ctx_;
-  RP_CALL(cuptiProfilerGetCounterAvailability(&avail));
+  FPROF_PROFILER_CALL(cuptiProfilerGetCounterAvailability(&avail));
   availability_.assign(avail.counterAvailabilityImageSize, 0);
   avail.pCounterAvailabilityImage = availability_.data();
-  RP_CALL(cuptiProfilerGetCounterAvailability(&avail));
+  FPROF_PROFILER_CALL(cuptiProfilerGetCounterAvailability(&avail));
 
   CUpti_Profiler_Host_Initialize_Params host{};
 
@@ -105,7 +97,7 @@ bool RangeProfiler::setup(CUcontext ctx, int device_ordinal, const std::vector<s
   host.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
   host.pChipName = chip_.c_str();
   host.pCounterAvailabilityImage = availability_.data();
-  RP_CALL(cuptiProfilerHostInitialize(&host));
+  FPROF_PROFILER_CALL(cuptiProfilerHostInitialize(&host));
   host_ = host.pHostObject;
 
   // Add metrics one at a time first, so an unknown name is reported by name.
@@ -125,27 +117,27 @@ bool RangeProfiler::setup(CUcontext ctx, int device_ordinal, const std::vector<s
   add.pHostObject = host_;
   add.ppMetricNames = metric_ptrs_.data();
   add.numMetrics = metric_ptrs_.size();
-  RP_CALL(cuptiProfilerHostConfigAddMetrics(&add));
+  FPROF_PROFILER_CALL(cuptiProfilerHostConfigAddMetrics(&add));
 
   CUpti_Profiler_Host_GetConfigImageSize_Params size{};
 
   size.structSize = CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE;
   size.pHostObject = host_;
-  RP_CALL(cuptiProfilerHostGetConfigImageSize(&size));
+  FPROF_PROFILER_CALL(cuptiProfilerHostGetConfigImageSize(&size));
   config_.assign(size.configImageSize, 0);
   CUpti_Profiler_Host_GetConfigImage_Params image{};
   image.structSize = CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE;
   image.pHostObject = host_;
   image.configImageSize = config_.size();
   image.pConfigImage = config_.data();
-  RP_CALL(cuptiProfilerHostGetConfigImage(&image));
+  FPROF_PROFILER_CALL(cuptiProfilerHostGetConfigImage(&image));
 
   CUpti_Profiler_Host_GetNumOfPasses_Params passes{};
 
   passes.structSize = CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE;
   passes.configImageSize = config_.size();
   passes.pConfigImage = config_.data();
-  RP_CALL(cuptiProfilerHostGetNumOfPasses(&passes));
+  FPROF_PROFILER_CALL(cuptiProfilerHostGetNumOfPasses(&passes));
   passes_ = passes.numOfPasses;
   const std::optional<ReplayMode> chosen = chooseReplay(replay, metric_names_, passes_, error);
   if (!chosen) return false;
@@ -174,13 +166,13 @@ bool RangeProfiler::enable(std::string& error) {
     enable.structSize = kEnableParams134Size;
     enable.ctx = ctx_;
     enable.cacheControlMode = kCacheControlAll;
-    RP_CALL(cuptiRangeProfilerEnable(reinterpret_cast<CUpti_RangeProfiler_Enable_Params*>(&enable)));
+    FPROF_PROFILER_CALL(cuptiRangeProfilerEnable(reinterpret_cast<CUpti_RangeProfiler_Enable_Params*>(&enable)));
     object_ = enable.pRangeProfilerObject;
   } else {
     CUpti_RangeProfiler_Enable_Params enable{};
     enable.structSize = CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE;
     enable.ctx = ctx_;
-    RP_CALL(cuptiRangeProfilerEnable(&enable));
+    FPROF_PROFILER_CALL(cuptiRangeProfilerEnable(&enable));
     object_ = enable.pRangeProfilerObject;
   }
   return true;
@@ -197,7 +189,7 @@ bool RangeProfiler::resetCounterData(std::string& error) {
     size.numMetrics = metric_ptrs_.size();
     size.maxNumOfRanges = max_ranges_;
     size.maxNumRangeTreeNodes = static_cast<uint32_t>(max_ranges_);
-    RP_CALL(cuptiRangeProfilerGetCounterDataSize(&size));
+    FPROF_PROFILER_CALL(cuptiRangeProfilerGetCounterDataSize(&size));
     counter_data_.assign(size.counterDataSize, 0);
   } else {
     std::fill(counter_data_.begin(), counter_data_.end(), uint8_t{0});
@@ -208,7 +200,7 @@ bool RangeProfiler::resetCounterData(std::string& error) {
   init.pRangeProfilerObject = object_;
   init.counterDataSize = counter_data_.size();
   init.pCounterData = counter_data_.data();
-  RP_CALL(cuptiRangeProfilerCounterDataImageInitialize(&init));
+  FPROF_PROFILER_CALL(cuptiRangeProfilerCounterDataImageInitialize(&init));
 
   CUpti_RangeProfiler_SetConfig_Params config{};
 
@@ -225,7 +217,7 @@ bool RangeProfiler::resetCounterData(std::string& error) {
   config.minNestingLevel = 1;
   config.passIndex = 0;
   config.targetNestingLevel = 1;
-  RP_CALL(cuptiRangeProfilerSetConfig(&config));
+  FPROF_PROFILER_CALL(cuptiRangeProfilerSetConfig(&config));
   return true;
 }
 
@@ -234,7 +226,7 @@ bool RangeProfiler::start(std::string& error) {
   CUpti_RangeProfiler_Start_Params p{};
   p.structSize = CUpti_RangeProfiler_Start_Params_STRUCT_SIZE;
   p.pRangeProfilerObject = object_;
-  RP_CALL(cuptiRangeProfilerStart(&p));
+  FPROF_PROFILER_CALL(cuptiRangeProfilerStart(&p));
   started_ = true;
   return true;
 }
@@ -245,7 +237,7 @@ bool RangeProfiler::stop(std::string& error) {
   CUpti_RangeProfiler_Stop_Params stop{};
   stop.structSize = CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE;
   stop.pRangeProfilerObject = object_;
-  RP_CALL(cuptiRangeProfilerStop(&stop));
+  FPROF_PROFILER_CALL(cuptiRangeProfilerStop(&stop));
   return true;
 }
 
@@ -282,7 +274,7 @@ bool RangeProfiler::pushRange(const char* name, std::string& error) {
   p.structSize = CUpti_RangeProfiler_PushRange_Params_STRUCT_SIZE;
   p.pRangeProfilerObject = object_;
   p.pRangeName = name;
-  RP_CALL(cuptiRangeProfilerPushRange(&p));
+  FPROF_PROFILER_CALL(cuptiRangeProfilerPushRange(&p));
   return true;
 }
 
@@ -290,7 +282,7 @@ bool RangeProfiler::popRange(std::string& error) {
   CUpti_RangeProfiler_PopRange_Params p{};
   p.structSize = CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE;
   p.pRangeProfilerObject = object_;
-  RP_CALL(cuptiRangeProfilerPopRange(&p));
+  FPROF_PROFILER_CALL(cuptiRangeProfilerPopRange(&p));
   return true;
 }
 
@@ -299,14 +291,14 @@ bool RangeProfiler::decode(std::vector<std::vector<double>>& rows, std::string& 
   CUpti_RangeProfiler_DecodeData_Params decode{};
   decode.structSize = CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE;
   decode.pRangeProfilerObject = object_;
-  RP_CALL(cuptiRangeProfilerDecodeData(&decode));
+  FPROF_PROFILER_CALL(cuptiRangeProfilerDecodeData(&decode));
 
   CUpti_RangeProfiler_GetCounterDataInfo_Params info{};
 
   info.structSize = CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE;
   info.pCounterDataImage = counter_data_.data();
   info.counterDataImageSize = counter_data_.size();
-  RP_CALL(cuptiRangeProfilerGetCounterDataInfo(&info));
+  FPROF_PROFILER_CALL(cuptiRangeProfilerGetCounterDataInfo(&info));
 
   for (size_t r = 0; r < info.numTotalRanges; ++r) {
     std::vector<double> values(metric_ptrs_.size(), 0.0);
@@ -319,7 +311,7 @@ bool RangeProfiler::decode(std::vector<std::vector<double>>& rows, std::string& 
     eval.ppMetricNames = metric_ptrs_.data();
     eval.numMetrics = metric_ptrs_.size();
     eval.pMetricValues = values.data();
-    RP_CALL(cuptiProfilerHostEvaluateToGpuValues(&eval));
+    FPROF_PROFILER_CALL(cuptiProfilerHostEvaluateToGpuValues(&eval));
     rows.push_back(std::move(values));
     if (names != nullptr) names->push_back(rangeName(r));
   }

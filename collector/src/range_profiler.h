@@ -86,4 +86,14 @@ class RangeProfiler {
 // A sentence for a CUPTI result in the profiler context (permission and busy get their fix).
 std::string profilerErrorText(const char* call, CUptiResult result);
 
+// In a function that returns false with `error` set (a std::string in scope): the call, or that.
+#define FPROF_PROFILER_CALL(call)                          \
+  do {                                                     \
+    CUptiResult r_ = (call);                               \
+    if (r_ != CUPTI_SUCCESS) {                             \
+      error = ::fprof::collector::profilerErrorText(#call, r_); \
+      return false;                                        \
+    }                                                      \
+  } while (0)
+
 }  // namespace fprof::collector

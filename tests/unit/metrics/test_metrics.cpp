@@ -178,6 +178,31 @@ TEST(MetricsConfig, SecondRunOfApplicationReplayIsKnown) {
   EXPECT_FALSE(readMetricsConfig(envOf({{"FPROF_MODE", "metrics"}, {"FPROF_SECOND_RUN", "0"}})).second_run);
 }
 
+// The second run of application replay counts by SASS patching: only the counters per-PC counts
+// give, and only with a file for them.
+TEST(MetricsConfig, SassPatchingTakesTheSassCountersItCanDeriveAndAFile) {
+  const std::string sass_part =
+      "sm__sass_thread_inst_executed_op_ffma_pred_on.sum,sm__sass_l1tex_t_sectors_pipe_lsu_mem_local_op_st.sum,"
+      "smsp__sass_inst_executed.sum";
+  MetricsConfig ok = readMetricsConfig(envOf({{"FPROF_MODE", "metrics"},
+                                              {"FPROF_REPLAY", "sass_patching"},
+                                              {"FPROF_METRICS", sass_part.c_str()},
+                                              {"FPROF_SASS_PC_FILE", "/tmp/x.pcs"}}));
+  EXPECT_TRUE(ok.errors.empty()) << ok.errors.front();
+  EXPECT_EQ(ok.replay, ReplayMode::kSassPatching);
+  EXPECT_EQ(ok.sass_pc_file, "/tmp/x.pcs");
+  MetricsConfig no_file = readMetricsConfig(
+      envOf({{"FPROF_MODE", "metrics"}, {"FPROF_REPLAY", "sass_patching"}, {"FPROF_METRICS", sass_part.c_str()}}));
+  ASSERT_EQ(no_file.errors.size(), 1u);
+  EXPECT_NE(no_file.errors[0].find("FPROF_SASS_PC_FILE"), std::string::npos);
+  MetricsConfig bytes = readMetricsConfig(envOf({{"FPROF_MODE", "metrics"},
+                                                 {"FPROF_REPLAY", "sass_patching"},
+                                                 {"FPROF_METRICS", "roofline"},
+                                                 {"FPROF_SASS_PC_FILE", "/tmp/x.pcs"}}));
+  ASSERT_EQ(bytes.errors.size(), 1u);
+  EXPECT_EQ(bytes.errors[0], "FPROF_REPLAY=sass_patching cannot count dram__bytes_read.sum");
+}
+
 // Application replay counts the program's own run: one pass, and no SASS-instrumented counter
 // (they read 0 or too little without kernel replay: bench/RESULTS.md, issue 15).
 TEST(MetricsConfig, ApplicationReplayOnlyWhereOnePassWithoutSassCounters) {
