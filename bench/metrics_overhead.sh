@@ -16,7 +16,10 @@
 # kernel against ncu's (median and max relative difference, kernels matched by launch order).
 #
 # APP_REPLAY=1 adds, per program, `fprof run --metrics roofline --replay application` (two runs of
-# the program, cache control all) against `ncu --cache-control all`.
+# the program, cache control all; the second counts the SASS counters by SASS patching) and the same
+# with the second run under kernel replay (FPROF_SECOND_RUN_REPLAY=kernel), against `ncu
+# --cache-control all`, and compares the two second runs' SASS counters kernel by kernel.
+# SKIP_NONE=1 leaves out the cache-control-none runs (fprof sampled, ncu none).
 #
 #   FPROF_BUILD=build-gpu [FPROF_CUPTI134=DIR] [APP_REPLAY=1] [PROGRAMS="bench transformer torch"] bench/metrics_overhead.sh
 set -uo pipefail
@@ -74,12 +77,16 @@ compare_program() {  # compare_program LABEL PROGRAM...: native, fprof (sampled)
   local label=$1
   shift
   timed "${label}.native" "$@"
-  fprof_run "${label}.fprof_sampled" --cache-control none -- "$@"
-  ncu_run "${label}.ncu_none" none "$@"
+  if [ -z "${SKIP_NONE:-}" ]; then  # SKIP_NONE=1: only the application-replay comparison
+    fprof_run "${label}.fprof_sampled" --cache-control none -- "$@"
+    ncu_run "${label}.ncu_none" none "$@"
+  fi
   if [ -n "${APP_REPLAY:-}" ]; then
     # Application replay: hardware counters in the program's own run with the L2 emptied before each
-    # profiled launch (cache control all), SASS counters in a second run under kernel replay.
+    # profiled launch (cache control all), SASS counters in a second run by SASS patching (no
+    # replay), and the same with the second run under kernel replay, as before session 14.
     fprof_run "${label}.fprof_app_all" --replay application -- "$@"
+    FPROF_SECOND_RUN_REPLAY=kernel fprof_run "${label}.fprof_app_kernel" --replay application -- "$@"
     ncu_run "${label}.ncu_all" all "$@"
   fi
 }
@@ -150,6 +157,8 @@ def launches_of(label):
     """Kernels of the program, from its fprof database (every launch is a kernel row)."""
     path = f"{work}/{label}.fprof_sampled.fprof"
     if not os.path.exists(path):
+        path = f"{work}/{label}.fprof_app_all.fprof"
+    if not os.path.exists(path):
         return 0
     try:
         return sqlite3.connect(path).execute("select count(*) from kernel").fetchone()[0]
@@ -192,12 +201,38 @@ def compare(fname, nname):
 labels = [l for l in ("bench", "transformer", "torch") if f"{l}.native" in runs]
 for label in labels:
     for fname, nname in ((f"{label}.fprof_sampled", f"{label}.ncu_none"), (f"{label}.fprof_every", f"{label}.ncu_none"),
-                         (f"{label}.fprof_cc_all", f"{label}.ncu_all"), (f"{label}.fprof_app_all", f"{label}.ncu_all")):
+                         (f"{label}.fprof_cc_all", f"{label}.ncu_all"), (f"{label}.fprof_app_all", f"{label}.ncu_all"),
+                         (f"{label}.fprof_app_kernel", f"{label}.ncu_all")):
         if fname in runs and nname in runs:
             try:
                 compare(fname, nname)
             except Exception as e:  # a run that failed leaves no database
                 print(f"\n{fname}: not compared ({e})")
+
+# The second run's SASS counters by patching against kernel replay, kernel by kernel (launch order).
+sass_names = ["sm__sass_thread_inst_executed_op_%s_pred_on.sum" % o for o in
+              ("dadd", "dmul", "dfma", "fadd", "fmul", "ffma", "hadd", "hmul", "hfma")]
+sass_names += ["sm__sass_l1tex_t_sectors_pipe_lsu_mem_local_op_ld.sum",
+               "sm__sass_l1tex_t_sectors_pipe_lsu_mem_local_op_st.sum", "smsp__sass_inst_executed.sum"]
+for label in labels:
+    a, b = f"{label}.fprof_app_all", f"{label}.fprof_app_kernel"
+    if a not in runs or b not in runs:
+        continue
+    try:
+        fa, na, _, _ = fprof_values(a)
+        fb, nb, _, _ = fprof_values(b)
+    except Exception as e:
+        print(f"\n{a} against {b}: not compared ({e})")
+        continue
+    print(f"\n{a} (SASS patching) against {b} (kernel replay): {na} and {nb} kernels")
+    print(f"  {'metric':56s} {'kernels':>7s} {'equal':>6s} {'within 1%':>9s} {'only one':>8s}  first difference")
+    for m in sass_names:
+        keys = {k for k in fa if k[1] == m} | {k for k in fb if k[1] == m}
+        both = [k for k in keys if k in fa and k in fb]
+        equal = sum(fa[k] == fb[k] for k in both)
+        close = sum(abs(fa[k] - fb[k]) <= 0.01 * max(abs(fb[k]), 1) for k in both)
+        diff = next((f"#{k[0]}: {fa[k]:.0f} vs {fb[k]:.0f}" for k in sorted(both) if fa[k] != fb[k]), "")
+        print(f"  {m:56s} {len(both):7d} {equal:6d} {close:9d} {len(keys) - len(both):8d}  {diff}")
 
 device = os.popen("nvidia-smi --query-gpu=name --format=csv,noheader").read().strip()
 print(f"\n== cost against ncu, same program, same metrics, same cache control (device: {device})")
@@ -206,13 +241,14 @@ print(f"{'run':30s} {'exit':>4s} {'wall s':>8s} {'launches':>8s} {'ms/launch':>1
 for label in labels:
     native = runs[f"{label}.native"][0]
     launches = launches_of(label)
-    for suffix in ("native", "fprof_sampled", "fprof_every", "ncu_none", "fprof_cc_all", "fprof_app_all", "ncu_all"):
+    for suffix in ("native", "fprof_sampled", "fprof_every", "ncu_none", "fprof_cc_all", "fprof_app_all",
+                   "fprof_app_kernel", "ncu_all"):
         name = f"{label}.{suffix}"
         if name not in runs:
             continue
         wall, rc = runs[name]
         per = (wall - native) / launches if launches and suffix != "native" else float("nan")
-        ref = runs.get(f"{label}.ncu_all" if suffix.endswith("all") else f"{label}.ncu_none")
+        ref = runs.get(f"{label}.ncu_all" if suffix.endswith("all") or suffix == "fprof_app_kernel" else f"{label}.ncu_none")
         ratio = (ref[0] - native) / (wall - native) if ref and wall > native and suffix != "native" else float("nan")
         replay = replay_cost(name) if suffix.startswith("fprof") else ""
         print(f"{name:30s} {rc:4d} {wall:8.2f} {launches:8d} {per * 1e3:10.2f} {ratio:10.1f}x  {replay:>22s}")

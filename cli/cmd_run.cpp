@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <regex>
@@ -21,6 +22,7 @@
 #include "step_timer.h"
 #include "fprof/core/metric_sets.h"
 #include "fprof/core/replay_merge.h"
+#include "fprof/core/sass_pc.h"
 #include "fprof/core/store.h"
 
 namespace fprof::cli {
@@ -166,6 +168,7 @@ struct ChildRun {
   std::string replay;         // FPROF_REPLAY ("" = the collector's default)
   std::string cache_control;  // "" = the user's --cache-control
   bool second = false;        // the second run of application replay (FPROF_SECOND_RUN)
+  std::string sass_pc_file;   // FPROF_SASS_PC_FILE (replay sass_patching)
 };
 
 constexpr int kNotStarted = -1;
@@ -203,6 +206,7 @@ pid_t startChild(const RunOptions& opt, const std::string& collector, const std:
   if (!cache_control.empty()) setenv("FPROF_CACHE_CONTROL", cache_control.c_str(), 1);
   if (!run.replay.empty()) setenv("FPROF_REPLAY", run.replay.c_str(), 1);
   if (run.second) setenv("FPROF_SECOND_RUN", "1", 1);
+  if (!run.sass_pc_file.empty()) setenv("FPROF_SASS_PC_FILE", run.sass_pc_file.c_str(), 1);
   if (opt.gpu_fault_safe) setenv("FPROF_CUPTI_HOST_PINNED", "1", 1);
   if (opt.every_launch) {
     setenv("FPROF_SAMPLES_PER_LAUNCH_KIND", "0", 1);
@@ -241,13 +245,16 @@ int waitForChild(pid_t child) {
 }
 
 // How many times the program runs, and what each run counts. One run, except under --replay
-// application with SASS-instrumented counters in the set: the program's own run cannot count those
-// (they need kernel replay), so the first run counts the others in the program's own execution and a
-// second run counts the SASS ones under kernel replay; core/replay_merge.h joins them.
+// application with SASS-instrumented counters in the set: the program's own run cannot count those,
+// so the first run counts the others in the program's own execution and a second run counts the
+// SASS ones; core/replay_merge.h joins them. The second run counts by SASS patching (no replay:
+// core/sass_pc.h) where every SASS counter of the set comes from per-PC counts, else under kernel
+// replay (FPROF_SECOND_RUN_REPLAY=kernel forces that, for comparisons).
 struct ReplayPlan {
   std::string first_metrics;   // FPROF_METRICS of the first (or only) run
   std::string first_replay;    // FPROF_REPLAY of the first run ("" = the collector's default)
   std::string second_metrics;  // "" = one run
+  std::string second_replay;   // FPROF_REPLAY of the second run: sass_patching or kernel
 };
 
 // Whether the run counts the program's own execution: asked for, or (auto) the only way to the
@@ -259,19 +266,48 @@ bool countsOwnRun(const RunOptions& opt, const std::string& cupti) {
 }
 
 ReplayPlan planRuns(const RunOptions& opt, const std::string& cupti) {
-  ReplayPlan plan{opt.metrics, opt.replay, ""};
+  ReplayPlan plan{opt.metrics, opt.replay, "", ""};
   if (!countsOwnRun(opt, cupti) || opt.metrics.empty()) return plan;
   auto metrics = core::expandMetricSelection(opt.metrics);
   if (!metrics) return plan;
   std::vector<std::string> own_run, sass;
   for (const std::string& m : *metrics) (core::isSassInstrumented(m) ? sass : own_run).push_back(m);
   if (sass.empty() || own_run.empty()) return plan;  // one run; the collector says what it cannot count
-  return {commaJoined(own_run), "application", commaJoined(sass)};
+  const char* forced = std::getenv("FPROF_SECOND_RUN_REPLAY");
+  const bool patching = std::all_of(sass.begin(), sass.end(), core::countedFromPcCounts) &&
+                        !(forced != nullptr && std::string(forced) == "kernel");
+  return {commaJoined(own_run), "application", commaJoined(sass), patching ? "sass_patching" : "kernel"};
 }
 
-// The second run of application replay: the program again, counting the SASS metrics under kernel
-// replay into a scratch database that is joined to `first` and removed. Only where the first run
-// exited with 0, in metrics mode, as one process.
+// What a second run counted by SASS patching leaves beside its database: the per-PC counts and the
+// cubins of the modules it loaded, which turn those counts into counters (sass_step.h).
+struct PatchedRunFiles {
+  std::string pc_file;
+  std::string cubin_dir;
+  void remove() const {
+    std::error_code ec;
+    fs::remove(pc_file, ec);
+    fs::remove_all(cubin_dir, ec);
+  }
+};
+
+// The second run's SASS counters by launch where it counted by SASS patching (empty under kernel
+// replay, whose database holds them); "" or why they are missing in `error`.
+core::LaunchRawCounters patchedCounters(const std::string& scratch, const PatchedRunFiles& files,
+                                        const std::function<void(const std::string&)>& say, std::string& error) {
+  std::string summary;
+  auto counted = sassCountersOfPatchedRun(scratch, files.pc_file, files.cubin_dir, summary);
+  if (!counted) {
+    error = counted.error();
+    return {};
+  }
+  say(summary);
+  return std::move(*counted);
+}
+
+// The second run of application replay: the program again, counting the SASS metrics (by SASS
+// patching, or under kernel replay) into a scratch database that is joined to `first` and removed.
+// Only where the first run exited with 0, in metrics mode, as one process.
 void runSecondTime(const RunOptions& opt, const std::string& collector, const std::string& cupti,
                    const ReplayPlan& plan, const std::string& first, size_t databases, int first_code) {
   auto say = [](const std::string& line) { std::fprintf(stderr, "[fprof] application replay: %s\n", line.c_str()); };
@@ -282,22 +318,37 @@ void runSecondTime(const RunOptions& opt, const std::string& collector, const st
   if (!facts || facts->meta("mode") != "metrics") return say("the first run collected no counters: no second run");
   const std::string scratch = first + ".second-run.fprof";
   removeDatabaseFiles(scratch);
-  say("running " + opt.program[0] + " again for the SASS counters (FLOPs, instructions) under kernel replay");
+  const bool patching = plan.second_replay == "sass_patching";
+  PatchedRunFiles files;
+  if (patching) {
+    files = {scratch + ".pcs", scratch + ".cubins"};
+    files.remove();
+    std::error_code ec;
+    fs::create_directories(files.cubin_dir, ec);
+  }
+  say("running " + opt.program[0] + " again for the SASS counters (FLOPs, instructions) " +
+      (patching ? "by SASS patching (no replay)" : "under kernel replay"));
   const auto started = fs::file_time_type::clock::now();
-  const ChildRun run{scratch, "", plan.second_metrics, "kernel", "none", true};
+  const ChildRun run{scratch, files.cubin_dir, plan.second_metrics, plan.second_replay, "none", true, files.pc_file};
   const int status = waitForChild(startChild(opt, collector, cupti, run));
   const std::vector<std::string> produced = producedFiles(scratch, started);
+  std::string error;
   if (status == kNotStarted || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || produced.size() != 1) {
     say("the second run failed (" + exitFacts(status).at("exit_status") + "); " + lost);
-  } else if (auto merged = core::mergeSecondRun(first, produced.front()); !merged) {
+  } else if (const auto by_launch = patching ? patchedCounters(produced.front(), files, say, error)
+                                             : core::LaunchRawCounters{};
+             !error.empty()) {
+    say("the SASS counts could not be read: " + error + "; " + lost);
+  } else if (auto merged = core::mergeSecondRun(first, produced.front(), by_launch); !merged) {
     say("joining the second run failed: " + merged.error() + "; " + lost);
   } else {
     say(std::to_string(merged->kernels_joined) + " kernels got the second run's counters" +
         (merged->kernels_without > 0 ? ", " + std::to_string(merged->kernels_without) + " found no twin (see fprof info)"
                                      : std::string()));
-    (void)core::appendMetadata(first, {{"metric_set", opt.metrics}});
+    (void)core::appendMetadata(first, {{"metric_set", opt.metrics}, {"second_run_replay", plan.second_replay}});
   }
   for (const std::string& f : produced) removeDatabaseFiles(f);
+  if (patching) files.remove();
 }
 
 int runProgram(const RunOptions& opt) {
@@ -367,7 +418,7 @@ int runProgram(const RunOptions& opt) {
     if (ec) cubin_dir.clear();
   }
   const auto started = fs::file_time_type::clock::now();
-  const ChildRun run{output, cubin_dir, plan.first_metrics, plan.first_replay, ""};
+  const ChildRun run{output, cubin_dir, plan.first_metrics, plan.first_replay, "", false, ""};
   const int status = waitForChild(startChild(opt, collector, cupti, run));
   if (status == kNotStarted) return inputError(std::string("run: fork failed: ") + std::strerror(errno));
   StepTimer timer;

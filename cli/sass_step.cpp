@@ -16,6 +16,7 @@
 
 #include "fprof/core/nvdisasm.h"
 #include "fprof/core/sass_half.h"
+#include "fprof/core/sass_pc.h"
 #include "fprof/core/sass_tensor.h"
 
 namespace fprof::cli {
@@ -58,8 +59,13 @@ FunctionCode codeOf(const std::string& dir, const std::set<std::string>& wanted)
 // one run per part beats one per function; a whole PyTorch cubin took 18 s where its one kernel
 // took 0.3 s. Where that run fails, each function alone, so that code nvdisasm cannot read costs
 // only its own FLOPs.
-std::map<std::string, core::SassHalfCounts> decodeFunctions(const std::string& nvdisasm, int sm,
-                                                            const FunctionCode& code, const std::string& scratch) {
+struct Decoded {
+  std::string text;                     // nvdisasm's
+  std::vector<core::CodeRange> ranges;  // where each function's code is in what it read
+};
+
+std::vector<Decoded> decodeFunctions(const std::string& nvdisasm, int sm, const FunctionCode& code,
+                                     const std::string& scratch) {
   std::string blob;
   std::vector<core::CodeRange> ranges;
   for (const auto& [name, bytes] : code) {
@@ -73,15 +79,14 @@ std::map<std::string, core::SassHalfCounts> decodeFunctions(const std::string& n
     fs::remove(scratch, ec);
     return text;
   };
-  if (const std::string text = decode(blob); !text.empty()) return core::parseNvdisasmHalfOpsByRange(text, ranges);
-  std::map<std::string, core::SassHalfCounts> out;
+  std::vector<Decoded> out;
+  if (std::string text = decode(blob); !text.empty()) {
+    out.push_back({std::move(text), std::move(ranges)});
+    return out;
+  }
   if (code.size() < 2) return out;
   for (const auto& [name, bytes] : code) {
-    const std::string text = decode(bytes);
-    if (text.empty()) continue;
-    for (const auto& [cls, count] : core::parseNvdisasmHalfOpsByRange(text, {{name, 0, bytes.size()}})[name]) {
-      out[name][cls] += count;
-    }
+    if (std::string text = decode(bytes); !text.empty()) out.push_back({std::move(text), {{name, 0, bytes.size()}}});
   }
   return out;
 }
@@ -109,19 +114,29 @@ std::vector<FunctionCode> balancedParts(const FunctionCode& code, size_t groups)
   return parts;
 }
 
-// The functions' half-precision and tensor instructions, decoded by several nvdisasm runs at once
-// (the step's cost on a metrics run: about 0.8-0.9 s for 29 functions in one run on an H200 machine).
-std::map<std::string, core::SassHalfCounts> halfOpsOf(const std::string& nvdisasm, int sm, const FunctionCode& code,
-                                                      const std::string& scratch) {
+// The functions decoded by several nvdisasm runs at once (the step's cost on a metrics run: about
+// 0.8-0.9 s for 29 functions in one run on an H200 machine).
+std::vector<Decoded> decodeInParallel(const std::string& nvdisasm, int sm, const FunctionCode& code,
+                                      const std::string& scratch) {
   const std::vector<FunctionCode> parts = balancedParts(code, decodeJobs());
-  std::vector<std::future<std::map<std::string, core::SassHalfCounts>>> running;
+  std::vector<std::future<std::vector<Decoded>>> running;
   for (size_t i = 0; i < parts.size(); ++i) {
     running.push_back(std::async(std::launch::async, decodeFunctions, std::cref(nvdisasm), sm, std::cref(parts[i]),
                                  scratch + "." + std::to_string(i)));
   }
-  std::map<std::string, core::SassHalfCounts> out;
+  std::vector<Decoded> out;
   for (auto& r : running) {
-    for (const auto& [name, classes] : r.get()) {
+    for (Decoded& d : r.get()) out.push_back(std::move(d));
+  }
+  return out;
+}
+
+// The functions' half-precision and tensor instructions.
+std::map<std::string, core::SassHalfCounts> halfOpsOf(const std::string& nvdisasm, int sm, const FunctionCode& code,
+                                                      const std::string& scratch) {
+  std::map<std::string, core::SassHalfCounts> out;
+  for (const Decoded& d : decodeInParallel(nvdisasm, sm, code, scratch)) {
+    for (const auto& [name, classes] : core::parseNvdisasmHalfOpsByRange(d.text, d.ranges)) {
       auto& merged = out[name];
       for (const auto& [cls, count] : classes) merged[cls] += count;
     }
@@ -129,7 +144,80 @@ std::map<std::string, core::SassHalfCounts> halfOpsOf(const std::string& nvdisas
   return out;
 }
 
+// A function counted by SASS patching is named by its module's CRC and its name.
+std::string codeKey(uint32_t crc, const std::string& name) { return std::to_string(crc) + " " + name; }
+
+// The CRC in a cubin's file name as the collector saved it under SASS patching ("...crc123.cubin").
+std::optional<uint32_t> crcOfFile(const fs::path& p) {
+  const std::string stem = p.stem().string();
+  const size_t at = stem.rfind(".crc");
+  if (at == std::string::npos) return std::nullopt;
+  return static_cast<uint32_t>(std::strtoul(stem.c_str() + at + 4, nullptr, 10));
+}
+
+// The code of each counted function, cut from the saved cubin with its CRC, under codeKey.
+FunctionCode codeOfCounted(const std::string& dir, const std::set<std::pair<uint32_t, std::string>>& wanted) {
+  std::set<uint32_t> crcs;
+  for (const auto& w : wanted) crcs.insert(w.first);
+  FunctionCode out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::optional<uint32_t> crc = crcOfFile(e.path());
+    if (e.path().extension() != ".cubin" || !crc || crcs.count(*crc) == 0) continue;
+    const std::string bytes = readFile(e.path());
+    for (const core::CubinFunction& f : core::cubinFunctions(bytes)) {
+      if (f.code_size == 0 || wanted.count({*crc, f.name}) == 0) continue;
+      out.emplace_back(codeKey(*crc, f.name), bytes.substr(f.code_offset, f.code_size));
+    }
+  }
+  return out;
+}
+
 }  // namespace
+
+core::Expected<core::LaunchRawCounters> sassCountersOfPatchedRun(const std::string& db_path,
+                                                                 const std::string& pc_file,
+                                                                 const std::string& cubin_dir, std::string& summary) {
+  StepTimer timer;
+  auto launches = core::parseSassPcText(readFile(pc_file));
+  if (!launches) return core::makeError(pc_file + ": " + launches.error());
+  std::set<std::pair<uint32_t, std::string>> wanted;
+  for (const core::SassPcLaunch& l : *launches) {
+    for (const core::SassPcFunction& f : l.functions) wanted.emplace(f.cubin_crc, f.name);
+  }
+  const std::string nvdisasm = core::findNvdisasm();
+  if (nvdisasm.empty()) return core::makeError("nvdisasm (CUDA toolkit) was not found to read the counted functions' SASS; set FPROF_NVDISASM");
+  const auto sm = core::deviceSmOf(db_path);
+  if (!sm) return core::makeError(sm.error());
+  const FunctionCode code = codeOfCounted(cubin_dir, wanted);
+  timer.done("  SASS patching: cut the counted functions from the cubins");
+  std::map<std::string, core::SassInstructions> instructions;
+  for (const Decoded& d : decodeInParallel(nvdisasm, *sm, code, cubin_dir + "/functions.code")) {
+    for (auto& [key, by_pc] : core::parseNvdisasmInstructionsByRange(d.text, d.ranges)) instructions[key].merge(by_pc);
+  }
+  timer.done("  SASS patching: nvdisasm");
+  const core::SassCodeLookup lookup = [&](const std::string& name, uint32_t crc) -> const core::SassInstructions* {
+    auto it = instructions.find(codeKey(crc, name));
+    return it == instructions.end() || it->second.empty() ? nullptr : &it->second;
+  };
+  core::LaunchRawCounters out;
+  size_t failed = 0;
+  std::string why;
+  for (const core::SassPcLaunch& l : *launches) {
+    std::string reason;
+    const auto raw = core::sassCountersOfLaunch(l, lookup, reason);
+    if (!raw) {
+      if (failed++ == 0) why = reason;
+      continue;
+    }
+    out[l.correlation_id] = *raw;
+    if (l.nested_correlation_id != 0) out[l.nested_correlation_id] = *raw;
+  }
+  summary = std::to_string(launches->size() - failed) + " of " + std::to_string(launches->size()) +
+            " counted launches joined with the SASS of " + std::to_string(instructions.size()) + " of " +
+            std::to_string(wanted.size()) + " functions" + (failed > 0 ? " (first miss: " + why + ")" : std::string());
+  return out;
+}
 
 std::string applySassStep(const std::string& db_path, const std::string& cubin_dir) {
   StepTimer timer;

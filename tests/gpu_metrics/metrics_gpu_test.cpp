@@ -201,13 +201,16 @@ TEST(MetricsGpu, RooflineInTwoRunsOfTheProgram) {
   EXPECT_EQ(*k["addmul"].counters->flops_fp32, 3 * kN);
   EXPECT_EQ(*k["daxpy"].counters->flops_fp64, 2 * kN);
   EXPECT_EQ(*k["haxpy2"].counters->flops_fp16, 4 * kN);
+  EXPECT_EQ(p->meta("second_run_replay"), "sass_patching") << "the SASS counters counted without replay";
+  EXPECT_EQ(k["haxpy2"].counters->half_flops_method, fprof::core::kHalfFlopsPerPcMethod);
   EXPECT_NEAR(*k["copyKernel"].counters->dram_read_bytes, 4 * kN, 0.02 * 4 * kN);
   EXPECT_GT(*k["localArray"].counters->local_load_bytes, 0);
   using C = fprof::core::KernelCounters;
   EXPECT_EQ(sumInRange(*p, "gemm_fp16", &C::flops_tensor_fp16), kGemmFlops);
   size_t raw_for_saxpy = 0;
   for (const auto& m : p->metrics) raw_for_saxpy += m.kernel_id == k["saxpy"].row->id;
-  EXPECT_EQ(raw_for_saxpy, fprof::core::expandMetricSelection("roofline")->size()) << "both runs' raw counters";
+  EXPECT_EQ(raw_for_saxpy, fprof::core::expandMetricSelection("roofline")->size() + 2)
+      << "both runs' raw counters, and the two per-PC half FLOP sums";
 }
 
 // Asking for ncu's cache policy with the toolkit's CUPTI: kernel replay cannot empty the caches, so

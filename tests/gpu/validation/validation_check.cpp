@@ -807,8 +807,21 @@ void checkDatabase(const std::string& db_path, const std::vector<Fields>& expect
                              "JOIN string s ON s.id = k.name_id")) {
       for (auto& r : *rows) counted.insert(r[0].value_or(""));
     }
+    // A second run counted by SASS patching gives half FLOPs per instruction, without the static
+    // listing: such a function's kernels all carry the per-PC method instead.
+    std::set<std::string> per_pc, static_listing;
+    for (const KernelRow& k : p.kernels) {
+      auto m = half_method.find(k.id);
+      if (m == half_method.end()) continue;
+      (m->second == fprof::core::kHalfFlopsPerPcMethod ? per_pc : static_listing).insert(p.str(k.name_id));
+    }
     for (const auto& [name, f] : functions) {
       if (num(f, "flops_fp16") <= 0 && num(f, "flops_bf16") <= 0) continue;
+      if (per_pc.count(name) != 0 && static_listing.count(name) == 0) {
+        record("v2-sass", get(f, "label") + ": 16-bit math counted per instruction (SASS patching)", "per-PC method",
+               "per-PC method", true);
+        continue;
+      }
       if (counted.count(name) == 0) {
         std::printf("info  %s: %s has no counters (graph kernels are not profiled): no SASS step for it\n",
                     g_mode.c_str(), get(f, "label").c_str());
