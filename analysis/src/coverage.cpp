@@ -122,8 +122,10 @@ std::string describeCollection(const core::Profile& p) {
   std::vector<std::string> parts;
   if (const std::string set = p.meta("metric_set"); !set.empty()) parts.push_back("metric set " + set);
   if (p.meta("application_runs") == "2") {
-    parts.push_back("application replay in two runs of the program (SASS counters in the second, under kernel "
-                    "replay)");
+    // Recordings before session 14 have no second_run_replay: their second run used kernel replay.
+    const bool patched = p.meta("second_run_replay") == "sass_patching";
+    parts.push_back(std::string("application replay in two runs of the program (SASS counters in the second, ") +
+                    (patched ? "by SASS patching, no replay)" : "under kernel replay)"));
   } else if (const std::string replay = p.meta("replay_mode"); !replay.empty()) {
     const std::string passes = p.meta("metrics_passes");
     parts.push_back(replay + " replay" +

@@ -180,7 +180,7 @@ TEST(MetricsGpu, GraphLaunchCountedWholeUnderApplicationReplay) {
 }
 
 // The roofline set under application replay: the program runs twice, hardware counters counted in
-// its own run with the L2 emptied, SASS counters in the second run under kernel replay, joined
+// its own run with the L2 emptied, SASS counters in the second run by SASS patching, joined
 // launch by launch. FLOPs stay exact, the copy's DRAM bytes are its own.
 TEST(MetricsGpu, RooflineInTwoRunsOfTheProgram) {
   const std::string db = tempPath("metrics_roofline_application.fprof");

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "fprof/analysis/coverage.h"
+#include "fprof/core/metric_sets.h"
 #include "fprof/core/store.h"
 
 namespace fprof::analysis {
@@ -112,6 +113,10 @@ TEST(Coverage, CollectionMethodComesFromTheMetricsRunsMetadata) {
   p.metadata = {{"mode", "metrics"}, {"replay_mode", "application"}, {"application_runs", "2"}, {"metrics_passes", "2"}};
   EXPECT_EQ(describeCollection(p),
             "application replay in two runs of the program (SASS counters in the second, under kernel replay)");
+  p.metadata = {{"mode", "metrics"},      {"replay_mode", "application"},         {"application_runs", "2"},
+                {"metrics_passes", "2"}, {"second_run_replay", "sass_patching"}};
+  EXPECT_EQ(describeCollection(p),
+            "application replay in two runs of the program (SASS counters in the second, by SASS patching, no replay)");
   p.metadata = {{"mode", "trace"}, {"cache_control", "all"}};
   EXPECT_EQ(describeCollection(p), "");
 }
@@ -125,16 +130,20 @@ TEST(Coverage, RecordedApplicationReplayHoldsBothRunsCounters) {
   EXPECT_EQ(describeCollection(*p).rfind("metric set roofline; application replay in two runs of the program", 0), 0u)
       << describeCollection(*p);
   EXPECT_NE(describeCollection(*p).find("L2 emptied before each profiled launch"), std::string::npos);
+  EXPECT_NE(describeCollection(*p).find("by SASS patching, no replay"), std::string::npos) << describeCollection(*p);
   ASSERT_EQ(p->counters.size(), p->kernels.size());
   for (const core::KernelRow& k : p->kernels) EXPECT_GT(k.start_ns, 0) << "counted in its own run: timestamps kept";
-  size_t tensor = 0;
+  size_t tensor = 0, half_per_instruction = 0;
   for (const core::KernelCounters& c : p->counters) {
     EXPECT_TRUE(c.dram_read_bytes.has_value()) << "first run";
     EXPECT_TRUE(c.flops_fp32.has_value()) << "second run";
     EXPECT_TRUE(c.instructions.has_value()) << "second run";
+    EXPECT_TRUE(c.flops_fp16.has_value() && c.flops_bf16.has_value()) << "per instruction, never bounds";
     tensor += c.flops_tensor_fp16.value_or(0) > 0;
+    half_per_instruction += c.half_flops_method == core::kHalfFlopsPerPcMethod;
   }
   EXPECT_GT(tensor, 0u) << "tensor FLOPs: the first run's tensor-pipe cycles with the SASS";
+  EXPECT_EQ(half_per_instruction, 229u) << "every kernel that ran half instructions (tests/data/README.md)";
 }
 
 }  // namespace
