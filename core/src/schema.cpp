@@ -223,8 +223,10 @@ std::vector<TableDef> makeTables() {
         {"half_flops_method", "TEXT",
          "How flops_fp16/flops_bf16 were counted per lane (packed HFMA2 = 2 lanes, lane-broadcast = 1, "
          "conversions = 0), from the function's SASS, with HFMA2 split by pipe (FMA pipe, HFMA2.MMA) where "
-         "sm__thread_inst_executed_pipe_fma_type_fp16_pred_on.sum was collected; or why they are unknown, with "
-         "bounds; NULL if the kernel ran no half instructions."},
+         "sm__thread_inst_executed_pipe_fma_type_fp16_pred_on.sum was collected; or 'per instruction: ...' where "
+         "each HADD2/HMUL2/HFMA2 was counted on its own (SASS patching in application replay's second run), exact "
+         "whatever forms the function mixes; or why they are unknown, with bounds; NULL if the kernel ran no half "
+         "instructions."},
         {"tensor_flops_method", "TEXT",
          "How flops_tensor_* were counted where the metric set had no sm__ops_path_tensor_* counters: the tensor "
          "pipe's active cycles (sm__pipe_tensor_op_hmma_type_hmma_hgmma_qgmma_cycles_active) times the ops a cycle "
@@ -286,7 +288,9 @@ std::vector<TableDef> makeTables() {
       {"kernel_metric",
        "Raw counter values per kernel, by metric name: where every kernel_counter number comes from.",
        {{"kernel_id", "INTEGER NOT NULL REFERENCES kernel(id)", "The kernel."},
-        {"metric_id", "INTEGER NOT NULL REFERENCES string(id)", "Metric name, e.g. dram__bytes_read.sum."},
+        {"metric_id", "INTEGER NOT NULL REFERENCES string(id)",
+         "Metric name, e.g. dram__bytes_read.sum; names starting fprof__ are fprof's own sums over per-instruction "
+         "counts (fprof__sass_per_pc_flops_fp16.sum, ..._bf16.sum: half FLOPs per lane, SASS patching)."},
         {"value", "REAL NOT NULL", "Value as the profiler evaluated it."}},
        {},
        "PRIMARY KEY (kernel_id, metric_id)"},
