@@ -173,49 +173,78 @@ FunctionCode codeOfCounted(const std::string& dir, const std::set<std::pair<uint
   return out;
 }
 
-}  // namespace
+using CountedFunctions = std::set<std::pair<uint32_t, std::string>>;  // (cubin CRC, name)
 
-core::Expected<core::LaunchRawCounters> sassCountersOfPatchedRun(const std::string& db_path,
-                                                                 const std::string& pc_file,
-                                                                 const std::string& cubin_dir, std::string& summary) {
-  StepTimer timer;
-  auto launches = core::parseSassPcText(readFile(pc_file));
-  if (!launches) return core::makeError(pc_file + ": " + launches.error());
-  std::set<std::pair<uint32_t, std::string>> wanted;
-  for (const core::SassPcLaunch& l : *launches) {
-    for (const core::SassPcFunction& f : l.functions) wanted.emplace(f.cubin_crc, f.name);
+CountedFunctions countedFunctions(const std::vector<core::SassPcLaunch>& launches) {
+  CountedFunctions out;
+  for (const core::SassPcLaunch& l : launches) {
+    for (const core::SassPcFunction& f : l.functions) out.emplace(f.cubin_crc, f.name);
   }
-  const std::string nvdisasm = core::findNvdisasm();
-  if (nvdisasm.empty()) return core::makeError("nvdisasm (CUDA toolkit) was not found to read the counted functions' SASS; set FPROF_NVDISASM");
-  const auto sm = core::deviceSmOf(db_path);
-  if (!sm) return core::makeError(sm.error());
+  return out;
+}
+
+// Each counted function's instructions by offset, under codeKey; functions nvdisasm could not
+// read are left out.
+std::map<std::string, core::SassInstructions> instructionsOfCounted(const std::string& nvdisasm, int sm,
+                                                                    const std::string& cubin_dir,
+                                                                    const CountedFunctions& wanted) {
+  StepTimer timer;
   const FunctionCode code = codeOfCounted(cubin_dir, wanted);
   timer.done("  SASS patching: cut the counted functions from the cubins");
-  std::map<std::string, core::SassInstructions> instructions;
-  for (const Decoded& d : decodeInParallel(nvdisasm, *sm, code, cubin_dir + "/functions.code")) {
-    for (auto& [key, by_pc] : core::parseNvdisasmInstructionsByRange(d.text, d.ranges)) instructions[key].merge(by_pc);
+  std::map<std::string, core::SassInstructions> out;
+  for (const Decoded& d : decodeInParallel(nvdisasm, sm, code, cubin_dir + "/functions.code")) {
+    for (auto& [key, by_pc] : core::parseNvdisasmInstructionsByRange(d.text, d.ranges)) {
+      if (!by_pc.empty()) out[key].merge(by_pc);
+    }
   }
   timer.done("  SASS patching: nvdisasm");
+  return out;
+}
+
+// Each launch's counters under both its correlation ids; launches whose code is missing are left
+// out, counted in `missed` with the first reason in `why`.
+core::LaunchRawCounters countersByLaunch(const std::vector<core::SassPcLaunch>& launches,
+                                         const std::map<std::string, core::SassInstructions>& instructions,
+                                         size_t& missed, std::string& why) {
   const core::SassCodeLookup lookup = [&](const std::string& name, uint32_t crc) -> const core::SassInstructions* {
     auto it = instructions.find(codeKey(crc, name));
-    return it == instructions.end() || it->second.empty() ? nullptr : &it->second;
+    return it == instructions.end() ? nullptr : &it->second;
   };
   core::LaunchRawCounters out;
-  size_t failed = 0;
-  std::string why;
-  for (const core::SassPcLaunch& l : *launches) {
+  for (const core::SassPcLaunch& l : launches) {
     std::string reason;
     const auto raw = core::sassCountersOfLaunch(l, lookup, reason);
     if (!raw) {
-      if (failed++ == 0) why = reason;
+      if (missed++ == 0) why = reason;
       continue;
     }
     out[l.correlation_id] = *raw;
     if (l.nested_correlation_id != 0) out[l.nested_correlation_id] = *raw;
   }
-  summary = std::to_string(launches->size() - failed) + " of " + std::to_string(launches->size()) +
+  return out;
+}
+
+}  // namespace
+
+core::Expected<core::LaunchRawCounters> sassCountersOfPatchedRun(const std::string& db_path,
+                                                                 const std::string& pc_file,
+                                                                 const std::string& cubin_dir, std::string& summary) {
+  auto launches = core::parseSassPcText(readFile(pc_file));
+  if (!launches) return core::makeError(pc_file + ": " + launches.error());
+  const std::string nvdisasm = core::findNvdisasm();
+  if (nvdisasm.empty()) {
+    return core::makeError("nvdisasm (CUDA toolkit) was not found to read the counted functions' SASS; set FPROF_NVDISASM");
+  }
+  const auto sm = core::deviceSmOf(db_path);
+  if (!sm) return core::makeError(sm.error());
+  const CountedFunctions wanted = countedFunctions(*launches);
+  const auto instructions = instructionsOfCounted(nvdisasm, *sm, cubin_dir, wanted);
+  size_t missed = 0;
+  std::string why;
+  core::LaunchRawCounters out = countersByLaunch(*launches, instructions, missed, why);
+  summary = std::to_string(launches->size() - missed) + " of " + std::to_string(launches->size()) +
             " counted launches joined with the SASS of " + std::to_string(instructions.size()) + " of " +
-            std::to_string(wanted.size()) + " functions" + (failed > 0 ? " (first miss: " + why + ")" : std::string());
+            std::to_string(wanted.size()) + " functions" + (missed > 0 ? " (first miss: " + why + ")" : std::string());
   return out;
 }
 

@@ -251,15 +251,10 @@ void MetricsCollector::countPatched(ContextState& s, CUresult result) {
   const double in_launch = secondsSince(s.launch_started);
   const bool counted = s.patching->end(functions, error);
   replay_seconds_ += secondsSince(s.launch_started);
-  if (debug_ranges_ && !s.batch.empty()) {
-    const SassPatching::Seconds& after = s.patching->seconds();
-    logInfo("SASS patching %s: until the launch returned %.2f ms (enable %.2f), wait %.2f, read %.2f, disable %.2f",
-            s.batch.back().mangled.c_str(), in_launch * 1e3, (after.enable - before.enable) * 1e3,
-            (after.wait - before.wait) * 1e3, (after.read - before.read) * 1e3, (after.disable - before.disable) * 1e3);
-  }
   if (s.batch.empty()) return;
-  const Entry e = std::move(s.batch.back());
+  Entry e = std::move(s.batch.back());
   s.batch.pop_back();
+  if (debug_ranges_) logPatchTimes(e, in_launch, before, s.patching->seconds());
   if (result != CUDA_SUCCESS) {  // no kernel ran, and no kernel row will exist
     --profiled_;
     return;
@@ -271,10 +266,8 @@ void MetricsCollector::countPatched(ContextState& s, CUresult result) {
   if (!counted || warp_inst == 0) {  // every kernel executes an instruction: 0 is a failed count
     const std::string why = counted ? "the SASS Metrics API counted no instruction of this launch"
                                     : "the SASS Metrics API's counts could not be read: " + error;
-    note("warning", why + " (" + e.demangled + ")");
-    missing(e.launch, why);
-    for (const LaunchRef& c : waiting_copies_[e.launch_index]) missing(c, "the identical launch it would copy from was not counted");
-    waiting_copies_.erase(e.launch_index);
+    if (patch_failures_++ == 0) note("warning", why + " (" + e.demangled + "; later ones are in kernel_counter_missing)");
+    missingWithCopies(e, why, "the identical launch it would copy from was not counted");
     return;
   }
   writePcCounts(core::SassPcLaunch{e.launch.correlation_id, e.launch.nested_correlation_id, std::move(functions)});
@@ -283,6 +276,20 @@ void MetricsCollector::countPatched(ContextState& s, CUresult result) {
   r.raw = {{core::kInstructionsSassMetric, warp_inst}};
   r.counters = core::deriveCounters({core::kInstructionsSassMetric}, {warp_inst});
   keepCounted(e, std::move(r), "");
+}
+
+void MetricsCollector::logPatchTimes(const Entry& e, double in_launch, const SassPatching::Seconds& before,
+                                     const SassPatching::Seconds& after) {
+  logInfo("SASS patching %s: until the launch returned %.2f ms (enable %.2f), wait %.2f, read %.2f, disable %.2f",
+          e.mangled.c_str(), in_launch * 1e3, (after.enable - before.enable) * 1e3, (after.wait - before.wait) * 1e3,
+          (after.read - before.read) * 1e3, (after.disable - before.disable) * 1e3);
+}
+
+// A profiled launch without counters, and the copies waiting on it.
+void MetricsCollector::missingWithCopies(const Entry& e, const std::string& why, const std::string& copies_why) {
+  missing(e.launch, why);
+  for (const LaunchRef& c : waiting_copies_[e.launch_index]) missing(c, copies_why);
+  waiting_copies_.erase(e.launch_index);
 }
 
 // Copies go out as soon as their source is decoded; until then they wait on it.
@@ -380,11 +387,8 @@ void MetricsCollector::decode(ContextState& s) {
       missing(s.batch[i].launch, "CUDA graph kernel: its graph launch was to be counted as one range, but the range "
                                  "profiler returned no range for it");
     } else {
-      missing(s.batch[i].launch, "the range profiler returned no counter range for this launch");
-      for (const LaunchRef& c : waiting_copies_[s.batch[i].launch_index]) {
-        missing(c, "the identical launch it would copy from got no counter range");
-      }
-      waiting_copies_.erase(s.batch[i].launch_index);
+      missingWithCopies(s.batch[i], "the range profiler returned no counter range for this launch",
+                        "the identical launch it would copy from got no counter range");
     }
   }
   if (matched != rows.size() || matched != s.batch.size()) {

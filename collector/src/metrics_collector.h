@@ -143,6 +143,9 @@ class MetricsCollector {
   bool setUpPatching(ContextState& s, CUcontext ctx, CUdevice device);  // requires mu_
   void countPatched(ContextState& s, CUresult result);                   // requires mu_
   void writePcCounts(const core::SassPcLaunch& launch);                  // requires mu_
+  void logPatchTimes(const Entry& e, double in_launch, const SassPatching::Seconds& before,
+                     const SassPatching::Seconds& after);
+  void missingWithCopies(const Entry& e, const std::string& why, const std::string& copies_why);  // requires mu_
   bool prepareOwnRun(ContextState& s, CUstream stream, std::string& error);
   bool countGraphLaunch(const LaunchRequest& launch, ContextState& s, LaunchRef ref);  // requires mu_
   bool useRanges(ContextState& s, bool user);                                          // requires mu_
@@ -195,6 +198,7 @@ class MetricsCollector {
   bool graph_nodes_trusted_ = true;
   std::vector<LaunchCounterResult> results_;
   std::FILE* pc_file_ = nullptr;  // kSassPatching: config_.sass_pc_file, opened at the first count
+  uint64_t patch_failures_ = 0;    // kSassPatching: profiled launches without counts
   std::vector<std::pair<std::string, std::string>> notes_;
   std::vector<std::pair<std::string, std::string>> metadata_;
   std::map<std::string, uint64_t> unsafe_skips_;
