@@ -46,6 +46,7 @@ struct RunOptions {
   bool gpu_fault_safe = false;  // kernel timestamps in pinned host memory (FPROF_CUPTI_HOST_PINNED)
   std::string cache_control;  // "" = all where the CUPTI can, else none
   std::string replay;         // "" = auto
+  bool sass_patching = false;  // application replay's second run by SASS patching (--sass-patching)
   std::string cupti;          // a libcupti.so.13 to use instead of the toolkit's (FPROF_CUPTI)
   std::vector<std::string> program;
 };
@@ -247,9 +248,10 @@ int waitForChild(pid_t child) {
 // How many times the program runs, and what each run counts. One run, except under --replay
 // application with SASS-instrumented counters in the set: the program's own run cannot count those,
 // so the first run counts the others in the program's own execution and a second run counts the
-// SASS ones; core/replay_merge.h joins them. The second run counts by SASS patching (no replay:
-// core/sass_pc.h) where every SASS counter of the set comes from per-PC counts, else under kernel
-// replay (FPROF_SECOND_RUN_REPLAY=kernel forces that, for comparisons).
+// SASS ones; core/replay_merge.h joins them. The second run counts under kernel replay, or, with
+// --sass-patching (or FPROF_SECOND_RUN_REPLAY=sass_patching) and a set whose every SASS counter
+// comes from per-PC counts, by SASS patching (no replay: core/sass_pc.h). Not the default: it hung
+// once on a Hugging Face GPT-2 generate (bench/RESULTS.md, issue 15, session 14).
 struct ReplayPlan {
   std::string first_metrics;   // FPROF_METRICS of the first (or only) run
   std::string first_replay;    // FPROF_REPLAY of the first run ("" = the collector's default)
@@ -273,9 +275,10 @@ ReplayPlan planRuns(const RunOptions& opt, const std::string& cupti) {
   std::vector<std::string> own_run, sass;
   for (const std::string& m : *metrics) (core::isSassInstrumented(m) ? sass : own_run).push_back(m);
   if (sass.empty() || own_run.empty()) return plan;  // one run; the collector says what it cannot count
-  const char* forced = std::getenv("FPROF_SECOND_RUN_REPLAY");
-  const bool patching = std::all_of(sass.begin(), sass.end(), core::countedFromPcCounts) &&
-                        !(forced != nullptr && std::string(forced) == "kernel");
+  const char* env = std::getenv("FPROF_SECOND_RUN_REPLAY");
+  const std::string asked = env != nullptr ? env : "";
+  const bool patching = std::all_of(sass.begin(), sass.end(), core::countedFromPcCounts) && asked != "kernel" &&
+                        (opt.sass_patching || asked == "sass_patching");
   return {commaJoined(own_run), "application", commaJoined(sass), patching ? "sass_patching" : "kernel"};
 }
 
@@ -378,11 +381,11 @@ int runProgram(const RunOptions& opt) {
   }
   const bool selects = !opt.kernel_regex.empty() || !opt.nvtx_include.empty() || !opt.ops.empty() ||
                        opt.launch_skip != 0 || opt.launch_count != 0 || opt.samples_per_launch_kind != 0 ||
-                       opt.every_launch || !opt.cache_control.empty() || !opt.replay.empty();
+                       opt.every_launch || !opt.cache_control.empty() || !opt.replay.empty() || opt.sass_patching;
   if (selects && opt.metrics.empty()) {
     return inputError("run: --kernel-regex, --nvtx-include, --ops, --launch-skip, --launch-count, "
-                      "--samples-per-launch-kind, --every-launch, --cache-control and --replay choose what --metrics "
-                      "profiles; add --metrics roofline (or memory, full)");
+                      "--samples-per-launch-kind, --every-launch, --cache-control, --replay and --sass-patching choose "
+                      "what --metrics profiles; add --metrics roofline (or memory, full)");
   }
   std::string cupti = opt.cupti;
   if (cupti.empty()) {
@@ -532,6 +535,12 @@ Command addRunCommand(CLI::App& root) {
                   "for one-pass sets without SASS counters (e.g. --metrics memory) and for --cache-control all "
                   "without --cupti, else kernel")
       ->check(CLI::IsMember({"auto", "kernel", "application"}));
+  app->add_flag("--sass-patching", opt->sass_patching,
+                "With --replay application: count the second run's SASS counters by SASS patching (CUPTI's SASS "
+                "Metrics API: each profiled launch's instructions counted per PC, no replay) instead of kernel "
+                "replay: 5-15x cheaper a launch, and fp16/bf16 FLOPs exact per instruction whatever forms a kernel "
+                "mixes. Experimental: it hung once on a Hugging Face GPT-2 generate (Ctrl-C or kill the program "
+                "then; the first run's counters are kept)");
   app->add_option("--cupti", opt->cupti,
                   "Use this libcupti.so.13 (e.g. from the nvidia-cuda-cupti wheel) instead of the toolkit's; also "
                   "FPROF_CUPTI");

@@ -184,7 +184,7 @@ TEST(MetricsGpu, GraphLaunchCountedWholeUnderApplicationReplay) {
 // launch by launch. FLOPs stay exact, the copy's DRAM bytes are its own.
 TEST(MetricsGpu, RooflineInTwoRunsOfTheProgram) {
   const std::string db = tempPath("metrics_roofline_application.fprof");
-  ASSERT_EQ(run("--metrics roofline --replay application -o " + db), 0);
+  ASSERT_EQ(run("--metrics roofline --replay application --sass-patching -o " + db), 0);
   auto p = fprof::core::loadProfile(db);
   ASSERT_TRUE(p.ok()) << p.error();
   EXPECT_EQ(p->meta("replay_mode"), "application");

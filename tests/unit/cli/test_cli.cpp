@@ -98,8 +98,10 @@ TEST(Cli, RunRefusesWhenAnotherInjectorIsActive) {
 TEST(Cli, RunReplayNeedsMetricsAndAKnownMode) {
   Result alone = runFprof("run --replay application true");
   EXPECT_EQ(alone.code, 2);
-  EXPECT_NE(alone.out.find("--cache-control and --replay choose what --metrics profiles"), std::string::npos)
+  EXPECT_NE(alone.out.find("--replay and --sass-patching choose what --metrics profiles"), std::string::npos)
       << alone.out;
+  Result patching = runFprof("run --sass-patching true");
+  EXPECT_EQ(patching.code, 2) << "--sass-patching is for metrics runs too";
   Result unknown = runFprof("run --metrics memory --replay user true");
   EXPECT_EQ(unknown.code, 2);
   EXPECT_NE(unknown.out.find("--replay"), std::string::npos) << unknown.out;
