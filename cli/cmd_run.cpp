@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -12,10 +13,12 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <regex>
 #include <string>
 #include <vector>
 
+#include "child_wait.h"
 #include "command.h"
 #include "paths.h"
 #include "sass_step.h"
@@ -172,8 +175,6 @@ struct ChildRun {
   std::string sass_pc_file;   // FPROF_SASS_PC_FILE (replay sass_patching)
 };
 
-constexpr int kNotStarted = -1;
-
 // Starts the program with the collector injected; the child's pid, or -1 where fork failed.
 pid_t startChild(const RunOptions& opt, const std::string& collector, const std::string& cupti, const ChildRun& run) {
   std::vector<char*> argv;
@@ -226,23 +227,6 @@ pid_t startChild(const RunOptions& opt, const std::string& collector, const std:
   execvp(argv[0], argv.data());
   std::fprintf(stderr, "fprof: run: cannot start %s: %s\n", argv[0], std::strerror(errno));
   _exit(127);
-}
-
-// Waits for the child (Ctrl-C reaches it directly through the shared terminal: we only wait);
-// its wait status, or kNotStarted.
-int waitForChild(pid_t child) {
-  if (child < 0) return kNotStarted;
-  struct sigaction ignore {};
-  ignore.sa_handler = SIG_IGN;
-  struct sigaction old_int {}, old_term {};
-  sigaction(SIGINT, &ignore, &old_int);
-  sigaction(SIGTERM, &ignore, &old_term);
-  int status = 0;
-  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
-  }
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGTERM, &old_term, nullptr);
-  return status;
 }
 
 // How many times the program runs, and what each run counts. One run, except under --replay
@@ -308,11 +292,28 @@ core::LaunchRawCounters patchedCounters(const std::string& scratch, const Patche
   return std::move(*counted);
 }
 
+// How long a second run by SASS patching may take: 3 x the first run + 60 s. Patching slows only
+// the profiled launches, so a run past that is taken for stuck (one hung: bench/RESULTS.md, issue 15).
+double patchedRunLimitSeconds(double first_run_seconds) { return 3 * first_run_seconds + 60; }
+
+// Starts the second run and waits for it: its wait status, or none where a run by SASS patching
+// passed its limit and was stopped.
+std::optional<int> secondRunStatus(const RunOptions& opt, const std::string& collector, const std::string& cupti,
+                                   const ChildRun& run, bool patching, double first_run_seconds) {
+  const pid_t child = startChild(opt, collector, cupti, run);
+  if (!patching) return waitForChild(child);
+  const auto limit = std::chrono::duration<double>(patchedRunLimitSeconds(first_run_seconds));
+  return waitForChildUntil(child, std::chrono::steady_clock::now() +
+                                      std::chrono::duration_cast<std::chrono::steady_clock::duration>(limit));
+}
+
 // The second run of application replay: the program again, counting the SASS metrics (by SASS
 // patching, or under kernel replay) into a scratch database that is joined to `first` and removed.
-// Only where the first run exited with 0, in metrics mode, as one process.
+// Only where the first run exited with 0, in metrics mode, as one process. A run by SASS patching
+// that passes its limit is stopped and the second run made again under kernel replay.
 void runSecondTime(const RunOptions& opt, const std::string& collector, const std::string& cupti,
-                   const ReplayPlan& plan, const std::string& first, size_t databases, int first_code) {
+                   const ReplayPlan& plan, const std::string& first, size_t databases, int first_code,
+                   double first_run_seconds) {
   auto say = [](const std::string& line) { std::fprintf(stderr, "[fprof] application replay: %s\n", line.c_str()); };
   const std::string lost = "FLOPs and instructions stay unknown";
   if (first_code != 0) return say("the first run ended with " + std::to_string(first_code) + ": no second run; " + lost);
@@ -333,8 +334,20 @@ void runSecondTime(const RunOptions& opt, const std::string& collector, const st
       (patching ? "by SASS patching (no replay)" : "under kernel replay"));
   const auto started = fs::file_time_type::clock::now();
   const ChildRun run{scratch, files.cubin_dir, plan.second_metrics, plan.second_replay, "none", true, files.pc_file};
-  const int status = waitForChild(startChild(opt, collector, cupti, run));
+  const std::optional<int> waited = secondRunStatus(opt, collector, cupti, run, patching, first_run_seconds);
   const std::vector<std::string> produced = producedFiles(scratch, started);
+  if (!waited) {
+    for (const std::string& f : produced) removeDatabaseFiles(f);
+    files.remove();
+    char limit[32];
+    std::snprintf(limit, sizeof limit, "%.0f", patchedRunLimitSeconds(first_run_seconds));
+    say(std::string("the second run by SASS patching did not end within ") + limit +
+        " s (3 x the first run + 60 s) and was stopped; counting under kernel replay instead");
+    ReplayPlan kernel = plan;
+    kernel.second_replay = "kernel";
+    return runSecondTime(opt, collector, cupti, kernel, first, databases, first_code, first_run_seconds);
+  }
+  const int status = *waited;
   std::string error;
   if (status == kNotStarted || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || produced.size() != 1) {
     say("the second run failed (" + exitFacts(status).at("exit_status") + "); " + lost);
@@ -422,7 +435,10 @@ int runProgram(const RunOptions& opt) {
   }
   const auto started = fs::file_time_type::clock::now();
   const ChildRun run{output, cubin_dir, plan.first_metrics, plan.first_replay, "", false, ""};
+  const auto first_started = std::chrono::steady_clock::now();
   const int status = waitForChild(startChild(opt, collector, cupti, run));
+  const double first_run_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - first_started).count();
   if (status == kNotStarted) return inputError(std::string("run: fork failed: ") + std::strerror(errno));
   StepTimer timer;
   int code = 0;
@@ -453,7 +469,7 @@ int runProgram(const RunOptions& opt) {
     }
     timer.done("record how the program ended");
     if (!plan.second_metrics.empty()) {
-      runSecondTime(opt, collector, cupti, plan, f, files.size(), code);
+      runSecondTime(opt, collector, cupti, plan, f, files.size(), code, first_run_seconds);
       timer.done("application replay's second run");
     }
     if (!cubin_dir.empty()) {
@@ -539,8 +555,8 @@ Command addRunCommand(CLI::App& root) {
                 "With --replay application: count the second run's SASS counters by SASS patching (CUPTI's SASS "
                 "Metrics API: each profiled launch's instructions counted per PC, no replay) instead of kernel "
                 "replay: 5-15x cheaper a launch, and fp16/bf16 FLOPs exact per instruction whatever forms a kernel "
-                "mixes. Experimental: it hung once on a Hugging Face GPT-2 generate (Ctrl-C or kill the program "
-                "then; the first run's counters are kept)");
+                "mixes. Experimental: it hung once on a Hugging Face GPT-2 generate, so a second run by patching that "
+                "takes more than 3 x the first run + 60 s is stopped and made again under kernel replay");
   app->add_option("--cupti", opt->cupti,
                   "Use this libcupti.so.13 (e.g. from the nvidia-cuda-cupti wheel) instead of the toolkit's; also "
                   "FPROF_CUPTI");
