@@ -409,6 +409,13 @@ int runProgram(const RunOptions& opt) {
     cupti = fs::absolute(cupti).string();
   }
   const ReplayPlan plan = planRuns(opt, cupti);
+  if (opt.sass_patching && !countsOwnRun(opt, cupti)) {
+    return inputError("run: --sass-patching counts application replay's second run; add --replay application");
+  }
+  if (opt.sass_patching && plan.second_replay != "sass_patching") {
+    std::fprintf(stderr, "[fprof] --sass-patching: this metric set needs no second run, or holds SASS counters that per-PC "
+                         "counts do not give; the second run, if any, uses kernel replay\n");
+  }
   const std::string collector = findCollector();
   if (collector.empty()) {
     return inputError(

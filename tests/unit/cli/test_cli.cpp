@@ -102,6 +102,11 @@ TEST(Cli, RunReplayNeedsMetricsAndAKnownMode) {
       << alone.out;
   Result patching = runFprof("run --sass-patching true");
   EXPECT_EQ(patching.code, 2) << "--sass-patching is for metrics runs too";
+  Result kernel = runFprof("run --metrics roofline --replay kernel --sass-patching true");
+  EXPECT_EQ(kernel.code, 2);
+  EXPECT_NE(kernel.out.find("--sass-patching counts application replay's second run; add --replay application"),
+            std::string::npos)
+      << kernel.out;
   Result unknown = runFprof("run --metrics memory --replay user true");
   EXPECT_EQ(unknown.code, 2);
   EXPECT_NE(unknown.out.find("--replay"), std::string::npos) << unknown.out;
