@@ -10,7 +10,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -278,18 +277,33 @@ struct PatchedRunFiles {
   }
 };
 
-// The second run's SASS counters by launch where it counted by SASS patching (empty under kernel
-// replay, whose database holds them); "" or why they are missing in `error`.
-core::LaunchRawCounters patchedCounters(const std::string& scratch, const PatchedRunFiles& files,
-                                        const std::function<void(const std::string&)>& say, std::string& error) {
+void sayReplay(const std::string& line) { std::fprintf(stderr, "[fprof] application replay: %s\n", line.c_str()); }
+
+constexpr const char* kSassCountersLost = "FLOPs and instructions stay unknown";
+
+// The SASS counters by launch computed after a second run by SASS patching (its database holds
+// them under kernel replay: none then).
+core::Expected<core::LaunchRawCounters> countersComputedAfter(const ReplayPlan& plan, const std::string& second,
+                                                              const PatchedRunFiles& files) {
+  if (plan.second_replay != "sass_patching") return core::LaunchRawCounters{};
   std::string summary;
-  auto counted = sassCountersOfPatchedRun(scratch, files.pc_file, files.cubin_dir, summary);
-  if (!counted) {
-    error = counted.error();
-    return {};
-  }
-  say(summary);
-  return std::move(*counted);
+  auto counted = sassCountersOfPatchedRun(second, files.pc_file, files.cubin_dir, summary);
+  if (counted) sayReplay(summary);
+  return counted;
+}
+
+// Joins a second run that ended well to `first`, and says what it did.
+void joinSecondRun(const RunOptions& opt, const ReplayPlan& plan, const std::string& first, const std::string& second,
+                   const PatchedRunFiles& files) {
+  const auto by_launch = countersComputedAfter(plan, second, files);
+  if (!by_launch) return sayReplay("the SASS counts could not be read: " + by_launch.error() + "; " + kSassCountersLost);
+  auto merged = core::mergeSecondRun(first, second, *by_launch);
+  if (!merged) return sayReplay("joining the second run failed: " + merged.error() + "; " + kSassCountersLost);
+  sayReplay(std::to_string(merged->kernels_joined) + " kernels got the second run's counters" +
+            (merged->kernels_without > 0
+                 ? ", " + std::to_string(merged->kernels_without) + " found no twin (see fprof info)"
+                 : std::string()));
+  (void)core::appendMetadata(first, {{"metric_set", opt.metrics}, {"second_run_replay", plan.second_replay}});
 }
 
 // How long a second run by SASS patching may take: 3 x the first run + 60 s. Patching slows only
@@ -314,12 +328,13 @@ std::optional<int> secondRunStatus(const RunOptions& opt, const std::string& col
 void runSecondTime(const RunOptions& opt, const std::string& collector, const std::string& cupti,
                    const ReplayPlan& plan, const std::string& first, size_t databases, int first_code,
                    double first_run_seconds) {
-  auto say = [](const std::string& line) { std::fprintf(stderr, "[fprof] application replay: %s\n", line.c_str()); };
-  const std::string lost = "FLOPs and instructions stay unknown";
-  if (first_code != 0) return say("the first run ended with " + std::to_string(first_code) + ": no second run; " + lost);
-  if (databases != 1) return say("the program ran as several processes: no second run; " + lost);
+  const std::string lost = kSassCountersLost;
+  if (first_code != 0) {
+    return sayReplay("the first run ended with " + std::to_string(first_code) + ": no second run; " + lost);
+  }
+  if (databases != 1) return sayReplay("the program ran as several processes: no second run; " + lost);
   auto facts = core::loadProfile(first);
-  if (!facts || facts->meta("mode") != "metrics") return say("the first run collected no counters: no second run");
+  if (!facts || facts->meta("mode") != "metrics") return sayReplay("the first run collected no counters: no second run");
   const std::string scratch = first + ".second-run.fprof";
   removeDatabaseFiles(scratch);
   const bool patching = plan.second_replay == "sass_patching";
@@ -330,8 +345,8 @@ void runSecondTime(const RunOptions& opt, const std::string& collector, const st
     std::error_code ec;
     fs::create_directories(files.cubin_dir, ec);
   }
-  say("running " + opt.program[0] + " again for the SASS counters (FLOPs, instructions) " +
-      (patching ? "by SASS patching (no replay)" : "under kernel replay"));
+  sayReplay("running " + opt.program[0] + " again for the SASS counters (FLOPs, instructions) " +
+            (patching ? "by SASS patching (no replay)" : "under kernel replay"));
   const auto started = fs::file_time_type::clock::now();
   const ChildRun run{scratch, files.cubin_dir, plan.second_metrics, plan.second_replay, "none", true, files.pc_file};
   const std::optional<int> waited = secondRunStatus(opt, collector, cupti, run, patching, first_run_seconds);
@@ -341,27 +356,17 @@ void runSecondTime(const RunOptions& opt, const std::string& collector, const st
     files.remove();
     char limit[32];
     std::snprintf(limit, sizeof limit, "%.0f", patchedRunLimitSeconds(first_run_seconds));
-    say(std::string("the second run by SASS patching did not end within ") + limit +
-        " s (3 x the first run + 60 s) and was stopped; counting under kernel replay instead");
+    sayReplay(std::string("the second run by SASS patching did not end within ") + limit +
+              " s (3 x the first run + 60 s) and was stopped; counting under kernel replay instead");
     ReplayPlan kernel = plan;
     kernel.second_replay = "kernel";
     return runSecondTime(opt, collector, cupti, kernel, first, databases, first_code, first_run_seconds);
   }
   const int status = *waited;
-  std::string error;
   if (status == kNotStarted || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || produced.size() != 1) {
-    say("the second run failed (" + exitFacts(status).at("exit_status") + "); " + lost);
-  } else if (const auto by_launch = patching ? patchedCounters(produced.front(), files, say, error)
-                                             : core::LaunchRawCounters{};
-             !error.empty()) {
-    say("the SASS counts could not be read: " + error + "; " + lost);
-  } else if (auto merged = core::mergeSecondRun(first, produced.front(), by_launch); !merged) {
-    say("joining the second run failed: " + merged.error() + "; " + lost);
+    sayReplay("the second run failed (" + exitFacts(status).at("exit_status") + "); " + lost);
   } else {
-    say(std::to_string(merged->kernels_joined) + " kernels got the second run's counters" +
-        (merged->kernels_without > 0 ? ", " + std::to_string(merged->kernels_without) + " found no twin (see fprof info)"
-                                     : std::string()));
-    (void)core::appendMetadata(first, {{"metric_set", opt.metrics}, {"second_run_replay", plan.second_replay}});
+    joinSecondRun(opt, plan, first, produced.front(), files);
   }
   for (const std::string& f : produced) removeDatabaseFiles(f);
   if (patching) files.remove();
