@@ -31,6 +31,20 @@ std::string readFile(const fs::path& p) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
+// Each function with code in each saved cubin whose file keep_file accepts: visit(file, function,
+// the cubin's bytes).
+template <typename Keep, typename Visit>
+void forEachSavedFunction(const std::string& dir, Keep&& keep_file, Visit&& visit) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (e.path().extension() != ".cubin" || !keep_file(e.path())) continue;
+    const std::string bytes = readFile(e.path());
+    for (const core::CubinFunction& f : core::cubinFunctions(bytes)) {
+      if (f.code_size != 0) visit(e.path(), f, bytes);
+    }
+  }
+}
+
 // Each wanted function's code (its section, with the copies of what it calls), cut from every
 // saved cubin whose symbol table holds it: one entry per distinct code. Libraries that compile
 // kernels at run time (cuDNN's generated attention) give one name to different code in several
@@ -38,18 +52,15 @@ std::string readFile(const fs::path& p) {
 // SASS step reads all of them together and counts only what holds for each (sass_half.h bounds,
 // sass_tensor.h precisions).
 FunctionCode codeOf(const std::string& dir, const std::set<std::string>& wanted) {
-  std::vector<std::pair<std::string, std::string>> out;
+  FunctionCode out;
   std::set<std::pair<std::string, std::string>> seen;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    if (e.path().extension() != ".cubin") continue;
-    const std::string bytes = readFile(e.path());
-    for (const core::CubinFunction& f : core::cubinFunctions(bytes)) {
-      if (f.code_size == 0 || wanted.count(f.name) == 0) continue;
-      std::string code = bytes.substr(f.code_offset, f.code_size);
-      if (seen.emplace(f.name, code).second) out.emplace_back(f.name, std::move(code));
-    }
-  }
+  forEachSavedFunction(
+      dir, [](const fs::path&) { return true; },
+      [&](const fs::path&, const core::CubinFunction& f, const std::string& bytes) {
+        if (wanted.count(f.name) == 0) return;
+        std::string code = bytes.substr(f.code_offset, f.code_size);
+        if (seen.emplace(f.name, code).second) out.emplace_back(f.name, std::move(code));
+      });
   return out;
 }
 
@@ -155,25 +166,26 @@ std::optional<uint32_t> crcOfFile(const fs::path& p) {
   return static_cast<uint32_t>(std::strtoul(stem.c_str() + at + 4, nullptr, 10));
 }
 
-// The code of each counted function, cut from the saved cubin with its CRC, under codeKey.
-FunctionCode codeOfCounted(const std::string& dir, const std::set<std::pair<uint32_t, std::string>>& wanted) {
+using CountedFunctions = std::set<std::pair<uint32_t, std::string>>;  // (cubin CRC, name)
+
+// The code of each counted function, cut from the saved cubin with its CRC (other cubins are not
+// read), under codeKey.
+FunctionCode codeOfCounted(const std::string& dir, const CountedFunctions& wanted) {
   std::set<uint32_t> crcs;
   for (const auto& w : wanted) crcs.insert(w.first);
   FunctionCode out;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    const std::optional<uint32_t> crc = crcOfFile(e.path());
-    if (e.path().extension() != ".cubin" || !crc || crcs.count(*crc) == 0) continue;
-    const std::string bytes = readFile(e.path());
-    for (const core::CubinFunction& f : core::cubinFunctions(bytes)) {
-      if (f.code_size == 0 || wanted.count({*crc, f.name}) == 0) continue;
-      out.emplace_back(codeKey(*crc, f.name), bytes.substr(f.code_offset, f.code_size));
-    }
-  }
+  forEachSavedFunction(
+      dir,
+      [&](const fs::path& file) {
+        const std::optional<uint32_t> crc = crcOfFile(file);
+        return crc && crcs.count(*crc) != 0;
+      },
+      [&](const fs::path& file, const core::CubinFunction& f, const std::string& bytes) {
+        const uint32_t crc = *crcOfFile(file);
+        if (wanted.count({crc, f.name}) != 0) out.emplace_back(codeKey(crc, f.name), bytes.substr(f.code_offset, f.code_size));
+      });
   return out;
 }
-
-using CountedFunctions = std::set<std::pair<uint32_t, std::string>>;  // (cubin CRC, name)
 
 CountedFunctions countedFunctions(const std::vector<core::SassPcLaunch>& launches) {
   CountedFunctions out;
