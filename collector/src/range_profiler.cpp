@@ -26,6 +26,37 @@ std::string profilerErrorText(const char* call, CUptiResult result) {
 }
 
 
+bool initializeProfilerFor(int device_ordinal, CUpti_Profiler_API api, const char* what, bool& initialized,
+                           std::string& chip, std::string& error) {
+  CUpti_Profiler_Initialize_Params init{};
+  init.structSize = CUpti_Profiler_Initialize_Params_STRUCT_SIZE;
+  FPROF_PROFILER_CALL(cuptiProfilerInitialize(&init));
+  initialized = true;
+
+  CUpti_Profiler_DeviceSupported_Params supported{};
+  supported.structSize = CUpti_Profiler_DeviceSupported_Params_STRUCT_SIZE;
+  supported.cuDevice = device_ordinal;
+  supported.api = api;
+  FPROF_PROFILER_CALL(cuptiProfilerDeviceSupported(&supported));
+  if (supported.isSupported != CUPTI_PROFILER_CONFIGURATION_SUPPORTED) {
+    error = std::string("this GPU does not support ") + what + " (";
+    if (supported.architecture != CUPTI_PROFILER_CONFIGURATION_SUPPORTED) error += "architecture ";
+    if (supported.vGpu != CUPTI_PROFILER_CONFIGURATION_SUPPORTED) error += "vGPU ";
+    if (supported.confidentialCompute != CUPTI_PROFILER_CONFIGURATION_SUPPORTED) error += "confidential computing ";
+    if (supported.cmp != CUPTI_PROFILER_CONFIGURATION_SUPPORTED) error += "CMP ";
+    if (supported.wsl != CUPTI_PROFILER_CONFIGURATION_SUPPORTED) error += "WSL ";
+    error += "unsupported)";
+    return false;
+  }
+
+  CUpti_Device_GetChipName_Params name{};
+  name.structSize = CUpti_Device_GetChipName_Params_STRUCT_SIZE;
+  name.deviceIndex = static_cast<size_t>(device_ordinal);
+  FPROF_PROFILER_CALL(cuptiDeviceGetChipName(&name));
+  chip = name.pChipName;
+  return true;
+}
+
 RangeProfiler::~RangeProfiler() { teardown(); }
 
 namespace {
@@ -52,35 +83,10 @@ bool RangeProfiler::setup(CUcontext ctx, int device_ordinal, const std::vector<s
   metric_ptrs_.clear();
   for (const std::string& m : metric_names_) metric_ptrs_.push_back(m.c_str());
 
-  CUpti_Profiler_Initialize_Params init{};
-
-  init.structSize = CUpti_Profiler_Initialize_Params_STRUCT_SIZE;
-  FPROF_PROFILER_CALL(cuptiProfilerInitialize(&init));
-  initialized_ = true;
-
-  CUpti_Profiler_DeviceSupported_Params supported{};
-
-  supported.structSize = CUpti_Profiler_DeviceSupported_Params_STRUCT_SIZE;
-  supported.cuDevice = device_ordinal;
-  supported.api = CUPTI_PROFILER_RANGE_PROFILING;
-  FPROF_PROFILER_CALL(cuptiProfilerDeviceSupported(&supported));
-  if (supported.isSupported != CUPTI_PROFILER_CONFIGURATION_SUPPORTED) {
-    error = "this GPU does not support the CUPTI range profiler (";
-    if (supported.architecture != CUPTI_PROFILER_CONFIGURATION_SUPPORTED) error += "architecture ";
-    if (supported.vGpu != CUPTI_PROFILER_CONFIGURATION_SUPPORTED) error += "vGPU ";
-    if (supported.confidentialCompute != CUPTI_PROFILER_CONFIGURATION_SUPPORTED) error += "confidential computing ";
-    if (supported.cmp != CUPTI_PROFILER_CONFIGURATION_SUPPORTED) error += "CMP ";
-    if (supported.wsl != CUPTI_PROFILER_CONFIGURATION_SUPPORTED) error += "WSL ";
-    error += "unsupported)";
+  if (!initializeProfilerFor(device_ordinal, CUPTI_PROFILER_RANGE_PROFILING, "the CUPTI range profiler", initialized_,
+                             chip_, error)) {
     return false;
   }
-
-  CUpti_Device_GetChipName_Params chip{};
-
-  chip.structSize = CUpti_Device_GetChipName_Params_STRUCT_SIZE;
-  chip.deviceIndex = static_cast<size_t>(device_ordinal);
-  FPROF_PROFILER_CALL(cuptiDeviceGetChipName(&chip));
-  chip_ = chip.pChipName;
 
   // Counter availability fails here, early, when counters need admin rights.
   CUpti_Profiler_GetCounterAvailability_Params avail{};

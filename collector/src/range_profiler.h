@@ -6,6 +6,7 @@
 
 #include <cuda.h>
 #include <cupti_profiler_host.h>
+#include <cupti_profiler_target.h>
 #include <cupti_range_profiler.h>
 
 #include "metrics_config.h"
@@ -85,6 +86,13 @@ class RangeProfiler {
 
 // A sentence for a CUPTI result in the profiler context (permission and busy get their fix).
 std::string profilerErrorText(const char* call, CUptiResult result);
+
+// cuptiProfilerInitialize, whether the device supports `api` (`what` names it in the sentence that
+// says what the device lacks: vGPU, WSL, ...), and its chip's name. `initialized` is set once the
+// first step succeeded, so the caller deinitializes whatever followed. The range profiler and the
+// SASS Metrics API start so.
+bool initializeProfilerFor(int device_ordinal, CUpti_Profiler_API api, const char* what, bool& initialized,
+                           std::string& chip, std::string& error);
 
 // In a function that returns false with `error` set (a std::string in scope): the call, or that.
 #define FPROF_PROFILER_CALL(call)                          \

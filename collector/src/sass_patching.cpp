@@ -43,27 +43,13 @@ bool metricId(const char* chip, const char* name, uint64_t& id, std::string& err
 bool SassPatching::setup(CUcontext ctx, int device_ordinal, std::string& error) {
   ctx_ = ctx;
   device_ = device_ordinal;
-  CUpti_Profiler_Initialize_Params init{};
-  init.structSize = CUpti_Profiler_Initialize_Params_STRUCT_SIZE;
-  FPROF_PROFILER_CALL(cuptiProfilerInitialize(&init));
-  initialized_ = true;
-  CUpti_Profiler_DeviceSupported_Params supported{};
-  supported.structSize = CUpti_Profiler_DeviceSupported_Params_STRUCT_SIZE;
-  supported.cuDevice = device_ordinal;
-  supported.api = CUPTI_PROFILER_SASS_METRICS;
-  FPROF_PROFILER_CALL(cuptiProfilerDeviceSupported(&supported));
-  if (supported.isSupported != CUPTI_PROFILER_CONFIGURATION_SUPPORTED) {
-    error = "this GPU does not support CUPTI's SASS Metrics API";
+  if (!initializeProfilerFor(device_ordinal, CUPTI_PROFILER_SASS_METRICS, "CUPTI's SASS Metrics API", initialized_,
+                             chip_, error)) {
     return false;
   }
-  CUpti_Device_GetChipName_Params chip{};
-  chip.structSize = CUpti_Device_GetChipName_Params_STRUCT_SIZE;
-  chip.deviceIndex = static_cast<size_t>(device_ordinal);
-  FPROF_PROFILER_CALL(cuptiDeviceGetChipName(&chip));
-  chip_ = chip.pChipName;
-  if (!metricId(chip.pChipName, core::kPcWarpInstMetric, warp_inst_id_, error) ||
-      !metricId(chip.pChipName, core::kPcThreadInstMetric, thread_inst_id_, error) ||
-      !metricId(chip.pChipName, core::kPcLocalSectorsMetric, local_sectors_id_, error)) {
+  if (!metricId(chip_.c_str(), core::kPcWarpInstMetric, warp_inst_id_, error) ||
+      !metricId(chip_.c_str(), core::kPcThreadInstMetric, thread_inst_id_, error) ||
+      !metricId(chip_.c_str(), core::kPcLocalSectorsMetric, local_sectors_id_, error)) {
     return false;
   }
   std::vector<CUpti_SassMetrics_Config> config;
