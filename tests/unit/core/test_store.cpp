@@ -16,6 +16,14 @@ namespace {
 using fprof::testing::makeKernel;
 using fprof::testing::tempPath;
 
+// A kernel of a CUDA graph launch (correlation 40): node `node` of graph `graph`.
+core::KernelRecord graphNodeKernel(const std::string& name, int64_t start_ns, uint32_t graph, uint64_t node) {
+  core::KernelRecord k = makeKernel(name, start_ns, 5, 40);
+  k.graph_id = graph;
+  k.graph_node_id = node;
+  return k;
+}
+
 TEST(Store, RoundTripsEveryRecordKind) {
   const std::string path = tempPath("roundtrip.fprof");
   {
@@ -440,12 +448,8 @@ TEST(Store, CopiedCountersOfAGraphKernelFindTheKernelOfTheirNode) {
   // One graph launch (correlation 40) ran nodes 7 and 8; node 8 has the signature of the eager
   // launch 10, node 7 none: only node 8's kernel takes the copy, node 7's keeps the reason.
   (*w)->add(fprof::testing::makeKernel("eager", 0, 5, 10));
-  core::KernelRecord a = fprof::testing::makeKernel("graph_node_7", 30, 5, 40);
-  a.graph_id = 2;
-  a.graph_node_id = 7;
-  core::KernelRecord b = fprof::testing::makeKernel("graph_node_8", 40, 5, 40);
-  b.graph_id = 2;
-  b.graph_node_id = 8;
+  const core::KernelRecord a = graphNodeKernel("graph_node_7", 30, 2, 7);
+  const core::KernelRecord b = graphNodeKernel("graph_node_8", 40, 2, 8);
   (*w)->add(a);
   (*w)->addCountersForLaunch(1, 10, 0, c, {});
   (*w)->addMissingCountersForLaunch(1, {40, 0}, "graph kernel: no source");
@@ -538,12 +542,8 @@ TEST(Store, GraphLaunchCountersTakeTheCorrelationIdOfTheirKernels) {
   (*w)->add(orphan);
   ASSERT_TRUE((*w)->flush());
   EXPECT_EQ((*w)->pendingRecords(), 2u) << "both wait for kernel rows";
-  core::KernelRecord a = fprof::testing::makeKernel("graph_node_1", 30, 5, 40);
-  a.graph_id = 3;
-  a.graph_node_id = 1;
-  core::KernelRecord b = fprof::testing::makeKernel("graph_node_2", 40, 5, 40);
-  b.graph_id = 3;
-  b.graph_node_id = 2;
+  const core::KernelRecord a = graphNodeKernel("graph_node_1", 30, 3, 1);
+  const core::KernelRecord b = graphNodeKernel("graph_node_2", 40, 3, 2);
   (*w)->add(a);
   (*w)->add(b);
   ASSERT_TRUE((*w)->flush());
