@@ -3,6 +3,7 @@
 #include "collector.h"
 
 #include <dlfcn.h>
+#include <execinfo.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -1295,11 +1296,25 @@ void Collector::onExit() {
 // then ours is simply not called). SA_ONSTACK: a stack overflow's SIGSEGV runs on the program's
 // alternate stack if it set one up.
 void installSignalHandlers() {
+  void* warm[1];
+  (void)backtrace(warm, 1);  // loads the unwinder now: not from inside a signal handler
   struct sigaction action {};
   action.sa_sigaction = signalTrampoline;
   sigemptyset(&action.sa_mask);
   action.sa_flags = SA_RESTART | SA_SIGINFO | SA_ONSTACK;
   for (int sig : kHandledSignals) sigaction(sig, &action, &g_previous[sig]);
+}
+
+// A fault the program does not handle: the faulting thread's stack goes to stderr (whose code
+// crashed, the program's or fprof's, is the first thing a report needs). backtrace_symbols_fd
+// allocates nothing.
+void printFaultStack(int sig) {
+  if (sig != SIGSEGV && sig != SIGBUS && sig != SIGILL && sig != SIGFPE) return;
+  static constexpr char kHead[] = "[fprof] the program received a fatal signal; the faulting thread's stack:\n";
+  (void)!::write(STDERR_FILENO, kHead, sizeof kHead - 1);
+  void* frames[48];
+  const int n = backtrace(frames, 48);
+  backtrace_symbols_fd(frames, n, STDERR_FILENO);
 }
 
 bool endsProgram(const struct sigaction& previous) {
@@ -1324,6 +1339,7 @@ void passOn(int sig, siginfo_t* info, void* context) {
 void Collector::onSignal(int sig, siginfo_t* info, void* context) {
   const int saved_errno = errno;
   const bool dies = endsProgram(g_previous[sig]);
+  if (dies) printFaultStack(sig);
   // The writer cannot wait for itself: a fault on the writer thread keeps what earlier flushes wrote.
   const bool on_writer = writer_thread_.joinable() && pthread_equal(pthread_self(), g_writer_thread);
   if (!finished_.load() && !exiting_.load() && !on_writer) {
