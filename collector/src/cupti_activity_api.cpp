@@ -139,8 +139,20 @@ void CuptiActivityApi::setFlushPeriod(int period_ms) {
   FPROF_CUPTI_OK(cuptiActivityFlushPeriod(static_cast<uint32_t>(period_ms)));
 }
 
+void CuptiActivityApi::holdFlushes() {
+  flush_mu_.lock();
+  flush_holder_.store(std::this_thread::get_id());
+}
+
+void CuptiActivityApi::releaseFlushes() {
+  flush_holder_.store(std::thread::id{});
+  flush_mu_.unlock();
+}
+
 void CuptiActivityApi::flushAll(bool forced) {
   if (released_.load()) return;
+  std::unique_lock<std::mutex> after_patching(flush_mu_, std::defer_lock);
+  if (flush_holder_.load() != std::this_thread::get_id()) after_patching.lock();
   FPROF_CUPTI_OK(cuptiActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0));
 }
 

@@ -10,6 +10,7 @@
 #include <functional>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace fprof::collector {
@@ -71,6 +72,11 @@ class CuptiActivityApi {
   // From a non-CUPTI thread or an API callback only (CUPTI forbids it inside buffer callbacks).
   // A no-op once released.
   void flushAll(bool forced);
+  // A launch counted by SASS patching holds flushes from before the SASS Metrics API is enabled
+  // until it is disabled again; flushAll on another thread waits meanwhile (the writer's periodic
+  // flush during a patched launch hung a Hugging Face program's run, bench/RESULTS.md issue 15).
+  void holdFlushes();
+  void releaseFlushes();  // on the holding thread
   // Hands CUPTI over to another client (torch.profiler): flushes every buffer to the sink,
   // disables the activity kinds and unsubscribes. Nothing of CUPTI is touched afterwards.
   void release();
@@ -110,6 +116,8 @@ class CuptiActivityApi {
   CUpti_SubscriberHandle subscriber_ = nullptr;
   BufferSink sink_;
   std::mutex pool_mu_;
+  std::mutex flush_mu_;  // held between holdFlushes and releaseFlushes
+  std::atomic<std::thread::id> flush_holder_{};
   std::vector<uint8_t*> pool_;
   std::atomic<uint64_t> dropped_{0};
   std::atomic<bool> released_{false};

@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "checks.h"
+#include "cupti_activity_api.h"
 #include "fprof/core/metric_sets.h"
 #include "log.h"
 #include "range_matching.h"
@@ -49,6 +50,7 @@ struct Window {
   std::unique_lock<std::mutex> lock;
   void* state = nullptr;  // MetricsCollector::ContextState*
   bool profiled = false;
+  bool holds_flushes = false;  // a launch counted by SASS patching (CuptiActivityApi::holdFlushes)
   int depth = 0;  // a runtime launch wraps a driver launch: only the outermost driver call counts
 };
 thread_local Window t_window;
@@ -171,6 +173,27 @@ bool MetricsCollector::setUpSweep(ContextState& s, CUdevice device) {
   }
   note("warning", "caches are not invalidated before profiled launches (cache control: none): " + error);
   return true;
+}
+
+// Kernel replay saves and restores the device memory a kernel may write; once the program holds
+// more than half of the device that goes through host memory, seconds a profiled kernel (12 s
+// with 48 of 80 GiB held, bench/RESULTS.md issue 15; JAX preallocates 75% by default). Said once
+// a context, at the first profiled launch that finds it so.
+void MetricsCollector::warnIfReplayGoesThroughHost(ContextState& s) {
+  if (s.warned_footprint) return;
+  size_t free_bytes = 0, total_bytes = 0;
+  if (cuMemGetInfo(&free_bytes, &total_bytes) != CUDA_SUCCESS || total_bytes == 0) return;
+  const size_t held = total_bytes - free_bytes;
+  if (held <= total_bytes / 2) return;
+  s.warned_footprint = true;
+  char text[512];
+  std::snprintf(text, sizeof text,
+                "the program holds %.1f of the device's %.1f GiB: kernel replay saves and restores the memory a "
+                "kernel may write through host memory past about half of the device, seconds a profiled kernel; "
+                "--replay application counts the program's own run without replay (JAX: or "
+                "XLA_PYTHON_CLIENT_PREALLOCATE=false)",
+                double(held) / double(1ull << 30), double(total_bytes) / double(1ull << 30));
+  note("warning", text);
 }
 
 bool MetricsCollector::setUp(ContextState& s) {
@@ -525,12 +548,17 @@ void MetricsCollector::openWindow(const LaunchRequest& launch, ContextState& s) 
     return;
   }
   if (s.batch.size() >= config_.batch_ranges) decode(s);
+  if (s.profiler && !s.application) warnIfReplayGoesThroughHost(s);
   s.launch_started = std::chrono::steady_clock::now();
   std::string error;
   if (s.application && !prepareOwnRun(s, launch.stream, error)) {
     note("warning", "before a profiled launch: " + error);
   }
   if (s.patching && debug_ranges_) logInfo("SASS patching begins: %s", launch.symbol_name ? launch.symbol_name : "?");
+  if (s.patching) {
+    CuptiActivityApi::instance().holdFlushes();
+    t_window.holds_flushes = true;
+  }
   if (s.patching && !s.patching->begin(error)) {
     note("error", "enabling SASS instruction counts: " + error);
     s.failed = true;
@@ -607,6 +635,10 @@ void MetricsCollector::afterLaunch(CUresult result) {
   }
   t_window.state = nullptr;
   t_window.profiled = false;
+  if (t_window.holds_flushes) {
+    CuptiActivityApi::instance().releaseFlushes();
+    t_window.holds_flushes = false;
+  }
   if (t_window.lock.owns_lock()) t_window.lock.unlock();
 }
 

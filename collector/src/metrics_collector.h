@@ -128,6 +128,7 @@ class MetricsCollector {
     std::vector<Entry> batch;  // profiled launches whose ranges are not decoded yet
     bool failed = false;
     bool set_up = false;
+    bool warned_footprint = false;  // warnIfReplayGoesThroughHost said it once
     std::chrono::steady_clock::time_point launch_started{};  // of the profiled launch in its window
   };
   struct Profiled {  // a decoded launch that copies may come from
@@ -140,6 +141,7 @@ class MetricsCollector {
   ContextState& stateOf(CUcontext ctx);  // requires mu_
   bool setUp(ContextState& s);           // requires mu_
   bool setUpSweep(ContextState& s, CUdevice device);
+  void warnIfReplayGoesThroughHost(ContextState& s);  // requires mu_
   bool setUpPatching(ContextState& s, CUcontext ctx, CUdevice device);  // requires mu_
   void countPatched(ContextState& s, CUresult result);                   // requires mu_
   void writePcCounts(const core::SassPcLaunch& launch);                  // requires mu_
