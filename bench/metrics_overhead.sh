@@ -16,8 +16,8 @@
 # kernel against ncu's (median and max relative difference, kernels matched by launch order).
 #
 # APP_REPLAY=1 adds, per program, `fprof run --metrics roofline --replay application` (two runs of
-# the program, cache control all; the second counts the SASS counters by SASS patching,
-# --sass-patching) and the same with the second run under kernel replay (the default), against
+# the program, cache control all; the second counts the SASS counters by SASS patching, the
+# default) and the same with the second run under kernel replay (--second-run kernel), against
 # `ncu --cache-control all`, and compares the two second runs' SASS counters kernel by kernel.
 # SKIP_NONE=1 leaves out the cache-control-none runs (fprof sampled, ncu none).
 #
@@ -85,8 +85,8 @@ compare_program() {  # compare_program LABEL PROGRAM...: native, fprof (sampled)
     # Application replay: hardware counters in the program's own run with the L2 emptied before each
     # profiled launch (cache control all), SASS counters in a second run by SASS patching (no
     # replay), and the same with the second run under kernel replay, as before session 14.
-    fprof_run "${label}.fprof_app_all" --replay application --sass-patching -- "$@"
-    fprof_run "${label}.fprof_app_kernel" --replay application -- "$@"
+    fprof_run "${label}.fprof_app_all" --replay application -- "$@"
+    fprof_run "${label}.fprof_app_kernel" --replay application --second-run kernel -- "$@"
     ncu_run "${label}.ncu_all" all "$@"
   fi
 }

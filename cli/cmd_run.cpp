@@ -48,7 +48,7 @@ struct RunOptions {
   bool gpu_fault_safe = false;  // kernel timestamps in pinned host memory (FPROF_CUPTI_HOST_PINNED)
   std::string cache_control;  // "" = all where the CUPTI can, else none
   std::string replay;         // "" = auto
-  bool sass_patching = false;  // application replay's second run by SASS patching (--sass-patching)
+  std::string second_run;     // "" = patching: how application replay's second run counts (--second-run)
   std::string cupti;          // a libcupti.so.13 to use instead of the toolkit's (FPROF_CUPTI)
   std::vector<std::string> program;
 };
@@ -231,10 +231,9 @@ pid_t startChild(const RunOptions& opt, const std::string& collector, const std:
 // How many times the program runs, and what each run counts. One run, except under --replay
 // application with SASS-instrumented counters in the set: the program's own run cannot count those,
 // so the first run counts the others in the program's own execution and a second run counts the
-// SASS ones; core/replay_merge.h joins them. The second run counts under kernel replay, or, with
-// --sass-patching (or FPROF_SECOND_RUN_REPLAY=sass_patching) and a set whose every SASS counter
-// comes from per-PC counts, by SASS patching (no replay: core/sass_pc.h). Not the default: it hung
-// once on a Hugging Face GPT-2 generate (bench/RESULTS.md, issue 15, session 14).
+// SASS ones; core/replay_merge.h joins them. The second run counts by SASS patching (no replay:
+// core/sass_pc.h) where every SASS counter of the set comes from per-PC counts, unless
+// --second-run kernel (or FPROF_SECOND_RUN_REPLAY=kernel) asks for kernel replay.
 struct ReplayPlan {
   std::string first_metrics;   // FPROF_METRICS of the first (or only) run
   std::string first_replay;    // FPROF_REPLAY of the first run ("" = the collector's default)
@@ -261,7 +260,7 @@ ReplayPlan planRuns(const RunOptions& opt, const std::string& cupti) {
   const char* env = std::getenv("FPROF_SECOND_RUN_REPLAY");
   const std::string asked = env != nullptr ? env : "";
   const bool patching = std::all_of(sass.begin(), sass.end(), core::countedFromPcCounts) && asked != "kernel" &&
-                        (opt.sass_patching || asked == "sass_patching");
+                        opt.second_run != "kernel";
   return {commaJoined(own_run), "application", commaJoined(sass), patching ? "sass_patching" : "kernel"};
 }
 
@@ -399,10 +398,10 @@ int runProgram(const RunOptions& opt) {
   }
   const bool selects = !opt.kernel_regex.empty() || !opt.nvtx_include.empty() || !opt.ops.empty() ||
                        opt.launch_skip != 0 || opt.launch_count != 0 || opt.samples_per_launch_kind != 0 ||
-                       opt.every_launch || !opt.cache_control.empty() || !opt.replay.empty() || opt.sass_patching;
+                       opt.every_launch || !opt.cache_control.empty() || !opt.replay.empty() || !opt.second_run.empty();
   if (selects && opt.metrics.empty()) {
     return inputError("run: --kernel-regex, --nvtx-include, --ops, --launch-skip, --launch-count, "
-                      "--samples-per-launch-kind, --every-launch, --cache-control, --replay and --sass-patching choose "
+                      "--samples-per-launch-kind, --every-launch, --cache-control, --replay and --second-run choose "
                       "what --metrics profiles; add --metrics roofline (or memory, full)");
   }
   std::string cupti = opt.cupti;
@@ -414,12 +413,12 @@ int runProgram(const RunOptions& opt) {
     cupti = fs::absolute(cupti).string();
   }
   const ReplayPlan plan = planRuns(opt, cupti);
-  if (opt.sass_patching && !countsOwnRun(opt, cupti)) {
-    return inputError("run: --sass-patching counts application replay's second run; add --replay application");
+  if (!opt.second_run.empty() && !countsOwnRun(opt, cupti)) {
+    return inputError("run: --second-run says how application replay's second run counts; add --replay application");
   }
-  if (opt.sass_patching && plan.second_replay != "sass_patching") {
-    std::fprintf(stderr, "[fprof] --sass-patching: this metric set needs no second run, or holds SASS counters that per-PC "
-                         "counts do not give; the second run, if any, uses kernel replay\n");
+  if (opt.second_run == "patching" && !plan.second_metrics.empty() && plan.second_replay != "sass_patching") {
+    std::fprintf(stderr, "[fprof] --second-run patching: this metric set holds SASS counters that per-PC counts do not "
+                         "give; the second run uses kernel replay\n");
   }
   const std::string collector = findCollector();
   if (collector.empty()) {
@@ -558,17 +557,18 @@ Command addRunCommand(CLI::App& root) {
                   "With --metrics: kernel = CUPTI replays each profiled kernel once per pass, saving and restoring "
                   "device memory; application = the program's own run of each profiled launch is counted (no "
                   "replay; the L2 emptied by fprof before each with --cache-control all), SASS-instrumented "
-                  "counters (FLOPs, instructions) in a second run of the program under kernel replay, and each "
+                  "counters (FLOPs, instructions) in a second run of the program (--second-run), and each "
                   "executable CUDA graph's first launch counted whole, as one range; auto (default) = application "
                   "for one-pass sets without SASS counters (e.g. --metrics memory) and for --cache-control all "
                   "without --cupti, else kernel")
       ->check(CLI::IsMember({"auto", "kernel", "application"}));
-  app->add_flag("--sass-patching", opt->sass_patching,
-                "With --replay application: count the second run's SASS counters by SASS patching (CUPTI's SASS "
-                "Metrics API: each profiled launch's instructions counted per PC, no replay) instead of kernel "
-                "replay: 5-15x cheaper a launch, and fp16/bf16 FLOPs exact per instruction whatever forms a kernel "
-                "mixes. Experimental: it hung once on a Hugging Face GPT-2 generate, so a second run by patching that "
-                "takes more than 3 x the first run + 60 s is stopped and made again under kernel replay");
+  app->add_option("--second-run", opt->second_run,
+                  "With --replay application and a set with FLOP or instruction counters: how the program's second "
+                  "run counts them. patching (default) = CUPTI's SASS Metrics API counts each profiled launch's "
+                  "instructions per PC, no replay: 5-15x cheaper a launch than kernel replay, no device memory saved "
+                  "and restored, fp16/bf16 FLOPs exact per instruction; a patched run that takes more than 3 x the "
+                  "first run + 60 s is stopped and made again under kernel replay. kernel = kernel replay (one pass)")
+      ->check(CLI::IsMember({"patching", "kernel"}));
   app->add_option("--cupti", opt->cupti,
                   "Use this libcupti.so.13 (e.g. from the nvidia-cuda-cupti wheel) instead of the toolkit's; also "
                   "FPROF_CUPTI");

@@ -267,7 +267,7 @@ HalfFlops halfFlopsFromSass(const SassHalfCounts& sass, double hadd, double hmul
                " FLOPs" +
                (split_would_help ? "; the sets `roofline` and `full` count the FMA pipe's HFMA2 apart from the MMA pipe's "
                                    "(HFMA2.MMA), which makes them exact here"
-                                 : "; `fprof run --replay application --sass-patching` counts each instruction and makes them exact");
+                                 : "; `fprof run --replay application` counts each instruction and makes them exact");
     return r;
   }
   r.fp16 = t.fp16;

@@ -180,11 +180,12 @@ TEST(MetricsGpu, GraphLaunchCountedWholeUnderApplicationReplay) {
 }
 
 // The roofline set under application replay: the program runs twice, hardware counters counted in
-// its own run with the L2 emptied, SASS counters in the second run by SASS patching, joined
+// its own run with the L2 emptied, SASS counters in the second run by SASS patching (the default
+// second run), joined
 // launch by launch. FLOPs stay exact, the copy's DRAM bytes are its own.
 TEST(MetricsGpu, RooflineInTwoRunsOfTheProgram) {
   const std::string db = tempPath("metrics_roofline_application.fprof");
-  ASSERT_EQ(run("--metrics roofline --replay application --sass-patching -o " + db), 0);
+  ASSERT_EQ(run("--metrics roofline --replay application -o " + db), 0);
   auto p = fprof::core::loadProfile(db);
   ASSERT_TRUE(p.ok()) << p.error();
   EXPECT_EQ(p->meta("replay_mode"), "application");

@@ -98,15 +98,17 @@ TEST(Cli, RunRefusesWhenAnotherInjectorIsActive) {
 TEST(Cli, RunReplayNeedsMetricsAndAKnownMode) {
   Result alone = runFprof("run --replay application true");
   EXPECT_EQ(alone.code, 2);
-  EXPECT_NE(alone.out.find("--replay and --sass-patching choose what --metrics profiles"), std::string::npos)
+  EXPECT_NE(alone.out.find("--replay and --second-run choose what --metrics profiles"), std::string::npos)
       << alone.out;
-  Result patching = runFprof("run --sass-patching true");
-  EXPECT_EQ(patching.code, 2) << "--sass-patching is for metrics runs too";
-  Result kernel = runFprof("run --metrics roofline --replay kernel --sass-patching true");
+  Result second = runFprof("run --second-run kernel true");
+  EXPECT_EQ(second.code, 2) << "--second-run is for metrics runs too";
+  Result kernel = runFprof("run --metrics roofline --replay kernel --second-run patching true");
   EXPECT_EQ(kernel.code, 2);
-  EXPECT_NE(kernel.out.find("--sass-patching counts application replay's second run; add --replay application"),
+  EXPECT_NE(kernel.out.find("--second-run says how application replay's second run counts; add --replay application"),
             std::string::npos)
       << kernel.out;
+  Result other = runFprof("run --metrics roofline --replay application --second-run user true");
+  EXPECT_EQ(other.code, 2) << "patching or kernel only";
   Result unknown = runFprof("run --metrics memory --replay user true");
   EXPECT_EQ(unknown.code, 2);
   EXPECT_NE(unknown.out.find("--replay"), std::string::npos) << unknown.out;
