@@ -7,9 +7,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <optional>
@@ -239,19 +241,52 @@ struct ReplayPlan {
   std::string first_replay;    // FPROF_REPLAY of the first run ("" = the collector's default)
   std::string second_metrics;  // "" = one run
   std::string second_replay;   // FPROF_REPLAY of the second run: sass_patching or kernel
+  bool own_run = false;        // the program's own execution is counted (application replay)
 };
 
-// Whether the run counts the program's own execution: asked for, or (auto) the only way to the
-// cache control asked for: kernel replay empties caches only with a CUPTI 13.4 given by --cupti.
+// The hardware (not SASS-instrumented) metrics of a --metrics selection.
+std::vector<std::string> hardwareMetricsOf(const std::string& selection) {
+  std::vector<std::string> out;
+  if (auto metrics = core::expandMetricSelection(selection)) {
+    std::copy_if(metrics->begin(), metrics->end(), std::back_inserter(out),
+                 [](const std::string& m) { return !core::isSassInstrumented(m); });
+  }
+  return out;
+}
+
+// Replay passes the CUPTI host API gives these metrics on this machine's GPU (fprof-metrics-host,
+// no GPU work), or none where the tool is missing or cannot say.
+std::optional<int> hardwarePasses(const std::vector<std::string>& metrics) {
+  const std::string tool = findSibling("fprof-metrics-host");
+  if (tool.empty() || metrics.empty()) return std::nullopt;
+  std::string command = "'" + tool + "'";
+  for (const std::string& m : metrics) command += " '" + m + "'";  // metric names: [a-z0-9_.]
+  std::FILE* pipe = popen((command + " 2>/dev/null").c_str(), "r");
+  if (pipe == nullptr) return std::nullopt;
+  std::optional<int> passes;
+  char line[512];
+  while (std::fgets(line, sizeof line, pipe) != nullptr) {
+    if (int n = 0; std::sscanf(line, "passes %d", &n) == 1 && n > 0) passes = n;
+  }
+  return pclose(pipe) == 0 ? passes : std::nullopt;
+}
+
+// Whether the run counts the program's own execution (application replay): asked for; or, by
+// default, wherever the caches can be emptied that way and the hardware counters fit the one pass
+// the program's own run gives (kernel replay empties caches only with a CUPTI 13.4 given by
+// --cupti, costs more a launch, and saves device memory the program holds: bench/RESULTS.md, issue
+// 15); or asked for implicitly by --cache-control all without --cupti.
 bool countsOwnRun(const RunOptions& opt, const std::string& cupti) {
   if (opt.replay == "application") return true;
   const bool automatic = opt.replay.empty() || opt.replay == "auto";
-  return automatic && opt.cache_control == "all" && cupti.empty();
+  if (!automatic || !cupti.empty() || opt.cache_control == "none" || opt.metrics.empty()) return false;
+  return opt.cache_control == "all" || hardwarePasses(hardwareMetricsOf(opt.metrics)) == 1;
 }
 
 ReplayPlan planRuns(const RunOptions& opt, const std::string& cupti) {
-  ReplayPlan plan{opt.metrics, opt.replay, "", ""};
-  if (!countsOwnRun(opt, cupti) || opt.metrics.empty()) return plan;
+  ReplayPlan plan{opt.metrics, opt.replay, "", "", countsOwnRun(opt, cupti)};
+  if (!plan.own_run || opt.metrics.empty()) return plan;
+  plan.first_replay = "application";
   auto metrics = core::expandMetricSelection(opt.metrics);
   if (!metrics) return plan;
   std::vector<std::string> own_run, sass;
@@ -261,7 +296,7 @@ ReplayPlan planRuns(const RunOptions& opt, const std::string& cupti) {
   const std::string asked = env != nullptr ? env : "";
   const bool patching = std::all_of(sass.begin(), sass.end(), core::countedFromPcCounts) && asked != "kernel" &&
                         opt.second_run != "kernel";
-  return {commaJoined(own_run), "application", commaJoined(sass), patching ? "sass_patching" : "kernel"};
+  return {commaJoined(own_run), "application", commaJoined(sass), patching ? "sass_patching" : "kernel", true};
 }
 
 // What a second run counted by SASS patching leaves beside its database: the per-PC counts and the
@@ -283,22 +318,25 @@ constexpr const char* kSassCountersLost = "FLOPs and instructions stay unknown";
 // The SASS counters by launch computed after a second run by SASS patching (its database holds
 // them under kernel replay: none then).
 core::Expected<core::LaunchRawCounters> countersComputedAfter(const ReplayPlan& plan, const std::string& second,
-                                                              const PatchedRunFiles& files) {
+                                                              const PatchedRunFiles& files, const std::string& label) {
   if (plan.second_replay != "sass_patching") return core::LaunchRawCounters{};
   std::string summary;
   auto counted = sassCountersOfPatchedRun(second, files.pc_file, files.cubin_dir, summary);
-  if (counted) sayReplay(summary);
+  if (counted) sayReplay(label + summary);
   return counted;
 }
 
-// Joins a second run that ended well to `first`, and says what it did.
+// Joins a second run that ended well to `first`, and says what it did (each line after `label`:
+// the first run's database where the program ran as several ranks).
 void joinSecondRun(const RunOptions& opt, const ReplayPlan& plan, const std::string& first, const std::string& second,
-                   const PatchedRunFiles& files) {
-  const auto by_launch = countersComputedAfter(plan, second, files);
-  if (!by_launch) return sayReplay("the SASS counts could not be read: " + by_launch.error() + "; " + kSassCountersLost);
+                   const PatchedRunFiles& files, const std::string& label) {
+  const auto by_launch = countersComputedAfter(plan, second, files, label);
+  if (!by_launch) {
+    return sayReplay(label + "the SASS counts could not be read: " + by_launch.error() + "; " + kSassCountersLost);
+  }
   auto merged = core::mergeSecondRun(first, second, *by_launch);
-  if (!merged) return sayReplay("joining the second run failed: " + merged.error() + "; " + kSassCountersLost);
-  sayReplay(std::to_string(merged->kernels_joined) + " kernels got the second run's counters" +
+  if (!merged) return sayReplay(label + "joining the second run failed: " + merged.error() + "; " + kSassCountersLost);
+  sayReplay(label + std::to_string(merged->kernels_joined) + " kernels got the second run's counters" +
             (merged->kernels_without > 0
                  ? ", " + std::to_string(merged->kernels_without) + " found no twin (see fprof info)"
                  : std::string()));
@@ -320,27 +358,76 @@ std::optional<int> secondRunStatus(const RunOptions& opt, const std::string& col
                                       std::chrono::duration_cast<std::chrono::steady_clock::duration>(limit));
 }
 
-// The second run of application replay: the program again, counting the SASS metrics (by SASS
-// patching, or under kernel replay) into a scratch database that is joined to `first` and removed.
-// Only where the first run exited with 0, in metrics mode, as one process. A run by SASS patching
-// that passes its limit is stopped and the second run made again under kernel replay.
-void runSecondTime(const RunOptions& opt, const std::string& collector, const std::string& cupti,
-                   const ReplayPlan& plan, const std::string& first, size_t databases, int first_code,
-                   double first_run_seconds) {
-  const std::string lost = kSassCountersLost;
-  if (first_code != 0) {
-    return sayReplay("the first run ended with " + std::to_string(first_code) + ": no second run; " + lost);
+// The part of a database's name that tells the processes of one run apart: "" for `output`
+// itself, ".rank3" for run.rank3.fprof beside run.fprof, ".pid812" for run.pid812.fprof.
+std::string processTag(const std::string& file, const std::string& output) {
+  const std::string stem = fs::path(output).stem().string();
+  const std::string name = fs::path(file).stem().string();
+  return name.size() > stem.size() && name.rfind(stem, 0) == 0 ? name.substr(stem.size()) : "";
+}
+
+// The first run's databases that a second run can give counters to: in metrics mode, and named
+// by rank where there are several (a process known only by its pid has no twin to pair with).
+std::vector<std::string> databasesToCountAgain(const std::vector<std::string>& firsts, const std::string& output) {
+  std::vector<std::string> out;
+  for (const std::string& f : firsts) {
+    const std::string tag = processTag(f, output);
+    const std::string label = firsts.size() > 1 ? f + ": " : "";
+    if (!tag.empty() && tag.rfind(".rank", 0) != 0) {
+      sayReplay(label + "a process without a rank (RANK, ...) cannot be paired with its second run; " +
+                kSassCountersLost);
+      continue;
+    }
+    auto facts = core::loadProfile(f);
+    if (!facts || facts->meta("mode") != "metrics") {
+      sayReplay(label + "the first run collected no counters: nothing to count again");
+      continue;
+    }
+    out.push_back(f);
   }
-  if (databases != 1) return sayReplay("the program ran as several processes: no second run; " + lost);
-  auto facts = core::loadProfile(first);
-  if (!facts || facts->meta("mode") != "metrics") return sayReplay("the first run collected no counters: no second run");
-  const std::string scratch = first + ".second-run.fprof";
-  removeDatabaseFiles(scratch);
+  return out;
+}
+
+// The exit code of a wait status as `fprof run` passes it on (128 + N for signal N).
+int exitCodeOf(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1;
+}
+
+// Whether a first run that ended so can be run again for its SASS counters: it ended by itself (an
+// exit code, or a crash it will crash again at, whose launches before it the second run counts),
+// not stopped from outside (SIGINT, SIGTERM, SIGKILL: the user or a time limit).
+bool endedByItself(int code) {
+  if (code <= 128) return true;
+  const int sig = code - 128;
+  return sig == SIGABRT || sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL;
+}
+
+// The second run of application replay: the program again, counting the SASS metrics (by SASS
+// patching, or under kernel replay) into scratch databases, one per rank, each joined to the first
+// run's database of the same rank and removed. A program that failed or crashed in its first run
+// is run again only if it ended by itself, and its second run must end the same way. A run by SASS
+// patching that passes its limit is stopped and the second run made again under kernel replay.
+void runSecondTime(const RunOptions& opt, const std::string& collector, const std::string& cupti,
+                   const ReplayPlan& plan, const std::string& output, const std::vector<std::string>& firsts,
+                   int first_code, double first_run_seconds) {
+  const std::string lost = kSassCountersLost;
+  if (!endedByItself(first_code)) {
+    return sayReplay("the first run was stopped (exit code " + std::to_string(first_code) + "): no second run; " + lost);
+  }
+  const std::vector<std::string> counted = databasesToCountAgain(firsts, output);
+  if (counted.empty()) return;
+  const std::string scratch = fs::absolute(output).string() + ".second-run.fprof";
+  for (const fs::path& stale : runDatabases(scratch)) removeDatabaseFiles(stale.string());
   const bool patching = plan.second_replay == "sass_patching";
   PatchedRunFiles files;
+  auto removePatchedFiles = [&] {
+    for (const std::string& f : counted) PatchedRunFiles{files.pc_file + processTag(f, output), ""}.remove();
+    files.remove();
+  };
   if (patching) {
     files = {scratch + ".pcs", scratch + ".cubins"};
-    files.remove();
+    removePatchedFiles();
     std::error_code ec;
     fs::create_directories(files.cubin_dir, ec);
   }
@@ -350,25 +437,37 @@ void runSecondTime(const RunOptions& opt, const std::string& collector, const st
   const ChildRun run{scratch, files.cubin_dir, plan.second_metrics, plan.second_replay, "none", true, files.pc_file};
   const std::optional<int> waited = secondRunStatus(opt, collector, cupti, run, patching, first_run_seconds);
   const std::vector<std::string> produced = producedFiles(scratch, started);
-  if (!waited) {
+  auto removeScratch = [&] {
     for (const std::string& f : produced) removeDatabaseFiles(f);
-    files.remove();
+    if (patching) removePatchedFiles();
+  };
+  if (!waited) {
+    removeScratch();
     char limit[32];
     std::snprintf(limit, sizeof limit, "%.0f", patchedRunLimitSeconds(first_run_seconds));
     sayReplay(std::string("the second run by SASS patching did not end within ") + limit +
               " s (3 x the first run + 60 s) and was stopped; counting under kernel replay instead");
     ReplayPlan kernel = plan;
     kernel.second_replay = "kernel";
-    return runSecondTime(opt, collector, cupti, kernel, first, databases, first_code, first_run_seconds);
+    return runSecondTime(opt, collector, cupti, kernel, output, counted, first_code, first_run_seconds);
   }
   const int status = *waited;
-  if (status == kNotStarted || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || produced.size() != 1) {
-    sayReplay("the second run failed (" + exitFacts(status).at("exit_status") + "); " + lost);
-  } else {
-    joinSecondRun(opt, plan, first, produced.front(), files);
+  if (status == kNotStarted || exitCodeOf(status) != first_code) {
+    sayReplay("the second run ended otherwise than the first (" + exitFacts(status).at("exit_status") + "); " + lost);
+    return removeScratch();
   }
-  for (const std::string& f : produced) removeDatabaseFiles(f);
-  if (patching) files.remove();
+  for (const std::string& f : counted) {
+    const std::string tag = processTag(f, output);
+    const std::string label = counted.size() > 1 || !tag.empty() ? f + ": " : "";
+    const auto twin = std::find_if(produced.begin(), produced.end(),
+                                   [&](const std::string& p) { return processTag(p, scratch) == tag; });
+    if (twin == produced.end()) {
+      sayReplay(label + "the second run wrote no database for this process; " + lost);
+      continue;
+    }
+    joinSecondRun(opt, plan, f, *twin, PatchedRunFiles{files.pc_file + tag, files.cubin_dir}, label);
+  }
+  removeScratch();
 }
 
 int runProgram(const RunOptions& opt) {
@@ -413,7 +512,7 @@ int runProgram(const RunOptions& opt) {
     cupti = fs::absolute(cupti).string();
   }
   const ReplayPlan plan = planRuns(opt, cupti);
-  if (!opt.second_run.empty() && !countsOwnRun(opt, cupti)) {
+  if (!opt.second_run.empty() && !plan.own_run) {
     return inputError("run: --second-run says how application replay's second run counts; add --replay application");
   }
   if (opt.second_run == "patching" && !plan.second_metrics.empty() && plan.second_replay != "sass_patching") {
@@ -452,12 +551,9 @@ int runProgram(const RunOptions& opt) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - first_started).count();
   if (status == kNotStarted) return inputError(std::string("run: fork failed: ") + std::strerror(errno));
   StepTimer timer;
-  int code = 0;
-  if (WIFEXITED(status)) {
-    code = WEXITSTATUS(status);
-    if (code == 127) return code;  // exec failed, already said
-  } else if (WIFSIGNALED(status)) {
-    code = 128 + WTERMSIG(status);
+  const int code = std::max(exitCodeOf(status), 0);
+  if (WIFEXITED(status) && code == 127) return code;  // exec failed, already said
+  if (WIFSIGNALED(status)) {
     std::fprintf(stderr, "[fprof] %s was killed by signal %d (%s)\n", opt.program[0].c_str(), WTERMSIG(status),
                  strsignal(WTERMSIG(status)));
   }
@@ -468,6 +564,7 @@ int runProgram(const RunOptions& opt) {
                  "[fprof] no database was written: the program made no CUDA calls, or the collector was off (see "
                  "messages above)\n");
   }
+  std::vector<std::string> complete;
   for (const std::string& f : files) {
     const core::Status checked = core::checkDatabase(f);
     timer.done("check the database");
@@ -479,10 +576,13 @@ int runProgram(const RunOptions& opt) {
       std::fprintf(stderr, "[fprof] how the program ended was not recorded: %s\n", recorded.error().c_str());
     }
     timer.done("record how the program ended");
-    if (!plan.second_metrics.empty()) {
-      runSecondTime(opt, collector, cupti, plan, f, files.size(), code, first_run_seconds);
-      timer.done("application replay's second run");
-    }
+    complete.push_back(f);
+  }
+  if (!plan.second_metrics.empty() && !complete.empty()) {
+    runSecondTime(opt, collector, cupti, plan, output, complete, code, first_run_seconds);
+    timer.done("application replay's second run");
+  }
+  for (const std::string& f : complete) {
     if (!cubin_dir.empty()) {
       if (const std::string said = applySassStep(f, cubin_dir); !said.empty()) {
         std::fprintf(stderr, "[fprof] %s: %s\n", f.c_str(), said.c_str());
@@ -518,7 +618,7 @@ Command addRunCommand(CLI::App& root) {
                   "Attach measured ceilings from this file (default: the per-user cache of 'fprof ceilings')")
       ->check(CLI::ExistingFile);
   app->add_option("--metrics", opt->metrics,
-                  "Hardware counters per kernel (CUPTI range profiler, kernel replay): a set (memory, roofline, full; "
+                  "Hardware counters per kernel (CUPTI range profiler; --replay says how): a set (memory, roofline, full; "
                   "see 'fprof metrics list') or metric names separated by commas")
       ->type_name("SET|LIST");
   app->add_option("--kernel-regex", opt->kernel_regex,
@@ -559,8 +659,8 @@ Command addRunCommand(CLI::App& root) {
                   "replay; the L2 emptied by fprof before each with --cache-control all), SASS-instrumented "
                   "counters (FLOPs, instructions) in a second run of the program (--second-run), and each "
                   "executable CUDA graph's first launch counted whole, as one range; auto (default) = application "
-                  "for one-pass sets without SASS counters (e.g. --metrics memory) and for --cache-control all "
-                  "without --cupti, else kernel")
+                  "where the set's hardware counters fit one pass (memory, roofline) and the caches can be emptied "
+                  "that way (not with --cache-control none or --cupti), else kernel")
       ->check(CLI::IsMember({"auto", "kernel", "application"}));
   app->add_option("--second-run", opt->second_run,
                   "With --replay application and a set with FLOP or instruction counters: how the program's second "

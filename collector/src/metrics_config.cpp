@@ -36,6 +36,10 @@ std::optional<uint64_t> parseCount(const char* text) {
 
 }  // namespace
 
+std::string sassPcFileOfRank(const std::string& file, std::optional<int> rank) {
+  return rank ? file + ".rank" + std::to_string(*rank) : file;
+}
+
 MetricsConfig readMetricsConfig(const EnvLookup& env) {
   MetricsConfig c;
   const char* mode = env("FPROF_MODE");
@@ -102,7 +106,7 @@ MetricsConfig readMetricsConfig(const EnvLookup& env) {
       c.errors.push_back("FPROF_REPLAY='" + v + "' must be kernel, application or auto");
     }
   }
-  if (const char* f = env("FPROF_SASS_PC_FILE"); f != nullptr) c.sass_pc_file = f;
+  if (const char* f = env("FPROF_SASS_PC_FILE"); f != nullptr && *f != '\0') c.sass_pc_file = sassPcFileOfRank(f, readRanks(env).rank);
   if (c.replay == ReplayMode::kSassPatching) {
     if (c.sass_pc_file.empty()) c.errors.push_back("FPROF_REPLAY=sass_patching needs FPROF_SASS_PC_FILE");
     const auto other = std::find_if(c.metrics.begin(), c.metrics.end(),

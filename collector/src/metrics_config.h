@@ -67,6 +67,10 @@ struct MetricsConfig {
 };
 
 MetricsConfig readMetricsConfig(const EnvLookup& env);
+// Where a process counted by SASS patching writes its per-PC counts: FPROF_SASS_PC_FILE, with
+// ".rank<N>" appended in a process of a rank (torchrun, mpirun, srun), so the ranks of one run
+// write apart and `fprof run` pairs each file with that rank's database.
+std::string sassPcFileOfRank(const std::string& file, std::optional<int> rank);
 
 // Whether an NVTX path matches --nvtx-include (any of its substrings); true when there is none.
 bool nvtxPathIncluded(const MetricsConfig& config, const std::string& path);

@@ -74,7 +74,7 @@ double sumInRange(const fprof::core::Profile& p, const std::string& range,
 
 TEST(MetricsGpu, FlopsAndBytesMatchAnalyticCounts) {
   const std::string db = tempPath("metrics_roofline.fprof");
-  ASSERT_EQ(run("--metrics roofline -o " + db), 0);
+  ASSERT_EQ(run("--metrics roofline --replay kernel -o " + db), 0);
   auto p = fprof::core::loadProfile(db);
   ASSERT_TRUE(p.ok()) << p.error();
   EXPECT_EQ(p->meta("mode"), "metrics");
@@ -214,17 +214,19 @@ TEST(MetricsGpu, RooflineInTwoRunsOfTheProgram) {
       << "both runs' raw counters, and the two per-PC half FLOP sums";
 }
 
-// Asking for ncu's cache policy with the toolkit's CUPTI: kernel replay cannot empty the caches, so
-// the default replay (auto) counts the program's own runs instead, and says so.
-TEST(MetricsGpu, CacheControlAllPicksApplicationReplayWithTheToolkitsCupti) {
+// By default the roofline set is counted as ncu counts by default, with the caches emptied before
+// each profiled launch: with the toolkit's CUPTI only the program's own runs can, so the default
+// replay (auto) counts those, the second by SASS patching.
+TEST(MetricsGpu, DefaultIsApplicationReplayWithCacheControlWithTheToolkitsCupti) {
   const std::string db = tempPath("metrics_roofline_cache_all.fprof");
-  ASSERT_EQ(run("--metrics roofline --cache-control all -o " + db), 0);
+  ASSERT_EQ(run("--metrics roofline -o " + db), 0);
   auto p = fprof::core::loadProfile(db);
   ASSERT_TRUE(p.ok()) << p.error();
   EXPECT_EQ(p->meta("mode"), "metrics");
   EXPECT_EQ(p->meta("cache_control"), "all");
   EXPECT_EQ(p->meta("replay_mode"), "application");
   EXPECT_EQ(p->meta("application_runs"), "2");
+  EXPECT_EQ(p->meta("second_run_replay"), "sass_patching");
   auto k = index(*p);
   ASSERT_NE(k["saxpy"].counters, nullptr);
   EXPECT_EQ(*k["saxpy"].counters->flops_fp32, 2 * kN);

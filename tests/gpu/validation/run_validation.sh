@@ -93,7 +93,7 @@ if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
   done
   part torch 60 "$check" torch --dir "$work"
   # 4. CUDA graphs in PyTorch: graph kernels take the counters of identical eager launches.
-  timeout 180 "$fprof" run --force --metrics roofline -o "$work/torch_graphs.fprof" \
+  timeout 180 "$fprof" run --force --metrics roofline --replay kernel -o "$work/torch_graphs.fprof" \
     python3 bench/torch_graphs.py graph >"$work/torch_graphs.log" 2>&1
   part graph 60 python3 tests/gpu/validation/graph_check.py "$work/torch_graphs.fprof"
   # The same under application replay: each graph counted whole too (graph_launch_counter).

@@ -946,12 +946,12 @@ int runAll(const RunOptions& o) {
   const Inputs in = readInputs(o.ptxas_dir);
   std::vector<Mode> modes;
   if (o.modes.count("trace")) modes.push_back({"trace", false, {}, 0});
-  // The default set, `roofline`: its fp16 pipe counter splits HFMA2 by pipe, which mixed_half's FLOPs
-  // need (sass_half.h).
+  // The default set, `roofline`, under kernel replay (compared with ncu --cache-control none): its
+  // fp16 pipe counter splits HFMA2 by pipe, which mixed_half's FLOPs need (sass_half.h).
   if (o.modes.count("metrics")) {
-    modes.push_back({"metrics", true, {}, 0, {}, "roofline"});
-    // The same set under application replay: two runs of the program (hardware counters in its own
-    // run, SASS counters in the second by SASS patching, the default second run), joined launch by launch;
+    modes.push_back({"metrics", true, {}, 0, {"--replay", "kernel"}, "roofline"});
+    // The same set under application replay, the default: two runs of the program (hardware counters
+    // in its own run, SASS counters in the second by SASS patching), joined launch by launch;
     // every kernel must come out with the same checks passing.
     modes.push_back({"metrics-application", true, {}, 0, {"--replay", "application"}, "roofline",
                      {"--expect-first-run"}});
