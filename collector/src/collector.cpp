@@ -1036,7 +1036,10 @@ void Collector::writerLoop() {
     const int64_t last_start_ns = last && selfTimingEnabled() ? selfTimingNowNs() : 0;
     // A dying program's last profiled launches: their counters are decoded now, while the context
     // lives (at a normal exit finishAll does it on the exiting thread).
-    if (strongest == kWakeSignalFinal) metrics_.decodeOnFatalSignal();
+    if (strongest == kWakeSignalFinal) {
+      metrics_.decodeOnFatalSignal();
+      nameCubinsByCrc();  // a crashing second run's counts still find their cubins
+    }
     if (strongest == kWakeSignalFlush || strongest == kWakeSignalFinal) {
       flushCupti(true);
     } else if (strongest != kWakeQuit && config_.cupti.periodic_flush_all) {
