@@ -2,7 +2,8 @@
 // 2048 16-byte vectors (16384 fp16/bf16 or 8192 fp32 elements); each thread loads its 8 vectors
 // into registers, all issued before the first use, past the row's end as -inf. Each kernel
 // finishes its cross-block merge in the last block of a row to arrive (a per-row acquire-release
-// arrival counter), so every stage is one launch.
+// arrival counter), so every stage is one launch; where a row has at most 16 blocks, that
+// block's first warp alone arrives and merges.
 // Unfused: softmax statistics (max, sum), then a kernel writing the full fp32 probability row,
 // then top-k over it. Fused: one pass over the logits computes the max/sum and the top-k logits
 // together (softmax is monotone, so the top-k logits are the top-k probabilities).
@@ -16,13 +17,12 @@
 // Measured on an H100 (bench/RESULTS.md, issue 16, 2026-11-23 and 24) against the forms this file had
 // before: bulk copies into shared memory, 32 register elements a thread, a warp-per-slice kernel,
 // and a streaming kernel whose warp 0 alone selects and merges; all were slower and are gone
-// (git history has them).
+// (git history has them). Session 15 (2026-11-27) measured and dropped: the vectors staged in
+// shared memory by cp.async, a row's blocks as a cluster, candidates appended one atomic a
+// vector, ranks counted by several lanes, partials tagged with the launch instead of a fence.
 #include <cfloat>
 #include <climits>
 #include <cuda/atomic>
-#include <cstdio>
-#include <cstdlib>
-#include <string>
 #include <type_traits>
 
 #include "kernels.cuh"
@@ -72,6 +72,7 @@ struct BlockShared {
   Candidate floor;
   int count;
   Candidate cand[kCandidateCap];
+  Candidate merge_cand[128];  // the row merge's (mergeRowInWarp), apart from the block's own cand
 };
 
 struct Reduced {
@@ -190,7 +191,8 @@ template <class T> __device__ __forceinline__ uint4 negInfVector() {
   else return make_uint4(0xff80ff80u, 0xff80ff80u, 0xff80ff80u, 0xff80ff80u);
 }
 
-// Where a thread's vectors and scalars are; the loads are the slices' own.
+// Where a thread's vectors and scalars are, and block 0's head and tail scalars (loaded before
+// the vectors); VectorSlice adds the vector loads.
 template <class T, int kLoadsPerThread>
 struct SliceLayout {
   static constexpr int kVec = 16 / int(sizeof(T));
@@ -254,27 +256,6 @@ template <class T> using PairOf = std::conditional_t<std::is_same_v<T, __half>, 
 
 template <class P> __device__ __forceinline__ P asPair(unsigned bits) { return *reinterpret_cast<const P*>(&bits); }
 
-// Maximum over n vectors.
-template <class T, int n> __device__ __forceinline__ float vectorsMax(const uint4 (&raw)[n]) {
-  if constexpr (sizeof(T) == 4) {
-    float m = -INFINITY;
-#pragma unroll
-    for (int j = 0; j < n; ++j) {
-      m = fmaxf(m, fmaxf(fmaxf(__uint_as_float(raw[j].x), __uint_as_float(raw[j].y)),
-                         fmaxf(__uint_as_float(raw[j].z), __uint_as_float(raw[j].w))));
-    }
-    return m;
-  } else {
-    using P = PairOf<T>;
-    P m = asPair<P>(raw[0].x);
-#pragma unroll
-    for (int j = 0; j < n; ++j) {
-      m = __hmax2(m, __hmax2(__hmax2(asPair<P>(raw[j].x), asPair<P>(raw[j].y)), __hmax2(asPair<P>(raw[j].z), asPair<P>(raw[j].w))));
-    }
-    return fmaxf(toFloat(m.x), toFloat(m.y));
-  }
-}
-
 // Maximum of one vector.
 template <class T> __device__ __forceinline__ float vectorMax(const uint4& r) {
   if constexpr (sizeof(T) == 4) {
@@ -286,8 +267,8 @@ template <class T> __device__ __forceinline__ float vectorMax(const uint4& r) {
   }
 }
 
-// Sum of 2^(v log2e - c) over one vector: one fused multiply-add and one ex2 a value.
-// c = base * log2e gives the sum of exp(v - base).
+// Sum of 2^(v log2e - c) over one vector, one fused multiply-add and one ex2 a value: with
+// c = base * log2e, the sum of exp(v - base).
 template <class T> __device__ __forceinline__ float vectorExp2Sum(const uint4& raw, float c) {
   float v[16 / sizeof(T)];
   toFloats(raw, v, T{});
@@ -298,10 +279,6 @@ template <class T> __device__ __forceinline__ float vectorExp2Sum(const uint4& r
     s1 += fastExp2(fmaf(v[e + 1], kLog2e, -c));
   }
   return s0 + s1;
-}
-// Sum of exp(v - base) over one vector (base finite).
-template <class T> __device__ __forceinline__ float vectorExpSum(const uint4& raw, float base) {
-  return vectorExp2Sum<T>(raw, base * kLog2e);
 }
 
 // A thread's maximum and sum of exps taken vector by vector as the vectors arrive, against a
@@ -344,21 +321,11 @@ struct RegisterSlice : VectorSlice<T, kLoadsPerThread, true> {
   using Base = VectorSlice<T, kLoadsPerThread, true>;
   using Base::kVec, Base::kLoads, Base::raw, Base::ok, Base::first;
   using Base::head_v, Base::tail_v, Base::head_i, Base::tail_i, Base::vector0;
-  struct Shared {};  // the slice lives in registers
   static_assert(kLoads <= 8, "more vectors a thread would spill at 64 registers");
-  __device__ void load(const T* __restrict__ row, std::size_t vocab, unsigned block, Shared&) { Base::load(row, vocab, block); }
-  // Maximum of the thread's elements (-inf when it has none).
-  __device__ float laneMax() const { return fmaxf(vectorsMax<T>(raw), fmaxf(head_v, tail_v)); }
-  // Sum of exp(v - base) over the thread's elements; base is finite.
-  __device__ float expSum(float base) const {
-    float acc[2] = {0.0f, 0.0f};
-#pragma unroll
-    for (int j = 0; j < kLoads; ++j) acc[j & 1] += vectorExpSum<T>(raw[j], base);
-    float s = acc[0] + acc[1];
-    if (head_i >= 0) s += fastExp2((head_v - base) * kLog2e);
-    if (tail_i >= 0) s += fastExp2((tail_v - base) * kLog2e);
-    return s;
-  }
+
+  // The thread's maximum and sum of exps, vector by vector in load order, so that a vector's
+  // exps can run while the later loads are in flight. (2026-11-27: fp16 fused 12.2-12.5 ->
+  // 11.8-12.1 us under ncu against exps after the block maximum, bench/RESULTS.md issue 16.)
   template <bool kExps> __device__ OnlineExpSum online() const {
     OnlineExpSum o;
 #pragma unroll
@@ -367,111 +334,27 @@ struct RegisterSlice : VectorSlice<T, kLoadsPerThread, true> {
     if (tail_i >= 0) o.addScalar<kExps>(tail_v);
     return o;
   }
-  // f(value, index) over the thread's elements >= bound (a few among many). The vectors whose
-  // maximum reaches the bound are marked first, without branches; only those are loaded again
-  // (from L1, where the first load left them) and widened, so a warp runs as many rounds as its
-  // busiest lane has marked vectors. (Widening the pairs of every vector in which any lane held
-  // a candidate, in registers, took a round for nearly every vector: 2026-11-27, fp16 fused
-  // 14.5 -> 12.8 us back to back, bench/RESULTS.md issue 16.)
-  template <class F> __device__ void forEachAtLeast(float bound, const F& f) const {
-    if (head_i >= 0 && head_v >= bound) f(head_v, head_i);
+
+  __device__ unsigned markedAtLeast(float bound) const {
     unsigned marked = 0;
 #pragma unroll
     for (int j = 0; j < kLoads; ++j) marked |= (ok(j) && vectorMax<T>(raw[j]) >= bound ? 1u : 0u) << j;
+    return marked;
+  }
+
+  // f(value, index) over the thread's elements >= bound (a few among many). The vectors whose
+  // maximum reaches the bound are marked first, without branches; only those are widened, so a
+  // warp runs as many rounds as its busiest lane has marked vectors. (Widening the pairs of
+  // every vector in which any lane held a candidate took a round for nearly every vector:
+  // 2026-11-27, fp16 fused 14.5 -> 12.8 us back to back, bench/RESULTS.md issue 16.)
+  template <class F> __device__ void forEachAtLeast(float bound, const F& f) const {
+    if (head_i >= 0 && head_v >= bound) f(head_v, head_i);
+    unsigned marked = markedAtLeast(bound);
     while (marked != 0) {
       const int j = __ffs(int(marked)) - 1;
       marked &= marked - 1;
       float v[kVec];
       toFloats(__ldg(vector0 + j * kThreads), v, T{});
-      const int i0 = first(j);
-#pragma unroll
-      for (int e = 0; e < kVec; ++e) if (v[e] >= bound) f(v[e], i0 + e);
-    }
-    if (tail_i >= 0 && tail_v >= bound) f(tail_v, tail_i);
-  }
-};
-
-// f(std::integral_constant<int, j>) for j = 0 .. kCount-1: a loop whose index is a constant
-// where an instruction needs one (cp.async.wait_group's count).
-template <int kCount, int j = 0, class F> __device__ __forceinline__ void staticFor(const F& f) {
-  if constexpr (j < kCount) {
-    f(std::integral_constant<int, j>{});
-    staticFor<kCount, j + 1>(f);
-  }
-}
-
-// 16 bytes global -> shared (L2 only), the size an immediate (no zero-fill form).
-__device__ __forceinline__ void cpAsync16Full(void* smem, const void* gmem) {
-  const auto saddr = static_cast<std::uint32_t>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(saddr), "l"(gmem) : "memory");
-}
-
-// Waits until at most N of this thread's cp.async groups are in flight; a compiler barrier too,
-// so that the shared-memory reads after it stay after it.
-template <int N> __device__ __forceinline__ void stagedWait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-// The same, after `done` is computed: the work on the vectors already taken stays before the
-// wait for the next. ptxas moves a wait up freely within a basic block (a wait has no operands),
-// so a branch on `done` ends the block first; what it guards is harmless on the rare value.
-template <int N> __device__ __forceinline__ void stagedWaitAfter(float done) {
-  if (done == -1.0f) __threadfence_block();
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
-// The block's vectors copied into shared memory by cp.async, one commit group a vector. A
-// thread's groups complete in order for cp.async.wait_group, so it takes vector j as soon as
-// that copy has landed, while the later ones are still on their way. (Register loads cannot:
-// the compiler shares the warp's six scoreboards among the eight loads, and the uses of vectors
-// 3-7 wait for all of them.)
-template <class T, int kLoadsPerThread, bool kPinned = false>
-struct StagedSlice : SliceLayout<T, kLoadsPerThread> {
-  using Layout = SliceLayout<T, kLoadsPerThread>;
-  using Layout::kVec, Layout::kLoads, Layout::ok, Layout::first, Layout::vector0;
-  using Layout::head_v, Layout::tail_v, Layout::head_i, Layout::tail_i;
-  struct Shared {
-    uint4 vectors[kLoads * kThreads];  // thread t's vector j at j * kThreads + t
-  };
-  uint4* stage = nullptr;
-  float vector_max[kLoads];  // kept from the statistics pass for the candidate marks
-
-  __device__ uint4& at(int j) const { return stage[j * kThreads + threadIdx.x]; }
-
-  __device__ void load(const T* __restrict__ row, std::size_t vocab, unsigned block, Shared& sh) {
-    Layout::locate(row, vocab, block);
-    stage = sh.vectors;
-#pragma unroll
-    for (int j = 0; j < kLoads; ++j) {
-      if (ok(j)) cpAsync16Full(&at(j), vector0 + j * kThreads);
-      else at(j) = negInfVector<T>();  // past the row's end: -inf, the thread's own slot
-      cpAsyncCommit();
-    }
-  }
-  template <bool kExps> __device__ OnlineExpSum online() {
-    OnlineExpSum o;
-    staticFor<kLoads>([&](auto jc) {
-      constexpr int j = decltype(jc)::value;
-      if constexpr (kPinned && j > 0) stagedWaitAfter<kLoads - 1 - j>(o.sum + o.max);
-      else stagedWait<kLoads - 1 - j>();
-      const uint4 raw = at(j);
-      vector_max[j] = vectorMax<T>(raw);
-      o.addVector<T, kExps>(raw, vector_max[j]);
-    });
-    if (head_i >= 0) o.addScalar<kExps>(head_v);
-    if (tail_i >= 0) o.addScalar<kExps>(tail_v);
-    return o;
-  }
-  // As RegisterSlice::forEachAtLeast, the marked vectors read again from shared memory.
-  template <class F> __device__ void forEachAtLeast(float bound, const F& f) const {
-    if (head_i >= 0 && head_v >= bound) f(head_v, head_i);
-    unsigned marked = 0;
-#pragma unroll
-    for (int j = 0; j < kLoads; ++j) marked |= (ok(j) && vector_max[j] >= bound ? 1u : 0u) << j;
-    while (marked != 0) {
-      const int j = __ffs(int(marked)) - 1;
-      marked &= marked - 1;
-      float v[kVec];
-      toFloats(at(j), v, T{});
       const int i0 = first(j);
 #pragma unroll
       for (int e = 0; e < kVec; ++e) if (v[e] >= bound) f(v[e], i0 + e);
@@ -510,52 +393,35 @@ __device__ bool arriveLast(unsigned* counters, int splits) {
 }
 
 
-// How many of cand[0..n) are better than c. The unrolled form keeps four counts and four loads
-// in flight instead of one chain of dependent shared-memory loads and adds.
-template <bool kUnrolled>
+// How many of cand[0..n) are better than c.
 __device__ __forceinline__ int rankAmong(const Candidate* cand, int n, const Candidate& c) {
-  if constexpr (!kUnrolled) {
-    int rank = 0;
-    for (int j = 0; j < n; ++j) rank += better(cand[j].value, cand[j].index, c.value, c.index) ? 1 : 0;
-    return rank;
-  } else {
-    int r0 = 0, r1 = 0, r2 = 0, r3 = 0;
-    int j = 0;
-    for (; j + 4 <= n; j += 4) {
-      const Candidate a = cand[j], b = cand[j + 1], d = cand[j + 2], e = cand[j + 3];
-      r0 += better(a.value, a.index, c.value, c.index) ? 1 : 0;
-      r1 += better(b.value, b.index, c.value, c.index) ? 1 : 0;
-      r2 += better(d.value, d.index, c.value, c.index) ? 1 : 0;
-      r3 += better(e.value, e.index, c.value, c.index) ? 1 : 0;
-    }
-    for (; j < n; ++j) r0 += better(cand[j].value, cand[j].index, c.value, c.index) ? 1 : 0;
-    return (r0 + r1) + (r2 + r3);
-  }
+  int rank = 0;
+  for (int j = 0; j < n; ++j) rank += better(cand[j].value, cand[j].index, c.value, c.index) ? 1 : 0;
+  return rank;
 }
 
 // The block's best kMaxTopK elements handed to emit(rank, candidate) for ranks 0..kMaxTopK-1
-// (empty candidates where the block has fewer elements), of those every thread yields through
-// each(low, f) as selectTopK takes them. Unlike selectTopK it ends without a barrier: emit
-// writes straight to the block's partial, which the row arrival's barrier orders, so the caller
-// must pass a barrier before sh.count or sh.cand is used again (and reset sh.count).
-template <bool kUnrolledRank, class Each, class Emit>
-__device__ void selectTopKInto(const Each& each, float bound, BlockShared& sh, const Emit& emit) {
+// (empty candidates where the block has fewer elements), of those every thread appends with
+// collect(floor) (its elements ranking at or before floor, each counted in sh.count). Unlike
+// selectTopK it ends without a barrier: emit writes straight to the block's partial, which the
+// row arrival's barrier orders, so the caller must pass a barrier before sh.count or sh.cand is
+// used again (and reset sh.count).
+template <class Collect, class Emit>
+__device__ void selectTopKInto(const Collect& collect, float bound, BlockShared& sh, const Emit& emit) {
   Candidate floor{bound, INT_MAX};
   for (;;) {
-    each(floor.value, [&](float v, int i) {
-      if (better(floor.value, floor.index, v, i)) return;
-      const int slot = atomicAdd(&sh.count, 1);
-      if (slot < kCandidateCap) sh.cand[slot] = {v, i};
-    });
+    collect(floor);
     __syncthreads();
     const int count = sh.count;
     const bool overflow = count > kCandidateCap;
     const int n = overflow ? kCandidateCap : count;
-    for (int e = int(threadIdx.x); e < n; e += kThreads) {
-      const Candidate c = sh.cand[e];
-      const int rank = rankAmong<kUnrolledRank>(sh.cand, n, c);
+    auto ranked = [&](int rank, const Candidate& c) {
       if (!overflow && rank < kMaxTopK) emit(rank, c);
       if (overflow && rank == kMaxTopK - 1) sh.floor = c;
+    };
+    for (int e = int(threadIdx.x); e < n; e += kThreads) {
+      const Candidate c = sh.cand[e];
+      ranked(rankAmong(sh.cand, n, c), c);
     }
     if (!overflow) {  // block-uniform
       if (int(threadIdx.x) >= n && threadIdx.x < unsigned(kMaxTopK)) emit(int(threadIdx.x), emptyCandidate());
@@ -572,6 +438,8 @@ __device__ void selectTopKInto(const Each& each, float bound, BlockShared& sh, c
 // (a lane holds up to kMergeEntriesPerLane of the partials' kMaxTopK entries and one partial's
 // statistics), the candidates at or above the row's bound compacted into shared memory with a
 // ballot and ranked there; no block barriers. Needs splits * kMaxTopK <= 32 * kMergeEntriesPerLane.
+// (2026-11-27, measured on a form staging the vectors in shared memory: fp16 fused 14.7-15.1 ->
+// 12.8-13.2 us under ncu against the whole block merging.)
 constexpr int kMergeEntriesPerLane = 4;
 
 __device__ __forceinline__ float warpMax(float v) {
@@ -580,37 +448,43 @@ __device__ __forceinline__ float warpMax(float v) {
   return v;
 }
 
-// Partials in global memory, written by other SMs: read from L2.
-struct FromL2 {
-  template <class V> __device__ V operator()(const V* p) const { return __ldcg(p); }
-};
-// Partials in the block's own shared memory (a cluster's blocks wrote them there).
-struct FromShared {
-  template <class V> __device__ V operator()(const V* p) const { return *p; }
-};
-
-template <Stage kStage, bool kUnrolledRank, class Load = FromL2>
-__device__ void mergeRowInWarp(const Partial* __restrict__ parts, int splits, BlockShared& sh, float2* __restrict__ stats,
-                               float* __restrict__ top_p, int* __restrict__ top_i, std::size_t row, int k) {
-  constexpr bool kStats = kStage != Stage::TopKOfProbs;
-  constexpr bool kTopK = kStage != Stage::Stats;
-  const int lane = int(threadIdx.x);
-  const int entries = splits * kMaxTopK;
-  // Entry c = lane + 32 e is slot c % kMaxTopK (= lane % kMaxTopK) of partial c / kMaxTopK.
+// A row's partials as the merging warp holds them: entry c = lane + 32 e is slot c % kMaxTopK
+// (= lane % kMaxTopK) of partial c / kMaxTopK; lane p < splits holds partial p's statistics.
+struct MergeInput {
   float value[kMergeEntriesPerLane];
   int index[kMergeEntriesPerLane];
+  float part_max = -INFINITY, part_sum = 0.0f;
+};
+
+template <Stage kStage>
+__device__ MergeInput loadPartials(const Partial* __restrict__ parts, int splits) {
+  constexpr bool kStats = kStage != Stage::TopKOfProbs;
+  constexpr bool kTopK = kStage != Stage::Stats;
+  const int lane = int(threadIdx.x & 31);
+  MergeInput in;
 #pragma unroll
   for (int e = 0; e < kMergeEntriesPerLane; ++e) {
     const int c = lane + 32 * e;
-    const bool has = kTopK && c < entries;
-    value[e] = has ? Load{}(&parts[c / kMaxTopK].value[c % kMaxTopK]) : -INFINITY;
-    index[e] = has ? Load{}(&parts[c / kMaxTopK].index[c % kMaxTopK]) : INT_MAX;
+    const bool has = kTopK && c < splits * kMaxTopK;
+    in.value[e] = has ? __ldcg(&parts[c / kMaxTopK].value[c % kMaxTopK]) : -INFINITY;
+    in.index[e] = has ? __ldcg(&parts[c / kMaxTopK].index[c % kMaxTopK]) : INT_MAX;
   }
-  float part_max = -INFINITY, part_sum = 0.0f;
   if (kStats && lane < splits) {
-    part_max = Load{}(&parts[lane].max);
-    part_sum = Load{}(&parts[lane].sum);
+    in.part_max = __ldcg(&parts[lane].max);
+    in.part_sum = __ldcg(&parts[lane].sum);
   }
+  return in;
+}
+
+template <Stage kStage>
+__device__ void mergeRowInWarp(const MergeInput& in, BlockShared& sh, float2* __restrict__ stats,
+                               float* __restrict__ top_p, int* __restrict__ top_i, std::size_t row, int k) {
+  constexpr bool kStats = kStage != Stage::TopKOfProbs;
+  constexpr bool kTopK = kStage != Stage::Stats;
+  const int lane = int(threadIdx.x & 31);
+  const auto& value = in.value;
+  const auto& index = in.index;
+  const float part_max = in.part_max, part_sum = in.part_sum;
   float row_max = -INFINITY, row_sum = 0.0f;
   if constexpr (kStats) {
     row_max = warpMax(part_max);
@@ -630,157 +504,70 @@ __device__ void mergeRowInWarp(const Partial* __restrict__ parts, int splits, Bl
     for (int e = 0; e < kMergeEntriesPerLane; ++e) {
       const bool keep = index[e] != INT_MAX && value[e] >= floor;
       const unsigned ballot = __ballot_sync(0xffffffffu, keep);
-      if (keep) sh.cand[n + __popc(ballot & ((1u << lane) - 1u))] = {value[e], index[e]};
+      if (keep) sh.merge_cand[n + __popc(ballot & ((1u << lane) - 1u))] = {value[e], index[e]};
       n += __popc(ballot);
     }
     __syncwarp();
-    for (int e = lane; e < n; e += 32) {
-      const Candidate c = sh.cand[e];
-      const int rank = rankAmong<kUnrolledRank>(sh.cand, n, c);
+    auto ranked = [&](int rank, const Candidate& c) {
       if (rank < k) {
         top_p[row * k + rank] = kStage == Stage::Fused ? __expf(c.value - row_max) / row_sum : c.value;
         top_i[row * k + rank] = c.index;
       }
+    };
+    for (int e = lane; e < n; e += 32) {
+      const Candidate c = sh.merge_cand[e];
+      ranked(rankAmong(sh.merge_cand, n, c), c);
     }
   }
 }
-
-// ---- where a block's partial goes: global memory (the row arrival) or the cluster leader ----
-// A cluster of a row's blocks (at most kMaxClusterSplits) hands the partials to its first
-// block's shared memory and synchronizes on the cluster barrier: no global atomics, fences or L2
-// round trips on the row's last stretch.
-constexpr int kMaxClusterSplits = 8;
-
-__device__ __forceinline__ std::uint32_t leaderSharedAddress(const void* local) {
-  const auto a = static_cast<std::uint32_t>(__cvta_generic_to_shared(local));
-  std::uint32_t r;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, 0;\n" : "=r"(r) : "r"(a));
-  return r;
-}
-__device__ __forceinline__ void clusterArriveRelaxed() { asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void clusterArriveRelease() { asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void clusterWaitAcquire() { asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory"); }
-
-// The same hand-over without fences: st.async stores that count their bytes on the leader's
-// mbarrier, which the leader's first warp waits on.
-__device__ __forceinline__ void storeAsyncCluster(std::uint32_t addr, std::uint32_t bits, std::uint32_t bar) {
-  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];\n" ::"r"(addr), "r"(bits), "r"(bar)
-               : "memory");
-}
-__device__ __forceinline__ void initRowBarrier(std::uint64_t* bar, std::uint32_t bytes) {
-  const auto a = static_cast<std::uint32_t>(__cvta_generic_to_shared(bar));
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(a) : "memory");
-  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(a), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void waitRowBarrier(std::uint64_t* bar) {
-  const auto a = static_cast<std::uint32_t>(__cvta_generic_to_shared(bar));
-  asm volatile(
-      "{\n .reg .pred p;\n WAIT:\n"
-      " mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%0], 0;\n"
-      " @!p bra WAIT;\n}\n" ::"r"(a)
-      : "memory");
-}
-struct ClusterTxSink {
-  Partial* leader_local;  // as ClusterSink
-  std::uint32_t bar;      // the leader's row barrier, mapped
-  __device__ void put(const void* field, std::uint32_t bits) const { storeAsyncCluster(leaderSharedAddress(field), bits, bar); }
-  __device__ void max(float v) const { put(&leader_local->max, __float_as_uint(v)); }
-  __device__ void sum(float v) const { put(&leader_local->sum, __float_as_uint(v)); }
-  __device__ void entry(int rank, const Candidate& c) const {
-    put(&leader_local->value[rank], __float_as_uint(c.value));
-    put(&leader_local->index[rank], std::uint32_t(c.index));
-  }
-};
-
-struct GlobalSink {
-  Partial* p;
-  __device__ void max(float v) const { p->max = v; }
-  __device__ void sum(float v) const { p->sum = v; }
-  __device__ void entry(int rank, const Candidate& c) const { p->value[rank] = c.value; p->index[rank] = c.index; }
-};
-
-enum class Merge { Block, Warp, WarpEarlyExit, Cluster, ClusterTx };
-// Cut (timing ablations only, outputs not written): 0 the whole kernel; 1 no row arrival or
-// merge; 2 also no top-k selection; 3 loads and exps only; 4 loads and maxima only.
-template <class SliceT, bool kOnlineExps, Merge kMergeForm, int kCutAt = 0, bool kUnrolled = true>
-struct Config {
-  static constexpr bool kUnrolledRank = kUnrolled;
-  template <class T> using Slice = typename SliceT::template Of<T>;
-  static constexpr bool kOnline = kOnlineExps;
-  static constexpr Merge kMerge = kMergeForm;
-  static constexpr int kCut = kCutAt;
-};
-struct InRegisters { template <class T> using Of = RegisterSlice<T, 8>; };
-struct InShared { template <class T> using Of = StagedSlice<T, 8>; };
 
 // 64 registers a thread: 4 blocks an SM, so the 512 blocks of 64 rows of 128256 fp16 logits are
 // all resident at once on 132 SMs.
 constexpr int kBlocksPerSm = 4;
 
-template <class T, Stage kStage, class Cfg>
+template <class T, Stage kStage>
 __global__ void __launch_bounds__(kThreads, kBlocksPerSm) rowSliceKernel(const T* __restrict__ in, Partial* __restrict__ partials,
                                                            unsigned* __restrict__ counters, float2* __restrict__ stats,
                                                            float* __restrict__ top_p, int* __restrict__ top_i,
                                                            std::size_t vocab, int k) {
-  using Slice = typename Cfg::template Slice<T>;
-  constexpr bool kCluster = Cfg::kMerge == Merge::Cluster || Cfg::kMerge == Merge::ClusterTx;
-  constexpr bool kTx = Cfg::kMerge == Merge::ClusterTx;
+  using Slice = BlockSlice<T>;
   __shared__ BlockShared sh;
-  __shared__ alignas(8) std::uint64_t row_bar;
-  __shared__ typename Slice::Shared slice_sh;
-  __shared__ Partial cluster_parts[kCluster ? kMaxClusterSplits : 1];
   constexpr bool kStats = kStage != Stage::TopKOfProbs;
   constexpr bool kTopK = kStage != Stage::Stats;
   const int splits = int(gridDim.x);
   const std::size_t row = blockIdx.y;
-  if constexpr (kTx) {
-    if (blockIdx.x == 0 && threadIdx.x == 0) initRowBarrier(&row_bar, std::uint32_t(gridDim.x * sizeof(Partial)));
-  }
-  if constexpr (kCluster) clusterArriveRelaxed();  // waited for before the first store to the leader
   if (threadIdx.x == 0) sh.count = 0;
   if (threadIdx.x < kMaxTopK) sh.winners[threadIdx.x] = emptyCandidate();
 
   Slice slice;
-  slice.load(in + row * vocab, vocab, blockIdx.x, slice_sh);
+  slice.load(in + row * vocab, vocab, blockIdx.x);
   Partial* mine_out = partials + row * splits + blockIdx.x;
-  if constexpr (Cfg::kCut == 4) {
-    const float m = slice.template online<false>().max;
-    if (m == 12345.0f) mine_out->max = m;  // keeps the loads; never true on the bench's data
-    return;
-  }
-  if constexpr (Cfg::kCut == 3) {
-    const OnlineExpSum o = slice.template online<kStats>();
-    if (o.max + o.sum == 12345.0f) mine_out->max = o.max;
-    return;
-  }
-  using Sink = std::conditional_t<kTx, ClusterTxSink, GlobalSink>;
-  Sink sink;
-  if constexpr (kTx) sink = ClusterTxSink{&cluster_parts[blockIdx.x], leaderSharedAddress(&row_bar)};
-  else sink = GlobalSink{mine_out};
   {
-    float thread_sum_of_block = 0.0f;  // the thread's sum of exp(v - block max)
-    Reduced red;
-    if constexpr (Cfg::kOnline) {
-      const OnlineExpSum online = slice.template online<kStats>();
-      red = blockReduce<false>(online.max, 0.0f, -INFINITY, sh);
-      if (kStats && red.max != -INFINITY) thread_sum_of_block = online.sumAgainst(red.max);  // all -inf: 0
-    } else {
-      // The block maximum (and the top-k bound, from maxima alone) first, then one exp a value
-      // against it: no (max, sum) pairs merged with exps at every step of the reduction.
-      red = blockReduce<false>(slice.laneMax(), 0.0f, -INFINITY, sh);
-      if (kStats && red.max != -INFINITY) thread_sum_of_block = slice.expSum(red.max);
-    }
+    // Exps against the thread's own reference as the vectors arrive, then the block maximum
+    // (and the top-k bound, from maxima alone) with one barrier, and one ex2 a thread to bring
+    // its sum to the block maximum.
+    const OnlineExpSum online = slice.template online<kStats>();
+    const Reduced red = blockReduce<false>(online.max, 0.0f, -INFINITY, sh);
     if constexpr (kStats) {
-      const float warp_sum = warpSum(thread_sum_of_block);
+      const float warp_sum = warpSum(red.max == -INFINITY ? 0.0f : online.sumAgainst(red.max));  // all -inf: 0
       if ((threadIdx.x & 31) == 0) sh.warp_sum[threadIdx.x >> 5] = warp_sum;
     }
-    if constexpr (kCluster) clusterWaitAcquire();  // every block of the cluster has started
-    if (threadIdx.x == 0) sink.max(red.max);
+    if (threadIdx.x == 0) mine_out->max = red.max;
     // The selection's first barrier also orders the warp sums before thread 0 adds them.
-    if constexpr (kTopK && Cfg::kCut < 2) {
-      selectTopKInto<Cfg::kUnrolledRank>([&](float low, const auto& f) { slice.forEachAtLeast(low, f); }, red.bound, sh,
-                     [&](int rank, const Candidate& c) { sink.entry(rank, c); });
+    if constexpr (kTopK) {
+      selectTopKInto(
+          [&](const Candidate& floor) {
+            slice.forEachAtLeast(floor.value, [&](float v, int i) {
+              if (better(floor.value, floor.index, v, i)) return;
+              const int slot = atomicAdd(&sh.count, 1);
+              if (slot < kCandidateCap) sh.cand[slot] = {v, i};
+            });
+          },
+          red.bound, sh,
+          [&](int rank, const Candidate& c) {
+            mine_out->value[rank] = c.value;
+            mine_out->index[rank] = c.index;
+          });
     } else {
       __syncthreads();
     }
@@ -790,50 +577,33 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) rowSliceKernel(const T
 #pragma unroll
         for (int w = 0; w < kWarps; ++w) sum += sh.warp_sum[w];
       }
-      sink.sum(sum);
+      mine_out->sum = sum;
     }
   }
-  if constexpr (Cfg::kCut >= 1) return;
-  if constexpr (kTx) {
-    // The stores count themselves on the leader's row barrier (sizeof(Partial) bytes a block).
-    if (blockIdx.x != 0 || threadIdx.x >= 32) return;
-    waitRowBarrier(&row_bar);
-    mergeRowInWarp<kStage, Cfg::kUnrolledRank, FromShared>(cluster_parts, splits, sh, stats, top_p, top_i, row, k);
-    return;
-  } else if constexpr (kCluster) {
-    // Every thread's stores to the leader are released by its own arrival; the leader's first
-    // warp waits for all of them and merges. Only the leader's shared memory is written, so the
-    // other blocks may exit now.
-    clusterArriveRelease();
-    if (blockIdx.x != 0 || threadIdx.x >= 32) return;
-    clusterWaitAcquire();
-    mergeRowInWarp<kStage, Cfg::kUnrolledRank, FromShared>(cluster_parts, splits, sh, stats, top_p, top_i, row, k);
-    return;
-  } else if constexpr (Cfg::kMerge == Merge::WarpEarlyExit) {
-    const Partial* row_parts = partials + row * splits;
-    if (splits * kMaxTopK <= 32 * kMergeEntriesPerLane) {  // block-uniform
-      __syncthreads();  // the block's partial is written before its arrival
-      if (threadIdx.x >= 32) return;  // the merge, if this block is the row's last, is warp 0's
-      unsigned last = 0;
-      if (threadIdx.x == 0) {
-        cuda::atomic_ref<unsigned, cuda::thread_scope_device> counter(counters[blockIdx.y]);
-        last = counter.fetch_add(1u, cuda::memory_order_acq_rel) == unsigned(splits - 1);
-        if (last) counter.store(0u, cuda::memory_order_relaxed);
-      }
-      // The shuffle orders lane 0's acquire before the other lanes' loads (it synchronizes the warp).
-      if (!__shfl_sync(0xffffffffu, last, 0)) return;
-      mergeRowInWarp<kStage, Cfg::kUnrolledRank>(row_parts, splits, sh, stats, top_p, top_i, row, k);
-      return;
+  const Partial* row_parts = partials + row * splits;
+  if (splits * kMaxTopK <= 32 * kMergeEntriesPerLane) {  // block-uniform
+    // The row's arrival and, in its last block, the merge are warp 0's: the other warps leave as
+    // soon as the block's partial is written (2026-11-27: fp16 fused 12.0-12.4 -> 11.6-11.7 us
+    // under ncu against all warps waiting for thread 0's arrival).
+    __syncthreads();  // the block's partial is written before its arrival
+    if (threadIdx.x >= 32) return;
+    unsigned last = 0;
+    if (threadIdx.x == 0) {
+      // One acquire-release arrival: it publishes what the block wrote (ordered before it by the
+      // barrier) and, in the last block, makes every other block's partial visible.
+      cuda::atomic_ref<unsigned, cuda::thread_scope_device> counter(counters[blockIdx.y]);
+      last = counter.fetch_add(1u, cuda::memory_order_acq_rel) == unsigned(splits - 1);
+      if (last) counter.store(0u, cuda::memory_order_relaxed);  // ready for the next launch; every block is in
     }
+    // The shuffle synchronizes the warp: lane 0's acquire is ordered before the other lanes' loads.
+    if (!__shfl_sync(0xffffffffu, last, 0)) return;
+    mergeRowInWarp<kStage>(loadPartials<kStage>(row_parts, splits), sh, stats, top_p, top_i, row, k);
+    return;
   }
   if (!arriveLast(counters, splits)) return;
 
-  // Last block of the row: merge the row's partials (L2 reads: other SMs wrote them).
-  const Partial* row_parts = partials + row * splits;
-  if (Cfg::kMerge != Merge::Block && splits * kMaxTopK <= 32 * kMergeEntriesPerLane) {  // block-uniform
-    if (threadIdx.x < 32) mergeRowInWarp<kStage, Cfg::kUnrolledRank>(row_parts, splits, sh, stats, top_p, top_i, row, k);
-    return;
-  }
+  // Last block of a row of many splits: the whole block merges the row's partials (L2 reads:
+  // other SMs wrote them).
   if (threadIdx.x == 0) sh.count = 0;  // the block's selection left its count; the barrier below orders this
   MaxSum ms_all;
   float part_max = -INFINITY, part_floor = -INFINITY;
@@ -930,84 +700,13 @@ template <class Slice> dim3 gridFor(std::size_t rows, std::size_t vocab) {
   return dim3(unsigned(splitsFor<Slice>(vocab)), unsigned(rows));
 }
 
-// A/B forms of this session (FPROF_REF_TOPK), the fused stage only.
-enum class Form { Early, EarlyChainRank, ClusterTx, Cut1, Cut2, Staged };
-Form formFromEnv() {
-  const char* e = std::getenv("FPROF_REF_TOPK");
-  const std::string f = e ? e : "";
-  if (f == "early-chainrank") return Form::EarlyChainRank;
-  if (f == "cluster-tx") return Form::ClusterTx;
-  if (f == "cut1") return Form::Cut1;
-  if (f == "cut2") return Form::Cut2;
-  if (f == "staged") return Form::Staged;
-  return Form::Early;
-}
-
-template <class T, Stage kStage, class Cfg>
-void launchForm(const T* in, const ScratchView& v, float* top_p, int* top_i, std::size_t rows, std::size_t vocab,
-                int k, cudaStream_t s) {
-  using Slice = typename Cfg::template Slice<T>;
-  auto* kernel = rowSliceKernel<T, kStage, Cfg>;
-  const dim3 grid = gridFor<Slice>(rows, vocab);
-  if constexpr (std::is_same_v<Slice, StagedSlice<T, 8>>) {
-    static const bool carveout_set = [&] {
-      // Four blocks an SM need 4 x 37 KB of shared memory when the slice is staged there. (Not
-      // for the register slice: its candidate scan reloads vectors from L1, which the carveout shrinks.)
-      CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
-      return true;
-    }();
-    (void)carveout_set;
-  }
-  if constexpr (Cfg::kMerge == Merge::Cluster || Cfg::kMerge == Merge::ClusterTx) {
-    cudaLaunchConfig_t cfg{};
-    cfg.gridDim = grid;
-    cfg.blockDim = dim3(kThreads);
-    cfg.stream = s;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = grid.x;
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    static const bool reported = [&] {
-      int clusters = 0;
-      CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg));
-      std::fprintf(stderr, "topk cluster form: %d blocks a cluster, at most %d clusters resident, %u needed\n", grid.x,
-                   clusters, grid.y);
-      return true;
-    }();
-    (void)reported;
-    CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, in, v.partials, v.counters, v.stats, top_p, top_i, vocab, k));
-  } else {
-    kernel<<<grid, kThreads, 0, s>>>(in, v.partials, v.counters, v.stats, top_p, top_i, vocab, k);
-  }
-  CUDA_CHECK_LAUNCH(rowSliceKernel);
-}
-
 template <class T, Stage kStage>
 void launchRowSliceKernel(const T* in, const ScratchView& v, float* top_p, int* top_i, std::size_t rows, std::size_t vocab,
                           int k, cudaStream_t s) {
-  using Early = Config<InRegisters, true, Merge::WarpEarlyExit>;
-  if constexpr (kStage != Stage::Fused) {
-    launchForm<T, kStage, Early>(in, v, top_p, top_i, rows, vocab, k, s);
-  } else {
-    static const Form form = formFromEnv();
-    const bool cluster_fits = splitsFor<RegisterSlice<T, 8>>(vocab) <= kMaxClusterSplits;
-    switch (form) {
-      case Form::Early: launchForm<T, kStage, Early>(in, v, top_p, top_i, rows, vocab, k, s); break;
-      case Form::EarlyChainRank:
-        launchForm<T, kStage, Config<InRegisters, true, Merge::WarpEarlyExit, 0, false>>(in, v, top_p, top_i, rows, vocab, k, s);
-        break;
-      case Form::ClusterTx:
-        if (cluster_fits) launchForm<T, kStage, Config<InRegisters, true, Merge::ClusterTx>>(in, v, top_p, top_i, rows, vocab, k, s);
-        else launchForm<T, kStage, Early>(in, v, top_p, top_i, rows, vocab, k, s);
-        break;
-      case Form::Cut1: launchForm<T, kStage, Config<InRegisters, true, Merge::WarpEarlyExit, 1>>(in, v, top_p, top_i, rows, vocab, k, s); break;
-      case Form::Cut2: launchForm<T, kStage, Config<InRegisters, true, Merge::WarpEarlyExit, 2>>(in, v, top_p, top_i, rows, vocab, k, s); break;
-      case Form::Staged: launchForm<T, kStage, Config<InShared, true, Merge::WarpEarlyExit>>(in, v, top_p, top_i, rows, vocab, k, s); break;
-    }
-  }
+  using Slice = BlockSlice<T>;
+  rowSliceKernel<T, kStage><<<gridFor<Slice>(rows, vocab), kThreads, 0, s>>>(in, v.partials, v.counters, v.stats,
+                                                                             top_p, top_i, vocab, k);
+  CUDA_CHECK_LAUNCH(rowSliceKernel);
 }
 
 }  // namespace
