@@ -203,6 +203,23 @@ TEST(MetricsConfig, SassPatchingTakesTheSassCountersItCanDeriveAndAFile) {
   EXPECT_EQ(bytes.errors[0], "FPROF_REPLAY=sass_patching cannot count dram__bytes_read.sum");
 }
 
+// The ranks of one run (torchrun, mpirun, srun) write their per-PC counts apart, named as `fprof
+// run` pairs them with each rank's database.
+TEST(MetricsConfig, EachRankWritesItsOwnPcFile) {
+  const std::string sass_part = "smsp__sass_inst_executed.sum";
+  auto pcFileWith = [&](std::map<std::string, std::string> env) {
+    env.insert({{"FPROF_MODE", "metrics"},
+                {"FPROF_REPLAY", "sass_patching"},
+                {"FPROF_METRICS", sass_part},
+                {"FPROF_SASS_PC_FILE", "/tmp/x.pcs"}});
+    return readMetricsConfig(envOf(env)).sass_pc_file;
+  };
+  EXPECT_EQ(pcFileWith({}), "/tmp/x.pcs");
+  EXPECT_EQ(pcFileWith({{"RANK", "3"}}), "/tmp/x.pcs.rank3");
+  EXPECT_EQ(pcFileWith({{"OMPI_COMM_WORLD_RANK", "1"}}), "/tmp/x.pcs.rank1");
+  EXPECT_EQ(sassPcFileOfRank("a.pcs", std::nullopt), "a.pcs");
+}
+
 // Application replay counts the program's own run: one pass, and no SASS-instrumented counter
 // (they read 0 or too little without kernel replay: bench/RESULTS.md, issue 15).
 TEST(MetricsConfig, ApplicationReplayOnlyWhereOnePassWithoutSassCounters) {
