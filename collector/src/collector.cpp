@@ -265,6 +265,7 @@ bool Collector::initialize() {
   if (metrics) {
     translator_.setUnmatchedLaunchGenerations(Translator::kUnmatchedLaunchGenerationsReplay);
     translator_.ignoreKernelsNamed(kL2SweepKernelName);
+    translator_.ignoreKernelsNamed(kCodeSweepKernelName);
     translator_.ignoreKernelsNamed(kCuptiWaitKernelName);
   }
   TraceRecorder::Options recorder_options;
@@ -1218,7 +1219,8 @@ void Collector::finish(int64_t last_start_ns) {
   if (stats.ignored_kernels > 0) {
     writer_->add(core::CollectorEventRecord{
         process_id_, unixNowNs(), "info",
-        std::to_string(stats.ignored_kernels) + " kernels of the profiler's own (" + kL2SweepKernelName + ", CUPTI's " +
+        std::to_string(stats.ignored_kernels) + " kernels of the profiler's own (" + kCodeSweepKernelName + ", " +
+            kL2SweepKernelName + ", CUPTI's " +
             kCuptiWaitKernelName + ") left out of the kernel table"});
   }
   if (stats.local_memory_mismatches > 0) {

@@ -2,6 +2,7 @@
 #include "l2_sweep.h"
 
 #include <cstdint>
+#include <string>
 
 namespace fprof::collector {
 namespace {
@@ -65,6 +66,43 @@ END:
 }
 )";
 
+// The code sweep: kCodeSweepInstructions dependent FMAs in a straight line (16 bytes of SASS each
+// on sm_90: 512 KiB of code), run by one warp on every SM before the L2 sweep, so each SM's and
+// each GPC's instruction caches hold the sweep's code instead of the program's, as after ncu's
+// cache flush, which invalidates them too. Without it, a kernel profiled again found its code
+// still cached: a kernel of 128 KiB of code read 1.0 MB less L2 (8 GPCs x its code) and 100 KB
+// less DRAM than ncu counts with --cache-control all (bench/RESULTS.md, issue 15, session 15).
+constexpr int kCodeSweepInstructions = 32768;
+
+std::string codeSweepPtx() {
+  std::string ptx = R"(
+.version 7.4
+.target sm_80
+.address_size 64
+.visible .entry fprof_code_sweep(.param .u64 sink, .param .f32 seed)
+{
+  .reg .pred %p;
+  .reg .f32 %a, %b;
+  .reg .b64 %out;
+  ld.param.f32 %a, [seed];
+  mov.f32 %b, %a;
+)";
+  ptx.reserve(ptx.size() + kCodeSweepInstructions * 40 + 256);
+  for (int i = 0; i < kCodeSweepInstructions / 2; ++i) {
+    ptx += "  fma.rn.f32 %a, %a, %b, 0f3F800000;\n  fma.rn.f32 %b, %b, %a, 0fBF800000;\n";
+  }
+  ptx += R"(  setp.neu.f32 %p, %a, 0f7F7FFFFF;
+  @%p bra END;
+  ld.param.u64 %out, [sink];
+  cvta.to.global.u64 %out, %out;
+  st.global.f32 [%out], %b;
+END:
+  ret;
+}
+)";
+  return ptx;
+}
+
 constexpr int kThreadsPerBlock = 256;
 constexpr int kBlocksPerSm = 4;
 
@@ -105,6 +143,8 @@ bool L2Sweep::setup(CUdevice device, std::string& error) {
   }
   bytes_ = 2 * static_cast<size_t>(l2);
   blocks_ = sms * kBlocksPerSm;
+  sms_ = sms;
+  if (!loadCodeSweep(error)) return false;
   if (CUresult r = cuModuleLoadData(&module_, kSweepPtx); r != CUDA_SUCCESS) {
     error = cuError("cuModuleLoadData(the L2 sweep)", r);
     return false;
@@ -119,6 +159,33 @@ bool L2Sweep::setup(CUdevice device, std::string& error) {
   }
   if (CUresult r = cuMemAlloc(&sink_, sizeof(uint32_t)); r != CUDA_SUCCESS) {
     error = cuError("cuMemAlloc(the sweep's result word)", r);
+    return false;
+  }
+  return true;
+}
+
+bool L2Sweep::loadCodeSweep(std::string& error) {
+  const std::string ptx = codeSweepPtx();
+  if (CUresult r = cuModuleLoadData(&code_module_, ptx.c_str()); r != CUDA_SUCCESS) {
+    error = cuError("cuModuleLoadData(the code sweep)", r);
+    return false;
+  }
+  if (CUresult r = cuModuleGetFunction(&code_kernel_, code_module_, kCodeSweepKernelName); r != CUDA_SUCCESS) {
+    error = cuError("cuModuleGetFunction(the code sweep)", r);
+    return false;
+  }
+  return true;
+}
+
+bool L2Sweep::launchCodeSweep(CUstream stream, std::string& error) {
+  SweepScope own;
+  float seed = 0.5f;
+  void* params[] = {&sink_, &seed};
+  // One warp a block, as many blocks as SMs, each SM's share of the work small enough that every SM
+  // gets a block at once.
+  if (CUresult r = cuLaunchKernel(code_kernel_, static_cast<unsigned>(sms_), 1, 1, 32, 1, 1, 0, stream, params, nullptr);
+      r != CUDA_SUCCESS) {
+    error = cuError("cuLaunchKernel(the code sweep)", r);
     return false;
   }
   return true;
@@ -139,6 +206,8 @@ bool L2Sweep::launch(CUstream stream, uint32_t discard, std::string& error) {
 
 // Reading alone leaves the L2 full of clean lines, discarding after it leaves it empty; both gave
 // the same agreement with ncu (bench/RESULTS.md, issue 15), and empty is what ncu's flush leaves.
-bool L2Sweep::run(CUstream stream, std::string& error) { return launch(stream, 0, error) && launch(stream, 1, error); }
+bool L2Sweep::run(CUstream stream, std::string& error) {
+  return launchCodeSweep(stream, error) && launch(stream, 0, error) && launch(stream, 1, error);
+}
 
 }  // namespace fprof::collector

@@ -13,9 +13,10 @@
 
 namespace fprof::collector {
 
-// The sweep kernel's name: the translator drops its activity records (it runs inside a launch
-// callback, so CUPTI files it under the program's launch's correlation id).
+// The sweep kernels' names: the translator drops their activity records (they run inside a launch
+// callback, so CUPTI files them under the program's launch's correlation id).
 inline constexpr const char* kL2SweepKernelName = "fprof_l2_sweep";
+inline constexpr const char* kCodeSweepKernelName = "fprof_code_sweep";
 // The kernel CUPTI's range profiler launches before each launch it counts without kernel replay
 // (seen on H100, CUPTI 13.0: 1 block, about 80 us, under the program's launch's correlation id).
 inline constexpr const char* kCuptiWaitKernelName = "WaitNs";
@@ -38,9 +39,14 @@ class L2Sweep {
 
  private:
   bool launch(CUstream stream, uint32_t discard, std::string& error);
+  bool loadCodeSweep(std::string& error);
+  bool launchCodeSweep(CUstream stream, std::string& error);
 
   CUmodule module_ = nullptr;
   CUfunction kernel_ = nullptr;
+  CUmodule code_module_ = nullptr;
+  CUfunction code_kernel_ = nullptr;
+  int sms_ = 0;
   CUdeviceptr buffer_ = 0;
   CUdeviceptr sink_ = 0;
   size_t bytes_ = 0;
