@@ -1,5 +1,7 @@
 // Cache control without kernel replay: before a profiled launch counted in the program's own run
-// (application replay), a kernel reads twice the L2's size with L2-only loads, so every line the
+// (application replay), a code sweep fills every SM's and GPC's instruction caches with its own
+// code (a kernel's code fetches count in its L2 and DRAM bytes, and ncu's flush empties those
+// caches too), then a kernel reads twice the L2's size with L2-only loads, so every line the
 // program left in the L2 is evicted (dirty ones written back before the profiled kernel starts),
 // and a second launch discards the buffer's lines: the L2 is empty, as after ncu's flush, and the
 // kernel's DRAM bytes are its own, as under ncu's --cache-control all. It holds 2 x the L2 of
