@@ -403,6 +403,24 @@ bool endedByItself(int code) {
   return sig == SIGABRT || sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL;
 }
 
+// Joins each of the first run's databases to the second run's database of the same process tag
+// (rank), with that rank's per-PC counts.
+void joinEachProcess(const RunOptions& opt, const ReplayPlan& plan, const std::string& output,
+                     const std::string& scratch, const std::vector<std::string>& counted,
+                     const std::vector<std::string>& produced, const PatchedRunFiles& files) {
+  for (const std::string& f : counted) {
+    const std::string tag = processTag(f, output);
+    const std::string label = counted.size() > 1 || !tag.empty() ? f + ": " : "";
+    const auto twin = std::find_if(produced.begin(), produced.end(),
+                                   [&](const std::string& p) { return processTag(p, scratch) == tag; });
+    if (twin == produced.end()) {
+      sayReplay(label + "the second run wrote no database for this process; " + kSassCountersLost);
+      continue;
+    }
+    joinSecondRun(opt, plan, f, *twin, PatchedRunFiles{files.pc_file + tag, files.cubin_dir}, label);
+  }
+}
+
 // The second run of application replay: the program again, counting the SASS metrics (by SASS
 // patching, or under kernel replay) into scratch databases, one per rank, each joined to the first
 // run's database of the same rank and removed. A program that failed or crashed in its first run
@@ -456,17 +474,7 @@ void runSecondTime(const RunOptions& opt, const std::string& collector, const st
     sayReplay("the second run ended otherwise than the first (" + exitFacts(status).at("exit_status") + "); " + lost);
     return removeScratch();
   }
-  for (const std::string& f : counted) {
-    const std::string tag = processTag(f, output);
-    const std::string label = counted.size() > 1 || !tag.empty() ? f + ": " : "";
-    const auto twin = std::find_if(produced.begin(), produced.end(),
-                                   [&](const std::string& p) { return processTag(p, scratch) == tag; });
-    if (twin == produced.end()) {
-      sayReplay(label + "the second run wrote no database for this process; " + lost);
-      continue;
-    }
-    joinSecondRun(opt, plan, f, *twin, PatchedRunFiles{files.pc_file + tag, files.cubin_dir}, label);
-  }
+  joinEachProcess(opt, plan, output, scratch, counted, produced, files);
   removeScratch();
 }
 
