@@ -139,9 +139,11 @@ std::string describeCollection(const core::Profile& p) {
   }
   if (const std::string cache = p.meta("cache_control"); !cache.empty()) {
     const bool own_run = p.meta("replay_mode") == "application";
-    parts.push_back(cache != "all" ? "caches not flushed (cache control none)"
-                    : own_run      ? "L2 emptied before each profiled launch (cache control all)"
-                                   : "caches flushed before each pass (cache control all)");
+    const bool code_too = p.meta("cache_sweep").find("instruction") != std::string::npos;
+    parts.push_back(cache != "all"         ? "caches not flushed (cache control none)"
+                    : own_run && code_too ? "instruction caches and L2 emptied before each profiled launch (cache control all)"
+                    : own_run             ? "L2 emptied before each profiled launch (cache control all)"
+                                          : "caches flushed before each pass (cache control all)");
   }
   if (const std::string include = p.meta("nvtx_include"); !include.empty()) {
     parts.push_back("kernels inside NVTX ranges containing '" + include + "'" +

@@ -227,6 +227,9 @@ bool MetricsCollector::setUp(ContextState& s) {
   const bool cache_control = s.sweep != nullptr || s.profiler->cacheControlApplied();
   metadata_.emplace_back("replay_mode", s.application ? "application" : "kernel");
   metadata_.emplace_back("cache_control", cache_control ? "all" : "none");
+  // Which caches fprof empties itself before a profiled launch (application replay): recordings made
+  // before session 15 swept the L2 alone and counted a kernel's code fetches warm.
+  if (s.sweep != nullptr) metadata_.emplace_back("cache_sweep", "instruction caches, L2");
   if (config_.cache_control == CacheControl::kAllIfSupported && !cache_control && !s.application) {
     note("info",
          "caches are not invalidated between replay passes (cache control: none): the loaded CUPTI is older than "

@@ -227,6 +227,7 @@ TEST(MetricsGpu, DefaultIsApplicationReplayWithCacheControlWithTheToolkitsCupti)
   EXPECT_EQ(p->meta("replay_mode"), "application");
   EXPECT_EQ(p->meta("application_runs"), "2");
   EXPECT_EQ(p->meta("second_run_replay"), "sass_patching");
+  EXPECT_EQ(p->meta("cache_sweep"), "instruction caches, L2");
   auto k = index(*p);
   ASSERT_NE(k["saxpy"].counters, nullptr);
   EXPECT_EQ(*k["saxpy"].counters->flops_fp32, 2 * kN);

@@ -109,7 +109,11 @@ TEST(Coverage, CollectionMethodComesFromTheMetricsRunsMetadata) {
   EXPECT_EQ(describeCollection(p), "113 launches profiled in 20.2 s of replay, 0.1 s of decoding");
   p.metadata = {{"mode", "metrics"}, {"replay_mode", "application"}, {"metrics_passes", "1"}, {"cache_control", "all"}};
   EXPECT_EQ(describeCollection(p),
-            "application replay (1 pass); L2 emptied before each profiled launch (cache control all)");
+            "application replay (1 pass); L2 emptied before each profiled launch (cache control all)")
+      << "a recording from before the code sweep says what its sweep emptied";
+  p.metadata["cache_sweep"] = "instruction caches, L2";
+  EXPECT_EQ(describeCollection(p), "application replay (1 pass); instruction caches and L2 emptied before each profiled "
+                                   "launch (cache control all)");
   p.metadata = {{"mode", "metrics"}, {"replay_mode", "application"}, {"application_runs", "2"}, {"metrics_passes", "2"}};
   EXPECT_EQ(describeCollection(p),
             "application replay in two runs of the program (SASS counters in the second, under kernel replay)");
