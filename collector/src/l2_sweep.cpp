@@ -70,7 +70,7 @@ END:
 // on sm_90: 512 KiB of code), run by one warp on every SM before the L2 sweep, so each SM's and
 // each GPC's instruction caches hold the sweep's code instead of the program's, as after ncu's
 // cache flush, which invalidates them too. Without it, a kernel profiled again found its code
-// still cached: a kernel of 128 KiB of code read 1.0 MB less L2 (8 GPCs x its code) and 100 KB
+// still cached: a kernel of 128 KiB of code read 1.0 MB less L2 (8 GPCs x its code) and 130 KB
 // less DRAM than ncu counts with --cache-control all (bench/RESULTS.md, issue 15, session 15).
 constexpr int kCodeSweepInstructions = 32768;
 
@@ -106,10 +106,10 @@ END:
 constexpr int kThreadsPerBlock = 256;
 constexpr int kBlocksPerSm = 4;
 
-std::string cuError(const char* call, CUresult r) {
+std::string cuError(const std::string& call, CUresult r) {
   const char* text = nullptr;
   cuGetErrorString(r, &text);
-  return std::string(call) + " failed: " + (text != nullptr ? text : "unknown CUDA error");
+  return call + " failed: " + (text != nullptr ? text : "unknown CUDA error");
 }
 
 thread_local bool t_inside_sweep = false;
@@ -144,13 +144,8 @@ bool L2Sweep::setup(CUdevice device, std::string& error) {
   bytes_ = 2 * static_cast<size_t>(l2);
   blocks_ = sms * kBlocksPerSm;
   sms_ = sms;
-  if (!loadCodeSweep(error)) return false;
-  if (CUresult r = cuModuleLoadData(&module_, kSweepPtx); r != CUDA_SUCCESS) {
-    error = cuError("cuModuleLoadData(the L2 sweep)", r);
-    return false;
-  }
-  if (CUresult r = cuModuleGetFunction(&kernel_, module_, kL2SweepKernelName); r != CUDA_SUCCESS) {
-    error = cuError("cuModuleGetFunction(the L2 sweep)", r);
+  if (!loadKernel(codeSweepPtx().c_str(), kCodeSweepKernelName, "the code sweep", code_module_, code_kernel_, error) ||
+      !loadKernel(kSweepPtx, kL2SweepKernelName, "the L2 sweep", module_, kernel_, error)) {
     return false;
   }
   if (CUresult r = cuMemAlloc(&buffer_, bytes_); r != CUDA_SUCCESS) {
@@ -164,14 +159,15 @@ bool L2Sweep::setup(CUdevice device, std::string& error) {
   return true;
 }
 
-bool L2Sweep::loadCodeSweep(std::string& error) {
-  const std::string ptx = codeSweepPtx();
-  if (CUresult r = cuModuleLoadData(&code_module_, ptx.c_str()); r != CUDA_SUCCESS) {
-    error = cuError("cuModuleLoadData(the code sweep)", r);
+// JIT-compiles `ptx` into the current context and finds its kernel `name`.
+bool L2Sweep::loadKernel(const char* ptx, const char* name, const char* what, CUmodule& module, CUfunction& kernel,
+                         std::string& error) {
+  if (CUresult r = cuModuleLoadData(&module, ptx); r != CUDA_SUCCESS) {
+    error = cuError(std::string("cuModuleLoadData(") + what + ")", r);
     return false;
   }
-  if (CUresult r = cuModuleGetFunction(&code_kernel_, code_module_, kCodeSweepKernelName); r != CUDA_SUCCESS) {
-    error = cuError("cuModuleGetFunction(the code sweep)", r);
+  if (CUresult r = cuModuleGetFunction(&kernel, module, name); r != CUDA_SUCCESS) {
+    error = cuError(std::string("cuModuleGetFunction(") + what + ")", r);
     return false;
   }
   return true;
@@ -181,8 +177,7 @@ bool L2Sweep::launchCodeSweep(CUstream stream, std::string& error) {
   SweepScope own;
   float seed = 0.5f;
   void* params[] = {&sink_, &seed};
-  // One warp a block, as many blocks as SMs, each SM's share of the work small enough that every SM
-  // gets a block at once.
+  // One warp a block and as many blocks as SMs: one block fits any SM, so every SM runs one.
   if (CUresult r = cuLaunchKernel(code_kernel_, static_cast<unsigned>(sms_), 1, 1, 32, 1, 1, 0, stream, params, nullptr);
       r != CUDA_SUCCESS) {
     error = cuError("cuLaunchKernel(the code sweep)", r);

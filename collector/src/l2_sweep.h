@@ -41,7 +41,8 @@ class L2Sweep {
 
  private:
   bool launch(CUstream stream, uint32_t discard, std::string& error);
-  bool loadCodeSweep(std::string& error);
+  static bool loadKernel(const char* ptx, const char* name, const char* what, CUmodule& module, CUfunction& kernel,
+                         std::string& error);
   bool launchCodeSweep(CUstream stream, std::string& error);
 
   CUmodule module_ = nullptr;
