@@ -11,7 +11,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <iterator>
 #include <map>
 #include <memory>
 #include <optional>
@@ -244,16 +243,6 @@ struct ReplayPlan {
   bool own_run = false;        // the program's own execution is counted (application replay)
 };
 
-// The hardware (not SASS-instrumented) metrics of a --metrics selection.
-std::vector<std::string> hardwareMetricsOf(const std::string& selection) {
-  std::vector<std::string> out;
-  if (auto metrics = core::expandMetricSelection(selection)) {
-    std::copy_if(metrics->begin(), metrics->end(), std::back_inserter(out),
-                 [](const std::string& m) { return !core::isSassInstrumented(m); });
-  }
-  return out;
-}
-
 // Replay passes the CUPTI host API gives these metrics on this machine's GPU (fprof-metrics-host,
 // no GPU work), or none where the tool is missing or cannot say.
 std::optional<int> hardwarePasses(const std::vector<std::string>& metrics) {
@@ -275,22 +264,23 @@ std::optional<int> hardwarePasses(const std::vector<std::string>& metrics) {
 // default, wherever the caches can be emptied that way and the hardware counters fit the one pass
 // the program's own run gives (kernel replay empties caches only with a CUPTI 13.4 given by
 // --cupti, costs more a launch, and saves device memory the program holds: bench/RESULTS.md, issue
-// 15); or asked for implicitly by --cache-control all without --cupti.
-bool countsOwnRun(const RunOptions& opt, const std::string& cupti) {
+// 15); or asked for implicitly by --cache-control all without --cupti. `hardware`: the selection's
+// metrics that are not SASS-instrumented.
+bool countsOwnRun(const RunOptions& opt, const std::string& cupti, const std::vector<std::string>& hardware) {
   if (opt.replay == "application") return true;
   const bool automatic = opt.replay.empty() || opt.replay == "auto";
   if (!automatic || !cupti.empty() || opt.cache_control == "none" || opt.metrics.empty()) return false;
-  return opt.cache_control == "all" || hardwarePasses(hardwareMetricsOf(opt.metrics)) == 1;
+  return opt.cache_control == "all" || hardwarePasses(hardware) == 1;
 }
 
 ReplayPlan planRuns(const RunOptions& opt, const std::string& cupti) {
-  ReplayPlan plan{opt.metrics, opt.replay, "", "", countsOwnRun(opt, cupti)};
+  std::vector<std::string> own_run, sass;
+  if (auto metrics = core::expandMetricSelection(opt.metrics)) {
+    for (const std::string& m : *metrics) (core::isSassInstrumented(m) ? sass : own_run).push_back(m);
+  }
+  ReplayPlan plan{opt.metrics, opt.replay, "", "", countsOwnRun(opt, cupti, own_run)};
   if (!plan.own_run || opt.metrics.empty()) return plan;
   plan.first_replay = "application";
-  auto metrics = core::expandMetricSelection(opt.metrics);
-  if (!metrics) return plan;
-  std::vector<std::string> own_run, sass;
-  for (const std::string& m : *metrics) (core::isSassInstrumented(m) ? sass : own_run).push_back(m);
   if (sass.empty() || own_run.empty()) return plan;  // one run; the collector says what it cannot count
   const char* env = std::getenv("FPROF_SECOND_RUN_REPLAY");
   const std::string asked = env != nullptr ? env : "";
