@@ -557,16 +557,16 @@ void MetricsCollector::openWindow(const LaunchRequest& launch, ContextState& s) 
   if (s.application && !prepareOwnRun(s, launch.stream, error)) {
     note("warning", "before a profiled launch: " + error);
   }
-  if (s.patching && debug_ranges_) logInfo("SASS patching begins: %s", launch.symbol_name ? launch.symbol_name : "?");
   if (s.patching) {
-    CuptiActivityApi::instance().holdFlushes();
+    if (debug_ranges_) logInfo("SASS patching begins: %s", launch.symbol_name ? launch.symbol_name : "?");
+    CuptiActivityApi::instance().holdFlushes();  // released in afterLaunch
     t_window.holds_flushes = true;
-  }
-  if (s.patching && !s.patching->begin(error)) {
-    note("error", "enabling SASS instruction counts: " + error);
-    s.failed = true;
-    missing(ref, "the SASS Metrics API could not be enabled");
-    return;
+    if (!s.patching->begin(error)) {
+      note("error", "enabling SASS instruction counts: " + error);
+      s.failed = true;
+      missing(ref, "the SASS Metrics API could not be enabled");
+      return;
+    }
   }
   if (s.profiler && !s.profiler->start(error)) {
     note("error", "starting the range profiler: " + error);
