@@ -133,7 +133,9 @@ TEST(Coverage, RecordedApplicationReplayHoldsBothRunsCounters) {
   EXPECT_TRUE(p->warnings.empty());
   EXPECT_EQ(describeCollection(*p).rfind("metric set roofline; application replay in two runs of the program", 0), 0u)
       << describeCollection(*p);
-  EXPECT_NE(describeCollection(*p).find("L2 emptied before each profiled launch"), std::string::npos);
+  EXPECT_NE(describeCollection(*p).find("instruction caches and L2 emptied before each profiled launch"),
+            std::string::npos)
+      << "recorded with the code sweep (metadata.cache_sweep)";
   EXPECT_NE(describeCollection(*p).find("by SASS patching, no replay"), std::string::npos) << describeCollection(*p);
   ASSERT_EQ(p->counters.size(), p->kernels.size());
   for (const core::KernelRow& k : p->kernels) EXPECT_GT(k.start_ns, 0) << "counted in its own run: timestamps kept";
