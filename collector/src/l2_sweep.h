@@ -38,6 +38,8 @@ class L2Sweep {
   bool setup(CUdevice device, std::string& error);
   // Enqueues the sweep on `stream`; the next work on that stream starts after it.
   bool run(CUstream stream, std::string& error);
+  // Enqueues the code sweep alone (a few microseconds): a kernel of fprof's own to count.
+  bool runCodeSweep(CUstream stream, std::string& error) { return launchCodeSweep(stream, error); }
 
  private:
   bool launch(CUstream stream, uint32_t discard, std::string& error);

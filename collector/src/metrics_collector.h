@@ -141,6 +141,7 @@ class MetricsCollector {
   ContextState& stateOf(CUcontext ctx);  // requires mu_
   bool setUp(ContextState& s);           // requires mu_
   bool setUpSweep(ContextState& s, CUdevice device);
+  void countThrowawayRange(ContextState& s);  // requires mu_
   void warnIfReplayGoesThroughHost(ContextState& s);  // requires mu_
   bool setUpPatching(ContextState& s, CUcontext ctx, CUdevice device);  // requires mu_
   void countPatched(ContextState& s, CUresult result);                   // requires mu_
