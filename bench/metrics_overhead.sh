@@ -122,16 +122,16 @@ for line in open(f"{work}/timings.tsv"):
     name, wall, rc = line.split("\t")
     runs[name] = (float(wall), int(rc.strip()))
 
-def ncu_values(name):
+def ncu_rows(name):
+    """The rows of ncu's CSV (one a kernel and metric), or none."""
     path = f"{work}/{name}.csv"
-    if not os.path.exists(path):
-        return {}
-    text = open(path).read()
+    text = open(path).read() if os.path.exists(path) else ""
     start = text.find('"ID"')
+    return [] if start < 0 else list(csv.DictReader(io.StringIO(text[start:])))
+
+def ncu_values(name):
     out = {}
-    if start < 0:
-        return out
-    for r in csv.DictReader(io.StringIO(text[start:])):
+    for r in ncu_rows(name):
         try:
             v = float(r["Metric Value"].replace(",", ""))
         except (KeyError, ValueError):
@@ -188,12 +188,7 @@ checked = ["dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_bytes.sum",
 
 def ncu_names(name):
     """Kernel names by launch index, from ncu's CSV."""
-    path = f"{work}/{name}.csv"
-    if not os.path.exists(path):
-        return {}
-    text = open(path).read()
-    start = text.find('"ID"')
-    return {} if start < 0 else {int(r["ID"]): r.get("Kernel Name", "") for r in csv.DictReader(io.StringIO(text[start:]))}
+    return {int(r["ID"]): r.get("Kernel Name", "") for r in ncu_rows(name)}
 
 def relative_errors(pairs):
     return [abs(a / b - 1) * 100 if b else (0 if a == 0 else float("inf")) for a, b in pairs]
