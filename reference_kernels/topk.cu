@@ -21,6 +21,8 @@
 // shared memory by cp.async, a row's blocks as a cluster, candidates appended one atomic a
 // vector, ranks counted by several lanes, partials tagged with the launch instead of a fence.
 #include <cfloat>
+#include <cstdlib>
+#include <string>
 #include <climits>
 #include <cuda/atomic>
 #include <type_traits>
@@ -66,8 +68,11 @@ struct MaxSum {
   }
 };
 
-struct BlockShared {
+struct alignas(16) BlockShared {
   float warp_max[kWarps], warp_stat_max[kWarps], warp_sum[kWarps], warp_bound[kWarps];
+  Candidate warp_top[kWarps][kMaxTopK];  // each warp's best kMaxTopK, sorted (warpTopK)
+  Candidate warp_floor[kWarps];
+  int warp_count[kWarps];
   Candidate winners[kMaxTopK];
   Candidate floor;
   int count;
@@ -267,16 +272,40 @@ template <class T> __device__ __forceinline__ float vectorMax(const uint4& r) {
   }
 }
 
+// 2^x on the FMA pipe (the FlashAttention-4 trick): round x to an integer j by adding 1.5 * 2^23
+// (j lands in the low mantissa bits), a degree-5 polynomial for 2^(x - j) on [-0.5, 0.5]
+// (relative error 2.3e-7, as ex2.approx's), and j added to the exponent bits by an integer
+// shift. x is clamped at -125 so that the exponent stays normal: such a term is 2^-125, not 0.
+__device__ __forceinline__ float polyExp2(float x) {
+  x = fmaxf(x, -125.0f);
+  const float t = __fadd_rn(x, 12582912.0f);
+  const float f = __fsub_rn(x, __fsub_rn(t, 12582912.0f));
+  float p = 0x1.5c08e4p-10f;
+  p = fmaf(p, f, 0x1.3d0c52p-7f);
+  p = fmaf(p, f, 0x1.c6b6e4p-5f);
+  p = fmaf(p, f, 0x1.ebf918p-3f);
+  p = fmaf(p, f, 0x1.62e428p-1f);
+  p = fmaf(p, f, 0x1.000002p+0f);
+  return __int_as_float(__float_as_int(p) + (__float_as_int(t) << 23));
+}
+
 // Sum of 2^(v log2e - c) over one vector, one fused multiply-add and one ex2 a value: with
 // c = base * log2e, the sum of exp(v - base).
-template <class T> __device__ __forceinline__ float vectorExp2Sum(const uint4& raw, float c) {
+template <class T, int kPolyEvery = 0> __device__ __forceinline__ float vectorExp2Sum(const uint4& raw, float c) {
   float v[16 / sizeof(T)];
   toFloats(raw, v, T{});
   float s0 = 0.0f, s1 = 0.0f;
+  auto ex = [&](int e) {
+    const float x = fmaf(v[e], kLog2e, -c);
+    if constexpr (kPolyEvery > 0) {
+      if (e % kPolyEvery == kPolyEvery - 1) return polyExp2(x);
+    }
+    return fastExp2(x);
+  };
 #pragma unroll
   for (int e = 0; e < int(16 / sizeof(T)); e += 2) {
-    s0 += fastExp2(fmaf(v[e], kLog2e, -c));
-    s1 += fastExp2(fmaf(v[e + 1], kLog2e, -c));
+    s0 += ex(e);
+    s1 += ex(e + 1);
   }
   return s0 + s1;
 }
@@ -298,11 +327,11 @@ struct OnlineExpSum {
     ref = m;
     ref_log2 = m_log2;
   }
-  template <class T, bool kExps> __device__ void addVector(const uint4& raw, float vector_max) {
+  template <class T, bool kExps, int kPolyEvery = 0> __device__ void addVector(const uint4& raw, float vector_max) {
     max = fmaxf(max, vector_max);
     if constexpr (kExps) {
       if (vector_max > ref + kRefSlack) rebase(vector_max);
-      sum += vectorExp2Sum<T>(raw, ref_log2);
+      sum += vectorExp2Sum<T, kPolyEvery>(raw, ref_log2);
     }
   }
   template <bool kExps> __device__ void addScalar(float v) {
@@ -326,10 +355,10 @@ struct RegisterSlice : VectorSlice<T, kLoadsPerThread, true> {
   // The thread's maximum and sum of exps, vector by vector in load order, so that a vector's
   // exps can run while the later loads are in flight. (2026-11-27: fp16 fused 12.2-12.5 ->
   // 11.8-12.1 us under ncu against exps after the block maximum, bench/RESULTS.md issue 16.)
-  template <bool kExps> __device__ OnlineExpSum online() const {
+  template <bool kExps, int kPolyEvery = 0> __device__ OnlineExpSum online() const {
     OnlineExpSum o;
 #pragma unroll
-    for (int j = 0; j < kLoads; ++j) o.addVector<T, kExps>(raw[j], vectorMax<T>(raw[j]));
+    for (int j = 0; j < kLoads; ++j) o.template addVector<T, kExps, kPolyEvery>(raw[j], vectorMax<T>(raw[j]));
     if (head_i >= 0) o.addScalar<kExps>(head_v);
     if (tail_i >= 0) o.addScalar<kExps>(tail_v);
     return o;
@@ -521,11 +550,76 @@ __device__ void mergeRowInWarp(const MergeInput& in, BlockShared& sh, float2* __
   }
 }
 
+// The row's arrival by warp 0 alone (after a barrier that ordered the block's partial) and, in
+// the row's last block, its merge.
+template <Stage kStage>
+__device__ void arriveAndMergeInWarp(unsigned* __restrict__ counters, int splits, const Partial* __restrict__ row_parts,
+                                     BlockShared& sh, float2* __restrict__ stats, float* __restrict__ top_p,
+                                     int* __restrict__ top_i, std::size_t row, int k) {
+  unsigned last = 0;
+  if (threadIdx.x == 0) {
+    // One acquire-release arrival: it publishes what the block wrote (ordered before it by the
+    // barrier) and, in the last block, makes every other block's partial visible.
+    cuda::atomic_ref<unsigned, cuda::thread_scope_device> counter(counters[blockIdx.y]);
+    last = counter.fetch_add(1u, cuda::memory_order_acq_rel) == unsigned(splits - 1);
+    if (last) counter.store(0u, cuda::memory_order_relaxed);  // ready for the next launch; every block is in
+  }
+  // The shuffle synchronizes the warp: lane 0's acquire is ordered before the other lanes' loads.
+  if (!__shfl_sync(0xffffffffu, last, 0)) return;
+  mergeRowInWarp<kStage>(loadPartials<kStage>(row_parts, splits), sh, stats, top_p, top_i, row, k);
+}
+
+// A warp's best kMaxTopK elements, sorted into sh.warp_top[warp] (empty candidates where the warp
+// has fewer), from its own registers and a bound known without a block barrier. The warp's
+// candidates go to its own kCandidateCap / kWarps slots of sh.cand; on overflow the floor is
+// raised as in selectTopK.
+template <class Slice>
+__device__ void warpTopK(const Slice& slice, float bound, BlockShared& sh, int warp, int lane) {
+  constexpr int kCap = kCandidateCap / kWarps;
+  Candidate* seg = sh.cand + warp * kCap;
+  Candidate floor{bound, INT_MAX};
+  for (;;) {
+    slice.forEachAtLeast(floor.value, [&](float v, int i) {
+      if (better(floor.value, floor.index, v, i)) return;
+      const int slot = atomicAdd(&sh.warp_count[warp], 1);
+      if (slot < kCap) seg[slot] = {v, i};
+    });
+    __syncwarp();
+    const int total = *static_cast<volatile int*>(&sh.warp_count[warp]);
+    const bool overflow = total > kCap;
+    const int n = overflow ? kCap : total;
+    for (int e = lane; e < n; e += 32) {
+      const Candidate c = seg[e];
+      const int rank = rankAmong(seg, n, c);
+      if (!overflow && rank < kMaxTopK) sh.warp_top[warp][rank] = c;
+      if (overflow && rank == kMaxTopK - 1) sh.warp_floor[warp] = c;
+    }
+    if (!overflow) {  // warp-uniform
+      if (lane >= n && lane < kMaxTopK) sh.warp_top[warp][lane] = emptyCandidate();
+      return;
+    }
+    __syncwarp();
+    floor = sh.warp_floor[warp];
+    if (lane == 0) sh.warp_count[warp] = 0;
+    __syncwarp();
+  }
+}
+
+// How many of a sorted (better first) list of kMaxTopK candidates are better than c.
+__device__ __forceinline__ int countBetter(const Candidate* list, const Candidate& c) {
+  auto b = [&](int j) { return better(list[j].value, list[j].index, c.value, c.index); };
+  int pos = b(3) ? 4 : 0;
+  if (b(pos + 1)) pos += 2;
+  if (b(pos)) pos += 1;
+  if (pos == kMaxTopK - 1 && b(pos)) pos = kMaxTopK;
+  return pos;
+}
+
 // 64 registers a thread: 4 blocks an SM, so the 512 blocks of 64 rows of 128256 fp16 logits are
 // all resident at once on 132 SMs.
 constexpr int kBlocksPerSm = 4;
 
-template <class T, Stage kStage>
+template <class T, Stage kStage, bool kWarpSelect = false, int kPolyEvery = 0>
 __global__ void __launch_bounds__(kThreads, kBlocksPerSm) rowSliceKernel(const T* __restrict__ in, Partial* __restrict__ partials,
                                                            unsigned* __restrict__ counters, float2* __restrict__ stats,
                                                            float* __restrict__ top_p, int* __restrict__ top_i,
@@ -542,11 +636,64 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) rowSliceKernel(const T
   Slice slice;
   slice.load(in + row * vocab, vocab, blockIdx.x);
   Partial* mine_out = partials + row * splits + blockIdx.x;
+  const Partial* row_parts = partials + row * splits;
+  if constexpr (kWarpSelect && kStats && kTopK) {
+    if (splits * kMaxTopK <= 32 * kMergeEntriesPerLane) {  // block-uniform
+      // Every warp its own statistics and exact top-k, from a bound of its own lanes' maxima (the
+      // second largest of each 8 lanes, the least of the 4), with no block barrier; one barrier,
+      // then warp 0 merges the 8 warps' sorted lists and makes the row's arrival.
+      const int lane = int(threadIdx.x & 31), warp = int(threadIdx.x >> 5);
+      if (lane == 0) sh.warp_count[warp] = 0;
+      const OnlineExpSum online = slice.template online<true, kPolyEvery>();
+      const float wmax = warpMax(online.max);
+      const float wsum = warpSum(wmax == -INFINITY ? 0.0f : online.sumAgainst(wmax));
+      float m1 = online.max, m2 = -INFINITY;
+#pragma unroll
+      for (int o = 1; o < 8; o <<= 1) {
+        const float o1 = __shfl_xor_sync(0xffffffffu, m1, o), o2 = __shfl_xor_sync(0xffffffffu, m2, o);
+        m2 = fmaxf(fminf(m1, o1), fmaxf(m2, o2));
+        m1 = fmaxf(m1, o1);
+      }
+      float bound = fminf(m2, __shfl_xor_sync(0xffffffffu, m2, 8));
+      bound = fminf(bound, __shfl_xor_sync(0xffffffffu, bound, 16));
+      if (lane == 0) { sh.warp_max[warp] = wmax; sh.warp_sum[warp] = wsum; }
+      __syncwarp();
+      warpTopK(slice, bound, sh, warp, lane);
+      __syncthreads();
+      if (warp != 0) return;
+      const float m = lane < kWarps ? sh.warp_max[lane] : -INFINITY;
+      const float s = lane < kWarps ? sh.warp_sum[lane] : 0.0f;
+      const float block_max = warpMax(m);
+      const float block_sum = warpSum(s == 0.0f ? 0.0f : s * __expf(m - block_max));
+      const Candidate* lists = &sh.warp_top[0][0];
+      int real = 0;
+#pragma unroll
+      for (int h = 0; h < kWarps * kMaxTopK / 32; ++h) {
+        const int q = lane + 32 * h, w = q / kMaxTopK;
+        const Candidate c = lists[q];
+        const bool is_real = c.index != INT_MAX;
+        real += __popc(__ballot_sync(0xffffffffu, is_real));
+        if (is_real) {
+          int rank = q % kMaxTopK;
+#pragma unroll
+          for (int w2 = 0; w2 < kWarps; ++w2) {
+            if (w2 != w) rank += countBetter(lists + w2 * kMaxTopK, c);
+          }
+          if (rank < kMaxTopK) { mine_out->value[rank] = c.value; mine_out->index[rank] = c.index; }
+        }
+      }
+      if (lane >= real && lane < kMaxTopK) { mine_out->value[lane] = -INFINITY; mine_out->index[lane] = INT_MAX; }
+      if (lane == 0) { mine_out->max = block_max; mine_out->sum = block_sum; }
+      __syncwarp();
+      arriveAndMergeInWarp<kStage>(counters, splits, row_parts, sh, stats, top_p, top_i, row, k);
+      return;
+    }
+  }
   {
     // Exps against the thread's own reference as the vectors arrive, then the block maximum
     // (and the top-k bound, from maxima alone) with one barrier, and one ex2 a thread to bring
     // its sum to the block maximum.
-    const OnlineExpSum online = slice.template online<kStats>();
+    const OnlineExpSum online = slice.template online<kStats, kPolyEvery>();
     const Reduced red = blockReduce<false>(online.max, 0.0f, -INFINITY, sh);
     if constexpr (kStats) {
       const float warp_sum = warpSum(red.max == -INFINITY ? 0.0f : online.sumAgainst(red.max));  // all -inf: 0
@@ -580,24 +727,13 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) rowSliceKernel(const T
       mine_out->sum = sum;
     }
   }
-  const Partial* row_parts = partials + row * splits;
   if (splits * kMaxTopK <= 32 * kMergeEntriesPerLane) {  // block-uniform
     // The row's arrival and, in its last block, the merge are warp 0's: the other warps leave as
     // soon as the block's partial is written (2026-11-27: fp16 fused 12.0-12.4 -> 11.6-11.7 us
     // under ncu against all warps waiting for thread 0's arrival).
     __syncthreads();  // the block's partial is written before its arrival
     if (threadIdx.x >= 32) return;
-    unsigned last = 0;
-    if (threadIdx.x == 0) {
-      // One acquire-release arrival: it publishes what the block wrote (ordered before it by the
-      // barrier) and, in the last block, makes every other block's partial visible.
-      cuda::atomic_ref<unsigned, cuda::thread_scope_device> counter(counters[blockIdx.y]);
-      last = counter.fetch_add(1u, cuda::memory_order_acq_rel) == unsigned(splits - 1);
-      if (last) counter.store(0u, cuda::memory_order_relaxed);  // ready for the next launch; every block is in
-    }
-    // The shuffle synchronizes the warp: lane 0's acquire is ordered before the other lanes' loads.
-    if (!__shfl_sync(0xffffffffu, last, 0)) return;
-    mergeRowInWarp<kStage>(loadPartials<kStage>(row_parts, splits), sh, stats, top_p, top_i, row, k);
+    arriveAndMergeInWarp<kStage>(counters, splits, row_parts, sh, stats, top_p, top_i, row, k);
     return;
   }
   if (!arriveLast(counters, splits)) return;
@@ -700,13 +836,34 @@ template <class Slice> dim3 gridFor(std::size_t rows, std::size_t vocab) {
   return dim3(unsigned(splitsFor<Slice>(vocab)), unsigned(rows));
 }
 
-template <class T, Stage kStage>
+template <class T, Stage kStage, bool kWarpSelect = false, int kPolyEvery = 0>
 void launchRowSliceKernel(const T* in, const ScratchView& v, float* top_p, int* top_i, std::size_t rows, std::size_t vocab,
                           int k, cudaStream_t s) {
   using Slice = BlockSlice<T>;
-  rowSliceKernel<T, kStage><<<gridFor<Slice>(rows, vocab), kThreads, 0, s>>>(in, v.partials, v.counters, v.stats,
-                                                                             top_p, top_i, vocab, k);
+  rowSliceKernel<T, kStage, kWarpSelect, kPolyEvery><<<gridFor<Slice>(rows, vocab), kThreads, 0, s>>>(
+      in, v.partials, v.counters, v.stats, top_p, top_i, vocab, k);
   CUDA_CHECK_LAUNCH(rowSliceKernel);
+}
+
+// Session-16 A/B forms (FPROF_REF_TOPK): base, poly4, poly2, warp, warp_poly4.
+int fusedForm() {
+  static const int form = [] {
+    const char* e = std::getenv("FPROF_REF_TOPK");
+    const std::string f = e ? e : "base";
+    return f == "poly4" ? 1 : f == "poly2" ? 2 : f == "warp" ? 3 : f == "warp_poly4" ? 4 : 0;
+  }();
+  return form;
+}
+template <class T>
+void launchFused(const T* in, const ScratchView& v, float* top_p, int* top_i, std::size_t rows, std::size_t vocab, int k,
+                 cudaStream_t s) {
+  switch (fusedForm()) {
+    case 1: launchRowSliceKernel<T, Stage::Fused, false, 4>(in, v, top_p, top_i, rows, vocab, k, s); break;
+    case 2: launchRowSliceKernel<T, Stage::Fused, false, 2>(in, v, top_p, top_i, rows, vocab, k, s); break;
+    case 3: launchRowSliceKernel<T, Stage::Fused, true, 0>(in, v, top_p, top_i, rows, vocab, k, s); break;
+    case 4: launchRowSliceKernel<T, Stage::Fused, true, 4>(in, v, top_p, top_i, rows, vocab, k, s); break;
+    default: launchRowSliceKernel<T, Stage::Fused>(in, v, top_p, top_i, rows, vocab, k, s);
+  }
 }
 
 }  // namespace
@@ -752,7 +909,7 @@ void launchSoftmaxTopKFused(DType t, const void* logits, float* top_p, int* top_
   checkK(vocab, k);
   if (rows == 0) return;
   const ScratchView v = view(scratch, rows, vocab);
-  FPROF_DISPATCH_DTYPE(t, T, launchRowSliceKernel<T, Stage::Fused>(static_cast<const T*>(logits), v, top_p, top_i, rows, vocab, k, s));
+  FPROF_DISPATCH_DTYPE(t, T, launchFused<T>(static_cast<const T*>(logits), v, top_p, top_i, rows, vocab, k, s));
 }
 
 }  // namespace fprof::refk
