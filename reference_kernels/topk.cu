@@ -70,9 +70,6 @@ struct MaxSum {
 
 struct alignas(16) BlockShared {
   float warp_max[kWarps], warp_stat_max[kWarps], warp_sum[kWarps], warp_bound[kWarps];
-  Candidate warp_top[kWarps][kMaxTopK];  // each warp's best kMaxTopK, sorted (warpTopK)
-  Candidate warp_floor[kWarps];
-  int warp_count[kWarps];
   Candidate winners[kMaxTopK];
   Candidate floor;
   int count;
@@ -505,8 +502,18 @@ __device__ MergeInput loadPartials(const Partial* __restrict__ parts, int splits
   return in;
 }
 
-template <Stage kStage>
-__device__ void mergeRowInWarp(const MergeInput& in, BlockShared& sh, float2* __restrict__ stats,
+// How many of a sorted (better first) list of kMaxTopK candidates are better than c.
+__device__ __forceinline__ int countBetter(const Candidate* list, const Candidate& c) {
+  auto b = [&](int j) { return better(list[j].value, list[j].index, c.value, c.index); };
+  int pos = b(3) ? 4 : 0;
+  if (b(pos + 1)) pos += 2;
+  if (b(pos)) pos += 1;
+  if (pos == kMaxTopK - 1 && b(pos)) pos = kMaxTopK;
+  return pos;
+}
+
+template <Stage kStage, bool kSortedMerge = false>
+__device__ void mergeRowInWarp(const MergeInput& in, int splits, BlockShared& sh, float2* __restrict__ stats,
                                float* __restrict__ top_p, int* __restrict__ top_i, std::size_t row, int k) {
   constexpr bool kStats = kStage != Stage::TopKOfProbs;
   constexpr bool kTopK = kStage != Stage::Stats;
@@ -520,7 +527,43 @@ __device__ void mergeRowInWarp(const MergeInput& in, BlockShared& sh, float2* __
     row_sum = warpSum(part_sum == 0.0f ? 0.0f : part_sum * __expf(part_max - row_max));
     if (kStage == Stage::Stats && lane == 0) stats[row] = make_float2(row_max, row_sum);
   }
-  if constexpr (kTopK) {
+  auto ranked = [&](int rank, const Candidate& c) {
+    if (rank < k) {
+      top_p[row * k + rank] = kStage == Stage::Fused ? __expf(c.value - row_max) / row_sum : c.value;
+      top_i[row * k + rank] = c.index;
+    }
+  };
+  if constexpr (kTopK && kSortedMerge) {
+    // The partials are sorted lists: an entry's rank is its slot plus, in every other partial,
+    // how many entries are better (a binary search). Only entries at or before the best of the
+    // partials' last entries (a floor with its index, so ties below it drop out) are ranked.
+    Candidate floor = emptyCandidate();
+#pragma unroll
+    for (int e = 0; e < kMergeEntriesPerLane; ++e) {
+      const int c = lane + 32 * e;
+      if (c < splits * kMaxTopK) sh.merge_cand[c] = {value[e], index[e]};
+      if (lane % kMaxTopK == kMaxTopK - 1 && better(value[e], index[e], floor.value, floor.index)) floor = {value[e], index[e]};
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+      const float ov = __shfl_xor_sync(0xffffffffu, floor.value, o);
+      const int oi = __shfl_xor_sync(0xffffffffu, floor.index, o);
+      if (better(ov, oi, floor.value, floor.index)) floor = {ov, oi};
+    }
+    __syncwarp();
+#pragma unroll
+    for (int e = 0; e < kMergeEntriesPerLane; ++e) {
+      const int c = lane + 32 * e;
+      const Candidate cand{value[e], index[e]};
+      if (index[e] == INT_MAX || better(floor.value, floor.index, cand.value, cand.index)) continue;
+      int rank = c % kMaxTopK;
+      for (int p = 0; p < splits; ++p) {
+        if (p != c / kMaxTopK) rank += countBetter(sh.merge_cand + p * kMaxTopK, cand);
+      }
+      ranked(rank, cand);
+    }
+  }
+  if constexpr (kTopK && !kSortedMerge) {
     // Every partial's last slot bounds the row's kMaxTopK-th value from below.
     float floor = -INFINITY;
 #pragma unroll
@@ -537,12 +580,6 @@ __device__ void mergeRowInWarp(const MergeInput& in, BlockShared& sh, float2* __
       n += __popc(ballot);
     }
     __syncwarp();
-    auto ranked = [&](int rank, const Candidate& c) {
-      if (rank < k) {
-        top_p[row * k + rank] = kStage == Stage::Fused ? __expf(c.value - row_max) / row_sum : c.value;
-        top_i[row * k + rank] = c.index;
-      }
-    };
     for (int e = lane; e < n; e += 32) {
       const Candidate c = sh.merge_cand[e];
       ranked(rankAmong(sh.merge_cand, n, c), c);
@@ -552,7 +589,7 @@ __device__ void mergeRowInWarp(const MergeInput& in, BlockShared& sh, float2* __
 
 // The row's arrival by warp 0 alone (after a barrier that ordered the block's partial) and, in
 // the row's last block, its merge.
-template <Stage kStage>
+template <Stage kStage, bool kSortedMerge = false>
 __device__ void arriveAndMergeInWarp(unsigned* __restrict__ counters, int splits, const Partial* __restrict__ row_parts,
                                      BlockShared& sh, float2* __restrict__ stats, float* __restrict__ top_p,
                                      int* __restrict__ top_i, std::size_t row, int k) {
@@ -566,60 +603,14 @@ __device__ void arriveAndMergeInWarp(unsigned* __restrict__ counters, int splits
   }
   // The shuffle synchronizes the warp: lane 0's acquire is ordered before the other lanes' loads.
   if (!__shfl_sync(0xffffffffu, last, 0)) return;
-  mergeRowInWarp<kStage>(loadPartials<kStage>(row_parts, splits), sh, stats, top_p, top_i, row, k);
-}
-
-// A warp's best kMaxTopK elements, sorted into sh.warp_top[warp] (empty candidates where the warp
-// has fewer), from its own registers and a bound known without a block barrier. The warp's
-// candidates go to its own kCandidateCap / kWarps slots of sh.cand; on overflow the floor is
-// raised as in selectTopK.
-template <class Slice>
-__device__ void warpTopK(const Slice& slice, float bound, BlockShared& sh, int warp, int lane) {
-  constexpr int kCap = kCandidateCap / kWarps;
-  Candidate* seg = sh.cand + warp * kCap;
-  Candidate floor{bound, INT_MAX};
-  for (;;) {
-    slice.forEachAtLeast(floor.value, [&](float v, int i) {
-      if (better(floor.value, floor.index, v, i)) return;
-      const int slot = atomicAdd(&sh.warp_count[warp], 1);
-      if (slot < kCap) seg[slot] = {v, i};
-    });
-    __syncwarp();
-    const int total = *static_cast<volatile int*>(&sh.warp_count[warp]);
-    const bool overflow = total > kCap;
-    const int n = overflow ? kCap : total;
-    for (int e = lane; e < n; e += 32) {
-      const Candidate c = seg[e];
-      const int rank = rankAmong(seg, n, c);
-      if (!overflow && rank < kMaxTopK) sh.warp_top[warp][rank] = c;
-      if (overflow && rank == kMaxTopK - 1) sh.warp_floor[warp] = c;
-    }
-    if (!overflow) {  // warp-uniform
-      if (lane >= n && lane < kMaxTopK) sh.warp_top[warp][lane] = emptyCandidate();
-      return;
-    }
-    __syncwarp();
-    floor = sh.warp_floor[warp];
-    if (lane == 0) sh.warp_count[warp] = 0;
-    __syncwarp();
-  }
-}
-
-// How many of a sorted (better first) list of kMaxTopK candidates are better than c.
-__device__ __forceinline__ int countBetter(const Candidate* list, const Candidate& c) {
-  auto b = [&](int j) { return better(list[j].value, list[j].index, c.value, c.index); };
-  int pos = b(3) ? 4 : 0;
-  if (b(pos + 1)) pos += 2;
-  if (b(pos)) pos += 1;
-  if (pos == kMaxTopK - 1 && b(pos)) pos = kMaxTopK;
-  return pos;
+  mergeRowInWarp<kStage, kSortedMerge>(loadPartials<kStage>(row_parts, splits), splits, sh, stats, top_p, top_i, row, k);
 }
 
 // 64 registers a thread: 4 blocks an SM, so the 512 blocks of 64 rows of 128256 fp16 logits are
 // all resident at once on 132 SMs.
 constexpr int kBlocksPerSm = 4;
 
-template <class T, Stage kStage, bool kWarpSelect = false, int kPolyEvery = 0>
+template <class T, Stage kStage, bool kSortedMerge = false, int kPolyEvery = 0>
 __global__ void __launch_bounds__(kThreads, kBlocksPerSm) rowSliceKernel(const T* __restrict__ in, Partial* __restrict__ partials,
                                                            unsigned* __restrict__ counters, float2* __restrict__ stats,
                                                            float* __restrict__ top_p, int* __restrict__ top_i,
@@ -637,58 +628,6 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) rowSliceKernel(const T
   slice.load(in + row * vocab, vocab, blockIdx.x);
   Partial* mine_out = partials + row * splits + blockIdx.x;
   const Partial* row_parts = partials + row * splits;
-  if constexpr (kWarpSelect && kStats && kTopK) {
-    if (splits * kMaxTopK <= 32 * kMergeEntriesPerLane) {  // block-uniform
-      // Every warp its own statistics and exact top-k, from a bound of its own lanes' maxima (the
-      // second largest of each 8 lanes, the least of the 4), with no block barrier; one barrier,
-      // then warp 0 merges the 8 warps' sorted lists and makes the row's arrival.
-      const int lane = int(threadIdx.x & 31), warp = int(threadIdx.x >> 5);
-      if (lane == 0) sh.warp_count[warp] = 0;
-      const OnlineExpSum online = slice.template online<true, kPolyEvery>();
-      const float wmax = warpMax(online.max);
-      const float wsum = warpSum(wmax == -INFINITY ? 0.0f : online.sumAgainst(wmax));
-      float m1 = online.max, m2 = -INFINITY;
-#pragma unroll
-      for (int o = 1; o < 8; o <<= 1) {
-        const float o1 = __shfl_xor_sync(0xffffffffu, m1, o), o2 = __shfl_xor_sync(0xffffffffu, m2, o);
-        m2 = fmaxf(fminf(m1, o1), fmaxf(m2, o2));
-        m1 = fmaxf(m1, o1);
-      }
-      float bound = fminf(m2, __shfl_xor_sync(0xffffffffu, m2, 8));
-      bound = fminf(bound, __shfl_xor_sync(0xffffffffu, bound, 16));
-      if (lane == 0) { sh.warp_max[warp] = wmax; sh.warp_sum[warp] = wsum; }
-      __syncwarp();
-      warpTopK(slice, bound, sh, warp, lane);
-      __syncthreads();
-      if (warp != 0) return;
-      const float m = lane < kWarps ? sh.warp_max[lane] : -INFINITY;
-      const float s = lane < kWarps ? sh.warp_sum[lane] : 0.0f;
-      const float block_max = warpMax(m);
-      const float block_sum = warpSum(s == 0.0f ? 0.0f : s * __expf(m - block_max));
-      const Candidate* lists = &sh.warp_top[0][0];
-      int real = 0;
-#pragma unroll
-      for (int h = 0; h < kWarps * kMaxTopK / 32; ++h) {
-        const int q = lane + 32 * h, w = q / kMaxTopK;
-        const Candidate c = lists[q];
-        const bool is_real = c.index != INT_MAX;
-        real += __popc(__ballot_sync(0xffffffffu, is_real));
-        if (is_real) {
-          int rank = q % kMaxTopK;
-#pragma unroll
-          for (int w2 = 0; w2 < kWarps; ++w2) {
-            if (w2 != w) rank += countBetter(lists + w2 * kMaxTopK, c);
-          }
-          if (rank < kMaxTopK) { mine_out->value[rank] = c.value; mine_out->index[rank] = c.index; }
-        }
-      }
-      if (lane >= real && lane < kMaxTopK) { mine_out->value[lane] = -INFINITY; mine_out->index[lane] = INT_MAX; }
-      if (lane == 0) { mine_out->max = block_max; mine_out->sum = block_sum; }
-      __syncwarp();
-      arriveAndMergeInWarp<kStage>(counters, splits, row_parts, sh, stats, top_p, top_i, row, k);
-      return;
-    }
-  }
   {
     // Exps against the thread's own reference as the vectors arrive, then the block maximum
     // (and the top-k bound, from maxima alone) with one barrier, and one ex2 a thread to bring
@@ -733,7 +672,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) rowSliceKernel(const T
     // under ncu against all warps waiting for thread 0's arrival).
     __syncthreads();  // the block's partial is written before its arrival
     if (threadIdx.x >= 32) return;
-    arriveAndMergeInWarp<kStage>(counters, splits, row_parts, sh, stats, top_p, top_i, row, k);
+    arriveAndMergeInWarp<kStage, kSortedMerge>(counters, splits, row_parts, sh, stats, top_p, top_i, row, k);
     return;
   }
   if (!arriveLast(counters, splits)) return;
@@ -836,21 +775,21 @@ template <class Slice> dim3 gridFor(std::size_t rows, std::size_t vocab) {
   return dim3(unsigned(splitsFor<Slice>(vocab)), unsigned(rows));
 }
 
-template <class T, Stage kStage, bool kWarpSelect = false, int kPolyEvery = 0>
+template <class T, Stage kStage, bool kSortedMerge = false, int kPolyEvery = 0>
 void launchRowSliceKernel(const T* in, const ScratchView& v, float* top_p, int* top_i, std::size_t rows, std::size_t vocab,
                           int k, cudaStream_t s) {
   using Slice = BlockSlice<T>;
-  rowSliceKernel<T, kStage, kWarpSelect, kPolyEvery><<<gridFor<Slice>(rows, vocab), kThreads, 0, s>>>(
+  rowSliceKernel<T, kStage, kSortedMerge, kPolyEvery><<<gridFor<Slice>(rows, vocab), kThreads, 0, s>>>(
       in, v.partials, v.counters, v.stats, top_p, top_i, vocab, k);
   CUDA_CHECK_LAUNCH(rowSliceKernel);
 }
 
-// Session-16 A/B forms (FPROF_REF_TOPK): base, poly4, poly2, warp, warp_poly4.
+// Session-16 A/B forms (FPROF_REF_TOPK): base, poly4, poly8, sorted, poly4_sorted.
 int fusedForm() {
   static const int form = [] {
     const char* e = std::getenv("FPROF_REF_TOPK");
     const std::string f = e ? e : "base";
-    return f == "poly4" ? 1 : f == "poly2" ? 2 : f == "warp" ? 3 : f == "warp_poly4" ? 4 : 0;
+    return f == "poly4" ? 1 : f == "poly8" ? 2 : f == "sorted" ? 3 : f == "poly4_sorted" ? 4 : 0;
   }();
   return form;
 }
@@ -859,7 +798,7 @@ void launchFused(const T* in, const ScratchView& v, float* top_p, int* top_i, st
                  cudaStream_t s) {
   switch (fusedForm()) {
     case 1: launchRowSliceKernel<T, Stage::Fused, false, 4>(in, v, top_p, top_i, rows, vocab, k, s); break;
-    case 2: launchRowSliceKernel<T, Stage::Fused, false, 2>(in, v, top_p, top_i, rows, vocab, k, s); break;
+    case 2: launchRowSliceKernel<T, Stage::Fused, false, 8>(in, v, top_p, top_i, rows, vocab, k, s); break;
     case 3: launchRowSliceKernel<T, Stage::Fused, true, 0>(in, v, top_p, top_i, rows, vocab, k, s); break;
     case 4: launchRowSliceKernel<T, Stage::Fused, true, 4>(in, v, top_p, top_i, rows, vocab, k, s); break;
     default: launchRowSliceKernel<T, Stage::Fused>(in, v, top_p, top_i, rows, vocab, k, s);
