@@ -21,7 +21,10 @@
 // shared memory by cp.async, a row's blocks as a cluster, candidates appended one atomic a
 // vector, ranks counted by several lanes, partials tagged with the launch instead of a fence.
 #include <cfloat>
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+#include <vector>
 #include <string>
 #include <climits>
 #include <cuda/atomic>
@@ -68,7 +71,23 @@ struct MaxSum {
   }
 };
 
+// Session-16 timeline probe (FPROF_REF_TOPK_TRACE): per block, clock64 at the kernel's steps.
+constexpr int kTracePoints = 12;
+__device__ unsigned long long g_topk_trace[4096][kTracePoints];
+__device__ __forceinline__ unsigned long long globalTimer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+  return t;
+}
+__device__ __forceinline__ unsigned smId() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %smid;" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ unsigned long long* traceRow() { return g_topk_trace[blockIdx.y * gridDim.x + blockIdx.x]; }
+
 struct alignas(16) BlockShared {
+  unsigned long long trace_warp[8];
   float warp_max[kWarps], warp_stat_max[kWarps], warp_sum[kWarps], warp_bound[kWarps];
   Candidate winners[kMaxTopK];
   Candidate floor;
@@ -258,6 +277,12 @@ template <class T> using PairOf = std::conditional_t<std::is_same_v<T, __half>, 
 
 template <class P> __device__ __forceinline__ P asPair(unsigned bits) { return *reinterpret_cast<const P*>(&bits); }
 
+// Pairwise maxima of one 16-bit vector (its maximum is the larger half).
+template <class T> __device__ __forceinline__ PairOf<T> vectorMaxPair(const uint4& r) {
+  using P = PairOf<T>;
+  return __hmax2(__hmax2(asPair<P>(r.x), asPair<P>(r.y)), __hmax2(asPair<P>(r.z), asPair<P>(r.w)));
+}
+
 // Maximum of one vector.
 template <class T> __device__ __forceinline__ float vectorMax(const uint4& r) {
   if constexpr (sizeof(T) == 4) {
@@ -342,7 +367,7 @@ struct OnlineExpSum {
   __device__ float sumAgainst(float base) const { return sum * fastExp2(ref_log2 - base * kLog2e); }
 };
 
-template <class T, int kLoadsPerThread>
+template <class T, int kLoadsPerThread, bool kCachedMax = false>
 struct RegisterSlice : VectorSlice<T, kLoadsPerThread, true> {
   using Base = VectorSlice<T, kLoadsPerThread, true>;
   using Base::kVec, Base::kLoads, Base::raw, Base::ok, Base::first;
@@ -352,10 +377,24 @@ struct RegisterSlice : VectorSlice<T, kLoadsPerThread, true> {
   // The thread's maximum and sum of exps, vector by vector in load order, so that a vector's
   // exps can run while the later loads are in flight. (2026-11-27: fp16 fused 12.2-12.5 ->
   // 11.8-12.1 us under ncu against exps after the block maximum, bench/RESULTS.md issue 16.)
-  template <bool kExps, int kPolyEvery = 0> __device__ OnlineExpSum online() const {
+  // With kCachedMax (16-bit T), the vector maxima are kept two to a register for the marks.
+  static constexpr bool kCache = kCachedMax && sizeof(T) == 2;
+  using Pair = std::conditional_t<sizeof(T) == 2, PairOf<std::conditional_t<sizeof(T) == 2, T, __half>>, float>;
+  Pair vmax[kLoads / 2];
+
+  template <bool kExps, int kPolyEvery = 0> __device__ OnlineExpSum online() {
     OnlineExpSum o;
 #pragma unroll
-    for (int j = 0; j < kLoads; ++j) o.template addVector<T, kExps, kPolyEvery>(raw[j], vectorMax<T>(raw[j]));
+    for (int j = 0; j < kLoads; ++j) {
+      if constexpr (kCache) {
+        const Pair m = vectorMaxPair<T>(raw[j]);
+        const T mt = __hmax(m.x, m.y);
+        if (j % 2 == 0) vmax[j / 2].x = mt; else vmax[j / 2].y = mt;
+        o.template addVector<T, kExps, kPolyEvery>(raw[j], toFloat(mt));
+      } else {
+        o.template addVector<T, kExps, kPolyEvery>(raw[j], vectorMax<T>(raw[j]));
+      }
+    }
     if (head_i >= 0) o.addScalar<kExps>(head_v);
     if (tail_i >= 0) o.addScalar<kExps>(tail_v);
     return o;
@@ -364,7 +403,12 @@ struct RegisterSlice : VectorSlice<T, kLoadsPerThread, true> {
   __device__ unsigned markedAtLeast(float bound) const {
     unsigned marked = 0;
 #pragma unroll
-    for (int j = 0; j < kLoads; ++j) marked |= (ok(j) && vectorMax<T>(raw[j]) >= bound ? 1u : 0u) << j;
+    for (int j = 0; j < kLoads; ++j) {
+      float m;
+      if constexpr (kCache) m = toFloat(j % 2 == 0 ? vmax[j / 2].x : vmax[j / 2].y);
+      else m = vectorMax<T>(raw[j]);
+      marked |= (ok(j) && m >= bound ? 1u : 0u) << j;
+    }
     return marked;
   }
 
@@ -502,17 +546,7 @@ __device__ MergeInput loadPartials(const Partial* __restrict__ parts, int splits
   return in;
 }
 
-// How many of a sorted (better first) list of kMaxTopK candidates are better than c.
-__device__ __forceinline__ int countBetter(const Candidate* list, const Candidate& c) {
-  auto b = [&](int j) { return better(list[j].value, list[j].index, c.value, c.index); };
-  int pos = b(3) ? 4 : 0;
-  if (b(pos + 1)) pos += 2;
-  if (b(pos)) pos += 1;
-  if (pos == kMaxTopK - 1 && b(pos)) pos = kMaxTopK;
-  return pos;
-}
-
-template <Stage kStage, bool kSortedMerge = false>
+template <Stage kStage, bool kCandFloor = false>
 __device__ void mergeRowInWarp(const MergeInput& in, int splits, BlockShared& sh, float2* __restrict__ stats,
                                float* __restrict__ top_p, int* __restrict__ top_i, std::size_t row, int k) {
   constexpr bool kStats = kStage != Stage::TopKOfProbs;
@@ -533,48 +567,28 @@ __device__ void mergeRowInWarp(const MergeInput& in, int splits, BlockShared& sh
       top_i[row * k + rank] = c.index;
     }
   };
-  if constexpr (kTopK && kSortedMerge) {
-    // The partials are sorted lists: an entry's rank is its slot plus, in every other partial,
-    // how many entries are better (a binary search). Only entries at or before the best of the
-    // partials' last entries (a floor with its index, so ties below it drop out) are ranked.
-    Candidate floor = emptyCandidate();
+  if constexpr (kTopK) {
+    // Every partial's last slot bounds the row's kMaxTopK-th value from below. With kCandFloor
+    // the bound is the best last slot with its index, so that ties of its value after it drop out.
+    Candidate floor{-INFINITY, INT_MAX};
 #pragma unroll
     for (int e = 0; e < kMergeEntriesPerLane; ++e) {
-      const int c = lane + 32 * e;
-      if (c < splits * kMaxTopK) sh.merge_cand[c] = {value[e], index[e]};
       if (lane % kMaxTopK == kMaxTopK - 1 && better(value[e], index[e], floor.value, floor.index)) floor = {value[e], index[e]};
     }
+    if constexpr (kCandFloor) {
 #pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-      const float ov = __shfl_xor_sync(0xffffffffu, floor.value, o);
-      const int oi = __shfl_xor_sync(0xffffffffu, floor.index, o);
-      if (better(ov, oi, floor.value, floor.index)) floor = {ov, oi};
-    }
-    __syncwarp();
-#pragma unroll
-    for (int e = 0; e < kMergeEntriesPerLane; ++e) {
-      const int c = lane + 32 * e;
-      const Candidate cand{value[e], index[e]};
-      if (index[e] == INT_MAX || better(floor.value, floor.index, cand.value, cand.index)) continue;
-      int rank = c % kMaxTopK;
-      for (int p = 0; p < splits; ++p) {
-        if (p != c / kMaxTopK) rank += countBetter(sh.merge_cand + p * kMaxTopK, cand);
+      for (int o = 16; o > 0; o >>= 1) {
+        const float ov = __shfl_xor_sync(0xffffffffu, floor.value, o);
+        const int oi = __shfl_xor_sync(0xffffffffu, floor.index, o);
+        if (better(ov, oi, floor.value, floor.index)) floor = {ov, oi};
       }
-      ranked(rank, cand);
+    } else {
+      floor = {warpMax(floor.value), INT_MAX};
     }
-  }
-  if constexpr (kTopK && !kSortedMerge) {
-    // Every partial's last slot bounds the row's kMaxTopK-th value from below.
-    float floor = -INFINITY;
-#pragma unroll
-    for (int e = 0; e < kMergeEntriesPerLane; ++e) {
-      if (lane % kMaxTopK == kMaxTopK - 1) floor = fmaxf(floor, value[e]);
-    }
-    floor = warpMax(floor);
     int n = 0;
 #pragma unroll
     for (int e = 0; e < kMergeEntriesPerLane; ++e) {
-      const bool keep = index[e] != INT_MAX && value[e] >= floor;
+      const bool keep = index[e] != INT_MAX && !better(floor.value, floor.index, value[e], index[e]);
       const unsigned ballot = __ballot_sync(0xffffffffu, keep);
       if (keep) sh.merge_cand[n + __popc(ballot & ((1u << lane) - 1u))] = {value[e], index[e]};
       n += __popc(ballot);
@@ -589,7 +603,7 @@ __device__ void mergeRowInWarp(const MergeInput& in, int splits, BlockShared& sh
 
 // The row's arrival by warp 0 alone (after a barrier that ordered the block's partial) and, in
 // the row's last block, its merge.
-template <Stage kStage, bool kSortedMerge = false>
+template <Stage kStage, bool kCandFloor = false, bool kTrace = false>
 __device__ void arriveAndMergeInWarp(unsigned* __restrict__ counters, int splits, const Partial* __restrict__ row_parts,
                                      BlockShared& sh, float2* __restrict__ stats, float* __restrict__ top_p,
                                      int* __restrict__ top_i, std::size_t row, int k) {
@@ -600,22 +614,27 @@ __device__ void arriveAndMergeInWarp(unsigned* __restrict__ counters, int splits
     cuda::atomic_ref<unsigned, cuda::thread_scope_device> counter(counters[blockIdx.y]);
     last = counter.fetch_add(1u, cuda::memory_order_acq_rel) == unsigned(splits - 1);
     if (last) counter.store(0u, cuda::memory_order_relaxed);  // ready for the next launch; every block is in
+    if constexpr (kTrace) { traceRow()[7] = clock64(); traceRow()[11] = last; traceRow()[8] = 0; traceRow()[9] = globalTimer(); }
   }
   // The shuffle synchronizes the warp: lane 0's acquire is ordered before the other lanes' loads.
   if (!__shfl_sync(0xffffffffu, last, 0)) return;
-  mergeRowInWarp<kStage, kSortedMerge>(loadPartials<kStage>(row_parts, splits), splits, sh, stats, top_p, top_i, row, k);
+  mergeRowInWarp<kStage, kCandFloor>(loadPartials<kStage>(row_parts, splits), splits, sh, stats, top_p, top_i, row, k);
+  if constexpr (kTrace) {
+    __syncwarp();
+    if (threadIdx.x == 0) { traceRow()[8] = clock64(); traceRow()[9] = globalTimer(); }
+  }
 }
 
 // 64 registers a thread: 4 blocks an SM, so the 512 blocks of 64 rows of 128256 fp16 logits are
 // all resident at once on 132 SMs.
 constexpr int kBlocksPerSm = 4;
 
-template <class T, Stage kStage, bool kSortedMerge = false, int kPolyEvery = 0>
+template <class T, Stage kStage, bool kCandFloor = false, int kPolyEvery = 0, bool kCachedMax = false, bool kTrace = false>
 __global__ void __launch_bounds__(kThreads, kBlocksPerSm) rowSliceKernel(const T* __restrict__ in, Partial* __restrict__ partials,
                                                            unsigned* __restrict__ counters, float2* __restrict__ stats,
                                                            float* __restrict__ top_p, int* __restrict__ top_i,
                                                            std::size_t vocab, int k) {
-  using Slice = BlockSlice<T>;
+  using Slice = RegisterSlice<T, 8, kCachedMax>;
   __shared__ BlockShared sh;
   constexpr bool kStats = kStage != Stage::TopKOfProbs;
   constexpr bool kTopK = kStage != Stage::Stats;
@@ -623,6 +642,9 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) rowSliceKernel(const T
   const std::size_t row = blockIdx.y;
   if (threadIdx.x == 0) sh.count = 0;
   if (threadIdx.x < kMaxTopK) sh.winners[threadIdx.x] = emptyCandidate();
+  if constexpr (kTrace) {
+    if (threadIdx.x == 0) { traceRow()[0] = globalTimer(); traceRow()[1] = clock64(); traceRow()[10] = smId(); }
+  }
 
   Slice slice;
   slice.load(in + row * vocab, vocab, blockIdx.x);
@@ -633,7 +655,19 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) rowSliceKernel(const T
     // (and the top-k bound, from maxima alone) with one barrier, and one ex2 a thread to bring
     // its sum to the block maximum.
     const OnlineExpSum online = slice.template online<kStats, kPolyEvery>();
+    if constexpr (kTrace) {
+      if (threadIdx.x == 0) traceRow()[2] = clock64();
+      if ((threadIdx.x & 31) == 0) sh.trace_warp[threadIdx.x >> 5] = clock64();
+    }
     const Reduced red = blockReduce<false>(online.max, 0.0f, -INFINITY, sh);
+    if constexpr (kTrace) {
+      if (threadIdx.x == 0) {
+        unsigned long long m = 0;
+        for (int w = 0; w < kWarps; ++w) m = sh.trace_warp[w] > m ? sh.trace_warp[w] : m;
+        traceRow()[3] = m;
+        traceRow()[4] = clock64();
+      }
+    }
     if constexpr (kStats) {
       const float warp_sum = warpSum(red.max == -INFINITY ? 0.0f : online.sumAgainst(red.max));  // all -inf: 0
       if ((threadIdx.x & 31) == 0) sh.warp_sum[threadIdx.x >> 5] = warp_sum;
@@ -657,6 +691,9 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) rowSliceKernel(const T
     } else {
       __syncthreads();
     }
+    if constexpr (kTrace) {
+      if (threadIdx.x == 0) traceRow()[5] = clock64();
+    }
     if (threadIdx.x == 0) {
       float sum = 0.0f;
       if constexpr (kStats) {
@@ -672,7 +709,10 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) rowSliceKernel(const T
     // under ncu against all warps waiting for thread 0's arrival).
     __syncthreads();  // the block's partial is written before its arrival
     if (threadIdx.x >= 32) return;
-    arriveAndMergeInWarp<kStage, kSortedMerge>(counters, splits, row_parts, sh, stats, top_p, top_i, row, k);
+    if constexpr (kTrace) {
+      if (threadIdx.x == 0) traceRow()[6] = clock64();
+    }
+    arriveAndMergeInWarp<kStage, kCandFloor, kTrace>(counters, splits, row_parts, sh, stats, top_p, top_i, row, k);
     return;
   }
   if (!arriveLast(counters, splits)) return;
@@ -775,32 +815,74 @@ template <class Slice> dim3 gridFor(std::size_t rows, std::size_t vocab) {
   return dim3(unsigned(splitsFor<Slice>(vocab)), unsigned(rows));
 }
 
-template <class T, Stage kStage, bool kSortedMerge = false, int kPolyEvery = 0>
+template <class T, Stage kStage, bool kCandFloor = false, int kPolyEvery = 0, bool kCachedMax = false, bool kTrace = false>
 void launchRowSliceKernel(const T* in, const ScratchView& v, float* top_p, int* top_i, std::size_t rows, std::size_t vocab,
                           int k, cudaStream_t s) {
   using Slice = BlockSlice<T>;
-  rowSliceKernel<T, kStage, kSortedMerge, kPolyEvery><<<gridFor<Slice>(rows, vocab), kThreads, 0, s>>>(
+  rowSliceKernel<T, kStage, kCandFloor, kPolyEvery, kCachedMax, kTrace><<<gridFor<Slice>(rows, vocab), kThreads, 0, s>>>(
       in, v.partials, v.counters, v.stats, top_p, top_i, vocab, k);
   CUDA_CHECK_LAUNCH(rowSliceKernel);
 }
 
-// Session-16 A/B forms (FPROF_REF_TOPK): base, poly4, poly8, sorted, poly4_sorted.
+// Session-16 A/B forms (FPROF_REF_TOPK): base, poly4, poly4_cmax, poly4_cfloor, poly4_cmax_cfloor.
 int fusedForm() {
   static const int form = [] {
     const char* e = std::getenv("FPROF_REF_TOPK");
     const std::string f = e ? e : "base";
-    return f == "poly4" ? 1 : f == "poly8" ? 2 : f == "sorted" ? 3 : f == "poly4_sorted" ? 4 : 0;
+    return f == "poly4" ? 1 : f == "poly4_cmax" ? 2 : f == "poly4_cfloor" ? 3 : f == "poly4_cmax_cfloor" ? 4 : 0;
   }();
   return form;
 }
+void printTrace(std::size_t blocks) {
+  std::vector<unsigned long long> t(blocks * kTracePoints);
+  CUDA_CHECK(cudaMemcpyFromSymbol(t.data(), g_topk_trace, t.size() * sizeof(unsigned long long)));
+  auto at = [&](std::size_t b, int i) { return double(t[b * kTracePoints + i]); };
+  double g0 = 1e300;
+  for (std::size_t b = 0; b < blocks; ++b) g0 = std::min(g0, at(b, 0));
+  auto show = [&](const char* name, auto f, bool last_only = false) {
+    std::vector<double> v;
+    for (std::size_t b = 0; b < blocks; ++b) if (!last_only || at(b, 11) != 0) v.push_back(f(b));
+    std::sort(v.begin(), v.end());
+    if (v.empty()) return;
+    auto q = [&](double p) { return v[std::size_t(p * double(v.size() - 1))]; };
+    std::fprintf(stderr, "trace %-34s n=%4zu min %8.0f p10 %8.0f p50 %8.0f p90 %8.0f max %8.0f\n", name, v.size(), q(0), q(0.1), q(0.5), q(0.9), q(1));
+  };
+  show("start, ns after first", [&](std::size_t b) { return at(b, 0) - g0; });
+  show("end (arrival or merge), ns", [&](std::size_t b) { return at(b, 9) - g0; });
+  show("end of last blocks, ns", [&](std::size_t b) { return at(b, 9) - g0; }, true);
+  show("thread0 online done, cyc", [&](std::size_t b) { return at(b, 2) - at(b, 1); });
+  show("last warp online done, cyc", [&](std::size_t b) { return at(b, 3) - at(b, 1); });
+  show("after barrier 1, cyc", [&](std::size_t b) { return at(b, 4) - at(b, 1); });
+  show("after selection, cyc", [&](std::size_t b) { return at(b, 5) - at(b, 1); });
+  show("after barrier 3, cyc", [&](std::size_t b) { return at(b, 6) - at(b, 1); });
+  show("after arrival atomic, cyc", [&](std::size_t b) { return at(b, 7) - at(b, 1); });
+  show("merge end (last blocks), cyc", [&](std::size_t b) { return at(b, 8) - at(b, 1); }, true);
+  show("step: barrier1 - last online", [&](std::size_t b) { return at(b, 4) - at(b, 3); });
+  show("step: selection", [&](std::size_t b) { return at(b, 5) - at(b, 4); });
+  show("step: to barrier 3", [&](std::size_t b) { return at(b, 6) - at(b, 5); });
+  show("step: arrival", [&](std::size_t b) { return at(b, 7) - at(b, 6); });
+  show("step: merge (last blocks)", [&](std::size_t b) { return at(b, 8) - at(b, 7); }, true);
+}
+
 template <class T>
 void launchFused(const T* in, const ScratchView& v, float* top_p, int* top_i, std::size_t rows, std::size_t vocab, int k,
                  cudaStream_t s) {
+  static const bool trace = std::getenv("FPROF_REF_TOPK_TRACE") != nullptr;
+  static int launches = 0;
+  if (trace && rows * std::size_t(splitsFor<BlockSlice<T>>(vocab)) <= 4096) {
+    launchRowSliceKernel<T, Stage::Fused, false, 4, false, true>(in, v, top_p, top_i, rows, vocab, k, s);
+    if (++launches % 4 == 0 && rows >= 64) {
+      CUDA_CHECK(cudaStreamSynchronize(s));
+      std::fprintf(stderr, "trace: %zu rows, vocab %zu, %zu-byte elements, launch %d\n", rows, vocab, sizeof(T), launches);
+      printTrace(rows * std::size_t(splitsFor<BlockSlice<T>>(vocab)));
+    }
+    return;
+  }
   switch (fusedForm()) {
     case 1: launchRowSliceKernel<T, Stage::Fused, false, 4>(in, v, top_p, top_i, rows, vocab, k, s); break;
-    case 2: launchRowSliceKernel<T, Stage::Fused, false, 8>(in, v, top_p, top_i, rows, vocab, k, s); break;
-    case 3: launchRowSliceKernel<T, Stage::Fused, true, 0>(in, v, top_p, top_i, rows, vocab, k, s); break;
-    case 4: launchRowSliceKernel<T, Stage::Fused, true, 4>(in, v, top_p, top_i, rows, vocab, k, s); break;
+    case 2: launchRowSliceKernel<T, Stage::Fused, false, 4, true>(in, v, top_p, top_i, rows, vocab, k, s); break;
+    case 3: launchRowSliceKernel<T, Stage::Fused, true, 4>(in, v, top_p, top_i, rows, vocab, k, s); break;
+    case 4: launchRowSliceKernel<T, Stage::Fused, true, 4, true>(in, v, top_p, top_i, rows, vocab, k, s); break;
     default: launchRowSliceKernel<T, Stage::Fused>(in, v, top_p, top_i, rows, vocab, k, s);
   }
 }
