@@ -72,7 +72,7 @@ struct MaxSum {
 };
 
 // Session-16 timeline probe (FPROF_REF_TOPK_TRACE): per block, clock64 at the kernel's steps.
-constexpr int kTracePoints = 12;
+constexpr int kTracePoints = 16;
 __device__ unsigned long long g_topk_trace[4096][kTracePoints];
 __device__ __forceinline__ unsigned long long globalTimer() {
   unsigned long long t;
@@ -88,6 +88,7 @@ __device__ __forceinline__ unsigned long long* traceRow() { return g_topk_trace[
 
 struct alignas(16) BlockShared {
   unsigned long long trace_warp[8];
+  float warp_top2[2 * kWarps];  // each warp's two largest thread maxima (blockReduceTop2)
   float warp_max[kWarps], warp_stat_max[kWarps], warp_sum[kWarps], warp_bound[kWarps];
   Candidate winners[kMaxTopK];
   Candidate floor;
@@ -149,6 +150,35 @@ __device__ Reduced blockReduce(float thread_max, float thread_sum, float thread_
     if constexpr (kStats) r.stats.merge(sh.warp_stat_max[w], sh.warp_sum[w]);
   }
   r.bound = fmaxf(r.bound, min_of_warp_max);
+  return r;
+}
+
+// The block maximum and a top-k bound from each warp's two largest thread maxima (16 distinct
+// elements; the 8th largest of them is the bound), with one barrier: on uniform fp16 logits 10
+// candidates a block instead of 23 for blockReduce's group maxima.
+__device__ Reduced blockReduceTop2(float thread_max, BlockShared& sh) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  float m1 = thread_max, m2 = -INFINITY;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const float o1 = __shfl_xor_sync(0xffffffffu, m1, o), o2 = __shfl_xor_sync(0xffffffffu, m2, o);
+    m2 = fmaxf(fminf(m1, o1), fmaxf(m2, o2));
+    m1 = fmaxf(m1, o1);
+  }
+  if (lane == 0) { sh.warp_top2[2 * warp] = m1; sh.warp_top2[2 * warp + 1] = m2; }
+  __syncthreads();
+  const int mine = lane & (2 * kWarps - 1);
+  const float x = sh.warp_top2[mine];
+  Reduced r{-INFINITY, MaxSum{}, -INFINITY};
+  int rank = 0;
+#pragma unroll
+  for (int j = 0; j < 2 * kWarps; ++j) {
+    const float v = sh.warp_top2[j];
+    if (j % 2 == 0) r.max = fmaxf(r.max, v);
+    rank += (v > x || (v == x && j < mine)) ? 1 : 0;
+  }
+  const unsigned at = __ballot_sync(0xffffffffu, lane < 2 * kWarps && rank == kMaxTopK - 1);
+  r.bound = __shfl_sync(0xffffffffu, x, __ffs(int(at)) - 1);
   return r;
 }
 
@@ -367,7 +397,7 @@ struct OnlineExpSum {
   __device__ float sumAgainst(float base) const { return sum * fastExp2(ref_log2 - base * kLog2e); }
 };
 
-template <class T, int kLoadsPerThread, bool kCachedMax = false>
+template <class T, int kLoadsPerThread, bool kCachedMax = false, bool kRegScan = false>
 struct RegisterSlice : VectorSlice<T, kLoadsPerThread, true> {
   using Base = VectorSlice<T, kLoadsPerThread, true>;
   using Base::kVec, Base::kLoads, Base::raw, Base::ok, Base::first;
@@ -424,7 +454,17 @@ struct RegisterSlice : VectorSlice<T, kLoadsPerThread, true> {
       const int j = __ffs(int(marked)) - 1;
       marked &= marked - 1;
       float v[kVec];
-      toFloats(__ldg(vector0 + j * kThreads), v, T{});
+      if constexpr (kRegScan) {
+        // The marked vector from the registers (predicated moves) instead of a reload.
+        uint4 r = raw[0];
+#pragma unroll
+        for (int jj = 1; jj < kLoads; ++jj) {
+          if (j == jj) r = raw[jj];
+        }
+        toFloats(r, v, T{});
+      } else {
+        toFloats(__ldg(vector0 + j * kThreads), v, T{});
+      }
       const int i0 = first(j);
 #pragma unroll
       for (int e = 0; e < kVec; ++e) if (v[e] >= bound) f(v[e], i0 + e);
@@ -546,7 +586,7 @@ __device__ MergeInput loadPartials(const Partial* __restrict__ parts, int splits
   return in;
 }
 
-template <Stage kStage, bool kCandFloor = false>
+template <Stage kStage, bool kCandFloor = false, bool kTrace = false>
 __device__ void mergeRowInWarp(const MergeInput& in, int splits, BlockShared& sh, float2* __restrict__ stats,
                                float* __restrict__ top_p, int* __restrict__ top_i, std::size_t row, int k) {
   constexpr bool kStats = kStage != Stage::TopKOfProbs;
@@ -560,6 +600,9 @@ __device__ void mergeRowInWarp(const MergeInput& in, int splits, BlockShared& sh
     row_max = warpMax(part_max);
     row_sum = warpSum(part_sum == 0.0f ? 0.0f : part_sum * __expf(part_max - row_max));
     if (kStage == Stage::Stats && lane == 0) stats[row] = make_float2(row_max, row_sum);
+  }
+  if constexpr (kTrace) {
+    if (lane == 0) traceRow()[12] = clock64() + (row_sum > 0.0f ? 0 : 1);
   }
   auto ranked = [&](int rank, const Candidate& c) {
     if (rank < k) {
@@ -594,6 +637,9 @@ __device__ void mergeRowInWarp(const MergeInput& in, int splits, BlockShared& sh
       n += __popc(ballot);
     }
     __syncwarp();
+    if constexpr (kTrace) {
+      if (lane == 0) traceRow()[13] = clock64();
+    }
     for (int e = lane; e < n; e += 32) {
       const Candidate c = sh.merge_cand[e];
       ranked(rankAmong(sh.merge_cand, n, c), c);
@@ -618,7 +664,10 @@ __device__ void arriveAndMergeInWarp(unsigned* __restrict__ counters, int splits
   }
   // The shuffle synchronizes the warp: lane 0's acquire is ordered before the other lanes' loads.
   if (!__shfl_sync(0xffffffffu, last, 0)) return;
-  mergeRowInWarp<kStage, kCandFloor>(loadPartials<kStage>(row_parts, splits), splits, sh, stats, top_p, top_i, row, k);
+  if constexpr (kTrace) {
+    if (threadIdx.x == 0) traceRow()[14] = clock64();
+  }
+  mergeRowInWarp<kStage, kCandFloor, kTrace>(loadPartials<kStage>(row_parts, splits), splits, sh, stats, top_p, top_i, row, k);
   if constexpr (kTrace) {
     __syncwarp();
     if (threadIdx.x == 0) { traceRow()[8] = clock64(); traceRow()[9] = globalTimer(); }
@@ -629,12 +678,12 @@ __device__ void arriveAndMergeInWarp(unsigned* __restrict__ counters, int splits
 // all resident at once on 132 SMs.
 constexpr int kBlocksPerSm = 4;
 
-template <class T, Stage kStage, bool kCandFloor = false, int kPolyEvery = 0, bool kCachedMax = false, bool kTrace = false>
+template <class T, Stage kStage, bool kCandFloor = false, int kPolyEvery = 0, bool kCachedMax = false, bool kTrace = false, bool kRegScan = false, bool kTop2 = false>
 __global__ void __launch_bounds__(kThreads, kBlocksPerSm) rowSliceKernel(const T* __restrict__ in, Partial* __restrict__ partials,
                                                            unsigned* __restrict__ counters, float2* __restrict__ stats,
                                                            float* __restrict__ top_p, int* __restrict__ top_i,
                                                            std::size_t vocab, int k) {
-  using Slice = RegisterSlice<T, 8, kCachedMax>;
+  using Slice = RegisterSlice<T, 8, kCachedMax, kRegScan>;
   __shared__ BlockShared sh;
   constexpr bool kStats = kStage != Stage::TopKOfProbs;
   constexpr bool kTopK = kStage != Stage::Stats;
@@ -659,7 +708,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) rowSliceKernel(const T
       if (threadIdx.x == 0) traceRow()[2] = clock64();
       if ((threadIdx.x & 31) == 0) sh.trace_warp[threadIdx.x >> 5] = clock64();
     }
-    const Reduced red = blockReduce<false>(online.max, 0.0f, -INFINITY, sh);
+    const Reduced red = kTop2 ? blockReduceTop2(online.max, sh) : blockReduce<false>(online.max, 0.0f, -INFINITY, sh);
     if constexpr (kTrace) {
       if (threadIdx.x == 0) {
         unsigned long long m = 0;
@@ -815,21 +864,21 @@ template <class Slice> dim3 gridFor(std::size_t rows, std::size_t vocab) {
   return dim3(unsigned(splitsFor<Slice>(vocab)), unsigned(rows));
 }
 
-template <class T, Stage kStage, bool kCandFloor = false, int kPolyEvery = 0, bool kCachedMax = false, bool kTrace = false>
+template <class T, Stage kStage, bool kCandFloor = false, int kPolyEvery = 0, bool kCachedMax = false, bool kTrace = false, bool kRegScan = false, bool kTop2 = false>
 void launchRowSliceKernel(const T* in, const ScratchView& v, float* top_p, int* top_i, std::size_t rows, std::size_t vocab,
                           int k, cudaStream_t s) {
   using Slice = BlockSlice<T>;
-  rowSliceKernel<T, kStage, kCandFloor, kPolyEvery, kCachedMax, kTrace><<<gridFor<Slice>(rows, vocab), kThreads, 0, s>>>(
+  rowSliceKernel<T, kStage, kCandFloor, kPolyEvery, kCachedMax, kTrace, kRegScan, kTop2><<<gridFor<Slice>(rows, vocab), kThreads, 0, s>>>(
       in, v.partials, v.counters, v.stats, top_p, top_i, vocab, k);
   CUDA_CHECK_LAUNCH(rowSliceKernel);
 }
 
-// Session-16 A/B forms (FPROF_REF_TOPK): base, poly4, poly4_cmax, poly4_cfloor, poly4_cmax_cfloor.
+// Session-16 A/B forms (FPROF_REF_TOPK): base, poly4_cmax_cfloor, +_regscan, +_top2, +_top2_regscan.
 int fusedForm() {
   static const int form = [] {
     const char* e = std::getenv("FPROF_REF_TOPK");
     const std::string f = e ? e : "base";
-    return f == "poly4" ? 1 : f == "poly4_cmax" ? 2 : f == "poly4_cfloor" ? 3 : f == "poly4_cmax_cfloor" ? 4 : 0;
+    return f == "poly4_cmax_cfloor" ? 1 : f == "poly4_cmax_cfloor_regscan" ? 2 : f == "poly4_cmax_cfloor_top2" ? 3 : f == "poly4_cmax_cfloor_top2_regscan" ? 4 : 0;
   }();
   return form;
 }
@@ -862,6 +911,9 @@ void printTrace(std::size_t blocks) {
   show("step: to barrier 3", [&](std::size_t b) { return at(b, 6) - at(b, 5); });
   show("step: arrival", [&](std::size_t b) { return at(b, 7) - at(b, 6); });
   show("step: merge (last blocks)", [&](std::size_t b) { return at(b, 8) - at(b, 7); }, true);
+  show("merge: loads + row max/sum", [&](std::size_t b) { return at(b, 12) - at(b, 14); }, true);
+  show("merge: floor + compaction", [&](std::size_t b) { return at(b, 13) - at(b, 12); }, true);
+  show("merge: ranks + outputs", [&](std::size_t b) { return at(b, 8) - at(b, 13); }, true);
 }
 
 template <class T>
@@ -870,7 +922,8 @@ void launchFused(const T* in, const ScratchView& v, float* top_p, int* top_i, st
   static const bool trace = std::getenv("FPROF_REF_TOPK_TRACE") != nullptr;
   static int launches = 0;
   if (trace && rows * std::size_t(splitsFor<BlockSlice<T>>(vocab)) <= 4096) {
-    launchRowSliceKernel<T, Stage::Fused, false, 4, false, true>(in, v, top_p, top_i, rows, vocab, k, s);
+    if (fusedForm() == 3) launchRowSliceKernel<T, Stage::Fused, true, 4, true, true, false, true>(in, v, top_p, top_i, rows, vocab, k, s);
+    else launchRowSliceKernel<T, Stage::Fused, true, 4, true, true, false>(in, v, top_p, top_i, rows, vocab, k, s);
     if (++launches % 4 == 0 && rows >= 64) {
       CUDA_CHECK(cudaStreamSynchronize(s));
       std::fprintf(stderr, "trace: %zu rows, vocab %zu, %zu-byte elements, launch %d\n", rows, vocab, sizeof(T), launches);
@@ -879,10 +932,10 @@ void launchFused(const T* in, const ScratchView& v, float* top_p, int* top_i, st
     return;
   }
   switch (fusedForm()) {
-    case 1: launchRowSliceKernel<T, Stage::Fused, false, 4>(in, v, top_p, top_i, rows, vocab, k, s); break;
-    case 2: launchRowSliceKernel<T, Stage::Fused, false, 4, true>(in, v, top_p, top_i, rows, vocab, k, s); break;
-    case 3: launchRowSliceKernel<T, Stage::Fused, true, 4>(in, v, top_p, top_i, rows, vocab, k, s); break;
-    case 4: launchRowSliceKernel<T, Stage::Fused, true, 4, true>(in, v, top_p, top_i, rows, vocab, k, s); break;
+    case 1: launchRowSliceKernel<T, Stage::Fused, true, 4, true>(in, v, top_p, top_i, rows, vocab, k, s); break;
+    case 2: launchRowSliceKernel<T, Stage::Fused, true, 4, true, false, true>(in, v, top_p, top_i, rows, vocab, k, s); break;
+    case 3: launchRowSliceKernel<T, Stage::Fused, true, 4, true, false, false, true>(in, v, top_p, top_i, rows, vocab, k, s); break;
+    case 4: launchRowSliceKernel<T, Stage::Fused, true, 4, true, false, true, true>(in, v, top_p, top_i, rows, vocab, k, s); break;
     default: launchRowSliceKernel<T, Stage::Fused>(in, v, top_p, top_i, rows, vocab, k, s);
   }
 }
