@@ -20,12 +20,13 @@
 // (git history has them). Session 15 (2026-11-27) measured and dropped: the vectors staged in
 // shared memory by cp.async, a row's blocks as a cluster, candidates appended one atomic a
 // vector, ranks counted by several lanes, partials tagged with the launch instead of a fence.
+// Session 16 (2026-11-27) kept, for the fused kernel of fp16/bf16 logits only: a quarter of the
+// exps by an FMA-pipe polynomial (polyExp2), the vector maxima kept for the candidate marks, the
+// bound from each warp's two largest thread maxima (blockReduceTop2), and the row merge's floor
+// with its index; and measured and dropped: every warp its own exact top-k with no block
+// barrier (a third slower), half of the exps by the polynomial, a row merge ranking the sorted
+// partials by binary search, and marked vectors taken from registers instead of reloaded (spills).
 #include <cfloat>
-#include <algorithm>
-#include <cstdio>
-#include <cstdlib>
-#include <vector>
-#include <string>
 #include <climits>
 #include <cuda/atomic>
 #include <type_traits>
@@ -71,25 +72,9 @@ struct MaxSum {
   }
 };
 
-// Session-16 timeline probe (FPROF_REF_TOPK_TRACE): per block, clock64 at the kernel's steps.
-constexpr int kTracePoints = 16;
-__device__ unsigned long long g_topk_trace[4096][kTracePoints];
-__device__ __forceinline__ unsigned long long globalTimer() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
-  return t;
-}
-__device__ __forceinline__ unsigned smId() {
-  unsigned r;
-  asm volatile("mov.u32 %0, %smid;" : "=r"(r));
-  return r;
-}
-__device__ __forceinline__ unsigned long long* traceRow() { return g_topk_trace[blockIdx.y * gridDim.x + blockIdx.x]; }
-
 struct alignas(16) BlockShared {
-  unsigned long long trace_warp[8];
-  float warp_top2[2 * kWarps];  // each warp's two largest thread maxima (blockReduceTop2)
   float warp_max[kWarps], warp_stat_max[kWarps], warp_sum[kWarps], warp_bound[kWarps];
+  float warp_top2[2 * kWarps];  // each warp's two largest thread maxima (blockReduceTop2)
   Candidate winners[kMaxTopK];
   Candidate floor;
   int count;
@@ -397,7 +382,7 @@ struct OnlineExpSum {
   __device__ float sumAgainst(float base) const { return sum * fastExp2(ref_log2 - base * kLog2e); }
 };
 
-template <class T, int kLoadsPerThread, bool kCachedMax = false, bool kRegScan = false>
+template <class T, int kLoadsPerThread, bool kCachedMax = false>
 struct RegisterSlice : VectorSlice<T, kLoadsPerThread, true> {
   using Base = VectorSlice<T, kLoadsPerThread, true>;
   using Base::kVec, Base::kLoads, Base::raw, Base::ok, Base::first;
@@ -407,9 +392,10 @@ struct RegisterSlice : VectorSlice<T, kLoadsPerThread, true> {
   // The thread's maximum and sum of exps, vector by vector in load order, so that a vector's
   // exps can run while the later loads are in flight. (2026-11-27: fp16 fused 12.2-12.5 ->
   // 11.8-12.1 us under ncu against exps after the block maximum, bench/RESULTS.md issue 16.)
-  // With kCachedMax (16-bit T), the vector maxima are kept two to a register for the marks.
+  // With kCachedMax (16-bit T), the vector maxima are kept two to a register for the marks
+  // instead of computed again from the vectors (unused, and dropped by the compiler, otherwise).
   static constexpr bool kCache = kCachedMax && sizeof(T) == 2;
-  using Pair = std::conditional_t<sizeof(T) == 2, PairOf<std::conditional_t<sizeof(T) == 2, T, __half>>, float>;
+  using Pair = PairOf<std::conditional_t<sizeof(T) == 2, T, __half>>;
   Pair vmax[kLoads / 2];
 
   template <bool kExps, int kPolyEvery = 0> __device__ OnlineExpSum online() {
@@ -454,17 +440,7 @@ struct RegisterSlice : VectorSlice<T, kLoadsPerThread, true> {
       const int j = __ffs(int(marked)) - 1;
       marked &= marked - 1;
       float v[kVec];
-      if constexpr (kRegScan) {
-        // The marked vector from the registers (predicated moves) instead of a reload.
-        uint4 r = raw[0];
-#pragma unroll
-        for (int jj = 1; jj < kLoads; ++jj) {
-          if (j == jj) r = raw[jj];
-        }
-        toFloats(r, v, T{});
-      } else {
-        toFloats(__ldg(vector0 + j * kThreads), v, T{});
-      }
+      toFloats(__ldg(vector0 + j * kThreads), v, T{});
       const int i0 = first(j);
 #pragma unroll
       for (int e = 0; e < kVec; ++e) if (v[e] >= bound) f(v[e], i0 + e);
@@ -586,8 +562,8 @@ __device__ MergeInput loadPartials(const Partial* __restrict__ parts, int splits
   return in;
 }
 
-template <Stage kStage, bool kCandFloor = false, bool kTrace = false>
-__device__ void mergeRowInWarp(const MergeInput& in, int splits, BlockShared& sh, float2* __restrict__ stats,
+template <Stage kStage, bool kCandFloor = false>
+__device__ void mergeRowInWarp(const MergeInput& in, BlockShared& sh, float2* __restrict__ stats,
                                float* __restrict__ top_p, int* __restrict__ top_i, std::size_t row, int k) {
   constexpr bool kStats = kStage != Stage::TopKOfProbs;
   constexpr bool kTopK = kStage != Stage::Stats;
@@ -601,9 +577,6 @@ __device__ void mergeRowInWarp(const MergeInput& in, int splits, BlockShared& sh
     row_sum = warpSum(part_sum == 0.0f ? 0.0f : part_sum * __expf(part_max - row_max));
     if (kStage == Stage::Stats && lane == 0) stats[row] = make_float2(row_max, row_sum);
   }
-  if constexpr (kTrace) {
-    if (lane == 0) traceRow()[12] = clock64() + (row_sum > 0.0f ? 0 : 1);
-  }
   auto ranked = [&](int rank, const Candidate& c) {
     if (rank < k) {
       top_p[row * k + rank] = kStage == Stage::Fused ? __expf(c.value - row_max) / row_sum : c.value;
@@ -612,13 +585,15 @@ __device__ void mergeRowInWarp(const MergeInput& in, int splits, BlockShared& sh
   };
   if constexpr (kTopK) {
     // Every partial's last slot bounds the row's kMaxTopK-th value from below. With kCandFloor
-    // the bound is the best last slot with its index, so that ties of its value after it drop out.
+    // the bound is the best last slot with its index, so that the ties of its value after it drop
+    // out (2026-11-27: bf16 fused 12.6 -> 11.8 us under ncu with the cached maxima and the poly
+    // exps, bench/RESULTS.md issue 16; bf16 rows hold many equal values).
     Candidate floor{-INFINITY, INT_MAX};
-#pragma unroll
-    for (int e = 0; e < kMergeEntriesPerLane; ++e) {
-      if (lane % kMaxTopK == kMaxTopK - 1 && better(value[e], index[e], floor.value, floor.index)) floor = {value[e], index[e]};
-    }
     if constexpr (kCandFloor) {
+#pragma unroll
+      for (int e = 0; e < kMergeEntriesPerLane; ++e) {
+        if (lane % kMaxTopK == kMaxTopK - 1 && better(value[e], index[e], floor.value, floor.index)) floor = {value[e], index[e]};
+      }
 #pragma unroll
       for (int o = 16; o > 0; o >>= 1) {
         const float ov = __shfl_xor_sync(0xffffffffu, floor.value, o);
@@ -626,20 +601,23 @@ __device__ void mergeRowInWarp(const MergeInput& in, int splits, BlockShared& sh
         if (better(ov, oi, floor.value, floor.index)) floor = {ov, oi};
       }
     } else {
-      floor = {warpMax(floor.value), INT_MAX};
+      float f = -INFINITY;
+#pragma unroll
+      for (int e = 0; e < kMergeEntriesPerLane; ++e) {
+        if (lane % kMaxTopK == kMaxTopK - 1) f = fmaxf(f, value[e]);
+      }
+      floor.value = warpMax(f);
     }
     int n = 0;
 #pragma unroll
     for (int e = 0; e < kMergeEntriesPerLane; ++e) {
-      const bool keep = index[e] != INT_MAX && !better(floor.value, floor.index, value[e], index[e]);
+      const bool keep = index[e] != INT_MAX &&
+                        (kCandFloor ? !better(floor.value, floor.index, value[e], index[e]) : value[e] >= floor.value);
       const unsigned ballot = __ballot_sync(0xffffffffu, keep);
       if (keep) sh.merge_cand[n + __popc(ballot & ((1u << lane) - 1u))] = {value[e], index[e]};
       n += __popc(ballot);
     }
     __syncwarp();
-    if constexpr (kTrace) {
-      if (lane == 0) traceRow()[13] = clock64();
-    }
     for (int e = lane; e < n; e += 32) {
       const Candidate c = sh.merge_cand[e];
       ranked(rankAmong(sh.merge_cand, n, c), c);
@@ -649,7 +627,7 @@ __device__ void mergeRowInWarp(const MergeInput& in, int splits, BlockShared& sh
 
 // The row's arrival by warp 0 alone (after a barrier that ordered the block's partial) and, in
 // the row's last block, its merge.
-template <Stage kStage, bool kCandFloor = false, bool kTrace = false>
+template <Stage kStage, bool kCandFloor = false>
 __device__ void arriveAndMergeInWarp(unsigned* __restrict__ counters, int splits, const Partial* __restrict__ row_parts,
                                      BlockShared& sh, float2* __restrict__ stats, float* __restrict__ top_p,
                                      int* __restrict__ top_i, std::size_t row, int k) {
@@ -660,30 +638,28 @@ __device__ void arriveAndMergeInWarp(unsigned* __restrict__ counters, int splits
     cuda::atomic_ref<unsigned, cuda::thread_scope_device> counter(counters[blockIdx.y]);
     last = counter.fetch_add(1u, cuda::memory_order_acq_rel) == unsigned(splits - 1);
     if (last) counter.store(0u, cuda::memory_order_relaxed);  // ready for the next launch; every block is in
-    if constexpr (kTrace) { traceRow()[7] = clock64(); traceRow()[11] = last; traceRow()[8] = 0; traceRow()[9] = globalTimer(); }
   }
   // The shuffle synchronizes the warp: lane 0's acquire is ordered before the other lanes' loads.
   if (!__shfl_sync(0xffffffffu, last, 0)) return;
-  if constexpr (kTrace) {
-    if (threadIdx.x == 0) traceRow()[14] = clock64();
-  }
-  mergeRowInWarp<kStage, kCandFloor, kTrace>(loadPartials<kStage>(row_parts, splits), splits, sh, stats, top_p, top_i, row, k);
-  if constexpr (kTrace) {
-    __syncwarp();
-    if (threadIdx.x == 0) { traceRow()[8] = clock64(); traceRow()[9] = globalTimer(); }
-  }
+  mergeRowInWarp<kStage, kCandFloor>(loadPartials<kStage>(row_parts, splits), sh, stats, top_p, top_i, row, k);
 }
 
 // 64 registers a thread: 4 blocks an SM, so the 512 blocks of 64 rows of 128256 fp16 logits are
 // all resident at once on 132 SMs.
 constexpr int kBlocksPerSm = 4;
 
-template <class T, Stage kStage, bool kCandFloor = false, int kPolyEvery = 0, bool kCachedMax = false, bool kTrace = false, bool kRegScan = false, bool kTop2 = false>
+template <class T, Stage kStage>
 __global__ void __launch_bounds__(kThreads, kBlocksPerSm) rowSliceKernel(const T* __restrict__ in, Partial* __restrict__ partials,
                                                            unsigned* __restrict__ counters, float2* __restrict__ stats,
                                                            float* __restrict__ top_p, int* __restrict__ top_i,
                                                            std::size_t vocab, int k) {
-  using Slice = RegisterSlice<T, 8, kCachedMax, kRegScan>;
+  // The fused kernel of 16-bit logits (session 16, 2026-11-27, bench/RESULTS.md issue 16): a
+  // quarter of the exps on the FMA pipe, the vector maxima kept for the marks, the bound from each
+  // warp's two largest thread maxima, and the row merge's floor with its index. fp32 (at the
+  // target already) and the unfused kernels keep the earlier form.
+  constexpr bool kNarrowFused = kStage == Stage::Fused && sizeof(T) == 2;
+  constexpr int kPolyEvery = kNarrowFused ? 4 : 0;
+  using Slice = RegisterSlice<T, 8, kNarrowFused>;
   __shared__ BlockShared sh;
   constexpr bool kStats = kStage != Stage::TopKOfProbs;
   constexpr bool kTopK = kStage != Stage::Stats;
@@ -691,9 +667,6 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) rowSliceKernel(const T
   const std::size_t row = blockIdx.y;
   if (threadIdx.x == 0) sh.count = 0;
   if (threadIdx.x < kMaxTopK) sh.winners[threadIdx.x] = emptyCandidate();
-  if constexpr (kTrace) {
-    if (threadIdx.x == 0) { traceRow()[0] = globalTimer(); traceRow()[1] = clock64(); traceRow()[10] = smId(); }
-  }
 
   Slice slice;
   slice.load(in + row * vocab, vocab, blockIdx.x);
@@ -704,19 +677,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) rowSliceKernel(const T
     // (and the top-k bound, from maxima alone) with one barrier, and one ex2 a thread to bring
     // its sum to the block maximum.
     const OnlineExpSum online = slice.template online<kStats, kPolyEvery>();
-    if constexpr (kTrace) {
-      if (threadIdx.x == 0) traceRow()[2] = clock64();
-      if ((threadIdx.x & 31) == 0) sh.trace_warp[threadIdx.x >> 5] = clock64();
-    }
-    const Reduced red = kTop2 ? blockReduceTop2(online.max, sh) : blockReduce<false>(online.max, 0.0f, -INFINITY, sh);
-    if constexpr (kTrace) {
-      if (threadIdx.x == 0) {
-        unsigned long long m = 0;
-        for (int w = 0; w < kWarps; ++w) m = sh.trace_warp[w] > m ? sh.trace_warp[w] : m;
-        traceRow()[3] = m;
-        traceRow()[4] = clock64();
-      }
-    }
+    const Reduced red = kNarrowFused ? blockReduceTop2(online.max, sh) : blockReduce<false>(online.max, 0.0f, -INFINITY, sh);
     if constexpr (kStats) {
       const float warp_sum = warpSum(red.max == -INFINITY ? 0.0f : online.sumAgainst(red.max));  // all -inf: 0
       if ((threadIdx.x & 31) == 0) sh.warp_sum[threadIdx.x >> 5] = warp_sum;
@@ -740,9 +701,6 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) rowSliceKernel(const T
     } else {
       __syncthreads();
     }
-    if constexpr (kTrace) {
-      if (threadIdx.x == 0) traceRow()[5] = clock64();
-    }
     if (threadIdx.x == 0) {
       float sum = 0.0f;
       if constexpr (kStats) {
@@ -758,10 +716,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) rowSliceKernel(const T
     // under ncu against all warps waiting for thread 0's arrival).
     __syncthreads();  // the block's partial is written before its arrival
     if (threadIdx.x >= 32) return;
-    if constexpr (kTrace) {
-      if (threadIdx.x == 0) traceRow()[6] = clock64();
-    }
-    arriveAndMergeInWarp<kStage, kCandFloor, kTrace>(counters, splits, row_parts, sh, stats, top_p, top_i, row, k);
+    arriveAndMergeInWarp<kStage, kNarrowFused>(counters, splits, row_parts, sh, stats, top_p, top_i, row, k);
     return;
   }
   if (!arriveLast(counters, splits)) return;
@@ -864,80 +819,13 @@ template <class Slice> dim3 gridFor(std::size_t rows, std::size_t vocab) {
   return dim3(unsigned(splitsFor<Slice>(vocab)), unsigned(rows));
 }
 
-template <class T, Stage kStage, bool kCandFloor = false, int kPolyEvery = 0, bool kCachedMax = false, bool kTrace = false, bool kRegScan = false, bool kTop2 = false>
+template <class T, Stage kStage>
 void launchRowSliceKernel(const T* in, const ScratchView& v, float* top_p, int* top_i, std::size_t rows, std::size_t vocab,
                           int k, cudaStream_t s) {
   using Slice = BlockSlice<T>;
-  rowSliceKernel<T, kStage, kCandFloor, kPolyEvery, kCachedMax, kTrace, kRegScan, kTop2><<<gridFor<Slice>(rows, vocab), kThreads, 0, s>>>(
-      in, v.partials, v.counters, v.stats, top_p, top_i, vocab, k);
+  rowSliceKernel<T, kStage><<<gridFor<Slice>(rows, vocab), kThreads, 0, s>>>(in, v.partials, v.counters, v.stats,
+                                                                             top_p, top_i, vocab, k);
   CUDA_CHECK_LAUNCH(rowSliceKernel);
-}
-
-// Session-16 A/B forms (FPROF_REF_TOPK): base, poly4_cmax_cfloor, +_regscan, +_top2, +_top2_regscan.
-int fusedForm() {
-  static const int form = [] {
-    const char* e = std::getenv("FPROF_REF_TOPK");
-    const std::string f = e ? e : "base";
-    return f == "poly4_cmax_cfloor" ? 1 : f == "poly4_cmax_cfloor_regscan" ? 2 : f == "poly4_cmax_cfloor_top2" ? 3 : f == "poly4_cmax_cfloor_top2_regscan" ? 4 : 0;
-  }();
-  return form;
-}
-void printTrace(std::size_t blocks) {
-  std::vector<unsigned long long> t(blocks * kTracePoints);
-  CUDA_CHECK(cudaMemcpyFromSymbol(t.data(), g_topk_trace, t.size() * sizeof(unsigned long long)));
-  auto at = [&](std::size_t b, int i) { return double(t[b * kTracePoints + i]); };
-  double g0 = 1e300;
-  for (std::size_t b = 0; b < blocks; ++b) g0 = std::min(g0, at(b, 0));
-  auto show = [&](const char* name, auto f, bool last_only = false) {
-    std::vector<double> v;
-    for (std::size_t b = 0; b < blocks; ++b) if (!last_only || at(b, 11) != 0) v.push_back(f(b));
-    std::sort(v.begin(), v.end());
-    if (v.empty()) return;
-    auto q = [&](double p) { return v[std::size_t(p * double(v.size() - 1))]; };
-    std::fprintf(stderr, "trace %-34s n=%4zu min %8.0f p10 %8.0f p50 %8.0f p90 %8.0f max %8.0f\n", name, v.size(), q(0), q(0.1), q(0.5), q(0.9), q(1));
-  };
-  show("start, ns after first", [&](std::size_t b) { return at(b, 0) - g0; });
-  show("end (arrival or merge), ns", [&](std::size_t b) { return at(b, 9) - g0; });
-  show("end of last blocks, ns", [&](std::size_t b) { return at(b, 9) - g0; }, true);
-  show("thread0 online done, cyc", [&](std::size_t b) { return at(b, 2) - at(b, 1); });
-  show("last warp online done, cyc", [&](std::size_t b) { return at(b, 3) - at(b, 1); });
-  show("after barrier 1, cyc", [&](std::size_t b) { return at(b, 4) - at(b, 1); });
-  show("after selection, cyc", [&](std::size_t b) { return at(b, 5) - at(b, 1); });
-  show("after barrier 3, cyc", [&](std::size_t b) { return at(b, 6) - at(b, 1); });
-  show("after arrival atomic, cyc", [&](std::size_t b) { return at(b, 7) - at(b, 1); });
-  show("merge end (last blocks), cyc", [&](std::size_t b) { return at(b, 8) - at(b, 1); }, true);
-  show("step: barrier1 - last online", [&](std::size_t b) { return at(b, 4) - at(b, 3); });
-  show("step: selection", [&](std::size_t b) { return at(b, 5) - at(b, 4); });
-  show("step: to barrier 3", [&](std::size_t b) { return at(b, 6) - at(b, 5); });
-  show("step: arrival", [&](std::size_t b) { return at(b, 7) - at(b, 6); });
-  show("step: merge (last blocks)", [&](std::size_t b) { return at(b, 8) - at(b, 7); }, true);
-  show("merge: loads + row max/sum", [&](std::size_t b) { return at(b, 12) - at(b, 14); }, true);
-  show("merge: floor + compaction", [&](std::size_t b) { return at(b, 13) - at(b, 12); }, true);
-  show("merge: ranks + outputs", [&](std::size_t b) { return at(b, 8) - at(b, 13); }, true);
-}
-
-template <class T>
-void launchFused(const T* in, const ScratchView& v, float* top_p, int* top_i, std::size_t rows, std::size_t vocab, int k,
-                 cudaStream_t s) {
-  static const bool trace = std::getenv("FPROF_REF_TOPK_TRACE") != nullptr;
-  static int launches = 0;
-  if (trace && rows * std::size_t(splitsFor<BlockSlice<T>>(vocab)) <= 4096) {
-    if (fusedForm() == 3) launchRowSliceKernel<T, Stage::Fused, true, 4, true, true, false, true>(in, v, top_p, top_i, rows, vocab, k, s);
-    else launchRowSliceKernel<T, Stage::Fused, true, 4, true, true, false>(in, v, top_p, top_i, rows, vocab, k, s);
-    if (++launches % 4 == 0 && rows >= 64) {
-      CUDA_CHECK(cudaStreamSynchronize(s));
-      std::fprintf(stderr, "trace: %zu rows, vocab %zu, %zu-byte elements, launch %d\n", rows, vocab, sizeof(T), launches);
-      printTrace(rows * std::size_t(splitsFor<BlockSlice<T>>(vocab)));
-    }
-    return;
-  }
-  switch (fusedForm()) {
-    case 1: launchRowSliceKernel<T, Stage::Fused, true, 4, true>(in, v, top_p, top_i, rows, vocab, k, s); break;
-    case 2: launchRowSliceKernel<T, Stage::Fused, true, 4, true, false, true>(in, v, top_p, top_i, rows, vocab, k, s); break;
-    case 3: launchRowSliceKernel<T, Stage::Fused, true, 4, true, false, false, true>(in, v, top_p, top_i, rows, vocab, k, s); break;
-    case 4: launchRowSliceKernel<T, Stage::Fused, true, 4, true, false, true, true>(in, v, top_p, top_i, rows, vocab, k, s); break;
-    default: launchRowSliceKernel<T, Stage::Fused>(in, v, top_p, top_i, rows, vocab, k, s);
-  }
 }
 
 }  // namespace
@@ -983,7 +871,7 @@ void launchSoftmaxTopKFused(DType t, const void* logits, float* top_p, int* top_
   checkK(vocab, k);
   if (rows == 0) return;
   const ScratchView v = view(scratch, rows, vocab);
-  FPROF_DISPATCH_DTYPE(t, T, launchFused<T>(static_cast<const T*>(logits), v, top_p, top_i, rows, vocab, k, s));
+  FPROF_DISPATCH_DTYPE(t, T, launchRowSliceKernel<T, Stage::Fused>(static_cast<const T*>(logits), v, top_p, top_i, rows, vocab, k, s));
 }
 
 }  // namespace fprof::refk
