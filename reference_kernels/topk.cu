@@ -24,7 +24,7 @@
 // exps by an FMA-pipe polynomial (polyExp2), the vector maxima kept for the candidate marks, the
 // bound from each warp's two largest thread maxima (blockReduceTop2), and the row merge's floor
 // with its index; and measured and dropped: every warp its own exact top-k with no block
-// barrier (a third slower), half of the exps by the polynomial, a row merge ranking the sorted
+// barrier (40-55% slower), half of the exps by the polynomial, a row merge ranking the sorted
 // partials by binary search, and marked vectors taken from registers instead of reloaded (spills).
 #include <cfloat>
 #include <climits>
