@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <string_view>
 
 #include "checks.h"
@@ -474,7 +475,35 @@ bool MetricsCollector::prepareOwnRun(ContextState& s, CUstream stream, std::stri
     error = "cuCtxSynchronize failed (" + std::to_string(static_cast<int>(r)) + ")";
     return false;
   }
-  return s.sweep == nullptr || s.sweep->run(stream, error);
+  lap(s, LaunchStep::kDrain);
+  const bool swept = s.sweep == nullptr || s.sweep->run(stream, error);
+  lap(s, LaunchStep::kSweep);
+  return swept;
+}
+
+void MetricsCollector::beginSteps(ContextState& s) {
+  s.launch_started = std::chrono::steady_clock::now();
+  s.phase_mark = s.launch_started;
+}
+
+void MetricsCollector::lap(ContextState& s, LaunchStep step) {
+  const auto now = std::chrono::steady_clock::now();
+  step_seconds_[static_cast<size_t>(step)] += std::chrono::duration<double>(now - s.phase_mark).count();
+  s.phase_mark = now;
+}
+
+// "drain=0.120 sweep=0.004 start=1.234 launch=0.456 stop=1.111 end=0.222": where replay_seconds_ went
+// (drain: the program's earlier work; end: the counted kernel and what CUPTI runs with it).
+std::string MetricsCollector::launchStepsText() const {
+  static constexpr const char* kNames[] = {"drain", "sweep", "start", "launch", "stop", "end"};
+  static_assert(std::size(kNames) == static_cast<size_t>(LaunchStep::kCount));
+  std::string text;
+  for (size_t i = 0; i < step_seconds_.size(); ++i) {
+    char item[48];
+    std::snprintf(item, sizeof item, "%s%s=%.3f", i ? " " : "", kNames[i], step_seconds_[i]);
+    text += item;
+  }
+  return text;
 }
 
 // User ranges for a graph launch counted whole, auto range for kernels. The range mode changes
@@ -500,7 +529,7 @@ bool MetricsCollector::countGraphLaunch(const LaunchRequest& launch, ContextStat
   if (!useRanges(s, true)) return false;
   if (s.batch.size() >= config_.batch_ranges) decode(s);
   std::string error;
-  s.launch_started = std::chrono::steady_clock::now();
+  beginSteps(s);
   if (!prepareOwnRun(s, launch.stream, error)) note("warning", "before a counted graph launch: " + error);
   const std::string name = "graph launch " + std::to_string(ref.correlation_id);
   if (!s.profiler->start(error) || !s.profiler->pushRange(name.c_str(), error)) {
@@ -508,6 +537,7 @@ bool MetricsCollector::countGraphLaunch(const LaunchRequest& launch, ContextStat
     (void)s.profiler->stop(error);
     return false;
   }
+  lap(s, LaunchStep::kStart);
   if (graph_launches_counted_++ == 0) {
     note("info", "CUDA graph launches are counted whole, each as one range (table graph_launch_counter): the first " +
                      (config_.samples_per_signature == 0 ? std::string("every launch")
@@ -578,7 +608,7 @@ void MetricsCollector::openWindow(const LaunchRequest& launch, ContextState& s) 
   }
   if (s.batch.size() >= config_.batch_ranges) decode(s);
   if (s.profiler && !s.application) warnIfReplayGoesThroughHost(s);
-  s.launch_started = std::chrono::steady_clock::now();
+  beginSteps(s);
   std::string error;
   if (s.application && !prepareOwnRun(s, launch.stream, error)) {
     note("warning", "before a profiled launch: " + error);
@@ -600,6 +630,7 @@ void MetricsCollector::openWindow(const LaunchRequest& launch, ContextState& s) 
     missing(ref, "the range profiler could not be started");
     return;
   }
+  lap(s, LaunchStep::kStart);
   Entry e;
   e.launch = ref;
   e.mangled = launch.symbol_name != nullptr ? launch.symbol_name : "";
@@ -641,11 +672,14 @@ void MetricsCollector::closeWindow(CUresult result) {
   if (s->patching) return countPatched(*s, result);
   if (!s->profiler) return;
   std::string error;
+  lap(*s, LaunchStep::kLaunch);
   if (s->profiler->userRanges() && !s->profiler->popRange(error)) note("warning", "ending a graph launch's range: " + error);
   if (!s->profiler->stop(error)) note("warning", "stopping the range profiler: " + error);
+  lap(*s, LaunchStep::kStop);
   // The counted kernel ends before anything else starts (the two synchronizations cost nothing
   // measurable: 44.1 ms a profiled launch without them, 44.2 with, bench/RESULTS.md issue 15).
   if (s->application) (void)cuCtxSynchronize();
+  lap(*s, LaunchStep::kEnd);
   replay_seconds_ += secondsSince(s->launch_started);  // the launch call, kernel replay included
   if (result != CUDA_SUCCESS && !s->batch.empty()) {
     // A failed launch runs no kernel and makes no range; its kernel row will not exist either.
@@ -760,6 +794,9 @@ void MetricsCollector::finishAll() {
     metadata_.emplace_back("metrics_replay_seconds", cost);
     std::snprintf(cost, sizeof cost, "%.3f", decode_seconds_);
     metadata_.emplace_back("metrics_decode_seconds", cost);
+    if (profiled_ > 0 && config_.replay != ReplayMode::kSassPatching) {
+      metadata_.emplace_back("metrics_launch_steps_seconds", launchStepsText());
+    }
   }
   finished_ = true;
 }

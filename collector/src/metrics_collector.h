@@ -11,6 +11,7 @@
 
 #include <cuda.h>
 
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdint>
@@ -130,7 +131,10 @@ class MetricsCollector {
     bool set_up = false;
     bool warned_footprint = false;  // warnIfReplayGoesThroughHost said it once
     std::chrono::steady_clock::time_point launch_started{};  // of the profiled launch in its window
+    std::chrono::steady_clock::time_point phase_mark{};      // the end of its last timed step (lap)
   };
+  // The steps of a profiled launch's window, timed apart (metadata.metrics_launch_steps_seconds).
+  enum class LaunchStep { kDrain, kSweep, kStart, kLaunch, kStop, kEnd, kCount };
   struct Profiled {  // a decoded launch that copies may come from
     core::KernelCounters counters;
     std::vector<std::pair<std::string, double>> raw;
@@ -150,6 +154,9 @@ class MetricsCollector {
                      const SassPatching::Seconds& after);
   void missingWithCopies(const Entry& e, const std::string& why, const std::string& copies_why);  // requires mu_
   bool prepareOwnRun(ContextState& s, CUstream stream, std::string& error);
+  void beginSteps(ContextState& s);              // a profiled launch's window opens
+  void lap(ContextState& s, LaunchStep step);  // the step that just ended
+  std::string launchStepsText() const;
   bool countGraphLaunch(const LaunchRequest& launch, ContextState& s, LaunchRef ref);  // requires mu_
   bool useRanges(ContextState& s, bool user);                                          // requires mu_
   void openWindow(const LaunchRequest& launch, ContextState& s);  // requires mu_
@@ -211,6 +218,7 @@ class MetricsCollector {
   size_t passes_ = 0;
   // What profiling cost: the profiled launches' calls (kernel replay runs inside them) and decoding.
   double replay_seconds_ = 0, decode_seconds_ = 0;
+  std::array<double, static_cast<size_t>(LaunchStep::kCount)> step_seconds_{};  // replay_seconds_ by step
   std::chrono::steady_clock::time_point started_at_{};
   std::chrono::steady_clock::time_point last_progress_{};
 };
