@@ -176,6 +176,9 @@ std::map<std::string, std::string> joinedMetadata(const Profile& first, const Pr
           {"second_run_kernels", std::to_string(second.kernels.size())},
           {"second_run_replay_seconds", second.meta("metrics_replay_seconds", "0")}};
   if (const std::string t = second.meta("sass_patching_seconds"); !t.empty()) out["second_run_sass_patching_seconds"] = t;
+  if (const std::string t = second.meta("metrics_launch_steps_seconds"); !t.empty()) {
+    out["second_run_launch_steps_seconds"] = t;
+  }
   return out;
 }
 

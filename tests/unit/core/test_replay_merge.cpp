@@ -27,7 +27,8 @@ struct Launch {
 
 // A database of `launches` in launch order (correlation ids 10, 20, ...), each with its raw counters
 // and the columns derived from them.
-std::string writeRun(const std::string& name, const std::vector<Launch>& launches, const std::string& metrics) {
+std::string writeRun(const std::string& name, const std::vector<Launch>& launches, const std::string& metrics,
+                     const std::string& steps = "start=1.000") {
   const std::string path = testing::tempPath(name);
   auto w = Writer::create(path, true);
   EXPECT_TRUE(w.ok());
@@ -38,6 +39,7 @@ std::string writeRun(const std::string& name, const std::vector<Launch>& launche
   (void)(*w)->setMetadata("metrics", metrics);
   (void)(*w)->setMetadata("metrics_passes", "1");
   (void)(*w)->setMetadata("metrics_replay_seconds", "1.5");
+  (void)(*w)->setMetadata("metrics_launch_steps_seconds", steps);
   std::vector<int64_t> ids;
   for (size_t i = 0; i < launches.size(); ++i) {
     const int64_t id = (*w)->nextKernelId();
@@ -75,7 +77,7 @@ TEST(ReplayMerge, TwinsByFunctionShapeAndOrderGetTheSecondRunsCounts) {
   const std::string second = writeRun("merge_second.fprof",
                                       {{"b", 2, flopCounts(20)}, {"a", 1, flopCounts(10)},
                                        {"a", 1, flopCounts(30)}, {"a", 4, flopCounts(40)}},
-                                      std::string(kFfma) + "," + kFadd + "," + kFmul);
+                                      std::string(kFfma) + "," + kFadd + "," + kFmul, "start=2.000");
   auto merged = mergeSecondRun(first, second);
   ASSERT_TRUE(merged.ok()) << merged.error();
   EXPECT_EQ(merged->kernels_joined, 4u);
@@ -100,6 +102,8 @@ TEST(ReplayMerge, TwinsByFunctionShapeAndOrderGetTheSecondRunsCounts) {
   EXPECT_EQ(p->meta("application_runs"), "2");
   EXPECT_EQ(p->meta("metrics_passes"), "2");
   EXPECT_EQ(p->meta("metrics_replay_seconds"), "3.000");
+  EXPECT_EQ(p->meta("metrics_launch_steps_seconds"), "start=1.000") << "the first run's steps stay";
+  EXPECT_EQ(p->meta("second_run_launch_steps_seconds"), "start=2.000");
   EXPECT_NE(p->meta("metrics").find(kFfma), std::string::npos);
 }
 
