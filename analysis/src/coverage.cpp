@@ -117,6 +117,29 @@ std::string describeGroupCounters(const CounterCoverage& c) {
   return out;
 }
 
+namespace {
+
+// The collector's "drain=0.120 sweep=0.004 start=1.234 ..." (metadata.metrics_launch_steps_seconds)
+// as "drain 0.12 s, sweep 0.00 s, start 1.23 s, ...".
+std::string launchStepsPhrase(const std::string& text) {
+  std::vector<std::string> items;
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t end = text.find(' ', at);
+    if (end == std::string::npos) end = text.size();
+    const std::string item = text.substr(at, end - at);
+    if (const size_t eq = item.find('='); eq != std::string::npos) {
+      items.push_back(fmt::format("{} {:.2f} s", item.substr(0, eq), std::atof(item.c_str() + eq + 1)));
+    }
+    at = end + 1;
+  }
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + items[i];
+  return out;
+}
+
+}  // namespace
+
 std::string describeCollection(const core::Profile& p) {
   if (p.meta("mode") != "metrics") return "";
   std::vector<std::string> parts;
@@ -133,8 +156,11 @@ std::string describeCollection(const core::Profile& p) {
   }
   if (const std::string replay = p.meta("metrics_replay_seconds"); !replay.empty()) {
     const std::string profiled = p.meta("metrics_kernels_profiled");
-    parts.push_back(fmt::format("{} launches profiled in {:.1f} s of replay, {:.1f} s of decoding",
-                                profiled.empty() ? "0" : profiled, std::atof(replay.c_str()),
+    const std::string steps = launchStepsPhrase(p.meta("metrics_launch_steps_seconds"));
+    const std::string where =
+        steps.empty() ? "" : fmt::format(" ({}{})", p.meta("application_runs") == "2" ? "the first run's: " : "", steps);
+    parts.push_back(fmt::format("{} launches profiled in {:.1f} s of replay{}, {:.1f} s of decoding",
+                                profiled.empty() ? "0" : profiled, std::atof(replay.c_str()), where,
                                 std::atof(p.meta("metrics_decode_seconds").c_str())));
   }
   if (const std::string cache = p.meta("cache_control"); !cache.empty()) {

@@ -107,6 +107,14 @@ TEST(Coverage, CollectionMethodComesFromTheMetricsRunsMetadata) {
                 {"metrics_replay_seconds", "20.204"},
                 {"metrics_decode_seconds", "0.113"}};
   EXPECT_EQ(describeCollection(p), "113 launches profiled in 20.2 s of replay, 0.1 s of decoding");
+  p.metadata["metrics_launch_steps_seconds"] = "drain=0.120 sweep=0.004 start=1.234 launch=0.456 stop=1.111 end=0.222";
+  EXPECT_EQ(describeCollection(p),
+            "113 launches profiled in 20.2 s of replay (drain 0.12 s, sweep 0.00 s, start 1.23 s, launch 0.46 s, "
+            "stop 1.11 s, end 0.22 s), 0.1 s of decoding")
+      << "where the replay time went, step by step";
+  p.metadata["application_runs"] = "2";
+  EXPECT_NE(describeCollection(p).find("of replay (the first run's: drain 0.12 s,"), std::string::npos)
+      << "two runs: the steps are the first run's";
   p.metadata = {{"mode", "metrics"}, {"replay_mode", "application"}, {"metrics_passes", "1"}, {"cache_control", "all"}};
   EXPECT_EQ(describeCollection(p),
             "application replay (1 pass); L2 emptied before each profiled launch (cache control all)")
