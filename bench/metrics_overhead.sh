@@ -290,4 +290,15 @@ for label in labels:
         ratio = (ref[0] - native) / (wall - native) if ref and wall > native and suffix != "native" else float("nan")
         replay = replay_cost(name) if suffix.startswith("fprof") else ""
         print(f"{name:30s} {rc:4d} {wall:8.2f} {launches:8d} {per * 1e3:10.2f} {ratio:10.1f}x  {replay:>22s}")
+
+# Where the (first) run's replay time went, step by step (the collector's metrics_launch_steps_seconds).
+for label in labels:
+    for suffix in ("fprof_sampled", "fprof_every", "fprof_cc_all", "fprof_app_all", "fprof_app_kernel"):
+        path = f"{work}/{label}.{suffix}.fprof"
+        try:
+            meta = dict(sqlite3.connect(path).execute("select key, value from metadata")) if os.path.exists(path) else {}
+        except sqlite3.Error:
+            continue
+        if "metrics_launch_steps_seconds" in meta:
+            print(f"{label}.{suffix} steps, s: {meta['metrics_launch_steps_seconds']}")
 PY

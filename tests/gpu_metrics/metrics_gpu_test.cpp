@@ -228,6 +228,10 @@ TEST(MetricsGpu, DefaultIsApplicationReplayWithCacheControlWithTheToolkitsCupti)
   EXPECT_EQ(p->meta("application_runs"), "2");
   EXPECT_EQ(p->meta("second_run_replay"), "sass_patching");
   EXPECT_EQ(p->meta("cache_sweep"), "instruction caches, L2");
+  const std::string steps = p->meta("metrics_launch_steps_seconds");
+  for (const char* step : {"drain=", "sweep=", "start=", "launch=", "stop=", "end="}) {
+    EXPECT_NE(steps.find(step), std::string::npos) << "the first run's replay time by step: " << steps;
+  }
   auto k = index(*p);
   ASSERT_NE(k["saxpy"].counters, nullptr);
   EXPECT_EQ(*k["saxpy"].counters->flops_fp32, 2 * kN);
