@@ -38,14 +38,13 @@ class L2Sweep {
   bool setup(CUdevice device, std::string& error);
   // Enqueues the sweep on `stream`; the next work on that stream starts after it.
   bool run(CUstream stream, std::string& error);
-  // Enqueues the code sweep alone (a few microseconds): a kernel of fprof's own to count.
-  bool runCodeSweep(CUstream stream, std::string& error) { return launchCodeSweep(stream, error); }
+  // Enqueues the code sweep alone (a few microseconds): also a kernel of fprof's own to count.
+  bool launchCodeSweep(CUstream stream, std::string& error);
 
  private:
   bool launch(CUstream stream, uint32_t discard, std::string& error);
   static bool loadKernel(const char* ptx, const char* name, const char* what, CUmodule& module, CUfunction& kernel,
                          std::string& error);
-  bool launchCodeSweep(CUstream stream, std::string& error);
 
   CUmodule module_ = nullptr;
   CUfunction kernel_ = nullptr;

@@ -205,7 +205,7 @@ void MetricsCollector::warnIfReplayGoesThroughHost(ContextState& s) {
 // reads as every later one.
 void MetricsCollector::countThrowawayRange(ContextState& s) {
   std::string error;
-  if (!FPROF_CU_OK(cuCtxSynchronize()) || !s.profiler->start(error) || !s.sweep->runCodeSweep(nullptr, error) ||
+  if (!FPROF_CU_OK(cuCtxSynchronize()) || !s.profiler->start(error) || !s.sweep->launchCodeSweep(nullptr, error) ||
       !s.profiler->stop(error) || !FPROF_CU_OK(cuCtxSynchronize())) {
     note("warning", "the first range: " + error);
     return;
