@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <sstream>
 #include <unordered_map>
 
 #include "fprof/analysis/roofline.h"
@@ -122,19 +123,13 @@ namespace {
 // The collector's "drain=0.120 sweep=0.004 start=1.234 ..." (metadata.metrics_launch_steps_seconds)
 // as "drain 0.12 s, sweep 0.00 s, start 1.23 s, ...".
 std::string launchStepsPhrase(const std::string& text) {
-  std::vector<std::string> items;
-  size_t at = 0;
-  while (at < text.size()) {
-    size_t end = text.find(' ', at);
-    if (end == std::string::npos) end = text.size();
-    const std::string item = text.substr(at, end - at);
-    if (const size_t eq = item.find('='); eq != std::string::npos) {
-      items.push_back(fmt::format("{} {:.2f} s", item.substr(0, eq), std::atof(item.c_str() + eq + 1)));
-    }
-    at = end + 1;
+  std::istringstream items(text);
+  std::string item, out;
+  while (items >> item) {
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos) continue;
+    out += fmt::format("{}{} {:.2f} s", out.empty() ? "" : ", ", item.substr(0, eq), std::atof(item.c_str() + eq + 1));
   }
-  std::string out;
-  for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + items[i];
   return out;
 }
 
