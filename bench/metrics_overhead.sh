@@ -193,10 +193,11 @@ def ncu_names(name):
 def relative_errors(pairs):
     return [abs(a / b - 1) * 100 if b else (0 if a == 0 else float("inf")) for a, b in pairs]
 
-def print_outliers(m, keys, a, b, names, repeat):
-    """The byte counts outside 2%: how many of them differ by less than 4 KB and 64 KB, on how many ncu's
-    second run was outside 2% of its first too, and the largest three."""
-    out = [(abs(a[k] / b[k] - 1) if b[k] else float("inf"), k) for k in keys if abs(a[k] - b[k]) > 0.02 * abs(b[k])]
+def print_outliers(keys, errs, a, b, names, repeat):
+    """The byte counts outside 2% (errs: relative_errors of a against b, by key): how many of them
+    differ by less than 4 KB and 64 KB, on how many ncu's second run was outside 2% of its first too,
+    and the largest three."""
+    out = [(e, k) for e, k in zip(errs, keys) if e > 2]
     if not out:
         return
     tiny = sum(abs(a[k] - b[k]) < 4096 for _, k in out)
@@ -205,9 +206,9 @@ def print_outliers(m, keys, a, b, names, repeat):
     again = f", {unsteady} where ncu's own second run is outside 2% too" if repeat else ""
     print(f"    outside 2%: {len(out)}, of which {tiny} by less than 4 KB and {small} by less than 64 KB{again}; largest:")
     for e, k in sorted(out, reverse=True)[:3]:
-        print(f"      #{k[0]} {names.get(k[0], '')[:60]}: {a[k]:,.0f} against {b[k]:,.0f} ({e * 100:+.1f}%)")
+        print(f"      #{k[0]} {names.get(k[0], '')[:60]}: {a[k]:,.0f} against {b[k]:,.0f} ({e:+.1f}%)")
 
-def print_comparison(f, n, names, repeat={}):
+def print_comparison(f, n, names, repeat=None):
     print(f"  {'metric':52s} {'kernels':>7s} {'within 2%':>9s} {'median diff':>12s} {'max diff':>9s}")
     for m in checked:
         keys = [k for k in f if k[1] == m and k in n]
@@ -222,7 +223,7 @@ def print_comparison(f, n, names, repeat={}):
             unit, ok = "%", sum(e <= 2 for e in errs)
         print(f"  {m:52s} {len(pairs):7d} {ok:9d} {statistics.median(errs):11.2f}{unit} {max(errs):8.2f}{unit}")
         if "bytes" in m:
-            print_outliers(m, keys, f, n, names, repeat)
+            print_outliers(keys, errs, f, n, names, repeat or {})
 
 def compare(fname, nname):
     f, kernels, sources, missing = fprof_values(fname)
