@@ -419,9 +419,9 @@ void joinEachProcess(const RunOptions& opt, const ReplayPlan& plan, const std::s
 void runSecondTime(const RunOptions& opt, const std::string& collector, const std::string& cupti,
                    const ReplayPlan& plan, const std::string& output, const std::vector<std::string>& firsts,
                    int first_code, double first_run_seconds) {
-  const std::string lost = kSassCountersLost;
   if (!endedByItself(first_code)) {
-    return sayReplay("the first run was stopped (exit code " + std::to_string(first_code) + "): no second run; " + lost);
+    return sayReplay("the first run was stopped (exit code " + std::to_string(first_code) + "): no second run; " +
+                     kSassCountersLost);
   }
   const std::vector<std::string> counted = databasesToCountAgain(firsts, output);
   if (counted.empty()) return;
@@ -461,7 +461,8 @@ void runSecondTime(const RunOptions& opt, const std::string& collector, const st
   }
   const int status = *waited;
   if (status == kNotStarted || exitCodeOf(status) != first_code) {
-    sayReplay("the second run ended otherwise than the first (" + exitFacts(status).at("exit_status") + "); " + lost);
+    sayReplay("the second run ended otherwise than the first (" + exitFacts(status).at("exit_status") + "); " +
+              kSassCountersLost);
     return removeScratch();
   }
   joinEachProcess(opt, plan, output, scratch, counted, produced, files);
