@@ -303,8 +303,7 @@ template <class T> __device__ __forceinline__ float vectorMax(const uint4& r) {
   if constexpr (sizeof(T) == 4) {
     return fmaxf(fmaxf(__uint_as_float(r.x), __uint_as_float(r.y)), fmaxf(__uint_as_float(r.z), __uint_as_float(r.w)));
   } else {
-    using P = PairOf<T>;
-    const P m = __hmax2(__hmax2(asPair<P>(r.x), asPair<P>(r.y)), __hmax2(asPair<P>(r.z), asPair<P>(r.w)));
+    const PairOf<T> m = vectorMaxPair<T>(r);
     return fmaxf(toFloat(m.x), toFloat(m.y));
   }
 }
