@@ -19,7 +19,8 @@
 # the program, cache control all; the second counts the SASS counters by SASS patching, the
 # default) and the same with the second run under kernel replay (--second-run kernel), against
 # `ncu --cache-control all`, and compares the two second runs' SASS counters kernel by kernel.
-# SKIP_NONE=1 leaves out the cache-control-none runs (fprof sampled, ncu none). NCU_TWICE=1 runs
+# SKIP_NONE=1 leaves out the cache-control-none runs (fprof sampled, ncu none); NO_KERNEL_SECOND_RUN=1
+# the run with the second run under kernel replay. NCU_TWICE=1 runs
 # `ncu --cache-control all` twice and compares ncu with itself: where ncu does not repeat its own
 # figure within 2%, no tool can be held to 2% of it. Byte counts outside 2% are listed (the three
 # largest, and how many differ by less than 4 KB and 64 KB).
@@ -89,7 +90,7 @@ compare_program() {  # compare_program LABEL PROGRAM...: native, fprof (sampled)
     # profiled launch (cache control all), SASS counters in a second run by SASS patching (no
     # replay), and the same with the second run under kernel replay, as before session 14.
     fprof_run "${label}.fprof_app_all" --replay application -- "$@"
-    fprof_run "${label}.fprof_app_kernel" --replay application --second-run kernel -- "$@"
+    [ -z "${NO_KERNEL_SECOND_RUN:-}" ] && fprof_run "${label}.fprof_app_kernel" --replay application --second-run kernel -- "$@"
     ncu_run "${label}.ncu_all" all "$@"
     # NCU_TWICE=1: ncu a second time, the same way, for its own repeatability (the floor under any
     # comparison with it).

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <iterator>
@@ -420,6 +421,21 @@ void MetricsCollector::keepCounted(const Entry& e, LaunchCounterResult r, const 
   }
 }
 
+namespace {
+bool allFinite(const std::vector<double>& row) {
+  return std::all_of(row.begin(), row.end(), [](double v) { return std::isfinite(v); });
+}
+}  // namespace
+
+// A range whose values are not numbers (CUPTI 13.0 returned one, beside a cut name, for a user range
+// named with more than 63 characters) gives no counters, with the reason: stored, they failed the
+// whole database's write (NOT NULL constraint on kernel_metric.value).
+void MetricsCollector::missingNotANumber(const Entry& e) {
+  static constexpr const char* kReason = "the range profiler returned a value that is not a number for its range";
+  if (e.graph) return missing(e.launch, std::string("CUDA graph kernel: ") + kReason);
+  missingWithCopies(e, kReason, "the identical launch it would copy from got a value that is not a number");
+}
+
 void MetricsCollector::decode(ContextState& s) {
   if (!s.profiler || s.batch.empty()) return;
   const auto decode_started = std::chrono::steady_clock::now();
@@ -427,13 +443,22 @@ void MetricsCollector::decode(ContextState& s) {
   std::vector<std::string> names;
   std::string error;
   if (!s.profiler->stopAndDecode(rows, error, &names)) note("warning", "decoding counters: " + error);
+  if (debug_ranges_) {
+    for (size_t i = 0; i < rows.size(); ++i) {
+      logInfo("decoded range %zu '%s', first value %g", i, i < names.size() ? names[i].c_str() : "",
+              rows[i].empty() ? 0.0 : rows[i][0]);
+    }
+  }
   std::vector<ProfiledLaunchName> launches;
   launches.reserve(s.batch.size());
   for (const Entry& e : s.batch) launches.push_back({e.mangled, e.demangled});
   const std::vector<std::optional<size_t>> match = matchRangesToLaunches(names, rows.size(), launches);
   size_t matched = 0;
   for (size_t i = 0; i < s.batch.size(); ++i) {
-    if (match[i]) {
+    if (match[i] && !allFinite(rows[*match[i]])) {
+      ++matched;
+      missingNotANumber(s.batch[i]);
+    } else if (match[i]) {
       ++matched;
       keepDecoded(s.batch[i], rows[*match[i]], *match[i] < names.size() ? names[*match[i]] : std::string());
     } else if (s.batch[i].graph) {

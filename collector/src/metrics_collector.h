@@ -153,6 +153,7 @@ class MetricsCollector {
   void logPatchTimes(const Entry& e, double in_launch, const SassPatching::Seconds& before,
                      const SassPatching::Seconds& after);
   void missingWithCopies(const Entry& e, const std::string& why, const std::string& copies_why);  // requires mu_
+  void missingNotANumber(const Entry& e);                                                          // requires mu_
   bool prepareOwnRun(ContextState& s, CUstream stream, std::string& error);
   void beginSteps(ContextState& s);              // a profiled launch's window opens
   void lap(ContextState& s, LaunchStep step);  // the step that just ended
