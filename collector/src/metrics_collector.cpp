@@ -427,9 +427,10 @@ bool allFinite(const std::vector<double>& row) {
 }
 }  // namespace
 
-// A range whose values are not numbers (CUPTI 13.0 returned one, beside a cut name, for a user range
-// named with more than 63 characters) gives no counters, with the reason: stored, they failed the
-// whole database's write (NOT NULL constraint on kernel_metric.value).
+// A range whose values are not numbers gives no counters, with the reason: stored, they failed the
+// whole database's write (NOT NULL constraint on kernel_metric.value). CUPTI 13.0 returned one on an
+// H100 after a user range named by a 100-character cuBLAS kernel name, whose name came back cut at
+// 59 characters (bench/RESULTS.md issue 15, session 17).
 void MetricsCollector::missingNotANumber(const Entry& e) {
   static constexpr const char* kReason = "the range profiler returned a value that is not a number for its range";
   if (e.graph) return missing(e.launch, std::string("CUDA graph kernel: ") + kReason);
