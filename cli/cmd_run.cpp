@@ -411,6 +411,20 @@ void joinEachProcess(const RunOptions& opt, const ReplayPlan& plan, const std::s
   }
 }
 
+// Where a second run by SASS patching stood when it was stopped, from each process's PC file (the
+// launch after the last counted one did not return), kept in each first run's database as
+// second_run_patching_stopped. Returns the first process's.
+std::string recordPatchedRunStop(const std::vector<std::string>& counted, const std::string& output,
+                                 const PatchedRunFiles& files, const std::string& limit_seconds) {
+  std::string first;
+  for (const std::string& f : counted) {
+    const std::string progress = patchedRunProgress(files.pc_file + processTag(f, output));
+    if (first.empty()) first = progress;
+    (void)core::appendMetadata(f, {{"second_run_patching_stopped", "after " + limit_seconds + " s: " + progress}});
+  }
+  return first;
+}
+
 // The second run of application replay: the program again, counting the SASS metrics (by SASS
 // patching, or under kernel replay) into scratch databases, one per rank, each joined to the first
 // run's database of the same rank and removed. A program that failed or crashed in its first run
@@ -450,11 +464,12 @@ void runSecondTime(const RunOptions& opt, const std::string& collector, const st
     if (patching) removePatchedFiles();
   };
   if (!waited) {
-    removeScratch();
     char limit[32];
     std::snprintf(limit, sizeof limit, "%.0f", patchedRunLimitSeconds(first_run_seconds));
+    const std::string where = recordPatchedRunStop(counted, output, files, limit);
+    removeScratch();
     sayReplay(std::string("the second run by SASS patching did not end within ") + limit +
-              " s (3 x the first run + 60 s) and was stopped; counting under kernel replay instead");
+              " s (3 x the first run + 60 s) and was stopped (" + where + "); counting under kernel replay instead");
     ReplayPlan kernel = plan;
     kernel.second_replay = "kernel";
     return runSecondTime(opt, collector, cupti, kernel, output, counted, first_code, first_run_seconds);

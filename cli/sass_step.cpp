@@ -295,4 +295,6 @@ std::string applySassStep(const std::string& db_path, const std::string& cubin_d
          std::to_string(tensor->size()) + " with tensor-pipe work: tensor FLOPs per cycle)";
 }
 
+std::string patchedRunProgress(const std::string& pc_file) { return core::sassPcProgressText(readFile(pc_file)); }
+
 }  // namespace fprof::cli

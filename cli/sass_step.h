@@ -23,4 +23,8 @@ core::Expected<core::LaunchRawCounters> sassCountersOfPatchedRun(const std::stri
                                                                  const std::string& pc_file,
                                                                  const std::string& cubin_dir, std::string& summary);
 
+// How far a run by SASS patching got, from the per-PC counts it wrote to `pc_file`
+// (core::sassPcProgressText).
+std::string patchedRunProgress(const std::string& pc_file);
+
 }  // namespace fprof::cli

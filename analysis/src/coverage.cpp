@@ -142,8 +142,11 @@ std::string describeCollection(const core::Profile& p) {
   if (p.meta("application_runs") == "2") {
     // Recordings before session 14 have no second_run_replay: their second run used kernel replay.
     const bool patched = p.meta("second_run_replay") == "sass_patching";
+    const std::string stopped = p.meta("second_run_patching_stopped");
     parts.push_back(std::string("application replay in two runs of the program (SASS counters in the second, ") +
-                    (patched ? "by SASS patching, no replay)" : "under kernel replay)"));
+                    (patched           ? "by SASS patching, no replay)"
+                     : stopped.empty() ? "under kernel replay)"
+                                       : "under kernel replay: the run by SASS patching was stopped " + stopped + ")"));
   } else if (const std::string replay = p.meta("replay_mode"); !replay.empty()) {
     const std::string passes = p.meta("metrics_passes");
     parts.push_back(replay + " replay" +

@@ -136,6 +136,17 @@ Expected<std::vector<SassPcLaunch>> parseSassPcText(std::string_view text) {
   return out;
 }
 
+std::string sassPcProgressText(std::string_view text) {
+  const auto launches = parseSassPcText(text);
+  if (!launches) return "its counts unreadable (" + launches.error() + ")";
+  if (launches->empty()) return "no launch counted";
+  const SassPcLaunch& last = launches->back();
+  std::string out = std::to_string(launches->size()) + (launches->size() == 1 ? " launch" : " launches") +
+                    " counted, the last correlation " + std::to_string(last.correlation_id);
+  if (!last.functions.empty()) out += " (" + last.functions.front().name + ")";
+  return out;
+}
+
 std::map<std::string, SassInstructions> parseNvdisasmInstructionsByRange(std::string_view text,
                                                                          const std::vector<CodeRange>& ranges) {
   std::map<std::string, SassInstructions> out;

@@ -125,6 +125,11 @@ TEST(Coverage, CollectionMethodComesFromTheMetricsRunsMetadata) {
   p.metadata = {{"mode", "metrics"}, {"replay_mode", "application"}, {"application_runs", "2"}, {"metrics_passes", "2"}};
   EXPECT_EQ(describeCollection(p),
             "application replay in two runs of the program (SASS counters in the second, under kernel replay)");
+  p.metadata["second_run_patching_stopped"] = "after 66 s: 40 launches counted, the last correlation 812 (_Z1fv)";
+  EXPECT_EQ(describeCollection(p),
+            "application replay in two runs of the program (SASS counters in the second, under kernel replay: the run "
+            "by SASS patching was stopped after 66 s: 40 launches counted, the last correlation 812 (_Z1fv))")
+      << "a patched run stopped by its time limit says where it stood";
   p.metadata = {{"mode", "metrics"},      {"replay_mode", "application"},         {"application_runs", "2"},
                 {"metrics_passes", "2"}, {"second_run_replay", "sass_patching"}};
   EXPECT_EQ(describeCollection(p),

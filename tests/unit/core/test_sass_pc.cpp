@@ -55,6 +55,16 @@ TEST(SassPcText, ALineThatIsNoRecordIsAnError) {
   EXPECT_TRUE(empty->empty());
 }
 
+TEST(SassPcText, ProgressNamesTheLastCountedLaunch) {
+  SassPcLaunch a{7, 0, {{"_Z1fv", 123, {{0, 4, 128, 0}}}}};
+  SassPcLaunch b{41, 0, {{"_Z4axpyifPKfPf", 5, {{0, 1, 32, 0}}}}};
+  EXPECT_EQ(sassPcProgressText(""), "no launch counted");
+  EXPECT_EQ(sassPcProgressText(sassPcLaunchText(a)), "1 launch counted, the last correlation 7 (_Z1fv)");
+  EXPECT_EQ(sassPcProgressText(sassPcLaunchText(a) + sassPcLaunchText(b)),
+            "2 launches counted, the last correlation 41 (_Z4axpyifPKfPf)");
+  EXPECT_NE(sassPcProgressText("L 1 0\nF 5 _Z1fv\n0 1 2\n").find("unreadable"), std::string::npos);
+}
+
 TEST(SassInstructions, EachRangeHoldsItsInstructionsAtOffsetsFromItsStart) {
   // calls_half's code read as two functions: the kernel, and its callee's copy from 0x180.
   const auto code =

@@ -52,6 +52,9 @@ struct SassPcLaunch {
 //   <pc> <warp_inst> <thread_inst> <local_sectors>      (one line per PC of that function)
 std::string sassPcLaunchText(const SassPcLaunch& launch);
 Expected<std::vector<SassPcLaunch>> parseSassPcText(std::string_view text);
+// How far a run by SASS patching got, from its PC file: "3 launches counted, the last correlation 41
+// (_Z4axpyifPKfPf)", "no launch counted", or why the text cannot be read.
+std::string sassPcProgressText(std::string_view text);
 
 // Instruction text (opcode with modifiers, then operands) by byte offset in one function's code.
 using SassInstructions = std::map<uint32_t, std::string>;
