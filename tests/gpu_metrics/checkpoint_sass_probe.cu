@@ -39,6 +39,7 @@
 #include "fprof/core/metric_sets.h"
 #include "metrics_kernels.cuh"
 #include "range_profiler.h"
+#include "sass_metrics_probe.h"
 
 using namespace fprof;
 using namespace fprof::gpu_test;
@@ -53,7 +54,7 @@ size_t sweep_floats = 0;
 CUcontext ctx;
 collector::RangeProfiler profiler;
 std::vector<std::string> metrics;
-std::map<uint64_t, std::string> sass_metric_name;
+SassMetricNames sass_metric_name;
 int failures = 0;
 
 // libcheckpoint.so is loaded at run time, so a machine without it says so in one line.
@@ -71,12 +72,6 @@ bool loadCheckpointApi() {
   checkpoint_restore = reinterpret_cast<CheckpointCall>(dlsym(lib, "cuptiCheckpointRestore"));
   checkpoint_free = reinterpret_cast<CheckpointCall>(dlsym(lib, "cuptiCheckpointFree"));
   return checkpoint_save && checkpoint_restore && checkpoint_free;
-}
-
-const char* cuptiText(CUptiResult r) {
-  const char* s = nullptr;
-  cuptiGetResultString(r, &s);
-  return s != nullptr ? s : "?";
 }
 
 double msSince(std::chrono::steady_clock::time_point t) {
@@ -128,27 +123,8 @@ std::vector<double> counted(int which) {
 }
 
 bool configureSass() {
-  std::vector<CUpti_SassMetrics_Config> config;
-  for (const char* m : {"smsp__sass_inst_executed", "smsp__sass_thread_inst_executed_op_ffma_pred_on"}) {
-    CUpti_SassMetrics_GetProperties_Params pp{CUpti_SassMetrics_GetProperties_Params_STRUCT_SIZE};
-    pp.pChipName = profiler.chip().c_str();
-    pp.pMetricName = m;
-    if (CUptiResult r = cuptiSassMetricsGetProperties(&pp); r != CUPTI_SUCCESS) {
-      std::printf("sass: properties of %s: %s\n", m, cuptiText(r));
-      return false;
-    }
-    config.push_back({pp.metric.metricId, CUPTI_SASS_METRICS_OUTPUT_GRANULARITY_GPU});
-    sass_metric_name[pp.metric.metricId] = m;
-  }
-  CUpti_SassMetricsSetConfig_Params sc{CUpti_SassMetricsSetConfig_Params_STRUCT_SIZE};
-  sc.numOfMetricConfig = config.size();
-  sc.pConfigs = config.data();
-  sc.deviceIndex = 0;
-  if (CUptiResult r = cuptiSassMetricsSetConfig(&sc); r != CUPTI_SUCCESS) {
-    std::printf("sass: set config: %s\n", cuptiText(r));
-    return false;
-  }
-  return true;
+  return configureSassMetrics(profiler.chip(), {"smsp__sass_inst_executed", "smsp__sass_thread_inst_executed_op_ffma_pred_on"},
+                              sass_metric_name);
 }
 
 struct SassSums {
@@ -158,28 +134,9 @@ struct SassSums {
 // The SASS Metrics API's records since the last flush, summed over the kernel's PCs.
 SassSums flushSass() {
   SassSums sums;
-  CUpti_SassMetricsGetDataProperties_Params dp{CUpti_SassMetricsGetDataProperties_Params_STRUCT_SIZE};
-  dp.ctx = ctx;
-  if (cuptiSassMetricsGetDataProperties(&dp) != CUPTI_SUCCESS || dp.numOfPatchedInstructionRecords == 0) return sums;
-  std::vector<CUpti_SassMetrics_Data> data(dp.numOfPatchedInstructionRecords);
-  std::vector<CUpti_SassMetrics_InstanceValue> values(data.size() * dp.numOfInstances);
-  for (size_t i = 0; i < data.size(); ++i) {
-    data[i] = {};
-    data[i].structSize = sizeof(CUpti_SassMetrics_Data);
-    data[i].pInstanceValues = &values[i * dp.numOfInstances];
-  }
-  CUpti_SassMetricsFlushData_Params fd{CUpti_SassMetricsFlushData_Params_STRUCT_SIZE};
-  fd.ctx = ctx;
-  fd.numOfPatchedInstructionRecords = data.size();
-  fd.numOfInstances = dp.numOfInstances;
-  fd.pMetricsData = data.data();
-  if (cuptiSassMetricsFlushData(&fd) != CUPTI_SUCCESS) return sums;
-  for (const auto& d : data) {
-    for (size_t k = 0; k < dp.numOfInstances; ++k) {
-      const std::string& m = sass_metric_name[d.pInstanceValues[k].metricId];
-      if (m == "smsp__sass_inst_executed") sums.warp_inst += d.pInstanceValues[k].value;
-      if (m == "smsp__sass_thread_inst_executed_op_ffma_pred_on") sums.ffma_threads += d.pInstanceValues[k].value;
-    }
+  for (const SassRecord& r : flushSassRecords(ctx, sass_metric_name).records) {
+    if (r.metric == "smsp__sass_inst_executed") sums.warp_inst += r.value;
+    if (r.metric == "smsp__sass_thread_inst_executed_op_ffma_pred_on") sums.ffma_threads += r.value;
   }
   return sums;
 }

@@ -32,6 +32,7 @@
 #include "cuda_check.h"
 #include "metrics_kernels.cuh"
 #include "range_profiler.h"
+#include "sass_metrics_probe.h"
 
 using namespace fprof;
 using namespace fprof::gpu_test;
@@ -44,13 +45,7 @@ float *x, *y, *z;
 CUcontext ctx;
 collector::RangeProfiler profiler;
 std::vector<std::string> metrics;
-std::map<uint64_t, std::string> sass_metric_name;
-
-const char* cuptiText(CUptiResult r) {
-  const char* s = nullptr;
-  cuptiGetResultString(r, &s);
-  return s != nullptr ? s : "?";
-}
+SassMetricNames sass_metric_name;
 
 void CUPTIAPI bufferRequested(uint8_t** buffer, size_t* size, size_t* max_records) {
   *size = 1 << 20;
@@ -91,70 +86,33 @@ void counted(const char* phase, int which) {
 
 // The SASS Metrics API's records since the last flush: instruction sums per function.
 void flushSass() {
-  CUpti_SassMetricsGetDataProperties_Params dp{CUpti_SassMetricsGetDataProperties_Params_STRUCT_SIZE};
-  dp.ctx = ctx;
-  CUptiResult r = cuptiSassMetricsGetDataProperties(&dp);
-  if (r != CUPTI_SUCCESS || dp.numOfPatchedInstructionRecords == 0 || dp.numOfInstances == 0) {
-    std::printf("  sass: no records (%s, %zu records x %zu instances)\n", cuptiText(r), dp.numOfPatchedInstructionRecords,
-                dp.numOfInstances);
+  const SassFlush f = flushSassRecords(ctx, sass_metric_name);
+  if (f.records.empty()) {
+    std::printf("  sass: no records (%s, %zu records x %zu instances)\n", cuptiText(f.result), f.patched_records,
+                f.instances);
     return;
   }
-  std::vector<CUpti_SassMetrics_Data> data(dp.numOfPatchedInstructionRecords);
-  std::memset(data.data(), 0, data.size() * sizeof(CUpti_SassMetrics_Data));
-  std::vector<CUpti_SassMetrics_InstanceValue> values(data.size() * dp.numOfInstances);
-  for (size_t i = 0; i < data.size(); ++i) {
-    data[i].structSize = sizeof(CUpti_SassMetrics_Data);
-    data[i].pInstanceValues = &values[i * dp.numOfInstances];
-  }
-  CUpti_SassMetricsFlushData_Params fd{CUpti_SassMetricsFlushData_Params_STRUCT_SIZE};
-  fd.ctx = ctx;
-  fd.numOfPatchedInstructionRecords = data.size();
-  fd.numOfInstances = dp.numOfInstances;
-  fd.pMetricsData = data.data();
-  r = cuptiSassMetricsFlushData(&fd);
-  std::map<std::string, std::pair<unsigned long long, unsigned long long>> sums;  // inst, thread inst
-  if (std::getenv("SASS_DEBUG") != nullptr && !data.empty()) {
-    std::printf("  sass: %zu instances; first record pc %u:", dp.numOfInstances, data[0].pcOffset);
-    for (size_t k = 0; k < dp.numOfInstances; ++k) {
-      std::printf(" [id %llu value %llu]", static_cast<unsigned long long>(data[0].pInstanceValues[k].metricId),
-                  static_cast<unsigned long long>(data[0].pInstanceValues[k].value));
+  if (std::getenv("SASS_DEBUG") != nullptr) {
+    std::printf("  sass: %zu instances; first record pc %u:", f.instances, f.records[0].pc);
+    for (size_t k = 0; k < f.instances; ++k) {
+      std::printf(" [%s value %llu]", f.records[k].metric.c_str(), static_cast<unsigned long long>(f.records[k].value));
     }
-    for (const auto& [id, name] : sass_metric_name) std::printf(" (%s = %llu)", name.c_str(), static_cast<unsigned long long>(id));
     std::printf("\n");
   }
-  for (const auto& d : data) {
-    if (d.functionName == nullptr) continue;
-    for (size_t k = 0; k < dp.numOfInstances; ++k) {
-      const std::string& m = sass_metric_name[d.pInstanceValues[k].metricId];
-      if (m == "smsp__sass_inst_executed") sums[d.functionName].first += d.pInstanceValues[k].value;
-      if (m == "smsp__sass_thread_inst_executed") sums[d.functionName].second += d.pInstanceValues[k].value;
-    }
+  std::map<std::string, std::pair<unsigned long long, unsigned long long>> sums;  // inst, thread inst
+  for (const SassRecord& r : f.records) {
+    if (r.function.empty()) continue;
+    if (r.metric == "smsp__sass_inst_executed") sums[r.function].first += r.value;
+    if (r.metric == "smsp__sass_thread_inst_executed") sums[r.function].second += r.value;
   }
-  std::printf("  sass: flush %s, %zu records\n", cuptiText(r), data.size());
+  std::printf("  sass: flush %s, %zu records\n", cuptiText(f.result), f.patched_records);
   for (const auto& [name, s] : sums) {
     std::printf("    %-50s warp inst %12llu  thread inst %14llu\n", name.c_str(), s.first, s.second);
   }
 }
 
 bool enableSass(const std::string& chip) {
-  std::vector<CUpti_SassMetrics_Config> config;
-  for (const char* m : {"smsp__sass_inst_executed", "smsp__sass_thread_inst_executed"}) {
-    CUpti_SassMetrics_GetProperties_Params pp{CUpti_SassMetrics_GetProperties_Params_STRUCT_SIZE};
-    pp.pChipName = chip.c_str();
-    pp.pMetricName = m;
-    if (CUptiResult r = cuptiSassMetricsGetProperties(&pp); r != CUPTI_SUCCESS) {
-      std::printf("sass: properties of %s: %s\n", m, cuptiText(r));
-      return false;
-    }
-    config.push_back({pp.metric.metricId, CUPTI_SASS_METRICS_OUTPUT_GRANULARITY_GPU});
-    sass_metric_name[pp.metric.metricId] = m;
-  }
-  CUpti_SassMetricsSetConfig_Params sc{CUpti_SassMetricsSetConfig_Params_STRUCT_SIZE};
-  sc.numOfMetricConfig = config.size();
-  sc.pConfigs = config.data();
-  sc.deviceIndex = 0;
-  if (CUptiResult r = cuptiSassMetricsSetConfig(&sc); r != CUPTI_SUCCESS) {
-    std::printf("sass: set config: %s\n", cuptiText(r));
+  if (!configureSassMetrics(chip, {"smsp__sass_inst_executed", "smsp__sass_thread_inst_executed"}, sass_metric_name)) {
     return false;
   }
   CUpti_SassMetricsEnable_Params en{CUpti_SassMetricsEnable_Params_STRUCT_SIZE};
