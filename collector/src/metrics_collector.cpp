@@ -456,12 +456,14 @@ void MetricsCollector::decode(ContextState& s) {
   const std::vector<std::optional<size_t>> match = matchRangesToLaunches(names, rows.size(), launches);
   size_t matched = 0;
   for (size_t i = 0; i < s.batch.size(); ++i) {
-    if (match[i] && !allFinite(rows[*match[i]])) {
+    if (match[i]) {
       ++matched;
-      missingNotANumber(s.batch[i]);
-    } else if (match[i]) {
-      ++matched;
-      keepDecoded(s.batch[i], rows[*match[i]], *match[i] < names.size() ? names[*match[i]] : std::string());
+      const std::vector<double>& row = rows[*match[i]];
+      if (!allFinite(row)) {
+        missingNotANumber(s.batch[i]);
+      } else {
+        keepDecoded(s.batch[i], row, *match[i] < names.size() ? names[*match[i]] : std::string());
+      }
     } else if (s.batch[i].graph) {
       missing(s.batch[i].launch, "CUDA graph kernel: its graph launch was to be counted as one range, but the range "
                                  "profiler returned no range for it");
