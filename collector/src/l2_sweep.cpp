@@ -112,19 +112,10 @@ std::string cuError(const std::string& call, CUresult r) {
   return call + " failed: " + (text != nullptr ? text : "unknown CUDA error");
 }
 
-thread_local bool t_inside_sweep = false;
-
-// Marks the driver calls of the sweep as the collector's own (insideL2Sweep).
-struct SweepScope {
-  SweepScope() { t_inside_sweep = true; }
-  ~SweepScope() { t_inside_sweep = false; }
-  SweepScope(const SweepScope&) = delete;
-  SweepScope& operator=(const SweepScope&) = delete;
-};
+// Marks the driver calls of the sweep as the collector's own (insideOwnLaunch).
+using SweepScope = OwnLaunchScope;
 
 }  // namespace
-
-bool insideL2Sweep() { return t_inside_sweep; }
 
 L2Sweep::~L2Sweep() {
   // The context may be gone at exit (its memory and module with it): nothing is released here.

@@ -13,6 +13,8 @@
 
 #include <string>
 
+#include "own_launch.h"
+
 namespace fprof::collector {
 
 // The sweep kernels' names: the translator drops their activity records (they run inside a launch
@@ -23,9 +25,6 @@ inline constexpr const char* kCodeSweepKernelName = "fprof_code_sweep";
 // (seen on H100, CUPTI 13.0: 1 block, about 80 us, under the program's launch's correlation id).
 inline constexpr const char* kCuptiWaitKernelName = "WaitNs";
 
-// True on a thread while it loads or launches the sweep: CUPTI reports those driver calls to the
-// collector's callbacks even from inside a launch callback, and they are not the program's.
-bool insideL2Sweep();
 
 class L2Sweep {
  public:

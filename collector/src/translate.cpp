@@ -164,10 +164,14 @@ bool Translator::isIgnoredKernel(const char* name) const {
   return false;
 }
 
+bool Translator::insideOwnWindow(uint32_t context_id, uint64_t start_ns, uint64_t end_ns) const {
+  return own_windows_ != nullptr && own_windows_->covers(context_id, start_ns, end_ns);
+}
+
 void Translator::translateKernel(const CUpti_ActivityKernel10& k, TranslatedBatch& out) {
   uint64_t key = mix(mix(mix(mix(1, k.deviceId), k.correlationId), k.graphNodeId), k.start);
   if (seenBefore(mix(key, k.end))) return;
-  if (isIgnoredKernel(k.name)) {
+  if (isIgnoredKernel(k.name) || insideOwnWindow(k.contextId, k.start, k.end)) {
     ++stats_.ignored_kernels;
     return;
   }
@@ -261,7 +265,7 @@ void Translator::translateKernel(const CUpti_ActivityKernel10& k, TranslatedBatc
 }
 
 void Translator::translateMemcpy(const CUpti_ActivityMemcpy6& m, TranslatedBatch& out) {
-  if (ignored_copies_.count(m.correlationId) != 0) return;
+  if (ignored_copies_.count(m.correlationId) != 0 || insideOwnWindow(m.contextId, m.start, m.end)) return;
   uint64_t key = mix(mix(mix(mix(2, m.deviceId), m.correlationId), m.graphNodeId), m.start);
   if (seenBefore(mix(mix(key, m.end), m.bytes))) return;
   core::MemcpyRecord r;
@@ -281,6 +285,7 @@ void Translator::translateMemcpy(const CUpti_ActivityMemcpy6& m, TranslatedBatch
 }
 
 void Translator::translateMemset(const CUpti_ActivityMemset4& m, TranslatedBatch& out) {
+  if (insideOwnWindow(m.contextId, m.start, m.end)) return;
   uint64_t key = mix(mix(mix(mix(3, m.deviceId), m.correlationId), m.graphNodeId), m.start);
   if (seenBefore(mix(mix(key, m.end), m.bytes))) return;
   core::MemsetRecord r;

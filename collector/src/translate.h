@@ -16,6 +16,7 @@
 #include "fprof/core/model.h"
 #include "fprof/core/store.h"
 #include "launch_info.h"
+#include "own_kernel_windows.h"
 
 namespace fprof::collector {
 
@@ -32,7 +33,7 @@ struct TranslatedBatch {
 
 struct TranslatorStats {
   uint64_t duplicates = 0;          // records seen twice (dropped)
-  uint64_t ignored_kernels = 0;     // fprof's and CUPTI's own (ignoreKernelsNamed)
+  uint64_t ignored_kernels = 0;     // fprof's and CUPTI's own (ignoreKernelsNamed, ignoreOwnWindows)
   uint64_t unmatched_kernels = 0;   // kernels with no launch callback (no API name, NVTX, args)
   uint64_t ignored_records = 0;     // kinds this translator does not handle
   // Kernels whose activity record's localMemoryPerThread differed from the function's
@@ -69,6 +70,9 @@ class Translator {
   // range profiler puts before each profiled launch it counts without kernel replay (1 block,
   // about 80 us, filed under the program's launch's correlation id). Counted in stats().
   void ignoreKernelsNamed(std::string name) { ignored_kernel_names_.push_back(std::move(name)); }
+  // Kernels, copies and memsets inside these windows are the collector's own (a profiled launch's
+  // duplicate and the checkpoint around it); dropped and counted in stats().ignored_kernels.
+  void ignoreOwnWindows(const OwnKernelWindows* windows) { own_windows_ = windows; }
 
   // Appends the translation of one record to `out`; duplicates and unknown kinds add nothing.
   void translate(const CUpti_Activity& record, TranslatedBatch& out);
@@ -94,6 +98,7 @@ class Translator {
 
   void translateKernel(const CUpti_ActivityKernel10& k, TranslatedBatch& out);
   bool isIgnoredKernel(const char* name) const;
+  bool insideOwnWindow(uint32_t context_id, uint64_t start_ns, uint64_t end_ns) const;
   void translateMemcpy(const CUpti_ActivityMemcpy6& m, TranslatedBatch& out);
   void translateMemset(const CUpti_ActivityMemset4& m, TranslatedBatch& out);
   void translateMemory(const CUpti_ActivityMemory4& m, TranslatedBatch& out);
@@ -120,6 +125,7 @@ class Translator {
   TranslatorStats stats_;
   std::unordered_set<uint32_t> ignored_copies_;
   std::vector<std::string> ignored_kernel_names_;
+  const OwnKernelWindows* own_windows_ = nullptr;
 };
 
 // Hands one period's translated records to the store, in the order Collector::drain always used.

@@ -516,5 +516,58 @@ TEST(Translate, KernelWithoutDeviceInfoHasNoOccupancy) {
   EXPECT_EQ(out.kernels[0].occupancy_limiter, "");
 }
 
+
+// A profiled launch's duplicate runs inside the program's launch callback: its kernel record has
+// the program's correlation id and name, and only the window it ran in tells it apart.
+TEST(Translate, RecordsInsideAnOwnWindowAreDropped) {
+  OwnKernelWindows windows;
+  Translator u;
+  u.ignoreOwnWindows(&windows);
+  LaunchInfo l;
+  l.correlation_id = 9;
+  u.addLaunch(l);
+  windows.open(1, 100);
+  Records recs;
+  const auto& duplicate = addKernel(recs, 9, kKernelName, 110, 150);
+  TranslatedBatch out;
+  u.translate(reinterpret_cast<const CUpti_Activity&>(duplicate), out);
+  EXPECT_TRUE(out.kernels.empty()) << "dropped while its window is still open";
+  windows.close(1, 200);
+  const auto& program = addKernel(recs, 9, kKernelName, 210, 260);
+  auto& other_context = addKernel(recs, 12, kKernelName, 120, 140);
+  other_context.contextId = 2;
+  auto& copy = recs.add<CUpti_ActivityMemcpy6>();
+  copy.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+  copy.contextId = 1;
+  copy.correlationId = 9;
+  copy.start = 120;
+  copy.end = 130;
+  for (const CUpti_Activity* r : {reinterpret_cast<const CUpti_Activity*>(&program),
+                                  reinterpret_cast<const CUpti_Activity*>(&other_context),
+                                  reinterpret_cast<const CUpti_Activity*>(&copy)}) {
+    u.translate(*r, out);
+  }
+  ASSERT_EQ(out.kernels.size(), 2u);
+  EXPECT_EQ(out.kernels[0].start_ns, 210);
+  EXPECT_EQ(out.kernels[1].context_id, 2u) << "another context's kernel in the same time is kept";
+  EXPECT_TRUE(out.memcpys.empty());
+  EXPECT_EQ(u.stats().ignored_kernels, 1u);
+}
+
+TEST(OwnKernelWindows, CoversOnlyRecordsWhollyInsideAWindowOfTheirContext) {
+  OwnKernelWindows w;
+  EXPECT_FALSE(w.covers(1, 10, 20));
+  w.open(1, 100);
+  w.close(1, 200);
+  w.open(1, 300);
+  w.close(1, 400);
+  EXPECT_TRUE(w.covers(1, 100, 200));
+  EXPECT_TRUE(w.covers(1, 310, 390));
+  EXPECT_FALSE(w.covers(1, 90, 150)) << "started before the window";
+  EXPECT_FALSE(w.covers(1, 150, 250)) << "ended after it";
+  EXPECT_FALSE(w.covers(1, 250, 260)) << "between windows";
+  EXPECT_FALSE(w.covers(2, 150, 160)) << "another context";
+}
+
 }  // namespace
 }  // namespace fprof::collector
