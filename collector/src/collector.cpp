@@ -142,6 +142,7 @@ class Collector {
   bool arg_roles_ = false;
   std::vector<core::FunctionArgRecord> arg_roles_found_;  // under pending_mu_
   std::vector<uint32_t> own_copies_;                      // under pending_mu_
+  OwnKernelWindows own_windows_;  // profiled launches' duplicates (metrics mode)
   // Source and destination of the copies whose driver call names them (copyAddressCallbackIds).
   std::vector<core::MemcpyAddressRecord> copy_addresses_;  // under pending_mu_
   void probeBefore(const CUpti_CallbackData* cb, CUpti_CallbackId cbid, const DriverLaunch& launch,
@@ -267,6 +268,8 @@ bool Collector::initialize() {
     translator_.ignoreKernelsNamed(kL2SweepKernelName);
     translator_.ignoreKernelsNamed(kCodeSweepKernelName);
     translator_.ignoreKernelsNamed(kCuptiWaitKernelName);
+    translator_.ignoreOwnWindows(&own_windows_);
+    metrics_.recordOwnWindowsIn(&own_windows_);
   }
   TraceRecorder::Options recorder_options;
   recorder_options.paths_on_threads = metrics;  // launches are selected by NVTX path as they are made
@@ -347,7 +350,12 @@ bool Collector::initialize() {
   kinds.memcpy = config_.cupti.memcpy;
   kinds.memset = config_.cupti.memset;
   kinds.memory = config_.cupti.memory;
-  kinds.serialized_kernels = metrics_.countsBySassPatching();
+  // A second run by SASS patching traces the serialized kind (its counts need it); duplicates in
+  // the first run pause the concurrent kind around each instead (FPROF_DUPLICATE_KERNEL_KIND=serialized
+  // traces the serialized kind there too, to compare).
+  const char* duplicate_kind = std::getenv("FPROF_DUPLICATE_KERNEL_KIND");
+  kinds.serialized_kernels = metrics_.countsBySassPatching() ||
+                             (metrics_.patchesSass() && duplicate_kind != nullptr && std::string(duplicate_kind) == "serialized");
   recordCollectorSettings();
   for (const std::string& w : api.enableActivities([this](uint8_t* data, size_t valid) {
          size_t queued = 0;
@@ -491,9 +499,10 @@ void Collector::addEvent(const char* severity, const std::string& message) {
 
 void Collector::onCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   if (!active_.load(std::memory_order_relaxed)) return;
-  // The L2 sweep's module load and launches (inside a launch callback of the program's) are ours:
-  // recorded, they would take the place of the program's launch (its arguments, local size).
-  if (insideL2Sweep()) return;
+  // The L2 sweep's module load and launches, and a profiled launch's duplicate (inside a launch
+  // callback of the program's), are ours: recorded, they would take the place of the program's
+  // launch (its arguments, local size).
+  if (insideOwnLaunch()) return;
   switch (domain) {
     case CUPTI_CB_DOMAIN_NVTX:
       handleNvtx(cbid, static_cast<const CUpti_NvtxData*>(data));
@@ -832,6 +841,8 @@ void Collector::handleLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
     request.cooperative = launch.cooperative;
     request.stream = launchStream(launch.stream, cbid);
     request.capturing = isCapturing(request.stream);
+    request.cbid = cbid;
+    request.driver_params = cb->functionParams;
     if (info != nullptr) {
       const LaunchSignatures sig = FunctionCache::signatures(launch.f, *info, launch.shape, launch.params, launch.extra);
       request.signature = sig.full;
@@ -964,7 +975,7 @@ void Collector::saveCubin(const CUpti_ResourceData* data) {
     written += static_cast<size_t>(n);
   }
   ::close(fd);
-  if (metrics_.countsBySassPatching()) {
+  if (metrics_.patchesSass()) {
     std::lock_guard lock(pending_mu_);
     cubins_without_crc_.push_back(path);
   }

@@ -112,6 +112,7 @@ std::vector<std::string> CuptiActivityApi::enableActivities(BufferSink sink, Kin
   };
   const CUpti_ActivityKind kernel_kind =
       kinds.serialized_kernels ? CUPTI_ACTIVITY_KIND_KERNEL : CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  kernel_kind_ = kernel_kind;
   for (Kind k : {Kind{kernel_kind, "kernel", kinds.kernel},
                  Kind{CUPTI_ACTIVITY_KIND_MEMCPY, "memcpy", kinds.memcpy},
                  Kind{CUPTI_ACTIVITY_KIND_MEMSET, "memset", kinds.memset},
@@ -147,6 +148,15 @@ void CuptiActivityApi::holdFlushes() {
 void CuptiActivityApi::releaseFlushes() {
   flush_holder_.store(std::thread::id{});
   flush_mu_.unlock();
+}
+
+bool CuptiActivityApi::pauseConcurrentKernelRecords() {
+  if (released_.load() || kernel_kind_ != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) return false;
+  return FPROF_CUPTI_OK(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+}
+
+void CuptiActivityApi::resumeConcurrentKernelRecords() {
+  if (!released_.load()) FPROF_CUPTI_OK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
 }
 
 void CuptiActivityApi::flushAll(bool forced) {

@@ -77,6 +77,11 @@ class CuptiActivityApi {
   // flush during a patched launch hung a Hugging Face program's run, bench/RESULTS.md issue 15).
   void holdFlushes();
   void releaseFlushes();  // on the holding thread
+  // Concurrent kernel records off and on again around a launch counted by SASS patching in a run
+  // that traces kernels the concurrent way (a profiled launch's duplicate): the SASS Metrics API
+  // counts 0 while they are on (sass_patching.h). False where CUPTI refused (nothing changed).
+  bool pauseConcurrentKernelRecords();
+  void resumeConcurrentKernelRecords();
   // Hands CUPTI over to another client (torch.profiler): flushes every buffer to the sink,
   // disables the activity kinds and unsubscribes. Nothing of CUPTI is touched afterwards.
   void release();
@@ -117,6 +122,7 @@ class CuptiActivityApi {
   BufferSink sink_;
   std::mutex pool_mu_;
   std::mutex flush_mu_;  // held between holdFlushes and releaseFlushes
+  CUpti_ActivityKind kernel_kind_ = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;  // as enabled
   std::atomic<std::thread::id> flush_holder_{};
   std::vector<uint8_t*> pool_;
   std::atomic<uint64_t> dropped_{0};

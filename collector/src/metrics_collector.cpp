@@ -252,6 +252,8 @@ bool MetricsCollector::setUp(ContextState& s) {
     return false;
   }
   if (s.sweep != nullptr) countThrowawayRange(s);
+  if (config_.sass_duplicate && s.application) setUpDuplicates(s, ctx, device);
+  if (config_.sass_duplicate && !s.application) stopDuplicates("the range profiler counts under kernel replay here");
   const bool cache_control = s.sweep != nullptr || s.profiler->cacheControlApplied();
   metadata_.emplace_back("replay_mode", s.application ? "application" : "kernel");
   metadata_.emplace_back("cache_control", cache_control ? "all" : "none");
@@ -498,15 +500,111 @@ void MetricsCollector::progress() {
 // Application replay counts the program's own execution of the launch, so nothing else may run
 // on the device meanwhile: the context's earlier work is drained first (the window keeps other
 // threads' launches out until the kernel has finished, closeWindow), then the L2 is swept.
-bool MetricsCollector::prepareOwnRun(ContextState& s, CUstream stream, std::string& error) {
+bool MetricsCollector::prepareOwnRun(ContextState& s, CUstream stream, const LaunchRequest* launch,
+                                     std::string& error) {
   if (CUresult r = cuCtxSynchronize(); r != CUDA_SUCCESS) {
     error = "cuCtxSynchronize failed (" + std::to_string(static_cast<int>(r)) + ")";
     return false;
   }
   lap(s, LaunchStep::kDrain);
+  if (launch != nullptr) countDuplicate(s, *launch);
+  lap(s, LaunchStep::kDuplicate);
   const bool swept = s.sweep == nullptr || s.sweep->run(stream, error);
   lap(s, LaunchStep::kSweep);
   return swept;
+}
+
+// SASS counts in this run: each profiled launch's duplicate, counted between a checkpoint and its
+// restore (duplicate_launch.h). Where that cannot be set up, the counts come from a second run.
+void MetricsCollector::setUpDuplicates(ContextState& s, CUcontext ctx, CUdevice device) {
+  std::string error;
+  if (CUptiResult r = cuptiGetContextId(ctx, &s.context_id); r != CUPTI_SUCCESS) {
+    return stopDuplicates(profilerErrorText("cuptiGetContextId", r));
+  }
+  auto duplicate = std::make_unique<DuplicateCounter>();
+  if (!duplicate->setup(ctx, static_cast<int>(device), error)) return stopDuplicates(error);
+  s.duplicate = std::move(duplicate);
+}
+
+void MetricsCollector::stopDuplicates(const std::string& why) {
+  if (!duplicates_stopped_.empty()) return;
+  duplicates_stopped_ = why + " (after " + std::to_string(duplicates_) + " profiled launches)";
+  note("info", "SASS counts (FLOPs, instructions) stop being counted in this run: " + duplicates_stopped_ +
+                   "; fprof run counts them in a second run of the program");
+}
+
+namespace {
+
+// The checkpoint keeps its copy of the context's memory in free device memory while there is room
+// for it, and in host memory past that, at about a second a GB (pinned host memory measured on an
+// H100, 0.6-0.8 s a GB): a reason to stop the duplicates, or "" while the device has room.
+std::string checkpointGoesThroughHost() {
+  size_t free_bytes = 0, total_bytes = 0;
+  if (cuMemGetInfo(&free_bytes, &total_bytes) != CUDA_SUCCESS) return {};
+  constexpr size_t kMargin = size_t{256} << 20;
+  const size_t held = total_bytes - free_bytes;
+  if (free_bytes >= held + kMargin) return {};
+  char text[200];
+  std::snprintf(text, sizeof text,
+                "the program holds %.1f of the device's %.1f GiB: a checkpoint of it would go through host memory, "
+                "about a second a GB",
+                double(held) / double(1ull << 30), double(total_bytes) / double(1ull << 30));
+  return text;
+}
+
+// A duplicate that takes this long a launch (a checkpoint saved through host memory: pinned host
+// memory is saved at 0.6-0.8 s a GB on an H100) costs more than a second run of most programs.
+constexpr double kDuplicateLimitSeconds = 0.5;
+
+}  // namespace
+
+void MetricsCollector::countDuplicate(ContextState& s, const LaunchRequest& launch) {
+  if (!s.duplicate || !duplicates_stopped_.empty()) return;
+  const std::string name = demangled(launch.symbol_name);
+  if (!canRelaunch(launch.cbid) || launch.driver_params == nullptr) {
+    return stopDuplicates("a launch by a driver call fprof cannot repeat (" + name + ")");
+  }
+  if (const std::string why = checkpointGoesThroughHost(); !why.empty()) return stopDuplicates(why);
+  std::vector<core::SassPcFunction> functions;
+  std::string error;
+  CuptiActivityApi& activity = CuptiActivityApi::instance();
+  activity.holdFlushes();  // no activity flush while functions are patched
+  const bool paused = activity.pauseConcurrentKernelRecords();
+  if (own_windows_ != nullptr) own_windows_->open(s.context_id, CuptiActivityApi::timestampNs());
+  const bool counted = s.duplicate->count({launch.cbid, launch.driver_params, launch.stream}, functions, error);
+  if (own_windows_ != nullptr) own_windows_->close(s.context_id, CuptiActivityApi::timestampNs());
+  if (paused) activity.resumeConcurrentKernelRecords();
+  activity.releaseFlushes();
+  const DuplicateCounter::Seconds& last = s.duplicate->last();
+  duplicate_seconds_.save += last.save;
+  duplicate_seconds_.duplicate += last.duplicate;
+  duplicate_seconds_.restore += last.restore;
+  if (debug_ranges_) {
+    logInfo("duplicate of %s: save %.2f ms, patched duplicate %.2f ms, restore %.2f ms", name.c_str(),
+            last.save * 1e3, last.duplicate * 1e3, last.restore * 1e3);
+  }
+  if (!counted) return stopDuplicates(error + " (" + name + ")");
+  double warp_inst = 0;
+  for (const core::SassPcFunction& f : functions) {
+    for (const core::SassPcCount& p : f.pcs) warp_inst += static_cast<double>(p.warp_inst);
+  }
+  if (warp_inst == 0) return stopDuplicates("the SASS Metrics API counted no instruction of a duplicate (" + name + ")");
+  writePcCounts(core::SassPcLaunch{launch.correlation_id, launch.nested_correlation_id, std::move(functions)});
+  ++duplicates_;
+  if (const double took = last.save + last.duplicate + last.restore; took > kDuplicateLimitSeconds) {
+    char text[160];
+    std::snprintf(text, sizeof text, "a duplicate took %.0f ms (checkpoint save %.0f, restore %.0f)", took * 1e3,
+                  last.save * 1e3, last.restore * 1e3);
+    stopDuplicates(text);
+  }
+}
+
+// "save=0.120 duplicate=0.250 restore=0.030 launches=113": what the duplicates cost.
+std::string MetricsCollector::duplicatesText() const {
+  char text[160];
+  std::snprintf(text, sizeof text, "save=%.3f duplicate=%.3f restore=%.3f launches=%llu", duplicate_seconds_.save,
+                duplicate_seconds_.duplicate, duplicate_seconds_.restore, static_cast<unsigned long long>(duplicates_));
+  return text;
 }
 
 void MetricsCollector::beginSteps(ContextState& s) {
@@ -523,7 +621,7 @@ void MetricsCollector::lap(ContextState& s, LaunchStep step) {
 // "drain=0.120 sweep=0.004 start=1.234 launch=0.456 stop=1.111 end=0.222": where replay_seconds_ went
 // (drain: the program's earlier work; end: the counted kernel and what CUPTI runs with it).
 std::string MetricsCollector::launchStepsText() const {
-  static constexpr const char* kNames[] = {"drain", "sweep", "start", "launch", "stop", "end"};
+  static constexpr const char* kNames[] = {"drain", "duplicate", "sweep", "start", "launch", "stop", "end"};
   static_assert(std::size(kNames) == static_cast<size_t>(LaunchStep::kCount));
   std::string text;
   for (size_t i = 0; i < step_seconds_.size(); ++i) {
@@ -558,7 +656,7 @@ bool MetricsCollector::countGraphLaunch(const LaunchRequest& launch, ContextStat
   if (s.batch.size() >= config_.batch_ranges) decode(s);
   std::string error;
   beginSteps(s);
-  if (!prepareOwnRun(s, launch.stream, error)) note("warning", "before a counted graph launch: " + error);
+  if (!prepareOwnRun(s, launch.stream, nullptr, error)) note("warning", "before a counted graph launch: " + error);
   const std::string name = "graph launch " + std::to_string(ref.correlation_id);
   if (!s.profiler->start(error) || !s.profiler->pushRange(name.c_str(), error)) {
     note("warning", "a CUDA graph launch was not counted: " + error);
@@ -638,7 +736,7 @@ void MetricsCollector::openWindow(const LaunchRequest& launch, ContextState& s) 
   if (s.profiler && !s.application) warnIfReplayGoesThroughHost(s);
   beginSteps(s);
   std::string error;
-  if (s.application && !prepareOwnRun(s, launch.stream, error)) {
+  if (s.application && !prepareOwnRun(s, launch.stream, &launch, error)) {
     note("warning", "before a profiled launch: " + error);
   }
   if (s.patching) {
@@ -768,6 +866,10 @@ void MetricsCollector::decodeOnFatalSignal() {
     std::lock_guard lock(mu_);
     if (s->profiler == nullptr) continue;
     CurrentContext current(ctx);
+    if (s->duplicate) {
+      s->duplicate->teardown();
+      s->duplicate.reset();
+    }
     decode(*s);
   }
 }
@@ -797,6 +899,10 @@ void MetricsCollector::finishAll() {
     }
     if (s->profiler == nullptr) continue;
     CurrentContext current(ctx);
+    if (s->duplicate) {
+      s->duplicate->teardown();
+      s->duplicate.reset();
+    }
     decode(*s);
     // Disable while the context lives: a range profiler still enabled when the context is
     // destroyed at exit crashed the target on an H200.
@@ -824,6 +930,11 @@ void MetricsCollector::finishAll() {
     metadata_.emplace_back("metrics_decode_seconds", cost);
     if (profiled_ > 0 && config_.replay != ReplayMode::kSassPatching) {
       metadata_.emplace_back("metrics_launch_steps_seconds", launchStepsText());
+    }
+    if (config_.sass_duplicate) {
+      metadata_.emplace_back("sass_in_first_run", duplicates_stopped_.empty() ? "every profiled launch"
+                                                                             : "stopped: " + duplicates_stopped_);
+      metadata_.emplace_back("sass_duplicate_seconds", duplicatesText());
     }
   }
   finished_ = true;

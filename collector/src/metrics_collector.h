@@ -26,8 +26,10 @@
 #include <vector>
 
 #include "fprof/core/model.h"
+#include "duplicate_launch.h"
 #include "metrics_config.h"
 #include "l2_sweep.h"
+#include "own_kernel_windows.h"
 #include "range_profiler.h"
 #include "sass_patching.h"
 
@@ -63,6 +65,9 @@ struct LaunchRequest {
   std::optional<uint64_t> signature;  // see LaunchFacts::signature
   std::optional<uint64_t> loose_signature;  // see LaunchFacts::loose_signature
   std::optional<uint64_t> graph_key;        // the loose signature without the cluster shape
+  // The driver call itself, for a duplicate of the launch (MetricsConfig::sass_duplicate).
+  CUpti_CallbackId cbid = 0;
+  const void* driver_params = nullptr;
 };
 
 class MetricsCollector {
@@ -73,6 +78,11 @@ class MetricsCollector {
   // The run counts by SASS patching (ReplayMode::kSassPatching): the kernel activity records must
   // be the serialized kind, under which the patched counts are exact (sass_patching.h).
   bool countsBySassPatching() const { return enabled_ && config_.replay == ReplayMode::kSassPatching; }
+  // Functions are patched in this run (a second run by SASS patching, or duplicates in the first):
+  // the same activity kind as countsBySassPatching, and the saved cubins named by CRC.
+  bool patchesSass() const { return countsBySassPatching() || (enabled_ && config_.sass_duplicate); }
+  // Where a profiled launch's duplicate and the checkpoint around it ran (for the translator).
+  void recordOwnWindowsIn(OwnKernelWindows* windows) { own_windows_ = windows; }
 
   // At the driver launch callback's ENTER, just before the launch is submitted, and its EXIT.
   void beforeLaunch(const LaunchRequest& launch);
@@ -126,6 +136,8 @@ class MetricsCollector {
     std::unique_ptr<SassPatching> patching;  // instead of the profiler under kSassPatching
     bool application = false;       // the program's own run is counted (no kernel replay)
     std::unique_ptr<L2Sweep> sweep;  // cache control under application replay
+    std::unique_ptr<DuplicateCounter> duplicate;  // SASS counts in this run (config_.sass_duplicate)
+    uint32_t context_id = 0;                      // CUPTI's, for own_windows_
     std::vector<Entry> batch;  // profiled launches whose ranges are not decoded yet
     bool failed = false;
     bool set_up = false;
@@ -134,7 +146,7 @@ class MetricsCollector {
     std::chrono::steady_clock::time_point phase_mark{};      // the end of its last timed step (lap)
   };
   // The steps of a profiled launch's window, timed apart (metadata.metrics_launch_steps_seconds).
-  enum class LaunchStep { kDrain, kSweep, kStart, kLaunch, kStop, kEnd, kCount };
+  enum class LaunchStep { kDrain, kDuplicate, kSweep, kStart, kLaunch, kStop, kEnd, kCount };
   struct Profiled {  // a decoded launch that copies may come from
     core::KernelCounters counters;
     std::vector<std::pair<std::string, double>> raw;
@@ -154,7 +166,13 @@ class MetricsCollector {
                      const SassPatching::Seconds& after);
   void missingWithCopies(const Entry& e, const std::string& why, const std::string& copies_why);  // requires mu_
   void missingNotANumber(const Entry& e);                                                          // requires mu_
-  bool prepareOwnRun(ContextState& s, CUstream stream, std::string& error);
+  // Drains the context, counts the launch's duplicate (a kernel launch: `launch`; a graph launch:
+  // none), sweeps the caches.
+  bool prepareOwnRun(ContextState& s, CUstream stream, const LaunchRequest* launch, std::string& error);
+  void setUpDuplicates(ContextState& s, CUcontext ctx, CUdevice device);  // requires mu_
+  void countDuplicate(ContextState& s, const LaunchRequest& launch);     // requires mu_
+  void stopDuplicates(const std::string& why);                           // requires mu_
+  std::string duplicatesText() const;
   void beginSteps(ContextState& s);              // a profiled launch's window opens
   void lap(ContextState& s, LaunchStep step);  // the step that just ended
   std::string launchStepsText() const;
@@ -208,7 +226,11 @@ class MetricsCollector {
   std::optional<uint64_t> graph_copies_in_metadata_;
   bool graph_nodes_trusted_ = true;
   std::vector<LaunchCounterResult> results_;
-  std::FILE* pc_file_ = nullptr;  // kSassPatching: config_.sass_pc_file, opened at the first count
+  std::FILE* pc_file_ = nullptr;  // kSassPatching, duplicates: config_.sass_pc_file, opened at the first count
+  OwnKernelWindows* own_windows_ = nullptr;
+  uint64_t duplicates_ = 0;          // profiled launches whose duplicate was counted
+  std::string duplicates_stopped_;  // why duplicates stopped (or never started): "" = they did not
+  DuplicateCounter::Seconds duplicate_seconds_;
   uint64_t patch_failures_ = 0;    // kSassPatching: profiled launches without counts
   std::vector<std::pair<std::string, std::string>> notes_;
   std::vector<std::pair<std::string, std::string>> metadata_;

@@ -1,0 +1,66 @@
+// SASS counts in the program's own run (issue 15's one-run application replay): before a profiled
+// launch runs, the context's memory is saved with the CUPTI Checkpoint API, the launch is issued
+// once more from its callback with the SASS Metrics API patching its functions (every instruction
+// counted exactly, sass_patching.h), and the memory is restored, so the program's own launch then
+// runs on the state it would have seen and is counted by the range profiler as before. The
+// duplicate's per-PC counts are the launch's SASS counters (core/sass_pc.h); no second run.
+//
+// Measured on an H100 (bench/RESULTS.md, issue 15, session 18: tests/gpu_metrics/
+// checkpoint_sass_probe): save 0.7-1.4 ms, duplicate 2.0-2.3 ms, restore 0.2 ms with the program
+// holding 0.2 GB of device memory; save 5-8 ms and restore 3.5 ms at 4 GB; 13-26 and 13 ms at 16 GB;
+// pinned host memory is saved too, at 0.6-0.8 s a GB. The program's launch afterwards read the same
+// hardware counters as without the duplicate, and in-place kernels left one application.
+#pragma once
+
+#include <cuda.h>
+#include <cupti.h>
+#include <cupti_checkpoint.h>
+
+#include <string>
+#include <vector>
+
+#include "fprof/core/sass_pc.h"
+#include "sass_patching.h"
+
+namespace fprof::collector {
+
+// A driver launch call as its callback saw it, with the stream it runs on resolved.
+struct DriverLaunchCall {
+  CUpti_CallbackId cbid = 0;
+  const void* params = nullptr;  // the callback's functionParams (valid inside the callback only)
+  CUstream stream = nullptr;
+};
+
+// Whether `cbid` is a launch the duplicate can repeat (cuLaunchKernel, cuLaunchKernelEx,
+// cuLaunchCooperativeKernel and their per-thread-stream forms).
+bool canRelaunch(CUpti_CallbackId cbid);
+
+class DuplicateCounter {
+ public:
+  ~DuplicateCounter();
+  // Loads the Checkpoint API (libcheckpoint.so beside the libcupti in use) and sets up SASS
+  // patching for the device of `ctx`; false and `error` where either is missing.
+  bool setup(CUcontext ctx, int device_ordinal, std::string& error);
+  // With the context drained: save, the patched duplicate of `call`, restore. `functions`: what
+  // the duplicate's functions counted, per PC. False and `error` where a step failed (the memory
+  // is restored whenever it was saved).
+  bool count(const DriverLaunchCall& call, std::vector<core::SassPcFunction>& functions, std::string& error);
+  void teardown();
+
+  struct Seconds {
+    double save = 0, duplicate = 0, restore = 0;
+  };
+  const Seconds& seconds() const { return seconds_; }  // summed over count() calls
+  const Seconds& last() const { return last_; }       // of the last count() call
+
+ private:
+  bool duplicate(const DriverLaunchCall& call, std::vector<core::SassPcFunction>& functions, std::string& error);
+  using CheckpointCall = CUptiResult (*)(NV::Cupti::Checkpoint::CUpti_Checkpoint*);
+  CheckpointCall save_ = nullptr, restore_ = nullptr, free_ = nullptr;  // libcheckpoint.so, never unloaded
+  NV::Cupti::Checkpoint::CUpti_Checkpoint checkpoint_{};
+  bool saved_ = false;
+  SassPatching patching_;
+  Seconds seconds_, last_;
+};
+
+}  // namespace fprof::collector
