@@ -49,7 +49,7 @@ struct RunOptions {
   bool gpu_fault_safe = false;  // kernel timestamps in pinned host memory (FPROF_CUPTI_HOST_PINNED)
   std::string cache_control;  // "" = all where the CUPTI can, else none
   std::string replay;         // "" = auto
-  std::string second_run;     // "" = patching: how application replay's second run counts (--second-run)
+  std::string second_run;     // "" = duplicates in the first run: how application replay counts SASS (--second-run)
   std::string cupti;          // a libcupti.so.13 to use instead of the toolkit's (FPROF_CUPTI)
   std::vector<std::string> program;
 };
@@ -172,7 +172,8 @@ struct ChildRun {
   std::string replay;         // FPROF_REPLAY ("" = the collector's default)
   std::string cache_control;  // "" = the user's --cache-control
   bool second = false;        // the second run of application replay (FPROF_SECOND_RUN)
-  std::string sass_pc_file;   // FPROF_SASS_PC_FILE (replay sass_patching)
+  std::string sass_pc_file;   // FPROF_SASS_PC_FILE (replay sass_patching, duplicates)
+  bool sass_duplicate = false;  // FPROF_SASS_DUPLICATE: SASS counts from duplicates in this run
 };
 
 // Starts the program with the collector injected; the child's pid, or -1 where fork failed.
@@ -209,6 +210,7 @@ pid_t startChild(const RunOptions& opt, const std::string& collector, const std:
   if (!run.replay.empty()) setenv("FPROF_REPLAY", run.replay.c_str(), 1);
   if (run.second) setenv("FPROF_SECOND_RUN", "1", 1);
   if (!run.sass_pc_file.empty()) setenv("FPROF_SASS_PC_FILE", run.sass_pc_file.c_str(), 1);
+  if (run.sass_duplicate) setenv("FPROF_SASS_DUPLICATE", "1", 1);
   if (opt.gpu_fault_safe) setenv("FPROF_CUPTI_HOST_PINNED", "1", 1);
   if (opt.every_launch) {
     setenv("FPROF_SAMPLES_PER_LAUNCH_KIND", "0", 1);
@@ -229,18 +231,23 @@ pid_t startChild(const RunOptions& opt, const std::string& collector, const std:
   _exit(127);
 }
 
-// How many times the program runs, and what each run counts. One run, except under --replay
-// application with SASS-instrumented counters in the set: the program's own run cannot count those,
-// so the first run counts the others in the program's own execution and a second run counts the
-// SASS ones; core/replay_merge.h joins them. The second run counts by SASS patching (no replay:
-// core/sass_pc.h) where every SASS counter of the set comes from per-PC counts, unless
-// --second-run kernel (or FPROF_SECOND_RUN_REPLAY=kernel) asks for kernel replay.
+// How many times the program runs, and what each run counts. Under --replay application the
+// program's own run of a profiled launch cannot count the SASS-instrumented counters of the set:
+// where every one comes from per-PC counts (core/sass_pc.h), a duplicate of each profiled launch
+// counts them in the same run, by SASS patching between a checkpoint of the context's memory and
+// its restore; otherwise, or where the duplicates stopped, or with --second-run, a second run of the
+// program counts them (by SASS patching, or under kernel replay with --second-run kernel or
+// FPROF_SECOND_RUN_REPLAY=kernel), joined by core/replay_merge.h.
 struct ReplayPlan {
   std::string first_metrics;   // FPROF_METRICS of the first (or only) run
   std::string first_replay;    // FPROF_REPLAY of the first run ("" = the collector's default)
   std::string second_metrics;  // "" = one run
   std::string second_replay;   // FPROF_REPLAY of the second run: sass_patching or kernel
   bool own_run = false;        // the program's own execution is counted (application replay)
+  // The first run counts the SASS counters too, from a duplicate of each profiled launch between a
+  // checkpoint and its restore (the collector's duplicate_launch.h); the second run is made only
+  // for a process where that stopped.
+  bool duplicates = false;
 };
 
 // Replay passes the CUPTI host API gives these metrics on this machine's GPU (fprof-metrics-host,
@@ -286,7 +293,8 @@ ReplayPlan planRuns(const RunOptions& opt, const std::string& cupti) {
   const std::string asked = env != nullptr ? env : "";
   const bool patching = std::all_of(sass.begin(), sass.end(), core::countedFromPcCounts) && asked != "kernel" &&
                         opt.second_run != "kernel";
-  return {commaJoined(own_run), "application", commaJoined(sass), patching ? "sass_patching" : "kernel", true};
+  return {commaJoined(own_run), "application", commaJoined(sass), patching ? "sass_patching" : "kernel", true,
+          patching && opt.second_run.empty()};
 }
 
 // What a second run counted by SASS patching leaves beside its database: the per-PC counts and the
@@ -484,6 +492,61 @@ void runSecondTime(const RunOptions& opt, const std::string& collector, const st
   removeScratch();
 }
 
+// The per-PC counts a first run with duplicates writes: PC_FILE, and PC_FILE.rank<N> for each rank
+// (the collector appends, so an earlier run's are removed first, and all of them after the join).
+void removePcFiles(const std::string& pc_file) {
+  const fs::path file(pc_file);
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(file.parent_path(), ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name == file.filename().string() || name.rfind(file.filename().string() + ".rank", 0) == 0) {
+      fs::remove(entry.path(), ec);
+    }
+  }
+}
+
+// One run of application replay: each database whose duplicates counted every profiled launch gets
+// those SASS counters (core::joinLaunchCounters); the databases where they stopped, or that have
+// none, are returned for the second run.
+std::vector<std::string> joinDuplicateCounts(const RunOptions& opt, const ReplayPlan& plan, const std::string& output,
+                                             const std::vector<std::string>& complete, const std::string& pc_file,
+                                             const std::string& cubin_dir) {
+  std::vector<std::string> again;
+  for (const std::string& f : complete) {
+    const std::string tag = processTag(f, output);
+    const std::string label = complete.size() > 1 || !tag.empty() ? f + ": " : "";
+    auto facts = core::loadProfile(f);
+    if (!facts || facts->meta("mode") != "metrics") {
+      again.push_back(f);  // the second run's checks say what it is
+      continue;
+    }
+    if (const std::string said = facts->meta("sass_in_first_run"); said != "every profiled launch") {
+      sayReplay(label + "SASS counts from duplicates of the profiled launches " +
+                (said.empty() ? std::string("were not taken") : "were " + said) + "; counting them in a second run");
+      again.push_back(f);
+      continue;
+    }
+    std::string summary;
+    auto counted = sassCountersOfPatchedRun(f, pc_file + tag, cubin_dir, summary);
+    if (!counted) {
+      sayReplay(label + "the duplicates' SASS counts could not be read: " + counted.error() + "; " + kSassCountersLost);
+      continue;
+    }
+    auto joined = core::joinLaunchCounters(f, *counted);
+    if (!joined) {
+      sayReplay(label + "joining the duplicates' SASS counts failed: " + joined.error() + "; " + kSassCountersLost);
+      continue;
+    }
+    // The set as asked for, and every metric counted (the run's own and the duplicates').
+    (void)core::appendMetadata(f, {{"metric_set", opt.metrics}, {"metrics", facts->meta("metrics") + "," + plan.second_metrics}});
+    sayReplay(label + "one run: SASS counts from a duplicate of each profiled launch, " + summary + "; " +
+              std::to_string(joined->kernels_joined) + " kernels got them" +
+              (joined->kernels_without > 0 ? ", " + std::to_string(joined->kernels_without) + " did not (see fprof info)"
+                                           : std::string()));
+  }
+  return again;
+}
+
 int runProgram(const RunOptions& opt) {
   if (opt.program.empty()) return inputError("run: no program given; usage: fprof run [-o FILE] PROGRAM [ARGS...]");
   if (const char* other = std::getenv("CUDA_INJECTION64_PATH"); other && *other) {
@@ -558,7 +621,9 @@ int runProgram(const RunOptions& opt) {
     if (ec) cubin_dir.clear();
   }
   const auto started = fs::file_time_type::clock::now();
-  const ChildRun run{output, cubin_dir, plan.first_metrics, plan.first_replay, "", false, ""};
+  const std::string pc_file = plan.duplicates && !cubin_dir.empty() ? fs::absolute(output).string() + ".pcs" : "";
+  if (!pc_file.empty()) removePcFiles(pc_file);
+  const ChildRun run{output, cubin_dir, plan.first_metrics, plan.first_replay, "", false, pc_file, !pc_file.empty()};
   const auto first_started = std::chrono::steady_clock::now();
   const int status = waitForChild(startChild(opt, collector, cupti, run));
   const double first_run_seconds =
@@ -593,7 +658,13 @@ int runProgram(const RunOptions& opt) {
     complete.push_back(f);
   }
   if (!plan.second_metrics.empty() && !complete.empty()) {
-    runSecondTime(opt, collector, cupti, plan, output, complete, code, first_run_seconds);
+    std::vector<std::string> again = complete;
+    if (!pc_file.empty()) {
+      again = joinDuplicateCounts(opt, plan, output, complete, pc_file, cubin_dir);
+      removePcFiles(pc_file);
+      timer.done("the duplicates' SASS counts");
+    }
+    if (!again.empty()) runSecondTime(opt, collector, cupti, plan, output, again, code, first_run_seconds);
     timer.done("application replay's second run");
   }
   for (const std::string& f : complete) {
@@ -677,11 +748,13 @@ Command addRunCommand(CLI::App& root) {
                   "that way (not with --cache-control none or --cupti), else kernel")
       ->check(CLI::IsMember({"auto", "kernel", "application"}));
   app->add_option("--second-run", opt->second_run,
-                  "With --replay application and a set with FLOP or instruction counters: how the program's second "
-                  "run counts them. patching (default) = CUPTI's SASS Metrics API counts each profiled launch's "
-                  "instructions per PC, no replay: 5-15x cheaper a launch than kernel replay, no device memory saved "
-                  "and restored, fp16/bf16 FLOPs exact per instruction; a patched run that takes more than 3 x the "
-                  "first run + 60 s is stopped and made again under kernel replay. kernel = kernel replay (one pass)")
+                  "With --replay application and a set with FLOP or instruction counters: by default the program "
+                  "runs once, and CUPTI's SASS Metrics API counts each profiled launch's instructions per PC in a "
+                  "duplicate of the launch run between a checkpoint of the device memory and its restore (fp16/bf16 "
+                  "FLOPs exact per instruction); a second run of the program counts them only where that stops (a "
+                  "checkpoint too slow, a launch it cannot repeat). This option always makes the second run: "
+                  "patching = by the SASS Metrics API, no replay (a run that takes more than 3 x the first run + 60 "
+                  "s is stopped and made again under kernel replay); kernel = kernel replay (one pass)")
       ->check(CLI::IsMember({"patching", "kernel"}));
   app->add_option("--cupti", opt->cupti,
                   "Use this libcupti.so.13 (e.g. from the nvidia-cuda-cupti wheel) instead of the toolkit's; also "

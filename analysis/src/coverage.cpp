@@ -133,6 +133,27 @@ std::string launchStepsPhrase(const std::string& text) {
   return out;
 }
 
+// The collector's "save=0.120 duplicate=0.250 restore=0.030 launches=113" as "; 0.40 s for 113
+// duplicates: save 0.12 s, duplicate 0.25 s, restore 0.03 s".
+std::string duplicateCostPhrase(const std::string& text) {
+  std::istringstream items(text);
+  std::string item, steps, launches;
+  double total = 0;
+  while (items >> item) {
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+    if (key == "launches") {
+      launches = value;
+      continue;
+    }
+    total += std::atof(value.c_str());
+    steps += fmt::format("{}{} {:.2f} s", steps.empty() ? "" : ", ", key, std::atof(value.c_str()));
+  }
+  if (steps.empty()) return "";
+  return fmt::format("; {:.2f} s for {} duplicates: {}", total, launches.empty() ? "the" : launches, steps);
+}
+
 }  // namespace
 
 std::string describeCollection(const core::Profile& p) {
@@ -147,6 +168,10 @@ std::string describeCollection(const core::Profile& p) {
                     (patched           ? "by SASS patching, no replay)"
                      : stopped.empty() ? "under kernel replay)"
                                        : "under kernel replay: the run by SASS patching was stopped " + stopped + ")"));
+  } else if (p.meta("sass_counted_by") == "duplicate") {
+    parts.push_back("application replay in one run (SASS counters from a duplicate of each profiled launch, by SASS "
+                    "patching between a checkpoint of the device memory and its restore" +
+                    duplicateCostPhrase(p.meta("sass_duplicate_seconds")) + ")");
   } else if (const std::string replay = p.meta("replay_mode"); !replay.empty()) {
     const std::string passes = p.meta("metrics_passes");
     parts.push_back(replay + " replay" +

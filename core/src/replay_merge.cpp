@@ -73,18 +73,27 @@ void replaceOrAdd(RawCounters& raw, const RawCounters& added) {
   raw.insert(raw.end(), added.begin(), added.end());
 }
 
+// For each kernel with counters, the launch whose counts it holds (by correlation id): its own,
+// or, copied counters, its source launch's.
+std::unordered_map<int64_t, uint32_t> countedLaunchOf(const Profile& p) {
+  std::unordered_map<int64_t, uint32_t> correlation;
+  for (const KernelRow& k : p.kernels) correlation[k.id] = k.correlation_id;
+  std::unordered_map<int64_t, uint32_t> out;
+  for (const KernelCounters& c : p.counters) {
+    auto launch = correlation.find(c.source_kernel_id.value_or(c.kernel_id));
+    if (launch != correlation.end()) out[c.kernel_id] = launch->second;
+  }
+  return out;
+}
+
 // The second run's raw counters with those computed after it (mergeSecondRun's by_launch): each
 // kernel with counters takes its own launch's, or its copy source's.
 std::unordered_map<int64_t, RawCounters> secondRunRaw(const Profile& second, const LaunchRawCounters& by_launch) {
   std::unordered_map<int64_t, RawCounters> out = rawByKernel(second);
   if (by_launch.empty()) return out;
-  std::unordered_map<int64_t, uint32_t> correlation;
-  for (const KernelRow& k : second.kernels) correlation[k.id] = k.correlation_id;
-  for (const KernelCounters& c : second.counters) {
-    auto launch = correlation.find(c.source_kernel_id.value_or(c.kernel_id));
-    if (launch == correlation.end()) continue;
-    auto added = by_launch.find(launch->second);
-    if (added != by_launch.end()) replaceOrAdd(out[c.kernel_id], added->second);
+  for (const auto& [kernel_id, launch] : countedLaunchOf(second)) {
+    auto added = by_launch.find(launch);
+    if (added != by_launch.end()) replaceOrAdd(out[kernel_id], added->second);
   }
   return out;
 }
@@ -230,6 +239,40 @@ Expected<SecondRunMerge> mergeSecondRun(const std::string& first_db, const std::
       if (Status s = addEvent(db, first_db, process_id, "warning", message); !s) return s;
     }
     return writeMetadata(db, first_db, joinedMetadata(*first, *second));
+  });
+  if (!written) return makeError(written.error());
+  return result;
+}
+
+Expected<LaunchCountersJoin> joinLaunchCounters(const std::string& db_path, const LaunchRawCounters& by_launch) {
+  auto profile = loadProfile(db_path);
+  if (!profile) return makeError(profile.error());
+  auto raw = rawByKernel(*profile);
+  const auto launch_of = countedLaunchOf(*profile);
+  LaunchCountersJoin result;
+  const uint32_t process_id = profile->processes.empty() ? 0 : profile->processes.front().id;
+  Status written = updateDatabase(db_path, [&](sqlite3* db) -> Status {
+    for (const KernelCounters& c : profile->counters) {
+      auto launch = launch_of.find(c.kernel_id);
+      auto added = launch == launch_of.end() ? by_launch.end() : by_launch.find(launch->second);
+      if (added == by_launch.end()) {
+        ++result.kernels_without;
+        continue;
+      }
+      RawCounters& all = raw[c.kernel_id];
+      replaceOrAdd(all, added->second);
+      if (Status s = writeRaw(db, db_path, c.kernel_id, added->second); !s) return s;
+      if (Status s = writeDerived(db, db_path, c.kernel_id, all); !s) return s;
+      ++result.kernels_joined;
+    }
+    if (result.kernels_without > 0) {
+      const std::string message =
+          "application replay: " + std::to_string(result.kernels_without) +
+          " kernels with hardware counters have no SASS counts from a duplicate of their launch; their FLOPs and "
+          "instructions are unknown";
+      if (Status s = addEvent(db, db_path, process_id, "warning", message); !s) return s;
+    }
+    return writeMetadata(db, db_path, {{"application_runs", "1"}, {"sass_counted_by", "duplicate"}});
   });
   if (!written) return makeError(written.error());
   return result;

@@ -134,6 +134,15 @@ TEST(Coverage, CollectionMethodComesFromTheMetricsRunsMetadata) {
                 {"metrics_passes", "2"}, {"second_run_replay", "sass_patching"}};
   EXPECT_EQ(describeCollection(p),
             "application replay in two runs of the program (SASS counters in the second, by SASS patching, no replay)");
+  p.metadata = {{"mode", "metrics"},
+                {"replay_mode", "application"},
+                {"application_runs", "1"},
+                {"sass_counted_by", "duplicate"},
+                {"sass_duplicate_seconds", "save=0.120 duplicate=0.250 restore=0.030 launches=113"}};
+  EXPECT_EQ(describeCollection(p),
+            "application replay in one run (SASS counters from a duplicate of each profiled launch, by SASS patching "
+            "between a checkpoint of the device memory and its restore; 0.40 s for 113 duplicates: save 0.12 s, "
+            "duplicate 0.25 s, restore 0.03 s)");
   p.metadata = {{"mode", "trace"}, {"cache_control", "all"}};
   EXPECT_EQ(describeCollection(p), "");
 }

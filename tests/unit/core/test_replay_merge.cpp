@@ -161,6 +161,40 @@ TEST(ReplayMerge, CountsComputedAfterTheSecondRunGoToItsLaunchesAndTheirCopies) 
   EXPECT_EQ(p->counters[2].instructions, 7) << "no computed value: the stored one stays";
 }
 
+TEST(ReplayMerge, OneRunTakesEachLaunchsDuplicateCountsAndSaysWhatHadNone) {
+  // Correlation ids 10, 20, 30, 40: launch 20 copied 10's counters; 40 had no duplicate counted.
+  const std::string db = writeRun("join_one_run.fprof",
+                                  {{"a", 1, {{kDramRead, 100}}},
+                                   {"a", 1, {{kDramRead, 100}}, kCounterSourceSameSignature, 0},
+                                   {"h", 2, {{kDramRead, 200}}},
+                                   {"b", 3, {{kDramRead, 300}}}},
+                                  kDramRead);
+  RawCounters a = flopCounts(10);
+  a.emplace_back(kInstructionsSassMetric, 50);
+  const RawCounters h = {{kHaddMetric, 4}, {kHmulMetric, 0}, {kHfmaMetric, 6},
+                         {kHalfFlopsFp16PerPcMetric, 28}, {kHalfFlopsBf16PerPcMetric, 0}};
+  auto joined = joinLaunchCounters(db, {{10, a}, {30, h}});
+  ASSERT_TRUE(joined.ok()) << joined.error();
+  EXPECT_EQ(joined->kernels_joined, 3u);
+  EXPECT_EQ(joined->kernels_without, 1u);
+  auto p = loadProfile(db);
+  ASSERT_TRUE(p.ok()) << p.error();
+  ASSERT_EQ(p->counters.size(), 4u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(p->counters[i].flops_fp32, 20) << "launch " << i << ": its own or its copy source's counts";
+    EXPECT_EQ(p->counters[i].dram_read_bytes, 100) << "the hardware counters stay";
+  }
+  EXPECT_EQ(p->counters[2].flops_fp16, 28);
+  EXPECT_FALSE(p->counters[3].flops_fp32.has_value()) << "no duplicate counted: FLOPs unknown, not 0";
+  EXPECT_EQ(p->meta("application_runs"), "1");
+  EXPECT_EQ(p->meta("sass_counted_by"), "duplicate");
+  bool said = false;
+  for (const auto& e : p->collector_events) {
+    said = said || e.message.find("1 kernels with hardware counters have no SASS") != std::string::npos;
+  }
+  EXPECT_TRUE(said);
+}
+
 TEST(ReplayMerge, AnUnreadableSecondRunChangesNothing) {
   const std::string first = writeRun("merge_first_kept.fprof", {{"a", 1, {{kDramRead, 100}}}}, kDramRead);
   auto merged = mergeSecondRun(first, testing::tempPath("no_such_second_run.fprof"));

@@ -39,4 +39,15 @@ using LaunchRawCounters = std::unordered_map<uint32_t, std::vector<std::pair<std
 Expected<SecondRunMerge> mergeSecondRun(const std::string& first_db, const std::string& second_db,
                                         const LaunchRawCounters& by_launch = {});
 
+// Application replay in one run: the SASS counters of each profiled launch came from its duplicate,
+// counted in the same run (the collector's duplicate_launch.h) and computed after it, by the
+// launch's correlation id (as mergeSecondRun's by_launch). Each kernel with counters takes its own
+// launch's, or, copied counters, its source launch's; kernel_counter's derived columns are computed
+// again. Kernels with counters that find none are counted (an event says so). One transaction.
+struct LaunchCountersJoin {
+  size_t kernels_joined = 0;
+  size_t kernels_without = 0;
+};
+Expected<LaunchCountersJoin> joinLaunchCounters(const std::string& db, const LaunchRawCounters& by_launch);
+
 }  // namespace fprof::core
