@@ -183,13 +183,17 @@ TEST(MetricsGpu, GraphLaunchCountedWholeUnderApplicationReplay) {
 // its own run with the L2 emptied, SASS counters in the second run by SASS patching (the default
 // second run), joined
 // launch by launch. FLOPs stay exact, the copy's DRAM bytes are its own.
-TEST(MetricsGpu, RooflineInTwoRunsOfTheProgram) {
-  const std::string db = tempPath("metrics_roofline_application.fprof");
-  ASSERT_EQ(run("--metrics roofline --replay application -o " + db), 0);
+// The roofline set under application replay, its SASS counters either from a duplicate of each
+// profiled launch in the same run (the default) or from a second run by SASS patching: the same
+// exact FLOPs, and the program's memory as one run of each launch leaves it (metrics_target exits
+// 3 otherwise: saxpy in place, and a kernel bumping managed, mapped host, pooled and cuMemMap'd memory).
+void expectRooflineFromTheProgramsOwnRuns(const std::string& options, const std::string& runs) {
+  const std::string db = tempPath("metrics_roofline_application_" + runs + ".fprof");
+  ASSERT_EQ(run("--metrics roofline --replay application " + options + " -o " + db), 0);
   auto p = fprof::core::loadProfile(db);
   ASSERT_TRUE(p.ok()) << p.error();
   EXPECT_EQ(p->meta("replay_mode"), "application");
-  EXPECT_EQ(p->meta("application_runs"), "2");
+  EXPECT_EQ(p->meta("application_runs"), runs);
   EXPECT_EQ(p->meta("cache_control"), "all");
   EXPECT_EQ(p->meta("metric_set"), "roofline");
   EXPECT_FALSE(std::filesystem::exists(db + ".second-run.fprof")) << "the second run's scratch file is removed";
@@ -202,7 +206,14 @@ TEST(MetricsGpu, RooflineInTwoRunsOfTheProgram) {
   EXPECT_EQ(*k["addmul"].counters->flops_fp32, 3 * kN);
   EXPECT_EQ(*k["daxpy"].counters->flops_fp64, 2 * kN);
   EXPECT_EQ(*k["haxpy2"].counters->flops_fp16, 4 * kN);
-  EXPECT_EQ(p->meta("second_run_replay"), "sass_patching") << "the SASS counters counted without replay";
+  if (runs == "2") {
+    EXPECT_EQ(p->meta("second_run_replay"), "sass_patching") << "the SASS counters counted without replay";
+  }
+  if (runs == "1") {
+    EXPECT_EQ(p->meta("sass_counted_by"), "duplicate");
+    EXPECT_EQ(p->meta("sass_in_first_run"), "every profiled launch");
+    EXPECT_FALSE(std::filesystem::exists(db + ".pcs")) << "the duplicates' per-PC counts are removed after the join";
+  }
   EXPECT_EQ(k["haxpy2"].counters->half_flops_method, fprof::core::kHalfFlopsPerPcMethod);
   EXPECT_NEAR(*k["copyKernel"].counters->dram_read_bytes, 4 * kN, 0.02 * 4 * kN);
   EXPECT_GT(*k["localArray"].counters->local_load_bytes, 0);
@@ -211,12 +222,19 @@ TEST(MetricsGpu, RooflineInTwoRunsOfTheProgram) {
   size_t raw_for_saxpy = 0;
   for (const auto& m : p->metrics) raw_for_saxpy += m.kernel_id == k["saxpy"].row->id;
   EXPECT_EQ(raw_for_saxpy, fprof::core::expandMetricSelection("roofline")->size() + 2)
-      << "both runs' raw counters, and the two per-PC half FLOP sums";
+      << "the hardware and the SASS raw counters, and the two per-PC half FLOP sums";
+  size_t bumps = 0;
+  for (const auto& kernel : p->kernels) bumps += p->str(kernel.demangled_id).find("bump") != std::string::npos;
+  EXPECT_EQ(bumps, 4u) << "one kernel row a launch: a duplicate's own record is not stored";
 }
 
+TEST(MetricsGpu, RooflineInOneRunOfTheProgram) { expectRooflineFromTheProgramsOwnRuns("", "1"); }
+
+TEST(MetricsGpu, RooflineInTwoRunsOfTheProgram) { expectRooflineFromTheProgramsOwnRuns("--second-run patching", "2"); }
+
 // By default the roofline set is counted as ncu counts by default, with the caches emptied before
-// each profiled launch: with the toolkit's CUPTI only the program's own runs can, so the default
-// replay (auto) counts those, the second by SASS patching.
+// each profiled launch: with the toolkit's CUPTI only the program's own run can, so the default
+// replay (auto) counts that, the SASS counters from a duplicate of each profiled launch.
 TEST(MetricsGpu, DefaultIsApplicationReplayWithCacheControlWithTheToolkitsCupti) {
   const std::string db = tempPath("metrics_roofline_cache_all.fprof");
   ASSERT_EQ(run("--metrics roofline -o " + db), 0);
@@ -225,11 +243,11 @@ TEST(MetricsGpu, DefaultIsApplicationReplayWithCacheControlWithTheToolkitsCupti)
   EXPECT_EQ(p->meta("mode"), "metrics");
   EXPECT_EQ(p->meta("cache_control"), "all");
   EXPECT_EQ(p->meta("replay_mode"), "application");
-  EXPECT_EQ(p->meta("application_runs"), "2");
-  EXPECT_EQ(p->meta("second_run_replay"), "sass_patching");
+  EXPECT_EQ(p->meta("application_runs"), "1");
+  EXPECT_EQ(p->meta("sass_counted_by"), "duplicate");
   EXPECT_EQ(p->meta("cache_sweep"), "instruction caches, L2");
   const std::string steps = p->meta("metrics_launch_steps_seconds");
-  for (const char* step : {"drain=", "sweep=", "start=", "launch=", "stop=", "end="}) {
+  for (const char* step : {"drain=", "duplicate=", "sweep=", "start=", "launch=", "stop=", "end="}) {
     EXPECT_NE(steps.find(step), std::string::npos) << "the first run's replay time by step: " << steps;
   }
   auto k = index(*p);

@@ -7,6 +7,12 @@
 namespace fprof::gpu_test {
 
 // n FFMA.
+// In place: a second run of a launch (a duplicate whose memory was not restored) shows as +2.
+__global__ void bump(int n, float* __restrict__ p) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) p[i] += 1.f;
+}
+
 __global__ void saxpy(int n, float a, const float* __restrict__ x, float* __restrict__ y) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) y[i] = a * x[i] + y[i];

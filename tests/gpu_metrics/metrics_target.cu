@@ -1,9 +1,11 @@
 // A CUDA program with kernels of known FLOP and byte counts, profiled by metrics_gpu_test under
 // `fprof run --metrics`. Exits 77 where there is no GPU.
 #include <cublas_v2.h>
+#include <cuda.h>
 #include <cuda_runtime.h>
 #include <nvtx3/nvToolsExt.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
@@ -12,6 +14,90 @@
 #include "metrics_kernels.cuh"
 
 using namespace fprof::gpu_test;
+
+// A profiler that runs a launch twice must leave the program's memory as one launch leaves it:
+// y = 2x + y once, checked exactly (x = y = h before).
+void checkSaxpyOnce(const std::vector<float>& h, const float* y) {
+  std::vector<float> got(h.size());
+  CK(cudaMemcpy(got.data(), y, got.size() * 4, cudaMemcpyDeviceToHost));
+  for (size_t i = 0; i < h.size(); ++i) {
+    if (got[i] != std::fmaf(2.f, h[i], h[i])) {
+      std::fprintf(stderr, "metrics_target: saxpy applied other than once at %zu: %g\n", i, got[i]);
+      std::exit(3);
+    }
+  }
+}
+
+// Device memory as a program may hold it: managed, mapped pinned host, a stream-ordered pool, and
+// the driver's virtual memory management (cuMemCreate + cuMemMap, as PyTorch's expandable segments
+// and JAX use). Each is bumped once in place, with its own element count (its own launch
+// signature, so each is profiled), and must hold exactly 1 more afterwards.
+bool bumpEachMemoryKindOnce() {
+  constexpr int kCount = 1 << 20;
+  struct Kind {
+    const char* name;
+    float* p;
+  };
+  std::vector<Kind> kinds;
+  float* managed = nullptr;
+  CK(cudaMallocManaged(&managed, kCount * 4));
+  kinds.push_back({"managed", managed});
+  float *mapped_host = nullptr, *mapped = nullptr;
+  CK(cudaHostAlloc(&mapped_host, kCount * 4, cudaHostAllocMapped));
+  CK(cudaHostGetDevicePointer(&mapped, mapped_host, 0));
+  kinds.push_back({"mapped pinned host", mapped});
+  float* pooled = nullptr;
+  CK(cudaMallocAsync(&pooled, kCount * 4, nullptr));
+  kinds.push_back({"stream-ordered pool", pooled});
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = 0;
+  size_t granularity = 0;
+  cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+  const size_t vmm_bytes = (kCount * 4 + granularity - 1) / granularity * granularity;
+  CUmemGenericAllocationHandle handle;
+  CUdeviceptr va = 0;
+  CUmemAccessDesc access{};
+  access.location = prop.location;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  if (cuMemCreate(&handle, vmm_bytes, &prop, 0) != CUDA_SUCCESS || cuMemAddressReserve(&va, vmm_bytes, 0, 0, 0) != CUDA_SUCCESS ||
+      cuMemMap(va, vmm_bytes, 0, handle, 0) != CUDA_SUCCESS || cuMemSetAccess(va, vmm_bytes, &access, 1) != CUDA_SUCCESS) {
+    std::fprintf(stderr, "metrics_target: virtual memory management unavailable\n");
+    return false;
+  }
+  kinds.push_back({"cuMemCreate + cuMemMap", reinterpret_cast<float*>(va)});
+  const std::vector<float> start(kCount, 5.f);
+  for (const Kind& k : kinds) CK(cudaMemcpy(k.p, start.data(), kCount * 4, cudaMemcpyDefault));
+  CK(cudaDeviceSynchronize());
+  nvtxRangePushA("memory kinds");
+  for (size_t i = 0; i < kinds.size(); ++i) {
+    const int n = kCount - static_cast<int>(i);
+    bump<<<(n + 255) / 256, 256>>>(n, kinds[i].p);
+  }
+  nvtxRangePop();
+  CK(cudaDeviceSynchronize());
+  bool once = true;
+  std::vector<float> got(kCount);
+  for (size_t i = 0; i < kinds.size(); ++i) {
+    CK(cudaMemcpy(got.data(), kinds[i].p, kCount * 4, cudaMemcpyDefault));
+    const int n = kCount - static_cast<int>(i);
+    for (int e = 0; e < n; ++e) {
+      if (got[e] != 6.f) {
+        std::fprintf(stderr, "metrics_target: %s memory bumped other than once: %g at %d\n", kinds[i].name, got[e], e);
+        once = false;
+        break;
+      }
+    }
+  }
+  CK(cudaFree(managed));
+  CK(cudaFreeHost(mapped_host));
+  CK(cudaFreeAsync(pooled, nullptr));
+  cuMemUnmap(va, vmm_bytes);
+  cuMemAddressFree(va, vmm_bytes);
+  cuMemRelease(handle);
+  return once;
+}
 
 int main() {
   int count = 0;
@@ -46,6 +132,7 @@ int main() {
 
   nvtxRangePushA("flops");
   saxpy<<<blocks, 256>>>(n, 2.f, x, y);
+  checkSaxpyOnce(h, y);
   addmul<<<blocks, 256>>>(n, x, y, z);
   daxpy<<<blocks, 256>>>(n, 2.0, dx, dy);
   haxpy2<<<blocks, 256>>>(n, __floats2half2_rn(1.f, 1.f), hx, hy);
@@ -75,6 +162,8 @@ int main() {
     nvtxRangePop();
     CK(cudaStreamSynchronize(s));
   }
+
+  if (!bumpEachMemoryKindOnce()) return 3;
 
   cublasHandle_t blas;
   if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS) return 1;
