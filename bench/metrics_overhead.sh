@@ -15,12 +15,13 @@
 # launches it profiled and the replay time of each, from the database), and the values of every
 # kernel against ncu's (median and max relative difference, kernels matched by launch order).
 #
-# APP_REPLAY=1 adds, per program, `fprof run --metrics roofline --replay application` (two runs of
-# the program, cache control all; the second counts the SASS counters by SASS patching, the
-# default) and the same with the second run under kernel replay (--second-run kernel), against
-# `ncu --cache-control all`, and compares the two second runs' SASS counters kernel by kernel.
-# SKIP_NONE=1 leaves out the cache-control-none runs (fprof sampled, ncu none); NO_KERNEL_SECOND_RUN=1
-# the run with the second run under kernel replay. NCU_TWICE=1 runs
+# APP_REPLAY=1 adds, per program, `fprof run --metrics roofline --replay application` (one run of
+# the program, cache control all; the SASS counters from a duplicate of each profiled launch, the
+# default) and the same with a second run under kernel replay (--second-run kernel), against
+# `ncu --cache-control all`, and compares their SASS counters kernel by kernel. TWO_RUNS=1 adds the
+# second run by SASS patching (--second-run patching, the default before session 18), compared the
+# same way. SKIP_NONE=1 leaves out the cache-control-none runs (fprof sampled, ncu none);
+# NO_KERNEL_SECOND_RUN=1 the run with the second run under kernel replay. NCU_TWICE=1 runs
 # `ncu --cache-control all` twice and compares ncu with itself: where ncu does not repeat its own
 # figure within 2%, no tool can be held to 2% of it. Byte counts outside 2% are listed (the three
 # largest, and how many differ by less than 4 KB and 64 KB).
@@ -87,10 +88,11 @@ compare_program() {  # compare_program LABEL PROGRAM...: native, fprof (sampled)
   fi
   if [ -n "${APP_REPLAY:-}" ]; then
     # Application replay: hardware counters in the program's own run with the L2 emptied before each
-    # profiled launch (cache control all), SASS counters in a second run by SASS patching (no
-    # replay), and the same with the second run under kernel replay, as before session 14.
+    # profiled launch (cache control all), SASS counters from duplicates in the same run, and the
+    # same with a second run under kernel replay (as before session 14) or by SASS patching.
     fprof_run "${label}.fprof_app_all" --replay application -- "$@"
     [ -z "${NO_KERNEL_SECOND_RUN:-}" ] && fprof_run "${label}.fprof_app_kernel" --replay application --second-run kernel -- "$@"
+    [ -n "${TWO_RUNS:-}" ] && fprof_run "${label}.fprof_app_two" --replay application --second-run patching -- "$@"
     ncu_run "${label}.ncu_all" all "$@"
     # NCU_TWICE=1: ncu a second time, the same way, for its own repeatability (the floor under any
     # comparison with it).
@@ -238,7 +240,7 @@ labels = [l for l in ("bench", "transformer", "torch") if f"{l}.native" in runs]
 for label in labels:
     for fname, nname in ((f"{label}.fprof_sampled", f"{label}.ncu_none"), (f"{label}.fprof_every", f"{label}.ncu_none"),
                          (f"{label}.fprof_cc_all", f"{label}.ncu_all"), (f"{label}.fprof_app_all", f"{label}.ncu_all"),
-                         (f"{label}.fprof_app_kernel", f"{label}.ncu_all")):
+                         (f"{label}.fprof_app_kernel", f"{label}.ncu_all"), (f"{label}.fprof_app_two", f"{label}.ncu_all")):
         if fname in runs and nname in runs:
             try:
                 compare(fname, nname)
@@ -249,13 +251,14 @@ for label in labels:
         print(f"\n{label}.ncu_all2 against {label}.ncu_all (ncu twice, the same command)")
         print_comparison(second, first, ncu_names(f"{label}.ncu_all"))
 
-# The second run's SASS counters by patching against kernel replay, kernel by kernel (launch order).
+# The SASS counters of the duplicates (one run) against a second run under kernel replay and one by
+# SASS patching, kernel by kernel (launch order).
 sass_names = ["sm__sass_thread_inst_executed_op_%s_pred_on.sum" % o for o in
               ("dadd", "dmul", "dfma", "fadd", "fmul", "ffma", "hadd", "hmul", "hfma")]
 sass_names += ["sm__sass_l1tex_t_sectors_pipe_lsu_mem_local_op_ld.sum",
                "sm__sass_l1tex_t_sectors_pipe_lsu_mem_local_op_st.sum", "smsp__sass_inst_executed.sum"]
-for label in labels:
-    a, b = f"{label}.fprof_app_all", f"{label}.fprof_app_kernel"
+for label, other in ((l, o) for l in labels for o in ("fprof_app_kernel", "fprof_app_two")):
+    a, b = f"{label}.fprof_app_all", f"{label}.{other}"
     if a not in runs or b not in runs:
         continue
     try:
@@ -264,7 +267,8 @@ for label in labels:
     except Exception as e:
         print(f"\n{a} against {b}: not compared ({e})")
         continue
-    print(f"\n{a} (SASS patching) against {b} (kernel replay): {na} and {nb} kernels")
+    print(f"\n{a} (duplicates) against {b} ({'kernel replay' if other == 'fprof_app_kernel' else 'SASS patching'}): "
+          f"{na} and {nb} kernels")
     print(f"  {'metric':56s} {'kernels':>7s} {'equal':>6s} {'within 1%':>9s} {'only one':>8s}  first difference")
     for m in sass_names:
         keys = {k for k in fa if k[1] == m} | {k for k in fb if k[1] == m}
@@ -282,20 +286,20 @@ for label in labels:
     native = runs[f"{label}.native"][0]
     launches = launches_of(label)
     for suffix in ("native", "fprof_sampled", "fprof_every", "ncu_none", "fprof_cc_all", "fprof_app_all",
-                   "fprof_app_kernel", "ncu_all", "ncu_all2"):
+                   "fprof_app_kernel", "fprof_app_two", "ncu_all", "ncu_all2"):
         name = f"{label}.{suffix}"
         if name not in runs:
             continue
         wall, rc = runs[name]
         per = (wall - native) / launches if launches and suffix != "native" else float("nan")
-        ref = runs.get(f"{label}.ncu_all" if "all" in suffix or suffix == "fprof_app_kernel" else f"{label}.ncu_none")
+        ref = runs.get(f"{label}.ncu_all" if "all" in suffix or suffix.startswith("fprof_app") else f"{label}.ncu_none")
         ratio = (ref[0] - native) / (wall - native) if ref and wall > native and suffix != "native" else float("nan")
         replay = replay_cost(name) if suffix.startswith("fprof") else ""
         print(f"{name:30s} {rc:4d} {wall:8.2f} {launches:8d} {per * 1e3:10.2f} {ratio:10.1f}x  {replay:>22s}")
 
 # Where the (first) run's replay time went, step by step (the collector's metrics_launch_steps_seconds).
 for label in labels:
-    for suffix in ("fprof_sampled", "fprof_every", "fprof_cc_all", "fprof_app_all", "fprof_app_kernel"):
+    for suffix in ("fprof_sampled", "fprof_every", "fprof_cc_all", "fprof_app_all", "fprof_app_kernel", "fprof_app_two"):
         path = f"{work}/{label}.{suffix}.fprof"
         try:
             meta = dict(sqlite3.connect(path).execute("select key, value from metadata")) if os.path.exists(path) else {}
