@@ -3,6 +3,11 @@
 // version-1 file.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
+#include <utility>
+#include <vector>
+
 #include "fprof/analysis/coverage.h"
 #include "fprof/core/metric_sets.h"
 #include "fprof/core/store.h"
@@ -172,6 +177,48 @@ TEST(Coverage, RecordedApplicationReplayHoldsBothRunsCounters) {
   }
   EXPECT_GT(tensor, 0u) << "tensor FLOPs: the first run's tensor-pipe cycles with the SASS";
   EXPECT_EQ(half_per_instruction, 229u) << "every kernel that ran half instructions (tests/data/README.md)";
+}
+
+// The same program recorded in one run (session 18, tests/data/README.md): the SASS counters came
+// from a duplicate of each profiled launch in the program's own run. Every kernel has both kinds of
+// counters, and the FLOPs that depend on neither the data nor code changed since equal the two-run
+// recording's kernel by kernel.
+TEST(Coverage, RecordedOneRunApplicationReplayHoldsHardwareAndSassCounters) {
+  const std::string dir = std::string(FPROF_SOURCE_DIR) + "/tests/data/";
+  auto one = core::loadProfile(dir + "transformer_one_run_h100.fprof");
+  auto two = core::loadProfile(dir + "transformer_app_replay_h100.fprof");
+  ASSERT_TRUE(one.ok()) << one.error();
+  ASSERT_TRUE(two.ok()) << two.error();
+  EXPECT_TRUE(one->warnings.empty());
+  EXPECT_EQ(describeCollection(*one).rfind("metric set roofline; application replay in one run (SASS counters from a "
+                                           "duplicate of each profiled launch",
+                                           0),
+            0u)
+      << describeCollection(*one);
+  EXPECT_EQ(one->meta("application_runs"), "1");
+  EXPECT_EQ(one->meta("sass_in_first_run"), "every profiled launch");
+  ASSERT_EQ(one->counters.size(), one->kernels.size());
+  ASSERT_EQ(one->kernels.size(), two->kernels.size());
+  auto inOrder = [](const core::Profile& p) {
+    std::map<int64_t, const core::KernelCounters*> by_id;
+    for (const core::KernelCounters& c : p.counters) by_id[c.kernel_id] = &c;
+    std::vector<std::pair<int64_t, const core::KernelCounters*>> out;
+    for (const core::KernelRow& k : p.kernels) out.emplace_back(k.start_ns, by_id[k.id]);
+    std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    return out;
+  };
+  const auto a = inOrder(*one), b = inOrder(*two);
+  size_t tensor = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_NE(a[i].second, nullptr);
+    const core::KernelCounters& c = *a[i].second;
+    EXPECT_TRUE(c.dram_read_bytes.has_value() && c.l2_bytes.has_value()) << "the program's own launch, kernel " << i;
+    EXPECT_TRUE(c.flops_fp32.has_value() && c.instructions.has_value()) << "its duplicate, kernel " << i;
+    EXPECT_EQ(c.flops_tensor_fp16, b[i].second->flops_tensor_fp16) << "kernel " << i;
+    EXPECT_EQ(c.flops_fp16, b[i].second->flops_fp16) << "kernel " << i;
+    tensor += c.flops_tensor_fp16.value_or(0) > 0;
+  }
+  EXPECT_GT(tensor, 0u);
 }
 
 }  // namespace
