@@ -172,7 +172,7 @@ struct ChildRun {
   std::string replay;         // FPROF_REPLAY ("" = the collector's default)
   std::string cache_control;  // "" = the user's --cache-control
   bool second = false;        // the second run of application replay (FPROF_SECOND_RUN)
-  std::string sass_pc_file;   // FPROF_SASS_PC_FILE (replay sass_patching, duplicates)
+  std::string sass_pc_file;   // FPROF_SASS_PC_FILE (replay sass_patching)
   bool sass_duplicate = false;  // FPROF_SASS_DUPLICATE: SASS counts from duplicates in this run
 };
 
@@ -492,25 +492,14 @@ void runSecondTime(const RunOptions& opt, const std::string& collector, const st
   removeScratch();
 }
 
-// The per-PC counts a first run with duplicates writes: PC_FILE, and PC_FILE.rank<N> for each rank
-// (the collector appends, so an earlier run's are removed first, and all of them after the join).
-void removePcFiles(const std::string& pc_file) {
-  const fs::path file(pc_file);
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(file.parent_path(), ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name == file.filename().string() || name.rfind(file.filename().string() + ".rank", 0) == 0) {
-      fs::remove(entry.path(), ec);
-    }
-  }
-}
+// Where the collector wrote the per-PC counts of a database's duplicates (MetricsCollector::setDatabasePath).
+std::string duplicatesPcFile(const std::string& db) { return db + ".pcs"; }
 
 // One run of application replay: each database whose duplicates counted every profiled launch gets
 // those SASS counters (core::joinLaunchCounters); the databases where they stopped, or that have
 // none, are returned for the second run.
 std::vector<std::string> joinDuplicateCounts(const RunOptions& opt, const ReplayPlan& plan, const std::string& output,
-                                             const std::vector<std::string>& complete, const std::string& pc_file,
-                                             const std::string& cubin_dir) {
+                                             const std::vector<std::string>& complete, const std::string& cubin_dir) {
   std::vector<std::string> again;
   for (const std::string& f : complete) {
     const std::string tag = processTag(f, output);
@@ -527,7 +516,7 @@ std::vector<std::string> joinDuplicateCounts(const RunOptions& opt, const Replay
       continue;
     }
     std::string summary;
-    auto counted = sassCountersOfPatchedRun(f, pc_file + tag, cubin_dir, summary);
+    auto counted = sassCountersOfPatchedRun(f, duplicatesPcFile(f), cubin_dir, summary);
     if (!counted) {
       sayReplay(label + "the duplicates' SASS counts could not be read: " + counted.error() + "; " + kSassCountersLost);
       continue;
@@ -621,9 +610,8 @@ int runProgram(const RunOptions& opt) {
     if (ec) cubin_dir.clear();
   }
   const auto started = fs::file_time_type::clock::now();
-  const std::string pc_file = plan.duplicates && !cubin_dir.empty() ? fs::absolute(output).string() + ".pcs" : "";
-  if (!pc_file.empty()) removePcFiles(pc_file);
-  const ChildRun run{output, cubin_dir, plan.first_metrics, plan.first_replay, "", false, pc_file, !pc_file.empty()};
+  const bool duplicates = plan.duplicates && !cubin_dir.empty();
+  const ChildRun run{output, cubin_dir, plan.first_metrics, plan.first_replay, "", false, "", duplicates};
   const auto first_started = std::chrono::steady_clock::now();
   const int status = waitForChild(startChild(opt, collector, cupti, run));
   const double first_run_seconds =
@@ -659,13 +647,15 @@ int runProgram(const RunOptions& opt) {
   }
   if (!plan.second_metrics.empty() && !complete.empty()) {
     std::vector<std::string> again = complete;
-    if (!pc_file.empty()) {
-      again = joinDuplicateCounts(opt, plan, output, complete, pc_file, cubin_dir);
-      removePcFiles(pc_file);
+    if (duplicates) {
+      again = joinDuplicateCounts(opt, plan, output, complete, cubin_dir);
       timer.done("the duplicates' SASS counts");
     }
     if (!again.empty()) runSecondTime(opt, collector, cupti, plan, output, again, code, first_run_seconds);
     timer.done("application replay's second run");
+  }
+  if (duplicates) {
+    for (const std::string& f : files) fs::remove(duplicatesPcFile(f), ec);
   }
   for (const std::string& f : complete) {
     if (!cubin_dir.empty()) {

@@ -285,6 +285,7 @@ bool Collector::initialize() {
     writer_.reset();
     return false;
   }
+  metrics_.setDatabasePath(path_);
   if (metrics) {
     writer_->expectCountersForEveryKernel(
         "no profiling decision was recorded for this launch (a launch path the collector does not see, or the "

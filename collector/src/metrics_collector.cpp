@@ -290,7 +290,8 @@ bool MetricsCollector::setUpPatching(ContextState& s, CUcontext ctx, CUdevice de
 }
 
 void MetricsCollector::writePcCounts(const core::SassPcLaunch& launch) {
-  if (pc_file_ == nullptr) pc_file_ = std::fopen(config_.sass_pc_file.c_str(), "ae");
+  // A second run's processes share FPROF_SASS_PC_FILE per rank; duplicates write one per database.
+  if (pc_file_ == nullptr) pc_file_ = std::fopen(config_.sass_pc_file.c_str(), config_.sass_duplicate ? "we" : "ae");
   if (pc_file_ == nullptr) return;
   const std::string text = core::sassPcLaunchText(launch);
   std::fwrite(text.data(), 1, text.size(), pc_file_);

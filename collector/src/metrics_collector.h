@@ -81,6 +81,10 @@ class MetricsCollector {
   // Functions are patched in this run (a second run by SASS patching, or duplicates in the first):
   // the same activity kind as countsBySassPatching, and the saved cubins named by CRC.
   bool patchesSass() const { return countsBySassPatching() || (enabled_ && config_.sass_duplicate); }
+  // The database this process writes: duplicates write their per-PC counts beside it (+ ".pcs").
+  void setDatabasePath(const std::string& path) {
+    if (config_.sass_duplicate) config_.sass_pc_file = path + ".pcs";
+  }
   // Where a profiled launch's duplicate and the checkpoint around it ran (for the translator).
   void recordOwnWindowsIn(OwnKernelWindows* windows) { own_windows_ = windows; }
 

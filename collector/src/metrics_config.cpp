@@ -114,10 +114,7 @@ MetricsConfig readMetricsConfig(const EnvLookup& env) {
     if (other != c.metrics.end()) c.errors.push_back("FPROF_REPLAY=sass_patching cannot count " + *other);
   }
   if (const char* s = env("FPROF_SECOND_RUN"); s != nullptr && std::string(s) == "1") c.second_run = true;
-  if (const char* s = env("FPROF_SASS_DUPLICATE"); s != nullptr && std::string(s) == "1") {
-    c.sass_duplicate = true;
-    if (c.sass_pc_file.empty()) c.errors.push_back("FPROF_SASS_DUPLICATE=1 needs FPROF_SASS_PC_FILE");
-  }
+  if (const char* s = env("FPROF_SASS_DUPLICATE"); s != nullptr && std::string(s) == "1") c.sass_duplicate = true;
   if (const char* n = env("FPROF_SAMPLES_PER_LAUNCH_KIND"); n != nullptr) {
     if (auto v = parseCount(n)) {
       c.samples_per_signature = *v;

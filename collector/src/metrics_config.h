@@ -65,7 +65,8 @@ struct MetricsConfig {
   std::string sass_pc_file;
   // FPROF_SASS_DUPLICATE=1 (application replay): each profiled launch's SASS counts come from a
   // duplicate of it counted by SASS patching between a checkpoint of the context's memory and its
-  // restore, into sass_pc_file (duplicate_launch.h); no second run unless they stop.
+  // restore (duplicate_launch.h), into the database's path + ".pcs" (each process its own, whatever
+  // its rank); no second run unless they stop.
   bool sass_duplicate = false;
   std::vector<std::string> errors;     // settings that could not be used: metrics mode stays off
 };
