@@ -158,6 +158,13 @@ Status writeRaw(sqlite3* db, const std::string& path, int64_t kernel_id, const R
   return {};
 }
 
+// A kernel's new raw counters (`added`), and its derived columns from all of them (`all`).
+Status writeKernelCounters(sqlite3* db, const std::string& path, int64_t kernel_id, const RawCounters& added,
+                           const RawCounters& all) {
+  if (Status s = writeRaw(db, path, kernel_id, added); !s) return s;
+  return writeDerived(db, path, kernel_id, all);
+}
+
 Status addEvent(sqlite3* db, const std::string& path, uint32_t process_id, const char* severity,
                 const std::string& message) {
   Statement st(db, "INSERT INTO collector_event(process_id, timestamp_ns, severity, message) VALUES (?, 0, ?, ?)");
@@ -225,8 +232,7 @@ Expected<SecondRunMerge> mergeSecondRun(const std::string& first_db, const std::
       }
       auto mine = first_raw.find(c.kernel_id);
       const RawCounters all = joined(mine == first_raw.end() ? RawCounters{} : mine->second, theirs->second);
-      if (Status s = writeRaw(db, first_db, c.kernel_id, theirs->second); !s) return s;
-      if (Status s = writeDerived(db, first_db, c.kernel_id, all); !s) return s;
+      if (Status s = writeKernelCounters(db, first_db, c.kernel_id, theirs->second, all); !s) return s;
       ++result.kernels_joined;
     }
     if (result.kernels_without > 0) {
@@ -261,8 +267,7 @@ Expected<LaunchCountersJoin> joinLaunchCounters(const std::string& db_path, cons
       }
       RawCounters& all = raw[c.kernel_id];
       replaceOrAdd(all, added->second);
-      if (Status s = writeRaw(db, db_path, c.kernel_id, added->second); !s) return s;
-      if (Status s = writeDerived(db, db_path, c.kernel_id, all); !s) return s;
+      if (Status s = writeKernelCounters(db, db_path, c.kernel_id, added->second, all); !s) return s;
       ++result.kernels_joined;
     }
     if (result.kernels_without > 0) {
