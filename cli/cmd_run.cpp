@@ -732,7 +732,8 @@ Command addRunCommand(CLI::App& root) {
                   "With --metrics: kernel = CUPTI replays each profiled kernel once per pass, saving and restoring "
                   "device memory; application = the program's own run of each profiled launch is counted (no "
                   "replay; the L2 emptied by fprof before each with --cache-control all), SASS-instrumented "
-                  "counters (FLOPs, instructions) in a second run of the program (--second-run), and each "
+                  "counters (FLOPs, instructions) from a duplicate of each profiled launch in the same run (a "
+                  "second run of the program where that stops, or with --second-run), and each "
                   "executable CUDA graph's first launch counted whole, as one range; auto (default) = application "
                   "where the set's hardware counters fit one pass (memory, roofline) and the caches can be emptied "
                   "that way (not with --cache-control none or --cupti), else kernel")
