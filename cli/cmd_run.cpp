@@ -511,7 +511,10 @@ std::vector<std::string> joinDuplicateCounts(const RunOptions& opt, const Replay
     }
     if (const std::string said = facts->meta("sass_in_first_run"); said != "every profiled launch") {
       sayReplay(label + "SASS counts from duplicates of the profiled launches " +
-                (said.empty() ? std::string("were not taken") : "were " + said) + "; counting them in a second run");
+                (said.empty() ? std::string("were not recorded as complete (the program ended before the collector's "
+                                            "end of run)")
+                              : "were " + said) +
+                "; counting them in a second run");
       again.push_back(f);
       continue;
     }
