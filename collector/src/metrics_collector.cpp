@@ -74,6 +74,16 @@ bool sameDeterministicCounts(const std::vector<std::pair<std::string, double>>& 
   return true;
 }
 
+// Executed warp instructions over every PC counted: 0 means the count failed (every kernel executes
+// an instruction).
+double warpInstructions(const std::vector<core::SassPcFunction>& functions) {
+  double warp_inst = 0;
+  for (const core::SassPcFunction& f : functions) {
+    for (const core::SassPcCount& p : f.pcs) warp_inst += static_cast<double>(p.warp_inst);
+  }
+  return warp_inst;
+}
+
 }  // namespace
 
 // A CUPTI newer than the driver (the 13.4 wheel on a 13.0 driver, for its cache control) counted 0
@@ -316,10 +326,7 @@ void MetricsCollector::countPatched(ContextState& s, CUresult result) {
     --profiled_;
     return;
   }
-  double warp_inst = 0;
-  for (const core::SassPcFunction& f : functions) {
-    for (const core::SassPcCount& p : f.pcs) warp_inst += static_cast<double>(p.warp_inst);
-  }
+  const double warp_inst = warpInstructions(functions);
   if (!counted || warp_inst == 0) {  // every kernel executes an instruction: 0 is a failed count
     const std::string why = counted ? "the SASS Metrics API counted no instruction of this launch"
                                     : "the SASS Metrics API's counts could not be read: " + error;
@@ -585,11 +592,7 @@ void MetricsCollector::countDuplicate(ContextState& s, const LaunchRequest& laun
             last.save * 1e3, last.duplicate * 1e3, last.restore * 1e3);
   }
   if (!counted) return stopDuplicates(error + " (" + name + ")");
-  double warp_inst = 0;
-  for (const core::SassPcFunction& f : functions) {
-    for (const core::SassPcCount& p : f.pcs) warp_inst += static_cast<double>(p.warp_inst);
-  }
-  if (warp_inst == 0) return stopDuplicates("the SASS Metrics API counted no instruction of a duplicate (" + name + ")");
+  if (warpInstructions(functions) == 0) return stopDuplicates("the SASS Metrics API counted no instruction of a duplicate (" + name + ")");
   writePcCounts(core::SassPcLaunch{launch.correlation_id, launch.nested_correlation_id, std::move(functions)});
   ++duplicates_;
   if (const double took = last.save + last.duplicate + last.restore; took > kDuplicateLimitSeconds) {
