@@ -120,9 +120,6 @@ bool DuplicateCounter::count(const DriverLaunchCall& call, std::vector<core::Sas
   const CUptiResult restored = restore_(&checkpoint_);
   const CUresult synchronized = restored == CUPTI_SUCCESS ? cuCtxSynchronize() : CUDA_SUCCESS;
   last_.restore = lapSeconds(t);
-  seconds_.save += last_.save;
-  seconds_.duplicate += last_.duplicate;
-  seconds_.restore += last_.restore;
   if (restored != CUPTI_SUCCESS) {
     error = profilerErrorText("cuptiCheckpointRestore", restored);
     return false;

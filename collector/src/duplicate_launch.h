@@ -50,8 +50,7 @@ class DuplicateCounter {
   struct Seconds {
     double save = 0, duplicate = 0, restore = 0;
   };
-  const Seconds& seconds() const { return seconds_; }  // summed over count() calls
-  const Seconds& last() const { return last_; }       // of the last count() call
+  const Seconds& last() const { return last_; }  // of the last count() call (the caller sums them)
 
  private:
   bool duplicate(const DriverLaunchCall& call, std::vector<core::SassPcFunction>& functions, std::string& error);
@@ -60,7 +59,7 @@ class DuplicateCounter {
   NV::Cupti::Checkpoint::CUpti_Checkpoint checkpoint_{};
   bool saved_ = false;
   SassPatching patching_;
-  Seconds seconds_, last_;
+  Seconds last_;
 };
 
 }  // namespace fprof::collector
