@@ -870,10 +870,6 @@ void MetricsCollector::decodeOnFatalSignal() {
     std::lock_guard lock(mu_);
     if (s->profiler == nullptr) continue;
     CurrentContext current(ctx);
-    if (s->duplicate) {
-      s->duplicate->teardown();
-      s->duplicate.reset();
-    }
     decode(*s);
   }
 }
@@ -903,11 +899,13 @@ void MetricsCollector::finishAll() {
     }
     if (s->profiler == nullptr) continue;
     CurrentContext current(ctx);
+    // Decoded with the SASS Metrics API still configured, as every batch decoded during the run
+    // (the transformer's 337 profiled launches, 256 a batch, on an H100: bench/RESULTS.md issue 15).
+    decode(*s);
     if (s->duplicate) {
       s->duplicate->teardown();
       s->duplicate.reset();
     }
-    decode(*s);
     // Disable while the context lives: a range profiler still enabled when the context is
     // destroyed at exit crashed the target on an H200.
     s->profiler->teardown();
