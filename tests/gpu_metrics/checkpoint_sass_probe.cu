@@ -292,15 +292,7 @@ int main() {
   allocateHeld();
   const int rounds = std::getenv("ROUNDS") ? std::atoi(std::getenv("ROUNDS")) : 3;
 
-  const auto roofline = core::expandMetricSelection("roofline");
-  for (const std::string& m : *roofline) {
-    if (!core::isSassInstrumented(m)) metrics.push_back(m);
-  }
-  std::string error;
-  if (!profiler.setup(ctx, 0, metrics, 16, collector::CacheControl::kNone, collector::ReplayMode::kApplication, error)) {
-    std::printf("setup: %s\n", error.c_str());
-    return 1;
-  }
+  if (!setUpRooflineHardwareCounters(profiler, ctx, metrics)) return 1;
   if (!configureSass()) return 1;
   // The range profiler's first range carries writes that are not its kernel's (session 16): one
   // launch counted and dropped first.

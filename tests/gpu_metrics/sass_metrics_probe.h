@@ -12,7 +12,26 @@
 #include <string>
 #include <vector>
 
+#include "fprof/core/metric_sets.h"
+#include "range_profiler.h"
+
 namespace fprof::gpu_test {
+
+// The range profiler of `ctx` set up for the roofline set's hardware counters (`metrics`, the set
+// without its SASS-instrumented ones), counting the program's own run (application replay, no
+// cache control); false, with a line printed, where it cannot be.
+inline bool setUpRooflineHardwareCounters(collector::RangeProfiler& profiler, CUcontext ctx,
+                                          std::vector<std::string>& metrics) {
+  for (const std::string& m : *core::expandMetricSelection("roofline")) {
+    if (!core::isSassInstrumented(m)) metrics.push_back(m);
+  }
+  std::string error;
+  if (!profiler.setup(ctx, 0, metrics, 16, collector::CacheControl::kNone, collector::ReplayMode::kApplication, error)) {
+    std::printf("setup: %s\n", error.c_str());
+    return false;
+  }
+  return true;
+}
 
 inline const char* cuptiText(CUptiResult r) {
   const char* s = nullptr;

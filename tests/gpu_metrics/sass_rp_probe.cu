@@ -177,15 +177,7 @@ int main() {
   cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
 
   if (std::getenv("SASS_ONLY") != nullptr) return sassOnly();
-  const auto roofline = core::expandMetricSelection("roofline");
-  for (const std::string& m : *roofline) {
-    if (!core::isSassInstrumented(m)) metrics.push_back(m);
-  }
-  std::string error;
-  if (!profiler.setup(ctx, 0, metrics, 16, collector::CacheControl::kNone, collector::ReplayMode::kApplication, error)) {
-    std::printf("setup: %s\n", error.c_str());
-    return 1;
-  }
+  if (!setUpRooflineHardwareCounters(profiler, ctx, metrics)) return 1;
   std::printf("chip %s, %zu hardware metrics, %zu pass(es); analytic: saxpy %d FFMA threads, each kernel %d warps\n",
               profiler.chip().c_str(), metrics.size(), profiler.passes(), kN, kBlocks * 8);
   for (int round = 0; round < 2; ++round) {
