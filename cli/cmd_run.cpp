@@ -524,7 +524,7 @@ std::vector<std::string> joinDuplicateCounts(const RunOptions& opt, const Replay
       sayReplay(label + "the duplicates' SASS counts could not be read: " + counted.error() + "; " + kSassCountersLost);
       continue;
     }
-    auto joined = core::joinLaunchCounters(f, *counted);
+    auto joined = core::joinLaunchCounters(f, *facts, *counted);
     if (!joined) {
       sayReplay(label + "joining the duplicates' SASS counts failed: " + joined.error() + "; " + kSassCountersLost);
       continue;

@@ -253,12 +253,17 @@ Expected<SecondRunMerge> mergeSecondRun(const std::string& first_db, const std::
 Expected<LaunchCountersJoin> joinLaunchCounters(const std::string& db_path, const LaunchRawCounters& by_launch) {
   auto profile = loadProfile(db_path);
   if (!profile) return makeError(profile.error());
-  auto raw = rawByKernel(*profile);
-  const auto launch_of = countedLaunchOf(*profile);
+  return joinLaunchCounters(db_path, *profile, by_launch);
+}
+
+Expected<LaunchCountersJoin> joinLaunchCounters(const std::string& db_path, const Profile& profile,
+                                                const LaunchRawCounters& by_launch) {
+  auto raw = rawByKernel(profile);
+  const auto launch_of = countedLaunchOf(profile);
   LaunchCountersJoin result;
-  const uint32_t process_id = profile->processes.empty() ? 0 : profile->processes.front().id;
+  const uint32_t process_id = profile.processes.empty() ? 0 : profile.processes.front().id;
   Status written = updateDatabase(db_path, [&](sqlite3* db) -> Status {
-    for (const KernelCounters& c : profile->counters) {
+    for (const KernelCounters& c : profile.counters) {
       auto launch = launch_of.find(c.kernel_id);
       auto added = launch == launch_of.end() ? by_launch.end() : by_launch.find(launch->second);
       if (added == by_launch.end()) {

@@ -17,6 +17,8 @@
 
 namespace fprof::core {
 
+struct Profile;  // store.h
+
 struct SecondRunMerge {
   size_t first_run_kernels = 0;
   size_t second_run_kernels = 0;
@@ -49,5 +51,8 @@ struct LaunchCountersJoin {
   size_t kernels_without = 0;
 };
 Expected<LaunchCountersJoin> joinLaunchCounters(const std::string& db, const LaunchRawCounters& by_launch);
+// The same with `db` already loaded as `profile` (nothing read again).
+Expected<LaunchCountersJoin> joinLaunchCounters(const std::string& db, const Profile& profile,
+                                                const LaunchRawCounters& by_launch);
 
 }  // namespace fprof::core
