@@ -107,13 +107,7 @@ double metric(const std::vector<double>& row, const char* name) {
 
 // The program's launch, counted alone (auto range): its hardware counters.
 std::vector<double> counted(int which) {
-  std::string error;
-  CK(cudaDeviceSynchronize());
-  if (!profiler.start(error)) std::printf("  start: %s\n", error.c_str());
-  launch(which);
-  CK(cudaDeviceSynchronize());
-  std::vector<std::vector<double>> rows;
-  if (!profiler.stopAndDecode(rows, error)) std::printf("  decode: %s\n", error.c_str());
+  const std::vector<std::vector<double>> rows = rangesOfOneLaunch(profiler, [which] { launch(which); });
   if (rows.size() != 1) {
     std::printf("  %zu ranges for one launch\n", rows.size());
     ++failures;

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -66,6 +67,23 @@ inline bool configureSassMetrics(const std::string& chip, const std::vector<cons
     return false;
   }
   return true;
+}
+
+// The ranges the range profiler (auto range) counted for `launch` alone, the context drained before
+// and after it; errors printed.
+inline std::vector<std::vector<double>> rangesOfOneLaunch(collector::RangeProfiler& profiler,
+                                                          const std::function<void()>& launch) {
+  std::string error;
+  auto drain = [] {
+    if (CUresult r = cuCtxSynchronize(); r != CUDA_SUCCESS) std::printf("  cuCtxSynchronize: error %d\n", int(r));
+  };
+  drain();
+  if (!profiler.start(error)) std::printf("  start: %s\n", error.c_str());
+  launch();
+  drain();
+  std::vector<std::vector<double>> rows;
+  if (!profiler.stopAndDecode(rows, error)) std::printf("  decode: %s\n", error.c_str());
+  return rows;
 }
 
 struct SassRecord {

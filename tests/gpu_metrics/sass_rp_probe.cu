@@ -69,13 +69,7 @@ double metric(const std::vector<double>& row, const char* name) {
 
 // The kernel counted alone by the range profiler (auto range, the program's own run).
 void counted(const char* phase, int which) {
-  std::string error;
-  CK(cudaDeviceSynchronize());
-  if (!profiler.start(error)) std::printf("  start: %s\n", error.c_str());
-  launch(which);
-  CK(cudaDeviceSynchronize());
-  std::vector<std::vector<double>> rows;
-  if (!profiler.stopAndDecode(rows, error)) std::printf("  decode: %s\n", error.c_str());
+  const std::vector<std::vector<double>> rows = rangesOfOneLaunch(profiler, [which] { launch(which); });
   for (const auto& row : rows) {
     std::printf("  %s %-5s dram read %11.0f write %11.0f  l2 %11.0f  l1 %11.0f  time %8.0f ns\n", phase,
                 which == 0 ? "saxpy" : "copy", metric(row, "dram__bytes_read.sum"), metric(row, "dram__bytes_write.sum"),
