@@ -245,6 +245,7 @@ bool MetricsCollector::setUp(ContextState& s) {
   }
   if (config_.replay == ReplayMode::kSassPatching) return setUpPatching(s, ctx, device);
   s.profiler = std::make_unique<RangeProfiler>();
+  s.profiler->keepSessionOpen(config_.toggled_session);
   if (!s.profiler->setup(ctx, static_cast<int>(device), config_.metrics, config_.batch_ranges, config_.cache_control,
                          config_.replay, error)) {
     s.failed = true;
@@ -266,6 +267,11 @@ bool MetricsCollector::setUp(ContextState& s) {
   if (config_.sass_duplicate && !s.application) stopDuplicates("the range profiler counts under kernel replay here");
   const bool cache_control = s.sweep != nullptr || s.profiler->cacheControlApplied();
   metadata_.emplace_back("replay_mode", s.application ? "application" : "kernel");
+  if (s.application) {
+    metadata_.emplace_back("counting_session", s.profiler->sessionKeptOpen()
+                                                   ? "one profiler session, counting switched on around each launch"
+                                                   : "a range profiler start and stop around each launch");
+  }
   metadata_.emplace_back("cache_control", cache_control ? "all" : "none");
   // Which caches fprof empties itself before a profiled launch (application replay): recordings made
   // before session 15 swept the L2 alone and counted a kernel's code fetches warm.
@@ -510,6 +516,7 @@ void MetricsCollector::progress() {
 // threads' launches out until the kernel has finished, closeWindow), then the L2 is swept.
 bool MetricsCollector::prepareOwnRun(ContextState& s, CUstream stream, const LaunchRequest* launch,
                                      std::string& error) {
+  if (!s.profiler->readyToCount(error)) return false;
   if (CUresult r = cuCtxSynchronize(); r != CUDA_SUCCESS) {
     error = "cuCtxSynchronize failed (" + std::to_string(static_cast<int>(r)) + ")";
     return false;

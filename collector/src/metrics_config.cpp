@@ -115,6 +115,14 @@ MetricsConfig readMetricsConfig(const EnvLookup& env) {
   }
   if (const char* s = env("FPROF_SECOND_RUN"); s != nullptr && std::string(s) == "1") c.second_run = true;
   if (const char* s = env("FPROF_SASS_DUPLICATE"); s != nullptr && std::string(s) == "1") c.sass_duplicate = true;
+  if (const char* s = env("FPROF_PROFILER_SESSION"); s != nullptr && *s != '\0') {
+    const std::string v = s;
+    if (v == "toggled" || v == "range") {
+      c.toggled_session = v == "toggled";
+    } else {
+      c.errors.push_back("FPROF_PROFILER_SESSION='" + v + "' must be toggled or range");
+    }
+  }
   if (const char* n = env("FPROF_SAMPLES_PER_LAUNCH_KIND"); n != nullptr) {
     if (auto v = parseCount(n)) {
       c.samples_per_signature = *v;

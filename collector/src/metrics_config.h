@@ -68,6 +68,10 @@ struct MetricsConfig {
   // restore (duplicate_launch.h), into the database's path + ".pcs" (each process its own, whatever
   // its rank); no second run unless they stop.
   bool sass_duplicate = false;
+  // FPROF_PROFILER_SESSION (application replay): "toggled" (default) counts each launch with a
+  // profiler session kept open and counting switched on and off around it (toggled_session.h);
+  // "range" with a range profiler start and stop each.
+  bool toggled_session = true;
   std::vector<std::string> errors;     // settings that could not be used: metrics mode stays off
 };
 

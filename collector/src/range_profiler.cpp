@@ -163,7 +163,20 @@ bool RangeProfiler::setup(CUcontext ctx, int device_ordinal, const std::vector<s
   // Under application replay the collector invalidates the L2 itself (L2Sweep): CUPTI's cache
   // control applies to replay passes.
   cache_control_applied_ = cache_control != CacheControl::kNone && can_control;
-  return enable(error) && resetCounterData(error);
+  if (!enable(error) || !resetCounterData(error)) return false;
+  return !wantsToggledSession() || switchToToggledSession(error);
+}
+
+bool RangeProfiler::switchToToggledSession(std::string& error) {
+  if (CUptiResult r = disable(); r != CUPTI_SUCCESS) {
+    error = profilerErrorText("cuptiRangeProfilerDisable", r);
+    return false;
+  }
+  toggled_ = std::make_unique<ToggledSession>(ctx_, counter_data_, config_, max_ranges_);
+  toggled_->useUserRanges(user_ranges_);
+  if (toggled_->prepare(error)) return true;
+  toggled_.reset();
+  return false;
 }
 
 bool RangeProfiler::enable(std::string& error) {
@@ -185,6 +198,7 @@ bool RangeProfiler::enable(std::string& error) {
 }
 
 bool RangeProfiler::resetCounterData(std::string& error) {
+  if (toggled_) return toggled_->resetImage(error);
   // The image is sized once and re-initialized in place afterwards: CUPTI keeps the pointer
   // given to SetConfig, so the buffer must never move while the profiler is enabled.
   if (counter_data_.empty()) {
@@ -227,8 +241,15 @@ bool RangeProfiler::resetCounterData(std::string& error) {
   return true;
 }
 
+bool RangeProfiler::readyToCount(std::string& error) { return toggled_ == nullptr || toggled_->open(error); }
+
 bool RangeProfiler::start(std::string& error) {
   if (started_) return true;
+  if (toggled_) {
+    if (!toggled_->countOn(error)) return false;
+    started_ = true;
+    return true;
+  }
   CUpti_RangeProfiler_Start_Params p{};
   p.structSize = CUpti_RangeProfiler_Start_Params_STRUCT_SIZE;
   p.pRangeProfilerObject = object_;
@@ -240,6 +261,7 @@ bool RangeProfiler::start(std::string& error) {
 bool RangeProfiler::stop(std::string& error) {
   if (!started_) return true;
   started_ = false;
+  if (toggled_) return toggled_->countOff(error);
   CUpti_RangeProfiler_Stop_Params stop{};
   stop.structSize = CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE;
   stop.pRangeProfilerObject = object_;
@@ -250,6 +272,10 @@ bool RangeProfiler::stop(std::string& error) {
 bool RangeProfiler::useUserRanges(bool user, std::string& error) {
   if (user == user_ranges_) return true;
   user_ranges_ = user;
+  if (toggled_) {
+    toggled_->useUserRanges(user);
+    return true;
+  }
   if (object_ == nullptr) return true;  // setup configures them
   if (user && replay_ != ReplayMode::kApplication) {
     error = "user ranges need application replay";
@@ -276,6 +302,7 @@ CUptiResult RangeProfiler::disable() {
 }
 
 bool RangeProfiler::pushRange(const char* name, std::string& error) {
+  if (toggled_) return toggled_->pushRange(name, error);
   CUpti_RangeProfiler_PushRange_Params p{};
   p.structSize = CUpti_RangeProfiler_PushRange_Params_STRUCT_SIZE;
   p.pRangeProfilerObject = object_;
@@ -285,6 +312,7 @@ bool RangeProfiler::pushRange(const char* name, std::string& error) {
 }
 
 bool RangeProfiler::popRange(std::string& error) {
+  if (toggled_) return toggled_->popRange(error);
   CUpti_RangeProfiler_PopRange_Params p{};
   p.structSize = CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE;
   p.pRangeProfilerObject = object_;
@@ -294,10 +322,8 @@ bool RangeProfiler::popRange(std::string& error) {
 
 bool RangeProfiler::decode(std::vector<std::vector<double>>& rows, std::string& error,
                            std::vector<std::string>* names) {
-  CUpti_RangeProfiler_DecodeData_Params decode{};
-  decode.structSize = CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE;
-  decode.pRangeProfilerObject = object_;
-  FPROF_PROFILER_CALL(cuptiRangeProfilerDecodeData(&decode));
+  size_t dropped = 0;
+  if (!collectRanges(dropped, error)) return false;
 
   CUpti_RangeProfiler_GetCounterDataInfo_Params info{};
 
@@ -321,11 +347,20 @@ bool RangeProfiler::decode(std::vector<std::vector<double>>& rows, std::string& 
     rows.push_back(std::move(values));
     if (names != nullptr) names->push_back(rangeName(r));
   }
-  if (decode.numOfRangeDropped != 0) {
-    error = std::to_string(decode.numOfRangeDropped) + " ranges were dropped by the range profiler";
-  }
+  if (dropped != 0) error = std::to_string(dropped) + " ranges were dropped by the range profiler";
   // A fresh image for the next batch: the decoded one is full.
-  return resetCounterData(error) && decode.numOfRangeDropped == 0;
+  return resetCounterData(error) && dropped == 0;
+}
+
+// The ranges counted since the last decode, decoded into the counter-data image.
+bool RangeProfiler::collectRanges(size_t& dropped, std::string& error) {
+  if (toggled_) return toggled_->close(dropped, error);
+  CUpti_RangeProfiler_DecodeData_Params decode{};
+  decode.structSize = CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE;
+  decode.pRangeProfilerObject = object_;
+  FPROF_PROFILER_CALL(cuptiRangeProfilerDecodeData(&decode));
+  dropped = decode.numOfRangeDropped;
+  return true;
 }
 
 std::string RangeProfiler::rangeName(size_t range_index) const {
@@ -341,6 +376,8 @@ std::string RangeProfiler::rangeName(size_t range_index) const {
 }
 
 void RangeProfiler::teardown() {
+  started_ = started_ && toggled_ == nullptr;
+  toggled_.reset();  // its session ended
   if (object_) {
     if (started_) {
       CUpti_RangeProfiler_Stop_Params stop{};

@@ -10,8 +10,10 @@
 #include <cupti_range_profiler.h>
 
 #include "metrics_config.h"
+#include "toggled_session.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -33,7 +35,15 @@ class RangeProfiler {
   bool setup(CUcontext ctx, int device_ordinal, const std::vector<std::string>& metrics, size_t max_ranges,
              CacheControl cache_control, ReplayMode replay, std::string& error);
   bool cacheControlApplied() const { return cache_control_applied_; }
+  // Auto range under application replay counted by a profiler session kept open, with counting
+  // switched on and off around each launch (toggled_session.h), instead of a start and stop each.
+  // Set before setup; kernel replay keeps the range profiler.
+  void keepSessionOpen(bool keep) { keep_session_open_ = keep; }
+  bool sessionKeptOpen() const { return toggled_ != nullptr; }
 
+  // Before the caches are emptied for a counted launch: a kept session begins here if it is not
+  // open (toggled_session.h says why not at the launch).
+  bool readyToCount(std::string& error);
   bool start(std::string& error);
   bool stop(std::string& error);
   // User ranges instead of auto range (one range per kernel launch): a range is then whatever
@@ -64,6 +74,11 @@ class RangeProfiler {
 
  private:
   bool enable(std::string& error);
+  // The counter-data image sized and initialized by a range profiler object, which is then
+  // disabled, and the toggled session set up over it.
+  bool switchToToggledSession(std::string& error);
+  bool wantsToggledSession() const { return keep_session_open_ && replay_ == ReplayMode::kApplication; }
+  bool collectRanges(size_t& dropped, std::string& error);
   CUptiResult disable();  // the profiler object, which is gone afterwards whatever CUPTI says
   bool resetCounterData(std::string& error);
   std::string rangeName(size_t range_index) const;
@@ -75,12 +90,14 @@ class RangeProfiler {
   std::vector<uint8_t> availability_, config_, counter_data_;
   CUpti_Profiler_Host_Object* host_ = nullptr;
   CUpti_RangeProfiler_Object* object_ = nullptr;
+  std::unique_ptr<ToggledSession> toggled_;
   size_t max_ranges_ = 0;
   size_t passes_ = 0;
   ReplayMode replay_ = ReplayMode::kKernel;
   bool started_ = false;
   bool user_ranges_ = false;
   bool cache_control_applied_ = false;
+  bool keep_session_open_ = false;
   bool initialized_ = false;
 };
 

@@ -216,6 +216,22 @@ TEST(MetricsConfig, DuplicatesInTheFirstRunAreAskedFor) {
                    .sass_duplicate);
 }
 
+// Application replay counts each launch with a profiler session kept open unless
+// FPROF_PROFILER_SESSION=range asks for a range profiler start and stop each; other values are named.
+TEST(MetricsConfig, ProfilerSessionIsToggledUnlessRangeIsAsked) {
+  auto withSession = [](const char* value) {
+    std::map<std::string, std::string> env{{"FPROF_MODE", "metrics"}, {"FPROF_METRICS", "dram__bytes_read.sum"}};
+    if (value != nullptr) env["FPROF_PROFILER_SESSION"] = value;
+    return readMetricsConfig(envOf(env));
+  };
+  EXPECT_TRUE(withSession(nullptr).toggled_session);
+  EXPECT_TRUE(withSession("toggled").toggled_session);
+  EXPECT_FALSE(withSession("range").toggled_session);
+  const MetricsConfig bad = withSession("sometimes");
+  ASSERT_EQ(bad.errors.size(), 1u);
+  EXPECT_NE(bad.errors.front().find("FPROF_PROFILER_SESSION='sometimes'"), std::string::npos);
+}
+
 // The ranks of one run (torchrun, mpirun, srun) write their per-PC counts apart, named as `fprof
 // run` pairs them with each rank's database.
 TEST(MetricsConfig, EachRankWritesItsOwnPcFile) {
