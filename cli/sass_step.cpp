@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <set>
 #include <thread>
 #include <vector>
@@ -31,6 +32,30 @@ std::string readFile(const fs::path& p) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
+// A saved cubin read and its functions listed, once a process: the steps after a run (the
+// duplicates' counts, then the half-precision and tensor FLOPs) cut functions from the same files
+// (0.2 s each time for the PyTorch step's cubins, bench/RESULTS.md issue 15). The collector has
+// finished writing them by then. Kept up to 1 GiB of cubins; past that a file is read each time.
+struct SavedCubin {
+  std::string bytes;
+  std::vector<core::CubinFunction> functions;
+};
+
+std::shared_ptr<const SavedCubin> savedCubin(const fs::path& file) {
+  constexpr size_t kKeptBytes = size_t{1} << 30;
+  static std::map<fs::path, std::shared_ptr<const SavedCubin>> kept;
+  static size_t kept_bytes = 0;
+  if (auto it = kept.find(file); it != kept.end()) return it->second;
+  auto cubin = std::make_shared<SavedCubin>();
+  cubin->bytes = readFile(file);
+  cubin->functions = core::cubinFunctions(cubin->bytes);
+  if (kept_bytes + cubin->bytes.size() <= kKeptBytes) {
+    kept_bytes += cubin->bytes.size();
+    kept.emplace(file, cubin);
+  }
+  return cubin;
+}
+
 // Each function with code in each saved cubin whose file keep_file accepts: visit(file, function,
 // the cubin's bytes).
 template <typename Keep, typename Visit>
@@ -38,9 +63,9 @@ void forEachSavedFunction(const std::string& dir, Keep&& keep_file, Visit&& visi
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     if (e.path().extension() != ".cubin" || !keep_file(e.path())) continue;
-    const std::string bytes = readFile(e.path());
-    for (const core::CubinFunction& f : core::cubinFunctions(bytes)) {
-      if (f.code_size != 0) visit(e.path(), f, bytes);
+    const std::shared_ptr<const SavedCubin> cubin = savedCubin(e.path());
+    for (const core::CubinFunction& f : cubin->functions) {
+      if (f.code_size != 0) visit(e.path(), f, cubin->bytes);
     }
   }
 }
@@ -71,16 +96,19 @@ FunctionCode codeOf(const std::string& dir, const std::set<std::string>& wanted)
 // took 0.3 s. Where that run fails, each function alone, so that code nvdisasm cannot read costs
 // only its own FLOPs.
 struct Decoded {
-  std::string text;                     // nvdisasm's
-  std::vector<core::CodeRange> ranges;  // where each function's code is in what it read
+  std::shared_ptr<const std::string> text;  // nvdisasm's
+  std::vector<core::CodeRange> ranges;      // where each function's code is in what it read
+  std::vector<std::string> codes;           // each range's code
 };
 
 std::vector<Decoded> decodeFunctions(const std::string& nvdisasm, int sm, const FunctionCode& code,
                                      const std::string& scratch) {
   std::string blob;
   std::vector<core::CodeRange> ranges;
+  std::vector<std::string> codes;
   for (const auto& [name, bytes] : code) {
     ranges.push_back({name, blob.size(), blob.size() + bytes.size()});
+    codes.push_back(bytes);
     blob += bytes;
   }
   auto decode = [&](const std::string& bytes) {
@@ -92,12 +120,14 @@ std::vector<Decoded> decodeFunctions(const std::string& nvdisasm, int sm, const 
   };
   std::vector<Decoded> out;
   if (std::string text = decode(blob); !text.empty()) {
-    out.push_back({std::move(text), std::move(ranges)});
+    out.push_back({std::make_shared<const std::string>(std::move(text)), std::move(ranges), std::move(codes)});
     return out;
   }
   if (code.size() < 2) return out;
   for (const auto& [name, bytes] : code) {
-    if (std::string text = decode(bytes); !text.empty()) out.push_back({std::move(text), {{name, 0, bytes.size()}}});
+    if (std::string text = decode(bytes); !text.empty()) {
+      out.push_back({std::make_shared<const std::string>(std::move(text)), {{name, 0, bytes.size()}}, {bytes}});
+    }
   }
   return out;
 }
@@ -142,12 +172,70 @@ std::vector<Decoded> decodeInParallel(const std::string& nvdisasm, int sm, const
   return out;
 }
 
+// Every function code nvdisasm decoded in this process, by SM and code bytes, with where its
+// instructions lie in the text of the run that decoded it: the steps after a run (the duplicates'
+// or the second run's counts, then the half-precision and tensor FLOPs) decode each code once
+// (the PyTorch step: 42 functions for the counts, 11 of them again for the FLOPs, 0.5 s of
+// nvdisasm, bench/RESULTS.md issue 15).
+class DecodedCodes {
+ public:
+  struct Place {
+    std::shared_ptr<const std::string> text;
+    uint64_t begin = 0, end = 0;
+  };
+  void keep(int sm, const std::vector<Decoded>& decoded) {
+    for (const Decoded& d : decoded) {
+      for (size_t i = 0; i < d.ranges.size(); ++i) places_[{sm, d.codes[i]}] = {d.text, d.ranges[i].begin, d.ranges[i].end};
+    }
+  }
+  const Place* find(int sm, const std::string& code) const {
+    auto it = places_.find({sm, code});
+    return it == places_.end() ? nullptr : &it->second;
+  }
+
+ private:
+  std::map<std::pair<int, std::string>, Place> places_;
+};
+
+DecodedCodes& decodedCodes() {
+  static DecodedCodes codes;
+  return codes;
+}
+
+// The functions' decoded code: what this process decoded before taken as it was (a function's
+// range in that text under the name asked for; two names of one code in separate entries, as
+// ranges must not overlap), the rest decoded now.
+std::vector<Decoded> decodeOnce(const std::string& nvdisasm, int sm, const FunctionCode& code,
+                                const std::string& scratch) {
+  FunctionCode fresh;
+  std::vector<Decoded> out;
+  for (const auto& [name, bytes] : code) {
+    const DecodedCodes::Place* place = decodedCodes().find(sm, bytes);
+    if (place == nullptr) {
+      fresh.emplace_back(name, bytes);
+      continue;
+    }
+    auto same_text = std::find_if(out.begin(), out.end(), [&](const Decoded& d) {
+      return d.text == place->text &&
+             std::none_of(d.ranges.begin(), d.ranges.end(), [&](const core::CodeRange& r) { return r.begin == place->begin; });
+    });
+    if (same_text == out.end()) same_text = out.insert(out.end(), Decoded{place->text, {}, {}});
+    same_text->ranges.push_back({name, place->begin, place->end});
+    same_text->codes.push_back(bytes);
+  }
+  if (fresh.empty()) return out;
+  std::vector<Decoded> decoded = decodeInParallel(nvdisasm, sm, fresh, scratch);
+  decodedCodes().keep(sm, decoded);
+  for (Decoded& d : decoded) out.push_back(std::move(d));
+  return out;
+}
+
 // The functions' half-precision and tensor instructions.
 std::map<std::string, core::SassHalfCounts> halfOpsOf(const std::string& nvdisasm, int sm, const FunctionCode& code,
                                                       const std::string& scratch) {
   std::map<std::string, core::SassHalfCounts> out;
-  for (const Decoded& d : decodeInParallel(nvdisasm, sm, code, scratch)) {
-    for (const auto& [name, classes] : core::parseNvdisasmHalfOpsByRange(d.text, d.ranges)) {
+  for (const Decoded& d : decodeOnce(nvdisasm, sm, code, scratch)) {
+    for (const auto& [name, classes] : core::parseNvdisasmHalfOpsByRange(*d.text, d.ranges)) {
       auto& merged = out[name];
       for (const auto& [cls, count] : classes) merged[cls] += count;
     }
@@ -204,8 +292,8 @@ std::map<std::string, core::SassInstructions> instructionsOfCounted(const std::s
   const FunctionCode code = codeOfCounted(cubin_dir, wanted);
   timer.done("  SASS patching: cut the counted functions from the cubins");
   std::map<std::string, core::SassInstructions> out;
-  for (const Decoded& d : decodeInParallel(nvdisasm, sm, code, cubin_dir + "/functions.code")) {
-    for (auto& [key, by_pc] : core::parseNvdisasmInstructionsByRange(d.text, d.ranges)) {
+  for (const Decoded& d : decodeOnce(nvdisasm, sm, code, cubin_dir + "/functions.code")) {
+    for (auto& [key, by_pc] : core::parseNvdisasmInstructionsByRange(*d.text, d.ranges)) {
       if (!by_pc.empty()) out[key].merge(by_pc);
     }
   }
