@@ -81,6 +81,9 @@ ncu_run() {  # ncu_run NAME POLICY PROGRAM...
 compare_program() {  # compare_program LABEL PROGRAM...: native, fprof (sampled), ncu; same cache policy
   local label=$1
   shift
+  # Once untimed first: the first run of a program on a fresh machine reads its files cold (a
+  # PyTorch step took 16.9-18.3 s natively first and 9.5 s warm, bench/RESULTS.md issue 15).
+  "$@" >"$work/${label}.warmup.log" 2>&1
   timed "${label}.native" "$@"
   if [ -z "${SKIP_NONE:-}" ]; then  # SKIP_NONE=1: only the application-replay comparison
     fprof_run "${label}.fprof_sampled" --cache-control none -- "$@"
