@@ -376,8 +376,10 @@ std::string RangeProfiler::rangeName(size_t range_index) const {
 }
 
 void RangeProfiler::teardown() {
-  started_ = started_ && toggled_ == nullptr;
-  toggled_.reset();  // its session ended
+  if (toggled_) {
+    toggled_.reset();  // its session ended
+    started_ = false;
+  }
   if (object_) {
     if (started_) {
       CUpti_RangeProfiler_Stop_Params stop{};

@@ -84,7 +84,7 @@ bool ToggledSession::open(std::string& error) {
 }
 
 bool ToggledSession::countOn(std::string& error) {
-  if (!open_ && !open(error)) return false;
+  if (!open(error)) return false;
   CUpti_Profiler_EnableProfiling_Params p{};
   p.structSize = CUpti_Profiler_EnableProfiling_Params_STRUCT_SIZE;
   p.ctx = ctx_;
