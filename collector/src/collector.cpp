@@ -110,6 +110,7 @@ class Collector {
   void handleContextCreated(const CUpti_ResourceData* data);
   void handleTeardown();
   void saveCubin(const CUpti_ResourceData* data);
+  void markDeviceSm(const core::DeviceInfo& device);
   void nameCubinsByCrc();
   std::vector<std::string> cubins_without_crc_;  // under pending_mu_: saved under SASS patching
   void handleGraphNodeCreated(const CUpti_ResourceData* data);
@@ -954,9 +955,20 @@ void Collector::handleContextCreated(const CUpti_ResourceData* data) {
   std::optional<core::DeviceInfo> device = queryDevice(ordinal);
   int driver_version = 0;
   const bool have_driver = record_driver && FPROF_CU_OK(cuDriverGetVersion(&driver_version));
+  if (device) markDeviceSm(*device);
   std::lock_guard lock(pending_mu_);
   if (have_driver) metadata_.emplace_back("driver_version", std::to_string(driver_version));
   if (device) devices_.push_back(*device);
+}
+
+// Metrics mode: an empty file "device.sm<N>" in FPROF_CUBIN_DIR for each device's SM, so that
+// `fprof run` can decode the counted functions' SASS while the program still runs (the SM is the
+// nvdisasm architecture; the database that also holds it is written at the end).
+void Collector::markDeviceSm(const core::DeviceInfo& device) {
+  if (cubin_dir_.empty()) return;
+  const std::string path = cubin_dir_ + "/device.sm" + std::to_string(device.compute_major * 10 + device.compute_minor);
+  const int fd = ::open(path.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+  if (fd >= 0) ::close(fd);
 }
 
 // Metrics mode: each loaded module's cubin goes to FPROF_CUBIN_DIR, where `fprof run` reads the
