@@ -616,11 +616,15 @@ int runProgram(const RunOptions& opt) {
   const bool duplicates = plan.duplicates && !cubin_dir.empty();
   const ChildRun run{output, cubin_dir, plan.first_metrics, plan.first_replay, "", false, "", duplicates};
   const auto first_started = std::chrono::steady_clock::now();
+  std::optional<SassPrefetch> prefetch;  // the duplicates' functions decoded while the program runs
+  if (duplicates) prefetch.emplace(output, cubin_dir);
   const int status = waitForChild(startChild(opt, collector, cupti, run));
   const double first_run_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - first_started).count();
-  if (status == kNotStarted) return inputError(std::string("run: fork failed: ") + std::strerror(errno));
   StepTimer timer;
+  if (prefetch) prefetch->finish();
+  timer.done("the decoding under way as the program ended");
+  if (status == kNotStarted) return inputError(std::string("run: fork failed: ") + std::strerror(errno));
   const int code = std::max(exitCodeOf(status), 0);
   if (WIFEXITED(status) && code == 127) return code;  // exec failed, already said
   if (WIFSIGNALED(status)) {

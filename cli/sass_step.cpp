@@ -2,7 +2,11 @@
 #include "sass_step.h"
 #include "step_timer.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
@@ -11,8 +15,11 @@
 #include <iterator>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "fprof/core/nvdisasm.h"
@@ -34,24 +41,49 @@ std::string readFile(const fs::path& p) {
 
 // A saved cubin read and its functions listed, once a process: the steps after a run (the
 // duplicates' counts, then the half-precision and tensor FLOPs) cut functions from the same files
-// (0.2 s each time for the PyTorch step's cubins, bench/RESULTS.md issue 15). The collector has
-// finished writing them by then. Kept up to 1 GiB of cubins; past that a file is read each time.
+// (0.2 s each time for the PyTorch step's cubins, bench/RESULTS.md issue 15), and so does the
+// decoding while the program runs (SassPrefetch). A file is known by its inode, size and
+// modification time: the collector renames cubins at the end of the run (their CRC into the name),
+// and one read while the collector was still writing it is read again once complete. Kept up to
+// 1 GiB of cubins; past that a file is read each time (or, for the prefetch, left to the steps after).
 struct SavedCubin {
   std::string bytes;
   std::vector<core::CubinFunction> functions;
 };
 
-std::shared_ptr<const SavedCubin> savedCubin(const fs::path& file) {
+struct FileIdentity {
+  dev_t device = 0;
+  ino_t inode = 0;
+  off_t size = 0;
+  int64_t modified_ns = 0;
+  auto tie() const { return std::tie(device, inode, size, modified_ns); }
+  bool operator<(const FileIdentity& o) const { return tie() < o.tie(); }
+};
+
+std::optional<FileIdentity> identityOf(const fs::path& file) {
+  struct stat st {};
+  if (::stat(file.c_str(), &st) != 0) return std::nullopt;
+  return FileIdentity{st.st_dev, st.st_ino, st.st_size, int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec};
+}
+
+// `only_kept`: nullptr rather than a read that the cache cannot keep.
+std::shared_ptr<const SavedCubin> savedCubin(const fs::path& file, bool only_kept = false) {
   constexpr size_t kKeptBytes = size_t{1} << 30;
-  static std::map<fs::path, std::shared_ptr<const SavedCubin>> kept;
+  static std::mutex mu;
+  static std::map<FileIdentity, std::shared_ptr<const SavedCubin>> kept;
   static size_t kept_bytes = 0;
-  if (auto it = kept.find(file); it != kept.end()) return it->second;
+  const std::optional<FileIdentity> id = identityOf(file);
+  std::lock_guard lock(mu);
+  if (id) {
+    if (auto it = kept.find(*id); it != kept.end()) return it->second;
+  }
+  if (only_kept && (!id || kept_bytes + static_cast<size_t>(id->size) > kKeptBytes)) return nullptr;
   auto cubin = std::make_shared<SavedCubin>();
   cubin->bytes = readFile(file);
   cubin->functions = core::cubinFunctions(cubin->bytes);
-  if (kept_bytes + cubin->bytes.size() <= kKeptBytes) {
+  if (id && static_cast<off_t>(cubin->bytes.size()) == id->size && kept_bytes + cubin->bytes.size() <= kKeptBytes) {
     kept_bytes += cubin->bytes.size();
-    kept.emplace(file, cubin);
+    kept.emplace(*id, cubin);
   }
   return cubin;
 }
@@ -184,16 +216,19 @@ class DecodedCodes {
     uint64_t begin = 0, end = 0;
   };
   void keep(int sm, const std::vector<Decoded>& decoded) {
+    std::lock_guard lock(mu_);
     for (const Decoded& d : decoded) {
       for (size_t i = 0; i < d.ranges.size(); ++i) places_[{sm, d.codes[i]}] = {d.text, d.ranges[i].begin, d.ranges[i].end};
     }
   }
-  const Place* find(int sm, const std::string& code) const {
+  const Place* find(int sm, const std::string& code) const {  // entries are never removed
+    std::lock_guard lock(mu_);
     auto it = places_.find({sm, code});
     return it == places_.end() ? nullptr : &it->second;
   }
 
  private:
+  mutable std::mutex mu_;  // the prefetch's thread while the program runs, the steps after it
   std::map<std::pair<int, std::string>, Place> places_;
 };
 
@@ -384,5 +419,122 @@ std::string applySassStep(const std::string& db_path, const std::string& cubin_d
 }
 
 std::string patchedRunProgress(const std::string& pc_file) { return core::sassPcProgressText(readFile(pc_file)); }
+
+namespace {
+
+// The device's SM the collector marked in the cubin folder ("device.sm90"), where there is one.
+std::optional<int> markedSm(const std::string& cubin_dir) {
+  std::set<int> sms;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(cubin_dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("device.sm", 0) == 0) sms.insert(std::atoi(name.c_str() + 9));
+  }
+  if (sms.size() != 1 || *sms.begin() <= 0) return std::nullopt;
+  return *sms.begin();
+}
+
+bool endsWith(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// Whether `name` is the per-PC file of one of the run's databases: OUTPUT.pcs, or a per-rank or
+// per-process sibling's (STEM.rank3.fprof.pcs, STEM.pid812.fprof.pcs).
+bool isRunPcFile(const std::string& name, const fs::path& output) {
+  if (name == output.filename().string() + ".pcs") return true;
+  const std::string stem = output.stem().string();
+  const bool sibling = name.rfind(stem + ".rank", 0) == 0 || name.rfind(stem + ".pid", 0) == 0;
+  return sibling && endsWith(name, ".fprof.pcs");
+}
+
+// The whole lines of `file` after byte `from` (a line still being written is left for later);
+// `from` moves past them.
+std::string wholeLinesAfter(const fs::path& file, uint64_t& from) {
+  std::ifstream in(file, std::ios::binary);
+  in.seekg(static_cast<std::streamoff>(from));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t end = text.rfind('\n');
+  if (end == std::string::npos) return {};
+  text.resize(end + 1);
+  from += text.size();
+  return text;
+}
+
+}  // namespace
+
+SassPrefetch::SassPrefetch(std::string output, std::string cubin_dir)
+    : output_(std::move(output)), cubin_dir_(std::move(cubin_dir)), nvdisasm_(core::findNvdisasm()) {
+  if (!nvdisasm_.empty() && !cubin_dir_.empty()) thread_ = std::thread([this] { watch(); });
+}
+
+SassPrefetch::~SassPrefetch() { finish(); }
+
+void SassPrefetch::finish() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (!thread_.joinable()) return;
+  thread_.join();
+  if (std::getenv("FPROF_SELF_TIMING") != nullptr) {
+    std::fprintf(stderr, "[fprof] self-timing: while the program ran: %zu counted functions decoded in %.1f ms\n",
+                 functions_decoded_, decode_seconds_ * 1e3);
+  }
+}
+
+// Every 200 ms until finish(): whatever the duplicates counted since.
+void SassPrefetch::watch() {
+  std::unique_lock lock(mu_);
+  while (!wake_.wait_for(lock, std::chrono::milliseconds(200), [this] { return stopping_; })) {
+    lock.unlock();
+    decodeNewFunctions();
+    lock.lock();
+  }
+}
+
+// The names on the per-PC files' function lines ("F <crc> <name>") not seen before.
+std::set<std::string> SassPrefetch::newCountedNames() {
+  std::set<std::string> out;
+  const fs::path output(output_);
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(output.parent_path().empty() ? fs::path(".") : output.parent_path(), ec)) {
+    if (!isRunPcFile(e.path().filename().string(), output)) continue;
+    const std::string text = wholeLinesAfter(e.path(), read_up_to_[e.path().string()]);
+    size_t at = 0;
+    for (size_t end; (end = text.find('\n', at)) != std::string::npos; at = end + 1) {
+      if (text.compare(at, 2, "F ") != 0) continue;
+      const size_t name_at = text.find(' ', at + 2);
+      if (name_at == std::string::npos || name_at > end) continue;
+      std::string name = text.substr(name_at + 1, end - name_at - 1);
+      if (names_seen_.insert(name).second) out.insert(std::move(name));
+    }
+  }
+  return out;
+}
+
+void SassPrefetch::decodeNewFunctions() {
+  if (sm_ == 0) sm_ = markedSm(cubin_dir_).value_or(0);
+  if (sm_ == 0) return;
+  const std::set<std::string> names = newCountedNames();
+  if (names.empty()) return;
+  const auto started = std::chrono::steady_clock::now();
+  FunctionCode code;
+  std::set<std::pair<std::string, std::string>> seen;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(cubin_dir_, ec)) {
+    if (e.path().extension() != ".cubin") continue;
+    const std::shared_ptr<const SavedCubin> cubin = savedCubin(e.path(), /*only_kept=*/true);
+    if (!cubin) continue;
+    for (const core::CubinFunction& f : cubin->functions) {
+      if (f.code_size == 0 || names.count(f.name) == 0) continue;
+      std::string bytes = cubin->bytes.substr(f.code_offset, f.code_size);
+      if (seen.emplace(f.name, bytes).second) code.emplace_back(f.name, std::move(bytes));
+    }
+  }
+  if (!code.empty()) (void)decodeOnce(nvdisasm_, sm_, code, cubin_dir_ + "/prefetch.code");
+  functions_decoded_ += code.size();
+  decode_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+}
 
 }  // namespace fprof::cli
