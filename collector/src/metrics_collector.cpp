@@ -552,12 +552,13 @@ namespace {
 
 // The checkpoint keeps its copy of the context's memory in free device memory while there is room
 // for it, and in host memory past that, at about a second a GB (pinned host memory measured on an
-// H100, 0.6-0.8 s a GB): a reason to stop the duplicates, or "" while the device has room.
-std::string checkpointGoesThroughHost() {
+// H100, 0.6-0.8 s a GB): a reason to stop the duplicates, or "" while the device has room. `held`:
+// the device memory in use (the context's, fprof's own buffers included, and other processes').
+std::string checkpointGoesThroughHost(size_t& held) {
   size_t free_bytes = 0, total_bytes = 0;
   if (cuMemGetInfo(&free_bytes, &total_bytes) != CUDA_SUCCESS) return {};
   constexpr size_t kMargin = size_t{256} << 20;
-  const size_t held = total_bytes - free_bytes;
+  held = total_bytes - free_bytes;
   if (free_bytes >= held + kMargin) return {};
   char text[200];
   std::snprintf(text, sizeof text,
@@ -579,7 +580,9 @@ void MetricsCollector::countDuplicate(ContextState& s, const LaunchRequest& laun
   if (!canRelaunch(launch.cbid) || launch.driver_params == nullptr) {
     return stopDuplicates("a launch by a driver call fprof cannot repeat (" + name + ")");
   }
-  if (const std::string why = checkpointGoesThroughHost(); !why.empty()) return stopDuplicates(why);
+  size_t held = 0;
+  if (const std::string why = checkpointGoesThroughHost(held); !why.empty()) return stopDuplicates(why);
+  duplicate_memory_held_max_ = std::max(duplicate_memory_held_max_, held);
   std::vector<core::SassPcFunction> functions;
   std::string error;
   CuptiActivityApi& activity = CuptiActivityApi::instance();
@@ -595,8 +598,8 @@ void MetricsCollector::countDuplicate(ContextState& s, const LaunchRequest& laun
   duplicate_seconds_.duplicate += last.duplicate;
   duplicate_seconds_.restore += last.restore;
   if (debug_ranges_) {
-    logInfo("duplicate of %s: save %.2f ms, patched duplicate %.2f ms, restore %.2f ms", name.c_str(),
-            last.save * 1e3, last.duplicate * 1e3, last.restore * 1e3);
+    logInfo("duplicate of %s: save %.2f ms, patched duplicate %.2f ms, restore %.2f ms, device memory in use %.0f MiB",
+            name.c_str(), last.save * 1e3, last.duplicate * 1e3, last.restore * 1e3, double(held) / double(1 << 20));
   }
   if (!counted) return stopDuplicates(error + " (" + name + ")");
   if (warpInstructions(functions) == 0) return stopDuplicates("the SASS Metrics API counted no instruction of a duplicate (" + name + ")");
@@ -944,6 +947,7 @@ void MetricsCollector::finishAll() {
       metadata_.emplace_back("sass_in_first_run", duplicates_stopped_.empty() ? "every profiled launch"
                                                                              : "stopped: " + duplicates_stopped_);
       metadata_.emplace_back("sass_duplicate_seconds", duplicatesText());
+      metadata_.emplace_back("sass_duplicate_device_memory_held_bytes", std::to_string(duplicate_memory_held_max_));
     }
   }
   finished_ = true;

@@ -235,6 +235,7 @@ class MetricsCollector {
   uint64_t duplicates_ = 0;          // profiled launches whose duplicate was counted
   std::string duplicates_stopped_;  // why duplicates stopped (or never started): "" = they did not
   DuplicateCounter::Seconds duplicate_seconds_;
+  size_t duplicate_memory_held_max_ = 0;  // the most device memory in use at a checkpoint
   uint64_t patch_failures_ = 0;    // kSassPatching: profiled launches without counts
   std::vector<std::pair<std::string, std::string>> notes_;
   std::vector<std::pair<std::string, std::string>> metadata_;
