@@ -23,7 +23,8 @@
 # same way. SKIP_NONE=1 leaves out the cache-control-none runs (fprof sampled, ncu none);
 # NO_KERNEL_SECOND_RUN=1 the run with the second run under kernel replay. NCU_TWICE=1 runs
 # `ncu --cache-control all` twice and compares ncu with itself: where ncu does not repeat its own
-# figure within 2%, no tool can be held to 2% of it. Byte counts outside 2% are listed (the three
+# figure within 2%, no tool can be held to 2% of it. ROUNDS=N (with APP_REPLAY) alternates N native
+# and one-run fprof runs and prints the median overhead and the ratio to ncu. Byte counts outside 2% are listed (the three
 # largest, and how many differ by less than 4 KB and 64 KB).
 #
 #   FPROF_BUILD=build-gpu [FPROF_CUPTI134=DIR] [APP_REPLAY=1] [PROGRAMS="bench transformer torch"] bench/metrics_overhead.sh
@@ -97,6 +98,13 @@ compare_program() {  # compare_program LABEL PROGRAM...: native, fprof (sampled)
     [ -z "${NO_KERNEL_SECOND_RUN:-}" ] && fprof_run "${label}.fprof_app_kernel" --replay application --second-run kernel -- "$@"
     [ -n "${TWO_RUNS:-}" ] && fprof_run "${label}.fprof_app_two" --replay application --second-run patching -- "$@"
     ncu_run "${label}.ncu_all" all "$@"
+    # ROUNDS=N: N-1 more rounds of the native run and the one-run fprof run, alternated, for the
+    # medians below (a program whose native run varies by seconds between runs decides the ratio
+    # otherwise: the PyTorch step took 9.5-18.3 s natively across calls, bench/RESULTS.md issue 15).
+    for ((round = 2; round <= ${ROUNDS:-1}; ++round)); do
+      timed "${label}.native.r$round" "$@"
+      fprof_run "${label}.fprof_app_all.r$round" --replay application -- "$@"
+    done
     # NCU_TWICE=1: ncu a second time, the same way, for its own repeatability (the floor under any
     # comparison with it).
     [ -n "${NCU_TWICE:-}" ] && ncu_run "${label}.ncu_all2" all "$@"
@@ -299,6 +307,30 @@ for label in labels:
         ratio = (ref[0] - native) / (wall - native) if ref and wall > native and suffix != "native" else float("nan")
         replay = replay_cost(name) if suffix.startswith("fprof") else ""
         print(f"{name:30s} {rc:4d} {wall:8.2f} {launches:8d} {per * 1e3:10.2f} {ratio:10.1f}x  {replay:>22s}")
+
+# ROUNDS=N: each round's native and one-run fprof walls, the overhead of each round (fprof less the
+# native run just before it), and the ratio of ncu's overhead to the median of those, against the
+# median native run.
+for label in labels:
+    rounds = [(runs[f"{label}.native"], runs.get(f"{label}.fprof_app_all"))]
+    r = 2
+    while f"{label}.native.r{r}" in runs:
+        rounds.append((runs[f"{label}.native.r{r}"], runs.get(f"{label}.fprof_app_all.r{r}")))
+        r += 1
+    ncu = runs.get(f"{label}.ncu_all")
+    if len(rounds) < 2 or ncu is None or any(f is None for _, f in rounds):
+        continue
+    print(f"\n{label}: {len(rounds)} alternated rounds of the native run and fprof (one run, application replay)")
+    overheads = []
+    for i, ((native, _), (fprof, rc)) in enumerate(rounds, 1):
+        overheads.append(fprof - native)
+        print(f"  round {i}: native {native:7.2f} s, fprof {fprof:7.2f} s (exit {rc}), overhead {fprof - native:6.2f} s")
+    native_median = statistics.median(n for (n, _), _ in rounds)
+    overhead_median = statistics.median(overheads)
+    ncu_overhead = ncu[0] - native_median
+    print(f"  medians: native {native_median:.2f} s, fprof overhead {overhead_median:.2f} s; ncu {ncu[0]:.2f} s, "
+          f"overhead {ncu_overhead:.2f} s: ncu / fprof {ncu_overhead / overhead_median:.1f}x "
+          f"(range over rounds {ncu_overhead / max(overheads):.1f}-{ncu_overhead / min(overheads):.1f}x)")
 
 # Where the (first) run's replay time went, step by step (the collector's metrics_launch_steps_seconds).
 for label in labels:
