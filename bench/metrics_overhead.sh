@@ -24,7 +24,8 @@
 # NO_KERNEL_SECOND_RUN=1 the run with the second run under kernel replay. NCU_TWICE=1 runs
 # `ncu --cache-control all` twice and compares ncu with itself: where ncu does not repeat its own
 # figure within 2%, no tool can be held to 2% of it. ROUNDS=N (with APP_REPLAY) alternates N native
-# and one-run fprof runs and prints the median overhead and the ratio to ncu. Byte counts outside 2% are listed (the three
+# and one-run fprof runs and prints the median overhead and the ratio to ncu. NCU_CLOCK_CONTROL=none
+# runs ncu with --clock-control none. Byte counts outside 2% are listed (the three
 # largest, and how many differ by less than 4 KB and 64 KB).
 #
 #   FPROF_BUILD=build-gpu [FPROF_CUPTI134=DIR] [APP_REPLAY=1] [PROGRAMS="bench transformer torch"] bench/metrics_overhead.sh
@@ -77,7 +78,9 @@ fprof_run() {  # fprof_run NAME FPROF-ARGS... -- PROGRAM...
 ncu_run() {  # ncu_run NAME POLICY PROGRAM...
   local name=$1 policy=$2
   shift 2
-  timed "$name" "$ncu" --metrics "$metrics" --cache-control "$policy" --csv --log-file "$work/$name.csv" "$@"
+  # NCU_CLOCK_CONTROL=none: ncu leaves the clocks as found, as fprof does (ncu's default locks them at base).
+  timed "$name" "$ncu" --metrics "$metrics" --cache-control "$policy" ${NCU_CLOCK_CONTROL:+--clock-control "$NCU_CLOCK_CONTROL"} \
+    --csv --log-file "$work/$name.csv" "$@"
 }
 compare_program() {  # compare_program LABEL PROGRAM...: native, fprof (sampled), ncu; same cache policy
   local label=$1
