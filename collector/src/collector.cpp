@@ -26,6 +26,7 @@
 #include <cstring>
 #include <cwchar>
 #include <memory>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <utility>
@@ -111,6 +112,11 @@ class Collector {
   void handleTeardown();
   void saveCubin(const CUpti_ResourceData* data);
   void markDeviceSm(const core::DeviceInfo& device);
+  struct RecordsOfKind {
+    uint64_t count = 0;
+    int64_t ns = 0;
+  };
+  std::map<int, RecordsOfKind> records_by_kind_;  // FPROF_SELF_TIMING: the writer's records by CUPTI kind
   void nameCubinsByCrc();
   std::vector<std::string> cubins_without_crc_;  // under pending_mu_: saved under SASS patching
   void handleGraphNodeCreated(const CUpti_ResourceData* data);
@@ -1144,7 +1150,15 @@ void Collector::drain() {
   for (const RawBuffer& b : buffers) {
     for (const CUpti_Activity* r = CuptiActivityApi::nextRecord(b.data, b.valid_bytes, nullptr); r != nullptr;
          r = CuptiActivityApi::nextRecord(b.data, b.valid_bytes, r)) {
-      translator_.translate(*r, batch);
+      if (timing) {
+        const int64_t before = now();
+        translator_.translate(*r, batch);
+        RecordsOfKind& k = records_by_kind_[static_cast<int>(r->kind)];
+        ++k.count;
+        k.ns += now() - before;
+      } else {
+        translator_.translate(*r, batch);
+      }
     }
     api.releaseBuffer(b.data);
   }
@@ -1214,6 +1228,14 @@ void Collector::drain() {
 
 void Collector::finish(int64_t last_start_ns) {
   if (!writer_) return;
+  if (selfTimingEnabled() && !records_by_kind_.empty()) {
+    std::string line;
+    for (const auto& [kind, k] : records_by_kind_) {
+      line += " kind " + std::to_string(kind) + ": " + std::to_string(k.count) + " (" +
+              std::to_string(k.ns / 1'000'000) + " ms)";
+    }
+    std::fprintf(stderr, "[fprof] self-timing: activity records translated:%s\n", line.c_str());
+  }
   if (const int sig = g_fatal_signal.load(); sig != 0) {
     const char* abbrev = sigabbrev_np(sig);
     const std::string name = abbrev != nullptr ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);

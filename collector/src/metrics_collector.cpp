@@ -244,10 +244,13 @@ bool MetricsCollector::setUp(ContextState& s) {
     return false;
   }
   if (config_.replay == ReplayMode::kSassPatching) return setUpPatching(s, ctx, device);
+  const auto started = std::chrono::steady_clock::now();
   s.profiler = std::make_unique<RangeProfiler>();
   s.profiler->keepSessionOpen(config_.toggled_session);
-  if (!s.profiler->setup(ctx, static_cast<int>(device), config_.metrics, config_.batch_ranges, config_.cache_control,
-                         config_.replay, error)) {
+  const bool profiler_ready = s.profiler->setup(ctx, static_cast<int>(device), config_.metrics, config_.batch_ranges,
+                                                config_.cache_control, config_.replay, error);
+  const double profiler_seconds = secondsSince(started);
+  if (!profiler_ready) {
     s.failed = true;
     s.profiler.reset();
     note("error", "hardware counters unavailable, this context stays in trace mode: " + error);
@@ -262,8 +265,14 @@ bool MetricsCollector::setUp(ContextState& s) {
     metadata_.emplace_back("mode", "trace");
     return false;
   }
+  const double sweep_seconds = secondsSince(started) - profiler_seconds;
   if (s.sweep != nullptr) countThrowawayRange(s);
+  const double throwaway_seconds = secondsSince(started) - profiler_seconds - sweep_seconds;
   if (config_.sass_duplicate && s.application) setUpDuplicates(s, ctx, device);
+  char setup[160];
+  std::snprintf(setup, sizeof setup, "profiler=%.3f sweep=%.3f throwaway_range=%.3f duplicates=%.3f", profiler_seconds,
+                sweep_seconds, throwaway_seconds, secondsSince(started) - profiler_seconds - sweep_seconds - throwaway_seconds);
+  metadata_.emplace_back("metrics_setup_seconds", setup);
   if (config_.sass_duplicate && !s.application) stopDuplicates("the range profiler counts under kernel replay here");
   const bool cache_control = s.sweep != nullptr || s.profiler->cacheControlApplied();
   metadata_.emplace_back("replay_mode", s.application ? "application" : "kernel");
@@ -884,6 +893,13 @@ void MetricsCollector::decodeOnFatalSignal() {
   }
 }
 
+namespace {
+// Where the end of a metrics run's time goes, per step, summed over contexts (seconds).
+struct TeardownSeconds {
+  double patching = 0, decode = 0, duplicates = 0, profiler = 0;
+};
+}  // namespace
+
 void MetricsCollector::finishAll() {
   if (!enabled_ || t_inside) return;
   Inside inside;
@@ -892,6 +908,7 @@ void MetricsCollector::finishAll() {
     std::lock_guard lock(mu_);
     for (auto& [ctx, s] : contexts_) states.emplace_back(ctx, &s);
   }
+  TeardownSeconds took;
   for (auto& [ctx, s] : states) {
     // A window held by this very thread (exit from inside a launch callback) is not waited for.
     std::unique_lock<std::mutex> window(s->window, std::defer_lock);
@@ -904,22 +921,30 @@ void MetricsCollector::finishAll() {
                     t.read, t.disable);
       metadata_.emplace_back("sass_patching_seconds", text);
       CurrentContext current(ctx);
+      const auto patching_started = std::chrono::steady_clock::now();
       s->patching->teardown();
       s->patching.reset();
+      took.patching += secondsSince(patching_started);
     }
     if (s->profiler == nullptr) continue;
     CurrentContext current(ctx);
     // Decoded with the SASS Metrics API still configured, as every batch decoded during the run
     // (the transformer's 337 profiled launches, 256 a batch, on an H100: bench/RESULTS.md issue 15).
+    auto t = std::chrono::steady_clock::now();
     decode(*s);
+    took.decode += secondsSince(t);
+    t = std::chrono::steady_clock::now();
     if (s->duplicate) {
       s->duplicate->teardown();
       s->duplicate.reset();
     }
+    took.duplicates += secondsSince(t);
+    t = std::chrono::steady_clock::now();
     // Disable while the context lives: a range profiler still enabled when the context is
     // destroyed at exit crashed the target on an H200.
     s->profiler->teardown();
     s->profiler.reset();
+    took.profiler += secondsSince(t);
   }
   std::lock_guard lock(mu_);
   if (pc_file_ != nullptr) {
@@ -932,6 +957,10 @@ void MetricsCollector::finishAll() {
       for (const LaunchRef& c : copies) missing(c, "the identical launch it would copy from was never decoded");
     }
     waiting_copies_.clear();
+    char teardown[160];
+    std::snprintf(teardown, sizeof teardown, "patching=%.3f decode=%.3f duplicates=%.3f profiler=%.3f", took.patching,
+                  took.decode, took.duplicates, took.profiler);
+    metadata_.emplace_back("metrics_teardown_seconds", teardown);
     metadata_.emplace_back("metrics_kernels_profiled", std::to_string(profiled_));
     metadata_.emplace_back("metrics_kernels_copied", std::to_string(copied_));
     if (unmatched_ranges_ > 0) metadata_.emplace_back("metrics_unmatched_ranges", std::to_string(unmatched_ranges_));
