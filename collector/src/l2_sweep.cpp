@@ -1,107 +1,14 @@
 // The L2 sweep (see l2_sweep.h): a PTX kernel JIT-compiled into the program's context.
 #include "l2_sweep.h"
 
+#include "sweep_cubins.h"
+#include "sweep_ptx.h"
+
 #include <cstdint>
 #include <string>
 
 namespace fprof::collector {
 namespace {
-
-// Each thread reads 16-byte vectors with ld.global.cg (cached in L2, not L1) in a grid-stride loop
-// and folds them into one word, stored only if it equals a constant, so the loads are not removed.
-// With `discard` set it instead invalidates each 128-byte line of the buffer (discard.global.L2:
-// no write-back), leaving the L2 empty as ncu's flush does; run after the reads have finished.
-constexpr const char* kSweepPtx = R"(
-.version 7.4
-.target sm_80
-.address_size 64
-
-.visible .entry fprof_l2_sweep(.param .u64 buf, .param .u64 vectors, .param .u64 sink, .param .u32 discard)
-{
-  .reg .pred %p, %q;
-  .reg .b32 %a, %b, %c, %d, %acc, %t0, %t1, %t2, %mode;
-  .reg .b64 %base, %n, %out, %i, %stride, %addr, %off;
-  ld.param.u64 %base, [buf];
-  ld.param.u64 %n, [vectors];
-  ld.param.u64 %out, [sink];
-  ld.param.u32 %mode, [discard];
-  cvta.to.global.u64 %base, %base;
-  cvta.to.global.u64 %out, %out;
-  setp.ne.u32 %q, %mode, 0;
-  mov.u32 %t0, %ctaid.x;
-  mov.u32 %t1, %ntid.x;
-  mov.u32 %t2, %tid.x;
-  mul.wide.u32 %i, %t0, %t1;
-  cvt.u64.u32 %off, %t2;
-  add.u64 %i, %i, %off;
-  mov.u32 %t0, %nctaid.x;
-  mul.wide.u32 %stride, %t0, %t1;
-  mov.u32 %acc, 0;
-LOOP:
-  setp.ge.u64 %p, %i, %n;
-  @%p bra DONE;
-  shl.b64 %off, %i, 4;
-  add.u64 %addr, %base, %off;
-  @%q bra DISCARD;
-  ld.global.cg.v4.u32 {%a, %b, %c, %d}, [%addr];
-  xor.b32 %acc, %acc, %a;
-  xor.b32 %acc, %acc, %b;
-  xor.b32 %acc, %acc, %c;
-  xor.b32 %acc, %acc, %d;
-  bra NEXT;
-DISCARD:
-  and.b64 %off, %off, 127;
-  setp.ne.u64 %p, %off, 0;
-  @%p bra NEXT;
-  discard.global.L2 [%addr], 128;
-NEXT:
-  add.u64 %i, %i, %stride;
-  bra LOOP;
-DONE:
-  setp.ne.u32 %p, %acc, 2142422993;
-  @%p bra END;
-  st.global.u32 [%out], %acc;
-END:
-  ret;
-}
-)";
-
-// The code sweep: kCodeSweepInstructions dependent FMAs in a straight line (16 bytes of SASS each
-// on sm_90: 512 KiB of code), run by one warp on every SM before the L2 sweep, so each SM's and
-// each GPC's instruction caches hold the sweep's code instead of the program's, as after ncu's
-// cache flush, which invalidates them too. Without it, a kernel profiled again found its code
-// still cached: a kernel of 128 KiB of code read 1.0 MB less L2 (8 GPCs x its code) and 130 KB
-// less DRAM than ncu counts with --cache-control all (bench/RESULTS.md, issue 15, session 15).
-constexpr int kCodeSweepInstructions = 32768;
-
-std::string codeSweepPtx() {
-  std::string ptx = R"(
-.version 7.4
-.target sm_80
-.address_size 64
-.visible .entry fprof_code_sweep(.param .u64 sink, .param .f32 seed)
-{
-  .reg .pred %p;
-  .reg .f32 %a, %b;
-  .reg .b64 %out;
-  ld.param.f32 %a, [seed];
-  mov.f32 %b, %a;
-)";
-  ptx.reserve(ptx.size() + kCodeSweepInstructions * 40 + 256);
-  for (int i = 0; i < kCodeSweepInstructions / 2; ++i) {
-    ptx += "  fma.rn.f32 %a, %a, %b, 0f3F800000;\n  fma.rn.f32 %b, %b, %a, 0fBF800000;\n";
-  }
-  ptx += R"(  setp.neu.f32 %p, %a, 0f7F7FFFFF;
-  @%p bra END;
-  ld.param.u64 %out, [sink];
-  cvta.to.global.u64 %out, %out;
-  st.global.f32 [%out], %b;
-END:
-  ret;
-}
-)";
-  return ptx;
-}
 
 constexpr int kThreadsPerBlock = 256;
 constexpr int kBlocksPerSm = 4;
@@ -135,10 +42,7 @@ bool L2Sweep::setup(CUdevice device, std::string& error) {
   bytes_ = 2 * static_cast<size_t>(l2);
   blocks_ = sms * kBlocksPerSm;
   sms_ = sms;
-  if (!loadKernel(codeSweepPtx().c_str(), kCodeSweepKernelName, "the code sweep", code_module_, code_kernel_, error) ||
-      !loadKernel(kSweepPtx, kL2SweepKernelName, "the L2 sweep", module_, kernel_, error)) {
-    return false;
-  }
+  if (!loadKernels(device, error)) return false;
   if (CUresult r = cuMemAlloc(&buffer_, bytes_); r != CUDA_SUCCESS) {
     error = cuError("cuMemAlloc(2 x the L2 for the sweep)", r);
     return false;
@@ -150,10 +54,30 @@ bool L2Sweep::setup(CUdevice device, std::string& error) {
   return true;
 }
 
-// JIT-compiles `ptx` into the current context and finds its kernel `name`.
-bool L2Sweep::loadKernel(const char* ptx, const char* name, const char* what, CUmodule& module, CUfunction& kernel,
+// The sweeps' cubins built for the device's architecture where the build made them, else their PTX
+// compiled by the driver's JIT (1.4 s for the code sweep on a fresh H100 machine, session 20).
+bool L2Sweep::loadKernels(CUdevice device, std::string& error) {
+  int major = 0, minor = 0;
+  (void)cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
+  (void)cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
+  if (const SweepCubins* built = sweepCubinsFor(major, minor)) {
+    std::string ignored;
+    if (loadKernel(built->code, kCodeSweepKernelName, "the code sweep", code_module_, code_kernel_, ignored) &&
+        loadKernel(built->l2, kL2SweepKernelName, "the L2 sweep", module_, kernel_, ignored)) {
+      loaded_from_ = "cubins built for sm_" + std::to_string(built->sm);
+      return true;
+    }
+  }
+  const std::string code_ptx = codeSweepPtx(), l2_ptx = l2SweepPtx();
+  loaded_from_ = "PTX compiled by the driver";
+  return loadKernel(code_ptx.c_str(), kCodeSweepKernelName, "the code sweep", code_module_, code_kernel_, error) &&
+         loadKernel(l2_ptx.c_str(), kL2SweepKernelName, "the L2 sweep", module_, kernel_, error);
+}
+
+// Loads `image` (PTX text or a cubin) into the current context and finds its kernel `name`.
+bool L2Sweep::loadKernel(const void* image, const char* name, const char* what, CUmodule& module, CUfunction& kernel,
                          std::string& error) {
-  if (CUresult r = cuModuleLoadData(&module, ptx); r != CUDA_SUCCESS) {
+  if (CUresult r = cuModuleLoadData(&module, image); r != CUDA_SUCCESS) {
     error = cuError(std::string("cuModuleLoadData(") + what + ")", r);
     return false;
   }

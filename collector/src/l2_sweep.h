@@ -39,10 +39,13 @@ class L2Sweep {
   bool run(CUstream stream, std::string& error);
   // Enqueues the code sweep alone (a few microseconds): also a kernel of fprof's own to count.
   bool launchCodeSweep(CUstream stream, std::string& error);
+  // How the kernels were loaded: "cubins built for sm_90" or "PTX compiled by the driver".
+  const std::string& loadedFrom() const { return loaded_from_; }
 
  private:
   bool launch(CUstream stream, uint32_t discard, std::string& error);
-  static bool loadKernel(const char* ptx, const char* name, const char* what, CUmodule& module, CUfunction& kernel,
+  bool loadKernels(CUdevice device, std::string& error);
+  static bool loadKernel(const void* image, const char* name, const char* what, CUmodule& module, CUfunction& kernel,
                          std::string& error);
 
   CUmodule module_ = nullptr;
@@ -54,6 +57,7 @@ class L2Sweep {
   CUdeviceptr sink_ = 0;
   size_t bytes_ = 0;
   int blocks_ = 0;
+  std::string loaded_from_;
 };
 
 }  // namespace fprof::collector

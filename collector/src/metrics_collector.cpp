@@ -176,6 +176,7 @@ bool MetricsCollector::setUpSweep(ContextState& s, CUdevice device) {
   auto sweep = std::make_unique<L2Sweep>();
   std::string error;
   if (sweep->setup(device, error)) {
+    metadata_.emplace_back("cache_sweep_kernels", sweep->loadedFrom());
     s.sweep = std::move(sweep);
     return true;
   }
