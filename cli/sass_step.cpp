@@ -448,8 +448,10 @@ bool isRunPcFile(const std::string& name, const fs::path& output) {
 }
 
 // The whole lines of `file` after byte `from` (a line still being written is left for later);
-// `from` moves past them.
+// `from` moves past them. A file now shorter than `from` was written anew: read from its start.
 std::string wholeLinesAfter(const fs::path& file, uint64_t& from) {
+  std::error_code ec;
+  if (const uintmax_t size = fs::file_size(file, ec); !ec && size < from) from = 0;
   std::ifstream in(file, std::ios::binary);
   in.seekg(static_cast<std::streamoff>(from));
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -62,11 +62,12 @@ bool L2Sweep::loadKernels(CUdevice device, std::string& error) {
   (void)cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
   if (const SweepCubins* built = sweepCubinsFor(major, minor)) {
     std::string ignored;
-    if (loadKernel(built->code, kCodeSweepKernelName, "the code sweep", code_module_, code_kernel_, ignored) &&
-        loadKernel(built->l2, kL2SweepKernelName, "the L2 sweep", module_, kernel_, ignored)) {
+    const bool code = loadKernel(built->code, kCodeSweepKernelName, "the code sweep", code_module_, code_kernel_, ignored);
+    if (code && loadKernel(built->l2, kL2SweepKernelName, "the L2 sweep", module_, kernel_, ignored)) {
       loaded_from_ = "cubins built for sm_" + std::to_string(built->sm);
       return true;
     }
+    if (code) (void)cuModuleUnload(code_module_);  // both from the PTX below
   }
   const std::string code_ptx = codeSweepPtx(), l2_ptx = l2SweepPtx();
   loaded_from_ = "PTX compiled by the driver";

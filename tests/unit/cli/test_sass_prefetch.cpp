@@ -120,6 +120,17 @@ TEST_F(SassPrefetchTest, LeavesALineStillBeingWritten) {
   EXPECT_EQ(calls(), std::vector<std::string>{expectedCall()});
 }
 
+TEST_F(SassPrefetchTest, ReadsAFileWrittenAnewFromItsStart) {
+  pick(4);
+  markSm(90);
+  SassPrefetch prefetch(output(), cubins());
+  appendPcs("run.fprof.pcs", "L 5 0\nF 123 a_function_of_an_earlier_run_" + std::string(300, 'x') + "\n");
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  std::ofstream(dir_ / "run.fprof.pcs", std::ios::trunc) << "L 5 0\nF 123 " << name_ << "\n";  // shorter than before
+  EXPECT_TRUE(waitForCalls(1)) << "the new file's lines, though it is shorter than what was read of the old one";
+  prefetch.finish();
+}
+
 TEST_F(SassPrefetchTest, NothingWithoutOneMarkedSmOrForUnknownNames) {
   pick(3);
   SassPrefetch unmarked(output(), cubins());
