@@ -899,6 +899,13 @@ namespace {
 struct TeardownSeconds {
   double patching = 0, decode = 0, duplicates = 0, profiler = 0;
 };
+
+std::string teardownText(const TeardownSeconds& took) {
+  char text[160];
+  std::snprintf(text, sizeof text, "patching=%.3f decode=%.3f duplicates=%.3f profiler=%.3f", took.patching,
+                took.decode, took.duplicates, took.profiler);
+  return text;
+}
 }  // namespace
 
 void MetricsCollector::finishAll() {
@@ -958,29 +965,31 @@ void MetricsCollector::finishAll() {
       for (const LaunchRef& c : copies) missing(c, "the identical launch it would copy from was never decoded");
     }
     waiting_copies_.clear();
-    char teardown[160];
-    std::snprintf(teardown, sizeof teardown, "patching=%.3f decode=%.3f duplicates=%.3f profiler=%.3f", took.patching,
-                  took.decode, took.duplicates, took.profiler);
-    metadata_.emplace_back("metrics_teardown_seconds", teardown);
-    metadata_.emplace_back("metrics_kernels_profiled", std::to_string(profiled_));
-    metadata_.emplace_back("metrics_kernels_copied", std::to_string(copied_));
-    if (unmatched_ranges_ > 0) metadata_.emplace_back("metrics_unmatched_ranges", std::to_string(unmatched_ranges_));
-    char cost[64];
-    std::snprintf(cost, sizeof cost, "%.3f", replay_seconds_);
-    metadata_.emplace_back("metrics_replay_seconds", cost);
-    std::snprintf(cost, sizeof cost, "%.3f", decode_seconds_);
-    metadata_.emplace_back("metrics_decode_seconds", cost);
-    if (profiled_ > 0 && config_.replay != ReplayMode::kSassPatching) {
-      metadata_.emplace_back("metrics_launch_steps_seconds", launchStepsText());
-    }
-    if (config_.sass_duplicate) {
-      metadata_.emplace_back("sass_in_first_run", duplicates_stopped_.empty() ? "every profiled launch"
-                                                                             : "stopped: " + duplicates_stopped_);
-      metadata_.emplace_back("sass_duplicate_seconds", duplicatesText());
-      metadata_.emplace_back("sass_duplicate_device_memory_held_bytes", std::to_string(duplicate_memory_held_max_));
-    }
+    recordRunFacts(teardownText(took));
   }
   finished_ = true;
+}
+
+// What the run's counting cost and covered, into the metadata once at its end (under mu_).
+void MetricsCollector::recordRunFacts(const std::string& teardown) {
+  metadata_.emplace_back("metrics_teardown_seconds", teardown);
+  metadata_.emplace_back("metrics_kernels_profiled", std::to_string(profiled_));
+  metadata_.emplace_back("metrics_kernels_copied", std::to_string(copied_));
+  if (unmatched_ranges_ > 0) metadata_.emplace_back("metrics_unmatched_ranges", std::to_string(unmatched_ranges_));
+  char cost[64];
+  std::snprintf(cost, sizeof cost, "%.3f", replay_seconds_);
+  metadata_.emplace_back("metrics_replay_seconds", cost);
+  std::snprintf(cost, sizeof cost, "%.3f", decode_seconds_);
+  metadata_.emplace_back("metrics_decode_seconds", cost);
+  if (profiled_ > 0 && config_.replay != ReplayMode::kSassPatching) {
+    metadata_.emplace_back("metrics_launch_steps_seconds", launchStepsText());
+  }
+  if (config_.sass_duplicate) {
+    metadata_.emplace_back("sass_in_first_run", duplicates_stopped_.empty() ? "every profiled launch"
+                                                                           : "stopped: " + duplicates_stopped_);
+    metadata_.emplace_back("sass_duplicate_seconds", duplicatesText());
+    metadata_.emplace_back("sass_duplicate_device_memory_held_bytes", std::to_string(duplicate_memory_held_max_));
+  }
 }
 
 // A launch profiled to check whether its 1-byte parameters matter: they do not when its

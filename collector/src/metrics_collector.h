@@ -180,6 +180,7 @@ class MetricsCollector {
   void beginSteps(ContextState& s);              // a profiled launch's window opens
   void lap(ContextState& s, LaunchStep step);  // the step that just ended
   std::string launchStepsText() const;
+  void recordRunFacts(const std::string& teardown);  // requires mu_
   bool countGraphLaunch(const LaunchRequest& launch, ContextState& s, LaunchRef ref);  // requires mu_
   bool useRanges(ContextState& s, bool user);                                          // requires mu_
   void openWindow(const LaunchRequest& launch, ContextState& s);  // requires mu_
