@@ -154,6 +154,13 @@ std::string duplicateCostPhrase(const std::string& text) {
   return fmt::format("; {:.2f} s for {} duplicates: {}", total, launches.empty() ? "the" : launches, steps);
 }
 
+// The collector's most device memory in use at a checkpoint, "1338834944", as ", the device holding
+// up to 1.25 GiB at a checkpoint" ("" without it: recordings before session 20).
+std::string checkpointMemoryPhrase(const std::string& bytes) {
+  if (bytes.empty()) return "";
+  return fmt::format(", the device holding up to {:.2f} GiB at a checkpoint", std::atof(bytes.c_str()) / double(1ull << 30));
+}
+
 }  // namespace
 
 std::string describeCollection(const core::Profile& p) {
@@ -171,7 +178,8 @@ std::string describeCollection(const core::Profile& p) {
   } else if (p.meta("sass_counted_by") == "duplicate") {
     parts.push_back("application replay in one run (SASS counters from a duplicate of each profiled launch, by SASS "
                     "patching between a checkpoint of the device memory and its restore" +
-                    duplicateCostPhrase(p.meta("sass_duplicate_seconds")) + ")");
+                    duplicateCostPhrase(p.meta("sass_duplicate_seconds")) +
+                    checkpointMemoryPhrase(p.meta("sass_duplicate_device_memory_held_bytes")) + ")");
   } else if (const std::string replay = p.meta("replay_mode"); !replay.empty()) {
     const std::string passes = p.meta("metrics_passes");
     parts.push_back(replay + " replay" +

@@ -148,6 +148,10 @@ TEST(Coverage, CollectionMethodComesFromTheMetricsRunsMetadata) {
             "application replay in one run (SASS counters from a duplicate of each profiled launch, by SASS patching "
             "between a checkpoint of the device memory and its restore; 0.40 s for 113 duplicates: save 0.12 s, "
             "duplicate 0.25 s, restore 0.03 s)");
+  p.metadata["sass_duplicate_device_memory_held_bytes"] = "1957494784";
+  EXPECT_NE(describeCollection(p).find("restore 0.03 s, the device holding up to 1.82 GiB at a checkpoint)"),
+            std::string::npos)
+      << describeCollection(p);
   p.metadata = {{"mode", "trace"}, {"cache_control", "all"}};
   EXPECT_EQ(describeCollection(p), "");
 }
@@ -195,6 +199,8 @@ TEST(Coverage, RecordedOneRunApplicationReplayHoldsHardwareAndSassCounters) {
                                            0),
             0u)
       << describeCollection(*one);
+  EXPECT_NE(describeCollection(*one).find("the device holding up to 1.25 GiB at a checkpoint"), std::string::npos)
+      << "recorded with the memory in use at its checkpoints (session 20)";
   EXPECT_EQ(one->meta("application_runs"), "1");
   EXPECT_EQ(one->meta("sass_in_first_run"), "every profiled launch");
   ASSERT_EQ(one->counters.size(), one->kernels.size());
