@@ -1150,14 +1150,12 @@ void Collector::drain() {
   for (const RawBuffer& b : buffers) {
     for (const CUpti_Activity* r = CuptiActivityApi::nextRecord(b.data, b.valid_bytes, nullptr); r != nullptr;
          r = CuptiActivityApi::nextRecord(b.data, b.valid_bytes, r)) {
+      const int64_t before = now();  // 0 unless self-timing
+      translator_.translate(*r, batch);
       if (timing) {
-        const int64_t before = now();
-        translator_.translate(*r, batch);
         RecordsOfKind& k = records_by_kind_[static_cast<int>(r->kind)];
         ++k.count;
         k.ns += now() - before;
-      } else {
-        translator_.translate(*r, batch);
       }
     }
     api.releaseBuffer(b.data);

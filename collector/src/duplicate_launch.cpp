@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 
+#include "lap_seconds.h"
 #include "own_launch.h"
 #include "range_profiler.h"  // profilerErrorText
 
@@ -14,13 +15,6 @@ namespace fprof::collector {
 namespace {
 
 using NV::Cupti::Checkpoint::CUpti_Checkpoint;  // CUpti_Checkpoint_STRUCT_SIZE names it unqualified
-
-double lapSeconds(std::chrono::steady_clock::time_point& t) {
-  const auto now = std::chrono::steady_clock::now();
-  const double s = std::chrono::duration<double>(now - t).count();
-  t = now;
-  return s;
-}
 
 std::string cuError(const char* call, CUresult r) {
   const char* text = nullptr;

@@ -15,6 +15,7 @@
 
 #include "checks.h"
 #include "cupti_activity_api.h"
+#include "lap_seconds.h"
 #include "fprof/core/metric_sets.h"
 #include "log.h"
 #include "range_matching.h"
@@ -245,12 +246,12 @@ bool MetricsCollector::setUp(ContextState& s) {
     return false;
   }
   if (config_.replay == ReplayMode::kSassPatching) return setUpPatching(s, ctx, device);
-  const auto started = std::chrono::steady_clock::now();
+  auto mark = std::chrono::steady_clock::now();
   s.profiler = std::make_unique<RangeProfiler>();
   s.profiler->keepSessionOpen(config_.toggled_session);
   const bool profiler_ready = s.profiler->setup(ctx, static_cast<int>(device), config_.metrics, config_.batch_ranges,
                                                 config_.cache_control, config_.replay, error);
-  const double profiler_seconds = secondsSince(started);
+  const double profiler_seconds = lapSeconds(mark);
   if (!profiler_ready) {
     s.failed = true;
     s.profiler.reset();
@@ -266,13 +267,13 @@ bool MetricsCollector::setUp(ContextState& s) {
     metadata_.emplace_back("mode", "trace");
     return false;
   }
-  const double sweep_seconds = secondsSince(started) - profiler_seconds;
+  const double sweep_seconds = lapSeconds(mark);
   if (s.sweep != nullptr) countThrowawayRange(s);
-  const double throwaway_seconds = secondsSince(started) - profiler_seconds - sweep_seconds;
+  const double throwaway_seconds = lapSeconds(mark);
   if (config_.sass_duplicate && s.application) setUpDuplicates(s, ctx, device);
   char setup[160];
   std::snprintf(setup, sizeof setup, "profiler=%.3f sweep=%.3f throwaway_range=%.3f duplicates=%.3f", profiler_seconds,
-                sweep_seconds, throwaway_seconds, secondsSince(started) - profiler_seconds - sweep_seconds - throwaway_seconds);
+                sweep_seconds, throwaway_seconds, lapSeconds(mark));
   metadata_.emplace_back("metrics_setup_seconds", setup);
   if (config_.sass_duplicate && !s.application) stopDuplicates("the range profiler counts under kernel replay here");
   const bool cache_control = s.sweep != nullptr || s.profiler->cacheControlApplied();
@@ -929,30 +930,28 @@ void MetricsCollector::finishAll() {
                     t.read, t.disable);
       metadata_.emplace_back("sass_patching_seconds", text);
       CurrentContext current(ctx);
-      const auto patching_started = std::chrono::steady_clock::now();
+      auto mark = std::chrono::steady_clock::now();
       s->patching->teardown();
       s->patching.reset();
-      took.patching += secondsSince(patching_started);
+      took.patching += lapSeconds(mark);
     }
     if (s->profiler == nullptr) continue;
     CurrentContext current(ctx);
     // Decoded with the SASS Metrics API still configured, as every batch decoded during the run
     // (the transformer's 337 profiled launches, 256 a batch, on an H100: bench/RESULTS.md issue 15).
-    auto t = std::chrono::steady_clock::now();
+    auto mark = std::chrono::steady_clock::now();
     decode(*s);
-    took.decode += secondsSince(t);
-    t = std::chrono::steady_clock::now();
+    took.decode += lapSeconds(mark);
     if (s->duplicate) {
       s->duplicate->teardown();
       s->duplicate.reset();
     }
-    took.duplicates += secondsSince(t);
-    t = std::chrono::steady_clock::now();
+    took.duplicates += lapSeconds(mark);
     // Disable while the context lives: a range profiler still enabled when the context is
     // destroyed at exit crashed the target on an H200.
     s->profiler->teardown();
     s->profiler.reset();
-    took.profiler += secondsSince(t);
+    took.profiler += lapSeconds(mark);
   }
   std::lock_guard lock(mu_);
   if (pc_file_ != nullptr) {

@@ -12,6 +12,7 @@
 #include <map>
 #include <utility>
 
+#include "lap_seconds.h"
 #include "range_profiler.h"  // FPROF_PROFILER_CALL, profilerErrorText
 
 namespace fprof::collector {
@@ -19,14 +20,6 @@ namespace fprof::collector {
 SassPatching::~SassPatching() { teardown(); }
 
 namespace {
-
-// Seconds since `t`, and `t` moved to now.
-double lap(std::chrono::steady_clock::time_point& t) {
-  const auto now = std::chrono::steady_clock::now();
-  const double s = std::chrono::duration<double>(now - t).count();
-  t = now;
-  return s;
-}
 
 bool metricId(const char* chip, const char* name, uint64_t& id, std::string& error) {
   CUpti_SassMetrics_GetProperties_Params p{};
@@ -74,7 +67,7 @@ bool SassPatching::begin(std::string& error) {
   p.enableLazyPatching = 1;  // only the functions launched while enabled are patched
   FPROF_PROFILER_CALL(cuptiSassMetricsEnable(&p));
   enabled_ = true;
-  seconds_.enable += lap(t);
+  seconds_.enable += lapSeconds(t);
   return true;
 }
 
@@ -82,16 +75,16 @@ bool SassPatching::end(std::vector<core::SassPcFunction>& functions, std::string
   if (!enabled_) return false;
   auto t = std::chrono::steady_clock::now();
   const CUresult done = cuCtxSynchronize();
-  seconds_.wait += lap(t);
+  seconds_.wait += lapSeconds(t);
   const bool flushed = done == CUDA_SUCCESS && flush(functions, error);
   if (done != CUDA_SUCCESS) error = "cuCtxSynchronize failed (" + std::to_string(static_cast<int>(done)) + ")";
-  seconds_.read += lap(t);
+  seconds_.read += lapSeconds(t);
   CUpti_SassMetricsDisable_Params p{};
   p.structSize = CUpti_SassMetricsDisable_Params_STRUCT_SIZE;
   p.ctx = ctx_;
   const CUptiResult disabled = cuptiSassMetricsDisable(&p);
   enabled_ = false;
-  seconds_.disable += lap(t);
+  seconds_.disable += lapSeconds(t);
   if (flushed && disabled != CUPTI_SUCCESS) {
     error = profilerErrorText("cuptiSassMetricsDisable", disabled);
     return false;
