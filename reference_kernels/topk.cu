@@ -26,6 +26,10 @@
 // with its index; and measured and dropped: every warp its own exact top-k with no block
 // barrier (40-55% slower), half of the exps by the polynomial, a row merge ranking the sorted
 // partials by binary search, and marked vectors taken from registers instead of reloaded (spills).
+// Session 21 (2026-11-27) kept the row merge by a network in registers (rowBestByNetwork) and
+// measured and dropped: blocks of 512 and 1024 threads (2 and 1 an SM), a row's blocks as one
+// cluster sending their partials to the first block by st.async, the rebase as a warp-uniform
+// branch with unpredicated loads in full blocks, and the block's bound carrying its index.
 #include <cfloat>
 #include <climits>
 #include <cuda/atomic>
@@ -79,7 +83,6 @@ struct alignas(16) BlockShared {
   Candidate floor;
   int count;
   Candidate cand[kCandidateCap];
-  Candidate merge_cand[128];  // the row merge's (mergeRowInWarp), apart from the block's own cand
 };
 
 struct Reduced {
@@ -521,8 +524,8 @@ __device__ void selectTopKInto(const Collect& collect, float bound, BlockShared&
 
 // The row's merge in the last block to arrive, by its first warp alone: one round of L2 loads
 // (a lane holds up to kMergeEntriesPerLane of the partials' kMaxTopK entries and one partial's
-// statistics), the candidates at or above the row's bound compacted into shared memory with a
-// ballot and ranked there; no block barriers. Needs splits * kMaxTopK <= 32 * kMergeEntriesPerLane.
+// statistics), the best kMaxTopK merged in registers (rowBestByNetwork); no block barriers.
+// Needs splits * kMaxTopK <= 32 * kMergeEntriesPerLane.
 // (2026-11-27, measured on a form staging the vectors in shared memory: fp16 fused 14.7-15.1 ->
 // 12.8-13.2 us under ncu against the whole block merging.)
 constexpr int kMergeEntriesPerLane = 4;
@@ -561,75 +564,70 @@ __device__ MergeInput loadPartials(const Partial* __restrict__ parts, int splits
   return in;
 }
 
-template <Stage kStage, bool kCandFloor = false>
-__device__ void mergeRowInWarp(const MergeInput& in, BlockShared& sh, float2* __restrict__ stats,
-                               float* __restrict__ top_p, int* __restrict__ top_i, std::size_t row, int k) {
+// The row's best kMaxTopK by a merging network in registers (no shared memory, no ranks): a lane
+// group of 8 (lanes 8g..8g+7) holds slot lane % 8 of partials g, g + 4, g + 8 and g + 12, each
+// sorted best first. Two sorted lists merge into their best kMaxTopK as the better of each slot
+// and the other list's reversed slot (a bitonic sequence), sorted by three half-cleaner steps;
+// lists in one group merge first, then groups 16 and 8 lanes apart, and lanes 0..7 end with the
+// row's sorted best. (2026-11-27, bench/RESULTS.md issue 16: fp16 fused 11.2-11.5 -> 10.5-10.7 us
+// under ncu against ranking the candidates at or above the partials' floor in shared memory.)
+__device__ __forceinline__ Candidate shflXor(const Candidate& c, int lane_mask) {
+  return {__shfl_xor_sync(0xffffffffu, c.value, lane_mask), __shfl_xor_sync(0xffffffffu, c.index, lane_mask)};
+}
+// Sorts a bitonic sequence of kMaxTopK candidates across each 8-lane group, best first.
+__device__ __forceinline__ Candidate sortBitonicInGroup(Candidate c) {
+  const int slot = int(threadIdx.x % kMaxTopK);
+#pragma unroll
+  for (int d = kMaxTopK / 2; d > 0; d >>= 1) {
+    const Candidate o = shflXor(c, d);
+    const bool keep_better = (slot & d) == 0;
+    if (keep_better != better(c.value, c.index, o.value, o.index)) c = o;
+  }
+  return c;
+}
+// The best kMaxTopK of two sorted lists: `mine` and the one `lane_mask` away (xor kMaxTopK - 1
+// reverses a group's slots; a mask below kMaxTopK pairs `mine` with `other` in the same lanes).
+__device__ __forceinline__ Candidate mergeBest(const Candidate& mine, const Candidate& other, int lane_mask) {
+  const Candidate o = shflXor(other, lane_mask | (kMaxTopK - 1));
+  return sortBitonicInGroup(better(mine.value, mine.index, o.value, o.index) ? mine : o);
+}
+static_assert(kMergeEntriesPerLane == 4 && kMaxTopK == 8, "the network's lane layout");
+__device__ Candidate rowBestByNetwork(const MergeInput& in) {
+  Candidate c = mergeBest({in.value[0], in.index[0]}, {in.value[1], in.index[1]}, 0);
+  if (!__all_sync(0xffffffffu, in.index[2] == INT_MAX && in.index[3] == INT_MAX)) {  // more than 8 partials
+    c = mergeBest(c, mergeBest({in.value[2], in.index[2]}, {in.value[3], in.index[3]}, 0), 0);
+  }
+  c = mergeBest(c, c, 16);
+  return mergeBest(c, c, 8);
+}
+
+template <Stage kStage>
+__device__ void mergeRowInWarp(const MergeInput& in, float2* __restrict__ stats, float* __restrict__ top_p,
+                               int* __restrict__ top_i, std::size_t row, int k) {
   constexpr bool kStats = kStage != Stage::TopKOfProbs;
   constexpr bool kTopK = kStage != Stage::Stats;
   const int lane = int(threadIdx.x & 31);
-  const auto& value = in.value;
-  const auto& index = in.index;
-  const float part_max = in.part_max, part_sum = in.part_sum;
   float row_max = -INFINITY, row_sum = 0.0f;
   if constexpr (kStats) {
-    row_max = warpMax(part_max);
-    row_sum = warpSum(part_sum == 0.0f ? 0.0f : part_sum * __expf(part_max - row_max));
+    row_max = warpMax(in.part_max);
+    row_sum = warpSum(in.part_sum == 0.0f ? 0.0f : in.part_sum * __expf(in.part_max - row_max));
     if (kStage == Stage::Stats && lane == 0) stats[row] = make_float2(row_max, row_sum);
   }
-  auto ranked = [&](int rank, const Candidate& c) {
-    if (rank < k) {
-      top_p[row * k + rank] = kStage == Stage::Fused ? __expf(c.value - row_max) / row_sum : c.value;
-      top_i[row * k + rank] = c.index;
-    }
-  };
   if constexpr (kTopK) {
-    // Every partial's last slot bounds the row's kMaxTopK-th value from below. With kCandFloor
-    // the bound is the best last slot with its index, so that the ties of its value after it drop
-    // out (2026-11-27: bf16 fused 12.6 -> 11.8 us under ncu with the cached maxima and the poly
-    // exps, bench/RESULTS.md issue 16; bf16 rows hold many equal values).
-    Candidate floor{-INFINITY, INT_MAX};
-    if constexpr (kCandFloor) {
-#pragma unroll
-      for (int e = 0; e < kMergeEntriesPerLane; ++e) {
-        if (lane % kMaxTopK == kMaxTopK - 1 && better(value[e], index[e], floor.value, floor.index)) floor = {value[e], index[e]};
-      }
-#pragma unroll
-      for (int o = 16; o > 0; o >>= 1) {
-        const float ov = __shfl_xor_sync(0xffffffffu, floor.value, o);
-        const int oi = __shfl_xor_sync(0xffffffffu, floor.index, o);
-        if (better(ov, oi, floor.value, floor.index)) floor = {ov, oi};
-      }
-    } else {
-      float f = -INFINITY;
-#pragma unroll
-      for (int e = 0; e < kMergeEntriesPerLane; ++e) {
-        if (lane % kMaxTopK == kMaxTopK - 1) f = fmaxf(f, value[e]);
-      }
-      floor.value = warpMax(f);
-    }
-    int n = 0;
-#pragma unroll
-    for (int e = 0; e < kMergeEntriesPerLane; ++e) {
-      const bool keep = index[e] != INT_MAX &&
-                        (kCandFloor ? !better(floor.value, floor.index, value[e], index[e]) : value[e] >= floor.value);
-      const unsigned ballot = __ballot_sync(0xffffffffu, keep);
-      if (keep) sh.merge_cand[n + __popc(ballot & ((1u << lane) - 1u))] = {value[e], index[e]};
-      n += __popc(ballot);
-    }
-    __syncwarp();
-    for (int e = lane; e < n; e += 32) {
-      const Candidate c = sh.merge_cand[e];
-      ranked(rankAmong(sh.merge_cand, n, c), c);
+    const Candidate best = rowBestByNetwork(in);
+    if (lane < k) {
+      top_p[row * k + lane] = kStage == Stage::Fused ? __expf(best.value - row_max) / row_sum : best.value;
+      top_i[row * k + lane] = best.index;
     }
   }
 }
 
 // The row's arrival by warp 0 alone (after a barrier that ordered the block's partial) and, in
 // the row's last block, its merge.
-template <Stage kStage, bool kCandFloor = false>
+template <Stage kStage>
 __device__ void arriveAndMergeInWarp(unsigned* __restrict__ counters, int splits, const Partial* __restrict__ row_parts,
-                                     BlockShared& sh, float2* __restrict__ stats, float* __restrict__ top_p,
-                                     int* __restrict__ top_i, std::size_t row, int k) {
+                                     float2* __restrict__ stats, float* __restrict__ top_p, int* __restrict__ top_i,
+                                     std::size_t row, int k) {
   unsigned last = 0;
   if (threadIdx.x == 0) {
     // One acquire-release arrival: it publishes what the block wrote (ordered before it by the
@@ -640,7 +638,7 @@ __device__ void arriveAndMergeInWarp(unsigned* __restrict__ counters, int splits
   }
   // The shuffle synchronizes the warp: lane 0's acquire is ordered before the other lanes' loads.
   if (!__shfl_sync(0xffffffffu, last, 0)) return;
-  mergeRowInWarp<kStage, kCandFloor>(loadPartials<kStage>(row_parts, splits), sh, stats, top_p, top_i, row, k);
+  mergeRowInWarp<kStage>(loadPartials<kStage>(row_parts, splits), stats, top_p, top_i, row, k);
 }
 
 // 64 registers a thread: 4 blocks an SM, so the 512 blocks of 64 rows of 128256 fp16 logits are
@@ -715,7 +713,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) rowSliceKernel(const T
     // under ncu against all warps waiting for thread 0's arrival).
     __syncthreads();  // the block's partial is written before its arrival
     if (threadIdx.x >= 32) return;
-    arriveAndMergeInWarp<kStage, kNarrowFused>(counters, splits, row_parts, sh, stats, top_p, top_i, row, k);
+    arriveAndMergeInWarp<kStage>(counters, splits, row_parts, stats, top_p, top_i, row, k);
     return;
   }
   if (!arriveLast(counters, splits)) return;
