@@ -333,7 +333,6 @@ __device__ __forceinline__ float polyExp2(float x) {
 template <class T, int kPolyEvery = 0> __device__ __forceinline__ float vectorExp2Sum(const uint4& raw, float c) {
   float v[16 / sizeof(T)];
   toFloats(raw, v, T{});
-  float s0 = 0.0f, s1 = 0.0f;
   auto ex = [&](int e) {
     const float x = fmaf(v[e], kLog2e, -c);
     if constexpr (kPolyEvery > 0) {
@@ -341,8 +340,9 @@ template <class T, int kPolyEvery = 0> __device__ __forceinline__ float vectorEx
     }
     return fastExp2(x);
   };
+  float s0 = ex(0), s1 = ex(1);  // not 0 + x, which the compiler keeps (for -0)
 #pragma unroll
-  for (int e = 0; e < int(16 / sizeof(T)); e += 2) {
+  for (int e = 2; e < int(16 / sizeof(T)); e += 2) {
     s0 += ex(e);
     s1 += ex(e + 1);
   }
