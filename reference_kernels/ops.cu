@@ -315,15 +315,18 @@ class SoftmaxTopKOp final : public Op {
   std::string description() const override {
     return "top-8 probabilities of softmax over a vocabulary row: softmax stats, fp32 probs, top-k kernels vs one pass";
   }
-  int checkShapeCount() const override { return 6; }
+  int checkShapeCount() const override { return 7; }
   void setup(Context& ctx, DType t, int shape) override {
     // {4, 100, 8}: most lanes of the one slice are empty, so the top-k bound is -inf and the
     // candidates overflow the warp kernel's list (its raise-the-floor path). {2, 100003, 8}: 13
     // blocks a row of fp32 values (the fused fp32 kernel and the unfused chain's top-k), so the
-    // row merge's network takes four lists a lane group, as at the benchmark's 128256.
-    static constexpr std::array<std::array<std::size_t, 3>, 6> kCheck{
-        {{1, 1, 1}, {3, 1001, 8}, {2, 50304, 8}, {5, 7, 5}, {4, 100, 8}, {2, 100003, 8}}};
+    // row merge's network takes four lists a lane group, as at the benchmark's 128256. The last,
+    // {3, 20000, 8} with logits in [-200, 200]: a thread's values span more than the 64 its exps'
+    // fixed reference allows (its first vector's maximum), so it sums again with a moving one.
+    static constexpr std::array<std::array<std::size_t, 3>, 7> kCheck{
+        {{1, 1, 1}, {3, 1001, 8}, {2, 50304, 8}, {5, 7, 5}, {4, 100, 8}, {2, 100003, 8}, {3, 20000, 8}}};
     const auto s = shape < 0 ? std::array<std::size_t, 3>{64, 128256, 8} : kCheck[std::size_t(shape)];
+    const float range = shape == int(kCheck.size()) - 1 ? 200.0f : 8.0f;
     rows_ = s[0]; vocab_ = s[1]; k_ = int(s[2]);
     dtype_ = t;
     logits_ = Tensor("logits", t, rows_ * vocab_);
@@ -332,7 +335,7 @@ class SoftmaxTopKOp final : public Op {
     top_i_ = DeviceBuffer(rows_ * std::size_t(k_) * sizeof(int));
     scratch_ = DeviceBuffer(topKScratchBytes(rows_, vocab_));
     initTopKScratch(scratch_.get(), rows_, vocab_, ctx.stream);
-    logits_.random(ctx, 8.0f);
+    logits_.random(ctx, range);
     ref_ = {};
     ref_full_.clear();
   }

@@ -29,7 +29,8 @@
 // Session 21 (2026-11-27) kept the row merge by a network in registers (rowBestByNetwork) and
 // measured and dropped: blocks of 512 and 1024 threads (2 and 1 an SM), a row's blocks as one
 // cluster sending their partials to the first block by st.async, the rebase as a warp-uniform
-// branch with unpredicated loads in full blocks, and the block's bound carrying its index.
+// branch with unpredicated loads in full blocks, and the block's bound carrying its index; and
+// kept the exps' reference fixed at each thread's first vector (RegisterSlice::online).
 #include <cfloat>
 #include <climits>
 #include <cuda/atomic>
@@ -351,15 +352,23 @@ template <class T, int kPolyEvery = 0> __device__ __forceinline__ float vectorEx
 
 // A thread's maximum and sum of exps taken vector by vector as the vectors arrive, against a
 // reference of the thread's own instead of the block maximum, so that no barrier stands before
-// the exps. The reference moves up (the sum rescaled by one ex2) only when a value passes it by
-// more than kRefSlack, so every term is below e^16 and a thread's 64 stay far from overflow.
+// the exps: fixed at its first vector's maximum (RegisterSlice::online), or moving up (the sum
+// rescaled by one ex2) when a value passes it by more than kRefSlack, so every term is below e^16
+// and a thread's 64 stay far from overflow (addVector: the head and tail scalars, and the slow path).
 constexpr float kRefSlack = 16.0f;
+constexpr float kFixedSlack = 64.0f;  // RegisterSlice::online's fixed reference (e^64 * 64 terms < FLT_MAX)
 struct OnlineExpSum {
   float max = -INFINITY;      // of the values seen
   float ref = -INFINITY;      // the sum is of exp(v - ref)
   float ref_log2 = -FLT_MAX;  // ref * log2(e), kept finite so that a -inf value gives 0, never NaN
   float sum = 0.0f;
 
+  // Starts the sum against m (-inf gives a finite ref_log2, so that -inf values add 0).
+  __device__ void fixReference(float m) {
+    ref = m;
+    ref_log2 = fmaxf(m * kLog2e, -FLT_MAX);
+    sum = 0.0f;
+  }
   __device__ void rebase(float m) {
     const float m_log2 = m * kLog2e;
     sum *= fastExp2(ref_log2 - m_log2);
@@ -400,21 +409,59 @@ struct RegisterSlice : VectorSlice<T, kLoadsPerThread, true> {
   using Pair = PairOf<std::conditional_t<sizeof(T) == 2, T, __half>>;
   Pair vmax[kLoads / 2];
 
+  //
+  // For 16-bit values the exps' reference is vector 0's maximum, fixed for the loop: the compiler
+  // predicated a moving reference's check and rescale into every vector. Every term stays below
+  // e^kFixedSlack unless a later value passes the reference by more (logits spanning more than
+  // 64); then the thread sums its vectors again from memory with a moving reference
+  // (sumWithRebase). (2026-11-27: fp16 fused 10.5-10.7 -> 9.9-10.2 us under ncu, 52.6-53.9% ->
+  // 53.3-56.4% of copy bandwidth back to back, bench/RESULTS.md issue 16; as a call, not inlined,
+  // the slow path cost every launch a third of its speed.) fp32 keeps the moving reference: with
+  // the slow path its fused kernel spilled 12 bytes and gained nothing.
+  static constexpr bool kFixedReference = sizeof(T) == 2;
+
   template <bool kExps, int kPolyEvery = 0> __device__ OnlineExpSum online() {
     OnlineExpSum o;
 #pragma unroll
     for (int j = 0; j < kLoads; ++j) {
-      if constexpr (kCache) {
-        const Pair m = vectorMaxPair<T>(raw[j]);
-        const T mt = __hmax(m.x, m.y);
-        if (j % 2 == 0) vmax[j / 2].x = mt; else vmax[j / 2].y = mt;
-        o.template addVector<T, kExps, kPolyEvery>(raw[j], toFloat(mt));
+      const float vm = cacheVectorMax(j);
+      if constexpr (kFixedReference) {
+        if (j == 0) o.fixReference(vm);
+        o.max = fmaxf(o.max, vm);
+        if constexpr (kExps) o.sum += vectorExp2Sum<T, kPolyEvery>(raw[j], o.ref_log2);
       } else {
-        o.template addVector<T, kExps, kPolyEvery>(raw[j], vectorMax<T>(raw[j]));
+        o.template addVector<T, kExps, kPolyEvery>(raw[j], vm);
       }
+    }
+    if constexpr (kExps && kFixedReference) {
+      if (o.max > o.ref + kFixedSlack) o = sumWithRebase<kPolyEvery>();
     }
     if (head_i >= 0) o.addScalar<kExps>(head_v);
     if (tail_i >= 0) o.addScalar<kExps>(tail_v);
+    return o;
+  }
+
+  // Vector j's maximum, kept two to a register with kCache.
+  __device__ float cacheVectorMax(int j) {
+    if constexpr (kCache) {
+      const Pair m = vectorMaxPair<T>(raw[j]);
+      const T mt = __hmax(m.x, m.y);
+      if (j % 2 == 0) vmax[j / 2].x = mt; else vmax[j / 2].y = mt;
+      return toFloat(mt);
+    } else {
+      return vectorMax<T>(raw[j]);
+    }
+  }
+
+  // The slow path of online(): the thread's vectors reloaded (L1 or L2 hits) and summed against a
+  // reference that moves up with them.
+  template <int kPolyEvery> __device__ __forceinline__ OnlineExpSum sumWithRebase() const {
+    OnlineExpSum o;
+#pragma unroll 1
+    for (int j = 0; j < kLoads; ++j) {
+      const uint4 r = ok(j) ? __ldg(vector0 + j * kThreads) : negInfVector<T>();
+      o.template addVector<T, true, kPolyEvery>(r, vectorMax<T>(r));
+    }
     return o;
   }
 
