@@ -23,14 +23,16 @@
 // Session 16 (2026-11-27) kept, for the fused kernel of fp16/bf16 logits only: a quarter of the
 // exps by an FMA-pipe polynomial (polyExp2), the vector maxima kept for the candidate marks, the
 // bound from each warp's two largest thread maxima (blockReduceTop2), and the row merge's floor
-// with its index; and measured and dropped: every warp its own exact top-k with no block
+// with its index (replaced by the network in session 21); and measured and dropped: every warp
+// its own exact top-k with no block
 // barrier (40-55% slower), half of the exps by the polynomial, a row merge ranking the sorted
 // partials by binary search, and marked vectors taken from registers instead of reloaded (spills).
 // Session 21 (2026-11-27) kept the row merge by a network in registers (rowBestByNetwork) and
-// measured and dropped: blocks of 512 and 1024 threads (2 and 1 an SM), a row's blocks as one
-// cluster sending their partials to the first block by st.async, the rebase as a warp-uniform
-// branch with unpredicated loads in full blocks, and the block's bound carrying its index; and
-// kept the exps' reference fixed at each thread's first vector (RegisterSlice::online).
+// the 16-bit exps' reference fixed at each thread's first vector (RegisterSlice::online), and
+// measured and dropped: blocks of 128, 512 and 1024 threads, a row's blocks as one cluster sending
+// their partials to the first block by st.async, the rebase as a warp-uniform branch with
+// unpredicated loads in full blocks, the block's bound carrying its index, one shared atomic a
+// marked vector, and the block's slice by cp.async.bulk into shared memory.
 #include <cfloat>
 #include <climits>
 #include <cuda/atomic>
