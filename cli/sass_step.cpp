@@ -89,13 +89,14 @@ std::shared_ptr<const SavedCubin> savedCubin(const fs::path& file, bool only_kep
 }
 
 // Each function with code in each saved cubin whose file keep_file accepts: visit(file, function,
-// the cubin's bytes).
+// the cubin's bytes). `only_kept`: the cubins the cache cannot keep are passed over (savedCubin).
 template <typename Keep, typename Visit>
-void forEachSavedFunction(const std::string& dir, Keep&& keep_file, Visit&& visit) {
+void forEachSavedFunction(const std::string& dir, Keep&& keep_file, Visit&& visit, bool only_kept = false) {
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     if (e.path().extension() != ".cubin" || !keep_file(e.path())) continue;
-    const std::shared_ptr<const SavedCubin> cubin = savedCubin(e.path());
+    const std::shared_ptr<const SavedCubin> cubin = savedCubin(e.path(), only_kept);
+    if (cubin == nullptr) continue;
     for (const core::CubinFunction& f : cubin->functions) {
       if (f.code_size != 0) visit(e.path(), f, cubin->bytes);
     }
@@ -108,7 +109,7 @@ void forEachSavedFunction(const std::string& dir, Keep&& keep_file, Visit&& visi
 // modules (an fp16 and a bf16 build); a kernel record does not say which module it ran from, so the
 // SASS step reads all of them together and counts only what holds for each (sass_half.h bounds,
 // sass_tensor.h precisions).
-FunctionCode codeOf(const std::string& dir, const std::set<std::string>& wanted) {
+FunctionCode codeOf(const std::string& dir, const std::set<std::string>& wanted, bool only_kept = false) {
   FunctionCode out;
   std::set<std::pair<std::string, std::string>> seen;
   forEachSavedFunction(
@@ -117,7 +118,8 @@ FunctionCode codeOf(const std::string& dir, const std::set<std::string>& wanted)
         if (wanted.count(f.name) == 0) return;
         std::string code = bytes.substr(f.code_offset, f.code_size);
         if (seen.emplace(f.name, code).second) out.emplace_back(f.name, std::move(code));
-      });
+      },
+      only_kept);
   return out;
 }
 
@@ -521,19 +523,7 @@ void SassPrefetch::decodeNewFunctions() {
   const std::set<std::string> names = newCountedNames();
   if (names.empty()) return;
   const auto started = std::chrono::steady_clock::now();
-  FunctionCode code;
-  std::set<std::pair<std::string, std::string>> seen;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(cubin_dir_, ec)) {
-    if (e.path().extension() != ".cubin") continue;
-    const std::shared_ptr<const SavedCubin> cubin = savedCubin(e.path(), /*only_kept=*/true);
-    if (!cubin) continue;
-    for (const core::CubinFunction& f : cubin->functions) {
-      if (f.code_size == 0 || names.count(f.name) == 0) continue;
-      std::string bytes = cubin->bytes.substr(f.code_offset, f.code_size);
-      if (seen.emplace(f.name, bytes).second) code.emplace_back(f.name, std::move(bytes));
-    }
-  }
+  const FunctionCode code = codeOf(cubin_dir_, names, /*only_kept=*/true);
   if (!code.empty()) (void)decodeOnce(nvdisasm_, sm_, code, cubin_dir_ + "/prefetch.code");
   functions_decoded_ += code.size();
   decode_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
