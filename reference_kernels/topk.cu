@@ -276,9 +276,12 @@ struct VectorSlice : SliceLayout<T, kLoadsPerThread> {
 
   __device__ void load(const T* __restrict__ row, std::size_t vocab, unsigned block) {
     Layout::locate(row, vocab, block);
-    const uint4 pad = kNegInfPad ? negInfVector<T>() : make_uint4(0u, 0u, 0u, 0u);
 #pragma unroll
-    for (int j = 0; j < kLoads; ++j) raw[j] = ok(j) ? __ldg(vector0 + j * kThreads) : pad;
+    for (int j = 0; j < kLoads; ++j) raw[j] = vectorFromMemory(j);
+  }
+  // Vector j from memory, or the padding where the row has none.
+  __device__ uint4 vectorFromMemory(int j) const {
+    return ok(j) ? __ldg(vector0 + j * kThreads) : (kNegInfPad ? negInfVector<T>() : make_uint4(0u, 0u, 0u, 0u));
   }
 };
 template <class T, int kElems> using ThreadSlice = VectorSlice<T, kElems / (16 / int(sizeof(T))), false>;
@@ -461,7 +464,7 @@ struct RegisterSlice : VectorSlice<T, kLoadsPerThread, true> {
     OnlineExpSum o;
 #pragma unroll 1
     for (int j = 0; j < kLoads; ++j) {
-      const uint4 r = ok(j) ? __ldg(vector0 + j * kThreads) : negInfVector<T>();
+      const uint4 r = Base::vectorFromMemory(j);
       o.template addVector<T, true, kPolyEvery>(r, vectorMax<T>(r));
     }
     return o;
