@@ -33,9 +33,10 @@
 // their partials to the first block by st.async, the rebase as a warp-uniform branch with
 // unpredicated loads in full blocks, the block's bound carrying its index, one shared atomic a
 // marked vector, and the block's slice by cp.async.bulk into shared memory. Session 22
-// (2026-11-27) measured and dropped: the row merged by its first block polling self-validating
-// 64-bit partial words (no fence or atomic; 0.2-0.3 us slower), and half the blocks sleeping before
-// their loads (no gain for 16-bit logits, fp32 slower).
+// (2026-11-27) measured and left out: the row merged by its first block polling self-validating
+// 64-bit partial words (no fence or atomic; fp16 0.1-0.2 us faster back to back, the kernel's
+// duration unchanged, fp32 2-4 points; branch topk-s22-poll), and dropped: half the blocks
+// sleeping before their loads (no gain for 16-bit logits, fp32 slower).
 #include <cfloat>
 #include <climits>
 #include <cuda/atomic>
