@@ -36,7 +36,8 @@
 // (2026-11-27) measured and left out: the row merged by its first block polling self-validating
 // 64-bit partial words (no fence or atomic; fp16 0.1-0.2 us faster back to back, the kernel's
 // duration unchanged, fp32 2-4 points; branch topk-s22-poll), and dropped: half the blocks
-// sleeping before their loads (no gain for 16-bit logits, fp32 slower).
+// sleeping before their loads (no gain for 16-bit logits, fp32 slower), and the exps in fp16 pairs
+// (ex2.approx.f16x2 is two MUFU ops: slower; its fp16 exponent fails the range-200 check).
 #include <cfloat>
 #include <climits>
 #include <cuda/atomic>
