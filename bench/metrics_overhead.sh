@@ -56,6 +56,12 @@ metrics="$metrics,sm__ops_path_tensor_src_fp8.sum,sm__ops_path_tensor_src_fp64.s
 metrics="$metrics,smsp__inst_executed.sum"
 timings=$work/timings.tsv
 : >"$timings"
+# Both tools once, untimed, on three launches of the bench program: a fresh machine reads each
+# tool's own files (fprof's libraries and CUPTI, ncu's) cold the first time, and that first timed
+# run was an outlier of its round (the PyTorch step at 8.0x against 10.5-25.6x in the other rounds
+# of one call, bench/RESULTS.md issue 15). Each tool pays it here instead, the same way.
+"$fprof" run --force --metrics roofline --launch-count 3 -o "$work/warmup.fprof" "$prog" >"$work/warmup.fprof.log" 2>&1
+"$ncu" --metrics "$metrics" -c 3 "$prog" >"$work/warmup.ncu.log" 2>&1
 timed() {  # timed NAME COMMAND...: wall seconds and exit code into timings.tsv
   local name=$1
   shift
