@@ -32,12 +32,14 @@
 // measured and dropped: blocks of 128, 512 and 1024 threads, a row's blocks as one cluster sending
 // their partials to the first block by st.async, the rebase as a warp-uniform branch with
 // unpredicated loads in full blocks, the block's bound carrying its index, one shared atomic a
-// marked vector, and the block's slice by cp.async.bulk into shared memory. Session 22
-// (2026-11-27) measured and left out: the row merged by its first block polling self-validating
-// 64-bit partial words (no fence or atomic; fp16 0.1-0.2 us faster back to back, the kernel's
-// duration unchanged, fp32 2-4 points; branch topk-s22-poll), and dropped: half the blocks
-// sleeping before their loads (no gain for 16-bit logits, fp32 slower), and the exps in fp16 pairs
-// (ex2.approx.f16x2 is two MUFU ops: slower; its fp16 exponent fails the range-200 check).
+// marked vector, and the block's slice by cp.async.bulk into shared memory.
+// Session 22 (2026-11-27) kept the 16 warp maxima ranked by warp 0 alone behind a second barrier
+// (blockReduceTop2); measured and left out the row merged by its first block polling
+// self-validating 64-bit partial words (no fence or atomic; fp16 0.1-0.2 us faster back to back,
+// nothing on top of the warp-0 ranking; fp32 2-4 points; branch topk-s22-poll); and dropped half
+// the blocks sleeping before their loads (no gain for 16-bit logits, fp32 slower), the exps in
+// fp16 pairs (ex2.approx.f16x2 is two MUFU ops: slower; its fp16 exponent fails the range-200
+// check), warp sums before the first barrier, and warp 1 summing warp 0's exps (both slower).
 #include <cfloat>
 #include <climits>
 #include <cuda/atomic>
@@ -87,6 +89,7 @@ struct MaxSum {
 struct alignas(16) BlockShared {
   float warp_max[kWarps], warp_stat_max[kWarps], warp_sum[kWarps], warp_bound[kWarps];
   float warp_top2[2 * kWarps];  // each warp's two largest thread maxima (blockReduceTop2)
+  float top2_max, top2_bound;   // blockReduceTop2's result, from warp 0
   Candidate winners[kMaxTopK];
   Candidate floor;
   int count;
@@ -149,9 +152,35 @@ __device__ Reduced blockReduce(float thread_max, float thread_sum, float thread_
   return r;
 }
 
+// In one warp: the largest of the warps' maxima and the kMaxTopK-th largest of the 16 values
+// (ties by position), into sh.top2_max and sh.top2_bound.
+__device__ void rankTop2InWarp(BlockShared& sh) {
+  const int lane = threadIdx.x & 31;
+  const int mine = lane & (2 * kWarps - 1);
+  const float x = sh.warp_top2[mine];
+  float max = -INFINITY;
+  int rank = 0;
+#pragma unroll
+  for (int j = 0; j < 2 * kWarps; ++j) {
+    const float v = sh.warp_top2[j];
+    if (j % 2 == 0) max = fmaxf(max, v);
+    rank += (v > x || (v == x && j < mine)) ? 1 : 0;
+  }
+  const unsigned at = __ballot_sync(0xffffffffu, lane < 2 * kWarps && rank == kMaxTopK - 1);
+  const float bound = __shfl_sync(0xffffffffu, x, __ffs(int(at)) - 1);
+  if (lane == 0) {
+    sh.top2_max = max;
+    sh.top2_bound = bound;
+  }
+}
+
 // The block maximum and a top-k bound from each warp's two largest thread maxima (16 distinct
-// elements; the 8th largest of them is the bound), with one barrier: on uniform fp16 logits 10
-// candidates a block instead of 23 for blockReduce's group maxima.
+// elements; the 8th largest of them is the bound): on uniform fp16 logits 10 candidates a block
+// instead of 23 for blockReduce's group maxima. Warp 0 alone ranks the 16 and passes the result on
+// behind a second barrier. (2026-11-27, bench/RESULTS.md issue 16: fp16 fused 9.73-10.21 ->
+// 9.22-9.76 us under ncu, 3.91 M -> 3.52 M instructions, 54.6-57.0% -> 57.5-59.5% of copy
+// bandwidth back to back, against every warp ranking them after one barrier: the launch ends
+// on its last blocks' selections, which the four blocks of an SM run at once.)
 __device__ Reduced blockReduceTop2(float thread_max, BlockShared& sh) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   float m1 = thread_max, m2 = -INFINITY;
@@ -163,19 +192,9 @@ __device__ Reduced blockReduceTop2(float thread_max, BlockShared& sh) {
   }
   if (lane == 0) { sh.warp_top2[2 * warp] = m1; sh.warp_top2[2 * warp + 1] = m2; }
   __syncthreads();
-  const int mine = lane & (2 * kWarps - 1);
-  const float x = sh.warp_top2[mine];
-  Reduced r{-INFINITY, MaxSum{}, -INFINITY};
-  int rank = 0;
-#pragma unroll
-  for (int j = 0; j < 2 * kWarps; ++j) {
-    const float v = sh.warp_top2[j];
-    if (j % 2 == 0) r.max = fmaxf(r.max, v);
-    rank += (v > x || (v == x && j < mine)) ? 1 : 0;
-  }
-  const unsigned at = __ballot_sync(0xffffffffu, lane < 2 * kWarps && rank == kMaxTopK - 1);
-  r.bound = __shfl_sync(0xffffffffu, x, __ffs(int(at)) - 1);
-  return r;
+  if (warp == 0) rankTop2InWarp(sh);
+  __syncthreads();
+  return Reduced{sh.top2_max, MaxSum{}, sh.top2_bound};
 }
 
 // The block's best kMaxTopK elements, into sh.winners (sorted; unfilled slots empty), of those
