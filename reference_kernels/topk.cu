@@ -178,7 +178,7 @@ __device__ void rankTop2InWarp(BlockShared& sh) {
 // elements; the 8th largest of them is the bound): on uniform fp16 logits 10 candidates a block
 // instead of 23 for blockReduce's group maxima. Warp 0 alone ranks the 16 and passes the result on
 // behind a second barrier. (2026-11-27, bench/RESULTS.md issue 16: fp16 fused 9.73-10.21 ->
-// 9.22-9.76 us under ncu, 3.91 M -> 3.52 M instructions, 54.6-57.0% -> 57.5-59.5% of copy
+// 9.22-9.76 us under ncu, 3.91 M -> 3.52 M instructions, 54.6-57.0% -> 57.3-59.5% of copy
 // bandwidth back to back, against every warp ranking them after one barrier: the launch ends
 // on its last blocks' selections, which the four blocks of an SM run at once.)
 __device__ Reduced blockReduceTop2(float thread_max, BlockShared& sh) {
