@@ -39,7 +39,8 @@
 // nothing on top of the warp-0 ranking; fp32 2-4 points; branch topk-s22-poll); and dropped half
 // the blocks sleeping before their loads (no gain for 16-bit logits, fp32 slower), the exps in
 // fp16 pairs (ex2.approx.f16x2 is two MUFU ops: slower; its fp16 exponent fails the range-200
-// check), warp sums before the first barrier, and warp 1 summing warp 0's exps (both slower).
+// check), warp sums before the first barrier, and warp 1 summing warp 0's exps (both slower), the
+// candidates ranked from warp 1 on (no gain).
 #include <cfloat>
 #include <climits>
 #include <cuda/atomic>
@@ -178,7 +179,7 @@ __device__ void rankTop2InWarp(BlockShared& sh) {
 // elements; the 8th largest of them is the bound): on uniform fp16 logits 10 candidates a block
 // instead of 23 for blockReduce's group maxima. Warp 0 alone ranks the 16 and passes the result on
 // behind a second barrier. (2026-11-27, bench/RESULTS.md issue 16: fp16 fused 9.73-10.21 ->
-// 9.22-9.76 us under ncu, 3.91 M -> 3.52 M instructions, 54.6-57.0% -> 57.3-59.5% of copy
+// 9.22-9.76 us under ncu, 3.91 M -> 3.52 M instructions, 54.6-57.0% -> 56.1-59.5% of copy
 // bandwidth back to back, against every warp ranking them after one barrier: the launch ends
 // on its last blocks' selections, which the four blocks of an SM run at once.)
 __device__ Reduced blockReduceTop2(float thread_max, BlockShared& sh) {
