@@ -24,9 +24,9 @@
 // exps by an FMA-pipe polynomial (polyExp2), the vector maxima kept for the candidate marks, the
 // bound from each warp's two largest thread maxima (blockReduceTop2), and the row merge's floor
 // with its index (replaced by the network in session 21); and measured and dropped: every warp
-// its own exact top-k with no block
-// barrier (40-55% slower), half of the exps by the polynomial, a row merge ranking the sorted
-// partials by binary search, and marked vectors taken from registers instead of reloaded (spills).
+// its own exact top-k with no block barrier (40-55% slower), half of the exps by the polynomial, a
+// row merge ranking the sorted partials by binary search, and marked vectors taken from registers
+// instead of reloaded (spills).
 // Session 21 (2026-11-27) kept the row merge by a network in registers (rowBestByNetwork) and
 // the 16-bit exps' reference fixed at each thread's first vector (RegisterSlice::online), and
 // measured and dropped: blocks of 128, 512 and 1024 threads, a row's blocks as one cluster sending
