@@ -315,18 +315,23 @@ class SoftmaxTopKOp final : public Op {
   std::string description() const override {
     return "top-8 probabilities of softmax over a vocabulary row: softmax stats, fp32 probs, top-k kernels vs one pass";
   }
-  int checkShapeCount() const override { return 7; }
+  int checkShapeCount() const override { return 8; }
   void setup(Context& ctx, DType t, int shape) override {
     // {4, 100, 8}: most lanes of the one slice are empty, so the top-k bound is -inf and the
     // candidates overflow the warp kernel's list (its raise-the-floor path). {2, 100003, 8}: 13
     // blocks a row of fp32 values (the fused fp32 kernel and the unfused chain's top-k), so the
-    // row merge's network takes four lists a lane group, as at the benchmark's 128256. The last,
+    // row merge's network takes four lists a lane group, as at the benchmark's 128256.
     // {3, 20000, 8} with logits in [-200, 200]: a thread's values span more than the 64 its exps'
     // fixed reference allows (its first vector's maximum), so it sums again with a moving one.
-    static constexpr std::array<std::array<std::size_t, 3>, 7> kCheck{
-        {{1, 1, 1}, {3, 1001, 8}, {2, 50304, 8}, {5, 7, 5}, {4, 100, 8}, {2, 100003, 8}, {3, 20000, 8}}};
+    // {2, 40000, 8} with elements 8192..16383 of each row raised by 100 (for 16-bit logits the
+    // later half of the first block's vectors): that block's values pass anything its first
+    // vectors show by far more than the exps' references allow, and thousands of them pass its
+    // top-k bound.
+    static constexpr std::array<std::array<std::size_t, 3>, 8> kCheck{{{1, 1, 1}, {3, 1001, 8}, {2, 50304, 8},
+                                                                       {5, 7, 5}, {4, 100, 8}, {2, 100003, 8},
+                                                                       {3, 20000, 8}, {2, 40000, 8}}};
     const auto s = shape < 0 ? std::array<std::size_t, 3>{64, 128256, 8} : kCheck[std::size_t(shape)];
-    const float range = shape == int(kCheck.size()) - 1 ? 200.0f : 8.0f;
+    const float range = shape == 6 ? 200.0f : 8.0f;
     rows_ = s[0]; vocab_ = s[1]; k_ = int(s[2]);
     dtype_ = t;
     logits_ = Tensor("logits", t, rows_ * vocab_);
@@ -336,6 +341,7 @@ class SoftmaxTopKOp final : public Op {
     scratch_ = DeviceBuffer(topKScratchBytes(rows_, vocab_));
     initTopKScratch(scratch_.get(), rows_, vocab_, ctx.stream);
     logits_.random(ctx, range);
+    if (shape == 7) raiseLaterHalfOfFirstBlock(ctx);
     ref_ = {};
     ref_full_.clear();
   }
@@ -355,6 +361,14 @@ class SoftmaxTopKOp final : public Op {
       launchVocabSoftmaxWrite(dtype_, logits_.ptr(), scratch_.get(), probs_.buf.as<float>(), rows_, vocab_, ctx.stream); }
     { NvtxRange r(tags("topk", variant, name(), "probs", "top_p,top_i"), rep);
       launchTopK(probs_.buf.as<float>(), top_p_.buf.as<float>(), top_i_.as<int>(), rows_, vocab_, k_, scratch_.get(), ctx.stream); }
+  }
+  // Elements 8192..16383 of each row drawn again around 100 (the rows are 16-byte aligned).
+  void raiseLaterHalfOfFirstBlock(Context& ctx) {
+    constexpr std::size_t kFrom = 8192, kCount = 8192;
+    for (std::size_t r = 0; r < rows_; ++r) {
+      char* at = static_cast<char*>(logits_.ptr()) + (r * vocab_ + kFrom) * dtypeBytes(dtype_);
+      fillUniform(dtype_, at, kCount, ctx.nextSeed(), 8.0f, 100.0f);
+    }
   }
   void poisonOutputs() override { probs_.buf.poison(); top_p_.buf.poison(); top_i_.poison(); }
   double check() override {

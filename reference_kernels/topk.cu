@@ -41,6 +41,14 @@
 // fp16 pairs (ex2.approx.f16x2 is two MUFU ops: slower; its fp16 exponent fails the range-200
 // check), warp sums before the first barrier, and warp 1 summing warp 0's exps (both slower), the
 // candidates ranked from warp 1 on (no gain).
+// Session 23 (2026-11-27) kept a marked vector's candidates appended one round a set bit of its
+// mask (RegisterSlice::forEachAtLeast); measured and dropped (branch topk-s23-early): the block's
+// bound and a reference maximum from each thread's first 2, 4 or 6 vectors behind named barriers
+// that the later vectors' exps do not wait for (the weaker bound's extra candidates cost more
+// than the hidden barrier: fp16 0.2-1.8 us slower), warp 0's ranks of the 16 maxima by vector
+// loads and by a sum tree, 8-byte candidates, one atomic a marked vector, warp 0 ranking the
+// candidates by shuffles, a degree-3 polynomial, and a release-only arrival with an acquire fence
+// in the row's last block (all within the kept form's spread or slower).
 #include <cfloat>
 #include <climits>
 #include <cuda/atomic>
@@ -511,20 +519,43 @@ struct RegisterSlice : VectorSlice<T, kLoadsPerThread, true> {
   // maximum reaches the bound are marked first, without branches; only those are widened, so a
   // warp runs as many rounds as its busiest lane has marked vectors. (Widening the pairs of
   // every vector in which any lane held a candidate took a round for nearly every vector:
-  // 2026-11-27, fp16 fused 14.5 -> 12.8 us back to back, bench/RESULTS.md issue 16.)
+  // 2026-11-27, fp16 fused 14.5 -> 12.8 us back to back, bench/RESULTS.md issue 16.) A marked
+  // vector's elements >= bound become a mask, and f runs once a set bit (usually once), so the
+  // compiler builds one append, not one branch and reconvergence around each of the vector's
+  // elements (session 23, 2026-11-27: fp16 fused 9.47-9.63 -> 9.09-9.34 us under ncu, bf16
+  // 9.95-10.50 -> 9.79-10.08 us).
   template <class F> __device__ void forEachAtLeast(float bound, const F& f) const {
     if (head_i >= 0 && head_v >= bound) f(head_v, head_i);
     unsigned marked = markedAtLeast(bound);
     while (marked != 0) {
       const int j = __ffs(int(marked)) - 1;
       marked &= marked - 1;
+      const uint4 r = __ldg(vector0 + j * kThreads);
       float v[kVec];
-      toFloats(__ldg(vector0 + j * kThreads), v, T{});
-      const int i0 = first(j);
+      toFloats(r, v, T{});
+      unsigned mask = 0;
 #pragma unroll
-      for (int e = 0; e < kVec; ++e) if (v[e] >= bound) f(v[e], i0 + e);
+      for (int e = 0; e < kVec; ++e) mask |= (v[e] >= bound ? 1u : 0u) << e;
+      const int i0 = first(j);
+      while (mask != 0) {
+        const int e = __ffs(int(mask)) - 1;
+        mask &= mask - 1;
+        f(elementOf(r, e), i0 + e);
+      }
     }
     if (tail_i >= 0 && tail_v >= bound) f(tail_v, tail_i);
+  }
+
+  // Element e of a 16-byte vector, widened (e need not be known at compile time).
+  __device__ __forceinline__ static float elementOf(const uint4& r, int e) {
+    const unsigned w = e < kVec / 2 ? (e < kVec / 4 ? r.x : r.y) : (e < 3 * kVec / 4 ? r.z : r.w);
+    if constexpr (sizeof(T) == 4) {
+      return __uint_as_float(w);
+    } else {
+      const auto h = static_cast<unsigned short>((e & 1) != 0 ? w >> 16 : w & 0xffffu);
+      if constexpr (std::is_same_v<T, __half>) return __half2float(__ushort_as_half(h));
+      else return __bfloat162float(__ushort_as_bfloat16(h));
+    }
   }
 };
 
