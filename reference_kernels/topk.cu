@@ -1,9 +1,9 @@
 // Softmax + top-k over a vocabulary-sized row (the decode step). A row is split over blocks of
 // 2048 16-byte vectors (16384 fp16/bf16 or 8192 fp32 elements); each thread loads its 8 vectors
 // into registers, all issued before the first use, past the row's end as -inf. Each kernel
-// finishes its cross-block merge in the last block of a row to arrive (a per-row acquire-release
-// arrival counter), so every stage is one launch; where a row has at most 16 blocks, that
-// block's first warp alone arrives and merges.
+// finishes its cross-block merge in the last block of a row to arrive (a per-row arrival counter:
+// a release in every block, an acquire in the last), so every stage is one launch; where a row
+// has at most 16 blocks, that block's first warp alone arrives and merges.
 // Unfused: softmax statistics (max, sum), then a kernel writing the full fp32 probability row,
 // then top-k over it. Fused: one pass over the logits computes the max/sum and the top-k logits
 // together (softmax is monotone, so the top-k logits are the top-k probabilities).
@@ -42,13 +42,15 @@
 // check), warp sums before the first barrier, and warp 1 summing warp 0's exps (both slower), the
 // candidates ranked from warp 1 on (no gain).
 // Session 23 (2026-11-27) kept a marked vector's candidates appended one round a set bit of its
-// mask (RegisterSlice::forEachAtLeast); measured and dropped (branch topk-s23-early): the block's
+// mask (RegisterSlice::forEachAtLeast) and the row's arrival as a release in every block with an
+// acquire in the last only (arriveAtRowCounter); measured and dropped (branches topk-s23-*): the block's
 // bound and a reference maximum from each thread's first 2, 4 or 6 vectors behind named barriers
 // that the later vectors' exps do not wait for (the weaker bound's extra candidates cost more
 // than the hidden barrier: fp16 0.2-1.8 us slower), warp 0's ranks of the 16 maxima by vector
 // loads and by a sum tree, 8-byte candidates, one atomic a marked vector, warp 0 ranking the
-// candidates by shuffles, a degree-3 polynomial, and a release-only arrival with an acquire fence
-// in the row's last block (all within the kept form's spread or slower).
+// candidates by shuffles, a degree-3 polynomial, the last block's acquire as a fence instead of a
+// load, and ties at the block maximum scanned in the first vectors first (all within the kept
+// form's spread or slower).
 #include <cfloat>
 #include <climits>
 #include <cuda/atomic>
@@ -571,20 +573,32 @@ std::size_t maxSplits(std::size_t vocab) { return std::size_t(splitsFor<BlockSli
 
 enum class Stage { Stats, TopKOfProbs, Fused };
 
+// One block's arrival at its row's counter (by one thread, after a barrier that ordered the
+// block's partial); true in the row's last block to arrive. Each arrival is a release that
+// publishes what its block wrote; only the last block acquires, by reading the counter again: the
+// value it reads ends the release sequence every other arrival heads, so it synchronizes with all
+// of them, and the blocks that are not last skip the acquire's L1 invalidation, under which their
+// SM's other blocks lost cached data. (Session 23, 2026-11-27, bench/RESULTS.md issue 16: fused
+// back to back fp16 58.5-58.8% -> 58.7-60.2%, bf16 55.5-56.1% -> 55.8-57.9%, fp32 77.0-78.1% ->
+// 78.9-80.7%, against one acquire-release arrival in every block.) The last block sets the
+// counter back to 0 for the next launch: every block of the row is in.
+__device__ __forceinline__ bool arriveAtRowCounter(unsigned* counters, int splits) {
+  cuda::atomic_ref<unsigned, cuda::thread_scope_device> counter(counters[blockIdx.y]);
+  const bool last = counter.fetch_add(1u, cuda::memory_order_release) == unsigned(splits - 1);
+  if (last) {
+    (void)counter.load(cuda::memory_order_acquire);
+    counter.store(0u, cuda::memory_order_relaxed);
+  }
+  return last;
+}
+
 // Block (split, row) publishes its partial; returns true in the last block of the row to arrive,
 // which then reads every partial of the row. Block-uniform result.
 __device__ bool arriveLast(unsigned* counters, int splits) {
   __shared__ bool last;
   __syncthreads();  // the block's partial is written (by several threads) before thread 0 arrives
-  if (threadIdx.x == 0) {
-    // One acquire-release arrival: it publishes what the block wrote (ordered before it by the
-    // barrier) and, in the last block, makes every other block's partial visible.
-    cuda::atomic_ref<unsigned, cuda::thread_scope_device> counter(counters[blockIdx.y]);
-    const unsigned arrived = counter.fetch_add(1u, cuda::memory_order_acq_rel);
-    last = arrived == unsigned(splits - 1);
-    if (last) counter.store(0u, cuda::memory_order_relaxed);  // ready for the next launch; every block is in
-  }
-  __syncthreads();
+  if (threadIdx.x == 0) last = arriveAtRowCounter(counters, splits);
+  __syncthreads();  // thread 0's acquire is ordered before every thread's reads of the partials
   return last;
 }
 
@@ -737,13 +751,7 @@ __device__ void arriveAndMergeInWarp(unsigned* __restrict__ counters, int splits
                                      float2* __restrict__ stats, float* __restrict__ top_p, int* __restrict__ top_i,
                                      std::size_t row, int k) {
   unsigned last = 0;
-  if (threadIdx.x == 0) {
-    // One acquire-release arrival: it publishes what the block wrote (ordered before it by the
-    // barrier) and, in the last block, makes every other block's partial visible.
-    cuda::atomic_ref<unsigned, cuda::thread_scope_device> counter(counters[blockIdx.y]);
-    last = counter.fetch_add(1u, cuda::memory_order_acq_rel) == unsigned(splits - 1);
-    if (last) counter.store(0u, cuda::memory_order_relaxed);  // ready for the next launch; every block is in
-  }
+  if (threadIdx.x == 0) last = arriveAtRowCounter(counters, splits) ? 1u : 0u;
   // The shuffle synchronizes the warp: lane 0's acquire is ordered before the other lanes' loads.
   if (!__shfl_sync(0xffffffffu, last, 0)) return;
   mergeRowInWarp<kStage>(loadPartials<kStage>(row_parts, splits), stats, top_p, top_i, row, k);
