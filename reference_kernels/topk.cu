@@ -43,14 +43,15 @@
 // candidates ranked from warp 1 on (no gain).
 // Session 23 (2026-11-27) kept a marked vector's candidates appended one round a set bit of its
 // mask (RegisterSlice::forEachAtLeast) and the row's arrival as a release in every block with an
-// acquire in the last only (arriveAtRowCounter); measured and dropped (branches topk-s23-*): the block's
-// bound and a reference maximum from each thread's first 2, 4 or 6 vectors behind named barriers
-// that the later vectors' exps do not wait for (the weaker bound's extra candidates cost more
-// than the hidden barrier: fp16 0.2-1.8 us slower), warp 0's ranks of the 16 maxima by vector
-// loads and by a sum tree, 8-byte candidates, one atomic a marked vector, warp 0 ranking the
-// candidates by shuffles, a degree-3 polynomial, the last block's acquire as a fence instead of a
-// load, and ties at the block maximum scanned in the first vectors first (all within the kept
-// form's spread or slower).
+// acquire in the last only (arriveAtRowCounter); measured and dropped (branches topk-s23-*): the
+// block's bound and a reference maximum from each thread's first 2, 4, 6 or 7 vectors behind named
+// barriers that the later vectors' exps do not wait for (the weaker bound's extra candidates cost
+// more than the hidden barrier: fp16 0.2-1.8 us slower), warp 0's ranks of the 16 maxima by
+// vector loads and by a sum tree, 8-byte candidates, one atomic a marked vector, warp 0 ranking
+// the candidates by shuffles, a degree-3 polynomial, the last block's acquire as a fence instead
+// of a load, ties at the block maximum scanned in the first vectors first, and warp 0 arriving
+// behind a warp barrier where it wrote the whole partial (all within the kept form's spread or
+// slower).
 #include <cfloat>
 #include <climits>
 #include <cuda/atomic>
@@ -577,8 +578,8 @@ enum class Stage { Stats, TopKOfProbs, Fused };
 // block's partial); true in the row's last block to arrive. Each arrival is a release that
 // publishes what its block wrote; only the last block acquires, by reading the counter again: the
 // value it reads ends the release sequence every other arrival heads, so it synchronizes with all
-// of them, and the blocks that are not last skip the acquire's L1 invalidation, under which their
-// SM's other blocks lost cached data. (Session 23, 2026-11-27, bench/RESULTS.md issue 16: fused
+// of them, and the blocks that are not last skip the acquire's L1 invalidation (`CCTL.IVALL`) of
+// their SM. (Session 23, 2026-11-27, bench/RESULTS.md issue 16: fused
 // back to back fp16 58.5-58.8% -> 58.7-60.2%, bf16 55.5-56.1% -> 55.8-57.9%, fp32 77.0-78.1% ->
 // 78.9-80.7%, against one acquire-release arrival in every block.) The last block sets the
 // counter back to 0 for the next launch: every block of the row is in.
