@@ -487,7 +487,12 @@ int realMain(int argc, char** argv) {
   cudaDeviceProp prop{};
   CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   Context ctx;
-  CUDA_CHECK(cudaStreamCreateWithFlags(&ctx.stream, cudaStreamNonBlocking));
+  // A blocking stream: the setup's fills, the checks' poison memsets and the host copies run on the
+  // legacy default stream, which then orders itself with every launch on ctx.stream. (A
+  // non-blocking stream let the ops' kernels start before a fill or poison of their buffers ended:
+  // under compute-sanitizer's racecheck, which slows the kernels, the top-k's unfused checks read
+  // poison; 2026-11-27, bench/RESULTS.md issue 16, session 23.)
+  CUDA_CHECK(cudaStreamCreate(&ctx.stream));
   std::string cudnn_reason;
   ctx.cudnn = CudnnConv::load(cudnn_reason);
   auto ops = makeOps(ctx.cudnn != nullptr);
