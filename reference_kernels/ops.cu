@@ -330,8 +330,9 @@ class SoftmaxTopKOp final : public Op {
     static constexpr std::array<std::array<std::size_t, 3>, 8> kCheck{{{1, 1, 1}, {3, 1001, 8}, {2, 50304, 8},
                                                                        {5, 7, 5}, {4, 100, 8}, {2, 100003, 8},
                                                                        {3, 20000, 8}, {2, 40000, 8}}};
+    constexpr int kWideRangeShape = 6, kRaisedHalfShape = 7;
     const auto s = shape < 0 ? std::array<std::size_t, 3>{64, 128256, 8} : kCheck[std::size_t(shape)];
-    const float range = shape == 6 ? 200.0f : 8.0f;
+    const float range = shape == kWideRangeShape ? 200.0f : 8.0f;
     rows_ = s[0]; vocab_ = s[1]; k_ = int(s[2]);
     dtype_ = t;
     logits_ = Tensor("logits", t, rows_ * vocab_);
@@ -341,7 +342,7 @@ class SoftmaxTopKOp final : public Op {
     scratch_ = DeviceBuffer(topKScratchBytes(rows_, vocab_));
     initTopKScratch(scratch_.get(), rows_, vocab_, ctx.stream);
     logits_.random(ctx, range);
-    if (shape == 7) raiseLaterHalfOfFirstBlock(ctx);
+    if (shape == kRaisedHalfShape) raiseLaterHalfOfFirstBlock(ctx);
     ref_ = {};
     ref_full_.clear();
   }
