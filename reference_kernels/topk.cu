@@ -549,7 +549,8 @@ struct RegisterSlice : VectorSlice<T, kLoadsPerThread, true> {
     if (tail_i >= 0 && tail_v >= bound) f(tail_v, tail_i);
   }
 
-  // Element e of a 16-byte vector, widened (e need not be known at compile time).
+  // Element e of a 16-byte vector, widened. e is known only at run time, where indexing the widened
+  // array would put it in local memory; selecting the word and shifting keeps it in registers.
   __device__ __forceinline__ static float elementOf(const uint4& r, int e) {
     const unsigned w = e < kVec / 2 ? (e < kVec / 4 ? r.x : r.y) : (e < 3 * kVec / 4 ? r.z : r.w);
     if constexpr (sizeof(T) == 4) {
@@ -579,10 +580,10 @@ enum class Stage { Stats, TopKOfProbs, Fused };
 // publishes what its block wrote; only the last block acquires, by reading the counter again: the
 // value it reads ends the release sequence every other arrival heads, so it synchronizes with all
 // of them, and the blocks that are not last skip the acquire's L1 invalidation (`CCTL.IVALL`) of
-// their SM. (Session 23, 2026-11-27, bench/RESULTS.md issue 16: fused
-// back to back fp16 58.5-58.8% -> 58.7-60.2%, bf16 55.5-56.1% -> 55.8-57.9%, fp32 77.0-78.1% ->
-// 78.9-80.7%, against one acquire-release arrival in every block.) The last block sets the
-// counter back to 0 for the next launch: every block of the row is in.
+// their SM. (Session 23, 2026-11-27, bench/RESULTS.md issue 16: fused back to back fp16
+// 58.5-58.8% -> 58.7-60.2%, bf16 55.5-56.1% -> 55.8-57.9%, fp32 77.0-78.1% -> 78.9-80.7%, against
+// one acquire-release arrival in every block.) The last block sets the counter back to 0 for the
+// next launch: every block of the row is in.
 __device__ __forceinline__ bool arriveAtRowCounter(unsigned* counters, int splits) {
   cuda::atomic_ref<unsigned, cuda::thread_scope_device> counter(counters[blockIdx.y]);
   const bool last = counter.fetch_add(1u, cuda::memory_order_release) == unsigned(splits - 1);
