@@ -101,55 +101,99 @@ std::string disassembleRawCode(const std::string& nvdisasm, const std::string& c
   return outputOf({nvdisasm, "-b", "SM" + std::to_string(sm), code_path});
 }
 
-std::vector<CubinFunction> cubinFunctions(std::string_view elf) {
+namespace {
+
+struct ElfSection {
+  uint32_t name = 0, type = 0, link = 0;
+  uint64_t flags = 0, offset = 0, size = 0, entsize = 0;
+};
+
+// The section headers of a 64-bit little-endian ELF; empty when the bytes are no such ELF.
+std::vector<ElfSection> elfSections(std::string_view elf) {
   // ELF64 little-endian: e_shoff at 0x28, e_shentsize at 0x3A, e_shnum at 0x3C.
-  std::vector<CubinFunction> out;
+  std::vector<ElfSection> out;
   if (elf.size() < 0x40 || elf.substr(0, 4) != "\x7f" "ELF" || elf[4] != 2 || elf[5] != 1) return out;
   uint64_t shoff = 0;
   uint16_t shentsize = 0, shnum = 0;
   if (!readAt(elf, 0x28, shoff) || !readAt(elf, 0x3A, shentsize) || !readAt(elf, 0x3C, shnum) || shentsize < 64) {
     return out;
   }
-  struct Section {
-    uint32_t type = 0, link = 0;
-    uint64_t offset = 0, size = 0, entsize = 0;
-  };
-  auto section = [&](uint32_t i, Section& s) {
-    const uint64_t at = shoff + uint64_t{i} * shentsize;
-    return readAt(elf, at + 4, s.type) && readAt(elf, at + 24, s.offset) && readAt(elf, at + 32, s.size) &&
-           readAt(elf, at + 40, s.link) && readAt(elf, at + 56, s.entsize);
-  };
-  constexpr uint32_t kSymtab = 2;
-  constexpr uint8_t kFunc = 2;
   for (uint32_t i = 0; i < shnum; ++i) {
-    Section symtab, strtab;
-    if (!section(i, symtab) || symtab.type != kSymtab || symtab.entsize < 24) continue;
-    if (!section(symtab.link, strtab) || strtab.offset > elf.size()) continue;
-    const std::string_view names = elf.substr(strtab.offset, std::min<uint64_t>(strtab.size, elf.size() - strtab.offset));
+    const uint64_t at = shoff + uint64_t{i} * shentsize;
+    ElfSection s;
+    if (!readAt(elf, at, s.name) || !readAt(elf, at + 4, s.type) || !readAt(elf, at + 8, s.flags) ||
+        !readAt(elf, at + 24, s.offset) || !readAt(elf, at + 32, s.size) || !readAt(elf, at + 40, s.link) ||
+        !readAt(elf, at + 56, s.entsize)) {
+      return {};
+    }
+    out.push_back(s);
+  }
+  return out;
+}
+
+// The NUL-terminated string at `offset` of the string table `table`; "" past its end.
+std::string_view stringAt(std::string_view elf, const ElfSection& table, uint64_t offset) {
+  if (table.offset > elf.size() || offset >= table.size) return {};
+  const std::string_view names = elf.substr(table.offset, std::min<uint64_t>(table.size, elf.size() - table.offset));
+  if (offset >= names.size()) return {};
+  const size_t end = names.find('\0', offset);
+  return end == std::string_view::npos ? std::string_view{} : names.substr(offset, end - offset);
+}
+
+}  // namespace
+
+std::vector<CubinSymbol> cubinSymbols(std::string_view elf) {
+  std::vector<CubinSymbol> out;
+  const std::vector<ElfSection> sections = elfSections(elf);
+  uint16_t shstrndx = 0;
+  const bool section_names = readAt(elf, 0x3E, shstrndx) && shstrndx < sections.size();
+  constexpr uint32_t kSymtab = 2;
+  for (const ElfSection& symtab : sections) {
+    if (symtab.type != kSymtab || symtab.entsize < 24 || symtab.link >= sections.size()) continue;
+    const ElfSection& strtab = sections[symtab.link];
     for (uint64_t k = 0; k < symtab.size / symtab.entsize; ++k) {
       const uint64_t at = symtab.offset + k * symtab.entsize;
       uint32_t name = 0;
-      uint8_t info = 0;
+      uint8_t info = 0, other = 0;
       uint16_t shndx = 0;
-      uint64_t value = 0, size = 0;
-      if (!readAt(elf, at, name) || !readAt(elf, at + 4, info) || !readAt(elf, at + 6, shndx) ||
-          !readAt(elf, at + 8, value) || !readAt(elf, at + 16, size)) {
+      CubinSymbol s;
+      if (!readAt(elf, at, name) || !readAt(elf, at + 4, info) || !readAt(elf, at + 5, other) ||
+          !readAt(elf, at + 6, shndx) || !readAt(elf, at + 8, s.value) || !readAt(elf, at + 16, s.size)) {
         break;
       }
-      if ((info & 0xf) != kFunc || shndx == 0 || name >= names.size()) continue;
-      const size_t end = names.find('\0', name);
-      if (end == std::string_view::npos) continue;
-      CubinFunction f{static_cast<uint32_t>(k), std::string(names.substr(name, end - name))};
-      // A function symbol's value is its offset in its section (relocatable and executable cubins).
-      if (Section code; section(shndx, code) && value <= code.size && code.offset <= elf.size()) {
-        const uint64_t length = size > 0 ? std::min(size, code.size - value) : code.size - value;
-        if (code.offset + value + length <= elf.size()) {
-          f.code_offset = code.offset + value;
-          f.code_size = length;
-        }
+      s.symbol_index = static_cast<uint32_t>(k);
+      s.name = std::string(stringAt(elf, strtab, name));
+      s.type = info & 0xf;
+      s.binding = info >> 4;
+      s.other = other;
+      s.defined = shndx != 0;
+      if (s.defined && shndx < sections.size()) {
+        const ElfSection& home = sections[shndx];
+        if (section_names) s.section = std::string(stringAt(elf, sections[shstrndx], home.name));
+        s.section_writable = (home.flags & 0x1) != 0;  // SHF_WRITE
+        s.section_offset = home.offset;
+        s.section_size = home.size;
       }
-      out.push_back(std::move(f));
+      out.push_back(std::move(s));
     }
+  }
+  return out;
+}
+
+std::vector<CubinFunction> cubinFunctions(std::string_view elf) {
+  std::vector<CubinFunction> out;
+  for (const CubinSymbol& s : cubinSymbols(elf)) {
+    if (s.type != CubinSymbol::kFunction || !s.defined || s.name.empty()) continue;
+    CubinFunction f{s.symbol_index, s.name};
+    // A function symbol's value is its offset in its section (relocatable and executable cubins).
+    if (s.value <= s.section_size && s.section_offset <= elf.size()) {
+      const uint64_t length = s.size > 0 ? std::min(s.size, s.section_size - s.value) : s.section_size - s.value;
+      if (s.section_offset + s.value + length <= elf.size()) {
+        f.code_offset = s.section_offset + s.value;
+        f.code_size = length;
+      }
+    }
+    out.push_back(std::move(f));
   }
   return out;
 }

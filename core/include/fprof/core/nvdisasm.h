@@ -26,6 +26,26 @@ struct CubinFunction {
   uint64_t code_size = 0;     // their size in bytes (0: unknown)
 };
 
+// One entry of a cubin's ELF symbol table, with the section it is defined in.
+struct CubinSymbol {
+  static constexpr uint8_t kObject = 1;    // STT_OBJECT: a variable
+  static constexpr uint8_t kFunction = 2;  // STT_FUNC
+  uint32_t symbol_index = 0;
+  std::string name;
+  uint8_t type = 0;     // STT_*
+  uint8_t binding = 0;  // STB_*
+  uint8_t other = 0;    // st_other (nvcc marks __managed__ variables there)
+  bool defined = false;  // false: undefined (st_shndx 0), e.g. vprintf or malloc called from device code
+  uint64_t value = 0;   // the offset in its section
+  uint64_t size = 0;
+  std::string section;  // its section's name (".nv.global", ".text.<function>", ...)
+  bool section_writable = false;  // SHF_WRITE: device memory the module's code may store to
+  uint64_t section_offset = 0, section_size = 0;  // of its section in the ELF bytes
+};
+
+// Every symbol of a 64-bit little-endian ELF cubin; empty when the bytes are no such ELF.
+std::vector<CubinSymbol> cubinSymbols(std::string_view elf);
+
 // The function symbols (STT_FUNC with code) of a 64-bit little-endian ELF cubin, and where their
 // code is; empty when the bytes are no such ELF (a PTX module, a truncated file).
 std::vector<CubinFunction> cubinFunctions(std::string_view elf);
