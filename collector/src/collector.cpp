@@ -48,6 +48,8 @@
 #include "metrics_config.h"
 #include "nvtx_decode.h"
 #include "nvtx_injection.h"
+#include "own_checkpoint.h"
+#include "param_buffer.h"
 #include "self_timing.h"
 #include "trace_recorder.h"
 #include "translate.h"
@@ -150,6 +152,8 @@ class Collector {
   std::vector<core::FunctionArgRecord> arg_roles_found_;  // under pending_mu_
   std::vector<uint32_t> own_copies_;                      // under pending_mu_
   OwnKernelWindows own_windows_;  // profiled launches' duplicates (metrics mode)
+  AllocationMap allocations_;         // what fprof's own checkpoint around a duplicate saves
+  ModuleWritesIndex module_writes_;
   // Source and destination of the copies whose driver call names them (copyAddressCallbackIds).
   std::vector<core::MemcpyAddressRecord> copy_addresses_;  // under pending_mu_
   void probeBefore(const CUpti_CallbackData* cb, CUpti_CallbackId cbid, const DriverLaunch& launch,
@@ -277,6 +281,9 @@ bool Collector::initialize() {
     translator_.ignoreKernelsNamed(kCuptiWaitKernelName);
     translator_.ignoreOwnWindows(&own_windows_);
     metrics_.recordOwnWindowsIn(&own_windows_);
+    if (metrics_.duplicatesLaunches() && metrics_config.own_checkpoint) {
+      metrics_.useOwnCheckpointMaps(&allocations_, &module_writes_);
+    }
   }
   TraceRecorder::Options recorder_options;
   recorder_options.paths_on_threads = metrics;  // launches are selected by NVTX path as they are made
@@ -333,6 +340,14 @@ bool Collector::initialize() {
   }
   if (metrics && !api.enableMemoryOperationCallbacks()) {
     addEvent("warning", "memset/memcpy callbacks could not be enabled; counters of kernels next to them may be discarded");
+  }
+  if (metrics_.duplicatesLaunches() && metrics_config.own_checkpoint) {
+    const std::vector<CUpti_CallbackId>& ids = allocationCallbackIds();
+    const std::vector<uint32_t> ids32(ids.begin(), ids.end());
+    if (!api.enableDriverCallbacks(ids32.data(), ids32.size())) {
+      allocations_.refuse("allocation callbacks could not be enabled");
+    }
+    if (!api.enableModuleLoadCallbacks()) allocations_.refuse("module-load callbacks could not be enabled");
   }
   if (const char* dir = std::getenv("FPROF_CUBIN_DIR"); metrics && dir != nullptr && *dir != '\0') {
     cubin_dir_ = dir;
@@ -534,6 +549,10 @@ void Collector::onCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, c
           std::lock_guard lock(pending_mu_);
           own_copies_.push_back(cb->correlationId);
         }
+        return;
+      }
+      if (domain == CUPTI_CB_DOMAIN_DRIVER_API && isAllocationCall(cbid)) {
+        trackAllocationCall(allocations_, cbid, *cb);
         return;
       }
       if (CuptiActivityApi::isContextTeardown(domain, cbid)) {
@@ -740,10 +759,9 @@ void Collector::probeBefore(const CUpti_CallbackData* cb, CUpti_CallbackId cbid,
   const uint8_t* buffer = nullptr;
   size_t buffer_bytes = 0;
   if (launch.params == nullptr && launch.extra != nullptr) {
-    for (void** p = launch.extra; *p != CU_LAUNCH_PARAM_END; p += 2) {
-      if (*p == CU_LAUNCH_PARAM_BUFFER_POINTER) buffer = static_cast<const uint8_t*>(p[1]);
-      if (*p == CU_LAUNCH_PARAM_BUFFER_SIZE && p[1] != nullptr) buffer_bytes = *static_cast<const size_t*>(p[1]);
-    }
+    const ParamBuffer b = paramBufferOf(launch.extra);
+    buffer = b.bytes;
+    buffer_bytes = b.size;
   }
   // The probe's candidates: the first 8-aligned words of the parameters, enough for PyTorch's
   // strided elementwise kernels (their lambda is 648-656 bytes, the operands' pointers at its end:
@@ -851,6 +869,7 @@ void Collector::handleLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
     request.capturing = isCapturing(request.stream);
     request.cbid = cbid;
     request.driver_params = cb->functionParams;
+    if (info != nullptr) request.function = info->function;
     if (info != nullptr) {
       const LaunchSignatures sig = FunctionCache::signatures(launch.f, *info, launch.shape, launch.params, launch.extra);
       request.signature = sig.full;
@@ -980,9 +999,11 @@ void Collector::markDeviceSm(const core::DeviceInfo& device) {
 // Metrics mode: each loaded module's cubin goes to FPROF_CUBIN_DIR, where `fprof run` reads the
 // SASS of the functions that ran half-precision instructions once the program has ended.
 void Collector::saveCubin(const CUpti_ResourceData* data) {
-  if (cubin_dir_.empty() || data == nullptr || data->resourceDescriptor == nullptr) return;
+  if (data == nullptr || data->resourceDescriptor == nullptr) return;
   const auto* module = static_cast<const CUpti_ModuleResourceData*>(data->resourceDescriptor);
   if (module->pCubin == nullptr || module->cubinSize == 0) return;
+  if (metrics_.ownCheckpointMapsInUse()) module_writes_.addCubin(std::string_view(module->pCubin, module->cubinSize));
+  if (cubin_dir_.empty()) return;
   const std::string path =
       cubin_dir_ + "/pid" + std::to_string(getpid()) + ".module" + std::to_string(module->moduleId) + ".cubin";
   const int fd = ::open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);

@@ -64,6 +64,36 @@ CUresult relaunch(const DriverLaunchCall& call) {
   }
 }
 
+// The launch's arguments as its driver call passed them, for the own checkpoint's look at them.
+LaunchArguments argumentsOf(const DriverLaunchCall& call) {
+  LaunchArguments a;
+  a.function = call.function;
+  a.name = call.name;
+  switch (call.cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
+      const auto* p = static_cast<const cuLaunchKernel_params*>(call.params);
+      a.kernel_params = p->kernelParams;
+      a.extra = p->extra;
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
+      const auto* p = static_cast<const cuLaunchKernelEx_params*>(call.params);
+      a.kernel_params = p->kernelParams;
+      a.extra = p->extra;
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
+      a.kernel_params = static_cast<const cuLaunchCooperativeKernel_params*>(call.params)->kernelParams;
+      break;
+    default:
+      break;
+  }
+  return a;
+}
+
 }  // namespace
 
 bool canRelaunch(CUpti_CallbackId cbid) {
@@ -82,7 +112,8 @@ bool canRelaunch(CUpti_CallbackId cbid) {
 
 DuplicateCounter::~DuplicateCounter() { teardown(); }
 
-bool DuplicateCounter::setup(CUcontext ctx, int device_ordinal, std::string& error) {
+bool DuplicateCounter::setup(CUcontext ctx, int device_ordinal, const AllocationMap* allocations,
+                             const ModuleWritesIndex* modules, std::string& error) {
   void* lib = openCheckpointLibrary(error);
   if (lib == nullptr) return false;
   save_ = reinterpret_cast<CheckpointCall>(dlsym(lib, "cuptiCheckpointSave"));
@@ -95,7 +126,40 @@ bool DuplicateCounter::setup(CUcontext ctx, int device_ordinal, std::string& err
   checkpoint_.structSize = CUpti_Checkpoint_STRUCT_SIZE;
   checkpoint_.ctx = ctx;
   checkpoint_.allowOverwrite = 1;  // one checkpoint a profiled launch, each over the last
+  ctx_ = ctx;
+  own_off_why_ = "fprof's own checkpoint is off (FPROF_OWN_CHECKPOINT=0)";
+  if (allocations != nullptr && modules != nullptr) {
+    own_ = std::make_unique<OwnCheckpoint>(*allocations, *modules);
+    if (std::string own_error; !own_->setup(own_error)) {
+      own_off_why_ = "fprof's own checkpoint could not be set up: " + own_error;
+      own_.reset();
+    }
+  }
   return patching_.setup(ctx, device_ordinal, error);
+}
+
+// fprof's own checkpoint, where it holds all the launch can write; why not in last_ otherwise.
+bool DuplicateCounter::saveOwn(const DriverLaunchCall& call) {
+  if (!own_) {
+    last_.why_not_own = own_off_why_;
+    return false;
+  }
+  std::vector<MemoryRange> ranges;
+  if (!own_->covers(ctx_, argumentsOf(call), ranges, last_.why_not_own) || !own_->save(ranges, last_.why_not_own)) {
+    return false;
+  }
+  last_.own_checkpoint = true;
+  last_.own_bytes = own_->savedBytes();
+  return true;
+}
+
+bool DuplicateCounter::saveCupti(std::string& error) {
+  if (CUptiResult r = save_(&checkpoint_); r != CUPTI_SUCCESS) {
+    error = profilerErrorText("cuptiCheckpointSave", r);
+    return false;
+  }
+  saved_ = true;
+  return true;
 }
 
 bool DuplicateCounter::count(const DriverLaunchCall& call, std::vector<core::SassPcFunction>& functions,
@@ -103,19 +167,21 @@ bool DuplicateCounter::count(const DriverLaunchCall& call, std::vector<core::Sas
   last_ = {};
   auto t = std::chrono::steady_clock::now();
   OwnLaunchScope own;
-  if (CUptiResult r = save_(&checkpoint_); r != CUPTI_SUCCESS) {
-    error = profilerErrorText("cuptiCheckpointSave", r);
-    return false;
-  }
-  saved_ = true;
+  if (!saveOwn(call) && !saveCupti(error)) return false;
   last_.save = lapSeconds(t);
   const bool counted = duplicate(call, functions, error);
   last_.duplicate = lapSeconds(t);
-  const CUptiResult restored = restore_(&checkpoint_);
-  const CUresult synchronized = restored == CUPTI_SUCCESS ? cuCtxSynchronize() : CUDA_SUCCESS;
+  std::string restore_error;
+  CUresult synchronized = CUDA_SUCCESS;
+  if (last_.own_checkpoint) {
+    (void)own_->restore(restore_error);
+  } else if (CUptiResult r = restore_(&checkpoint_); r != CUPTI_SUCCESS) {
+    restore_error = profilerErrorText("cuptiCheckpointRestore", r);
+  }
+  if (restore_error.empty()) synchronized = cuCtxSynchronize();
   last_.restore = lapSeconds(t);
-  if (restored != CUPTI_SUCCESS) {
-    error = profilerErrorText("cuptiCheckpointRestore", restored);
+  if (!restore_error.empty()) {
+    error = restore_error;
     return false;
   }
   if (synchronized != CUDA_SUCCESS) {
@@ -143,6 +209,7 @@ bool DuplicateCounter::duplicate(const DriverLaunchCall& call, std::vector<core:
 void DuplicateCounter::teardown() {
   if (saved_ && free_ != nullptr) (void)free_(&checkpoint_);
   saved_ = false;
+  if (own_) own_->teardown();
   patching_.teardown();
 }
 

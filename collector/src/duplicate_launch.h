@@ -16,10 +16,12 @@
 #include <cupti.h>
 #include <cupti_checkpoint.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "fprof/core/sass_pc.h"
+#include "own_checkpoint.h"
 #include "sass_patching.h"
 
 namespace fprof::collector {
@@ -29,6 +31,8 @@ struct DriverLaunchCall {
   CUpti_CallbackId cbid = 0;
   const void* params = nullptr;  // the callback's functionParams (valid inside the callback only)
   CUstream stream = nullptr;
+  CUfunction function = nullptr;  // the context's function (a CUkernel resolved); null: unknown
+  const char* name = nullptr;     // mangled
 };
 
 // Whether `cbid` is a launch the duplicate can repeat (cuLaunchKernel, cuLaunchKernelEx,
@@ -39,8 +43,11 @@ class DuplicateCounter {
  public:
   ~DuplicateCounter();
   // Loads the Checkpoint API (libcheckpoint.so beside the libcupti in use) and sets up SASS
-  // patching for the device of `ctx`; false and `error` where either is missing.
-  bool setup(CUcontext ctx, int device_ordinal, std::string& error);
+  // patching for the device of `ctx`; false and `error` where either is missing. With `allocations`
+  // and `modules`, a duplicate takes fprof's own checkpoint where it holds all the launch can write
+  // (own_checkpoint.h), the CUPTI checkpoint elsewhere.
+  bool setup(CUcontext ctx, int device_ordinal, const AllocationMap* allocations, const ModuleWritesIndex* modules,
+             std::string& error);
   // With the context drained: save, the patched duplicate of `call`, restore. `functions`: what
   // the duplicate's functions counted, per PC. False and `error` where a step failed (the memory
   // is restored whenever it was saved).
@@ -49,15 +56,23 @@ class DuplicateCounter {
 
   struct Seconds {
     double save = 0, duplicate = 0, restore = 0;
+    bool own_checkpoint = false;  // fprof's own checkpoint held the launch's memory, not CUPTI's
+    uint64_t own_bytes = 0;       // what the own checkpoint copied aside
+    std::string why_not_own;      // one sentence, where CUPTI's held it
   };
   const Seconds& last() const { return last_; }  // of the last count() call (the caller sums them)
 
  private:
   bool duplicate(const DriverLaunchCall& call, std::vector<core::SassPcFunction>& functions, std::string& error);
+  bool saveOwn(const DriverLaunchCall& call);
+  bool saveCupti(std::string& error);
   using CheckpointCall = CUptiResult (*)(NV::Cupti::Checkpoint::CUpti_Checkpoint*);
   CheckpointCall save_ = nullptr, restore_ = nullptr, free_ = nullptr;  // libcheckpoint.so, never unloaded
   NV::Cupti::Checkpoint::CUpti_Checkpoint checkpoint_{};
   bool saved_ = false;
+  CUcontext ctx_ = nullptr;
+  std::unique_ptr<OwnCheckpoint> own_;
+  std::string own_off_why_;  // why every duplicate takes CUPTI's checkpoint, where own_ is null
   SassPatching patching_;
   Seconds last_;
 };

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "checks.h"
+#include "param_buffer.h"
 
 namespace fprof::collector {
 
@@ -148,10 +149,9 @@ LaunchSignatures FunctionCache::signatures(CUfunction handle, const FunctionInfo
   const uint8_t* buffer = nullptr;
   size_t buffer_bytes = 0;
   if (kernel_params == nullptr && extra != nullptr) {
-    for (void** p = extra; *p != CU_LAUNCH_PARAM_END; p += 2) {
-      if (*p == CU_LAUNCH_PARAM_BUFFER_POINTER) buffer = static_cast<const uint8_t*>(p[1]);
-      if (*p == CU_LAUNCH_PARAM_BUFFER_SIZE && p[1] != nullptr) buffer_bytes = *static_cast<const size_t*>(p[1]);
-    }
+    const ParamBuffer b = paramBufferOf(extra);
+    buffer = b.bytes;
+    buffer_bytes = b.size;
     if (buffer == nullptr) return {};
   } else if (kernel_params == nullptr && !info.params.empty()) {
     return {};

@@ -548,7 +548,7 @@ void MetricsCollector::setUpDuplicates(ContextState& s, CUcontext ctx, CUdevice 
     return stopDuplicates(profilerErrorText("cuptiGetContextId", r));
   }
   auto duplicate = std::make_unique<DuplicateCounter>();
-  if (!duplicate->setup(ctx, static_cast<int>(device), error)) return stopDuplicates(error);
+  if (!duplicate->setup(ctx, static_cast<int>(device), allocations_, modules_, error)) return stopDuplicates(error);
   s.duplicate = std::move(duplicate);
 }
 
@@ -600,7 +600,8 @@ void MetricsCollector::countDuplicate(ContextState& s, const LaunchRequest& laun
   activity.holdFlushes();  // no activity flush while functions are patched
   const bool paused = activity.pauseConcurrentKernelRecords();
   if (own_windows_ != nullptr) own_windows_->open(s.context_id, CuptiActivityApi::timestampNs());
-  const bool counted = s.duplicate->count({launch.cbid, launch.driver_params, launch.stream}, functions, error);
+  const DriverLaunchCall call{launch.cbid, launch.driver_params, launch.stream, launch.function, launch.symbol_name};
+  const bool counted = s.duplicate->count(call, functions, error);
   if (own_windows_ != nullptr) own_windows_->close(s.context_id, CuptiActivityApi::timestampNs());
   if (paused) activity.resumeConcurrentKernelRecords();
   activity.releaseFlushes();
@@ -608,9 +609,12 @@ void MetricsCollector::countDuplicate(ContextState& s, const LaunchRequest& laun
   duplicate_seconds_.save += last.save;
   duplicate_seconds_.duplicate += last.duplicate;
   duplicate_seconds_.restore += last.restore;
+  countCheckpoint(last);
   if (debug_ranges_) {
-    logInfo("duplicate of %s: save %.2f ms, patched duplicate %.2f ms, restore %.2f ms, device memory in use %.0f MiB",
-            name.c_str(), last.save * 1e3, last.duplicate * 1e3, last.restore * 1e3, double(held) / double(1 << 20));
+    logInfo("duplicate of %s: save %.2f ms, patched duplicate %.2f ms, restore %.2f ms, device memory in use %.0f MiB, "
+            "%s checkpoint%s%s",
+            name.c_str(), last.save * 1e3, last.duplicate * 1e3, last.restore * 1e3, double(held) / double(1 << 20),
+            last.own_checkpoint ? "own" : "CUPTI", last.own_checkpoint ? "" : ": ", last.why_not_own.c_str());
   }
   if (!counted) return stopDuplicates(error + " (" + name + ")");
   if (warpInstructions(functions) == 0) return stopDuplicates("the SASS Metrics API counted no instruction of a duplicate (" + name + ")");
@@ -622,6 +626,29 @@ void MetricsCollector::countDuplicate(ContextState& s, const LaunchRequest& laun
                   last.save * 1e3, last.restore * 1e3);
     stopDuplicates(text);
   }
+}
+
+void MetricsCollector::countCheckpoint(const DuplicateCounter::Seconds& last) {
+  if (last.own_checkpoint) {
+    ++own_checkpoints_;
+    own_checkpoint_bytes_max_ = std::max(own_checkpoint_bytes_max_, last.own_bytes);
+  } else {
+    ++cupti_checkpoints_[last.why_not_own];
+  }
+}
+
+// "own=80 (at most 201326592 bytes) cupti=35 (30: its module calls vprintf ...; 5: ...)": which
+// checkpoint held each duplicate's memory, and why the CUPTI one where it did.
+std::string MetricsCollector::checkpointsText() const {
+  uint64_t cupti = 0;
+  std::string reasons;
+  for (const auto& [why, n] : cupti_checkpoints_) {
+    cupti += n;
+    reasons += (reasons.empty() ? "" : "; ") + std::to_string(n) + ": " + why;
+  }
+  std::string text = "own=" + std::to_string(own_checkpoints_) + " (at most " +
+                     std::to_string(own_checkpoint_bytes_max_) + " bytes) cupti=" + std::to_string(cupti);
+  return reasons.empty() ? text : text + " (" + reasons + ")";
 }
 
 // "save=0.120 duplicate=0.250 restore=0.030 launches=113": what the duplicates cost.
@@ -943,8 +970,11 @@ void MetricsCollector::finishAll() {
     decode(*s);
     took.decode += lapSeconds(mark);
     if (s->duplicate) {
+      // The own checkpoint's copy is freed here: its release record is not the program's.
+      if (own_windows_ != nullptr) own_windows_->open(s->context_id, CuptiActivityApi::timestampNs());
       s->duplicate->teardown();
       s->duplicate.reset();
+      if (own_windows_ != nullptr) own_windows_->close(s->context_id, CuptiActivityApi::timestampNs());
     }
     took.duplicates += lapSeconds(mark);
     // Disable while the context lives: a range profiler still enabled when the context is
@@ -988,6 +1018,7 @@ void MetricsCollector::recordRunFacts(const std::string& teardown) {
                                                                            : "stopped: " + duplicates_stopped_);
     metadata_.emplace_back("sass_duplicate_seconds", duplicatesText());
     metadata_.emplace_back("sass_duplicate_device_memory_held_bytes", std::to_string(duplicate_memory_held_max_));
+    metadata_.emplace_back("sass_duplicate_checkpoints", checkpointsText());
   }
 }
 

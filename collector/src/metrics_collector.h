@@ -68,6 +68,7 @@ struct LaunchRequest {
   // The driver call itself, for a duplicate of the launch (MetricsConfig::sass_duplicate).
   CUpti_CallbackId cbid = 0;
   const void* driver_params = nullptr;
+  CUfunction function = nullptr;  // the context's function behind the launch's handle (null: unknown)
 };
 
 class MetricsCollector {
@@ -87,6 +88,14 @@ class MetricsCollector {
   }
   // Where a profiled launch's duplicate and the checkpoint around it ran (for the translator).
   void recordOwnWindowsIn(OwnKernelWindows* windows) { own_windows_ = windows; }
+  // What fprof's own checkpoint around a duplicate reads (own_checkpoint.h); the collector keeps
+  // both up to date from its callbacks.
+  void useOwnCheckpointMaps(const AllocationMap* allocations, const ModuleWritesIndex* modules) {
+    allocations_ = allocations;
+    modules_ = modules;
+  }
+  bool duplicatesLaunches() const { return enabled_ && config_.sass_duplicate; }
+  bool ownCheckpointMapsInUse() const { return allocations_ != nullptr; }
 
   // At the driver launch callback's ENTER, just before the launch is submitted, and its EXIT.
   void beforeLaunch(const LaunchRequest& launch);
@@ -177,6 +186,8 @@ class MetricsCollector {
   void countDuplicate(ContextState& s, const LaunchRequest& launch);     // requires mu_
   void stopDuplicates(const std::string& why);                           // requires mu_
   std::string duplicatesText() const;
+  void countCheckpoint(const DuplicateCounter::Seconds& last);
+  std::string checkpointsText() const;
   void beginSteps(ContextState& s);              // a profiled launch's window opens
   void lap(ContextState& s, LaunchStep step);  // the step that just ended
   std::string launchStepsText() const;
@@ -236,6 +247,11 @@ class MetricsCollector {
   uint64_t duplicates_ = 0;          // profiled launches whose duplicate was counted
   std::string duplicates_stopped_;  // why duplicates stopped (or never started): "" = they did not
   DuplicateCounter::Seconds duplicate_seconds_;
+  const AllocationMap* allocations_ = nullptr;
+  const ModuleWritesIndex* modules_ = nullptr;
+  uint64_t own_checkpoints_ = 0;
+  uint64_t own_checkpoint_bytes_max_ = 0;
+  std::map<std::string, uint64_t> cupti_checkpoints_;  // why CUPTI's held a duplicate -> launches
   size_t duplicate_memory_held_max_ = 0;  // the most device memory in use at a checkpoint
   uint64_t patch_failures_ = 0;    // kSassPatching: profiled launches without counts
   std::vector<std::pair<std::string, std::string>> notes_;

@@ -115,6 +115,7 @@ MetricsConfig readMetricsConfig(const EnvLookup& env) {
   }
   if (const char* s = env("FPROF_SECOND_RUN"); s != nullptr && std::string(s) == "1") c.second_run = true;
   if (const char* s = env("FPROF_SASS_DUPLICATE"); s != nullptr && std::string(s) == "1") c.sass_duplicate = true;
+  if (const char* s = env("FPROF_OWN_CHECKPOINT"); s != nullptr && std::string(s) == "0") c.own_checkpoint = false;
   if (const char* s = env("FPROF_PROFILER_SESSION"); s != nullptr && *s != '\0') {
     const std::string v = s;
     if (v == "toggled" || v == "range") {

@@ -68,6 +68,9 @@ struct MetricsConfig {
   // restore (duplicate_launch.h), into the database's path + ".pcs" (each process its own, whatever
   // its rank); no second run unless they stop.
   bool sass_duplicate = false;
+  // FPROF_OWN_CHECKPOINT=0: every duplicate takes CUPTI's checkpoint of the whole context instead of
+  // fprof's own where it can vouch for the launch (own_checkpoint.h), to compare the two.
+  bool own_checkpoint = true;
   // FPROF_PROFILER_SESSION (application replay): "toggled" (default) counts each launch with a
   // profiler session kept open and counting switched on and off around it (toggled_session.h);
   // "range" with a range profiler start and stop each.

@@ -21,6 +21,7 @@
 #include "event_buffer.h"
 #include "launch_info.h"
 #include "nvtx_tracker.h"
+#include "param_buffer.h"
 #include "trace_events.h"
 
 namespace fprof::collector {
@@ -43,10 +44,9 @@ uint32_t readArgs(const FunctionInfo& info, const std::vector<FunctionInfo::Para
   const uint8_t* buffer = nullptr;
   size_t buffer_bytes = 0;
   if (kernel_params == nullptr && extra != nullptr) {
-    for (void** p = extra; *p != CU_LAUNCH_PARAM_END; p += 2) {
-      if (*p == CU_LAUNCH_PARAM_BUFFER_POINTER) buffer = static_cast<const uint8_t*>(p[1]);
-      if (*p == CU_LAUNCH_PARAM_BUFFER_SIZE && p[1] != nullptr) buffer_bytes = *static_cast<const size_t*>(p[1]);
-    }
+    const ParamBuffer b = paramBufferOf(extra);
+    buffer = b.bytes;
+    buffer_bytes = b.size;
     if (buffer == nullptr) return 0;
   } else if (kernel_params == nullptr) {
     return 0;

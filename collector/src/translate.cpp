@@ -309,6 +309,8 @@ void Translator::translateMemory(const CUpti_ActivityMemory4& m, TranslatedBatch
     ++stats_.ignored_records;
     return;
   }
+  // fprof's own checkpoint allocates and frees its copy inside a window.
+  if (insideOwnWindow(m.contextId, m.timestamp, m.timestamp)) return;
   uint64_t key = mix(mix(mix(mix(4, m.deviceId), m.correlationId), m.address), m.timestamp);
   if (seenBefore(mix(key, m.memoryOperationType))) return;
   core::MemoryEventRecord r;
