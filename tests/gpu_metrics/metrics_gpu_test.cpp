@@ -230,6 +230,28 @@ void expectRooflineFromTheProgramsOwnRuns(const std::string& options, const std:
 
 TEST(MetricsGpu, RooflineInOneRunOfTheProgram) { expectRooflineFromTheProgramsOwnRuns("", "1"); }
 
+// Every launch of own_checkpoint_target profiled and run twice: each write it checks applied once,
+// fprof's own checkpoint around every duplicate but two (the printing kernel's module, and the
+// launch after managed memory was allocated), which take CUPTI's and say why.
+TEST(MetricsGpu, OwnCheckpointLeavesEveryKindOfWriteAppliedOnce) {
+  const std::string db = tempPath("own_checkpoint.fprof");
+  const std::string cmd = besideMe("fprof") + " run --metrics roofline -o " + db + " " +
+                          besideMe("own_checkpoint_target") + " >/dev/null";
+  const int status = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 0) << "own_checkpoint_target found a write applied other than once";
+  auto p = fprof::core::loadProfile(db);
+  ASSERT_TRUE(p.ok()) << p.error();
+  EXPECT_EQ(p->meta("sass_in_first_run"), "every profiled launch");
+  const std::string checkpoints = p->meta("sass_duplicate_checkpoints");
+  // bumpInPlace in eight shapes (device, mapped host, pool and virtual memory, four threads),
+  // bumpAsserted, bumpModuleVariables, bumpThroughPointers, jit_bump.
+  EXPECT_EQ(checkpoints.rfind("own=12 ", 0), 0u) << checkpoints;
+  EXPECT_NE(checkpoints.find("cupti=2 "), std::string::npos) << checkpoints;
+  EXPECT_NE(checkpoints.find("1: its module calls vprintf"), std::string::npos) << checkpoints;
+  EXPECT_NE(checkpoints.find("1: the program allocates managed memory"), std::string::npos) << checkpoints;
+}
+
 TEST(MetricsGpu, RooflineInTwoRunsOfTheProgram) { expectRooflineFromTheProgramsOwnRuns("--second-run patching", "2"); }
 
 // By default the roofline set is counted as ncu counts by default, with the caches emptied before

@@ -12,6 +12,7 @@
 
 #include "cuda_check.h"
 #include "metrics_kernels.cuh"
+#include "virtual_memory.h"
 
 using namespace fprof::gpu_test;
 
@@ -49,24 +50,12 @@ bool bumpEachMemoryKindOnce() {
   float* pooled = nullptr;
   CK(cudaMallocAsync(&pooled, kCount * 4, nullptr));
   kinds.push_back({"stream-ordered pool", pooled});
-  CUmemAllocationProp prop{};
-  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  prop.location.id = 0;
-  size_t granularity = 0;
-  cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
-  const size_t vmm_bytes = (kCount * 4 + granularity - 1) / granularity * granularity;
-  CUmemGenericAllocationHandle handle;
-  CUdeviceptr va = 0;
-  CUmemAccessDesc access{};
-  access.location = prop.location;
-  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-  if (cuMemCreate(&handle, vmm_bytes, &prop, 0) != CUDA_SUCCESS || cuMemAddressReserve(&va, vmm_bytes, 0, 0, 0) != CUDA_SUCCESS ||
-      cuMemMap(va, vmm_bytes, 0, handle, 0) != CUDA_SUCCESS || cuMemSetAccess(va, vmm_bytes, &access, 1) != CUDA_SUCCESS) {
+  MappedMemory vmm;
+  if (!mapDeviceMemory(kCount * 4, vmm)) {
     std::fprintf(stderr, "metrics_target: virtual memory management unavailable\n");
     return false;
   }
-  kinds.push_back({"cuMemCreate + cuMemMap", reinterpret_cast<float*>(va)});
+  kinds.push_back({"cuMemCreate + cuMemMap", reinterpret_cast<float*>(vmm.va)});
   const std::vector<float> start(kCount, 5.f);
   for (const Kind& k : kinds) CK(cudaMemcpy(k.p, start.data(), kCount * 4, cudaMemcpyDefault));
   CK(cudaDeviceSynchronize());
@@ -93,9 +82,7 @@ bool bumpEachMemoryKindOnce() {
   CK(cudaFree(managed));
   CK(cudaFreeHost(mapped_host));
   CK(cudaFreeAsync(pooled, nullptr));
-  cuMemUnmap(va, vmm_bytes);
-  cuMemAddressFree(va, vmm_bytes);
-  cuMemRelease(handle);
+  unmapDeviceMemory(vmm);
   return once;
 }
 
