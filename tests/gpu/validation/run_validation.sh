@@ -14,6 +14,9 @@
 #      counters copied from an identical eager launch, equal to its, or the stored reason
 #      (tests/gpu/validation/graph_check.py); again under application replay, where each graph
 #      launch is also counted whole (part graph-app).
+#   5. A PyTorch training loop's parameters and optimizer state, bit for bit, natively and under a
+#      one-run metrics run, where each profiled launch's duplicate runs between a checkpoint and
+#      its restore (part torch-state).
 # Writes under OUTDIR (default $OUT): validation_report.txt (every check of every part) and
 # validation_work.tar.gz (expectations, logs, databases, the ncu CSV). Prints a short table
 # last. Exit 0 when every check passed, 1 otherwise, 77 without a GPU.
@@ -101,6 +104,9 @@ if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
   timeout 240 "$fprof" run --force --metrics roofline --replay application -o "$work/torch_graphs_app.fprof" \
     python3 bench/torch_graphs.py graph >"$work/torch_graphs_app.log" 2>&1
   part graph-app 60 python3 tests/gpu/validation/graph_check.py "$work/torch_graphs_app.fprof"
+  # 5. The state a training loop leaves, bit for bit, natively and with every profiled launch
+  #    duplicated between a checkpoint and its restore (a one-run metrics run).
+  part torch-state 300 python3 tests/gpu/validation/torch_state.py --compare "$fprof" "$work"
 else
   rows+=("torch|not run|python3 cannot import torch with CUDA here")
 fi
