@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <sstream>
@@ -161,6 +162,22 @@ std::string checkpointMemoryPhrase(const std::string& bytes) {
   return fmt::format(", the device holding up to {:.2f} GiB at a checkpoint", std::atof(bytes.c_str()) / double(1ull << 30));
 }
 
+// The collector's "own=80 (at most 201326592 bytes) cupti=2 (1: its module calls vprintf; 1: ...)"
+// as "; fprof's own checkpoint (the program's allocations and module variables, up to 192.0 MiB)
+// around 80 duplicates, CUPTI's around 2 (1: its module calls vprintf; 1: ...)" ("" without it:
+// recordings before session 24, all of whose checkpoints were CUPTI's).
+std::string checkpointKindPhrase(const std::string& text) {
+  unsigned long long own = 0, bytes = 0, cupti = 0;
+  if (std::sscanf(text.c_str(), "own=%llu (at most %llu bytes) cupti=%llu", &own, &bytes, &cupti) != 3) return "";
+  std::string phrase = fmt::format("; fprof's own checkpoint (the program's allocations and module variables, up to "
+                                   "{:.1f} MiB) around {} duplicate{}",
+                                   double(bytes) / double(1 << 20), own, own == 1 ? "" : "s");
+  if (cupti == 0) return phrase + ", CUPTI's around none";
+  const size_t open = text.find(" (", text.find("cupti="));
+  const std::string why = open == std::string::npos ? "" : text.substr(open);
+  return phrase + fmt::format(", CUPTI's around {}{}", cupti, why);
+}
+
 }  // namespace
 
 std::string describeCollection(const core::Profile& p) {
@@ -179,7 +196,8 @@ std::string describeCollection(const core::Profile& p) {
     parts.push_back("application replay in one run (SASS counters from a duplicate of each profiled launch, by SASS "
                     "patching between a checkpoint of the device memory and its restore" +
                     duplicateCostPhrase(p.meta("sass_duplicate_seconds")) +
-                    checkpointMemoryPhrase(p.meta("sass_duplicate_device_memory_held_bytes")) + ")");
+                    checkpointMemoryPhrase(p.meta("sass_duplicate_device_memory_held_bytes")) +
+                    checkpointKindPhrase(p.meta("sass_duplicate_checkpoints")) + ")");
   } else if (const std::string replay = p.meta("replay_mode"); !replay.empty()) {
     const std::string passes = p.meta("metrics_passes");
     parts.push_back(replay + " replay" +

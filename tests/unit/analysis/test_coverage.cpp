@@ -152,6 +152,18 @@ TEST(Coverage, CollectionMethodComesFromTheMetricsRunsMetadata) {
   EXPECT_NE(describeCollection(p).find("restore 0.03 s, the device holding up to 1.82 GiB at a checkpoint)"),
             std::string::npos)
       << describeCollection(p);
+  p.metadata["sass_duplicate_checkpoints"] =
+      "own=12 (at most 2101504 bytes) cupti=2 (1: its module calls vprintf (outside the memory fprof saves); 1: the "
+      "program allocates managed memory)";
+  EXPECT_NE(describeCollection(p).find(
+                "at a checkpoint; fprof's own checkpoint (the program's allocations and module variables, up to 2.0 "
+                "MiB) around 12 duplicates, CUPTI's around 2 (1: its module calls vprintf (outside the memory fprof "
+                "saves); 1: the program allocates managed memory))"),
+            std::string::npos)
+      << describeCollection(p);
+  p.metadata["sass_duplicate_checkpoints"] = "own=95 (at most 107891972 bytes) cupti=0";
+  EXPECT_NE(describeCollection(p).find("up to 102.9 MiB) around 95 duplicates, CUPTI's around none)"), std::string::npos)
+      << describeCollection(p);
   p.metadata = {{"mode", "trace"}, {"cache_control", "all"}};
   EXPECT_EQ(describeCollection(p), "");
 }
@@ -199,8 +211,12 @@ TEST(Coverage, RecordedOneRunApplicationReplayHoldsHardwareAndSassCounters) {
                                            0),
             0u)
       << describeCollection(*one);
-  EXPECT_NE(describeCollection(*one).find("the device holding up to 1.25 GiB at a checkpoint"), std::string::npos)
+  EXPECT_NE(describeCollection(*one).find("the device holding up to 1.16 GiB at a checkpoint"), std::string::npos)
       << "recorded with the memory in use at its checkpoints (session 20)";
+  EXPECT_NE(describeCollection(*one).find("fprof's own checkpoint (the program's allocations and module variables, up "
+                                          "to 102.9 MiB) around 95 duplicates, CUPTI's around none"),
+            std::string::npos)
+      << "recorded with which checkpoint held each duplicate's memory (session 24)";
   EXPECT_EQ(one->meta("application_runs"), "1");
   EXPECT_EQ(one->meta("sass_in_first_run"), "every profiled launch");
   ASSERT_EQ(one->counters.size(), one->kernels.size());
