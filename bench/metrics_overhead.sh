@@ -361,4 +361,7 @@ for label in labels:
             continue
         if "metrics_launch_steps_seconds" in meta:
             print(f"{label}.{suffix} steps, s: {meta['metrics_launch_steps_seconds']}")
+        for key in ("sass_duplicate_seconds", "sass_duplicate_checkpoints"):
+            if key in meta:
+                print(f"{label}.{suffix} {key}: {meta[key]}")
 PY
