@@ -13,8 +13,9 @@
 //   its writable variables is found in the launched function's module;
 // - no argument word points into device memory that is neither an allocation the map holds nor
 //   one of those variables (a gap in the map shows there before a kernel can write through it).
-// Pointers the kernel reads from memory reach only memory that was allocated, so the map holds
-// them too.
+// Pointers the kernel reads from memory reach allocated memory, which the map holds, or module
+// variables: another module's variable written through an address read from memory is the one
+// write only CUPTI's checkpoint holds (docs/metrics.md; FPROF_OWN_CHECKPOINT=0).
 #pragma once
 
 #include <cuda.h>
