@@ -173,6 +173,8 @@ void trackAllocationCall(AllocationMap& map, CUpti_CallbackId cbid, const CUpti_
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemHostRegister_v2: {
       const auto& p = paramsOf<cuMemHostRegister_v2_params>(cb);
+      // A device's I/O memory (a PCIe BAR) is no memory to read and write back with memcpy.
+      if ((p.Flags & CU_MEMHOSTREGISTER_IOMEMORY) != 0) return map.refuse("the program registers I/O memory");
       return map.addHost(reinterpret_cast<uint64_t>(p.p), p.bytesize);
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemHostUnregister:
