@@ -25,6 +25,9 @@ const P& paramsOf(const CUpti_CallbackData& cb) {
 uint64_t deviceAddress(const CUdeviceptr* p) { return p != nullptr ? static_cast<uint64_t>(*p) : 0; }
 uint64_t hostAddress(void* const* p) { return p != nullptr ? reinterpret_cast<uint64_t>(*p) : 0; }
 
+// A per-thread-stream call's stream 0 is the calling thread's stream, not the legacy one.
+CUstream perThread(CUstream stream) { return stream == nullptr ? CU_STREAM_PER_THREAD : stream; }
+
 bool capturing(CUstream stream) {
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
   return cuStreamIsCapturing(stream, &status) == CUDA_SUCCESS && status != CU_STREAM_CAPTURE_STATUS_NONE;
@@ -138,7 +141,7 @@ void trackAllocationCall(AllocationMap& map, CUpti_CallbackId cbid, const CUpti_
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz: {
       const auto& p = paramsOf<cuMemAllocAsync_ptsz_params>(cb);
-      return trackAsyncAllocation(map, ctx, p.dptr, p.bytesize, p.hStream);
+      return trackAsyncAllocation(map, ctx, p.dptr, p.bytesize, perThread(p.hStream));
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync: {
       const auto& p = paramsOf<cuMemAllocFromPoolAsync_params>(cb);
@@ -146,7 +149,7 @@ void trackAllocationCall(AllocationMap& map, CUpti_CallbackId cbid, const CUpti_
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz: {
       const auto& p = paramsOf<cuMemAllocFromPoolAsync_ptsz_params>(cb);
-      return trackAsyncAllocation(map, ctx, p.dptr, p.bytesize, p.hStream);
+      return trackAsyncAllocation(map, ctx, p.dptr, p.bytesize, perThread(p.hStream));
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2:
       return map.removeDevice(paramsOf<cuMemFree_v2_params>(cb).dptr);
