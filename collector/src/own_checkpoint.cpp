@@ -263,10 +263,9 @@ bool OwnCheckpoint::argumentsPointIntoKnownMemory(CUcontext ctx, const LaunchArg
     size_t offset = 0, size = 0;
     if (cuFuncGetParamInfo(launch.function, i, &offset, &size) != CUDA_SUCCESS) break;
     const uint8_t* bytes = nullptr;
-    if (buffer.bytes != nullptr) {
-      if (offset + size > buffer.size) break;
+    if (buffer.bytes != nullptr && offset + size <= buffer.size) {
       bytes = buffer.bytes + offset;
-    } else if (launch.kernel_params != nullptr) {
+    } else if (buffer.bytes == nullptr && launch.kernel_params != nullptr) {
       bytes = static_cast<const uint8_t*>(launch.kernel_params[i]);
     }
     if (bytes == nullptr) {
