@@ -6,6 +6,7 @@
 #include <cupti.h>
 
 #include <atomic>
+#include <string>
 
 #include "log.h"
 
@@ -25,6 +26,13 @@ inline bool cuSucceeded(CUresult r, const char* call, const char* file, int line
   cuGetErrorString(r, &text);
   logCallFailure("CUDA driver", static_cast<int>(r), text, call, file, line, budget);
   return false;
+}
+
+// "CALL failed: TEXT": a failed driver call as the sentence a caller passes on.
+inline std::string cuErrorText(const std::string& call, CUresult r) {
+  const char* text = nullptr;
+  cuGetErrorString(r, &text);
+  return call + " failed: " + (text != nullptr ? text : "unknown CUDA error");
 }
 
 }  // namespace fprof::collector

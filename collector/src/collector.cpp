@@ -869,8 +869,8 @@ void Collector::handleLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
     request.capturing = isCapturing(request.stream);
     request.cbid = cbid;
     request.driver_params = cb->functionParams;
-    if (info != nullptr) request.function = info->function;
     if (info != nullptr) {
+      request.function = info->function;
       const LaunchSignatures sig = FunctionCache::signatures(launch.f, *info, launch.shape, launch.params, launch.extra);
       request.signature = sig.full;
       request.loose_signature = sig.loose;

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 
+#include "checks.h"
 #include "lap_seconds.h"
 #include "own_launch.h"
 #include "range_profiler.h"  // profilerErrorText
@@ -15,12 +16,6 @@ namespace fprof::collector {
 namespace {
 
 using NV::Cupti::Checkpoint::CUpti_Checkpoint;  // CUpti_Checkpoint_STRUCT_SIZE names it unqualified
-
-std::string cuError(const char* call, CUresult r) {
-  const char* text = nullptr;
-  cuGetErrorString(r, &text);
-  return std::string(call) + " failed: " + (text != nullptr ? text : "unknown CUDA error");
-}
 
 // libcheckpoint.so ships beside libcupti (the toolkit's, or the one --cupti chose).
 void* openCheckpointLibrary(std::string& error) {
@@ -185,7 +180,7 @@ bool DuplicateCounter::count(const DriverLaunchCall& call, std::vector<core::Sas
     return false;
   }
   if (synchronized != CUDA_SUCCESS) {
-    error = cuError("cuCtxSynchronize after the restore", synchronized);
+    error = cuErrorText("cuCtxSynchronize after the restore", synchronized);
     return false;
   }
   return counted;
@@ -199,7 +194,7 @@ bool DuplicateCounter::duplicate(const DriverLaunchCall& call, std::vector<core:
   std::string read_error;
   const bool read = patching_.end(functions, read_error);
   if (launched != CUDA_SUCCESS) {
-    error = cuError("the duplicate launch", launched);
+    error = cuErrorText("the duplicate launch", launched);
     return false;
   }
   if (!read) error = "reading the duplicate's SASS counts: " + read_error;

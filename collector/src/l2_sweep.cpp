@@ -1,6 +1,7 @@
 // The L2 sweep (see l2_sweep.h): a PTX kernel JIT-compiled into the program's context.
 #include "l2_sweep.h"
 
+#include "checks.h"
 #include "sweep_cubins.h"
 #include "sweep_ptx.h"
 
@@ -12,12 +13,6 @@ namespace {
 
 constexpr int kThreadsPerBlock = 256;
 constexpr int kBlocksPerSm = 4;
-
-std::string cuError(const std::string& call, CUresult r) {
-  const char* text = nullptr;
-  cuGetErrorString(r, &text);
-  return call + " failed: " + (text != nullptr ? text : "unknown CUDA error");
-}
 
 // Marks the driver calls of the sweep as the collector's own (insideOwnLaunch).
 using SweepScope = OwnLaunchScope;
@@ -32,11 +27,11 @@ bool L2Sweep::setup(CUdevice device, std::string& error) {
   SweepScope own;
   int l2 = 0, sms = 0;
   if (CUresult r = cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, device); r != CUDA_SUCCESS) {
-    error = cuError("cuDeviceGetAttribute(L2_CACHE_SIZE)", r);
+    error = cuErrorText("cuDeviceGetAttribute(L2_CACHE_SIZE)", r);
     return false;
   }
   if (CUresult r = cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device); r != CUDA_SUCCESS) {
-    error = cuError("cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)", r);
+    error = cuErrorText("cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)", r);
     return false;
   }
   bytes_ = 2 * static_cast<size_t>(l2);
@@ -44,11 +39,11 @@ bool L2Sweep::setup(CUdevice device, std::string& error) {
   sms_ = sms;
   if (!loadKernels(device, error)) return false;
   if (CUresult r = cuMemAlloc(&buffer_, bytes_); r != CUDA_SUCCESS) {
-    error = cuError("cuMemAlloc(2 x the L2 for the sweep)", r);
+    error = cuErrorText("cuMemAlloc(2 x the L2 for the sweep)", r);
     return false;
   }
   if (CUresult r = cuMemAlloc(&sink_, sizeof(uint32_t)); r != CUDA_SUCCESS) {
-    error = cuError("cuMemAlloc(the sweep's result word)", r);
+    error = cuErrorText("cuMemAlloc(the sweep's result word)", r);
     return false;
   }
   return true;
@@ -79,11 +74,11 @@ bool L2Sweep::loadKernels(CUdevice device, std::string& error) {
 bool L2Sweep::loadKernel(const void* image, const char* name, const char* what, CUmodule& module, CUfunction& kernel,
                          std::string& error) {
   if (CUresult r = cuModuleLoadData(&module, image); r != CUDA_SUCCESS) {
-    error = cuError(std::string("cuModuleLoadData(") + what + ")", r);
+    error = cuErrorText(std::string("cuModuleLoadData(") + what + ")", r);
     return false;
   }
   if (CUresult r = cuModuleGetFunction(&kernel, module, name); r != CUDA_SUCCESS) {
-    error = cuError(std::string("cuModuleGetFunction(") + what + ")", r);
+    error = cuErrorText(std::string("cuModuleGetFunction(") + what + ")", r);
     return false;
   }
   return true;
@@ -96,7 +91,7 @@ bool L2Sweep::launchCodeSweep(CUstream stream, std::string& error) {
   // One warp a block and as many blocks as SMs: one block fits any SM, so every SM runs one.
   if (CUresult r = cuLaunchKernel(code_kernel_, static_cast<unsigned>(sms_), 1, 1, 32, 1, 1, 0, stream, params, nullptr);
       r != CUDA_SUCCESS) {
-    error = cuError("cuLaunchKernel(the code sweep)", r);
+    error = cuErrorText("cuLaunchKernel(the code sweep)", r);
     return false;
   }
   return true;
@@ -109,7 +104,7 @@ bool L2Sweep::launch(CUstream stream, uint32_t discard, std::string& error) {
   CUresult r = cuLaunchKernel(kernel_, static_cast<unsigned>(blocks_), 1, 1, kThreadsPerBlock, 1, 1, 0, stream,
                               params, nullptr);
   if (r != CUDA_SUCCESS) {
-    error = cuError("cuLaunchKernel(the L2 sweep)", r);
+    error = cuErrorText("cuLaunchKernel(the L2 sweep)", r);
     return false;
   }
   return true;

@@ -6,16 +6,11 @@
 #include <algorithm>
 #include <cstring>
 
+#include "checks.h"
 #include "param_buffer.h"
 
 namespace fprof::collector {
 namespace {
-
-std::string cuError(const char* call, CUresult r) {
-  const char* text = nullptr;
-  cuGetErrorString(r, &text);
-  return std::string(call) + " failed: " + (text != nullptr ? text : "unknown CUDA error");
-}
 
 template <typename P>
 const P& paramsOf(const CUpti_CallbackData& cb) {
@@ -33,12 +28,15 @@ bool capturing(CUstream stream) {
   return cuStreamIsCapturing(stream, &status) == CUDA_SUCCESS && status != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
-// An asynchronous allocation: one a stream capture makes belongs to the graph (mapped while the
-// graph runs), which the map cannot follow.
-void trackAsyncAllocation(AllocationMap& map, const void* context, const CUdeviceptr* dptr, size_t bytes,
-                          CUstream stream) {
-  if (capturing(stream)) return map.refuse("the program allocates memory inside a captured CUDA graph");
-  map.addDevice(context, deviceAddress(dptr), bytes);
+// An asynchronous allocation (the call's parameters P): one a stream capture makes belongs to the
+// graph (mapped while the graph runs), which the map cannot follow. `per_thread`: a _ptsz call.
+template <typename P>
+void trackAsyncAllocation(AllocationMap& map, const CUpti_CallbackData& cb, bool per_thread) {
+  const P& p = paramsOf<P>(cb);
+  if (capturing(per_thread ? perThread(p.hStream) : p.hStream)) {
+    return map.refuse("the program allocates memory inside a captured CUDA graph");
+  }
+  map.addDevice(cb.context, deviceAddress(p.dptr), p.bytesize);
 }
 
 // Calls the map cannot follow: every later duplicate takes the CUPTI checkpoint.
@@ -115,8 +113,14 @@ const std::vector<CUpti_CallbackId>& allocationCallbackIds() {
 }
 
 bool isAllocationCall(CUpti_CallbackId cbid) {
-  const std::vector<CUpti_CallbackId>& ids = allocationCallbackIds();
-  return std::find(ids.begin(), ids.end(), cbid) != ids.end();
+  // Asked at every driver callback the collector gets, launches included: a table, not a search.
+  static const std::vector<bool> table = [] {
+    const std::vector<CUpti_CallbackId>& ids = allocationCallbackIds();
+    std::vector<bool> t(*std::max_element(ids.begin(), ids.end()) + 1, false);
+    for (CUpti_CallbackId id : ids) t[id] = true;
+    return t;
+  }();
+  return cbid < table.size() && table[cbid];
 }
 
 void trackAllocationCall(AllocationMap& map, CUpti_CallbackId cbid, const CUpti_CallbackData& cb) {
@@ -135,22 +139,14 @@ void trackAllocationCall(AllocationMap& map, CUpti_CallbackId cbid, const CUpti_
       const auto& p = paramsOf<cuMemAllocPitch_v2_params>(cb);
       return map.addDevice(ctx, deviceAddress(p.dptr), p.pPitch != nullptr ? *p.pPitch * p.Height : 0);
     }
-    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync: {
-      const auto& p = paramsOf<cuMemAllocAsync_params>(cb);
-      return trackAsyncAllocation(map, ctx, p.dptr, p.bytesize, p.hStream);
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz: {
-      const auto& p = paramsOf<cuMemAllocAsync_ptsz_params>(cb);
-      return trackAsyncAllocation(map, ctx, p.dptr, p.bytesize, perThread(p.hStream));
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync: {
-      const auto& p = paramsOf<cuMemAllocFromPoolAsync_params>(cb);
-      return trackAsyncAllocation(map, ctx, p.dptr, p.bytesize, p.hStream);
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz: {
-      const auto& p = paramsOf<cuMemAllocFromPoolAsync_ptsz_params>(cb);
-      return trackAsyncAllocation(map, ctx, p.dptr, p.bytesize, perThread(p.hStream));
-    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync:
+      return trackAsyncAllocation<cuMemAllocAsync_params>(map, cb, false);
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz:
+      return trackAsyncAllocation<cuMemAllocAsync_ptsz_params>(map, cb, true);
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync:
+      return trackAsyncAllocation<cuMemAllocFromPoolAsync_params>(map, cb, false);
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz:
+      return trackAsyncAllocation<cuMemAllocFromPoolAsync_ptsz_params>(map, cb, true);
     case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2:
       return map.removeDevice(paramsOf<cuMemFree_v2_params>(cb).dptr);
     case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync:
@@ -193,7 +189,7 @@ OwnCheckpoint::~OwnCheckpoint() { teardown(); }
 
 bool OwnCheckpoint::setup(std::string& error) {
   if (CUresult r = cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING); r != CUDA_SUCCESS) {
-    error = cuError("cuStreamCreate for the own checkpoint", r);
+    error = cuErrorText("cuStreamCreate for the own checkpoint", r);
     return false;
   }
   return true;
@@ -230,7 +226,7 @@ bool OwnCheckpoint::addModuleVariables(const LaunchArguments& launch, std::vecto
   if (writes.variables.empty()) return true;
   CUmodule module = nullptr;
   if (CUresult r = cuFuncGetModule(&module, launch.function); r != CUDA_SUCCESS) {
-    why = cuError("cuFuncGetModule", r);
+    why = cuErrorText("cuFuncGetModule", r);
     return false;
   }
   for (const std::string& name : writes.variables) {
@@ -292,7 +288,7 @@ bool OwnCheckpoint::growScratch(uint64_t bytes, std::string& error) {
   scratch_bytes_ = 0;
   const uint64_t want = bytes + bytes / 4;  // room for the program to grow a little
   if (CUresult r = cuMemAlloc(&scratch_, want); r != CUDA_SUCCESS) {
-    error = cuError("cuMemAlloc for the own checkpoint's copy", r);
+    error = cuErrorText("cuMemAlloc for the own checkpoint's copy", r);
     return false;
   }
   scratch_bytes_ = want;
@@ -354,12 +350,12 @@ bool OwnCheckpoint::copyAll(bool to_scratch, std::string& error) {
       for (size_t i = 0; i < dsts.size() && r == CUDA_SUCCESS; ++i) r = cuMemcpyAsync(dsts[i], srcs[i], sizes[i], stream_);
     }
     if (r != CUDA_SUCCESS) {
-      error = cuError(to_scratch ? "saving the program's memory (cuMemcpyBatchAsync)" : "restoring the program's memory", r);
+      error = cuErrorText(to_scratch ? "saving the program's memory (cuMemcpyBatchAsync)" : "restoring the program's memory", r);
       return false;
     }
   }
   if (CUresult r = cuStreamSynchronize(stream_); r != CUDA_SUCCESS) {
-    error = cuError("cuStreamSynchronize after the own checkpoint's copies", r);
+    error = cuErrorText("cuStreamSynchronize after the own checkpoint's copies", r);
     return false;
   }
   return true;
