@@ -20,7 +20,8 @@ std::vector<std::string> concatOf(std::initializer_list<const std::vector<std::s
 const std::vector<std::string> kBytesAndTime = {
     "dram__bytes_read.sum",
     "dram__bytes_write.sum",
-    "lts__t_bytes.sum",
+    kL2BytesMetric,
+    kL2SmSectorsMetric,
     "l1tex__t_bytes.sum",
     "sm__warps_active.avg.pct_of_peak_sustained_active",
     "gpu__time_duration.sum",
@@ -76,8 +77,15 @@ const std::vector<std::string> kHalfPipe = {kFp16PipeMetric};
 // Local bytes from the L1 counter where collected, else 32 bytes a sector the SASS counted.
 std::optional<double> localBytes(std::optional<double> l1tex_bytes, std::optional<double> sass_sectors) {
   if (l1tex_bytes) return l1tex_bytes;
-  if (sass_sectors) return *sass_sectors * 32.0;
+  if (sass_sectors) return *sass_sectors * kBytesPerSector;
   return std::nullopt;
+}
+
+// L2 bytes from the SMs' sectors where collected (the sets since session 25), else every request
+// the L2 counted (custom lists, recordings made before).
+std::optional<double> l2Bytes(std::optional<double> sm_sectors, std::optional<double> all_bytes) {
+  if (sm_sectors) return *sm_sectors * kBytesPerSector;
+  return all_bytes;
 }
 
 }  // namespace
@@ -143,7 +151,7 @@ KernelCounters deriveCounters(const std::vector<std::string>& names, const std::
   KernelCounters c;
   c.dram_read_bytes = get("dram__bytes_read.sum");
   c.dram_write_bytes = get("dram__bytes_write.sum");
-  c.l2_bytes = get("lts__t_bytes.sum");
+  c.l2_bytes = l2Bytes(get(kL2SmSectorsMetric), get(kL2BytesMetric));
   c.l1_bytes = get("l1tex__t_bytes.sum");
   c.local_load_bytes = localBytes(get(kLocalLoadBytesMetric), get(kLocalLoadSectorsSassMetric));
   c.local_store_bytes = localBytes(get(kLocalStoreBytesMetric), get(kLocalStoreSectorsSassMetric));

@@ -193,7 +193,10 @@ std::vector<TableDef> makeTables() {
        {{"kernel_id", "INTEGER PRIMARY KEY REFERENCES kernel(id)", "The kernel."},
         {"dram_read_bytes", "REAL", "Bytes read from device memory (dram__bytes_read.sum)."},
         {"dram_write_bytes", "REAL", "Bytes written to device memory (dram__bytes_write.sum)."},
-        {"l2_bytes", "REAL", "Bytes through L2 (lts__t_bytes.sum)."},
+        {"l2_bytes", "REAL",
+         "Bytes the SMs read and wrote at the L2: 32 x lts__t_sectors_srcunit_tex.sum where collected (the sets "
+         "memory, roofline, full), else lts__t_bytes.sum (custom lists, recordings before 2026-11-28), which also "
+         "counts the traffic between the L2's partitions (GH100); both raw counters are in kernel_metric."},
         {"l1_bytes", "REAL", "Bytes through L1/TEX (l1tex__t_bytes.sum)."},
         {"flops_fp64", "REAL", "FP64 FLOPs (dadd + dmul + 2 dfma)."},
         {"flops_fp32", "REAL", "FP32 FLOPs (fadd + fmul + 2 ffma)."},

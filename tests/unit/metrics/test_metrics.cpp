@@ -19,9 +19,9 @@ TEST(MetricSets, BuiltinSetsNest) {
   auto roofline = core::expandMetricSelection("roofline");
   auto full = core::expandMetricSelection("full");
   ASSERT_TRUE(memory.ok() && roofline.ok() && full.ok());
-  EXPECT_EQ(memory->size(), 8u);
-  EXPECT_EQ(roofline->size(), 22u);
-  EXPECT_EQ(full->size(), 34u);
+  EXPECT_EQ(memory->size(), 9u);
+  EXPECT_EQ(roofline->size(), 23u);
+  EXPECT_EQ(full->size(), 35u);
   // roofline counts local bytes with the SASS instrumentation instead of the L1 counters.
   for (const std::string& m : *memory) {
     const bool local = m == core::kLocalLoadBytesMetric || m == core::kLocalStoreBytesMetric;
@@ -100,6 +100,22 @@ TEST(DerivedCounters, LocalBytesFromTheL1CounterOrTheSassSectors) {
   EXPECT_FALSE(core::deriveCounters({"dram__bytes_read.sum"}, {1}).local_load_bytes.has_value());
 }
 
+TEST(DerivedCounters, L2BytesAreTheSmsSectorsWhereCollected) {
+  // A streaming kernel on an H100 (bench/RESULTS.md, issue 15, session 25): 196,609 sectors from the
+  // SMs, 10,846,784 bytes counted by every L2 slice (the SMs' requests and one partition's forwarding
+  // to the other).
+  const std::vector<std::string> both = {core::kL2BytesMetric, core::kL2SmSectorsMetric};
+  EXPECT_EQ(*core::deriveCounters(both, {10846784, 196609}).l2_bytes, 196609 * 32.0);
+  EXPECT_EQ(*core::deriveCounters({core::kL2BytesMetric}, {10846784}).l2_bytes, 10846784)
+      << "a custom list or an older recording: every request the L2 counted";
+  EXPECT_FALSE(core::deriveCounters({"dram__bytes_read.sum"}, {1}).l2_bytes.has_value());
+  for (const char* set : {"memory", "roofline", "full"}) {
+    const auto names = *core::expandMetricSelection(set);
+    EXPECT_NE(std::find(names.begin(), names.end(), core::kL2SmSectorsMetric), names.end()) << set;
+    EXPECT_NE(std::find(names.begin(), names.end(), core::kL2BytesMetric), names.end()) << set;
+  }
+}
+
 TEST(DerivedCounters, WhatWasNotCollectedStaysUnknown) {
   const std::vector<std::string> names = {"dram__bytes_read.sum", "sm__sass_thread_inst_executed_op_ffma_pred_on.sum",
                                           "sm__warps_active.avg.pct_of_peak_sustained_active"};
@@ -127,7 +143,7 @@ TEST(MetricsConfig, OffUnlessModeIsMetrics) {
   MetricsConfig c = readMetricsConfig(envOf({{"FPROF_MODE", "metrics"}}));
   EXPECT_TRUE(c.enabled);
   EXPECT_EQ(c.selection, "roofline");
-  EXPECT_EQ(c.metrics.size(), 22u);
+  EXPECT_EQ(c.metrics.size(), 23u);
   EXPECT_TRUE(c.errors.empty());
 }
 
@@ -141,7 +157,7 @@ TEST(MetricsConfig, ReadsEverySetting) {
                                              {"FPROF_LAUNCH_COUNT", "5"},
                                              {"FPROF_METRICS_BATCH", "64"}}));
   EXPECT_TRUE(c.errors.empty());
-  EXPECT_EQ(c.metrics.size(), 8u);
+  EXPECT_EQ(c.metrics.size(), 9u);
   EXPECT_EQ(c.kernel_regex, "gemm|attention");
   EXPECT_EQ(c.nvtx_include, (std::vector<std::string>{"layer=3", "decode"}));
   EXPECT_EQ(c.ops, (std::vector<std::string>{"matmul_bias_relu"}));

@@ -38,6 +38,17 @@ inline constexpr double kTensorFlopsPerOp = 1.0;
 // tensor_flops_method of a kernel whose tensor-pipe cycles wait for its function's SASS.
 inline constexpr const char* kTensorFlopsPending = "pending: the function's SASS was not read yet";
 
+// L2 bytes as the roofline's L2 level counts them: the sectors the SMs (L1/TEX, TMA included)
+// read and wrote at the L2, 32 bytes each. lts__t_bytes.sum, kept beside it, also counts the
+// requests one L2 partition forwards to the other on GH100 (srcunit ltcfabric): on an H100 that
+// traffic is 40-60% of a streaming kernel's SM requests, and its count follows the state the
+// driver's cache flush leaves, which fprof's sweep does not reproduce, while the SMs' own requests
+// agree with ncu's (bench/RESULTS.md, issue 15, session 25). fprof's L2 ceiling is measured in
+// the SMs' bytes too (reference_kernels/ceilings).
+inline constexpr const char* kL2SmSectorsMetric = "lts__t_sectors_srcunit_tex.sum";
+inline constexpr const char* kL2BytesMetric = "lts__t_bytes.sum";
+inline constexpr double kBytesPerSector = 32.0;
+
 // Local-memory traffic: the L1 counters (set `memory`), or the sectors the SASS instrumentation
 // counts (`roofline`: free beside the FLOP counters), 32 bytes each.
 inline constexpr const char* kLocalLoadBytesMetric = "l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum";
