@@ -213,8 +213,11 @@ TEST(Coverage, RecordedOneRunApplicationReplayHoldsHardwareAndSassCounters) {
       << describeCollection(*one);
   EXPECT_NE(describeCollection(*one).find("the device holding up to 1.16 GiB at a checkpoint"), std::string::npos)
       << "recorded with the memory in use at its checkpoints (session 20)";
+  const std::string duplicates = one->meta("metrics_kernels_profiled");
+  EXPECT_EQ(duplicates, "94") << "tests/data/README.md";
   EXPECT_NE(describeCollection(*one).find("fprof's own checkpoint (the program's allocations and module variables, up "
-                                          "to 102.9 MiB) around 95 duplicates, CUPTI's around none"),
+                                          "to 102.9 MiB) around " +
+                                          duplicates + " duplicates, CUPTI's around none"),
             std::string::npos)
       << "recorded with which checkpoint held each duplicate's memory (session 24)";
   EXPECT_EQ(one->meta("application_runs"), "1");
