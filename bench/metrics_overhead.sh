@@ -203,7 +203,7 @@ def replay_cost(name):
     except (sqlite3.Error, KeyError, ValueError):
         return ""
 
-checked = ["dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_bytes.sum",
+checked = ["dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_bytes.sum", "lts__t_sectors_srcunit_tex.sum",
            "sm__sass_thread_inst_executed_op_ffma_pred_on.sum", "sm__sass_thread_inst_executed_op_hfma_pred_on.sum",
            "sm__ops_path_tensor_src_fp16.sum", "sm__ops_path_tensor_src_bf16_dst_fp32.sum",
            "smsp__inst_executed.sum", "sm__thread_inst_executed_pipe_fma_type_fp16_pred_on.sum",
@@ -216,27 +216,52 @@ def ncu_names(name):
 def relative_errors(pairs):
     return [abs(a / b - 1) * 100 if b else (0 if a == 0 else float("inf")) for a, b in pairs]
 
-def print_outliers(keys, errs, a, b, names, repeat):
+def identical_launches(name):
+    """Launch index -> the indices of every launch fprof gave the same profiled sample (its own
+    launch and those copied from it: same function, shape and argument bytes), from the database."""
+    try:
+        db = sqlite3.connect(f"{work}/{name}.fprof")
+        ids = [k for (k,) in db.execute("select id from kernel order by correlation_id, id")]
+        index = {k: i for i, k in enumerate(ids)}
+        groups = {}
+        for kid, source, sample in db.execute("select kernel_id, source, source_kernel_id from kernel_counter"):
+            root = sample if source == "same_signature" and sample in index else kid
+            groups.setdefault(index[root], []).append(index[kid])
+    except sqlite3.Error:
+        return {}
+    return {i: members for members in groups.values() for i in members}
+
+def ncu_varies(k, n, same):
+    """Whether ncu's own figures for the launches identical to launch k[0] spread over more than 2%."""
+    values = [n[(i, k[1])] for i in same.get(k[0], []) if (i, k[1]) in n]
+    return len(values) > 1 and max(values) > 1.02 * min(values)
+
+def print_outliers(keys, errs, a, b, names, repeat, same):
     """The byte counts outside 2% (errs: relative_errors of a against b, by key): how many of them
     differ by less than 4 KB and 64 KB, on how many ncu's second run was outside 2% of its first too,
-    and the largest three."""
+    on how many ncu's own figures for the identical launches (fprof's same-signature group) spread
+    over more than 2%, and the largest three."""
     out = [(e, k) for e, k in zip(errs, keys) if e > 2]
     if not out:
         return
-    tiny = sum(abs(a[k] - b[k]) < 4096 for _, k in out)
-    small = sum(abs(a[k] - b[k]) < 65536 for _, k in out)
+    unit = lambda k: 32 if "sectors" in k[1] else 1  # bytes a unit of the metric
+    tiny = sum(abs(a[k] - b[k]) * unit(k) < 4096 for _, k in out)
+    small = sum(abs(a[k] - b[k]) * unit(k) < 65536 for _, k in out)
     unsteady = sum(k in repeat and abs(repeat[k] - b[k]) > 0.02 * abs(b[k]) for _, k in out)
     again = f", {unsteady} where ncu's own second run is outside 2% too" if repeat else ""
-    print(f"    outside 2%: {len(out)}, of which {tiny} by less than 4 KB and {small} by less than 64 KB{again}; largest:")
+    spread = sum(ncu_varies(k, b, same) for _, k in out)
+    alike = f", {spread} where ncu's figures for the identical launches spread over 2%" if same else ""
+    print(f"    outside 2%: {len(out)}, of which {tiny} by less than 4 KB and {small} by less than 64 KB{again}{alike}; largest:")
     largest = sorted(out, reverse=True)[:3]
     for e, k in largest:
         print(f"      #{k[0]} {names.get(k[0], '')[:60]}: {a[k]:,.0f} against {b[k]:,.0f} ({e:+.1f}%)")
     # Every other difference of 64 KB or more, named, with ncu's own second figure where it ran twice.
-    for e, k in sorted((x for x in out if x not in largest and abs(a[x[1]] - b[x[1]]) >= 65536), key=lambda x: x[1][0]):
+    for e, k in sorted((x for x in out if x not in largest and abs(a[x[1]] - b[x[1]]) * unit(x[1]) >= 65536),
+                       key=lambda x: x[1][0]):
         own = f"; ncu's second run {repeat[k]:,.0f}" if k in repeat else ""
         print(f"      #{k[0]} {names.get(k[0], '')[:60]}: {a[k]:,.0f} against {b[k]:,.0f} ({e:+.1f}%{own})")
 
-def print_comparison(f, n, names, repeat=None):
+def print_comparison(f, n, names, repeat=None, same=None):
     print(f"  {'metric':52s} {'kernels':>7s} {'within 2%':>9s} {'median diff':>12s} {'max diff':>9s}")
     for m in checked:
         keys = [k for k in f if k[1] == m and k in n]
@@ -250,8 +275,8 @@ def print_comparison(f, n, names, repeat=None):
             errs = relative_errors(pairs)
             unit, ok = "%", sum(e <= 2 for e in errs)
         print(f"  {m:52s} {len(pairs):7d} {ok:9d} {statistics.median(errs):11.2f}{unit} {max(errs):8.2f}{unit}")
-        if "bytes" in m:
-            print_outliers(keys, errs, f, n, names, repeat or {})
+        if "bytes" in m or "sectors" in m:
+            print_outliers(keys, errs, f, n, names, repeat or {}, same or {})
 
 def compare(fname, nname):
     f, kernels, sources, missing = fprof_values(fname)
@@ -259,7 +284,7 @@ def compare(fname, nname):
     ncu_kernels = len({k[0] for k in n})
     print(f"\n{fname} against {nname}: {kernels} kernels (ncu {ncu_kernels}), counters {sources}, without counters {missing}")
     repeat = ncu_values(f"{nname}2") if f"{nname}2" in runs else {}
-    print_comparison(f, n, ncu_names(nname), repeat)
+    print_comparison(f, n, ncu_names(nname), repeat, identical_launches(fname))
 
 labels = [l for l in ("bench", "transformer", "torch") if f"{l}.native" in runs]
 for label in labels:
