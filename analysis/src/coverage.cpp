@@ -12,6 +12,7 @@
 
 #include "fprof/analysis/roofline.h"
 #include "fprof/core/merge.h"
+#include "fprof/core/metric_sets.h"
 
 namespace fprof::analysis {
 namespace {
@@ -178,6 +179,21 @@ std::string checkpointKindPhrase(const std::string& text) {
   return phrase + fmt::format(", CUPTI's around {}{}", cupti, why);
 }
 
+// Which counter the L2 bytes are (core/metric_sets.h): the SMs' sectors in the sets since session 25,
+// every request the L2 counted in custom lists and older recordings; "" where neither was collected.
+std::string l2BytesPhrase(const core::Profile& p) {
+  auto has = [&](const char* name) {
+    return std::any_of(p.metrics.begin(), p.metrics.end(),
+                       [&](const core::KernelMetricRecord& m) { return m.metric == name; });
+  };
+  if (has(core::kL2SmSectorsMetric)) return "L2 bytes are the SMs' sectors (lts__t_sectors_srcunit_tex.sum x 32)";
+  if (has(core::kL2BytesMetric)) {
+    return "L2 bytes are every request the L2 counted (lts__t_bytes.sum, with the forwarding between its "
+           "partitions on GH100)";
+  }
+  return "";
+}
+
 }  // namespace
 
 std::string describeCollection(const core::Profile& p) {
@@ -220,6 +236,7 @@ std::string describeCollection(const core::Profile& p) {
                     : own_run             ? "L2 emptied before each profiled launch (cache control all)"
                                           : "caches flushed before each pass (cache control all)");
   }
+  if (const std::string l2 = l2BytesPhrase(p); !l2.empty()) parts.push_back(l2);
   if (const std::string include = p.meta("nvtx_include"); !include.empty()) {
     parts.push_back("kernels inside NVTX ranges containing '" + include + "'" +
                     (p.meta("nvtx_scope") == "thread" ? " on the launching thread"

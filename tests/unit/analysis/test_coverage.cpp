@@ -90,6 +90,19 @@ TEST(Coverage, OneGroupSaysHowItsCountersWereObtainedOrWhyNot) {
   EXPECT_EQ(describeGroupCounters(counterCoverage(profile(1), {0, 3})), "1 with counters; 1 without: no reason recorded");
 }
 
+// Which counter the L2 bytes are comes from the raw counters a profile holds (session 25).
+TEST(Coverage, CollectionSaysWhichCounterTheL2BytesAre) {
+  core::Profile p = profile(1);
+  p.metadata = {{"mode", "metrics"}, {"replay_mode", "application"}};
+  EXPECT_EQ(describeCollection(p), "application replay");
+  p.metrics.push_back({p.kernels[0].id, "lts__t_bytes.sum", 4096});
+  EXPECT_EQ(describeCollection(p), "application replay; L2 bytes are every request the L2 counted (lts__t_bytes.sum, "
+                                   "with the forwarding between its partitions on GH100)");
+  p.metrics.push_back({p.kernels[0].id, "lts__t_sectors_srcunit_tex.sum", 96});
+  EXPECT_EQ(describeCollection(p),
+            "application replay; L2 bytes are the SMs' sectors (lts__t_sectors_srcunit_tex.sum x 32)");
+}
+
 TEST(Coverage, CollectionMethodComesFromTheMetricsRunsMetadata) {
   core::Profile p = profile(2);
   EXPECT_EQ(describeCollection(p), "");  // no mode recorded: says nothing
@@ -220,6 +233,8 @@ TEST(Coverage, RecordedOneRunApplicationReplayHoldsHardwareAndSassCounters) {
                                           duplicates + " duplicates, CUPTI's around none"),
             std::string::npos)
       << "recorded with which checkpoint held each duplicate's memory (session 24)";
+  EXPECT_NE(describeCollection(*one).find("L2 bytes are the SMs' sectors"), std::string::npos)
+      << "recorded with the SMs' L2 sectors (session 25)";
   EXPECT_EQ(one->meta("application_runs"), "1");
   EXPECT_EQ(one->meta("sass_in_first_run"), "every profiled launch");
   ASSERT_EQ(one->counters.size(), one->kernels.size());
