@@ -34,7 +34,7 @@ const char* kExpectations =
     "fault=0\tregs=16\tlocal=0\tstatic_smem=0\tconst_bytes=0\tmax_threads=1024\tbinary_version=90\tptx_version=90\t"
     "flops_fp32=8000\tflops_fp64=0\tflops_fp16=0\tflops_bf16=0\tflops_tensor_fp16=0\tflops_tensor_bf16=0\t"
     "inst_ffma=2000\tinst_fadd=1000\tinst_fmul=3000\tinst_dfma=0\tinst_dadd=0\tinst_dmul=0\tmin_bytes=8000\t"
-    "max_dram_read=-1\tmax_dram_write=-1\tlocal_memory=0\targs=1234,5678\n"
+    "max_dram_read=-1\tmax_dram_write=-1\tlocal_memory=0\tbytes_once=1\targs=1234,5678\n"
     "launch\tlabel=graph_half\tname=_Z5halfv\tapi=cudaGraphLaunch\tgrid=4,1,1\tblock=128,1,1\tcluster=0,0,0\t"
     "dyn_smem=0\ttid=1000\tstream=main\tnvtx=fprof_validation::graphs/captured\tcount=3\tgraph=captured\t"
     "counters=optional\tfault=0\tregs=10\tlocal=0\tstatic_smem=0\tconst_bytes=0\tmax_threads=1024\t"
@@ -163,7 +163,7 @@ fs::path idealDatabase(const std::string& mode = "metrics") {
     a.value = static_cast<uint64_t>(value);
     writer.add(a);
   }
-  add_counters(10, 8000, 0, 0, 2000, 1000, 3000, 9000, false);
+  add_counters(10, 8000, 0, 0, 2000, 1000, 3000, 8032, false);
   for (uint32_t g = 0; g < 3; ++g) {
     auto k = kernel(20 + g, "_Z5halfv", "cudaGraphLaunch", "fprof_validation::graphs/captured", 1000, 7, 4, 128);
     k.graph_id = 5;
@@ -305,6 +305,7 @@ TEST(ValidationCheck, EachDamageFailsItsCheck) {
       {"exit", "UPDATE metadata SET value = 'killed by SIGSEGV' WHERE key = 'exit_status';", "exit_status"},
       {"local", "UPDATE kernel_counter SET local_load_bytes = 0;", "local load bytes"},
       {"bytes", "UPDATE kernel_counter SET l2_bytes = 1;", "L2 bytes >= footprint"},
+      {"bytes_once", "UPDATE kernel_counter SET l2_bytes = 9000;", "L2 bytes = footprint to 4 sectors"},
       {"raw", "UPDATE kernel_metric SET value = value + 1;", "sm__sass_thread_inst_executed_op_ffma"},
       {"varies", "UPDATE kernel_counter SET signature_varies = 1;", "counter source"},
   };

@@ -296,6 +296,8 @@ struct Work {
   double max_dram_read = -1;    // upper bounds where the footprint is far larger than L2; -1 = none
   double max_dram_write = -1;
   bool local_memory = false;    // has a stack frame (local loads/stores expected)
+  bool bytes_once = false;      // reads and writes each footprint byte once: the SMs' L2 sectors are the
+                                // footprint's, to its buffers' partial sectors
 };
 
 struct Launch {
@@ -345,6 +347,7 @@ void expectLaunch(const FunctionFacts& f, const Launch& l) {
       "\tinst_dfma=" + num(w.dfma) + "\tinst_dadd=" + num(w.dadd) + "\tinst_dmul=" + num(w.dmul) +
       "\tmin_bytes=" + num(w.min_bytes) + "\tmax_dram_read=" + num(w.max_dram_read) +
       "\tmax_dram_write=" + num(w.max_dram_write) + "\tlocal_memory=" + (w.local_memory ? "1" : "0") +
+      "\tbytes_once=" + (w.bytes_once ? "1" : "0") +
       "\targs=" + args);
   if (!l.fault) g_kernels += l.count;
   if (l.roles.empty()) return;
@@ -366,6 +369,7 @@ Work fp32Work(double n, double iters) {
   w.fmul = 3 * n * iters;
   w.fp32 = 2 * w.ffma + w.fadd + w.fmul;
   w.min_bytes = 8 * n;
+  w.bytes_once = true;
   return w;
 }
 Work fp64Work(double n, double iters) {
@@ -375,18 +379,21 @@ Work fp64Work(double n, double iters) {
   w.dmul = n * iters;
   w.fp64 = 2 * w.dfma + w.dadd + w.dmul;
   w.min_bytes = 12 * n;
+  w.bytes_once = true;
   return w;
 }
 Work scalar16Work(double n, double iters, bool bf16) {
   Work w;
   (bf16 ? w.bf16 : w.fp16) = 4 * n * iters;  // FMA 2 + add 1 + mul 1, one lane each
   w.min_bytes = 6 * n;
+  w.bytes_once = true;
   return w;
 }
 Work packed16Work(double n, double iters, bool bf16) {
   Work w;
   (bf16 ? w.bf16 : w.fp16) = 8 * n * iters;  // two lanes of FMA (4) + add (2) + mul (2)
   w.min_bytes = 8 * n;
+  w.bytes_once = true;
   return w;
 }
 
@@ -588,6 +595,7 @@ void phaseLaunchApis(const Buffers& b, cudaStream_t s, int sms) {
     l.work.ffma = n;
     l.work.fp32 = 2.0 * n;
     l.work.min_bytes = 8.0 * n;
+    l.work.bytes_once = true;
     expectLaunch(factsOf(extra_args_kernel), l);
   }
   checkpoint();
@@ -638,6 +646,7 @@ void phaseLaunchApis(const Buffers& b, cudaStream_t s, int sms) {
     l.work.fadd = n;
     l.work.fp32 = n;
     l.work.min_bytes = 8.0 * n;
+    l.work.bytes_once = true;
     expectLaunch(factsOf(cluster_kernel), l);
   }
   checkpoint();
@@ -719,6 +728,7 @@ void phaseArith(const Buffers& b, cudaStream_t s, int rep) {
     Work w;
     w.fp16 = 6.0 * n * iters;  // packed FMA 4 + scalar FMA 2
     w.min_bytes = 10.0 * n;
+    w.bytes_once = true;
     site("mixed_half", factsOf(mixed16_kernel<10>), grid, block, w, "wrr------",
          {arg8(b.out), arg8(b.h2), arg8(b.f16)});
   }
@@ -887,6 +897,7 @@ void phaseMemory(const Buffers& b, cudaStream_t s, int64_t l2_bytes) {
     l.work.min_bytes = 2 * bytes;
     l.work.max_dram_read = 1.02 * bytes + (1 << 20);
     l.work.max_dram_write = 1.02 * bytes + static_cast<double>(l2_bytes);
+    l.work.bytes_once = true;
     expectLaunch(factsOf(stream_copy_kernel), l);
     checkpoint();
   }
@@ -916,6 +927,7 @@ void phaseMemory(const Buffers& b, cudaStream_t s, int64_t l2_bytes) {
     l.work.ffma = n;
     l.work.fp32 = 3.0 * n;
     l.work.min_bytes = 20.0 * n;
+    l.work.bytes_once = true;
     expectLaunch(factsOf(roles_kernel), l);
     checkpoint();
   }
@@ -976,6 +988,7 @@ void phaseModules(const Buffers& b, cudaStream_t s) {
     l.work.fadd = 1.0 * n * iters;
     l.work.fp32 = 3.0 * n * iters;
     l.work.min_bytes = 8.0 * n;
+    l.work.bytes_once = true;
     expectLaunch(f, l);
     checkpoint();
   }
@@ -996,6 +1009,7 @@ void phaseModules(const Buffers& b, cudaStream_t s) {
     l.work.fmul = 1.0 * n;
     l.work.fp32 = 7.0 * n;
     l.work.min_bytes = 8.0 * n;
+    l.work.bytes_once = true;
     expectLaunch(factsOf(f), l);
     checkpoint();
   }
