@@ -182,16 +182,16 @@ std::string checkpointKindPhrase(const std::string& text) {
 // Which counter the L2 bytes are (core/metric_sets.h): the SMs' sectors in the sets since session 25,
 // every request the L2 counted in custom lists and older recordings; "" where neither was collected.
 std::string l2BytesPhrase(const core::Profile& p) {
-  auto has = [&](const char* name) {
-    return std::any_of(p.metrics.begin(), p.metrics.end(),
-                       [&](const core::KernelMetricRecord& m) { return m.metric == name; });
-  };
-  if (has(core::kL2SmSectorsMetric)) return "L2 bytes are the SMs' sectors (lts__t_sectors_srcunit_tex.sum x 32)";
-  if (has(core::kL2BytesMetric)) {
-    return "L2 bytes are every request the L2 counted (lts__t_bytes.sum, with the forwarding between its "
-           "partitions on GH100)";
+  bool all_requests = false;  // one pass over the raw counters, which hold every profiled launch's
+  for (const core::KernelMetricRecord& m : p.metrics) {
+    if (m.metric == core::kL2SmSectorsMetric) {
+      return "L2 bytes are the SMs' sectors (lts__t_sectors_srcunit_tex.sum x 32)";
+    }
+    all_requests = all_requests || m.metric == core::kL2BytesMetric;
   }
-  return "";
+  return all_requests ? "L2 bytes are every request the L2 counted (lts__t_bytes.sum, with the forwarding between "
+                        "its partitions on GH100)"
+                      : "";
 }
 
 }  // namespace

@@ -59,6 +59,14 @@ CUresult relaunch(const DriverLaunchCall& call) {
   }
 }
 
+// The argument words of a launch call whose params struct has both kernelParams and extra.
+template <class Params>
+void takeParamsAndExtra(const void* params, LaunchArguments& a) {
+  const auto* p = static_cast<const Params*>(params);
+  a.kernel_params = p->kernelParams;
+  a.extra = p->extra;
+}
+
 // The launch's arguments as its driver call passed them, for the own checkpoint's look at them.
 LaunchArguments argumentsOf(const DriverLaunchCall& call) {
   LaunchArguments a;
@@ -66,19 +74,13 @@ LaunchArguments argumentsOf(const DriverLaunchCall& call) {
   a.name = call.name;
   switch (call.cbid) {
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
-      const auto* p = static_cast<const cuLaunchKernel_params*>(call.params);
-      a.kernel_params = p->kernelParams;
-      a.extra = p->extra;
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
+      takeParamsAndExtra<cuLaunchKernel_params>(call.params, a);
       break;
-    }
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
-      const auto* p = static_cast<const cuLaunchKernelEx_params*>(call.params);
-      a.kernel_params = p->kernelParams;
-      a.extra = p->extra;
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
+      takeParamsAndExtra<cuLaunchKernelEx_params>(call.params, a);
       break;
-    }
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
       a.kernel_params = static_cast<const cuLaunchCooperativeKernel_params*>(call.params)->kernelParams;
