@@ -6,7 +6,8 @@
 #   bench      the 300-launch workload (bench/metrics_bench.cu: 100 x {axpy, relu, sgemm 1024^3}),
 #              also under `fprof ... --every-launch`, and, when a CUPTI 13.4 library is given
 #              (FPROF_CUPTI134=DIR holding libcupti.so.13 and libnvperf_*), fprof --cupti ...
-#              --cache-control all against `ncu --cache-control all`;
+#              --cache-control all against `ncu --cache-control all` (with APP_REPLAY, for every
+#              program: below);
 #   transformer  the reference model's small transformer (`model --ops transformer`, both variants,
 #              2 layers, prefill + 4 decode steps);
 #   torch      a PyTorch training step of a transformer block (bench/torch_step.py: forward,
@@ -107,6 +108,13 @@ compare_program() {  # compare_program LABEL PROGRAM...: native, fprof (sampled)
     [ -z "${NO_KERNEL_SECOND_RUN:-}" ] && fprof_run "${label}.fprof_app_kernel" --replay application --second-run kernel -- "$@"
     [ -n "${TWO_RUNS:-}" ] && fprof_run "${label}.fprof_app_two" --replay application --second-run patching -- "$@"
     ncu_run "${label}.ncu_all" all "$@"
+    # FPROF_CUPTI134=DIR: CUPTI 13.4's own kernel replay with its driver-side cache flush, the
+    # closest CUPTI comes to ncu's method (ncu's own counter library is not public). Where it
+    # parts from ncu as fprof does, the difference lies between CUPTI's counting and ncu's, not in
+    # fprof's application replay; compared with ncu and with fprof's run below.
+    if [ -n "${FPROF_CUPTI134:-}" ] && [ -e "$FPROF_CUPTI134/libcupti.so.13" ]; then
+      fprof_run "${label}.fprof_cc_all" --cupti "$FPROF_CUPTI134/libcupti.so.13" --replay kernel --cache-control all -- "$@"
+    fi
     # ROUNDS=N: N-1 more rounds of the native run and the one-run fprof run, alternated, for the
     # medians below (a program whose native run varies by seconds between runs decides the ratio
     # otherwise: the PyTorch step took 9.5-18.3 s natively across calls, bench/RESULTS.md issue 15).
@@ -124,7 +132,7 @@ programs=" ${PROGRAMS:-bench transformer torch} "
 if [[ "$programs" == *" bench "* ]]; then
   compare_program bench "$prog"
   fprof_run bench.fprof_every --cache-control none --every-launch -- "$prog"
-  if [ -n "${FPROF_CUPTI134:-}" ] && [ -e "$FPROF_CUPTI134/libcupti.so.13" ]; then
+  if [ -z "${APP_REPLAY:-}" ] && [ -n "${FPROF_CUPTI134:-}" ] && [ -e "$FPROF_CUPTI134/libcupti.so.13" ]; then
     fprof_run bench.fprof_cc_all --cupti "$FPROF_CUPTI134/libcupti.so.13" --cache-control all -- "$prog"
     ncu_run bench.ncu_all all "$prog"
   fi
@@ -296,6 +304,15 @@ for label in labels:
                 compare(fname, nname)
             except Exception as e:  # a run that failed leaves no database
                 print(f"\n{fname}: not compared ({e})")
+    if f"{label}.fprof_app_all" in runs and f"{label}.fprof_cc_all" in runs:
+        try:
+            mine, _, _, _ = fprof_values(f"{label}.fprof_app_all")
+            theirs, kernels, _, _ = fprof_values(f"{label}.fprof_cc_all")
+            print(f"\n{label}.fprof_app_all against {label}.fprof_cc_all (CUPTI's kernel replay with its own flush): "
+                  f"{kernels} kernels")
+            print_comparison(mine, theirs, {})
+        except Exception as e:
+            print(f"\n{label}.fprof_app_all against {label}.fprof_cc_all: not compared ({e})")
     if f"{label}.ncu_all2" in runs and f"{label}.ncu_all" in runs:
         first, second = ncu_values(f"{label}.ncu_all"), ncu_values(f"{label}.ncu_all2")
         print(f"\n{label}.ncu_all2 against {label}.ncu_all (ncu twice, the same command)")
