@@ -89,6 +89,12 @@ ncu_run() {  # ncu_run NAME POLICY PROGRAM...
   timed "$name" "$ncu" --metrics "$metrics" --cache-control "$policy" ${NCU_CLOCK_CONTROL:+--clock-control "$NCU_CLOCK_CONTROL"} \
     --csv --log-file "$work/$name.csv" "$@"
 }
+cupti134_given() { [ -n "${FPROF_CUPTI134:-}" ] && [ -e "$FPROF_CUPTI134/libcupti.so.13" ]; }
+cupti_flush_run() {  # cupti_flush_run LABEL PROGRAM...: CUPTI 13.4's kernel replay with its own cache flush
+  local label=$1
+  shift
+  fprof_run "${label}.fprof_cc_all" --cupti "$FPROF_CUPTI134/libcupti.so.13" --replay kernel --cache-control all -- "$@"
+}
 compare_program() {  # compare_program LABEL PROGRAM...: native, fprof (sampled), ncu; same cache policy
   local label=$1
   shift
@@ -112,9 +118,7 @@ compare_program() {  # compare_program LABEL PROGRAM...: native, fprof (sampled)
     # closest CUPTI comes to ncu's method (ncu's own counter library is not public). Where it
     # parts from ncu as fprof does, the difference lies between CUPTI's counting and ncu's, not in
     # fprof's application replay; compared with ncu and with fprof's run below.
-    if [ -n "${FPROF_CUPTI134:-}" ] && [ -e "$FPROF_CUPTI134/libcupti.so.13" ]; then
-      fprof_run "${label}.fprof_cc_all" --cupti "$FPROF_CUPTI134/libcupti.so.13" --replay kernel --cache-control all -- "$@"
-    fi
+    cupti134_given && cupti_flush_run "$label" "$@"
     # ROUNDS=N: N-1 more rounds of the native run and the one-run fprof run, alternated, for the
     # medians below (a program whose native run varies by seconds between runs decides the ratio
     # otherwise: the PyTorch step took 9.5-18.3 s natively across calls, bench/RESULTS.md issue 15).
@@ -132,8 +136,8 @@ programs=" ${PROGRAMS:-bench transformer torch} "
 if [[ "$programs" == *" bench "* ]]; then
   compare_program bench "$prog"
   fprof_run bench.fprof_every --cache-control none --every-launch -- "$prog"
-  if [ -z "${APP_REPLAY:-}" ] && [ -n "${FPROF_CUPTI134:-}" ] && [ -e "$FPROF_CUPTI134/libcupti.so.13" ]; then
-    fprof_run bench.fprof_cc_all --cupti "$FPROF_CUPTI134/libcupti.so.13" --cache-control all -- "$prog"
+  if [ -z "${APP_REPLAY:-}" ] && cupti134_given; then
+    cupti_flush_run bench "$prog"
     ncu_run bench.ncu_all all "$prog"
   fi
 fi

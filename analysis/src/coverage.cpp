@@ -185,12 +185,13 @@ std::string l2BytesPhrase(const core::Profile& p) {
   bool all_requests = false;  // one pass over the raw counters, which hold every profiled launch's
   for (const core::KernelMetricRecord& m : p.metrics) {
     if (m.metric == core::kL2SmSectorsMetric) {
-      return "L2 bytes are the SMs' sectors (lts__t_sectors_srcunit_tex.sum x 32)";
+      return fmt::format("L2 bytes are the SMs' sectors ({} x {:g})", core::kL2SmSectorsMetric, core::kBytesPerSector);
     }
     all_requests = all_requests || m.metric == core::kL2BytesMetric;
   }
-  return all_requests ? "L2 bytes are every request the L2 counted (lts__t_bytes.sum, with the forwarding between "
-                        "its partitions on GH100)"
+  return all_requests ? fmt::format("L2 bytes are every request the L2 counted ({}, with the forwarding between "
+                                    "its partitions on GH100)",
+                                    core::kL2BytesMetric)
                       : "";
 }
 
