@@ -64,7 +64,8 @@ class OriginMemo {
 
 std::string exportCsv(const core::Profile& p) {
   std::string out =
-      "kernel_id,process_id,device_id,stream_id,correlation_id,start_ns,end_ns,duration_ns,grid_x,grid_y,grid_z,"
+      "kernel_id,process_id,device_id,stream_id,correlation_id,start_ns,end_ns,duration_ns,dependency_wait_ns,grid_x,"
+      "grid_y,grid_z,"
       "block_x,block_y,block_z,registers_per_thread,shared_bytes,local_bytes_per_thread,theoretical_occupancy,"
       "graph_id,origin,bound,binding_roof,roof_fraction,attainable_ns,dram_intensity_flop_per_byte,"
       "achieved_flops_per_s,dram_bytes_per_s,name,nvtx_path,short_name\n";
@@ -75,8 +76,9 @@ std::string exportCsv(const core::Profile& p) {
     const core::KernelRow& k = p.kernels[i];
     const analysis::Placement pl = analysis::placeKernel(p, i, cache);
     const auto dram = static_cast<size_t>(analysis::MemLevel::kDram);
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", k.id,
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", k.id,
                        k.process_id, k.device_id, k.stream_id, k.correlation_id, k.start_ns, k.end_ns, k.durationNs(),
+                       k.dependency_wait_ns,
                        k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y, k.block_z, k.registers_per_thread,
                        k.static_shared_bytes + k.dynamic_shared_bytes, k.local_bytes_per_thread,
                        optCsv(k.theoretical_occupancy), k.graph_id, analysis::originName(origins.get(k.demangled_id)),
@@ -168,7 +170,9 @@ std::string exportJson(const core::Profile& p) {
       j["kernels"].push_back({{"id", k.id}, {"name", p.str(k.demangled_id)},
                               {"short_name", names.shortName(p.str(k.demangled_id))}, {"process_id", k.process_id},
                               {"device_id", k.device_id}, {"stream_id", k.stream_id}, {"start_ns", k.start_ns},
-                              {"duration_ns", k.durationNs()}, {"grid", {k.grid_x, k.grid_y, k.grid_z}},
+                              {"duration_ns", k.durationNs()}, {"dependency_wait_ns", k.dependency_wait_ns},
+                              {"programmatic_launch", k.programmatic_launch},
+                              {"grid", {k.grid_x, k.grid_y, k.grid_z}},
                               {"block", {k.block_x, k.block_y, k.block_z}},
                               {"registers_per_thread", k.registers_per_thread},
                               {"shared_bytes", k.static_shared_bytes + k.dynamic_shared_bytes},
@@ -284,7 +288,7 @@ std::string exportChromeTrace(const core::Profile& p) {
     emit(fmt::format("{{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":{},\"pid\":{},\"tid\":{},\"ts\":{},\"dur\":{},"
                      "\"args\":{{\"grid\":\"{}x{}x{}\",\"block\":\"{}x{}x{}\",\"registers_per_thread\":{},"
                      "\"device\":{},\"correlation_id\":{}}}}}",
-                     str(p.str(k.demangled_id)), k.process_id, k.stream_id, us(k.start_ns), dur(k.durationNs()),
+                     str(p.str(k.demangled_id)), k.process_id, k.stream_id, us(k.ownStartNs()), dur(k.durationNs()),
                      k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y, k.block_z, k.registers_per_thread,
                      k.device_id, k.correlation_id));
   }

@@ -398,7 +398,8 @@ void checkIndependentStages(const core::Profile& p, const Instance& in, Instance
       for (size_t ka : in.stages[a]) {
         for (size_t kb : in.stages[b]) {
           const core::KernelRow &x = p.kernels[ka], &y = p.kernels[kb];
-          const int64_t overlap = std::min(x.end_ns, y.end_ns) - std::max(x.start_ns, y.start_ns);
+          // From the own starts: a programmatic launch's wait for its predecessor is no concurrency.
+          const int64_t overlap = std::min(x.end_ns, y.end_ns) - std::max(x.ownStartNs(), y.ownStartNs());
           if (overlap > 0) {
             r.no_fuse = fmt::format(
                 "independent: stage {} shares no data with the others and ran concurrently with stage {} "

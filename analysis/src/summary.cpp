@@ -43,6 +43,8 @@ RunSummary summarize(const core::Profile& profile) {
     const core::KernelRow& k = profile.kernels[i];
     const int64_t d = k.durationNs();
     s.total_kernel_ns += d;
+    s.programmatic_launches += k.programmatic_launch ? 1 : 0;
+    s.dependency_wait_ns += k.dependency_wait_ns;
     first = i == 0 ? k.start_ns : std::min(first, k.start_ns);
     last = i == 0 ? k.end_ns : std::max(last, k.end_ns);
     intervals_by_device[gpuIndex(k)].emplace_back(k.start_ns, k.end_ns);

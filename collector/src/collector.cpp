@@ -660,6 +660,7 @@ struct DriverLaunch {
   void** params = nullptr;
   void** extra = nullptr;
   bool cooperative = false;
+  bool programmatic = false;  // CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
   LaunchShape shape;
   CUgraphExec graph_exec = nullptr;  // cuGraphLaunch
 };
@@ -711,6 +712,8 @@ DriverLaunch driverLaunch(CUpti_CallbackId cbid, const void* function_params) {
       for (unsigned i = 0; i < p->config->numAttrs; ++i) {
         const CUlaunchAttribute& a = p->config->attrs[i];
         d.cooperative = d.cooperative || (a.id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE && a.value.cooperative != 0);
+        d.programmatic = d.programmatic || (a.id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION &&
+                                            a.value.programmaticStreamSerializationAllowed != 0);
         if (a.id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
           d.shape.cluster[0] = a.value.clusterDim.x, d.shape.cluster[1] = a.value.clusterDim.y;
           d.shape.cluster[2] = a.value.clusterDim.z;
@@ -886,7 +889,7 @@ void Collector::handleLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
       info->probe_settled.on.store(true, std::memory_order_relaxed);
     }
   }
-  recorder_->submitLaunch(info, launch.params, launch.extra);
+  recorder_->submitLaunch(info, launch.params, launch.extra, launch.programmatic);
 }
 
 void Collector::handleNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData* data) {

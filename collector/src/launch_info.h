@@ -52,6 +52,7 @@ struct LaunchInfo {
   const std::string* nvtx_path = nullptr;
   uint32_t thread_id = 0;
   bool graph_launch = false;           // one launch, one record per kernel node
+  bool programmatic = false;           // launched with programmatic stream serialization
   int64_t local_bytes_per_thread = -1; // CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES; -1 = not known
   LaunchArgs args;                     // 8-byte parameters only (possible pointers)
 };

@@ -32,6 +32,7 @@ struct LaunchBeginEvent {
 };
 
 struct LaunchSubmitEvent {
+  static constexpr uint16_t kProgrammatic = 1;  // programmatic stream serialization
   EventHeader header;
   uint32_t nested_correlation_id;
   uint32_t arg_count;  // LaunchArg values follow

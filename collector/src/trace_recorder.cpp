@@ -236,7 +236,7 @@ struct TraceRecorder::Impl {
     t.events.commit(sizeof(StartEndStateEvent));
   }
 
-  void submit(ThreadState& t, const FunctionInfo* function, void** kernel_params, void** extra) {
+  void submit(ThreadState& t, const FunctionInfo* function, void** kernel_params, void** extra, bool programmatic) {
     t.submitted = true;
     const std::vector<FunctionInfo::Param>* probed = function != nullptr ? function->probed.get() : nullptr;
     const uint32_t max_args =
@@ -251,7 +251,7 @@ struct TraceRecorder::Impl {
                        ? readArgs(*function, probed, kernel_params, extra, reinterpret_cast<LaunchArg*>(e + 1))
                        : 0;
     const uint32_t bytes = eventBytes(sizeof(LaunchSubmitEvent), e->arg_count * sizeof(LaunchArg));
-    e->header = EventHeader{EventKind::kLaunchSubmit, 0, bytes};
+    e->header = EventHeader{EventKind::kLaunchSubmit, programmatic ? LaunchSubmitEvent::kProgrammatic : uint16_t{0}, bytes};
     t.events.commit(bytes);
   }
 
@@ -286,6 +286,7 @@ struct TraceRecorder::Impl {
           const auto* e = reinterpret_cast<const LaunchSubmitEvent*>(h);
           r.begin.nested_correlation_id = e->nested_correlation_id;
           r.begin.local_bytes_per_thread = e->local_bytes_per_thread;
+          r.begin.programmatic = (h->flags & LaunchSubmitEvent::kProgrammatic) != 0;
           const auto* args = reinterpret_cast<const LaunchArg*>(e + 1);
           for (uint32_t i = 0; i < e->arg_count; ++i) r.begin.args.push_back(args[i]);
           translator.addLaunch(std::move(r.begin));
@@ -365,18 +366,18 @@ bool TraceRecorder::anotherThreadSelects() {
   return impl_->threads_selecting.load(std::memory_order_acquire) > mine;
 }
 
-void TraceRecorder::submitLaunch(const FunctionInfo* function, void** kernel_params, void** extra) {
+void TraceRecorder::submitLaunch(const FunctionInfo* function, void** kernel_params, void** extra, bool programmatic) {
   ThreadState* t = impl_->thread();
   if (t == nullptr || t->submitted) return;
   ScopedAppTimer timer(timesIf(*t), AppTimer::kArgumentCapture);
-  impl_->submit(*t, function, kernel_params, extra);
+  impl_->submit(*t, function, kernel_params, extra, programmatic);
 }
 
 void TraceRecorder::exitLaunch() {
   ThreadState* t = impl_->thread();
   if (t == nullptr) return;
   if (t->depth > 0) --t->depth;
-  if (t->depth == 0 && !t->submitted) impl_->submit(*t, nullptr, nullptr, nullptr);
+  if (t->depth == 0 && !t->submitted) impl_->submit(*t, nullptr, nullptr, nullptr, false);
 }
 
 void TraceRecorder::pushRange(const void* domain, NvtxText message, std::optional<uint64_t> payload,

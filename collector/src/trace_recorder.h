@@ -77,8 +77,9 @@ class TraceRecorder {
   // a launch on this thread is then selected too. False when not tracked.
   bool anotherThreadSelects();
   // Queues the open launch with what the driver says about its function (null: not known, as for
-  // graph launches) and its 8-byte arguments, read from kernel_params or an `extra` buffer.
-  void submitLaunch(const FunctionInfo* function, void** kernel_params, void** extra);
+  // graph launches) and its 8-byte arguments, read from kernel_params or an `extra` buffer;
+  // `programmatic`: launched with programmatic stream serialization.
+  void submitLaunch(const FunctionInfo* function, void** kernel_params, void** extra, bool programmatic = false);
   // A launch callback's EXIT. Queues the launch at the outermost EXIT if no driver callback did.
   void exitLaunch();
 

@@ -212,6 +212,7 @@ void Translator::translateKernel(const CUpti_ActivityKernel10& k, TranslatedBatc
     PendingLaunch& p = it->second;
     r.launch_api = p.info.launch_api;
     r.thread_id = p.info.thread_id;
+    r.programmatic_launch = p.info.programmatic;
     if (p.info.nvtx_key != 0) r.nvtx_range_key = p.info.nvtx_key;
     if (p.info.nvtx_path != nullptr) r.nvtx_path = *p.info.nvtx_path;
     // The activity record's localMemoryPerThread reads 0 for kernels with a stack frame (seen on

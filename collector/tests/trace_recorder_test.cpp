@@ -82,11 +82,12 @@ void runtimeLaunch(TraceRecorder& r, uint32_t correlation, const FunctionInfo* f
   r.exitLaunch();
 }
 
-void driverLaunch(TraceRecorder& r, uint32_t correlation, const FunctionInfo* f, void** params) {
+void driverLaunch(TraceRecorder& r, uint32_t correlation, const FunctionInfo* f, void** params,
+                  bool programmatic = false) {
   const OpenLaunch* open = r.enterLaunch(LaunchCall{correlation, "cuLaunchKernelEx", true, false});
   ASSERT_NE(open, nullptr);
   EXPECT_EQ(open->nested_correlation_id, 0u);
-  r.submitLaunch(f, params, nullptr);
+  r.submitLaunch(f, params, nullptr, programmatic);
   r.exitLaunch();
 }
 
@@ -112,7 +113,8 @@ TEST(TraceRecorder, LaunchesCarryTheirApiArgumentsAndNvtxContext) {
   r.pushRange(nullptr, NvtxText{"step"}, std::nullopt, 100);
   r.pushRange(kModel, NvtxText{"layer0"}, 42, 110);
   runtimeLaunch(r, 20, &a.info, a.params);
-  driverLaunch(r, 30, nullptr, nullptr);  // a function the driver could not describe
+  // A function the driver could not describe, launched with programmatic stream serialization.
+  driverLaunch(r, 30, nullptr, nullptr, true);
   // A runtime launch whose driver callback never came: queued at the runtime EXIT.
   EXPECT_EQ(r.enterLaunch(LaunchCall{40, "cudaLaunchKernel", false, false}), nullptr);
   r.exitLaunch();
@@ -167,6 +169,9 @@ TEST(TraceRecorder, LaunchesCarryTheirApiArgumentsAndNvtxContext) {
   EXPECT_EQ(driver.nvtx_path, "step/model::layer0");
   EXPECT_EQ(driver.local_bytes_per_thread, 256);  // no function facts: the same kernel's, learnt earlier
   EXPECT_TRUE(h.argsOf(30).empty());
+  EXPECT_TRUE(driver.programmatic_launch);
+  EXPECT_FALSE(first.programmatic_launch);
+  EXPECT_FALSE(inner.programmatic_launch);
   const core::KernelRecord& no_driver = h.kernelOf(40);
   EXPECT_EQ(no_driver.launch_api, "cudaLaunchKernel");
   EXPECT_EQ(no_driver.local_bytes_per_thread, 256);  // learnt from an earlier launch of the same kernel

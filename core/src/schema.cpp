@@ -111,7 +111,12 @@ std::vector<TableDef> makeTables() {
         {"graph_node_id", "INTEGER NOT NULL", "CUDA graph node id (0 = none)."},
         {"launch_api", "TEXT NOT NULL", "Outermost launch API, e.g. cudaLaunchKernel ('' for graph nodes)."},
         {"nvtx_range_id", "INTEGER REFERENCES nvtx_range(id)", "Innermost NVTX range open at launch; NULL if none."},
-        {"nvtx_path_id", "INTEGER REFERENCES string(id)", "Full NVTX path at launch, 'domain::a/b'; NULL if none."}},
+        {"nvtx_path_id", "INTEGER REFERENCES string(id)", "Full NVTX path at launch, 'domain::a/b'; NULL if none."},
+        {"programmatic_launch", "INTEGER NOT NULL DEFAULT 0",
+         "1 if launched with programmatic stream serialization (programmatic dependent launch): its blocks may "
+         "start while the stream's previous kernel still runs and wait for it in griddepcontrol.wait, so "
+         "duration_ns includes that wait. fprof's analysis counts such a kernel from the later of start_ns and "
+         "its predecessor's end_ns (version 6; 0 in older files)."}},
        {"CREATE INDEX kernel_name ON kernel(name_id)", "CREATE INDEX kernel_start ON kernel(start_ns)",
         "CREATE INDEX kernel_corr ON kernel(process_id, correlation_id)"},
        ""},

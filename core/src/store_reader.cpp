@@ -21,6 +21,7 @@
 #include <utility>
 
 #include "counter_columns.h"
+#include "fprof/core/dependency_wait.h"
 #include "fprof/core/schema.h"
 #include "fprof/core/store.h"
 #include "fprof/core/text.h"
@@ -454,6 +455,7 @@ Status loadKernels(Conn& conn, const std::string& path, const StringIds& str_id,
       k.nvtx_path_id = name(*path_id, "NVTX path");
       if (missing) c.missing_paths.see(k.id, *missing);
     }
+    k.programmatic_launch = row.i64(i++) != 0;
   });
 }
 
@@ -776,14 +778,16 @@ Expected<Profile> loadProfile(const std::string& path) {
   // threads, one connection each; every other table is one task of the same pool. Each task fills
   // only its own rows, so the profile is the same whatever the number of threads.
   const StringIds ids{&dense, &sparse};
-  TableRead kernel_read{"kernel", "id",
-                        "id, process_id, device_id, context_id, stream_id, correlation_id, thread_id, start_ns, end_ns, "
-                        "name_id, demangled_id, grid_x, grid_y, grid_z, block_x, block_y, block_z, cluster_x, "
-                        "cluster_y, cluster_z, registers_per_thread, static_shared_bytes, dynamic_shared_bytes, "
-                        "local_bytes_per_thread, local_bytes_total, shared_carveout_bytes, theoretical_occupancy, "
-                        "theoretical_blocks_per_sm, occupancy_limiter, graph_id, graph_node_id, launch_api, "
-                        "nvtx_range_id, nvtx_path_id",
-                        {}, {}};
+  // Version 6 added programmatic_launch; older files had no such launches recorded.
+  const std::string kernel_columns =
+      std::string("id, process_id, device_id, context_id, stream_id, correlation_id, thread_id, start_ns, end_ns, "
+                  "name_id, demangled_id, grid_x, grid_y, grid_z, block_x, block_y, block_z, cluster_x, "
+                  "cluster_y, cluster_z, registers_per_thread, static_shared_bytes, dynamic_shared_bytes, "
+                  "local_bytes_per_thread, local_bytes_total, shared_carveout_bytes, theoretical_occupancy, "
+                  "theoretical_blocks_per_sm, occupancy_limiter, graph_id, graph_node_id, launch_api, "
+                  "nvtx_range_id, nvtx_path_id, ") +
+      (p.schema_version >= 6 ? "programmatic_launch" : "0");
+  TableRead kernel_read{"kernel", "id", kernel_columns.c_str(), {}, {}};
   TableRead arg_read{"kernel_arg", "rowid",
                      "rowid, process_id, correlation_id, arg_index, offset_bytes, size_bytes, value", {}, {}};
   // Version 2 added where counters came from; a version-1 file has only profiled counters.
@@ -1078,6 +1082,7 @@ Expected<Profile> loadProfile(const std::string& path) {
   // Rows come in rowid order; sorting here is much cheaper than SQLite walking the start_ns index
   // and fetching each row. The writer inserts in time order, so usually there is nothing to sort.
   sortKernelsByStart(p.kernels);
+  settleDependencyWaits(p.kernels);
   auto arg_less = [](const KernelArgRecord& a, const KernelArgRecord& b) {
     return std::tie(a.process_id, a.correlation_id, a.index) < std::tie(b.process_id, b.correlation_id, b.index);
   };

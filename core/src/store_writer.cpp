@@ -255,8 +255,8 @@ Status Writer::flush() {
                  "block_z, cluster_x, cluster_y, cluster_z, registers_per_thread, static_shared_bytes, "
                  "dynamic_shared_bytes, local_bytes_per_thread, local_bytes_total, shared_carveout_bytes, "
                  "theoretical_occupancy, theoretical_blocks_per_sm, occupancy_limiter, graph_id, graph_node_id, "
-                 "launch_api, nvtx_range_id, nvtx_path_id) "
-                 "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                 "launch_api, nvtx_range_id, nvtx_path_id, programmatic_launch) "
+                 "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     if (!st.ok()) return fail("prepare kernel");
     int64_t kernel_id = next_kernel_id_;
     for (const KernelRecord& k : kernels_) {
@@ -301,6 +301,7 @@ Status Writer::flush() {
       st.bind(i++, k.launch_api);
       st.bind(i++, k.nvtx_range_key);
       st.bind(i++, path);
+      st.bind(i++, k.programmatic_launch ? 1 : 0);
       if (st.run() != SQLITE_DONE) return fail("write kernel");
     }
   }

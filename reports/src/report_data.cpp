@@ -58,6 +58,8 @@ RunHeader makeHeader(const core::Profile& p, const analysis::RunSummary& s) {
   }
   h.kernel_count = s.kernel_count;
   h.total_kernel_ns = s.total_kernel_ns;
+  h.programmatic_launches = s.programmatic_launches;
+  h.dependency_wait_ns = s.dependency_wait_ns;
   h.gpu_busy_ns = s.gpu_busy_ns;
   h.span_ns = s.span_ns;
   h.timeline_known = s.timeline_known;
@@ -477,6 +479,12 @@ void addFindings(ReportData& r) {
       r.findings.push_back(fmt::format("{} kernel groups run below 50% of their roof; they take {} of kernel time.",
                                        low, formatPercent(h.total_kernel_ns ? low_ns / static_cast<double>(h.total_kernel_ns) : 0)));
     }
+  }
+  if (h.programmatic_launches > 0) {
+    r.findings.push_back(fmt::format(
+        "{} launches used programmatic dependent launch: their blocks started while the kernel before them "
+        "still ran; {} of such waiting is left out of their kernel times, which start where that kernel ended.",
+        h.programmatic_launches, formatDurationNs(static_cast<double>(h.dependency_wait_ns))));
   }
   if (const std::string best = bestFusion(r); !best.empty()) r.findings.push_back("Best fusion: " + best);
   if (r.baseline) {

@@ -329,6 +329,32 @@ __global__ void cooperative_kernel(float* out, float* scratch, int n) {
   for (int j = first; j < n; j += stride) out[j] = __fadd_rn(scratch[j + 1 < n ? j + 1 : 0], 1.f);
 }
 
+// Programmatic dependent launch (sm_90): the primary lets the next kernel of its stream launch at
+// once (griddepcontrol.launch_dependents), then spins for spin_ns; the secondary, launched with
+// programmatic stream serialization, waits for the primary's completion (griddepcontrol.wait) and
+// then spins for its own spin_ns. No floating-point work; each block writes one word.
+__device__ __forceinline__ unsigned long long globalTimerNs() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+__device__ __forceinline__ unsigned spinNs(long long spin_ns) {
+  const unsigned long long until = globalTimerNs() + static_cast<unsigned long long>(spin_ns);
+  unsigned laps = 0;
+  while (globalTimerNs() < until) ++laps;
+  return laps;
+}
+__global__ void pdl_primary_kernel(unsigned* out, long long spin_ns) {
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  const unsigned laps = spinNs(spin_ns);
+  if (threadIdx.x == 0) out[blockIdx.x] = laps;
+}
+__global__ void pdl_secondary_kernel(unsigned* out, long long spin_ns) {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  const unsigned laps = spinNs(spin_ns);
+  if (threadIdx.x == 0) out[blockIdx.x] = laps;
+}
+
 // Writes through an address no allocation holds: an illegal address that kills the context.
 __global__ void illegal_address_kernel(float* bad) { bad[threadIdx.x] = 1.f; }
 

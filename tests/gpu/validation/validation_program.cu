@@ -9,7 +9,8 @@
 // What it runs, in order (each phase in an NVTX range of the domain "fprof_validation"):
 //   launch_apis  <<<>>>, cudaLaunchKernel, cuLaunchKernel (kernelParams, and the `extra` buffer),
 //                cuLaunchKernelEx, cudaLaunchKernelExC with a 2x1x1 cluster, cudaLaunchCooperativeKernel
-//                (grid-wide barrier)
+//                (grid-wide barrier), cudaLaunchKernelExC with programmatic stream serialization
+//                (programmatic dependent launch, behind a primary that lets it launch at once)
 //   arith x R    fp32 FFMA/FADD/FMUL, fp64 DFMA/DADD/DMUL, scalar __hfma/__hadd/__hmul on __half and
 //                __nv_bfloat16, packed __hfma2/__hadd2/__hmul2 on __half2 and __nv_bfloat162, half ->
 //                float conversions only, packed and scalar half FMAs mixed
@@ -310,6 +311,9 @@ struct Launch {
   int count = 1;
   bool counters_required = true;  // false where CUPTI may not replay it (cooperative, cluster, graph)
   bool fault = false;             // the illegal-address kernel: its record may not survive
+  bool programmatic = false;      // launched with programmatic stream serialization
+  int64_t own_ns_min = 0;         // > 0: each launch's own time (its wait excluded) lies in
+  int64_t own_ns_max = 0;         //      [own_ns_min, own_ns_max]
   std::vector<uint64_t> args8;    // 8-byte parameter values in order (not for graph launches)
   std::string roles;              // per parameter: r read, w write, n 8-byte non-pointer, a no role
                                   // recorded (not probed), - not checked
@@ -347,8 +351,8 @@ void expectLaunch(const FunctionFacts& f, const Launch& l) {
       "\tinst_dfma=" + num(w.dfma) + "\tinst_dadd=" + num(w.dadd) + "\tinst_dmul=" + num(w.dmul) +
       "\tmin_bytes=" + num(w.min_bytes) + "\tmax_dram_read=" + num(w.max_dram_read) +
       "\tmax_dram_write=" + num(w.max_dram_write) + "\tlocal_memory=" + (w.local_memory ? "1" : "0") +
-      "\tbytes_once=" + (w.bytes_once ? "1" : "0") +
-      "\targs=" + args);
+      "\tbytes_once=" + (w.bytes_once ? "1" : "0") + "\tprogrammatic=" + (l.programmatic ? "1" : "0") +
+      "\town_ns=" + std::to_string(l.own_ns_min) + "," + std::to_string(l.own_ns_max) + "\targs=" + args);
   if (!l.fault) g_kernels += l.count;
   if (l.roles.empty()) return;
   std::lock_guard lock(g_roles_mu);
@@ -667,6 +671,46 @@ void phaseLaunchApis(const Buffers& b, cudaStream_t s, int sms) {
     l.work.fp32 = n;
     l.work.min_bytes = 8.0 * n;  // the stores (scratch, out); the loads of scratch may hit in L1
     expectLaunch(factsOf(cooperative_kernel), l);
+  }
+  checkpoint();
+
+  // 8. Programmatic dependent launch: a one-block primary spinning 200 us lets the next kernel
+  // launch at once; the secondary (cudaLaunchKernelExC with programmatic stream serialization)
+  // waits for it, then spins 20 us. Three pairs: the argument-role probe synchronizes around the
+  // first launch of each function, so the later pairs are the ones that overlap.
+  {
+    constexpr long long kPrimaryNs = 200000, kSecondaryNs = 20000;
+    constexpr int kPairs = 3;
+    unsigned* out = b.out;
+    long long primary_ns = kPrimaryNs, secondary_ns = kSecondaryNs;
+    void* primary_args[] = {&out, &primary_ns};
+    void* secondary_args[] = {&out, &secondary_ns};
+    for (int i = 0; i < kPairs; ++i) {
+      CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(pdl_primary_kernel), dim3(1), dim3(32), primary_args,
+                                  0, s));
+      cudaLaunchConfig_t config{};
+      config.gridDim = dim3(1);
+      config.blockDim = dim3(32);
+      config.stream = s;
+      cudaLaunchAttribute attr{};
+      attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+      attr.val.programmaticStreamSerializationAllowed = 1;
+      config.attrs = &attr;
+      config.numAttrs = 1;
+      CUDA_CHECK(cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(pdl_secondary_kernel), secondary_args));
+    }
+    Launch primary{"pdl_primary", "cudaLaunchKernel", "main"};
+    primary.grid = dim3(1), primary.block = dim3(32), primary.count = kPairs;
+    primary.args8 = {arg8(out), arg8(kPrimaryNs)}, primary.roles = "wn";
+    expectLaunch(factsOf(pdl_primary_kernel), primary);
+    Launch secondary{"pdl_secondary", "cudaLaunchKernelExC", "main"};
+    secondary.grid = dim3(1), secondary.block = dim3(32), secondary.count = kPairs;
+    secondary.args8 = {arg8(out), arg8(kSecondaryNs)}, secondary.roles = "wn";
+    secondary.programmatic = true;
+    // Its own spin, plus the launch's tail; far below the span of a launch that started while the
+    // 200 us primary ran.
+    secondary.own_ns_min = kSecondaryNs, secondary.own_ns_max = kSecondaryNs + 30000;
+    expectLaunch(factsOf(pdl_secondary_kernel), secondary);
   }
   checkpoint();
   pop();

@@ -579,7 +579,8 @@ TEST(Store, Schema1FilesStillOpen) {
   }
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  for (const char* sql : {"DROP TABLE function", "DROP TABLE function_arg", "DROP TABLE function_sass_op",
+  for (const char* sql : {"ALTER TABLE kernel DROP COLUMN programmatic_launch", "DROP TABLE function",
+                          "DROP TABLE function_arg", "DROP TABLE function_sass_op",
                           "DROP TABLE kernel_counter_missing", "ALTER TABLE kernel_counter DROP COLUMN source",
                           "ALTER TABLE kernel_counter DROP COLUMN source_kernel_id",
                           "ALTER TABLE kernel_counter DROP COLUMN signature_varies",

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "fprof/analysis/nvtx_ops.h"
+#include "fprof/core/dependency_wait.h"
 #include "fprof/reports/report_data.h"
 #include "test_util.h"
 
@@ -74,6 +75,30 @@ TEST(ReportData, TraceRunGroupsAndShares) {
   for (const Roof& roof : r.roofs) EXPECT_EQ(roof.source, "datasheet") << roof.name;
   ASSERT_GE(r.findings.size(), 3u);
   EXPECT_NE(r.findings[2].find("Trace-mode run"), std::string::npos) << r.findings[2];
+}
+
+TEST(ReportData, ProgrammaticLaunchesCountFromTheirPredecessorsEnd) {
+  core::Profile p = loadSynthetic("trace.fprof", {});
+  // The second kernel, launched with programmatic stream serialization, starts 1 us before the
+  // first one ends and keeps its duration after that.
+  ASSERT_GE(p.kernels.size(), 2u);
+  core::KernelRow &a = p.kernels[0], &b = p.kernels[1];
+  ASSERT_EQ(a.stream_id, b.stream_id);
+  ASSERT_EQ(b.graph_id, 0u);
+  const int64_t b_ns = b.durationNs();
+  b.programmatic_launch = true;
+  b.start_ns = a.end_ns - 1000;
+  b.end_ns = a.end_ns + b_ns;
+  core::settleDependencyWaits(p.kernels);
+  const ReportData r = buildReport(p, nullptr);
+  EXPECT_EQ(r.header.total_kernel_ns, kTotalNs) << "the wait is not kernel time";
+  EXPECT_EQ(r.header.programmatic_launches, 1);
+  EXPECT_EQ(r.header.dependency_wait_ns, 1000);
+  const bool said = std::any_of(r.findings.begin(), r.findings.end(), [](const std::string& f) {
+    return f.find("1 launches used programmatic dependent launch") != std::string::npos &&
+           f.find("1.00 us of such waiting") != std::string::npos;
+  });
+  EXPECT_TRUE(said);
 }
 
 TEST(ReportData, CountersPlaceGroupsOnTheRoofline) {

@@ -31,6 +31,10 @@ struct KernelGroup {
 struct RunSummary {
   int64_t kernel_count = 0;
   int64_t total_kernel_ns = 0;  // sum of kernel durations (overlap counted twice)
+  // Programmatic dependent launches, and the time they waited for their stream predecessor
+  // inside their recorded spans (excluded from their durations).
+  int64_t programmatic_launches = 0;
+  int64_t dependency_wait_ns = 0;
   int64_t gpu_busy_ns = 0;      // union of kernel intervals per device, summed over devices
   int64_t span_ns = 0;          // first kernel start to last kernel end
   // False when no kernel has a start time: the range profiler hides kernel timestamps, so a

@@ -71,8 +71,17 @@ struct KernelLaunch {
   uint32_t graph_id = 0;  // 0 = not a graph launch
   uint64_t graph_node_id = 0;
   std::optional<uint64_t> nvtx_range_key;  // innermost NVTX range open at launch (nvtx_range.id)
+  // Launched with programmatic stream serialization (programmatic dependent launch): its blocks
+  // may start, and wait in griddepcontrol.wait, while the kernel before it in the stream still runs.
+  bool programmatic_launch = false;
+  // Derived when a profile is read (settleDependencyWaits), never stored: the part of
+  // [start_ns, end_ns] before the stream's previous kernel ended, which a programmatic launch
+  // spends waiting on it. The kernel's own time excludes it.
+  int64_t dependency_wait_ns = 0;
 
-  int64_t durationNs() const { return end_ns - start_ns; }
+  // The time the kernel adds to its stream: end_ns - start_ns less any dependency wait.
+  int64_t durationNs() const { return end_ns - ownStartNs(); }
+  int64_t ownStartNs() const { return start_ns + dependency_wait_ns; }
   int64_t threadsPerBlock() const { return int64_t{block_x} * block_y * block_z; }
   int64_t blocks() const { return int64_t{grid_x} * grid_y * grid_z; }
 };

@@ -12,9 +12,10 @@ namespace fprof::core {
 // (kernel_counter.source...) and kernel_counter_missing. Version-1 files are read as they are.
 // Version 3: memcpy_address. Version 4: kernel_counter.tensor_flops_method (tensor FLOPs from the
 // tensor pipe's active cycles and the function's SASS). Version 5: graph_launch_counter and
-// graph_launch_metric (a CUDA graph launch counted as one range).
-inline constexpr int kSchemaVersion = 5;
-// Oldest schema this build can read (older ones are migrated on open by `fprof upgrade`).
+// graph_launch_metric (a CUDA graph launch counted as one range). Version 6: kernel.programmatic_launch
+// (programmatic dependent launch; older files read it as 0).
+inline constexpr int kSchemaVersion = 6;
+// Oldest schema this build can read; older versions down to it are read as they are.
 inline constexpr int kOldestReadableSchemaVersion = 1;
 // Application id stored in the SQLite header so `file` and fprof can tell an fprof database.
 inline constexpr int kSqliteApplicationId = 0x46505246;  // "FPRF"

@@ -34,6 +34,8 @@ struct RunHeader {
   std::vector<std::string> devices;  // one line per device
   int64_t kernel_count = 0;
   int64_t total_kernel_ns = 0;
+  int64_t programmatic_launches = 0;  // launched with programmatic stream serialization
+  int64_t dependency_wait_ns = 0;     // their waits for the previous kernel, outside total_kernel_ns
   int64_t gpu_busy_ns = 0;
   int64_t span_ns = 0;
   bool timeline_known = true;  // false: metrics mode replayed every kernel (no start times)

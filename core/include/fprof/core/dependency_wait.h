@@ -1,0 +1,20 @@
+// Programmatic dependent launch: a kernel launched with programmatic stream serialization may
+// start while the kernel before it in its stream still runs, its blocks waiting in
+// griddepcontrol.wait (cudaGridDependencySynchronize). Its trace record then spans that wait.
+// This derives, for every such kernel, the part of its span before its predecessor ended, so
+// that its own time (KernelLaunch::durationNs) is what it adds to its stream.
+#pragma once
+
+#include <vector>
+
+#include "fprof/core/model.h"
+
+namespace fprof::core {
+
+// Sets dependency_wait_ns of every kernel (0 unless it is a programmatic launch that started
+// before the previous kernel of its stream ended). A kernel that ended before its predecessor
+// did never waited for its completion (it calls no griddepcontrol.wait), so it keeps its whole
+// span. Kernels must be ordered by start_ns; a stream is (process, device, context, stream).
+void settleDependencyWaits(std::vector<KernelRow>& kernels);
+
+}  // namespace fprof::core

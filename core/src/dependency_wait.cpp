@@ -1,0 +1,37 @@
+#include "fprof/core/dependency_wait.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <tuple>
+
+namespace fprof::core {
+namespace {
+
+using StreamKey = std::tuple<uint32_t, uint32_t, uint32_t, uint32_t>;
+
+StreamKey streamOf(const KernelRow& k) { return {k.process_id, k.device_id, k.context_id, k.stream_id}; }
+
+// The part of k's span before its predecessor ended, where k waited for it.
+int64_t waitBehind(const KernelRow& k, int64_t predecessor_end_ns) {
+  if (predecessor_end_ns <= k.start_ns || k.end_ns <= predecessor_end_ns) return 0;
+  return predecessor_end_ns - k.start_ns;
+}
+
+}  // namespace
+
+void settleDependencyWaits(std::vector<KernelRow>& kernels) {
+  std::map<StreamKey, int64_t> previous_end_ns;
+  for (KernelRow& k : kernels) {
+    k.dependency_wait_ns = 0;
+    // Graph kernels share their launch stream's id though branches run concurrently: an overlap
+    // there is no programmatic wait.
+    if (k.graph_id != 0) continue;
+    auto [it, first] = previous_end_ns.try_emplace(streamOf(k), k.end_ns);
+    if (first) continue;
+    if (k.programmatic_launch) k.dependency_wait_ns = waitBehind(k, it->second);
+    it->second = k.end_ns;
+  }
+}
+
+}  // namespace fprof::core

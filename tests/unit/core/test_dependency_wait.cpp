@@ -1,0 +1,113 @@
+// Programmatic dependent launch: a kernel's own time starts where its stream predecessor ended.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include "fprof/core/dependency_wait.h"
+#include "fprof/core/store.h"
+#include "test_util.h"
+
+namespace fprof::core {
+namespace {
+
+using fprof::testing::makeKernel;
+using fprof::testing::tempPath;
+
+KernelRow row(int64_t start_ns, int64_t end_ns, bool programmatic, uint32_t stream = 7) {
+  KernelRow k;
+  k.process_id = 1;
+  k.stream_id = stream;
+  k.start_ns = start_ns;
+  k.end_ns = end_ns;
+  k.programmatic_launch = programmatic;
+  return k;
+}
+
+TEST(DependencyWait, AProgrammaticLaunchCountsFromItsPredecessorsEnd) {
+  // A runs 0-100; B (programmatic) starts at 80 and waits for A until 100, then runs to 130;
+  // C (programmatic) starts at 125, waits until 130, ends at 150.
+  std::vector<KernelRow> k = {row(0, 100, false), row(80, 130, true), row(125, 150, true)};
+  settleDependencyWaits(k);
+  EXPECT_EQ(k[0].dependency_wait_ns, 0);
+  EXPECT_EQ(k[1].dependency_wait_ns, 20);
+  EXPECT_EQ(k[1].durationNs(), 30);
+  EXPECT_EQ(k[1].ownStartNs(), 100);
+  EXPECT_EQ(k[2].dependency_wait_ns, 5);
+  EXPECT_EQ(k[2].durationNs(), 20);
+  // The stream's own times add up to its busy time.
+  EXPECT_EQ(k[0].durationNs() + k[1].durationNs() + k[2].durationNs(), 150);
+}
+
+TEST(DependencyWait, OnlyProgrammaticLaunchesOfOneStreamOutsideGraphsWait) {
+  std::vector<KernelRow> k = {row(0, 100, false), row(50, 150, false, 8), row(60, 160, true, 9),
+                              row(90, 200, false)};
+  KernelRow graph_node = row(95, 210, true);
+  graph_node.graph_id = 3;
+  k.push_back(graph_node);
+  settleDependencyWaits(k);
+  for (const KernelRow& r : k) EXPECT_EQ(r.dependency_wait_ns, 0) << r.start_ns;
+  // Another process's stream of the same id is another stream.
+  std::vector<KernelRow> two = {row(0, 100, false), row(50, 120, true)};
+  two[1].process_id = 2;
+  settleDependencyWaits(two);
+  EXPECT_EQ(two[1].dependency_wait_ns, 0);
+}
+
+TEST(DependencyWait, AKernelThatEndsBeforeItsPredecessorNeverWaited) {
+  // No griddepcontrol.wait: B runs wholly inside A and keeps its whole span.
+  std::vector<KernelRow> k = {row(0, 100, false), row(20, 60, true), row(90, 120, true)};
+  settleDependencyWaits(k);
+  EXPECT_EQ(k[1].dependency_wait_ns, 0);
+  EXPECT_EQ(k[1].durationNs(), 40);
+  // C's predecessor in its stream is B (ended at 60): C started after it.
+  EXPECT_EQ(k[2].dependency_wait_ns, 0);
+}
+
+TEST(DependencyWait, TheFlagRoundTripsAndTheWaitIsDerivedOnLoad) {
+  const std::string path = tempPath("programmatic.fprof");
+  {
+    auto w = Writer::create(path);
+    ASSERT_TRUE(w.ok()) << w.error();
+    (*w)->add(makeKernel("producer", 1000, 500, 11));
+    KernelRecord consumer = makeKernel("consumer", 1400, 300, 12);
+    consumer.programmatic_launch = true;
+    (*w)->add(consumer);
+    ASSERT_TRUE((*w)->close());
+  }
+  auto p = loadProfile(path);
+  ASSERT_TRUE(p.ok()) << p.error();
+  ASSERT_EQ(p->kernels.size(), 2u);
+  EXPECT_FALSE(p->kernels[0].programmatic_launch);
+  EXPECT_TRUE(p->kernels[1].programmatic_launch);
+  EXPECT_EQ(p->kernels[1].dependency_wait_ns, 100);
+  EXPECT_EQ(p->kernels[1].durationNs(), 200);
+  EXPECT_EQ(p->kernels[1].end_ns - p->kernels[1].start_ns, 300) << "the recorded span is kept";
+}
+
+TEST(DependencyWait, AFileOlderThanTheFlagReadsEveryLaunchAsPlain) {
+  const std::string path = tempPath("programmatic_v5.fprof");
+  {
+    auto w = Writer::create(path);
+    ASSERT_TRUE(w.ok()) << w.error();
+    (*w)->add(makeKernel("producer", 1000, 500, 11));
+    KernelRecord consumer = makeKernel("consumer", 1400, 300, 12);
+    consumer.programmatic_launch = true;
+    (*w)->add(consumer);
+    ASSERT_TRUE((*w)->close());
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  for (const char* sql : {"ALTER TABLE kernel DROP COLUMN programmatic_launch",
+                          "UPDATE metadata SET value = '5' WHERE key = 'schema_version'"}) {
+    ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql << ": " << sqlite3_errmsg(db);
+  }
+  sqlite3_close(db);
+  auto p = loadProfile(path);
+  ASSERT_TRUE(p.ok()) << p.error();
+  EXPECT_EQ(p->schema_version, 5);
+  ASSERT_EQ(p->kernels.size(), 2u);
+  EXPECT_FALSE(p->kernels[1].programmatic_launch);
+  EXPECT_EQ(p->kernels[1].durationNs(), 300);
+}
+
+}  // namespace
+}  // namespace fprof::core
