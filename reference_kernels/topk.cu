@@ -52,6 +52,11 @@
 // of a load, ties at the block maximum scanned in the first vectors first, and warp 0 arriving
 // behind a warp barrier where it wrote the whole partial (all within the kept form's spread or
 // slower).
+// Session 27 (2026-11-28) launches the row-slice kernels by programmatic dependent launch
+// (launchRowSliceKernel, waitForPreviousGridThenReleaseNext; session 17's form, kept off main until
+// fprof recorded the launch attribute and counted a kernel's time from its stream predecessor's
+// end): back to back, fused fp16 62.0-63.2% of copy bandwidth against 59.5-60.2% for the plain
+// launch in the same call, bf16 58.9-59.1% against 54.8-57.4%.
 #include <cfloat>
 #include <climits>
 #include <cuda/atomic>
@@ -759,6 +764,18 @@ __device__ void arriveAndMergeInWarp(unsigned* __restrict__ counters, int splits
   mergeRowInWarp<kStage>(loadPartials<kStage>(row_parts, splits), stats, top_p, top_i, row, k);
 }
 
+// Programmatic dependent launch (launchRowSliceKernel): the blocks of this grid may be resident
+// while the previous kernel of the stream still runs. Every read and write of this kernel follows
+// the wait, which returns once that kernel has completed and its writes are visible (at once when
+// the launch was not programmatic); the next kernel of the stream may then launch, its blocks
+// waiting in turn. The launch and block dispatch of one kernel so overlap the tail of the one before.
+__device__ __forceinline__ void waitForPreviousGridThenReleaseNext() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 // 64 registers a thread: 4 blocks an SM, so the 512 blocks of 64 rows of 128256 fp16 logits are
 // all resident at once on 132 SMs.
 constexpr int kBlocksPerSm = 4;
@@ -780,6 +797,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) rowSliceKernel(const T
   constexpr bool kTopK = kStage != Stage::Stats;
   const int splits = int(gridDim.x);
   const std::size_t row = blockIdx.y;
+  waitForPreviousGridThenReleaseNext();
   if (threadIdx.x == 0) sh.count = 0;
   if (threadIdx.x < kMaxTopK) sh.winners[threadIdx.x] = emptyCandidate();
 
@@ -934,13 +952,38 @@ template <class Slice> dim3 gridFor(std::size_t rows, std::size_t vocab) {
   return dim3(unsigned(splitsFor<Slice>(vocab)), unsigned(rows));
 }
 
+// Programmatic stream serialization needs compute capability 9.0 (the device current at the first
+// launch decides for the process).
+bool programmaticLaunchSupported() {
+  static const bool supported = [] {
+    int device = 0, major = 0;
+    return cudaGetDevice(&device) == cudaSuccess &&
+           cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess && major >= 9;
+  }();
+  return supported;
+}
+
+// The row-slice kernels go by programmatic dependent launch (waitForPreviousGridThenReleaseNext):
+// back to back, and behind the LM head in a decode step, each one's launch and block dispatch
+// overlap the previous kernel's tail. fprof records the attribute and counts such a kernel's time
+// from its predecessor's end (session 27, 2026-11-28, bench/RESULTS.md issue 16).
 template <class T, Stage kStage>
 void launchRowSliceKernel(const T* in, const ScratchView& v, float* top_p, int* top_i, std::size_t rows, std::size_t vocab,
                           int k, cudaStream_t s) {
   using Slice = BlockSlice<T>;
-  rowSliceKernel<T, kStage><<<gridFor<Slice>(rows, vocab), kThreads, 0, s>>>(in, v.partials, v.counters, v.stats,
-                                                                             top_p, top_i, vocab, k);
-  CUDA_CHECK_LAUNCH(rowSliceKernel);
+  cudaLaunchConfig_t config{};
+  config.gridDim = gridFor<Slice>(rows, vocab);
+  config.blockDim = dim3(kThreads);
+  config.stream = s;
+  cudaLaunchAttribute programmatic{};
+  programmatic.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  programmatic.val.programmaticStreamSerializationAllowed = 1;
+  if (programmaticLaunchSupported()) {
+    config.attrs = &programmatic;
+    config.numAttrs = 1;
+  }
+  CUDA_CHECK(cudaLaunchKernelEx(&config, rowSliceKernel<T, kStage>, in, v.partials, v.counters, v.stats, top_p, top_i,
+                                vocab, k));
 }
 
 }  // namespace
