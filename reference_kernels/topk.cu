@@ -56,7 +56,8 @@
 // (launchRowSliceKernel, waitForPreviousGridThenReleaseNext; session 17's form, kept off main until
 // fprof recorded the launch attribute and counted a kernel's time from its stream predecessor's
 // end): back to back, fused fp16 62.0-63.2% of copy bandwidth against 59.5-60.2% for the plain
-// launch in the same call, bf16 58.9-59.1% against 54.8-57.4%.
+// launch in the same call, bf16 58.9-59.1% against 54.8-57.4%; and ranks the candidates with four
+// lanes each (rankCandidates): bf16 58.8-60.4% -> 60.5-61.5%.
 #include <cfloat>
 #include <climits>
 #include <cuda/atomic>
@@ -610,11 +611,29 @@ __device__ bool arriveLast(unsigned* counters, int splits) {
 }
 
 
-// How many of cand[0..n) are better than c.
-__device__ __forceinline__ int rankAmong(const Candidate* cand, int n, const Candidate& c) {
-  int rank = 0;
-  for (int j = 0; j < n; ++j) rank += better(cand[j].value, cand[j].index, c.value, c.index) ? 1 : 0;
-  return rank;
+// Each of the n candidates' rank among them, handed to ranked(rank, candidate): kRankLanes
+// adjacent lanes a candidate, each counting every kRankLanes-th other, their counts added by
+// shuffles. Block-uniform (every thread calls it; the loop runs as one over the block). Ties make
+// many candidates (bf16 logits: 16-48 a block at the benchmark's uniform [-8, 8] values, against
+// about 12 for fp16), and one lane a candidate counted them all in one or two warps while the
+// block waited. (Session 27, 2026-11-28, bench/RESULTS.md issue 16: fused back to back, bf16
+// 58.8-60.4% -> 60.5-61.5% of copy bandwidth, fp32 83.9-85.6% -> 85.3-86.4%, fp16 63.2-64.0% ->
+// 61.9-63.1%; 2 and 8 lanes, and 4 lanes only above 16 or 24 candidates, were no better.)
+constexpr int kRankLanes = 4;
+template <class Ranked>
+__device__ __forceinline__ void rankCandidates(const Candidate* cand, int n, const Ranked& ranked) {
+  const int part = int(threadIdx.x) % kRankLanes;
+  for (int base = 0; base < n; base += kThreads / kRankLanes) {
+    const int e = base + int(threadIdx.x) / kRankLanes;
+    const Candidate c = e < n ? cand[e] : emptyCandidate();
+    int rank = 0;
+    if (e < n) {
+      for (int j = part; j < n; j += kRankLanes) rank += better(cand[j].value, cand[j].index, c.value, c.index) ? 1 : 0;
+    }
+#pragma unroll
+    for (int o = 1; o < kRankLanes; o <<= 1) rank += __shfl_xor_sync(0xffffffffu, rank, o);
+    if (e < n && part == 0) ranked(rank, c);
+  }
 }
 
 // The block's best kMaxTopK elements handed to emit(rank, candidate) for ranks 0..kMaxTopK-1
@@ -636,10 +655,7 @@ __device__ void selectTopKInto(const Collect& collect, float bound, BlockShared&
       if (!overflow && rank < kMaxTopK) emit(rank, c);
       if (overflow && rank == kMaxTopK - 1) sh.floor = c;
     };
-    for (int e = int(threadIdx.x); e < n; e += kThreads) {
-      const Candidate c = sh.cand[e];
-      ranked(rankAmong(sh.cand, n, c), c);
-    }
+    rankCandidates(sh.cand, n, ranked);
     if (!overflow) {  // block-uniform
       if (int(threadIdx.x) >= n && threadIdx.x < unsigned(kMaxTopK)) emit(int(threadIdx.x), emptyCandidate());
       return;
