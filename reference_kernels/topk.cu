@@ -618,7 +618,7 @@ __device__ bool arriveLast(unsigned* counters, int splits) {
 // about 12 for fp16), and one lane a candidate counted them all in one or two warps while the
 // block waited. (Session 27, 2026-11-28, bench/RESULTS.md issue 16: fused back to back, bf16
 // 58.8-60.4% -> 60.5-61.5% of copy bandwidth, fp32 83.9-85.6% -> 85.3-86.4%, fp16 63.2-64.0% ->
-// 61.9-63.1%; 2 and 8 lanes, and 4 lanes only above 16 or 24 candidates, were no better.)
+// 60.8-63.1%; 2 and 8 lanes, and 4 lanes only above 16 or 24 candidates, were no better.)
 constexpr int kRankLanes = 4;
 template <class Ranked>
 __device__ __forceinline__ void rankCandidates(const Candidate* cand, int n, const Ranked& ranked) {
