@@ -22,6 +22,17 @@ KernelRow row(int64_t start_ns, int64_t end_ns, bool programmatic, uint32_t stre
   return k;
 }
 
+// A producer running 1000-1500 ns and a programmatic consumer spanning 1400-1700 ns on its stream.
+void writeProducerAndProgrammaticConsumer(const std::string& path) {
+  auto w = Writer::create(path);
+  ASSERT_TRUE(w.ok()) << w.error();
+  (*w)->add(makeKernel("producer", 1000, 500, 11));
+  KernelRecord consumer = makeKernel("consumer", 1400, 300, 12);
+  consumer.programmatic_launch = true;
+  (*w)->add(consumer);
+  ASSERT_TRUE((*w)->close());
+}
+
 TEST(DependencyWait, AProgrammaticLaunchCountsFromItsPredecessorsEnd) {
   // A runs 0-100; B (programmatic) starts at 80 and waits for A until 100, then runs to 130;
   // C (programmatic) starts at 125, waits until 130, ends at 150.
@@ -64,15 +75,7 @@ TEST(DependencyWait, AKernelThatEndsBeforeItsPredecessorNeverWaited) {
 
 TEST(DependencyWait, TheFlagRoundTripsAndTheWaitIsDerivedOnLoad) {
   const std::string path = tempPath("programmatic.fprof");
-  {
-    auto w = Writer::create(path);
-    ASSERT_TRUE(w.ok()) << w.error();
-    (*w)->add(makeKernel("producer", 1000, 500, 11));
-    KernelRecord consumer = makeKernel("consumer", 1400, 300, 12);
-    consumer.programmatic_launch = true;
-    (*w)->add(consumer);
-    ASSERT_TRUE((*w)->close());
-  }
+  ASSERT_NO_FATAL_FAILURE(writeProducerAndProgrammaticConsumer(path));
   auto p = loadProfile(path);
   ASSERT_TRUE(p.ok()) << p.error();
   ASSERT_EQ(p->kernels.size(), 2u);
@@ -85,15 +88,7 @@ TEST(DependencyWait, TheFlagRoundTripsAndTheWaitIsDerivedOnLoad) {
 
 TEST(DependencyWait, AFileOlderThanTheFlagReadsEveryLaunchAsPlain) {
   const std::string path = tempPath("programmatic_v5.fprof");
-  {
-    auto w = Writer::create(path);
-    ASSERT_TRUE(w.ok()) << w.error();
-    (*w)->add(makeKernel("producer", 1000, 500, 11));
-    KernelRecord consumer = makeKernel("consumer", 1400, 300, 12);
-    consumer.programmatic_launch = true;
-    (*w)->add(consumer);
-    ASSERT_TRUE((*w)->close());
-  }
+  ASSERT_NO_FATAL_FAILURE(writeProducerAndProgrammaticConsumer(path));
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
   for (const char* sql : {"ALTER TABLE kernel DROP COLUMN programmatic_launch",
