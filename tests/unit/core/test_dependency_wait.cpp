@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <functional>
+
 #include "fprof/core/dependency_wait.h"
 #include "fprof/core/store.h"
 #include "test_util.h"
@@ -12,12 +14,15 @@ namespace {
 using fprof::testing::makeKernel;
 using fprof::testing::tempPath;
 
+// Times are given from the trace's first kernel at kT0 (a trace timestamp is never 0).
+constexpr int64_t kT0 = 1000000;
+
 KernelRow row(int64_t start_ns, int64_t end_ns, bool programmatic, uint32_t stream = 7) {
   KernelRow k;
   k.process_id = 1;
   k.stream_id = stream;
-  k.start_ns = start_ns;
-  k.end_ns = end_ns;
+  k.start_ns = kT0 + start_ns;
+  k.end_ns = kT0 + end_ns;
   k.programmatic_launch = programmatic;
   return k;
 }
@@ -41,7 +46,7 @@ TEST(DependencyWait, AProgrammaticLaunchCountsFromItsPredecessorsEnd) {
   EXPECT_EQ(k[0].dependency_wait_ns, 0);
   EXPECT_EQ(k[1].dependency_wait_ns, 20);
   EXPECT_EQ(k[1].durationNs(), 30);
-  EXPECT_EQ(k[1].ownStartNs(), 100);
+  EXPECT_EQ(k[1].ownStartNs(), kT0 + 100);
   EXPECT_EQ(k[2].dependency_wait_ns, 5);
   EXPECT_EQ(k[2].durationNs(), 20);
   // The stream's own times add up to its busy time.
@@ -61,6 +66,18 @@ TEST(DependencyWait, OnlyProgrammaticLaunchesOfOneStreamOutsideGraphsWait) {
   two[1].process_id = 2;
   settleDependencyWaits(two);
   EXPECT_EQ(two[1].dependency_wait_ns, 0);
+}
+
+TEST(DependencyWait, KernelsWithoutTraceTimestampsHaveNoTimelineToWaitOn) {
+  // Kernel replay: start 0, end = the measured duration.
+  std::vector<KernelRow> k = {row(0, 700, true), row(0, 900, true), row(5000, 5300, true)};
+  for (KernelRow& r : {std::ref(k[0]), std::ref(k[1])}) {
+    r.end_ns -= r.start_ns;
+    r.start_ns = 0;
+  }
+  settleDependencyWaits(k);
+  for (const KernelRow& r : k) EXPECT_EQ(r.dependency_wait_ns, 0) << r.end_ns;
+  EXPECT_EQ(k[1].durationNs(), 900) << "not counted from the first one's end";
 }
 
 TEST(DependencyWait, AKernelThatEndsBeforeItsPredecessorNeverWaited) {

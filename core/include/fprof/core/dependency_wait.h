@@ -15,6 +15,8 @@ namespace fprof::core {
 // before the previous kernel of its stream ended). A kernel that ended before its predecessor
 // did never waited for its completion (it calls no griddepcontrol.wait), so it keeps its whole
 // span. Kernels must be ordered by start_ns; a stream is (process, device, context, stream).
+// Graph kernels and kernels without trace timestamps (start 0: replayed under the range
+// profiler) neither wait nor count as a predecessor.
 void settleDependencyWaits(std::vector<KernelRow>& kernels);
 
 }  // namespace fprof::core
