@@ -78,7 +78,7 @@ TEST(ReportData, TraceRunGroupsAndShares) {
 }
 
 TEST(ReportData, ProgrammaticLaunchesCountFromTheirPredecessorsEnd) {
-  core::Profile p = loadSynthetic("trace.fprof", {});
+  core::Profile p = loadSynthetic("trace_programmatic.fprof", {});
   // The second kernel, launched with programmatic stream serialization, starts 1 us before the
   // first one ends and keeps its duration after that.
   ASSERT_GE(p.kernels.size(), 2u);
