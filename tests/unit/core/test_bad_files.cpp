@@ -11,6 +11,7 @@
 namespace fprof::core {
 namespace {
 
+using fprof::testing::execSql;
 using fprof::testing::makeKernel;
 using fprof::testing::tempPath;
 
@@ -27,13 +28,6 @@ std::string errorOf(const std::string& path) {
 
 void writeFile(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
-}
-
-void execSql(const std::string& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
-  sqlite3_close(db);
 }
 
 std::string makeValid(const std::string& name, int kernels = 2000) {

@@ -15,15 +15,9 @@
 namespace fprof::core {
 namespace {
 
+using fprof::testing::execSql;
 using fprof::testing::makeKernel;
 using fprof::testing::tempPath;
-
-void execSql(const std::string& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
-  sqlite3_close(db);
-}
 
 NvtxRangeRecord range(uint64_t key, std::optional<uint64_t> parent, int64_t start_ns) {
   NvtxRangeRecord r;

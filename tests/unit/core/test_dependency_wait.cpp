@@ -1,6 +1,5 @@
 // Programmatic dependent launch: a kernel's own time starts where its stream predecessor ended.
 #include <gtest/gtest.h>
-#include <sqlite3.h>
 
 #include <functional>
 
@@ -11,6 +10,7 @@
 namespace fprof::core {
 namespace {
 
+using fprof::testing::execSql;
 using fprof::testing::makeKernel;
 using fprof::testing::tempPath;
 
@@ -106,13 +106,9 @@ TEST(DependencyWait, TheFlagRoundTripsAndTheWaitIsDerivedOnLoad) {
 TEST(DependencyWait, AFileOlderThanTheFlagReadsEveryLaunchAsPlain) {
   const std::string path = tempPath("programmatic_v5.fprof");
   ASSERT_NO_FATAL_FAILURE(writeProducerAndProgrammaticConsumer(path));
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  for (const char* sql : {"ALTER TABLE kernel DROP COLUMN programmatic_launch",
-                          "UPDATE metadata SET value = '5' WHERE key = 'schema_version'"}) {
-    ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql << ": " << sqlite3_errmsg(db);
-  }
-  sqlite3_close(db);
+  ASSERT_NO_FATAL_FAILURE(execSql(path,
+                                  "ALTER TABLE kernel DROP COLUMN programmatic_launch; "
+                                  "UPDATE metadata SET value = '5' WHERE key = 'schema_version'"));
   auto p = loadProfile(path);
   ASSERT_TRUE(p.ok()) << p.error();
   EXPECT_EQ(p->schema_version, 5);

@@ -13,6 +13,7 @@
 namespace fprof::core {
 namespace {
 
+using fprof::testing::execSql;
 using fprof::testing::makeKernel;
 using fprof::testing::tempPath;
 
@@ -577,18 +578,14 @@ TEST(Store, Schema1FilesStillOpen) {
     (*w)->addCountersForLaunch(1, 1, 0, c, {});
     ASSERT_TRUE((*w)->close());
   }
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  for (const char* sql : {"ALTER TABLE kernel DROP COLUMN programmatic_launch", "DROP TABLE function",
-                          "DROP TABLE function_arg", "DROP TABLE function_sass_op",
-                          "DROP TABLE kernel_counter_missing", "ALTER TABLE kernel_counter DROP COLUMN source",
-                          "ALTER TABLE kernel_counter DROP COLUMN source_kernel_id",
-                          "ALTER TABLE kernel_counter DROP COLUMN signature_varies",
-                          "ALTER TABLE kernel_counter DROP COLUMN half_flops_method",
-                          "UPDATE metadata SET value = '1' WHERE key = 'schema_version'"}) {
-    ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql << ": " << sqlite3_errmsg(db);
-  }
-  sqlite3_close(db);
+  ASSERT_NO_FATAL_FAILURE(execSql(path,
+                                  "ALTER TABLE kernel DROP COLUMN programmatic_launch; DROP TABLE function; "
+                                  "DROP TABLE function_arg; DROP TABLE function_sass_op; "
+                                  "DROP TABLE kernel_counter_missing; ALTER TABLE kernel_counter DROP COLUMN source; "
+                                  "ALTER TABLE kernel_counter DROP COLUMN source_kernel_id; "
+                                  "ALTER TABLE kernel_counter DROP COLUMN signature_varies; "
+                                  "ALTER TABLE kernel_counter DROP COLUMN half_flops_method; "
+                                  "UPDATE metadata SET value = '1' WHERE key = 'schema_version'"));
   auto p = loadProfile(path);
   ASSERT_TRUE(p.ok()) << p.error();
   EXPECT_EQ(p->schema_version, 1);

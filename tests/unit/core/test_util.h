@@ -1,6 +1,9 @@
 // Helpers shared by the core tests: temporary paths and a small synthetic profile.
 #pragma once
 
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
 #include <filesystem>
 #include <string>
 
@@ -13,6 +16,14 @@ inline std::string tempPath(const std::string& name) {
   std::string p = std::string(FPROF_TEST_TMP) + "/" + name;
   for (const char* suffix : {"", "-wal", "-shm", "-journal"}) std::filesystem::remove(p + suffix);
   return p;
+}
+
+// Runs SQL (one or more statements) on a database file: tests that damage or age a file.
+inline void execSql(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  sqlite3_close(db);
 }
 
 inline core::KernelRecord makeKernel(const std::string& name, int64_t start_ns, int64_t duration_ns,
