@@ -182,7 +182,8 @@ std::string checkpointKindPhrase(const std::string& text) {
 // Which counter the L2 bytes are (core/metric_sets.h): the SMs' sectors in the sets since session 25,
 // every request the L2 counted in custom lists and older recordings; "" where neither was collected.
 std::string l2BytesPhrase(const core::Profile& p) {
-  bool all_requests = false;  // one pass over the raw counters, which hold every profiled launch's
+  // One pass over the raw counters (every profiled launch's).
+  bool all_requests = false;
   for (const core::KernelMetricRecord& m : p.metrics) {
     if (m.metric == core::kL2SmSectorsMetric) {
       return fmt::format("L2 bytes are the SMs' sectors ({} x {:g})", core::kL2SmSectorsMetric, core::kBytesPerSector);

@@ -21,6 +21,11 @@ int64_t waitBehind(const KernelRow& k, int64_t predecessor_end_ns) {
 }  // namespace
 
 void settleDependencyWaits(std::vector<KernelRow>& kernels) {
+  // Most programs launch nothing this way: one pass over the flags, no stream map.
+  if (std::none_of(kernels.begin(), kernels.end(), [](const KernelRow& k) { return k.programmatic_launch; })) {
+    for (KernelRow& k : kernels) k.dependency_wait_ns = 0;
+    return;
+  }
   std::map<StreamKey, int64_t> previous_end_ns;
   for (KernelRow& k : kernels) {
     k.dependency_wait_ns = 0;

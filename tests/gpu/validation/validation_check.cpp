@@ -447,16 +447,15 @@ void checkGraphLaunches(const Profile& p, const std::map<std::string, Group>& gr
 // Programmatic dependent launch: the launch attribute is recorded, and a kernel's own time (its
 // wait for the previous kernel of its stream left out) is its own spin, however early it started.
 void checkProgrammaticLaunch(const Group& g, const CheckOptions& opt) {
-  const std::string expected = get(g.f, "programmatic").empty() ? "0" : get(g.f, "programmatic");
-  allEqual("trace", g, "programmatic launch", expected == "1" ? "yes" : "no",
+  allEqual("trace", g, "programmatic launch", get(g.f, "programmatic") == "1" ? "yes" : "no",
            [](const KernelRow& k) { return k.programmatic_launch ? "yes" : "no"; });
   const std::vector<int64_t> own = numbers(get(g.f, "own_ns"));
   if (own.size() != 2 || own[0] <= 0) return;
   const std::string range = std::to_string(own[0]) + ".." + std::to_string(own[1]) + " ns";
   allEqual("trace", g, "own time (dependency wait left out) in " + range, "yes", [&](const KernelRow& k) {
-    return k.durationNs() >= own[0] && k.durationNs() <= own[1]
-               ? std::string("yes")
-               : std::to_string(k.durationNs()) + " ns (span " + std::to_string(k.end_ns - k.start_ns) + ")";
+    const int64_t ns = k.durationNs();
+    return ns >= own[0] && ns <= own[1] ? std::string("yes")
+                                        : std::to_string(ns) + " ns (span " + std::to_string(k.end_ns - k.start_ns) + ")";
   });
   if (opt.metrics) return;  // counted launches run one at a time
   int64_t waited = 0;
@@ -1158,6 +1157,11 @@ int ncuCompare(const std::string& db_path, const std::string& csv_path) {
   for (const auto& [name, nk] : ncu_by_name) {
     const auto& fk = fprof_by_name[name];
     const std::string short_name = name.substr(0, 90);
+    // The programmatic-launch pair spins 200 and 20 us and stores 4 bytes a block: its instruction
+    // counts follow the spins, and the L2 traffic both tools count over them (1.4-1.6 MB) is not
+    // compared. The grid barrier spins too.
+    const bool pdl = name.find("pdl_") != std::string::npos;
+    const bool spins = pdl || name.find("cooperative_kernel") != std::string::npos;
     record("ncu", short_name + ": launches", std::to_string(nk.size()), std::to_string(fk.size()), nk.size() == fk.size());
     for (size_t i = 0; i < std::min(nk.size(), fk.size()); ++i) {
       const KernelRow* k = fk[i];
@@ -1166,17 +1170,13 @@ int ncuCompare(const std::string& db_path, const std::string& csv_path) {
         continue;
       }
       ++compared;
-      // Spin loops: the grid barrier, and the programmatic-launch pair's timed spins.
-      const bool spins = name.find("cooperative_kernel") != std::string::npos || name.find("pdl_") != std::string::npos;
       for (const auto& [metric, ncu_value] : nk[i]->metrics) {
         const bool exact = metric.rfind("sm__sass_thread_inst_executed_op_", 0) == 0 ||
                            metric.rfind("sm__ops_path_tensor_", 0) == 0 ||
                            ((metric == fprof::core::kInstructionsMetric ||
                              metric == fprof::core::kInstructionsSassMetric) &&
                             !spins);
-        // The programmatic-launch pair spins 200 and 20 us and stores 4 bytes a block; the L2 traffic
-        // both tools count over those spins (1.4-1.6 MB) is not compared.
-        const bool bytes = metric.find("bytes") != std::string::npos && name.find("pdl_") == std::string::npos;
+        const bool bytes = metric.find("bytes") != std::string::npos && !pdl;
         // The fp16 pipe counter moves in steps of 32 threads, so two runs of a kernel with a partial
         // warp differ by 32 (5 of 65 kernels on an H200, session 11).
         const bool fp16_pipe = metric == fprof::core::kFp16PipeMetric;
