@@ -7,8 +7,7 @@
 #include <string>
 
 #include "command.h"
-#include "fprof/analysis/diff.h"
-#include "fprof/analysis/kernel_names.h"
+#include "fprof/analysis/run_analysis.h"
 #include "fprof/core/store.h"
 #include "fprof/reports/escape.h"
 #include "fprof/reports/format.h"
@@ -41,8 +40,11 @@ int runDiff(const DiffOptions& opt) {
   if (!base) return inputError(base.error());
   auto cur = loadProfile(opt.cur);
   if (!cur) return inputError(cur.error());
-  const analysis::RunDiff d = analysis::diffProfiles(*base, *cur);
-  const analysis::KernelNames names = analysis::KernelNames::of({&*base, &*cur});
+  analysis::AnalysisOptions options;
+  options.fusion_in_background = false;
+  const analysis::RunAnalysis analysed = analysis::RunAnalysis::of(*cur, &*base, options);
+  const analysis::RunDiff& d = analysed.comparison()->diff;
+  const analysis::KernelNames& names = analysed.comparison()->names;
   // Cut for display like any text shown: a 1 MB full name is no 1 MB line.
   auto shown_name = [&](const std::string& full) {
     return reports::shownText(opt.full_names ? full : names.shortName(full));

@@ -17,12 +17,7 @@
 #include <utility>
 
 #include "command.h"
-#include "fprof/analysis/dataflow.h"
-#include "fprof/analysis/fusion.h"
-#include "fprof/analysis/kernel_names.h"
-#include "fprof/analysis/nvtx_ops.h"
-#include "fprof/analysis/origin.h"
-#include "fprof/analysis/roofline.h"
+#include "fprof/analysis/run_analysis.h"
 #include "fprof/core/store.h"
 #include "fprof/core/text.h"
 
@@ -48,40 +43,25 @@ std::string jsonText(const json& j, int indent) { return j.dump(indent, ' ', fal
 // Empty where there is no number, or none that is finite (JSON writes such a value as null).
 std::string optCsv(const std::optional<double>& v) { return v && std::isfinite(*v) ? fmt::format("{:.6g}", *v) : ""; }
 
-class OriginMemo {
- public:
-  explicit OriginMemo(const core::Profile& p) : p_(p) {}
-  analysis::Origin get(uint32_t name_id) {
-    auto it = memo_.find(name_id);
-    if (it == memo_.end()) it = memo_.emplace(name_id, analysis::classifyOrigin(p_.str(name_id))).first;
-    return it->second;
-  }
-
- private:
-  const core::Profile& p_;
-  std::unordered_map<uint32_t, analysis::Origin> memo_;
-};
-
-std::string exportCsv(const core::Profile& p) {
+std::string exportCsv(const analysis::RunAnalysis& a) {
+  const core::Profile& p = a.profile();
   std::string out =
       "kernel_id,process_id,device_id,stream_id,correlation_id,start_ns,end_ns,duration_ns,dependency_wait_ns,grid_x,"
       "grid_y,grid_z,"
       "block_x,block_y,block_z,registers_per_thread,shared_bytes,local_bytes_per_thread,theoretical_occupancy,"
       "graph_id,origin,bound,binding_roof,roof_fraction,attainable_ns,dram_intensity_flop_per_byte,"
       "achieved_flops_per_s,dram_bytes_per_s,name,nvtx_path,short_name\n";
-  analysis::CeilingCache cache(p);
-  OriginMemo origins(p);
-  const analysis::KernelNames names = analysis::KernelNames::of({&p});
+  const analysis::KernelNames& names = a.kernelNames();
   for (size_t i = 0; i < p.kernels.size(); ++i) {
     const core::KernelRow& k = p.kernels[i];
-    const analysis::Placement pl = analysis::placeKernel(p, i, cache);
+    const analysis::Placement pl = a.kernelPlacement(i);
     const auto dram = static_cast<size_t>(analysis::MemLevel::kDram);
     out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", k.id,
                        k.process_id, k.device_id, k.stream_id, k.correlation_id, k.start_ns, k.end_ns, k.durationNs(),
                        k.dependency_wait_ns,
                        k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y, k.block_z, k.registers_per_thread,
                        k.static_shared_bytes + k.dynamic_shared_bytes, k.local_bytes_per_thread,
-                       optCsv(k.theoretical_occupancy), k.graph_id, analysis::originName(origins.get(k.demangled_id)),
+                       optCsv(k.theoretical_occupancy), k.graph_id, analysis::originName(a.origin(i)),
                        analysis::boundName(pl.bound), pl.binding, optCsv(pl.roof_fraction), optCsv(pl.attainable_ns),
                        optCsv(pl.intensity_flop_per_byte[dram]), optCsv(pl.achieved_flops_per_s),
                        optCsv(pl.bytes_per_s[dram]), csvField(p.str(k.demangled_id)),
@@ -134,14 +114,15 @@ json graphLaunchesJson(const core::Profile& p) {
   return out;
 }
 
-std::string exportJson(const core::Profile& p) {
-  const analysis::KernelNames names = analysis::KernelNames::of({&p});
+std::string exportJson(const analysis::RunAnalysis& a) {
+  const core::Profile& p = a.profile();
+  const analysis::KernelNames& names = a.kernelNames();
   json j;
   j["file"] = core::cleanText(p.path);
   j["schema_version"] = p.schema_version;
   j["devices"] = json::array();
   for (const core::DeviceInfo& d : p.devices) {
-    const analysis::Ceilings c = analysis::ceilingsFor(p, d);
+    const analysis::Ceilings& c = a.ceilings(d.process_id, d.id);
     json roofs = json::object();
     for (size_t l = 0; l < analysis::kMemLevelCount; ++l) {
       if (const auto& r = c.bandwidth[l]) {
@@ -162,11 +143,9 @@ std::string exportJson(const core::Profile& p) {
   // Every launch, with the per-kernel roofline verdict (the groups below carry the full placement).
   j["kernels"] = json::array();
   {
-    analysis::CeilingCache cache(p);
-    OriginMemo origins(p);
     for (size_t i = 0; i < p.kernels.size(); ++i) {
       const core::KernelRow& k = p.kernels[i];
-      const analysis::Placement pl = analysis::placeKernel(p, i, cache);
+      const analysis::Placement pl = a.kernelPlacement(i);
       j["kernels"].push_back({{"id", k.id}, {"name", p.str(k.demangled_id)},
                               {"short_name", names.shortName(p.str(k.demangled_id))}, {"process_id", k.process_id},
                               {"device_id", k.device_id}, {"stream_id", k.stream_id}, {"start_ns", k.start_ns},
@@ -179,13 +158,13 @@ std::string exportJson(const core::Profile& p) {
                               {"local_bytes_per_thread", k.local_bytes_per_thread},
                               {"theoretical_occupancy", opt(k.theoretical_occupancy)}, {"graph_id", k.graph_id},
                               {"nvtx_path", k.nvtx_path_id ? json(p.str(*k.nvtx_path_id)) : json(nullptr)},
-                              {"origin", analysis::originName(origins.get(k.demangled_id))},
+                              {"origin", analysis::originName(a.origin(i))},
                               {"bound", analysis::boundName(pl.bound)}, {"roof_fraction", opt(pl.roof_fraction)},
                               {"binding_roof", pl.binding.empty() ? json(nullptr) : json(pl.binding)}});
     }
   }
   j["graph_launches"] = graphLaunchesJson(p);
-  const analysis::RooflineResult roof = analysis::analyzeRoofline(p);
+  const analysis::RooflineResult& roof = a.roofline();
   j["kernels_with_counters"] = roof.kernels_with_counters;
   j["kernel_groups"] = json::array();
   for (const auto& g : roof.kernel_groups) {
@@ -197,14 +176,14 @@ std::string exportJson(const core::Profile& p) {
   for (const auto& g : roof.ops) {
     j["ops"].push_back({{"nvtx_path", g.label}, {"calls", g.calls}, {"roofline", placementJson(g.placement)}});
   }
-  const analysis::OriginTotals origins = analysis::sumByOrigin(p);
+  const analysis::OriginTotals& origins = a.origins();
   j["origins"] = json::object();
   for (size_t o = 0; o < analysis::kOriginCount; ++o) {
     if (origins.launches[o] == 0) continue;
     j["origins"][std::string(analysis::originName(static_cast<analysis::Origin>(o)))] = {
         {"launches", origins.launches[o]}, {"duration_ns", origins.duration_ns[o]}};
   }
-  const analysis::DataFlow df = analysis::analyzeDataFlow(p);
+  const analysis::DataFlow& df = a.dataFlow();
   json mem;
   mem["allocations"] = df.allocations.size();
   mem["unmatched_frees"] = df.unmatched_frees;
@@ -217,16 +196,15 @@ std::string exportJson(const core::Profile& p) {
                               {"timeline", points}});
   }
   mem["written_once_read_once"] = json::array();
-  for (uint32_t a : df.written_once_read_once) {
-    const analysis::Allocation& al = df.allocations[a];
+  for (uint32_t allocation : df.written_once_read_once) {
+    const analysis::Allocation& al = df.allocations[allocation];
     mem["written_once_read_once"].push_back(
         {{"address", fmt::format("0x{:x}", al.address)}, {"bytes", al.bytes}, {"values_written", al.values_written},
          {"writer", p.str(p.kernels[*al.first_writer].demangled_id)},
          {"reader", p.str(p.kernels[*al.first_reader].demangled_id)}});
   }
   j["memory"] = mem;
-  const analysis::OpIndex ops = analysis::indexOps(p);
-  const analysis::FusionResult fr = analysis::analyzeFusion(p, ops, df);
+  const analysis::FusionResult& fr = a.fusion();
   json fusion;
   fusion["program_gpu_ns"] = fr.program_gpu_ns;
   fusion["nvtx_convention"] = fr.nvtx_convention;
@@ -327,10 +305,12 @@ int runExport(const ExportOptions& o) {
   auto loaded = loadProfile(o.file);
   if (!loaded) return inputError(loaded.error());
   std::string text;
-  if (o.format == "csv") {
-    text = exportCsv(*loaded);
-  } else if (o.format == "json") {
-    text = exportJson(*loaded);
+  if (o.format == "csv" || o.format == "json") {
+    // Data flow and fusion only for JSON, which lists the fusion candidates.
+    analysis::AnalysisOptions options;
+    options.fusion_in_background = o.format == "json";
+    const analysis::RunAnalysis analysed = analysis::RunAnalysis::of(*loaded, nullptr, options);
+    text = o.format == "csv" ? exportCsv(analysed) : exportJson(analysed);
   } else {
     text = exportChromeTrace(*loaded);
   }

@@ -14,6 +14,7 @@
 #include "fprof/analysis/coverage.h"
 #include "fprof/analysis/kernel_names.h"
 #include "fprof/analysis/ranks.h"
+#include "fprof/analysis/run_analysis.h"
 #include "fprof/analysis/summary.h"
 #include "fprof/core/merge.h"
 #include "fprof/core/store.h"
@@ -194,15 +195,18 @@ int runInfo(const InfoOptions& opt) {
   }
   const core::Profile& p = *loaded;
   progress.step(fmt::format("analysing {} kernels", p.kernels.size()));
-  const analysis::RunSummary s = analysis::summarize(p);
+  // With counters: the report of the same analysis (roofline placement, achieved occupancy,
+  // fusion), so info and report never disagree.
+  analysis::AnalysisOptions analysis_options;
+  analysis_options.fusion_in_background = !p.counters.empty();
+  const analysis::RunAnalysis analysed = analysis::RunAnalysis::of(p, nullptr, analysis_options);
+  const analysis::RunSummary& s = analysed.summary();
   const bool several = p.processes.size() > 1;
-  // With counters: the report's own analysis (roofline placement, achieved occupancy, fusion), so
-  // info and report never disagree.
   std::optional<reports::ReportData> report;
-  if (!p.counters.empty()) report = reports::buildReport(p, nullptr);
+  if (!p.counters.empty()) report = reports::buildReport(analysed);
   const bool rank_table = several && core::rankGroups(p).size() > 1;
-  const std::vector<analysis::RankRow> rank_rows =
-      report ? report->ranks : (rank_table ? analysis::rankBreakdown(p) : std::vector<analysis::RankRow>{});
+  const std::vector<analysis::RankRow> no_ranks;
+  const std::vector<analysis::RankRow>& rank_rows = report || rank_table ? analysed.ranks() : no_ranks;
   const analysis::KernelNames names = report ? report->names : namesShown(p, s, rank_rows, opt.top);
   progress.done();
 
@@ -244,7 +248,7 @@ int runInfo(const InfoOptions& opt) {
   // so, with the reasons its kernels carry.
   const bool metrics_run = p.meta("mode") == "metrics" || !p.counters_missing.empty();
   if (report || metrics_run) {
-    const analysis::CounterCoverage coverage = analysis::counterCoverage(p);
+    const analysis::CounterCoverage& coverage = analysed.coverage();
     // Counter sources and missing reasons come from the database: cut like any text shown.
     out += "coverage: " + shownText(analysis::describeCoverage(coverage)) + "\n";
     if (const std::string how = analysis::describeCollection(p); !how.empty()) {

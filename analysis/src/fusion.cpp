@@ -506,10 +506,14 @@ void rank(FusionResult& res) {
 }  // namespace
 
 FusionResult analyzeFusion(const core::Profile& p, const OpIndex& ops, const DataFlow& df, const FusionOptions& opt) {
+  return analyzeFusion(p, ops, indexFrameworkOps(p), df, opt);
+}
+
+FusionResult analyzeFusion(const core::Profile& p, const OpIndex& ops, const FrameworkOps& fops, const DataFlow& df,
+                           const FusionOptions& opt) {
   FusionResult res;
   for (const core::KernelRow& k : p.kernels) res.program_gpu_ns += k.durationNs();
   FusionModel model(p, df, opt);
-  const FrameworkOps fops = indexFrameworkOps(p);
 
   // 1. Pairs the program declared; their kernels are not paired again.
   DeclaredPairs declared = declaredPairs(p, ops, df, model);

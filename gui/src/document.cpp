@@ -52,10 +52,14 @@ core::Expected<std::shared_ptr<Document>> Document::open(const std::string& path
 
 std::shared_ptr<Document> Document::fromProfile(core::Profile profile) {
   std::shared_ptr<Document> d(new Document());
-  d->profile_ = std::move(profile);
+  d->analysis_.emplace(analysis::RunAnalysis::owning(std::move(profile)));
   d->build();
   return d;
 }
+
+const core::Profile& Document::profile() const { return analysis_->profile(); }
+const analysis::FusionResult& Document::fusion() const { return analysis_->fusion(); }
+const analysis::KernelNames& Document::kernelNames() const { return analysis_->kernelNames(); }
 
 namespace {
 
@@ -133,7 +137,8 @@ std::optional<MemLevel> levelFromName(std::string_view s) {
 }  // namespace
 
 void Document::build() {
-  const core::Profile& p = profile_;
+  const analysis::RunAnalysis& a = *analysis_;
+  const core::Profile& p = a.profile();
   for (const core::KernelRow& k : p.kernels) total_kernel_ns_ += k.durationNs();
   kernels_with_counters_ = 0;
   for (const core::KernelRow& k : p.kernels) {
@@ -159,34 +164,34 @@ void Document::build() {
   };
   auto pathOf = [&](const core::KernelRow& k) { return k.nvtx_path_id ? p.str(*k.nvtx_path_id) : std::string(); };
 
-  kernel_names_ = analysis::KernelNames::of({&p});
+  const analysis::KernelNames& names = a.kernelNames();
   // Per kernel launch: the analyzer's own per-kernel placement.
-  analysis::CeilingCache cache(p);
   auto& kernels = items_[static_cast<size_t>(PointMode::kKernels)];
   kernels.reserve(p.kernels.size());
   for (size_t i = 0; i < p.kernels.size(); ++i) {
     const core::KernelRow& k = p.kernels[i];
     Item it;
     it.name = p.str(k.demangled_id);
-    it.short_name = kernel_names_.shortName(it.name);
+    it.short_name = names.shortName(it.name);
     it.nvtx_path = pathOf(k);
     it.duration_ns = k.durationNs();
     addKernel(it, p, i, true);
     addCounters(it, p);
-    it.placement = analysis::placeKernel(p, i, cache);
+    it.placement = a.kernelPlacement(i);
     it.op = opOf(k);
+    it.origin = std::string(analysis::originName(a.origin(i)));
     kernels.push_back(std::move(it));
   }
 
   // Per kernel group and per op: the analyzer's group placements (same rules as fprof report).
-  const analysis::RunSummary summary = analysis::summarize(p);
-  const analysis::RooflineResult roofline = analysis::analyzeRoofline(p);
+  const analysis::RunSummary& summary = a.summary();
+  const analysis::RooflineResult& roofline = a.roofline();
   auto& groups = items_[static_cast<size_t>(PointMode::kKernelGroups)];
   for (size_t g = 0; g < summary.groups.size(); ++g) {
     const analysis::KernelGroup& kg = summary.groups[g];
     Item it;
     it.name = p.str(kg.demangled_id);
-    it.short_name = kernel_names_.shortName(it.name);
+    it.short_name = names.shortName(it.name);
     it.calls = kg.calls;
     it.duration_ns = kg.total_ns;
     for (size_t n = 0; n < kg.kernel_indices.size(); ++n) addKernel(it, p, kg.kernel_indices[n], n == 0);
@@ -195,6 +200,7 @@ void Document::build() {
     it.op = opOf(first);
     addCounters(it, p);
     it.placement = roofline.kernel_groups.at(g).placement;
+    it.origin = std::string(analysis::originName(a.origin(kg.kernel_indices.front())));
     groups.push_back(std::move(it));
   }
   std::unordered_map<std::string, size_t> op_by_label;
@@ -216,12 +222,7 @@ void Document::build() {
     it.op = static_cast<int32_t>(found->second);
     ops.push_back(std::move(it));
   }
-  for (auto& mode_items : items_) {
-    for (Item& it : mode_items) {
-      it.origin = std::string(analysis::originName(analysis::classifyOrigin(it.name)));
-    }
-  }
-  for (Item& it : ops) it.origin.clear();  // an op mixes kernels of several origins
+  // An op has no origin: it mixes kernels of several.
 
   // Roofs of the first device (a run on several GPU models shows the first; the note says so).
   if (!p.devices.empty()) {
@@ -251,12 +252,10 @@ void Document::build() {
   }
 
   // Fusion candidates, with the kernels of their stages found again for drawing (see FusionView).
-  const analysis::OpIndex op_index = analysis::indexOps(p);
-  const analysis::DataFlow flow = analysis::analyzeDataFlow(p);
-  fusion_ = analysis::analyzeFusion(p, op_index, flow);
+  const analysis::OpIndex& op_index = a.nvtxOps();
   std::unordered_map<std::string, std::vector<size_t>> kernels_by_name;
   for (size_t i = 0; i < p.kernels.size(); ++i) kernels_by_name[p.str(p.kernels[i].demangled_id)].push_back(i);
-  for (const analysis::FusionCandidate& c : fusion_.candidates) {
+  for (const analysis::FusionCandidate& c : a.fusion().candidates) {
     FusionView v;
     v.candidate = c;
     v.stage_kernels.resize(c.stages.size());
@@ -297,7 +296,7 @@ void Document::build() {
 Document::Aggregate Document::aggregate(const std::vector<size_t>& kernel_indices) const {
   Aggregate a;
   if (kernel_indices.empty()) return a;
-  const core::Profile& p = profile_;
+  const core::Profile& p = profile();
   analysis::PlacementInput in;
   bool first = true;
   for (size_t i : kernel_indices) {
@@ -318,21 +317,20 @@ Document::Aggregate Document::aggregate(const std::vector<size_t>& kernel_indice
   in.occupancy.reset();
   a.work = in.work;
   a.duration_ns = in.duration_ns;
-  analysis::CeilingCache cache(p);
   const core::KernelRow& k0 = p.kernels[kernel_indices.front()];
-  a.placement = analysis::place(in, cache.get(k0.process_id, k0.device_id));
+  a.placement = analysis::place(in, analysis_->ceilings(k0.process_id, k0.device_id));
   return a;
 }
 
 std::string Document::plotNote() const {
-  if (profile_.kernels.empty()) return "This profile holds no kernels.";
+  if (profile().kernels.empty()) return "This profile holds no kernels.";
   if (kernels_with_counters_ == 0) {
     return "Trace-only profile: no hardware counters, so no roofline points. Record with "
            "'fprof run --metrics roofline' to place kernels; the table and details below are from the trace.";
   }
-  if (kernels_with_counters_ < static_cast<int64_t>(profile_.kernels.size())) {
+  if (kernels_with_counters_ < static_cast<int64_t>(profile().kernels.size())) {
     return fmt::format("{} of {} kernel launches have counters; the others are not plotted.", kernels_with_counters_,
-                       profile_.kernels.size());
+                       profile().kernels.size());
   }
   return "";
 }
@@ -435,7 +433,8 @@ std::string detailsText(const Item& item) {
 }
 
 std::vector<DiffRow> diffDocuments(const Document& base, const Document& cur, const analysis::GateOptions& opt) {
-  const analysis::RunDiff rd = analysis::diffProfiles(base.profile(), cur.profile());
+  const analysis::RunComparison comparison = analysis::compareRuns(base.profile(), cur.profile());
+  const analysis::RunDiff& rd = comparison.diff;
   const analysis::GateResult gate = analysis::evaluateGate(rd, opt);
   auto itemKey = [](const std::string& name, const std::string& shape) { return name + '\x1f' + shape; };
   auto indexOf = [&](const Document& d) {
@@ -454,7 +453,7 @@ std::vector<DiffRow> diffDocuments(const Document& base, const Document& cur, co
   std::map<std::string, std::vector<const analysis::GateFinding*>> findings;
   for (const analysis::GateFinding& f : gate.findings) findings[itemKey(f.kernel, f.shape)].push_back(&f);
 
-  const analysis::KernelNames names = analysis::KernelNames::of({&base.profile(), &cur.profile()});
+  const analysis::KernelNames& names = comparison.names;
   std::vector<DiffRow> rows;
   for (const analysis::DiffEntry& e : rd.kernels) {
     DiffRow r;

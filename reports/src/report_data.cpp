@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <ctime>
-#include <future>
 #include <map>
 #include <optional>
 #include <set>
@@ -40,7 +39,9 @@ std::string utcDate(int64_t unix_ns) {
   return buf;
 }
 
-RunHeader makeHeader(const core::Profile& p, const analysis::RunSummary& s) {
+RunHeader makeHeader(const analysis::RunAnalysis& analysed) {
+  const core::Profile& p = analysed.profile();
+  const analysis::RunSummary& s = analysed.summary();
   RunHeader h;
   h.file = p.path;
   h.mode = p.meta("mode", "unknown");
@@ -65,7 +66,7 @@ RunHeader makeHeader(const core::Profile& p, const analysis::RunSummary& s) {
   h.timeline_known = s.timeline_known;
   h.has_counters = !p.counters.empty();
   if (p.meta("mode") == "metrics" || !p.counters_missing.empty()) {
-    const analysis::CounterCoverage coverage = analysis::counterCoverage(p);
+    const analysis::CounterCoverage& coverage = analysed.coverage();
     h.counter_coverage = analysis::describeCoverage(coverage);
     h.counter_missing = analysis::describeMissing(coverage);
     h.counter_collection = analysis::describeCollection(p);
@@ -85,10 +86,11 @@ RunHeader makeHeader(const core::Profile& p, const analysis::RunSummary& s) {
 
 // The roofs of the run's first device, as the analyzer chose them (measured preferred, datasheet
 // computed from the device attributes otherwise).
-std::vector<Roof> pickRoofs(const core::Profile& p) {
+std::vector<Roof> pickRoofs(const analysis::RunAnalysis& analysed) {
   std::vector<Roof> roofs;
+  const core::Profile& p = analysed.profile();
   if (p.devices.empty()) return roofs;
-  const analysis::Ceilings c = analysis::ceilingsFor(p, p.devices.front());
+  const analysis::Ceilings& c = analysed.ceilings(p.devices.front().process_id, p.devices.front().id);
   for (size_t l = 0; l < analysis::kMemLevelCount; ++l) {
     if (!c.bandwidth[l] || c.bandwidth[l]->value <= 0) continue;
     roofs.push_back(Roof{std::string(analysis::memLevelName(static_cast<analysis::MemLevel>(l))), true,
@@ -105,40 +107,6 @@ std::vector<Roof> pickRoofs(const core::Profile& p) {
   std::stable_sort(compute.begin(), compute.end(), [](const Roof& a, const Roof& b) { return a.value > b.value; });
   roofs.insert(roofs.end(), compute.begin(), compute.end());
   return roofs;
-}
-
-// The op of a kernel: under the NVTX op convention, the innermost enclosing op that has a variant
-// (the op, not its stage), shown as "name (variant)"; else the framework op or named region it ran
-// in (framework_ops.h: "aten::mm", not "aten::mm, seq = 12, op_id = 724"); otherwise the innermost
-// range's message.
-std::string opName(const core::Profile& p, const analysis::OpIndex& ops, const analysis::FrameworkOps& fops,
-                   size_t kernel_index) {
-  const int32_t inner = kernel_index < ops.kernel_op.size() ? ops.kernel_op[kernel_index] : -1;
-  if (inner >= 0) {
-    // Walk out from the innermost op; the op is the outermost of the enclosing ranges that carry a
-    // variant (a stage and its op both do; structural ranges such as layer or prefill do not).
-    std::optional<size_t> chosen;
-    size_t steps = 0;  // indexOps leaves no circle in the parents; the bound keeps the walk finite regardless
-    for (std::optional<size_t> at = static_cast<size_t>(inner); at && steps++ < ops.ops.size(); at = ops.ops[*at].parent) {
-      if (!ops.ops[*at].tags.variant.empty()) {
-        chosen = *at;
-      } else if (chosen) {
-        break;
-      }
-    }
-    const analysis::OpTags& t = ops.ops[chosen ? *chosen : static_cast<size_t>(inner)].tags;
-    return t.variant.empty() ? t.op : t.op + " (" + t.variant + ")";
-  }
-  if (std::string framework = analysis::frameworkOpName(p, fops, kernel_index); !framework.empty()) return framework;
-  const core::KernelRow& k = p.kernels[kernel_index];
-  if (!k.nvtx_path_id) return "";
-  const std::string& path = p.str(*k.nvtx_path_id);
-  const size_t slash = path.rfind('/');
-  std::string leaf = slash == std::string::npos ? path : path.substr(slash + 1);
-  if (slash == std::string::npos) {
-    if (const size_t colons = leaf.find("::"); colons != std::string::npos) leaf = leaf.substr(colons + 2);
-  }
-  return leaf;
 }
 
 // Raw counter sums the placement does not carry: spill traffic and achieved occupancy.
@@ -197,47 +165,6 @@ struct Built {
   std::vector<OpRow> ops;
 };
 
-// The op of every kernel as a small id into `names`, computed once per op instance or NVTX path
-// rather than once per kernel (a million launches share a few thousand ranges).
-struct KernelOps {
-  std::vector<std::string> names;
-  std::vector<uint32_t> of_kernel;
-};
-
-KernelOps kernelOps(const core::Profile& p, const analysis::OpIndex& ops) {
-  const analysis::FrameworkOps fops = analysis::indexFrameworkOps(p);
-  KernelOps r;
-  std::unordered_map<std::string, uint32_t> ids;
-  auto intern = [&](std::string name) {
-    auto [it, inserted] = ids.emplace(name, static_cast<uint32_t>(r.names.size()));
-    if (inserted) r.names.push_back(std::move(name));
-    return it->second;
-  };
-  std::vector<int64_t> by_instance(ops.ops.size(), -1);
-  std::unordered_map<uint32_t, uint32_t> by_path;
-  std::vector<int64_t> by_framework_op(fops.ops.size(), -1), by_region(fops.region_names.size(), -1);
-  const uint32_t none = intern("");
-  r.of_kernel.assign(p.kernels.size(), none);
-  for (size_t i = 0; i < p.kernels.size(); ++i) {
-    const int32_t inner = i < ops.kernel_op.size() ? ops.kernel_op[i] : -1;
-    if (inner >= 0) {
-      int64_t& id = by_instance[static_cast<size_t>(inner)];
-      if (id < 0) id = intern(opName(p, ops, fops, i));
-      r.of_kernel[i] = static_cast<uint32_t>(id);
-    } else if (fops.kernel_op[i] >= 0 || fops.kernel_region[i] >= 0) {
-      int64_t& id = fops.kernel_op[i] >= 0 ? by_framework_op[static_cast<size_t>(fops.kernel_op[i])]
-                                           : by_region[static_cast<size_t>(fops.kernel_region[i])];
-      if (id < 0) id = intern(opName(p, ops, fops, i));
-      r.of_kernel[i] = static_cast<uint32_t>(id);
-    } else if (const auto& path = p.kernels[i].nvtx_path_id) {
-      auto it = by_path.find(*path);
-      if (it == by_path.end()) it = by_path.emplace(*path, intern(opName(p, ops, fops, i))).first;
-      r.of_kernel[i] = it->second;
-    }
-  }
-  return r;
-}
-
 // Kernel id -> index into Profile::counters, for the group sums. Empty (the caller then searches)
 // where the ids are too sparse for an array: a damaged file's kernel id 2^40 must not size one.
 std::vector<int32_t> counterIndex(const core::Profile& p) {
@@ -254,13 +181,14 @@ std::vector<int32_t> counterIndex(const core::Profile& p) {
   return index;
 }
 
-Built buildGroups(const core::Profile& p, const analysis::OpIndex& op_index) {
-  const analysis::RunSummary s = analysis::summarize(p);
-  const analysis::RooflineResult roof = analysis::analyzeRoofline(p, s);
-  const KernelOps kops = kernelOps(p, op_index);
+Built buildGroups(const analysis::RunAnalysis& analysed) {
+  const core::Profile& p = analysed.profile();
+  const analysis::RunSummary& s = analysed.summary();
+  const analysis::RooflineResult& roof = analysed.roofline();
+  const analysis::KernelOps& kops = analysed.kernelOps();
   const std::vector<int32_t> counter_of = counterIndex(p);
   Built b;
-  b.header = makeHeader(p, s);
+  b.header = makeHeader(analysed);
   std::vector<OpRow> ops(kops.names.size());
   std::vector<int64_t> op_ns(kops.names.size(), 0);
   std::vector<uint32_t> touched;
@@ -269,7 +197,7 @@ Built buildGroups(const core::Profile& p, const analysis::OpIndex& op_index) {
     const analysis::KernelGroup& kg = s.groups[gi];
     GroupRow g;
     g.name = p.str(kg.demangled_id);
-    g.origin = std::string(analysis::originName(analysis::classifyOrigin(g.name)));
+    g.origin = std::string(analysis::originName(analysed.origin(kg.kernel_indices.front())));
     g.grid = formatShape(kg.grid_x, kg.grid_y, kg.grid_z);
     g.block = formatShape(kg.block_x, kg.block_y, kg.block_z);
     g.calls = kg.calls;
@@ -329,10 +257,10 @@ Built buildGroups(const core::Profile& p, const analysis::OpIndex& op_index) {
 
 // The analyzer's diff and gate against the baseline, plus each listed group's baseline place on
 // the roofline (for the arrows).
-void addBaseline(ReportData& r, const core::Profile& base, const analysis::RunDiff& diff,
+void addBaseline(ReportData& r, const analysis::RunAnalysis& base, const analysis::RunDiff& diff,
                  std::vector<GroupRow>& cur_groups) {
   BaselineSection section;
-  const Built b = buildGroups(base, analysis::indexOps(base));
+  const Built b = buildGroups(base);
   section.header = b.header;
   section.note = "kernels matched by name, launch shape and NVTX path (renames detected by shape and path)";
   const analysis::GateOptions gate_options;
@@ -382,17 +310,6 @@ void addBaseline(ReportData& r, const core::Profile& base, const analysis::RunDi
     g.base_flops_per_s = it->second->flops_per_s;
   }
   r.baseline = std::move(section);
-}
-
-// Data flow and the fusion pairs take most of the build time and only read the profile, so they
-// run on a second thread while the kernel groups are built (here, when no thread can be had).
-std::future<analysis::FusionResult> startFusion(const core::Profile& p, const analysis::OpIndex& ops) {
-  auto analyze = [&p, &ops] { return analysis::analyzeFusion(p, ops, analysis::analyzeDataFlow(p)); };
-  try {
-    return std::async(std::launch::async, analyze);
-  } catch (const std::system_error&) {
-    return std::async(std::launch::deferred, analyze);
-  }
 }
 
 void addFusion(ReportData& r, const analysis::FusionResult& fr) {
@@ -620,16 +537,19 @@ std::string bestFusion(const ReportData& r) {
 }
 
 ReportData buildReport(const core::Profile& run, const core::Profile* baseline, const BuildOptions& options) {
+  return buildReport(analysis::RunAnalysis::of(run, baseline), options);
+}
+
+ReportData buildReport(const analysis::RunAnalysis& analysed, const BuildOptions& options) {
+  const core::Profile& run = analysed.profile();
   ReportData r;
-  r.roofs = pickRoofs(run);
-  const analysis::OpIndex ops = analysis::indexOps(run);
-  std::future<analysis::FusionResult> fusion = startFusion(run, ops);
-  Built b = buildGroups(run, ops);
+  r.roofs = pickRoofs(analysed);
+  // The analysis computes data flow and fusion on a second thread meanwhile.
+  Built b = buildGroups(analysed);
   r.header = std::move(b.header);
   r.ops = std::move(b.ops);
   r.group_count = static_cast<int64_t>(b.all_groups.size());
-  std::optional<analysis::RunDiff> diff;
-  if (baseline) diff = analysis::diffProfiles(*baseline, run);
+  const analysis::RunDiff* diff = analysed.comparison() ? &analysed.comparison()->diff : nullptr;
   if (b.all_groups.size() > options.max_groups) {
     for (size_t i = options.max_groups; i < b.all_groups.size(); ++i) {
       ++r.omitted_groups;
@@ -638,11 +558,11 @@ ReportData buildReport(const core::Profile& run, const core::Profile* baseline, 
     b.all_groups.resize(options.max_groups);
   }
   r.groups = std::move(b.all_groups);
-  const analysis::FusionResult fr = fusion.get();
-  if (run.processes.size() > 1) r.ranks = analysis::rankBreakdown(run);
-  r.names = namesShown(run, r.groups, fr, diff ? &*diff : nullptr, r.ranks);
+  const analysis::FusionResult& fr = analysed.fusion();
+  r.ranks = analysed.ranks();
+  r.names = namesShown(run, r.groups, fr, diff, r.ranks);
   for (GroupRow& g : r.groups) g.short_name = r.names.shortName(g.name);
-  if (baseline) addBaseline(r, *baseline, *diff, r.groups);
+  if (diff) addBaseline(r, *analysed.baseline(), *diff, r.groups);
   addFusion(r, fr);
   addFindings(r);
   if (run.processes.size() > 1) addRanks(r, run);

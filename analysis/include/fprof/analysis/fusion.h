@@ -77,5 +77,8 @@ struct FusionResult {
 
 FusionResult analyzeFusion(const core::Profile& p, const OpIndex& ops, const DataFlow& df,
                            const FusionOptions& opt = {});
+// The same, with the framework ops the caller already has (indexFrameworkOps(p)).
+FusionResult analyzeFusion(const core::Profile& p, const OpIndex& ops, const FrameworkOps& framework_ops,
+                           const DataFlow& df, const FusionOptions& opt = {});
 
 }  // namespace fprof::analysis

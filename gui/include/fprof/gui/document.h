@@ -16,6 +16,7 @@
 #include "fprof/analysis/fusion.h"
 #include "fprof/analysis/kernel_names.h"
 #include "fprof/analysis/roofline.h"
+#include "fprof/analysis/run_analysis.h"
 #include "fprof/core/store.h"
 #include "fprof/gui/plot_math.h"
 
@@ -75,14 +76,16 @@ class Document {
   static core::Expected<std::shared_ptr<Document>> open(const std::string& path);
   static std::shared_ptr<Document> fromProfile(core::Profile profile);
 
-  const core::Profile& profile() const { return profile_; }
+  const core::Profile& profile() const;
+  // The analysis every view reads (analysis/run_analysis.h).
+  const analysis::RunAnalysis& analysis() const { return *analysis_; }
   const std::vector<Item>& items(PointMode m) const { return items_[static_cast<size_t>(m)]; }
   const std::vector<std::string>& opNames() const { return op_names_; }
   const RoofSet& roofs() const { return roofs_; }
-  const analysis::FusionResult& fusion() const { return fusion_; }
+  const analysis::FusionResult& fusion() const;
   const std::vector<FusionView>& fusionViews() const { return fusion_views_; }
   // Short names of the profile's kernels, told apart (kernel_names.h).
-  const analysis::KernelNames& kernelNames() const { return kernel_names_; }
+  const analysis::KernelNames& kernelNames() const;
   int64_t totalKernelNs() const { return total_kernel_ns_; }
   int64_t kernelsWithCounters() const { return kernels_with_counters_; }
   // A line for the window when no point can be drawn (trace-only runs), else "".
@@ -100,13 +103,11 @@ class Document {
   Document() = default;
   void build();
 
-  core::Profile profile_;
+  std::optional<analysis::RunAnalysis> analysis_;  // owns the profile
   std::array<std::vector<Item>, kPointModeCount> items_;
   std::vector<std::string> op_names_;
   RoofSet roofs_;
-  analysis::FusionResult fusion_;
   std::vector<FusionView> fusion_views_;
-  analysis::KernelNames kernel_names_;
   int64_t total_kernel_ns_ = 0;
   int64_t kernels_with_counters_ = 0;
 };

@@ -11,6 +11,7 @@
 
 #include "fprof/analysis/kernel_names.h"
 #include "fprof/analysis/ranks.h"
+#include "fprof/analysis/run_analysis.h"
 #include "fprof/core/store.h"
 
 namespace fprof::reports {
@@ -199,5 +200,7 @@ struct BuildOptions {
 
 // Builds the report of `run`, compared with `baseline` when given.
 ReportData buildReport(const core::Profile& run, const core::Profile* baseline, const BuildOptions& options = {});
+// The same from the run's analysis (compared with its baseline, when it has one).
+ReportData buildReport(const analysis::RunAnalysis& analysis, const BuildOptions& options = {});
 
 }  // namespace fprof::reports

@@ -1,0 +1,114 @@
+// The analysis pipeline: everything fprof derives from one recorded run, built once from the loaded
+// profile (and, optionally, a baseline run) and read by every front end -- fprof info, report,
+// export and diff, the viewer, the Python package. No front end calls the analysis steps itself.
+//
+// `RunAnalysis` holds the run's profile (borrowed with `of`, owned with `owning`) and gives each
+// result of the pipeline by a const accessor, each computed on first use and kept: the kernel
+// summary (summary.h: totals and kernel groups by name and launch shape), the roofline (roofline.h:
+// a placement per kernel group and per NVTX path, `kernelPlacement(i)` per launch, the ceilings per
+// process and device), the ops (nvtx_ops.h: fprof's op= convention; framework_ops.h: PyTorch
+// emit_nvtx, record_function and XLA ranges; `kernelOps()`: the op name each kernel is reported
+// under), the data flow (dataflow.h: allocations, producer->consumer edges), the fusion candidates
+// (fusion.h), the counter coverage (coverage.h), the time by origin library (origin.h, and
+// `origin(i)` per kernel), the per-rank breakdown of a merged job (ranks.h) and the short kernel
+// names of the run and its baseline (kernel_names.h). Data flow and fusion are the expensive steps:
+// they start on a second thread when the analysis is built (AnalysisOptions::fusion_in_background),
+// so a front end builds its own rows meanwhile and waits only when it asks for them. Given a
+// baseline, `baseline()` is the baseline run's own RunAnalysis and `comparison()` the comparison
+// of the two (RunComparison: the kernel and op diff, diff.h). Every accessor may be called from any
+// thread; the profiles must outlive a borrowing analysis.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fprof/analysis/ceilings.h"
+#include "fprof/analysis/coverage.h"
+#include "fprof/analysis/dataflow.h"
+#include "fprof/analysis/diff.h"
+#include "fprof/analysis/framework_ops.h"
+#include "fprof/analysis/fusion.h"
+#include "fprof/analysis/kernel_names.h"
+#include "fprof/analysis/nvtx_ops.h"
+#include "fprof/analysis/origin.h"
+#include "fprof/analysis/ranks.h"
+#include "fprof/analysis/roofline.h"
+#include "fprof/analysis/summary.h"
+#include "fprof/core/store.h"
+
+namespace fprof::analysis {
+
+struct AnalysisOptions {
+  RooflineOptions roofline;
+  FusionOptions fusion;
+  // Start data flow and fusion on a second thread as the analysis is built (else on first use).
+  bool fusion_in_background = true;
+};
+
+// The op each kernel is reported under, as a small id into `names` ("" = none): under fprof's op
+// convention the op that carries a variant, "name (variant)"; else the framework op or named
+// region it ran in (framework_ops.h: "aten::mm", not "aten::mm, seq = 12, op_id = 724"); else the
+// innermost NVTX range's leaf.
+struct KernelOps {
+  std::vector<std::string> names;
+  std::vector<uint32_t> of_kernel;
+};
+// Named once per op instance, framework op, region or NVTX path, not once per kernel (a million
+// launches share a few thousand ranges).
+KernelOps nameKernelOps(const core::Profile& p, const OpIndex& ops, const FrameworkOps& framework_ops);
+
+// Two runs compared: kernels and ops matched (diff.h), and the short names of both runs' kernels.
+struct RunComparison {
+  RunDiff diff;
+  KernelNames names;
+};
+RunComparison compareRuns(const core::Profile& base, const core::Profile& cur);
+
+class RunAnalysis {
+ public:
+  // Borrows the profiles: they must outlive the analysis.
+  static RunAnalysis of(const core::Profile& run, const core::Profile* baseline = nullptr,
+                        const AnalysisOptions& options = {});
+  // Owns them.
+  static RunAnalysis owning(core::Profile run, std::optional<core::Profile> baseline = std::nullopt,
+                            const AnalysisOptions& options = {});
+  RunAnalysis(RunAnalysis&&) noexcept;
+  RunAnalysis& operator=(RunAnalysis&&) noexcept;
+  ~RunAnalysis();
+
+  const core::Profile& profile() const;
+  const AnalysisOptions& options() const;
+
+  const RunSummary& summary() const;
+  const RooflineResult& roofline() const;
+  // The roofs of a kernel's (process, device): measured where stored, else datasheet (ceilings.h).
+  const Ceilings& ceilings(uint32_t process_id, uint32_t device_id) const;
+  // One launch on the roofline (placeKernel's placement).
+  Placement kernelPlacement(size_t kernel_index) const;
+  const OpIndex& nvtxOps() const;
+  const FrameworkOps& frameworkOps() const;
+  const KernelOps& kernelOps() const;
+  const DataFlow& dataFlow() const;
+  const FusionResult& fusion() const;
+  const CounterCoverage& coverage() const;
+  const OriginTotals& origins() const;
+  Origin origin(size_t kernel_index) const;
+  // One row per rank (ranks.h) when the run holds several processes; else empty.
+  const std::vector<RankRow>& ranks() const;
+  // Every kernel of the run and of its baseline, shortened together.
+  const KernelNames& kernelNames() const;
+
+  // Given a baseline: its own analysis, and the comparison (baseline first); else null.
+  const RunAnalysis* baseline() const;
+  const RunComparison* comparison() const;
+
+ private:
+  struct State;
+  explicit RunAnalysis(std::unique_ptr<State> state);
+  std::unique_ptr<State> s_;
+};
+
+}  // namespace fprof::analysis

@@ -1,0 +1,211 @@
+// The analysis pipeline (see run_analysis.h): each result computed once, on first use, in the
+// order its inputs need; data flow and fusion started on a second thread as the analysis is built.
+#include "fprof/analysis/run_analysis.h"
+
+#include <future>
+#include <mutex>
+#include <system_error>
+#include <unordered_map>
+#include <utility>
+
+namespace fprof::analysis {
+
+namespace {
+
+// A value computed by the first caller of get(); later and concurrent callers get the same one.
+template <typename T>
+class Lazy {
+ public:
+  template <typename Make>
+  const T& get(Make&& make) const {
+    std::call_once(once_, [&] { value_.emplace(make()); });
+    return *value_;
+  }
+
+ private:
+  mutable std::once_flag once_;
+  mutable std::optional<T> value_;
+};
+
+uint64_t deviceKey(uint32_t process_id, uint32_t device_id) { return (uint64_t{process_id} << 32) | device_id; }
+
+}  // namespace
+
+RunComparison compareRuns(const core::Profile& base, const core::Profile& cur) {
+  RunComparison c;
+  c.diff = diffProfiles(base, cur);
+  c.names = KernelNames::of({&base, &cur});
+  return c;
+}
+
+struct RunAnalysis::State {
+  std::optional<core::Profile> owned_run;  // set by owning()
+  const core::Profile* run = nullptr;
+  AnalysisOptions options;
+  std::vector<std::pair<uint64_t, Ceilings>> ceilings;  // per (process, device) of the run's devices
+  Ceilings no_device;                                    // a kernel whose device was not recorded
+  std::unique_ptr<RunAnalysis> baseline;
+
+  Lazy<RunSummary> summary;
+  Lazy<RooflineResult> roofline;
+  Lazy<OpIndex> nvtx_ops;
+  Lazy<FrameworkOps> framework_ops;
+  Lazy<KernelOps> kernel_ops;
+  Lazy<DataFlow> data_flow;
+  Lazy<FusionResult> fusion;
+  Lazy<CounterCoverage> coverage;
+  Lazy<std::unordered_map<uint32_t, Origin>> origin_of_name;  // by demangled name id
+  Lazy<OriginTotals> origins;
+  Lazy<std::vector<RankRow>> ranks;
+  Lazy<KernelNames> names;
+  Lazy<RunComparison> comparison;
+  // Last, so that it is destroyed first: the background work ends before what it reads goes.
+  std::future<void> background;
+
+  const FusionResult& fusionResult() {
+    return fusion.get([&] {
+      const DataFlow& df = data_flow.get([&] { return analyzeDataFlow(*run); });
+      const OpIndex& ops = nvtx_ops.get([&] { return indexOps(*run); });
+      const FrameworkOps& fops = framework_ops.get([&] { return indexFrameworkOps(*run); });
+      return analyzeFusion(*run, ops, fops, df, options.fusion);
+    });
+  }
+};
+
+RunAnalysis::RunAnalysis(std::unique_ptr<State> state) : s_(std::move(state)) {
+  State& s = *s_;
+  for (const core::DeviceInfo& d : s.run->devices) {
+    s.ceilings.emplace_back(deviceKey(d.process_id, d.id), ceilingsFor(*s.run, d));
+  }
+  if (!s.options.fusion_in_background) return;
+  try {
+    State* st = s_.get();
+    s.background = std::async(std::launch::async, [st] { st->fusionResult(); });
+  } catch (const std::system_error&) {
+    // No thread to be had: fusion is computed when first asked for.
+  }
+}
+
+RunAnalysis::RunAnalysis(RunAnalysis&&) noexcept = default;
+RunAnalysis& RunAnalysis::operator=(RunAnalysis&&) noexcept = default;
+RunAnalysis::~RunAnalysis() = default;
+
+RunAnalysis RunAnalysis::of(const core::Profile& run, const core::Profile* baseline, const AnalysisOptions& options) {
+  auto s = std::make_unique<State>();
+  s->run = &run;
+  s->options = options;
+  if (baseline) {
+    // The baseline's own results are asked for as the comparison needs them.
+    AnalysisOptions base_options = options;
+    base_options.fusion_in_background = false;
+    s->baseline = std::make_unique<RunAnalysis>(of(*baseline, nullptr, base_options));
+  }
+  return RunAnalysis(std::move(s));
+}
+
+RunAnalysis RunAnalysis::owning(core::Profile run, std::optional<core::Profile> baseline,
+                                const AnalysisOptions& options) {
+  auto s = std::make_unique<State>();
+  s->owned_run.emplace(std::move(run));
+  s->run = &*s->owned_run;
+  s->options = options;
+  if (baseline) {
+    AnalysisOptions base_options = options;
+    base_options.fusion_in_background = false;
+    s->baseline = std::make_unique<RunAnalysis>(owning(std::move(*baseline), std::nullopt, base_options));
+  }
+  return RunAnalysis(std::move(s));
+}
+
+const core::Profile& RunAnalysis::profile() const { return *s_->run; }
+const AnalysisOptions& RunAnalysis::options() const { return s_->options; }
+
+const RunSummary& RunAnalysis::summary() const {
+  return s_->summary.get([&] { return summarize(*s_->run); });
+}
+
+const RooflineResult& RunAnalysis::roofline() const {
+  return s_->roofline.get([&] { return analyzeRoofline(*s_->run, summary(), s_->options.roofline); });
+}
+
+const Ceilings& RunAnalysis::ceilings(uint32_t process_id, uint32_t device_id) const {
+  const uint64_t key = deviceKey(process_id, device_id);
+  for (const auto& [k, c] : s_->ceilings) {
+    if (k == key) return c;
+  }
+  return s_->no_device;
+}
+
+Placement RunAnalysis::kernelPlacement(size_t kernel_index) const {
+  const core::Profile& p = *s_->run;
+  const core::KernelRow& k = p.kernels.at(kernel_index);
+  return place(kernelInput(p, k, p.device(k.process_id, k.device_id)), ceilings(k.process_id, k.device_id),
+               s_->options.roofline);
+}
+
+const OpIndex& RunAnalysis::nvtxOps() const {
+  return s_->nvtx_ops.get([&] { return indexOps(*s_->run); });
+}
+
+const FrameworkOps& RunAnalysis::frameworkOps() const {
+  return s_->framework_ops.get([&] { return indexFrameworkOps(*s_->run); });
+}
+
+const KernelOps& RunAnalysis::kernelOps() const {
+  return s_->kernel_ops.get([&] { return nameKernelOps(*s_->run, nvtxOps(), frameworkOps()); });
+}
+
+const DataFlow& RunAnalysis::dataFlow() const {
+  return s_->data_flow.get([&] { return analyzeDataFlow(*s_->run); });
+}
+
+const FusionResult& RunAnalysis::fusion() const { return s_->fusionResult(); }
+
+const CounterCoverage& RunAnalysis::coverage() const {
+  return s_->coverage.get([&] { return counterCoverage(*s_->run); });
+}
+
+Origin RunAnalysis::origin(size_t kernel_index) const {
+  const auto& by_name = s_->origin_of_name.get([&] {
+    std::unordered_map<uint32_t, Origin> m;
+    for (const core::KernelRow& k : s_->run->kernels) {
+      if (m.find(k.demangled_id) == m.end()) m.emplace(k.demangled_id, classifyOrigin(s_->run->str(k.demangled_id)));
+    }
+    return m;
+  });
+  return by_name.at(s_->run->kernels.at(kernel_index).demangled_id);
+}
+
+const OriginTotals& RunAnalysis::origins() const {
+  return s_->origins.get([&] {
+    OriginTotals t;
+    const core::Profile& p = *s_->run;
+    for (size_t i = 0; i < p.kernels.size(); ++i) {
+      const auto o = static_cast<size_t>(origin(i));
+      t.launches[o] += 1;
+      t.duration_ns[o] += p.kernels[i].durationNs();
+    }
+    return t;
+  });
+}
+
+const std::vector<RankRow>& RunAnalysis::ranks() const {
+  return s_->ranks.get([&] {
+    return s_->run->processes.size() > 1 ? rankBreakdown(*s_->run) : std::vector<RankRow>{};
+  });
+}
+
+const KernelNames& RunAnalysis::kernelNames() const {
+  return s_->names.get([&] {
+    return KernelNames::of({s_->run, s_->baseline ? &s_->baseline->profile() : nullptr});
+  });
+}
+
+const RunAnalysis* RunAnalysis::baseline() const { return s_->baseline.get(); }
+
+const RunComparison* RunAnalysis::comparison() const {
+  if (!s_->baseline) return nullptr;
+  return &s_->comparison.get([&] { return compareRuns(s_->baseline->profile(), *s_->run); });
+}
+
+}  // namespace fprof::analysis

@@ -1,0 +1,154 @@
+// The analysis pipeline (run_analysis.h): each result is the one its step computes alone, computed
+// once and shared by every caller, with or without the background thread, borrowed or owned, and
+// a baseline gives its own analysis and the comparison.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fprof/analysis/run_analysis.h"
+#include "fprof/core/merge.h"
+
+namespace fprof::analysis {
+namespace {
+
+const std::string kData = std::string(FPROF_SOURCE_DIR) + "/tests/data/";
+
+core::Profile loadPath(const std::string& path) {
+  auto p = core::loadProfile(path);
+  EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.error());
+  return std::move(*p);
+}
+
+core::Profile load(const std::string& name) { return loadPath(kData + name); }
+
+std::vector<std::string> candidateIds(const FusionResult& r) {
+  std::vector<std::string> ids;
+  for (const FusionCandidate& c : r.candidates) ids.push_back(c.id);
+  return ids;
+}
+
+TEST(RunAnalysis, EachResultIsWhatItsStepComputes) {
+  const core::Profile p = load("torch_proof_gpt_bf16_eager_h100.fprof");
+  const RunAnalysis a = RunAnalysis::of(p);
+  EXPECT_EQ(&a.profile(), &p);
+
+  const RunSummary s = summarize(p);
+  EXPECT_EQ(a.summary().kernel_count, s.kernel_count);
+  EXPECT_EQ(a.summary().total_kernel_ns, s.total_kernel_ns);
+  ASSERT_EQ(a.summary().groups.size(), s.groups.size());
+
+  const RooflineResult roof = analyzeRoofline(p, s);
+  ASSERT_EQ(a.roofline().kernel_groups.size(), roof.kernel_groups.size());
+  for (size_t g = 0; g < roof.kernel_groups.size(); ++g) {
+    EXPECT_EQ(a.roofline().kernel_groups[g].label, roof.kernel_groups[g].label);
+    EXPECT_EQ(a.roofline().kernel_groups[g].placement.bound, roof.kernel_groups[g].placement.bound);
+  }
+  EXPECT_EQ(a.roofline().ops.size(), roof.ops.size());
+
+  const OpIndex ops = indexOps(p);
+  const FusionResult fusion = analyzeFusion(p, ops, analyzeDataFlow(p));
+  EXPECT_EQ(candidateIds(a.fusion()), candidateIds(fusion));
+  ASSERT_FALSE(fusion.candidates.empty());
+  EXPECT_EQ(a.fusion().candidates.front().total_saving_ns, fusion.candidates.front().total_saving_ns);
+  EXPECT_EQ(a.dataFlow().edges.size(), analyzeDataFlow(p).edges.size());
+  EXPECT_EQ(a.frameworkOps().ops.size(), indexFrameworkOps(p).ops.size());
+
+  const OriginTotals origins = sumByOrigin(p);
+  EXPECT_EQ(a.origins().launches, origins.launches);
+  EXPECT_EQ(a.origins().duration_ns, origins.duration_ns);
+  for (size_t i = 0; i < p.kernels.size(); i += 97) {
+    EXPECT_EQ(a.origin(i), classifyOrigin(p.str(p.kernels[i].demangled_id)));
+  }
+
+  CeilingCache cache(p);
+  for (size_t i = 0; i < p.kernels.size(); i += 101) {
+    const Placement direct = placeKernel(p, i, cache);
+    const Placement piped = a.kernelPlacement(i);
+    EXPECT_EQ(piped.bound, direct.bound);
+    EXPECT_EQ(piped.reason, direct.reason);
+    EXPECT_EQ(piped.roof_fraction, direct.roof_fraction);
+  }
+  EXPECT_EQ(a.coverage().kernels, counterCoverage(p).kernels);
+  EXPECT_TRUE(a.ranks().empty());  // one process
+  EXPECT_EQ(a.kernelNames().size(), KernelNames::of({&p}).size());
+  EXPECT_EQ(a.baseline(), nullptr);
+  EXPECT_EQ(a.comparison(), nullptr);
+}
+
+TEST(RunAnalysis, KernelOpsNameFrameworkOpsWithoutTheirIds) {
+  const core::Profile p = load("torch_proof_gpt_bf16_emitnvtx_h100.fprof");
+  const RunAnalysis a = RunAnalysis::of(p);
+  const KernelOps& ops = a.kernelOps();
+  ASSERT_EQ(ops.of_kernel.size(), p.kernels.size());
+  bool matmul = false;
+  for (const std::string& name : ops.names) {
+    EXPECT_EQ(name.find("op_id"), std::string::npos) << name;
+    matmul = matmul || name == "aten::matmul" || name == "aten::linear";
+  }
+  EXPECT_TRUE(matmul);
+}
+
+TEST(RunAnalysis, ComputedOnceForEveryCaller) {
+  const core::Profile p = load("torch_mlp_eager_h100.fprof");
+  const RunAnalysis a = RunAnalysis::of(p);
+  std::vector<const FusionResult*> seen(4, nullptr);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < seen.size(); ++t) threads.emplace_back([&, t] { seen[t] = &a.fusion(); });
+  for (std::thread& t : threads) t.join();
+  for (const FusionResult* r : seen) EXPECT_EQ(r, &a.fusion());
+  EXPECT_EQ(&a.summary(), &a.summary());
+  EXPECT_EQ(&a.kernelOps(), &a.kernelOps());
+}
+
+TEST(RunAnalysis, WithoutTheBackgroundThreadTheSameFusion) {
+  const core::Profile p = load("torch_mlp_eager_h100.fprof");
+  AnalysisOptions lazy;
+  lazy.fusion_in_background = false;
+  EXPECT_EQ(candidateIds(RunAnalysis::of(p, nullptr, lazy).fusion()), candidateIds(RunAnalysis::of(p).fusion()));
+}
+
+TEST(RunAnalysis, OwnedProfileSurvivesAMove) {
+  core::Profile p = load("torch_mlp_eager_h100.fprof");
+  const size_t kernels = p.kernels.size();
+  const std::vector<std::string> expected = candidateIds(RunAnalysis::of(p).fusion());
+  RunAnalysis owned = RunAnalysis::owning(std::move(p));
+  RunAnalysis moved = std::move(owned);  // the background work reads the state, which did not move
+  EXPECT_EQ(moved.profile().kernels.size(), kernels);
+  EXPECT_EQ(candidateIds(moved.fusion()), expected);
+}
+
+TEST(RunAnalysis, BaselineGivesItsAnalysisAndTheComparison) {
+  const core::Profile base = load("torch_mlp_eager_h100.fprof");
+  const core::Profile cur = load("torch_mlp_compile_h100.fprof");
+  const RunAnalysis a = RunAnalysis::of(cur, &base);
+  ASSERT_NE(a.baseline(), nullptr);
+  EXPECT_EQ(&a.baseline()->profile(), &base);
+  ASSERT_NE(a.comparison(), nullptr);
+  const RunDiff d = diffProfiles(base, cur);
+  ASSERT_EQ(a.comparison()->diff.kernels.size(), d.kernels.size());
+  for (size_t i = 0; i < d.kernels.size(); ++i) EXPECT_EQ(a.comparison()->diff.kernels[i].name, d.kernels[i].name);
+  EXPECT_EQ(a.comparison()->diff.base_total_ns, d.base_total_ns);
+  // Names of both runs, shortened together.
+  EXPECT_EQ(a.kernelNames().size(), KernelNames::of({&base, &cur}).size());
+  EXPECT_EQ(a.comparison()->names.size(), KernelNames::of({&base, &cur}).size());
+}
+
+TEST(RunAnalysis, MergedJobHasARowPerRank) {
+  const std::string dir = std::string(FPROF_TEST_TMP) + "/run_analysis";
+  std::filesystem::create_directories(dir);
+  const std::string merged = dir + "/allreduce_merged.fprof";
+  std::filesystem::remove(merged);
+  auto m = core::mergeDatabases(
+      {kData + "torchrun_allreduce_h200x2.rank0.fprof", kData + "torchrun_allreduce_h200x2.rank1.fprof"}, merged);
+  ASSERT_TRUE(m.ok()) << (m.ok() ? "" : m.error());
+  const core::Profile p = loadPath(merged);
+  const RunAnalysis a = RunAnalysis::of(p);
+  ASSERT_EQ(a.ranks().size(), 2u);
+  EXPECT_EQ(a.ranks()[0].total_kernel_ns, rankBreakdown(p)[0].total_kernel_ns);
+}
+
+}  // namespace
+}  // namespace fprof::analysis
