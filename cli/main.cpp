@@ -1,10 +1,12 @@
 // fprof: the command-line front end. One subcommand per cmd_*.cpp file.
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "command.h"
 #include "fprof/core/text.h"
+#include "help_format.h"
 #include "progress.h"
 
 namespace fprof::cli {
@@ -36,6 +38,7 @@ int main(int argc, char** argv) {
                ": GPU profiling and roofline analysis for CUDA programs.\n"
                "Profile a program, see where each kernel sits on the roofline, find the fusions that pay."};
   app.name("fprof");
+  app.formatter(std::make_shared<WrappedHelpFormatter>());  // before the subcommands: they take it from here
   app.set_version_flag("--version", "fprof " FPROF_VERSION_STRING);
   app.require_subcommand(1, 1);
   app.fallthrough(false);

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "../core/test_util.h"
 #include "neutral_paths.h"
@@ -50,6 +52,40 @@ TEST(Cli, SubcommandHelp) {
   r = runFprof("info --help");
   EXPECT_EQ(r.code, 0);
   EXPECT_NE(r.out.find("--top"), std::string::npos) << r.out;
+}
+
+// The subcommands `fprof --help` lists, in its order.
+std::vector<std::string> listedCommands(const std::string& help) {
+  std::vector<std::string> names;
+  std::istringstream in(help);
+  bool in_list = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("Subcommands:", 0) == 0) {
+      in_list = true;
+    } else if (in_list && line.size() > 2 && line[0] == ' ' && line[1] == ' ' && line[2] != ' ') {
+      names.push_back(line.substr(2, line.find(' ', 2) - 2));
+    }
+  }
+  return names;
+}
+
+// Every line of `fprof --help` and of each listed command's --help fits the width (cli/help_format.h).
+TEST(Cli, EveryHelpLineFitsTheWidth) {
+  constexpr size_t kWidth = 100;
+  const Result root = runFprof("--help");
+  ASSERT_EQ(root.code, 0);
+  const std::vector<std::string> commands = listedCommands(root.out);
+  EXPECT_GE(commands.size(), 11u) << root.out;
+  std::vector<std::pair<std::string, std::string>> helps = {{"fprof --help", root.out}};
+  for (const std::string& c : commands) {
+    const Result r = runFprof(c + " --help");
+    EXPECT_EQ(r.code, 0) << c;
+    helps.emplace_back("fprof " + c + " --help", r.out);
+  }
+  for (const auto& [what, text] : helps) {
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) EXPECT_LE(line.size(), kWidth) << what << ": " << line;
+  }
 }
 
 TEST(Cli, Version) {
