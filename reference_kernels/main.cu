@@ -489,9 +489,9 @@ int realMain(int argc, char** argv) {
   Context ctx;
   // A blocking stream: the setup's fills, the checks' poison memsets and the host copies run on the
   // legacy default stream, which then orders itself with every launch on ctx.stream. (A
-  // non-blocking stream let the ops' kernels start before a fill or poison of their buffers ended:
+  // non-blocking stream lets the ops' kernels start before a fill or poison of their buffers ends:
   // under compute-sanitizer's racecheck, which slows the kernels, the top-k's unfused checks read
-  // poison; 2026-11-27, bench/RESULTS.md issue 16, session 23.)
+  // poison.)
   CUDA_CHECK(cudaStreamCreate(&ctx.stream));
   std::string cudnn_reason;
   ctx.cudnn = CudnnConv::load(cudnn_reason);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 16 on a GPU machine, in one call: the reference kernels against their roofs.
+# The reference kernels against their roofs, on a GPU machine in one call.
 #  - model --check (defaults), and the direct GEMM epilogue checked too;
 #  - every op pair in fp16, bf16, fp32 (unfused vs fused vs vendor, copy bandwidth, CSV);
 #  - the GEMM sweep: hand GEMM vs cuBLASLt with the same epilogue on 4096^3, 8192^3 and the

@@ -14,50 +14,30 @@
 // candidate's rank is counted against the others. When more than kCandidateCap candidates
 // arrive (many equal values), the bound is raised and the scan repeated.
 //
-// Measured on an H100 (bench/RESULTS.md, issue 16, 2026-11-23 and 24) against the forms this file had
-// before: bulk copies into shared memory, 32 register elements a thread, a warp-per-slice kernel,
-// and a streaming kernel whose warp 0 alone selects and merges; all were slower and are gone
-// (git history has them). Session 15 (2026-11-27) measured and dropped: the vectors staged in
-// shared memory by cp.async, a row's blocks as a cluster, candidates appended one atomic a
-// vector, ranks counted by several lanes, partials tagged with the launch instead of a fence.
-// Session 16 (2026-11-27) kept, for the fused kernel of fp16/bf16 logits only: a quarter of the
-// exps by an FMA-pipe polynomial (polyExp2), the vector maxima kept for the candidate marks, the
-// bound from each warp's two largest thread maxima (blockReduceTop2), and the row merge's floor
-// with its index (replaced by the network in session 21); and measured and dropped: every warp
-// its own exact top-k with no block barrier (40-55% slower), half of the exps by the polynomial, a
-// row merge ranking the sorted partials by binary search, and marked vectors taken from registers
-// instead of reloaded (spills).
-// Session 21 (2026-11-27) kept the row merge by a network in registers (rowBestByNetwork) and
-// the 16-bit exps' reference fixed at each thread's first vector (RegisterSlice::online), and
-// measured and dropped: blocks of 128, 512 and 1024 threads, a row's blocks as one cluster sending
-// their partials to the first block by st.async, the rebase as a warp-uniform branch with
-// unpredicated loads in full blocks, the block's bound carrying its index, one shared atomic a
-// marked vector, and the block's slice by cp.async.bulk into shared memory.
-// Session 22 (2026-11-27) kept the 16 warp maxima ranked by warp 0 alone behind a second barrier
-// (blockReduceTop2); measured and left out the row merged by its first block polling
-// self-validating 64-bit partial words (no fence or atomic; fp16 0.1-0.2 us faster back to back,
-// nothing on top of the warp-0 ranking; fp32 2-4 points; branch topk-s22-poll); and dropped half
-// the blocks sleeping before their loads (no gain for 16-bit logits, fp32 slower), the exps in
-// fp16 pairs (ex2.approx.f16x2 is two MUFU ops: slower; its fp16 exponent fails the range-200
-// check), warp sums before the first barrier, and warp 1 summing warp 0's exps (both slower), the
-// candidates ranked from warp 1 on (no gain).
-// Session 23 (2026-11-27) kept a marked vector's candidates appended one round a set bit of its
-// mask (RegisterSlice::forEachAtLeast) and the row's arrival as a release in every block with an
-// acquire in the last only (arriveAtRowCounter); measured and dropped (branches topk-s23-*): the
-// block's bound and a reference maximum from each thread's first 2, 4, 6 or 7 vectors behind named
-// barriers that the later vectors' exps do not wait for (the weaker bound's extra candidates cost
-// more than the hidden barrier: fp16 0.2-1.8 us slower), warp 0's ranks of the 16 maxima by
-// vector loads and by a sum tree, 8-byte candidates, one atomic a marked vector, warp 0 ranking
-// the candidates by shuffles, a degree-3 polynomial, the last block's acquire as a fence instead
-// of a load, ties at the block maximum scanned in the first vectors first, and warp 0 arriving
-// behind a warp barrier where it wrote the whole partial (all within the kept form's spread or
-// slower).
-// Session 27 (2026-11-28) launches the row-slice kernels by programmatic dependent launch
-// (launchRowSliceKernel, waitForPreviousGridThenReleaseNext; session 17's form, kept off main until
-// fprof recorded the launch attribute and counted a kernel's time from its stream predecessor's
-// end): back to back, fused fp16 62.0-63.2% of copy bandwidth against 59.5-60.2% for the plain
-// launch in the same call, bf16 58.9-59.1% against 54.8-57.4%; and ranks the candidates with four
-// lanes each (rankCandidates): bf16 58.8-60.4% -> 60.5-61.5%.
+// What the kernels keep, each measured faster on an H100 than the form it stands beside below: for
+// 16-bit logits a quarter of the exps by an FMA-pipe polynomial (polyExp2) and the vector maxima
+// kept for the candidate marks; the block's bound from each warp's two largest thread maxima,
+// ranked by warp 0 alone behind a second barrier (blockReduceTop2); a marked vector's candidates
+// appended one round a set bit of its mask (RegisterSlice::forEachAtLeast); the candidates ranked
+// by four lanes each (rankCandidates); the row merge by a network in registers (rowBestByNetwork);
+// the 16-bit exps' reference fixed at each thread's first vector (RegisterSlice::online); the
+// row's arrival a release in every block and an acquire in the last only (arriveAtRowCounter); and
+// the row-slice kernels launched by programmatic dependent launch (launchRowSliceKernel), which
+// fprof times from the stream predecessor's end.
+// Measured slower or no faster, and not kept (the figures are in the history of bench/RESULTS.md):
+// bulk copies or cp.async staging into shared memory, 32 register elements a thread, a
+// warp-per-slice kernel, a streaming kernel whose warp 0 alone selects and merges, blocks of 128,
+// 512 or 1024 threads, a row's blocks as a cluster (partials by st.async or a cluster barrier),
+// candidates appended one atomic a vector, every warp its own exact top-k with no block barrier
+// (40-55% slower), half of the exps by the polynomial, a degree-3 polynomial, the exps in fp16
+// pairs (ex2.approx.f16x2 is two MUFU ops; its fp16 exponent fails the range-200 check), a row
+// merge ranking the sorted partials by binary search, marked vectors taken from registers instead
+// of reloaded (spills), the row merged by its first block polling self-validating 64-bit partial
+// words (fp16 0.1-0.2 us faster back to back, nothing on top of the warp-0 ranking), half the
+// blocks sleeping before their loads, warp sums before the first barrier, the block's bound from
+// each thread's first vectors behind named barriers (the weaker bound's extra candidates cost more
+// than the hidden barrier), ties at the block maximum scanned in the first vectors first, and the
+// last block's acquire as a fence instead of a load.
 #include <cfloat>
 #include <climits>
 #include <cuda/atomic>
@@ -195,10 +175,10 @@ __device__ void rankTop2InWarp(BlockShared& sh) {
 // The block maximum and a top-k bound from each warp's two largest thread maxima (16 distinct
 // elements; the 8th largest of them is the bound): on uniform fp16 logits 10 candidates a block
 // instead of 23 for blockReduce's group maxima. Warp 0 alone ranks the 16 and passes the result on
-// behind a second barrier. (2026-11-27, bench/RESULTS.md issue 16: fp16 fused 9.73-10.21 ->
-// 9.22-9.76 us under ncu, 3.91 M -> 3.52 M instructions, 54.6-57.0% -> 56.1-59.5% of copy
-// bandwidth back to back, against every warp ranking them after one barrier: the launch ends
-// on its last blocks' selections, which the four blocks of an SM run at once.)
+// behind a second barrier. (On an H100, fp16 fused: 9.22-9.76 us under ncu, 3.52 M instructions,
+// 56.1-59.5% of copy bandwidth back to back, against 9.73-10.21 us, 3.91 M and 54.6-57.0% with
+// every warp ranking them after one barrier: the launch ends on its last blocks' selections,
+// which the four blocks of an SM run at once.)
 __device__ Reduced blockReduceTop2(float thread_max, BlockShared& sh) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   float m1 = thread_max, m2 = -INFINITY;
@@ -448,8 +428,8 @@ struct RegisterSlice : VectorSlice<T, kLoadsPerThread, true> {
   static_assert(kLoads <= 8, "more vectors a thread would spill at 64 registers");
 
   // The thread's maximum and sum of exps, vector by vector in load order, so that a vector's
-  // exps can run while the later loads are in flight. (2026-11-27: fp16 fused 12.2-12.5 ->
-  // 11.8-12.1 us under ncu against exps after the block maximum, bench/RESULTS.md issue 16.)
+  // exps can run while the later loads are in flight. (On an H100, fp16 fused: 11.8-12.1 us under
+  // ncu against 12.2-12.5 us with the exps after the block maximum.)
   // With kCachedMax (16-bit T), the vector maxima are kept two to a register for the marks
   // instead of computed again from the vectors (unused, and dropped by the compiler, otherwise).
   static constexpr bool kCache = kCachedMax && sizeof(T) == 2;
@@ -461,9 +441,9 @@ struct RegisterSlice : VectorSlice<T, kLoadsPerThread, true> {
   // predicated a moving reference's check and rescale into every vector. Every term stays below
   // e^kFixedSlack unless a later value passes the reference by more (logits spanning more than
   // 64); then the thread sums its vectors again from memory with a moving reference
-  // (sumWithRebase). (2026-11-27: fp16 fused 10.5-10.7 -> 9.9-10.2 us under ncu, 52.6-53.9% ->
-  // 53.3-56.4% of copy bandwidth back to back, bench/RESULTS.md issue 16; as a call, not inlined,
-  // the slow path cost every launch a third of its speed.) fp32 keeps the moving reference: with
+  // (sumWithRebase). (On an H100, fp16 fused: 9.9-10.2 us under ncu and 53.3-56.4% of copy
+  // bandwidth back to back, against 10.5-10.7 us and 52.6-53.9% with the moving reference; as a
+  // call, not inlined, the slow path costs every launch a third of its speed.) fp32 keeps the moving reference: with
   // the slow path its fused kernel spilled 12 bytes and gained nothing.
   static constexpr bool kFixedReference = sizeof(T) == 2;
 
@@ -527,12 +507,11 @@ struct RegisterSlice : VectorSlice<T, kLoadsPerThread, true> {
   // f(value, index) over the thread's elements >= bound (a few among many). The vectors whose
   // maximum reaches the bound are marked first, without branches; only those are widened, so a
   // warp runs as many rounds as its busiest lane has marked vectors. (Widening the pairs of
-  // every vector in which any lane held a candidate took a round for nearly every vector:
-  // 2026-11-27, fp16 fused 14.5 -> 12.8 us back to back, bench/RESULTS.md issue 16.) A marked
-  // vector's elements >= bound become a mask, and f runs once a set bit (usually once), so the
-  // compiler builds one append, not one branch and reconvergence around each of the vector's
-  // elements (session 23, 2026-11-27: fp16 fused 9.47-9.63 -> 9.09-9.34 us under ncu, bf16
-  // 9.95-10.50 -> 9.79-10.08 us).
+  // every vector in which any lane held a candidate takes a round for nearly every vector: on an
+  // H100, fp16 fused 14.5 us back to back against 12.8.) A marked vector's elements >= bound
+  // become a mask, and f runs once a set bit (usually once), so the compiler builds one append,
+  // not one branch and reconvergence around each of the vector's elements (on an H100: fp16 fused
+  // 9.09-9.34 us under ncu against 9.47-9.63, bf16 9.79-10.08 against 9.95-10.50 us).
   template <class F> __device__ void forEachAtLeast(float bound, const F& f) const {
     if (head_i >= 0 && head_v >= bound) f(head_v, head_i);
     unsigned marked = markedAtLeast(bound);
@@ -586,9 +565,9 @@ enum class Stage { Stats, TopKOfProbs, Fused };
 // publishes what its block wrote; only the last block acquires, by reading the counter again: the
 // value it reads ends the release sequence every other arrival heads, so it synchronizes with all
 // of them, and the blocks that are not last skip the acquire's L1 invalidation (`CCTL.IVALL`) of
-// their SM. (Session 23, 2026-11-27, bench/RESULTS.md issue 16: fused back to back fp16
-// 58.5-58.8% -> 58.7-60.2%, bf16 55.5-56.1% -> 55.8-57.9%, fp32 77.0-78.1% -> 78.9-80.7%, against
-// one acquire-release arrival in every block.) The last block sets the counter back to 0 for the
+// their SM. (On an H100, fused back to back: fp16 58.7-60.2% of copy bandwidth, bf16 55.8-57.9%,
+// fp32 78.9-80.7%, against 58.5-58.8%, 55.5-56.1% and 77.0-78.1% with one acquire-release arrival
+// in every block.) The last block sets the counter back to 0 for the
 // next launch: every block of the row is in.
 __device__ __forceinline__ bool arriveAtRowCounter(unsigned* counters, int splits) {
   cuda::atomic_ref<unsigned, cuda::thread_scope_device> counter(counters[blockIdx.y]);
@@ -616,9 +595,9 @@ __device__ bool arriveLast(unsigned* counters, int splits) {
 // shuffles. Block-uniform (every thread calls it; the loop runs as one over the block). Ties make
 // many candidates (bf16 logits: 16-48 a block at the benchmark's uniform [-8, 8] values, against
 // about 12 for fp16), and one lane a candidate counted them all in one or two warps while the
-// block waited. (Session 27, 2026-11-28, bench/RESULTS.md issue 16: fused back to back, bf16
-// 58.8-60.4% -> 60.5-61.5% of copy bandwidth, fp32 83.9-85.6% -> 85.3-86.4%, fp16 63.2-64.0% ->
-// 60.8-63.1%; 2 and 8 lanes, and 4 lanes only above 16 or 24 candidates, were no better.)
+// block waited. (On an H100, fused back to back: bf16 60.5-61.5% of copy bandwidth, fp32
+// 85.3-86.4%, fp16 60.8-63.1%, against 58.8-60.4%, 83.9-85.6% and 63.2-64.0% with one lane a
+// candidate; 2 and 8 lanes, and 4 lanes only above 16 or 24 candidates, are no better.)
 constexpr int kRankLanes = 4;
 template <class Ranked>
 __device__ __forceinline__ void rankCandidates(const Candidate* cand, int n, const Ranked& ranked) {
@@ -671,8 +650,8 @@ __device__ void selectTopKInto(const Collect& collect, float bound, BlockShared&
 // (a lane holds up to kMergeEntriesPerLane of the partials' kMaxTopK entries and one partial's
 // statistics), the best kMaxTopK merged in registers (rowBestByNetwork); no block barriers.
 // Needs splits * kMaxTopK <= 32 * kMergeEntriesPerLane.
-// (2026-11-27, measured on a form staging the vectors in shared memory: fp16 fused 14.7-15.1 ->
-// 12.8-13.2 us under ncu against the whole block merging.)
+// (Measured on an H100 on a form staging the vectors in shared memory: fp16 fused 12.8-13.2 us
+// under ncu against 14.7-15.1 us with the whole block merging.)
 constexpr int kMergeEntriesPerLane = 4;
 
 __device__ __forceinline__ float warpMax(float v) {
@@ -714,8 +693,8 @@ __device__ MergeInput loadPartials(const Partial* __restrict__ parts, int splits
 // sorted best first. Two sorted lists merge into their best kMaxTopK as the better of each slot
 // and the other list's reversed slot (a bitonic sequence), sorted by three half-cleaner steps;
 // lists in one group merge first, then groups 16 and 8 lanes apart, and lanes 0..7 end with the
-// row's sorted best. (2026-11-27, bench/RESULTS.md issue 16: fp16 fused 11.2-11.5 -> 10.5-10.7 us
-// under ncu against ranking the candidates at or above the partials' floor in shared memory.)
+// row's sorted best. (On an H100, fp16 fused: 10.5-10.7 us under ncu against 11.2-11.5 us ranking
+// the candidates at or above the partials' floor in shared memory.)
 __device__ __forceinline__ Candidate shflXor(const Candidate& c, int lane_mask) {
   return {__shfl_xor_sync(0xffffffffu, c.value, lane_mask), __shfl_xor_sync(0xffffffffu, c.index, lane_mask)};
 }
@@ -801,10 +780,9 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) rowSliceKernel(const T
                                                            unsigned* __restrict__ counters, float2* __restrict__ stats,
                                                            float* __restrict__ top_p, int* __restrict__ top_i,
                                                            std::size_t vocab, int k) {
-  // The fused kernel of 16-bit logits (session 16, 2026-11-27, bench/RESULTS.md issue 16): a
-  // quarter of the exps on the FMA pipe, the vector maxima kept for the marks, the bound from each
-  // warp's two largest thread maxima, and the row merge's floor with its index. fp32 (at the
-  // target already) and the unfused kernels keep the earlier form.
+  // The fused kernel of 16-bit logits: a quarter of the exps on the FMA pipe, the vector maxima
+  // kept for the marks, the bound from each warp's two largest thread maxima. fp32 (at the target
+  // without them) and the unfused kernels go without.
   constexpr bool kNarrowFused = kStage == Stage::Fused && sizeof(T) == 2;
   constexpr int kPolyEvery = kNarrowFused ? 4 : 0;
   using Slice = RegisterSlice<T, 8, kNarrowFused>;
@@ -861,8 +839,8 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) rowSliceKernel(const T
   }
   if (splits * kMaxTopK <= 32 * kMergeEntriesPerLane) {  // block-uniform
     // The row's arrival and, in its last block, the merge are warp 0's: the other warps leave as
-    // soon as the block's partial is written (2026-11-27: fp16 fused 12.0-12.4 -> 11.6-11.7 us
-    // under ncu against all warps waiting for thread 0's arrival).
+    // soon as the block's partial is written (on an H100, fp16 fused: 11.6-11.7 us under ncu
+    // against 12.0-12.4 us with all warps waiting for thread 0's arrival).
     __syncthreads();  // the block's partial is written before its arrival
     if (threadIdx.x >= 32) return;
     arriveAndMergeInWarp<kStage>(counters, splits, row_parts, stats, top_p, top_i, row, k);
@@ -982,7 +960,7 @@ bool programmaticLaunchSupported() {
 // The row-slice kernels go by programmatic dependent launch (waitForPreviousGridThenReleaseNext):
 // back to back, and behind the LM head in a decode step, each one's launch and block dispatch
 // overlap the previous kernel's tail. fprof records the attribute and counts such a kernel's time
-// from its predecessor's end (session 27, 2026-11-28, bench/RESULTS.md issue 16).
+// from its predecessor's end (docs/analysis.md).
 template <class T, Stage kStage>
 void launchRowSliceKernel(const T* in, const ScratchView& v, float* top_p, int* top_i, std::size_t rows, std::size_t vocab,
                           int k, cudaStream_t s) {
