@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 13's check of CUDA-graph kernels in metrics mode, on a PyTorch program fprof did not write
+"""The check of CUDA-graph kernels in metrics mode, on a PyTorch program fprof did not write
 (bench/torch_graphs.py graph: torch.cuda.graph of an fp16 MLP after eager warm-up).
 
 Every kernel replayed from a graph must carry counters copied from an eager launch of the same

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 13's validation on a GPU machine, in one go (scripts/gpu-check validation calls it; about
+# The validation on a GPU machine, in one go (scripts/gpu-check validation calls it; about
 # 3 minutes on an H100):
 #   1. validation_check run: validation_program under `fprof run` in trace mode, metrics mode
 #      (--metrics roofline: its fp16 pipe counter makes mixed packed/scalar HFMA2 exact) and crashing (abort after 5 kernels and after 1, SIGSEGV, an illegal

@@ -1,4 +1,4 @@
-"""A tiny PyTorch training loop for issue 13's validation (validation_check torch).
+"""A tiny PyTorch training loop for the validation (validation_check torch).
 
     python torch_train.py --expect FILE [--range pushpop|startend] [--warmup 2] [--steps 2]
 

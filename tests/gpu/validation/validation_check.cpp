@@ -1,4 +1,4 @@
-// The checker of issue 13's validation program: runs validation_program under `fprof run` in trace
+// The checker of the validation program: runs validation_program under `fprof run` in trace
 // mode, in metrics mode (--metrics roofline) and crashing (abort, SIGSEGV, an illegal address, an
 // abort in the first milliseconds, an abort in metrics mode with --metrics roofline), then
 // compares every kernel, NVTX range and copy in each database with the expectations the program
@@ -87,15 +87,15 @@ const std::map<std::string, std::string>& featureNotes() {
   static const std::map<std::string, std::string> notes = {
       {"trace", "trace mode as it is today"},
       {"metrics", "counters and FLOPs as metrics mode gives them today"},
-      {"coverage", "counters for every kernel (issue 13: ranges matched to launches by identity)"},
-      {"lanes", "fp16/bf16 FLOPs per instruction lane, bf16 apart from fp16 (issue 13)"},
+      {"coverage", "counters for every kernel (ranges matched to launches by identity)"},
+      {"lanes", "fp16/bf16 FLOPs per instruction lane, bf16 apart from fp16"},
       {"v2-function", "schema v2 table function (registers as ptxas says)"},
-      {"v2-args", "schema v2 table function_arg (argument roles, issue 14)"},
+      {"v2-args", "schema v2 table function_arg (argument roles)"},
       {"v2-sass", "schema v2 table function_sass_op"},
       {"v2-missing", "schema v2 kernel_counter_missing: a reason for every kernel without counters"},
       {"v2-provenance", "schema v2 kernel_counter.source and signature_varies"},
       {"exit", "metadata exit_code / exit_signal / exit_status"},
-      {"crash", "a crashing program keeps everything collected (issue 13)"},
+      {"crash", "a crashing program keeps everything collected"},
       {"program", "the validation program's own results and build facts"},
       {"ncu", "fprof's raw counters equal Nsight Compute's"},
       {"torch", "PyTorch training step in metrics mode"},
@@ -680,7 +680,7 @@ void checkDatabase(const std::string& db_path, const std::vector<Fields>& expect
       // A kernel that moves each footprint byte once: the SMs' L2 sectors (fprof's L2 bytes) are the
       // footprint's, its buffers' partial sectors and application replay's one sector a launch
       // aside (an H100 read 0.8-1.4 sectors above under kernel replay, 1.8-2.4 under application
-      // replay, bench/RESULTS.md issue 15 session 25).
+      // replay).
       if (get(f, "bytes_once") == "1") {
         const double max_bytes = min_bytes + kOnceSlack;
         record("metrics", t + ": L2 bytes = footprint to 4 sectors (each byte once)", "<= " + fmt(max_bytes),
@@ -801,7 +801,7 @@ void checkDatabase(const std::string& db_path, const std::vector<Fields>& expect
     eqStr("v2-function", t + ": PTX version", get(f, "ptx_version"), col(7));
   }
 
-  // Schema v2: argument roles (issue 14), judged on the trace-mode run only (the measurement
+  // Schema v2: argument roles, judged on the trace-mode run only (the measurement
   // compares bytes around launches; metrics mode replays them).
   std::map<std::pair<std::string, std::string>, std::pair<std::string, std::string>> role_rows;
   std::string role_error;
@@ -1178,7 +1178,7 @@ int ncuCompare(const std::string& db_path, const std::string& csv_path) {
                             !spins);
         const bool bytes = metric.find("bytes") != std::string::npos && !pdl;
         // The fp16 pipe counter moves in steps of 32 threads, so two runs of a kernel with a partial
-        // warp differ by 32 (5 of 65 kernels on an H200, session 11).
+        // warp differ by 32 (5 of 65 kernels on an H200).
         const bool fp16_pipe = metric == fprof::core::kFp16PipeMetric;
         if (!exact && !bytes && !fp16_pipe) continue;  // time and occupancy vary from run to run
         auto r = raw.find({k->id, metric});

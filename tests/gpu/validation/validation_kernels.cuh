@@ -283,7 +283,7 @@ __global__ void stream_copy_kernel(float4* out, const float4* in, size_t n) {
   if (i < n) out[i] = in[i];
 }
 
-// Argument roles (issue 14), by index: 0 read, 1 write (an interior pointer), 2 read, 3 an 8-byte
+// Argument roles, by index: 0 read, 1 write (an interior pointer), 2 read, 3 an 8-byte
 // integer that is no address, 4 read and written, 5 a double, 6 never touched, 7 written at one
 // element only (the last of its buffer). Per active thread: 1 FADD, 1 FFMA (3 FLOPs).
 __global__ void roles_kernel(const float* in_a, float* out, const float* in_b, long long sparse_index, float* inout,

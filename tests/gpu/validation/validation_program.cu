@@ -1,4 +1,4 @@
-// The hostile validation program of issue 13: a CUDA program written the way programs nobody here
+// The hostile validation program: a CUDA program written the way programs nobody here
 // wrote are, whose every kernel has analytic expectations that the program itself writes out.
 // validation_check (same folder) runs it under `fprof run` in trace mode, metrics mode and
 // crashing, and compares each kernel in the database with what this program wrote.
