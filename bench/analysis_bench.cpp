@@ -1,9 +1,9 @@
-// Analyzer benchmark (issue 4): a synthetic database of 1,000,000 kernels and 100,000 NVTX ranges,
+// Analyzer benchmark: a synthetic database of 1,000,000 kernels and 100,000 NVTX ranges,
 // analysed end to end: open, roofline, pairs (NVTX and data flow), summary.
 //   analysis_bench generate FILE [kernels] [ranges]   write the database (not timed)
 //   analysis_bench run FILE                           time each phase, print peak RSS
-//   analysis_bench report FILE [OUT.html]             time `fprof report`'s phases (issue 5)
-// Results go to bench/RESULTS.md, sections "Analyzer (issue 4)" and "Report (issue 5)".
+//   analysis_bench report FILE [OUT.html]             time `fprof report`'s phases
+// Results go to bench/RESULTS.md, sections "Analyzer" and "Report".
 #include <sys/resource.h>
 #include <time.h>
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Trace-mode overhead where launches are many and small (issue 17), in one device call:
+# Trace-mode overhead where launches are many and small, in one device call:
 #   - the reference transformer (`model --ops transformer --variant both --no-copy-bandwidth
 #     --repeat 5`, fp16): prefill and decode times as the program prints them (CUDA events),
 #     natively and under `fprof run`, alternated ROUNDS times;
@@ -93,7 +93,7 @@ fi
 
 if [ "$diagnose" = 1 ] && ! time_left 120; then echo "decode_overhead: no diagnostic runs (budget)"; diagnose=0; fi
 if [ "$diagnose" = 1 ]; then
-  # NVTX through CUPTI's NVTX layer and callbacks (the collector before issue 17), then through
+  # NVTX through CUPTI's NVTX layer and callbacks (FPROF_NVTX_INJECTION=cupti), then through
   # CUPTI's layer with no callbacks asked for.
   FPROF_NVTX_INJECTION=cupti fprof_run model.diag-nvtx-through-cupti 1 "$model" "${model_args[@]}"
   FPROF_NVTX_INJECTION=cupti FPROF_NVTX_CALLBACKS=0 fprof_run model.diag-cupti-nvtx-no-callbacks 1 "$model" "${model_args[@]}"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Metrics mode against Nsight Compute on the same programs, in one call (issue 15). Three
+# Metrics mode against Nsight Compute on the same programs, in one call. Three
 # programs, each natively, under `fprof run --metrics roofline` (each launch signature profiled
 # once, identical launches copied) and under `ncu --metrics <the same names>`, all with
 # --cache-control none:
@@ -20,7 +20,7 @@
 # the program, cache control all; the SASS counters from a duplicate of each profiled launch, the
 # default) and the same with a second run under kernel replay (--second-run kernel), against
 # `ncu --cache-control all`, and compares their SASS counters kernel by kernel. TWO_RUNS=1 adds the
-# second run by SASS patching (--second-run patching, the default before session 18), compared the
+# second run by SASS patching (--second-run patching), compared the
 # same way. SKIP_NONE=1 leaves out the cache-control-none runs (fprof sampled, ncu none);
 # NO_KERNEL_SECOND_RUN=1 the run with the second run under kernel replay. NCU_TWICE=1 runs
 # `ncu --cache-control all` twice and compares ncu with itself: where ncu does not repeat its own
@@ -60,7 +60,7 @@ timings=$work/timings.tsv
 # Both tools once, untimed, on three launches of the bench program: a fresh machine reads each
 # tool's own files (fprof's libraries and CUPTI, ncu's) cold the first time, and that first timed
 # run was an outlier of its round (the PyTorch step at 8.0x against 10.5-25.6x in the other rounds
-# of one call, bench/RESULTS.md issue 15). Each tool pays it here instead, the same way.
+# of one call on an H100). Each tool pays it here instead, the same way.
 "$fprof" run --force --metrics roofline --launch-count 3 -o "$work/warmup.fprof" "$prog" >"$work/warmup.fprof.log" 2>&1
 "$ncu" --metrics "$metrics" -c 3 "$prog" >"$work/warmup.ncu.log" 2>&1
 timed() {  # timed NAME COMMAND...: wall seconds and exit code into timings.tsv
@@ -99,7 +99,7 @@ compare_program() {  # compare_program LABEL PROGRAM...: native, fprof (sampled)
   local label=$1
   shift
   # Once untimed first: the first run of a program on a fresh machine reads its files cold (a
-  # PyTorch step took 16.9-18.3 s natively first and 9.5 s warm, bench/RESULTS.md issue 15).
+  # PyTorch step took 16.9-18.3 s natively first and 9.5 s warm on an H100).
   "$@" >"$work/${label}.warmup.log" 2>&1
   timed "${label}.native" "$@"
   if [ -z "${SKIP_NONE:-}" ]; then  # SKIP_NONE=1: only the application-replay comparison
@@ -109,7 +109,7 @@ compare_program() {  # compare_program LABEL PROGRAM...: native, fprof (sampled)
   if [ -n "${APP_REPLAY:-}" ]; then
     # Application replay: hardware counters in the program's own run with the L2 emptied before each
     # profiled launch (cache control all), SASS counters from duplicates in the same run, and the
-    # same with a second run under kernel replay (as before session 14) or by SASS patching.
+    # same with a second run under kernel replay or by SASS patching.
     fprof_run "${label}.fprof_app_all" --replay application -- "$@"
     [ -z "${NO_KERNEL_SECOND_RUN:-}" ] && fprof_run "${label}.fprof_app_kernel" --replay application --second-run kernel -- "$@"
     [ -n "${TWO_RUNS:-}" ] && fprof_run "${label}.fprof_app_two" --replay application --second-run patching -- "$@"
@@ -121,7 +121,7 @@ compare_program() {  # compare_program LABEL PROGRAM...: native, fprof (sampled)
     cupti134_given && cupti_flush_run "$label" "$@"
     # ROUNDS=N: N-1 more rounds of the native run and the one-run fprof run, alternated, for the
     # medians below (a program whose native run varies by seconds between runs decides the ratio
-    # otherwise: the PyTorch step took 9.5-18.3 s natively across calls, bench/RESULTS.md issue 15).
+    # otherwise: the PyTorch step took 9.5-18.3 s natively across calls on an H100).
     for ((round = 2; round <= ${ROUNDS:-1}; ++round)); do
       timed "${label}.native.r$round" "$@"
       fprof_run "${label}.fprof_app_all.r$round" --replay application -- "$@"

@@ -1,4 +1,4 @@
-# A PyTorch fp16 MLP replayed from CUDA graphs, for fprof --metrics (issue 13: graph kernels take the
+# A PyTorch fp16 MLP replayed from CUDA graphs, for fprof --metrics (graph kernels take the
 # counters of identical eager launches). `graph`: torch.cuda.graph after 3 eager warm-up iterations on
 # a side stream, 5 replays; `compile`: torch.compile(mode="reduce-overhead"), 8 calls without grad.
 import sys

@@ -1,4 +1,4 @@
-"""A small PyTorch training workload for bench/metrics_overhead.sh (issue 15): a transformer-style
+"""A small PyTorch training workload for bench/metrics_overhead.sh: a transformer-style
 block (LayerNorm, attention projections, GELU MLP) in fp16, forward, backward and an AdamW update,
 for --steps steps after --warmup steps. No NVTX, no fprof annotation: what a user would profile.
 
