@@ -95,8 +95,8 @@ TEST(MetricsGpu, FlopsAndBytesMatchAnalyticCounts) {
   // The copy reads 16 MiB and writes 16 MiB. All of it passes L2; how much reaches DRAM depends
   // on what L2 holds after CUPTI restores memory for the replay pass (no cache control yet, see
   // docs/metrics.md: on an H200 the read side showed 5.0 of 16.8 MB), so DRAM gets bounds only.
-  // Its writes also carry the write-back of lines left dirty before it (an H100 read 18.05 MB in
-  // session 11), at most what the L2 holds.
+  // Its writes also carry the write-back of lines left dirty before it (an H100 read 18.05 MB once),
+  // at most what the L2 holds.
   EXPECT_GE(*k["copyKernel"].counters->l2_bytes, 8 * kN);
   EXPECT_GT(*k["copyKernel"].counters->dram_read_bytes, 0);
   EXPECT_LE(*k["copyKernel"].counters->dram_read_bytes, 1.02 * 4 * kN);

@@ -90,7 +90,7 @@ TEST(Coverage, OneGroupSaysHowItsCountersWereObtainedOrWhyNot) {
   EXPECT_EQ(describeGroupCounters(counterCoverage(profile(1), {0, 3})), "1 with counters; 1 without: no reason recorded");
 }
 
-// Which counter the L2 bytes are comes from the raw counters a profile holds (session 25).
+// Which counter the L2 bytes are comes from the raw counters a profile holds.
 TEST(Coverage, CollectionSaysWhichCounterTheL2BytesAre) {
   core::Profile p = profile(1);
   p.metadata = {{"mode", "metrics"}, {"replay_mode", "application"}};
@@ -208,7 +208,7 @@ TEST(Coverage, RecordedApplicationReplayHoldsBothRunsCounters) {
   EXPECT_EQ(half_per_instruction, 229u) << "every kernel that ran half instructions (tests/data/README.md)";
 }
 
-// The same program recorded in one run (session 18, tests/data/README.md): the SASS counters came
+// The same program recorded in one run (tests/data/README.md): the SASS counters came
 // from a duplicate of each profiled launch in the program's own run. Every kernel has both kinds of
 // counters, and the FLOPs that depend on neither the data nor code changed since equal the two-run
 // recording's kernel by kernel.
@@ -225,16 +225,16 @@ TEST(Coverage, RecordedOneRunApplicationReplayHoldsHardwareAndSassCounters) {
             0u)
       << describeCollection(*one);
   EXPECT_NE(describeCollection(*one).find("the device holding up to 1.16 GiB at a checkpoint"), std::string::npos)
-      << "recorded with the memory in use at its checkpoints (session 20)";
+      << "recorded with the memory in use at its checkpoints";
   const std::string duplicates = one->meta("metrics_kernels_profiled");
   EXPECT_EQ(duplicates, "94") << "tests/data/README.md";
   EXPECT_NE(describeCollection(*one).find("fprof's own checkpoint (the program's allocations and module variables, up "
                                           "to 102.9 MiB) around " +
                                           duplicates + " duplicates, CUPTI's around none"),
             std::string::npos)
-      << "recorded with which checkpoint held each duplicate's memory (session 24)";
+      << "recorded with which checkpoint held each duplicate's memory";
   EXPECT_NE(describeCollection(*one).find("L2 bytes are the SMs' sectors"), std::string::npos)
-      << "recorded with the SMs' L2 sectors (session 25)";
+      << "recorded with the SMs' L2 sectors";
   EXPECT_EQ(one->meta("application_runs"), "1");
   EXPECT_EQ(one->meta("sass_in_first_run"), "every profiled launch");
   ASSERT_EQ(one->counters.size(), one->kernels.size());

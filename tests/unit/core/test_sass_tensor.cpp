@@ -1,5 +1,5 @@
 // Tensor FLOPs from the tensor pipe's cycles and the SASS: the rates and the cases of
-// sass_tensor.h, with counter values recorded on an H200 (bench/RESULTS.md, issue 15, session 10).
+// sass_tensor.h, with counter values recorded on an H200 (measured against the ops_path counters; docs/metrics.md).
 #include "fprof/core/sass_tensor.h"
 
 #include <gtest/gtest.h>

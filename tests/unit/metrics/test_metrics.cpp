@@ -101,7 +101,7 @@ TEST(DerivedCounters, LocalBytesFromTheL1CounterOrTheSassSectors) {
 }
 
 TEST(DerivedCounters, L2BytesAreTheSmsSectorsWhereCollected) {
-  // A streaming kernel on an H100 (bench/RESULTS.md, issue 15, session 25): 196,609 sectors from the
+  // A streaming kernel on an H100 (bench/RESULTS.md): 196,609 sectors from the
   // SMs, 10,846,784 bytes counted by every L2 slice (the SMs' requests and one partition's forwarding
   // to the other).
   const std::vector<std::string> both = {core::kL2BytesMetric, core::kL2SmSectorsMetric};
@@ -266,7 +266,7 @@ TEST(MetricsConfig, EachRankWritesItsOwnPcFile) {
 }
 
 // Application replay counts the program's own run: one pass, and no SASS-instrumented counter
-// (they read 0 or too little without kernel replay: bench/RESULTS.md, issue 15).
+// (they read 0 or too little without kernel replay: docs/metrics.md).
 TEST(MetricsConfig, ApplicationReplayOnlyWhereOnePassWithoutSassCounters) {
   const std::vector<std::string> memory = *fprof::core::expandMetricSelection("memory");
   const std::vector<std::string> roofline = *fprof::core::expandMetricSelection("roofline");

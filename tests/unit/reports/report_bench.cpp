@@ -1,4 +1,4 @@
-// Times `fprof report`'s phases on a database (bench/RESULTS.md, section "Report (issue 5)"):
+// Times `fprof report`'s phases on a database (bench/RESULTS.md, section "Report"):
 //   fprof_report_bench RUN.fprof [REPEATS]
 // Prints wall and CPU seconds for open (core::loadProfile), analysis + build (buildReport) and
 // rendering (HTML and Markdown), and the HTML size.
