@@ -28,7 +28,7 @@ const std::vector<std::string> kBytesAndTime = {
 };
 
 // Local-memory (spill, stack) bytes through L1: the hardware counters, one pass with the memory
-// counters but about 16-20 ms more a profiled launch (bench/RESULTS.md, issue 15, session 10)...
+// counters but about 16-20 ms more a profiled launch under kernel replay (docs/metrics.md)...
 const std::vector<std::string> kLocalBytes = {kLocalLoadBytesMetric, kLocalStoreBytesMetric};
 // ...and the same sectors counted by the SASS instrumentation the FLOP counters use, which costs
 // nothing beside them: 32 x these equalled the counters above on 225 of 225 kernels on an H200.
@@ -81,8 +81,8 @@ std::optional<double> localBytes(std::optional<double> l1tex_bytes, std::optiona
   return std::nullopt;
 }
 
-// L2 bytes from the SMs' sectors where collected (the sets since session 25), else every request
-// the L2 counted (custom lists, recordings made before).
+// L2 bytes from the SMs' sectors where collected (the sets), else every request the L2 counted
+// (custom lists, recordings of versions that did not collect the sectors).
 std::optional<double> l2Bytes(std::optional<double> sm_sectors, std::optional<double> all_bytes) {
   if (sm_sectors) return *sm_sectors * kBytesPerSector;
   return all_bytes;

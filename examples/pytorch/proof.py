@@ -1,4 +1,4 @@
-"""fprof's fusion proof on PyTorch models (issue 14), in one call on a GPU machine:
+"""fprof's fusion proof on PyTorch models, in one call on a GPU machine:
 
   FPROF_BUILD=build-gpu python3 examples/pytorch/proof.py --out $OUT      # profile, measure, compare
   python3 examples/pytorch/proof.py --from DIR [--fprof build/bin/fprof]   # the table again, no GPU
@@ -396,7 +396,7 @@ def analyse(results, dbdir, fprof, jobs):
 
 
 def suspect(c):
-    """Pairs issue 14 calls spurious: one kernel feeding itself (the same function on both ends of
+    """Pairs that would be spurious: one kernel feeding itself (the same function on both ends of
     a link: two layers, or a block the allocator handed out again), or fused attention feeding
     LayerNorm or the reverse, which always have a GEMM between them in these models. Stages are in
     launch order and a candidate need not be a chain (two producers may meet in one consumer), so

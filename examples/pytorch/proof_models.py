@@ -1,4 +1,4 @@
-"""Models for fprof's fusion proof (issue 14), written as people write eager PyTorch: no profiler
+"""Models for fprof's fusion proof, written as people write eager PyTorch: no profiler
 annotation anywhere. Each model takes a set of fusions to apply, so the same model runs unfused
 and with one fusion at a time:
 

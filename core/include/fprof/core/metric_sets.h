@@ -43,7 +43,7 @@ inline constexpr const char* kTensorFlopsPending = "pending: the function's SASS
 // requests one L2 partition forwards to the other on GH100 (srcunit ltcfabric): on an H100 that
 // traffic is 40-60% of a streaming kernel's SM requests, and its count follows the state the
 // driver's cache flush leaves, which fprof's sweep does not reproduce, while the SMs' own requests
-// agree with ncu's (bench/RESULTS.md, issue 15, session 25). fprof's L2 ceiling is measured in
+// agree with ncu's (docs/metrics.md). fprof's L2 ceiling is measured in
 // the SMs' bytes too (reference_kernels/ceilings).
 inline constexpr const char* kL2SmSectorsMetric = "lts__t_sectors_srcunit_tex.sum";
 inline constexpr const char* kL2BytesMetric = "lts__t_bytes.sum";

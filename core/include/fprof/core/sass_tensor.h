@@ -6,7 +6,7 @@
 //   sm__pipe_tensor_op_hmma_type_hmma_hgmma_qgmma_cycles_active.sum x ops a cycle of the kind
 //
 // measured against the ops_path counters on every tensor kernel of cuBLAS (nvjet, xmma), cuDNN
-// attention, FlashAttention-2, CUTLASS and the reference kernels (bench/RESULTS.md, issue 15):
+// attention, FlashAttention-2, CUTLASS and the reference kernels (on an H200):
 // HGMMA fp16/bf16 1024 ops a cycle for every N, HGMMA tf32 512, QGMMA fp8 2048, HMMA.16816
 // fp16/bf16 2048/3, HMMA.1688 fp16/bf16 512. The counts are whole cycles, so a function whose
 // tensor instructions share one rate and precision (one HGMMA shape or several, as attention's
