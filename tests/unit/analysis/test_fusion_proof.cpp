@@ -328,7 +328,7 @@ TEST(FusionProof, NoSpuriousPair) {
 // on these files: GPT res_ln -1%, GPT bias+GELU +11%, MLP res_ln +9%, MLP bias+GELU +13%, GPT-2
 // gelu_new -11%, GPT-2 attention -9%, GPT attention -19% (its clone's copy time is in no stage).
 // Each bound is about 10 points either side, so a change either way is seen; the median must stay
-// within the issue's 20%.
+// within the 20% target.
 TEST(FusionProof, PredictionsNextToTheMeasuredSavings) {
   std::ifstream in(kData + "torch_proof_measured_h100.json");
   const nlohmann::json measured = nlohmann::json::parse(in);
@@ -367,7 +367,7 @@ TEST(FusionProof, PredictionsNextToTheMeasuredSavings) {
   EXPECT_EQ(compared, 7);
   std::sort(errors.begin(), errors.end());
   ASSERT_EQ(errors.size(), 7u);
-  EXPECT_LT(errors[3], 0.20) << "median |error| (the issue asks for at most 20%)";
+  EXPECT_LT(errors[3], 0.20) << "median |error| (the target is at most 20%)";
 }
 
 }  // namespace
