@@ -157,7 +157,7 @@ std::string duplicateCostPhrase(const std::string& text) {
 }
 
 // The collector's most device memory in use at a checkpoint, "1338834944", as ", the device holding
-// up to 1.25 GiB at a checkpoint" ("" without it: recordings before session 20).
+// up to 1.25 GiB at a checkpoint" ("" without it: recordings of versions that did not store it).
 std::string checkpointMemoryPhrase(const std::string& bytes) {
   if (bytes.empty()) return "";
   return fmt::format(", the device holding up to {:.2f} GiB at a checkpoint", std::atof(bytes.c_str()) / double(1ull << 30));
@@ -166,7 +166,7 @@ std::string checkpointMemoryPhrase(const std::string& bytes) {
 // The collector's "own=80 (at most 201326592 bytes) cupti=2 (1: its module calls vprintf; 1: ...)"
 // as "; fprof's own checkpoint (the program's allocations and module variables, up to 192.0 MiB)
 // around 80 duplicates, CUPTI's around 2 (1: its module calls vprintf; 1: ...)" ("" without it:
-// recordings before session 24, all of whose checkpoints were CUPTI's).
+// recordings of versions without fprof's own checkpoint, all of whose checkpoints were CUPTI's).
 std::string checkpointKindPhrase(const std::string& text) {
   unsigned long long own = 0, bytes = 0, cupti = 0;
   if (std::sscanf(text.c_str(), "own=%llu (at most %llu bytes) cupti=%llu", &own, &bytes, &cupti) != 3) return "";
@@ -179,8 +179,8 @@ std::string checkpointKindPhrase(const std::string& text) {
   return phrase + fmt::format(", CUPTI's around {}{}", cupti, why);
 }
 
-// Which counter the L2 bytes are (core/metric_sets.h): the SMs' sectors in the sets since session 25,
-// every request the L2 counted in custom lists and older recordings; "" where neither was collected.
+// Which counter the L2 bytes are (core/metric_sets.h): the SMs' sectors in the sets, every request
+// the L2 counted in custom lists and older recordings; "" where neither was collected.
 std::string l2BytesPhrase(const core::Profile& p) {
   // One pass over the raw counters (every profiled launch's).
   bool all_requests = false;
@@ -203,7 +203,7 @@ std::string describeCollection(const core::Profile& p) {
   std::vector<std::string> parts;
   if (const std::string set = p.meta("metric_set"); !set.empty()) parts.push_back("metric set " + set);
   if (p.meta("application_runs") == "2") {
-    // Recordings before session 14 have no second_run_replay: their second run used kernel replay.
+    // Recordings without second_run_replay made their second run under kernel replay.
     const bool patched = p.meta("second_run_replay") == "sass_patching";
     const std::string stopped = p.meta("second_run_patching_stopped");
     parts.push_back(std::string("application replay in two runs of the program (SASS counters in the second, ") +
