@@ -23,6 +23,7 @@
 #include "paths.h"
 #include "sass_step.h"
 #include "step_timer.h"
+#include "fprof/core/environment.h"
 #include "fprof/core/metric_sets.h"
 #include "fprof/core/replay_merge.h"
 #include "fprof/core/sass_pc.h"
@@ -56,7 +57,10 @@ struct RunOptions {
 
 // The collector sits in ../lib next to bin/fprof, in the build tree and when installed.
 std::string findCollector() {
-  if (const char* env = std::getenv("FPROF_COLLECTOR"); env && *env) return env;
+  if (std::string asked = core::env::Parser(core::env::processEnvironment()).text(core::env::Var::kCollector);
+      !asked.empty()) {
+    return asked;
+  }
   return findSibling("libfprof_collector.so");
 }
 
@@ -236,8 +240,8 @@ pid_t startChild(const RunOptions& opt, const std::string& collector, const std:
 // where every one comes from per-PC counts (core/sass_pc.h), a duplicate of each profiled launch
 // counts them in the same run, by SASS patching between a checkpoint of the context's memory and
 // its restore; otherwise, or where the duplicates stopped, or with --second-run, a second run of the
-// program counts them (by SASS patching, or under kernel replay with --second-run kernel or
-// FPROF_SECOND_RUN_REPLAY=kernel), joined by core/replay_merge.h.
+// program counts them (by SASS patching, or under kernel replay with --second-run kernel), joined
+// by core/replay_merge.h.
 struct ReplayPlan {
   std::string first_metrics;   // FPROF_METRICS of the first (or only) run
   std::string first_replay;    // FPROF_REPLAY of the first run ("" = the collector's default)
@@ -289,10 +293,8 @@ ReplayPlan planRuns(const RunOptions& opt, const std::string& cupti) {
   if (!plan.own_run || opt.metrics.empty()) return plan;
   plan.first_replay = "application";
   if (sass.empty() || own_run.empty()) return plan;  // one run; the collector says what it cannot count
-  const char* env = std::getenv("FPROF_SECOND_RUN_REPLAY");
-  const std::string asked = env != nullptr ? env : "";
-  const bool patching = std::all_of(sass.begin(), sass.end(), core::countedFromPcCounts) && asked != "kernel" &&
-                        opt.second_run != "kernel";
+  const bool patching =
+      std::all_of(sass.begin(), sass.end(), core::countedFromPcCounts) && opt.second_run != "kernel";
   return {commaJoined(own_run), "application", commaJoined(sass), patching ? "sass_patching" : "kernel", true,
           patching && opt.second_run.empty()};
 }
@@ -574,7 +576,7 @@ int runProgram(const RunOptions& opt) {
   }
   std::string cupti = opt.cupti;
   if (cupti.empty()) {
-    if (const char* env = std::getenv("FPROF_CUPTI"); env && *env) cupti = env;
+    cupti = core::env::Parser(core::env::processEnvironment()).text(core::env::Var::kCupti);
   }
   if (!cupti.empty()) {
     if (!fs::exists(cupti, ec)) return inputError("run: --cupti " + cupti + " does not exist");

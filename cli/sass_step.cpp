@@ -22,6 +22,7 @@
 #include <tuple>
 #include <vector>
 
+#include "fprof/core/environment.h"
 #include "fprof/core/nvdisasm.h"
 #include "fprof/core/sass_half.h"
 #include "fprof/core/sass_pc.h"
@@ -168,9 +169,9 @@ std::vector<Decoded> decodeFunctions(const std::string& nvdisasm, int sm, const 
 
 // How many nvdisasm processes decode at once: FPROF_NVDISASM_JOBS, else one per core up to 8.
 size_t decodeJobs() {
-  const char* env = std::getenv("FPROF_NVDISASM_JOBS");
-  const int asked = env ? std::atoi(env) : 0;
-  return asked > 0 ? static_cast<size_t>(asked) : std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8);
+  const std::optional<int64_t> asked =
+      core::env::Parser(core::env::processEnvironment()).integer(core::env::Var::kNvdisasmJobs);
+  return asked ? static_cast<size_t>(*asked) : std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8);
 }
 
 // The functions split into `groups` parts of about equal code size (largest first, each to the
@@ -481,7 +482,7 @@ void SassPrefetch::finish() {
   wake_.notify_all();
   if (!thread_.joinable()) return;
   thread_.join();
-  if (std::getenv("FPROF_SELF_TIMING") != nullptr) {
+  if (core::env::Parser(core::env::processEnvironment()).flag(core::env::Var::kSelfTiming)) {
     std::fprintf(stderr, "[fprof] self-timing: while the program ran: %zu counted functions decoded in %.1f ms\n",
                  functions_decoded_, decode_seconds_ * 1e3);
   }

@@ -5,13 +5,16 @@
 
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
+
+#include "fprof/core/environment.h"
 
 namespace fprof::cli {
 
 class StepTimer {
  public:
-  StepTimer() : on_(std::getenv("FPROF_SELF_TIMING") != nullptr), last_(std::chrono::steady_clock::now()) {}
+  StepTimer()
+      : on_(core::env::Parser(core::env::processEnvironment()).flag(core::env::Var::kSelfTiming)),
+        last_(std::chrono::steady_clock::now()) {}
   // Prints the time since the last step (or since construction) under `step`'s name.
   void done(const char* step) {
     if (!on_) return;

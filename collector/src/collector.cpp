@@ -145,8 +145,8 @@ class Collector {
   std::unique_ptr<TraceRecorder> recorder_;  // launch and NVTX bookkeeping (created by initialize)
   FunctionCache functions_;
   MetricsCollector metrics_;  // off unless FPROF_MODE=metrics
-  // Trace mode: which pointer arguments each function writes, measured once per function
-  // (FPROF_ARG_ROLES=0 turns it off); its own copies are left out of the trace.
+  // Trace mode: which pointer arguments each function writes, measured once per function; its
+  // own copies are left out of the trace.
   ArgRoleProbe arg_probe_;
   bool arg_roles_ = false;
   std::vector<core::FunctionArgRecord> arg_roles_found_;  // under pending_mu_
@@ -266,13 +266,12 @@ bool Collector::openDatabase() {
 }
 
 bool Collector::initialize() {
-  config_ = readConfig([](const char* name) { return static_cast<const char*>(std::getenv(name)); });
+  config_ = readConfig(core::env::processEnvironment());
   setQuiet(config_.quiet);
   setSelfTimingEnabled(config_.self_timing);
   for (const std::string& w : config_.warnings) logWarning("%s", w.c_str());
   if (!config_.enabled) return false;
-  const MetricsConfig metrics_config =
-      readMetricsConfig([](const char* name) { return static_cast<const char*>(std::getenv(name)); });
+  const MetricsConfig metrics_config = readMetricsConfig(core::env::processEnvironment());
   const bool metrics = metrics_.configure(metrics_config);
   if (metrics) {
     translator_.setUnmatchedLaunchGenerations(Translator::kUnmatchedLaunchGenerationsReplay);
@@ -292,7 +291,6 @@ bool Collector::initialize() {
       return nvtxPathIncluded(metrics_config, path);
     };
   }
-  recorder_options.prefill_chunks = config_.cupti.event_prefill;
   recorder_ = std::make_unique<TraceRecorder>(recorder_options);
   if (config_.nvtx_direct) setNvtxTarget(NvtxTarget{recorder_.get(), &CuptiActivityApi::timestampNs, &activeTrampoline});
   if (!openDatabase()) {
@@ -317,7 +315,7 @@ bool Collector::initialize() {
     return false;
   }
   CuptiActivityApi& api = CuptiActivityApi::instance();
-  if (const char* roles = std::getenv("FPROF_ARG_ROLES"); !metrics && !(roles != nullptr && roles[0] == '0')) {
+  if (!metrics) {
     const auto ids = ArgRoleProbe::copyCallbackIds();
     arg_roles_ = api.enableDriverCallbacks(ids.data(), ids.size());
     if (!arg_roles_) addEvent("warning", "argument roles are not measured: copy callbacks could not be enabled");
@@ -349,8 +347,8 @@ bool Collector::initialize() {
     }
     if (!api.enableModuleLoadCallbacks()) allocations_.refuse("module-load callbacks could not be enabled");
   }
-  if (const char* dir = std::getenv("FPROF_CUBIN_DIR"); metrics && dir != nullptr && *dir != '\0') {
-    cubin_dir_ = dir;
+  if (metrics && !metrics_config.cubin_dir.empty()) {
+    cubin_dir_ = metrics_config.cubin_dir;
     if (!api.enableModuleLoadCallbacks()) {
       addEvent("warning", "module-load callbacks could not be enabled: half-precision FLOPs stay unknown");
     }
@@ -358,13 +356,9 @@ bool Collector::initialize() {
   // NVTX reaches fprof's own handlers directly unless FPROF_NVTX_INJECTION=cupti.
   CuptiActivityApi::Callbacks callbacks;
   callbacks.nvtx = config_.cupti.nvtx_callbacks && !config_.nvtx_direct;
-  callbacks.runtime_launches = config_.cupti.runtime_launch_callbacks;
-  callbacks.driver_launches = config_.cupti.driver_launch_callbacks;
   if (!api.enableCallbacks(callbacks)) {
     addEvent("warning", "some CUPTI callbacks could not be enabled; launch API, NVTX or arguments may be missing");
   }
-  api.setBufferBytes(config_.cupti.buffer_bytes);
-  api.setZeroedBuffers(config_.cupti.zeroed_buffers);
   if (config_.cupti.host_pinned && !api.setHostPinnedProfilingBuffers()) {
     addEvent("warning", "CUPTI refused to keep timestamps in pinned host memory");
   }
@@ -374,11 +368,8 @@ bool Collector::initialize() {
   kinds.memset = config_.cupti.memset;
   kinds.memory = config_.cupti.memory;
   // A second run by SASS patching traces the serialized kind (its counts need it); duplicates in
-  // the first run pause the concurrent kind around each instead (FPROF_DUPLICATE_KERNEL_KIND=serialized
-  // traces the serialized kind there too, to compare).
-  const char* duplicate_kind = std::getenv("FPROF_DUPLICATE_KERNEL_KIND");
-  kinds.serialized_kernels = metrics_.countsBySassPatching() ||
-                             (metrics_.patchesSass() && duplicate_kind != nullptr && std::string(duplicate_kind) == "serialized");
+  // the first run pause the concurrent kind around each instead.
+  kinds.serialized_kernels = metrics_.countsBySassPatching();
   recordCollectorSettings();
   for (const std::string& w : api.enableActivities([this](uint8_t* data, size_t valid) {
          size_t queued = 0;
@@ -393,10 +384,7 @@ bool Collector::initialize() {
     logWarning("%s", w.c_str());
     addEvent("warning", w);
   }
-  if (config_.cupti.runtime_api_activity && !api.enableRuntimeLaunchActivity()) {
-    addEvent("warning", "runtime API activity for the launch APIs could not be enabled");
-  }
-  api.setFlushPeriod(config_.cupti.flush_period_ms.value_or(config_.flush_interval_ms));
+  api.setFlushPeriod(config_.flush_interval_ms);
 
   if (pipe2(wake_pipe_, O_CLOEXEC | O_NONBLOCK) != 0 || pipe2(done_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) {
     logWarning("pipe2 failed: %s; records are written only at exit", std::strerror(errno));
@@ -457,8 +445,8 @@ void Collector::recordCuptiLibraries() {
   }
 }
 
-// The FPROF_* switches that change what CUPTI does (measurement runs; docs/overhead.md), kept
-// with the data they shaped. Nothing is written when all are at their defaults.
+// The switches that change what CUPTI does (docs/environment.md; measurement runs and
+// --gpu-fault-safe), kept with the data they shaped. Nothing is written when all are at their defaults.
 void Collector::recordCollectorSettings() {
   const CuptiSettings& c = config_.cupti;
   const CuptiSettings d;
@@ -474,18 +462,7 @@ void Collector::recordCollectorSettings() {
   if (!config_.nvtx_direct) add("nvtx_injection=cupti");
   if (!c.nvtx_callbacks) add("nvtx_callbacks=0");
   if (!c.periodic_flush_all) add("cupti_flush_all=0");
-  if (!c.driver_launch_callbacks) {
-    add("launch_callbacks=none");
-  } else if (!c.runtime_launch_callbacks) {
-    add("launch_callbacks=driver");
-  }
-  if (c.writer_idle) add("writer_idle=1");
-  if (!c.event_prefill) add("event_prefill=0");
-  if (!c.zeroed_buffers) add("cupti_zeroed_buffers=0");
-  if (c.runtime_api_activity) add("runtime_api_activity=1");
   if (c.host_pinned) add("cupti_host_pinned=1");
-  if (c.flush_period_ms) add("cupti_flush_period_ms=" + std::to_string(*c.flush_period_ms));
-  if (c.buffer_bytes != d.buffer_bytes) add("buffer_mb=" + std::to_string(c.buffer_bytes >> 20));
   if (config_.self_timing) add("self_timing=1");
   if (s.empty()) return;
   std::lock_guard lock(pending_mu_);
@@ -1086,8 +1063,6 @@ void Collector::writerLoop() {
       }
     }
     const bool last = strongest == kWakeSignalFinal || strongest == kWakeQuit;
-    // Measurement only: everything is read and written at exit (a signal's flush is still answered).
-    if (!last && strongest != kWakeSignalFlush && config_.cupti.writer_idle) continue;
     const int64_t last_start_ns = last && selfTimingEnabled() ? selfTimingNowNs() : 0;
     // A dying program's last profiled launches: their counters are decoded now, while the context
     // lives (at a normal exit finishAll does it on the exiting thread).

@@ -74,10 +74,10 @@ bool CuptiActivityApi::subscribe(CUpti_CallbackFunc callback, void* userdata, st
 bool CuptiActivityApi::enableCallbacks(Callbacks which) {
   bool ok = true;
   for (CUpti_CallbackId id : kRuntimeLaunches) {
-    if (which.runtime_launches) ok &= FPROF_CUPTI_OK(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, id));
+    ok &= FPROF_CUPTI_OK(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, id));
   }
   for (CUpti_CallbackId id : kDriverLaunches) {
-    if (which.driver_launches) ok &= FPROF_CUPTI_OK(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id));
+    ok &= FPROF_CUPTI_OK(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id));
   }
   ok &= FPROF_CUPTI_OK(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API,
                                            CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020));
@@ -128,12 +128,6 @@ bool CuptiActivityApi::setHostPinnedProfilingBuffers() {
   uint8_t pinned = 1;
   size_t size = sizeof pinned;
   return FPROF_CUPTI_OK(cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED, &size, &pinned));
-}
-
-bool CuptiActivityApi::enableRuntimeLaunchActivity() {
-  bool ok = true;
-  for (CUpti_CallbackId id : kRuntimeLaunches) ok &= FPROF_CUPTI_OK(cuptiActivityEnableRuntimeApi(id, 1));
-  return ok;
 }
 
 void CuptiActivityApi::setFlushPeriod(int period_ms) {

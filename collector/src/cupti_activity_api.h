@@ -24,10 +24,10 @@ class CuptiActivityApi {
 
   // Fails (with `error` set) when another CUPTI client holds the subscription.
   bool subscribe(CUpti_CallbackFunc callback, void* userdata, std::string& error);
-  // Context-teardown and context-creation callbacks, and those asked for: the runtime's and the
-  // driver's launch and graph-launch APIs, NVTX.
+  // The runtime's and the driver's launch and graph-launch APIs, context teardown and creation,
+  // and NVTX where asked for.
   struct Callbacks {
-    bool runtime_launches = true, driver_launches = true, nvtx = true;
+    bool nvtx = true;
   };
   bool enableCallbacks(Callbacks which);
   // Metrics mode: callbacks on every driver memset and memcpy, because the driver may run them
@@ -50,13 +50,10 @@ class CuptiActivityApi {
     // time) instead of the concurrent one: counting by SASS patching needs it (sass_patching.h).
     bool serialized_kernels = false;
   };
-  // Size of each activity buffer handed to CUPTI; before enableActivities.
-  void setBufferBytes(size_t bytes) { buffer_bytes_ = bytes; }
-  // Before enableActivities. On (the default), CUPTI is told that the buffers it gets are zeroed
-  // already (CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER), so it no longer zeroes each new
-  // buffer itself, on the thread that needs it: a launching thread, for 8 MiB. The writer zeroes
-  // buffers instead (releaseBuffer, prepareBuffers). Off: CUPTI zeroes them, as before.
-  void setZeroedBuffers(bool on) { zeroed_buffers_ = on; }
+  // CUPTI is told that the buffers it gets are zeroed already
+  // (CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER), so it no longer zeroes each new buffer
+  // itself, on the thread that needs it: a launching thread, for 8 MiB. The writer zeroes buffers
+  // instead (releaseBuffer, prepareBuffers); where CUPTI refuses the attribute, it zeroes them.
   // Writer thread: keeps `count` zeroed buffers, their pages touched, ready for CUPTI's next
   // requests (at most the pool's size), so a launching thread neither zeroes nor faults them in.
   void prepareBuffers(size_t count);
@@ -65,10 +62,8 @@ class CuptiActivityApi {
   // Kernel, memcpy, memset and memory activity. Returns one warning per kind that failed.
   std::vector<std::string> enableActivities(BufferSink sink, Kinds kinds);
   void setFlushPeriod(int period_ms);
-  // Measurement only: CUPTI's profiling data (kernel timestamps) in pinned host memory.
+  // CUPTI's profiling data (kernel timestamps) in pinned host memory (fprof run --gpu-fault-safe).
   bool setHostPinnedProfilingBuffers();
-  // Measurement only: CUPTI_ACTIVITY_KIND_RUNTIME records for the runtime's launch APIs.
-  bool enableRuntimeLaunchActivity();
   // From a non-CUPTI thread or an API callback only (CUPTI forbids it inside buffer callbacks).
   // A no-op once released.
   void flushAll(bool forced);

@@ -121,8 +121,7 @@ bool MetricsCollector::configure(const MetricsConfig& config) {
     }
   }
   selector_ = std::make_unique<LaunchSelector>(config_);
-  const char* debug = std::getenv("FPROF_DEBUG_RANGES");
-  debug_ranges_ = debug != nullptr && *debug == '1';
+  debug_ranges_ = config_.debug_ranges;
   auto commaList = [](const std::vector<std::string>& items) {
     std::string out;
     for (const std::string& i : items) out += (out.empty() ? "" : ",") + i;

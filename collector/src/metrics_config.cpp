@@ -3,134 +3,34 @@
 
 #include <algorithm>
 
-#include <cstdlib>
-
 #include "fprof/core/metric_sets.h"
 #include "fprof/core/sass_pc.h"
 
 namespace fprof::collector {
-namespace {
-
-std::vector<std::string> splitList(const char* text) {
-  std::vector<std::string> out;
-  if (text == nullptr) return out;
-  std::string s(text);
-  size_t pos = 0;
-  while (pos <= s.size()) {
-    const size_t comma = s.find(',', pos);
-    std::string item = s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    if (!item.empty()) out.push_back(item);
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
-  }
-  return out;
-}
-
-std::optional<uint64_t> parseCount(const char* text) {
-  if (text == nullptr || *text == '\0') return std::nullopt;
-  char* end = nullptr;
-  const unsigned long long v = std::strtoull(text, &end, 10);
-  if (*end != '\0' || text[0] == '-') return std::nullopt;
-  return static_cast<uint64_t>(v);
-}
-
-}  // namespace
-
 std::string sassPcFileOfRank(const std::string& file, std::optional<int> rank) {
   return rank ? file + ".rank" + std::to_string(*rank) : file;
 }
 
-MetricsConfig readMetricsConfig(const EnvLookup& env) {
-  MetricsConfig c;
-  const char* mode = env("FPROF_MODE");
-  c.enabled = mode != nullptr && std::string(mode) == "metrics";
-  if (!c.enabled) return c;
-  if (const char* m = env("FPROF_METRICS"); m != nullptr && *m != '\0') c.selection = m;
-  auto expanded = core::expandMetricSelection(c.selection);
-  if (expanded) {
+namespace {
+
+std::optional<ReplayMode> replayNamed(const std::string& name) {
+  if (name == "kernel") return ReplayMode::kKernel;
+  if (name == "application") return ReplayMode::kApplication;
+  if (name == "auto") return ReplayMode::kAuto;
+  if (name == "sass_patching") return ReplayMode::kSassPatching;
+  return std::nullopt;
+}
+
+// What the user's options select (fprof run's filters and sampling).
+void readSelection(core::env::Parser& env, MetricsConfig& c) {
+  using core::env::Var;
+  c.selection = env.text(Var::kMetrics);
+  if (auto expanded = core::expandMetricSelection(c.selection)) {
     c.metrics = *expanded;
   } else {
     c.errors.push_back(expanded.error());
   }
-  if (const char* r = env("FPROF_KERNEL_REGEX"); r != nullptr) c.kernel_regex = r;
-  c.nvtx_include = splitList(env("FPROF_NVTX_INCLUDE"));
-  if (const char* scope = env("FPROF_NVTX_SCOPE"); scope != nullptr && *scope != '\0') {
-    const std::string v = scope;
-    if (v == "process" || v == "thread") {
-      c.nvtx_process_scope = v == "process";
-    } else {
-      c.errors.push_back("FPROF_NVTX_SCOPE='" + v + "' is neither 'process' nor 'thread'");
-    }
-  }
-  c.ops = splitList(env("FPROF_OPS"));
-  if (const char* s = env("FPROF_LAUNCH_SKIP"); s != nullptr) {
-    if (auto v = parseCount(s)) {
-      c.launch_skip = *v;
-    } else {
-      c.errors.push_back(std::string("FPROF_LAUNCH_SKIP='") + s + "' is not a count");
-    }
-  }
-  if (const char* s = env("FPROF_LAUNCH_COUNT"); s != nullptr) {
-    if (auto v = parseCount(s); v && *v > 0) {
-      c.launch_count = *v;
-    } else {
-      c.errors.push_back(std::string("FPROF_LAUNCH_COUNT='") + s + "' is not a positive count");
-    }
-  }
-  if (const char* b = env("FPROF_METRICS_BATCH"); b != nullptr) {
-    if (auto v = parseCount(b); v && *v > 0 && *v <= 100000) {
-      c.batch_ranges = static_cast<size_t>(*v);
-    } else {
-      c.errors.push_back(std::string("FPROF_METRICS_BATCH='") + b + "' must be 1..100000");
-    }
-  }
-  if (const char* cc = env("FPROF_CACHE_CONTROL"); cc != nullptr && *cc != '\0') {
-    const std::string v = cc;
-    if (v == "all" || v == "none") {
-      c.cache_control = v == "all" ? CacheControl::kAll : CacheControl::kNone;
-    } else {
-      c.errors.push_back("FPROF_CACHE_CONTROL='" + v + "' must be all or none");
-    }
-  }
-  if (const char* r = env("FPROF_REPLAY"); r != nullptr && *r != '\0') {
-    const std::string v = r;
-    if (v == "kernel") {
-      c.replay = ReplayMode::kKernel;
-    } else if (v == "application") {
-      c.replay = ReplayMode::kApplication;
-    } else if (v == "auto") {
-      c.replay = ReplayMode::kAuto;
-    } else if (v == "sass_patching") {
-      c.replay = ReplayMode::kSassPatching;
-    } else {
-      c.errors.push_back("FPROF_REPLAY='" + v + "' must be kernel, application or auto");
-    }
-  }
-  if (const char* f = env("FPROF_SASS_PC_FILE"); f != nullptr && *f != '\0') c.sass_pc_file = sassPcFileOfRank(f, readRanks(env).rank);
-  if (c.replay == ReplayMode::kSassPatching) {
-    if (c.sass_pc_file.empty()) c.errors.push_back("FPROF_REPLAY=sass_patching needs FPROF_SASS_PC_FILE");
-    const auto other = std::find_if(c.metrics.begin(), c.metrics.end(),
-                                    [](const std::string& m) { return !core::countedFromPcCounts(m); });
-    if (other != c.metrics.end()) c.errors.push_back("FPROF_REPLAY=sass_patching cannot count " + *other);
-  }
-  if (const char* s = env("FPROF_SECOND_RUN"); s != nullptr && std::string(s) == "1") c.second_run = true;
-  if (const char* s = env("FPROF_SASS_DUPLICATE"); s != nullptr && std::string(s) == "1") c.sass_duplicate = true;
-  if (const char* s = env("FPROF_OWN_CHECKPOINT"); s != nullptr && std::string(s) == "0") c.own_checkpoint = false;
-  if (const char* s = env("FPROF_PROFILER_SESSION"); s != nullptr && *s != '\0') {
-    const std::string v = s;
-    if (v == "toggled" || v == "range") {
-      c.toggled_session = v == "toggled";
-    } else {
-      c.errors.push_back("FPROF_PROFILER_SESSION='" + v + "' must be toggled or range");
-    }
-  }
-  if (const char* n = env("FPROF_SAMPLES_PER_LAUNCH_KIND"); n != nullptr) {
-    if (auto v = parseCount(n)) {
-      c.samples_per_signature = *v;
-    } else {
-      c.errors.push_back(std::string("FPROF_SAMPLES_PER_LAUNCH_KIND='") + n + "' is not a count (0 = every launch)");
-    }
-  }
+  c.kernel_regex = env.text(Var::kKernelRegex);
   if (!c.kernel_regex.empty()) {
     try {
       std::regex test(c.kernel_regex);
@@ -138,6 +38,48 @@ MetricsConfig readMetricsConfig(const EnvLookup& env) {
       c.errors.push_back("FPROF_KERNEL_REGEX '" + c.kernel_regex + "' is not a valid regular expression: " + e.what());
     }
   }
+  c.nvtx_include = env.list(Var::kNvtxInclude);
+  c.nvtx_process_scope = env.choice(Var::kNvtxScope) == "process";
+  c.ops = env.list(Var::kOps);
+  c.launch_skip = static_cast<uint64_t>(*env.integer(Var::kLaunchSkip));
+  if (auto count = env.integer(Var::kLaunchCount)) c.launch_count = static_cast<uint64_t>(*count);
+  c.samples_per_signature = static_cast<uint64_t>(*env.integer(Var::kSamplesPerLaunchKind));
+}
+
+// How the selected launches are counted, and what `fprof run` asked of this run.
+void readCounting(core::env::Parser& env, const EnvLookup& lookup, MetricsConfig& c) {
+  using core::env::Var;
+  if (const std::string cc = env.choice(Var::kCacheControl); !cc.empty()) {
+    c.cache_control = cc == "all" ? CacheControl::kAll : CacheControl::kNone;
+  }
+  c.replay = *replayNamed(env.choice(Var::kReplay));
+  c.sass_pc_file = env.text(Var::kSassPcFile);
+  if (!c.sass_pc_file.empty()) c.sass_pc_file = sassPcFileOfRank(c.sass_pc_file, readRanks(lookup).rank);
+  if (c.replay == ReplayMode::kSassPatching) {
+    if (c.sass_pc_file.empty()) c.errors.push_back("FPROF_REPLAY=sass_patching needs FPROF_SASS_PC_FILE");
+    const auto other = std::find_if(c.metrics.begin(), c.metrics.end(),
+                                    [](const std::string& m) { return !core::countedFromPcCounts(m); });
+    if (other != c.metrics.end()) c.errors.push_back("FPROF_REPLAY=sass_patching cannot count " + *other);
+  }
+  c.second_run = env.flag(Var::kSecondRun);
+  c.sass_duplicate = env.flag(Var::kSassDuplicate);
+  c.own_checkpoint = env.flag(Var::kOwnCheckpoint);
+  c.toggled_session = env.choice(Var::kProfilerSession) == "toggled";
+  c.debug_ranges = env.flag(Var::kDebugRanges);
+  c.cubin_dir = env.text(Var::kCubinDir);
+}
+
+}  // namespace
+
+MetricsConfig readMetricsConfig(const EnvLookup& lookup) {
+  MetricsConfig c;
+  // A bad FPROF_MODE is said by readConfig; here it only leaves metrics mode off.
+  c.enabled = core::env::Parser(lookup).choice(core::env::Var::kMode) == "metrics";
+  if (!c.enabled) return c;
+  core::env::Parser env(lookup, core::env::OnBadValue::kRefuse);
+  readSelection(env, c);
+  readCounting(env, lookup, c);
+  c.errors.insert(c.errors.end(), env.problems().begin(), env.problems().end());
   return c;
 }
 

@@ -47,7 +47,7 @@ struct MetricsConfig {
   std::vector<std::string> ops;        // FPROF_OPS: NVTX op names (op=<name> tokens, docs/nvtx-convention.md)
   uint64_t launch_skip = 0;            // FPROF_LAUNCH_SKIP: selected launches to let pass first
   std::optional<uint64_t> launch_count;  // FPROF_LAUNCH_COUNT: selected launches to profile at most
-  size_t batch_ranges = 256;           // FPROF_METRICS_BATCH: ranges decoded at once
+  size_t batch_ranges = 256;           // ranges decoded at once
   // FPROF_SAMPLES_PER_LAUNCH_KIND: launches of one signature (function, grid, block, shared memory,
   // non-pointer argument bytes) that are profiled; later ones get their values, marked as copied.
   // 0 = every launch (--every-launch).
@@ -56,7 +56,7 @@ struct MetricsConfig {
   // bytes do not depend on what ran before it; needs CUPTI 13.4) or "none" (caches as the program
   // left them). Unset: all where the loaded CUPTI can, none (said so) where it cannot.
   CacheControl cache_control = CacheControl::kAllIfSupported;
-  ReplayMode replay = ReplayMode::kAuto;  // FPROF_REPLAY: kernel | application | auto
+  ReplayMode replay = ReplayMode::kAuto;  // FPROF_REPLAY: kernel | application | auto | sass_patching
   // FPROF_SECOND_RUN=1: this is the second run of two-run application replay (SASS counters
   // under kernel replay, cli/cmd_run.cpp); what the first run already said is not said again.
   bool second_run = false;
@@ -75,6 +75,10 @@ struct MetricsConfig {
   // profiler session kept open and counting switched on and off around it (toggled_session.h);
   // "range" with a range profiler start and stop each.
   bool toggled_session = true;
+  // FPROF_CUBIN_DIR: where each loaded module's cubin is saved for fprof run's SASS step ("" = none).
+  std::string cubin_dir;
+  // FPROF_DEBUG_RANGES=1: each decoded range and the launch it went to, logged.
+  bool debug_ranges = false;
   std::vector<std::string> errors;     // settings that could not be used: metrics mode stays off
 };
 

@@ -51,7 +51,7 @@ class TraceRecorder {
     // reproducible runs pass their own).
     uint32_t (*thread_id)() = nullptr;
     // The writer gives each thread fresh event chunks, their pages touched, for the next period
-    // (EventBuffer::prefill); off (FPROF_EVENT_PREFILL=0, for measurement), a thread whose backlog
+    // (EventBuffer::prefill); off (bench/collector_hotpath_bench --no-prefill), a thread whose backlog
     // grows allocates and faults them in itself.
     bool prefill_chunks = true;
     // With paths_on_threads: whether a thread's own NVTX path selects launches for every thread

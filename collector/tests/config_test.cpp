@@ -46,7 +46,10 @@ TEST(Config, Options) {
   EXPECT_EQ(c.flush_interval_ms, 250);
   EXPECT_TRUE(c.warnings.empty());
   EXPECT_FALSE(readConfig(envOf({{"FPROF_OUTPUT", "a.fprof"}, {"FPROF_FORCE", "0"}})).force);
-  EXPECT_FALSE(readConfig(envOf({{"FPROF_OUTPUT", "a.fprof"}, {"FPROF_FORCE", "yes"}})).force);
+  const CollectorConfig yes = readConfig(envOf({{"FPROF_OUTPUT", "a.fprof"}, {"FPROF_FORCE", "yes"}}));
+  EXPECT_FALSE(yes.force);
+  ASSERT_EQ(yes.warnings.size(), 1u);
+  EXPECT_EQ(yes.warnings[0], "FPROF_FORCE='yes' is not 0 or 1; using the default (0)");
 }
 
 TEST(Config, BadValuesWarnAndFallBack) {
@@ -55,87 +58,59 @@ TEST(Config, BadValuesWarnAndFallBack) {
   EXPECT_TRUE(c.enabled);
   EXPECT_EQ(c.flush_interval_ms, 500);
   ASSERT_EQ(c.warnings.size(), 2u);
-  EXPECT_NE(c.warnings[0].find("FPROF_MODE=sampling"), std::string::npos);
-  EXPECT_NE(c.warnings[1].find("FPROF_FLUSH_MS=fast"), std::string::npos);
+  EXPECT_EQ(c.warnings[0], "FPROF_MODE='sampling' is not trace or metrics; using the default (trace)");
+  EXPECT_EQ(c.warnings[1], "FPROF_FLUSH_MS='fast' is not an integer in 10..3600000; using the default (500)");
   EXPECT_EQ(readConfig(envOf({{"FPROF_OUTPUT", "a.fprof"}, {"FPROF_FLUSH_MS", "5"}})).flush_interval_ms, 500);
   EXPECT_EQ(readConfig(envOf({{"FPROF_OUTPUT", "a.fprof"}, {"FPROF_FLUSH_MS", "100ms"}})).flush_interval_ms, 500);
 }
 
-TEST(Config, SelfTimingAndCuptiSwitches) {
+// FPROF_SELF_TIMING is a flag like the others: 1 on, 0 off, anything else said and off.
+TEST(Config, SelfTimingIsOneOrZero) {
+  EXPECT_FALSE(readConfig(envOf({{"FPROF_OUTPUT", "a.fprof"}})).self_timing);
+  EXPECT_TRUE(readConfig(envOf({{"FPROF_OUTPUT", "a.fprof"}, {"FPROF_SELF_TIMING", "1"}})).self_timing);
+  EXPECT_FALSE(readConfig(envOf({{"FPROF_OUTPUT", "a.fprof"}, {"FPROF_SELF_TIMING", "0"}})).self_timing);
+  const CollectorConfig on = readConfig(envOf({{"FPROF_OUTPUT", "a.fprof"}, {"FPROF_SELF_TIMING", "on"}}));
+  EXPECT_FALSE(on.self_timing);
+  ASSERT_EQ(on.warnings.size(), 1u);
+  EXPECT_EQ(on.warnings[0].rfind("FPROF_SELF_TIMING='on' is not 0 or 1", 0), 0u);
+}
+
+TEST(Config, CuptiSwitches) {
   const CollectorConfig d = readConfig(envOf({{"FPROF_OUTPUT", "a.fprof"}}));
-  EXPECT_FALSE(d.self_timing);
   EXPECT_TRUE(d.cupti.kernel && d.cupti.memcpy && d.cupti.memset && d.cupti.memory);
   EXPECT_TRUE(d.cupti.nvtx_callbacks);
   EXPECT_TRUE(d.cupti.periodic_flush_all);
-  EXPECT_FALSE(d.cupti.flush_period_ms.has_value());
-  EXPECT_EQ(d.cupti.buffer_bytes, size_t{8} << 20);
+  EXPECT_FALSE(d.cupti.host_pinned);
   EXPECT_TRUE(d.nvtx_direct);
   EXPECT_FALSE(readConfig(envOf({{"FPROF_OUTPUT", "a.fprof"}, {"FPROF_NVTX_INJECTION", "cupti"}})).nvtx_direct);
   const CollectorConfig typo = readConfig(envOf({{"FPROF_OUTPUT", "a.fprof"}, {"FPROF_NVTX_INJECTION", "nsys"}}));
   EXPECT_TRUE(typo.nvtx_direct);
   ASSERT_EQ(typo.warnings.size(), 1u);
-  EXPECT_NE(typo.warnings[0].find("FPROF_NVTX_INJECTION=nsys is not direct or cupti"), std::string::npos);
+  EXPECT_EQ(typo.warnings[0], "FPROF_NVTX_INJECTION='nsys' is not direct or cupti; using the default (direct)");
 
   const CollectorConfig c = readConfig(envOf({{"FPROF_OUTPUT", "a.fprof"},
-                                              {"FPROF_SELF_TIMING", "1"},
                                               {"FPROF_ACTIVITY", "kernel,memset"},
                                               {"FPROF_NVTX_CALLBACKS", "0"},
                                               {"FPROF_CUPTI_FLUSH_ALL", "0"},
-                                              {"FPROF_CUPTI_FLUSH_PERIOD_MS", "0"},
-                                              {"FPROF_BUFFER_MB", "32"}}));
+                                              {"FPROF_CUPTI_HOST_PINNED", "1"}}));
   EXPECT_TRUE(c.warnings.empty());
-  EXPECT_TRUE(c.self_timing);
   EXPECT_TRUE(c.cupti.kernel);
   EXPECT_FALSE(c.cupti.memcpy);
   EXPECT_TRUE(c.cupti.memset);
   EXPECT_FALSE(c.cupti.memory);
   EXPECT_FALSE(c.cupti.nvtx_callbacks);
   EXPECT_FALSE(c.cupti.periodic_flush_all);
-  EXPECT_EQ(c.cupti.flush_period_ms, std::optional<int>(0));
-  EXPECT_EQ(c.cupti.buffer_bytes, size_t{32} << 20);
-  EXPECT_TRUE(d.cupti.runtime_launch_callbacks && d.cupti.driver_launch_callbacks);
-  EXPECT_FALSE(d.cupti.writer_idle);
-  EXPECT_TRUE(d.cupti.event_prefill);
-  EXPECT_TRUE(d.cupti.zeroed_buffers);
-  EXPECT_FALSE(d.cupti.runtime_api_activity || d.cupti.host_pinned);
-  const CollectorConfig driver = readConfig(envOf({{"FPROF_OUTPUT", "a.fprof"},
-                                                   {"FPROF_LAUNCH_CALLBACKS", "driver"},
-                                                   {"FPROF_WRITER_IDLE", "1"},
-                                                   {"FPROF_EVENT_PREFILL", "0"},
-                                                   {"FPROF_CUPTI_ZEROED_BUFFERS", "0"},
-                                                   {"FPROF_RUNTIME_API_ACTIVITY", "1"},
-                                                   {"FPROF_CUPTI_HOST_PINNED", "1"}}));
-  EXPECT_TRUE(driver.warnings.empty());
-  EXPECT_FALSE(driver.cupti.runtime_launch_callbacks);
-  EXPECT_TRUE(driver.cupti.driver_launch_callbacks);
-  EXPECT_TRUE(driver.cupti.writer_idle);
-  EXPECT_FALSE(driver.cupti.event_prefill);
-  EXPECT_FALSE(driver.cupti.zeroed_buffers);
-  EXPECT_TRUE(driver.cupti.runtime_api_activity && driver.cupti.host_pinned);
-  const CollectorConfig no_launches = readConfig(envOf({{"FPROF_OUTPUT", "a.fprof"}, {"FPROF_LAUNCH_CALLBACKS", "none"}}));
-  EXPECT_FALSE(no_launches.cupti.runtime_launch_callbacks || no_launches.cupti.driver_launch_callbacks);
-  const CollectorConfig typo_launches =
-      readConfig(envOf({{"FPROF_OUTPUT", "a.fprof"}, {"FPROF_LAUNCH_CALLBACKS", "runtime"}}));
-  ASSERT_EQ(typo_launches.warnings.size(), 1u);
-  EXPECT_NE(typo_launches.warnings[0].find("FPROF_LAUNCH_CALLBACKS=runtime is not all, driver or none"),
-            std::string::npos);
-  EXPECT_TRUE(typo_launches.cupti.runtime_launch_callbacks && typo_launches.cupti.driver_launch_callbacks);
+  EXPECT_TRUE(c.cupti.host_pinned);
   const CollectorConfig none = readConfig(envOf({{"FPROF_OUTPUT", "a.fprof"}, {"FPROF_ACTIVITY", "none"}}));
   EXPECT_FALSE(none.cupti.kernel || none.cupti.memcpy || none.cupti.memset || none.cupti.memory);
 
   const CollectorConfig bad = readConfig(envOf({{"FPROF_OUTPUT", "a.fprof"},
                                                 {"FPROF_ACTIVITY", "kernel,graphs"},
-                                                {"FPROF_NVTX_CALLBACKS", "off"},
-                                                {"FPROF_BUFFER_MB", "0"},
-                                                {"FPROF_CUPTI_FLUSH_PERIOD_MS", "-5"}}));
-  ASSERT_EQ(bad.warnings.size(), 4u);
-  EXPECT_NE(bad.warnings[0].find("FPROF_NVTX_CALLBACKS=off is not 0 or 1"), std::string::npos) << bad.warnings[0];
-  EXPECT_NE(bad.warnings[1].find("FPROF_CUPTI_FLUSH_PERIOD_MS=-5"), std::string::npos) << bad.warnings[1];
-  EXPECT_NE(bad.warnings[2].find("FPROF_BUFFER_MB=0"), std::string::npos) << bad.warnings[2];
-  EXPECT_NE(bad.warnings[3].find("FPROF_ACTIVITY=kernel,graphs"), std::string::npos) << bad.warnings[3];
+                                                {"FPROF_NVTX_CALLBACKS", "off"}}));
+  ASSERT_EQ(bad.warnings.size(), 2u);
+  EXPECT_NE(bad.warnings[0].find("FPROF_NVTX_CALLBACKS='off' is not 0 or 1"), std::string::npos) << bad.warnings[0];
+  EXPECT_NE(bad.warnings[1].find("FPROF_ACTIVITY='kernel,graphs'"), std::string::npos) << bad.warnings[1];
   EXPECT_TRUE(bad.cupti.nvtx_callbacks && bad.cupti.memcpy);  // defaults kept
-  EXPECT_EQ(bad.cupti.buffer_bytes, size_t{8} << 20);
-  EXPECT_FALSE(bad.cupti.flush_period_ms.has_value());
 }
 
 TEST(Config, RanksInPrecedenceOrder) {

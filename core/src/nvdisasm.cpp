@@ -12,6 +12,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include "fprof/core/environment.h"
+
 extern char** environ;
 
 namespace fprof::core {
@@ -76,7 +78,9 @@ bool readAt(std::string_view bytes, uint64_t offset, T& out) {
 }  // namespace
 
 std::string findNvdisasm() {
-  if (const char* env = std::getenv("FPROF_NVDISASM"); env && *env) return executable(env) ? env : "";
+  if (const std::string asked = env::Parser(env::processEnvironment()).text(env::Var::kNvdisasm); !asked.empty()) {
+    return executable(asked) ? asked : "";
+  }
   std::vector<fs::path> candidates;
   if (const char* path = std::getenv("PATH")) {
     std::string p = path;

@@ -155,7 +155,10 @@ TEST(MetricsConfig, ReadsEverySetting) {
                                              {"FPROF_OPS", "matmul_bias_relu"},
                                              {"FPROF_LAUNCH_SKIP", "10"},
                                              {"FPROF_LAUNCH_COUNT", "5"},
-                                             {"FPROF_METRICS_BATCH", "64"}}));
+                                             {"FPROF_SAMPLES_PER_LAUNCH_KIND", "0"},
+                                             {"FPROF_CACHE_CONTROL", "none"},
+                                             {"FPROF_CUBIN_DIR", "/tmp/run.cubins"},
+                                             {"FPROF_DEBUG_RANGES", "1"}}));
   EXPECT_TRUE(c.errors.empty());
   EXPECT_EQ(c.metrics.size(), 9u);
   EXPECT_EQ(c.kernel_regex, "gemm|attention");
@@ -163,7 +166,10 @@ TEST(MetricsConfig, ReadsEverySetting) {
   EXPECT_EQ(c.ops, (std::vector<std::string>{"matmul_bias_relu"}));
   EXPECT_EQ(c.launch_skip, 10u);
   EXPECT_EQ(c.launch_count, 5u);
-  EXPECT_EQ(c.batch_ranges, 64u);
+  EXPECT_EQ(c.samples_per_signature, 0u);
+  EXPECT_EQ(c.cache_control, CacheControl::kNone);
+  EXPECT_EQ(c.cubin_dir, "/tmp/run.cubins");
+  EXPECT_TRUE(c.debug_ranges);
 }
 
 TEST(MetricsConfig, BadSettingsAreNamed) {
@@ -172,12 +178,12 @@ TEST(MetricsConfig, BadSettingsAreNamed) {
                                              {"FPROF_LAUNCH_COUNT", "0"},
                                              {"FPROF_LAUNCH_SKIP", "-3"}}));
   ASSERT_EQ(c.errors.size(), 3u);
-  EXPECT_EQ(c.errors[0], "FPROF_LAUNCH_SKIP='-3' is not a count");
-  EXPECT_EQ(c.errors[1], "FPROF_LAUNCH_COUNT='0' is not a positive count");
-  EXPECT_EQ(c.errors[2].rfind("FPROF_KERNEL_REGEX '(unclosed' is not a valid regular expression", 0), 0u);
+  EXPECT_EQ(c.errors[0].rfind("FPROF_KERNEL_REGEX '(unclosed' is not a valid regular expression", 0), 0u);
+  EXPECT_EQ(c.errors[1], "FPROF_LAUNCH_SKIP='-3' is not an integer >= 0");
+  EXPECT_EQ(c.errors[2], "FPROF_LAUNCH_COUNT='0' is not an integer >= 1");
 }
 
-TEST(MetricsConfig, ReplayIsKernelApplicationOrAuto) {
+TEST(MetricsConfig, ReplayIsKernelApplicationAutoOrSassPatching) {
   EXPECT_EQ(readMetricsConfig(envOf({{"FPROF_MODE", "metrics"}})).replay, ReplayMode::kAuto);
   EXPECT_EQ(readMetricsConfig(envOf({{"FPROF_MODE", "metrics"}, {"FPROF_REPLAY", "kernel"}})).replay,
             ReplayMode::kKernel);
@@ -185,13 +191,16 @@ TEST(MetricsConfig, ReplayIsKernelApplicationOrAuto) {
             ReplayMode::kApplication);
   MetricsConfig bad = readMetricsConfig(envOf({{"FPROF_MODE", "metrics"}, {"FPROF_REPLAY", "user"}}));
   ASSERT_EQ(bad.errors.size(), 1u);
-  EXPECT_EQ(bad.errors[0], "FPROF_REPLAY='user' must be kernel, application or auto");
+  EXPECT_EQ(bad.errors[0], "FPROF_REPLAY='user' is not kernel, application, auto or sass_patching");
 }
 
 TEST(MetricsConfig, SecondRunOfApplicationReplayIsKnown) {
   EXPECT_FALSE(readMetricsConfig(envOf({{"FPROF_MODE", "metrics"}})).second_run);
   EXPECT_TRUE(readMetricsConfig(envOf({{"FPROF_MODE", "metrics"}, {"FPROF_SECOND_RUN", "1"}})).second_run);
   EXPECT_FALSE(readMetricsConfig(envOf({{"FPROF_MODE", "metrics"}, {"FPROF_SECOND_RUN", "0"}})).second_run);
+  const MetricsConfig yes = readMetricsConfig(envOf({{"FPROF_MODE", "metrics"}, {"FPROF_SECOND_RUN", "yes"}}));
+  ASSERT_EQ(yes.errors.size(), 1u);
+  EXPECT_EQ(yes.errors[0], "FPROF_SECOND_RUN='yes' is not 0 or 1");
 }
 
 // The second run of application replay counts by SASS patching: only the counters per-PC counts
@@ -358,7 +367,7 @@ TEST(LaunchSelector, NvtxIncludeOpenOnAnotherThreadSelectsUnderProcessScope) {
 TEST(MetricsConfig, NvtxScopeIsProcessOrThread) {
   MetricsConfig c = readMetricsConfig(envOf({{"FPROF_MODE", "metrics"}, {"FPROF_NVTX_SCOPE", "global"}}));
   ASSERT_EQ(c.errors.size(), 1u);
-  EXPECT_EQ(c.errors[0], "FPROF_NVTX_SCOPE='global' is neither 'process' nor 'thread'");
+  EXPECT_EQ(c.errors[0], "FPROF_NVTX_SCOPE='global' is not process or thread");
   EXPECT_TRUE(nvtxPathIncluded(c, "anything"));  // no --nvtx-include: every path
 }
 
