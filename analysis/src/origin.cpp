@@ -54,9 +54,30 @@ Origin classifyOrigin(std::string_view name) {
   // Mangled ATen names: at::native -> _ZN2at6native
   if (startsWith(h, "_ZN2at") || startsWith(h, "_ZN3c10")) return Origin::kAten;
   // ATen kernels in an anonymous namespace of an ATen file, instantiated with an ATen functor
-  // (torch.arange: "(anonymous namespace)::elementwise_kernel_with_index<int, at::native::...>").
-  if (startsWith(h, "(anonymous namespace)::") && has(h, "at::native::")) return Origin::kAten;
+  // (torch.arange: "(anonymous namespace)::elementwise_kernel_with_index<int, at::native::...>")
+  // or on PyTorch's own element types (the softmax: "(anonymous namespace)::softmax_warp_forward<
+  // c10::BFloat16, ...>").
+  if (startsWith(h, "(anonymous namespace)::") && (has(h, "at::native::") || has(h, "c10::"))) return Origin::kAten;
+  // ATen kernels outside any namespace, by their symbol.
+  for (std::string_view symbol : {"softmax_warp_forward<", "softmax_warp_backward<", "cunn_SoftMaxForward",
+                                  "cunn_SoftMaxBackward", "cunn_SpatialSoftMaxForward", "cunn_SpatialSoftMaxBackward"}) {
+    if (startsWith(h, symbol) || startsWith(h, "(anonymous namespace)::" + std::string(symbol))) return Origin::kAten;
+  }
   return Origin::kUser;
+}
+
+bool fewWarpsByDesign(std::string_view name) {
+  switch (classifyOrigin(name)) {
+    case Origin::kCublas:
+    case Origin::kCutlass:
+    case Origin::kCudnn:
+    case Origin::kFlashAttention: return true;
+    default: break;
+  }
+  // Hopper warpgroup MMA and warp-specialized kernels by name; Triton's GEMM templates.
+  const std::string_view h = head(name);
+  return has(h, "wgmma") || has(h, "warpspecialized") || has(h, "WarpSpecialized") || has(h, "warp_specialized") ||
+         startsWith(h, "triton_tem_");
 }
 
 OriginTotals sumByOrigin(const core::Profile& p) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <unordered_map>
 
+#include "fprof/analysis/origin.h"
 #include "fprof/analysis/summary.h"
 
 namespace fprof::analysis {
@@ -124,6 +125,23 @@ std::optional<double> rooflineTimeNs(const Work& w, const Ceilings& c) {
   return best;
 }
 
+// Which of the latency rules applies (docs/analysis.md): too few blocks for the SMs, or too low an
+// occupancy; neither where the kernel already reaches its roof. A kernel built for few warps per
+// SM is held to neither its theoretical occupancy nor its tiles nearly filling the GPU: only a grid
+// leaving more than half of the SMs idle counts for it.
+enum class LatencyRule { kNone, kFewBlocks, kLowOccupancy };
+
+LatencyRule latencyRule(const PlacementInput& in, const RooflineOptions& opt, bool roof_binds) {
+  if (roof_binds) return LatencyRule::kNone;
+  if (in.blocks && in.sm_count) {
+    const bool few = in.few_warps_by_design ? 2 * *in.blocks < int64_t{*in.sm_count} : *in.blocks < *in.sm_count;
+    if (few) return LatencyRule::kFewBlocks;
+  }
+  const bool by_design = in.few_warps_by_design && !in.occupancy_achieved;
+  if (in.occupancy && *in.occupancy < opt.low_occupancy && !by_design) return LatencyRule::kLowOccupancy;
+  return LatencyRule::kNone;
+}
+
 // Counters near the top of the double range (a damaged file) overflow sums and rates to infinity:
 // such a number is no measurement, so it reads n/a (STYLE.md rule 6), and the roof it set binds no more.
 void dropNonFinite(Placement& p) {
@@ -190,14 +208,17 @@ Placement place(const PlacementInput& in, const Ceilings& c, const RooflineOptio
   const double per_launch_ns =
       static_cast<double>(in.duration_ns) / static_cast<double>(std::max<int64_t>(in.launches, 1));
   const bool roof_binds = p.roof_fraction && *p.roof_fraction >= opt.roof_fraction_binds;
+  const LatencyRule latency = latencyRule(in, opt, roof_binds);
   if (per_launch_ns < static_cast<double>(opt.launch_overhead_ns)) {
     p.bound = Bound::kLaunch;
     p.reason = fmt::format("{:.0f} ns per launch, shorter than the ~{} ns launch overhead", per_launch_ns,
                            opt.launch_overhead_ns);
-  } else if (!roof_binds && in.blocks && in.sm_count && *in.blocks < *in.sm_count) {
+  } else if (latency == LatencyRule::kFewBlocks) {
     p.bound = Bound::kLatency;
-    p.reason = fmt::format("{} blocks for {} SMs: too little work in flight", *in.blocks, *in.sm_count);
-  } else if (!roof_binds && in.occupancy && *in.occupancy < opt.low_occupancy) {
+    p.reason = in.few_warps_by_design
+                   ? fmt::format("{} blocks for {} SMs: more than half the SMs idle", *in.blocks, *in.sm_count)
+                   : fmt::format("{} blocks for {} SMs: too little work in flight", *in.blocks, *in.sm_count);
+  } else if (latency == LatencyRule::kLowOccupancy) {
     p.bound = Bound::kLatency;
     p.reason = fmt::format("{} occupancy {:.1f}% < {:.0f}%: too little work in flight",
                            in.occupancy_achieved ? "achieved" : "theoretical", *in.occupancy * 100,
@@ -212,8 +233,16 @@ Placement place(const PlacementInput& in, const Ceilings& c, const RooflineOptio
                                              ceilingSourceName(*p.binding_source));
   } else {
     p.bound = Bound::kUnknown;
-    p.reason = p.has_counters ? "counters present but no roof could be computed (missing ceilings)"
-                              : "trace only: no counters, so no intensity or roof; not launch or latency bound";
+    if (p.has_counters) {
+      p.reason = "counters present but no roof could be computed (missing ceilings)";
+    } else if (in.few_warps_by_design && in.occupancy && *in.occupancy < opt.low_occupancy) {
+      p.reason = fmt::format(
+          "no counters: theoretical occupancy {:.1f}% is by design for a library GEMM or warp-specialized kernel, "
+          "not a sign of latency; its bound needs counters",
+          *in.occupancy * 100);
+    } else {
+      p.reason = "trace only: no counters, so no intensity or roof; not launch or latency bound";
+    }
   }
   return p;
 }
@@ -251,8 +280,7 @@ Bound classifyBound(const PlacementInput& in, const Ceilings& c, const RooflineO
       static_cast<double>(in.duration_ns) / static_cast<double>(std::max<int64_t>(in.launches, 1));
   const bool roof_binds = roof_fraction && *roof_fraction >= opt.roof_fraction_binds;
   if (per_launch_ns < static_cast<double>(opt.launch_overhead_ns)) return Bound::kLaunch;
-  if (!roof_binds && in.blocks && in.sm_count && *in.blocks < *in.sm_count) return Bound::kLatency;
-  if (!roof_binds && in.occupancy && *in.occupancy < opt.low_occupancy) return Bound::kLatency;
+  if (latencyRule(in, opt, roof_binds) != LatencyRule::kNone) return Bound::kLatency;
   if (attainable) return memory ? Bound::kMemory : Bound::kCompute;
   return Bound::kUnknown;
 }
@@ -275,8 +303,10 @@ const Ceilings& CeilingCache::get(uint32_t process_id, uint32_t device_id) {
 
 namespace {
 
-PlacementInput inputOf(const core::KernelRow& k, const core::DeviceInfo* device, const core::KernelCounters* c) {
+PlacementInput inputOf(const core::KernelRow& k, const core::DeviceInfo* device, const core::KernelCounters* c,
+                       bool few_warps_by_design) {
   PlacementInput in;
+  in.few_warps_by_design = few_warps_by_design;
   in.duration_ns = k.durationNs();
   in.blocks = k.blocks();
   if (device && device->sm_count > 0) in.sm_count = device->sm_count;
@@ -312,7 +342,7 @@ std::vector<int32_t> counterIndex(const core::Profile& p) {
 }  // namespace
 
 PlacementInput kernelInput(const core::Profile& p, const core::KernelRow& k, const core::DeviceInfo* device) {
-  return inputOf(k, device, countersFor(p, k.id));
+  return inputOf(k, device, countersFor(p, k.id), fewWarpsByDesign(p.str(k.demangled_id)));
 }
 
 Placement placeKernel(const core::Profile& p, size_t kernel_index, CeilingCache& ceilings,
@@ -341,11 +371,13 @@ struct GroupAccumulator {
       in.duration_ns = 0;
       in.launches = 0;
       in.sm_count = k.sm_count;
+      in.few_warps_by_design = k.few_warps_by_design;
       process_id = proc;
       device_id = dev;
       first = false;
     } else {
       in.work += k.work;
+      in.few_warps_by_design = in.few_warps_by_design && k.few_warps_by_design;
       if (proc != process_id || dev != device_id) mixed_devices = true;
     }
     in.duration_ns += k.duration_ns;
@@ -387,6 +419,7 @@ RooflineResult analyzeRoofline(const core::Profile& p, const RunSummary& s, cons
   const core::DeviceInfo* last_device = nullptr;
   uint64_t last_key = ~uint64_t{0};
   const std::vector<int32_t> counter_of = counterIndex(p);
+  std::unordered_map<uint32_t, bool> few_warps;  // by demangled name id
   auto counters = [&](int64_t kernel_id) -> const core::KernelCounters* {
     if (counter_of.empty()) return p.counters.empty() ? nullptr : countersFor(p, kernel_id);
     if (kernel_id < 0 || static_cast<size_t>(kernel_id) >= counter_of.size()) return nullptr;
@@ -400,7 +433,9 @@ RooflineResult analyzeRoofline(const core::Profile& p, const RunSummary& s, cons
       last_device = p.device(k.process_id, k.device_id);
       last_key = key;
     }
-    const PlacementInput in = inputOf(k, last_device, counters(k.id));
+    auto design = few_warps.find(k.demangled_id);
+    if (design == few_warps.end()) design = few_warps.emplace(k.demangled_id, fewWarpsByDesign(p.str(k.demangled_id))).first;
+    const PlacementInput in = inputOf(k, last_device, counters(k.id), design->second);
     const Bound bound = classifyBound(in, cache.get(k.process_id, k.device_id), opt);
     r.kernels_by_bound[static_cast<size_t>(bound)] += 1;
     r.ns_by_bound[static_cast<size_t>(bound)] += k.durationNs();

@@ -56,6 +56,15 @@ TEST(Origin, ClassifiesRealKernelNames) {
       {"void matmul_bias_relu_fused<float>(float const*, float const*, float const*, float*, int, int, int)",
        Origin::kUser},
       {"residual_layernorm_fused", Origin::kUser},
+      // ATen kernels in an anonymous namespace on PyTorch's element types, and by their symbol.
+      {"void (anonymous namespace)::softmax_warp_forward<c10::BFloat16, c10::BFloat16, float, 9, false, false>("
+       "c10::BFloat16*, c10::BFloat16 const*, int, int, int, bool const*, int, bool)",
+       Origin::kAten},
+      {"void softmax_warp_forward<float, float, float, 10, true, false>(float*, float const*, int, int, int, bool "
+       "const*, int, bool)",
+       Origin::kAten},
+      {"void cunn_SoftMaxForward<4, float, float, float, Epilogue>(float*, float const*, int)", Origin::kAten},
+      {"void (anonymous namespace)::my_kernel<float>(float*)", Origin::kUser},
       {"", Origin::kUser},
   };
   for (const Case& c : cases) {

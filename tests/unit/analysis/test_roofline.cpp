@@ -4,6 +4,7 @@
 
 #include "fixture.h"
 #include "fprof/analysis/ceilings.h"
+#include "fprof/analysis/origin.h"
 #include "fprof/analysis/roofline.h"
 
 namespace fprof::analysis {
@@ -182,6 +183,53 @@ TEST(Roofline, BoundLabels) {
   EXPECT_FALSE(t.has_counters);
   EXPECT_FALSE(t.attainable_ns);
   EXPECT_EQ(t.reason, "trace only: no counters, so no intensity or roof; not launch or latency bound");
+}
+
+// A library GEMM or warp-specialized kernel runs few warps per SM by design: without counters its
+// theoretical occupancy is no latency verdict, and a grid that nearly fills the GPU neither; a grid
+// leaving more than half of the SMs idle still is. With achieved occupancy counted, the usual rule.
+TEST(Roofline, KernelsBuiltForFewWarpsAreNotCalledLatencyBoundByDesign) {
+  const Ceilings c = datasheetCeilings(testDevice());
+  PlacementInput gemm = input(50000);
+  gemm.work = {};
+  gemm.few_warps_by_design = true;
+  gemm.occupancy = 0.1875;
+  gemm.blocks = 96;  // 4 of 100 SMs idle
+  const Placement g = place(gemm, c);
+  EXPECT_EQ(g.bound, Bound::kUnknown);
+  EXPECT_EQ(g.reason,
+            "no counters: theoretical occupancy 18.8% is by design for a library GEMM or warp-specialized kernel, not "
+            "a sign of latency; its bound needs counters");
+
+  PlacementInput small_grid = gemm;
+  small_grid.blocks = 40;
+  const Placement sg = place(small_grid, c);
+  EXPECT_EQ(sg.bound, Bound::kLatency);
+  EXPECT_EQ(sg.reason, "40 blocks for 100 SMs: more than half the SMs idle");
+
+  PlacementInput counted = gemm;
+  counted.occupancy_achieved = true;
+  counted.occupancy = 0.1;
+  EXPECT_EQ(place(counted, c).bound, Bound::kLatency);
+
+  PlacementInput user = gemm;
+  user.few_warps_by_design = false;
+  EXPECT_EQ(place(user, c).bound, Bound::kLatency);  // 96 blocks for 100 SMs
+  for (const PlacementInput* x : {&gemm, &small_grid, &counted, &user}) {
+    EXPECT_EQ(classifyBound(*x, c), place(*x, c).bound);
+  }
+}
+
+TEST(Roofline, FewWarpsByDesignFromTheKernelName) {
+  EXPECT_TRUE(fewWarpsByDesign("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT"));
+  EXPECT_TRUE(fewWarpsByDesign("void cutlass::Kernel2<cutlass_80_tensorop_s16816gemm_f16_128x128_32x4_tn_align8>(Params)"));
+  EXPECT_TRUE(fewWarpsByDesign("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64_4x1x1_kernel0_0"));
+  EXPECT_TRUE(fewWarpsByDesign("void my_gemm_wgmma_kernel<128>(float const*, float*)"));
+  EXPECT_TRUE(fewWarpsByDesign("triton_tem_fused_mm_0"));
+  EXPECT_FALSE(fewWarpsByDesign("void gemmWmmaKernel<__half, 0, true>(__half const*, __half*)"));
+  EXPECT_FALSE(fewWarpsByDesign("triton_poi_fused_gelu_0"));
+  EXPECT_FALSE(
+      fewWarpsByDesign("void at::native::vectorized_elementwise_kernel<8, at::native::GeluCUDAKernelImpl>(int)"));
 }
 
 TEST(Roofline, KernelsFromADatabaseWithAndWithoutCounters) {

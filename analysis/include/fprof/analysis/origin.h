@@ -18,6 +18,12 @@ std::string_view originName(Origin o);  // "cuBLAS", "cuDNN", "CUTLASS", "Triton
 // Classifies a kernel from its demangled name (the mangled one works for most patterns too).
 Origin classifyOrigin(std::string_view kernel_name);
 
+// Kernels built to run few warps per SM (one or two warpgroups per block, a block per SM, tiles
+// sized to the GPU by their library): cuBLAS/cuBLASLt (nvjet), CUTLASS, cuDNN and FlashAttention
+// kernels, wgmma and warp-specialized kernels, Triton's GEMM templates. Their low theoretical
+// occupancy says nothing about work in flight (roofline.h).
+bool fewWarpsByDesign(std::string_view kernel_name);
+
 struct OriginTotals {
   std::array<int64_t, kOriginCount> launches{};
   std::array<int64_t, kOriginCount> duration_ns{};

@@ -47,6 +47,9 @@ struct PlacementInput {
   std::optional<int> sm_count;
   std::optional<double> occupancy;         // achieved if counted, else theoretical
   bool occupancy_achieved = false;
+  // Built to run few warps per SM (origin.h, fewWarpsByDesign): its theoretical occupancy is no
+  // sign of latency, and only a grid leaving more than half the SMs idle is (docs/analysis.md).
+  bool few_warps_by_design = false;
   Work work;
 };
 
