@@ -1,5 +1,5 @@
-"""Readers of the logs the GPU benchmarks write, shared by bench/decode_overhead.sh and
-bench/decode_diag.sh (their summaries import it with bench/ on PYTHONPATH)."""
+"""Readers of the logs the GPU benchmarks write, shared by the summaries of bench/decode_overhead.sh
+(imported with bench/ on PYTHONPATH)."""
 import json
 
 

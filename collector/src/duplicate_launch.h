@@ -5,8 +5,8 @@
 // runs on the state it would have seen and is counted by the range profiler as before. The
 // duplicate's per-PC counts are the launch's SASS counters (core/sass_pc.h); no second run.
 //
-// Measured on an H100 (bench/RESULTS.md, issue 15, session 18: tests/gpu_metrics/
-// checkpoint_sass_probe): save 0.7-1.4 ms, duplicate 2.0-2.3 ms, restore 0.2 ms with the program
+// Measured on an H100 (bench/RESULTS.md; tests/gpu_metrics/checkpoint_sass_probe.cu at commit
+// 66625e7): save 0.7-1.4 ms, duplicate 2.0-2.3 ms, restore 0.2 ms with the program
 // holding 0.2 GB of device memory; save 5-8 ms and restore 3.5 ms at 4 GB; 13-26 and 13 ms at 16 GB;
 // pinned host memory is saved too, at 0.6-0.8 s a GB. The program's launch afterwards read the same
 // hardware counters as without the duplicate, and in-place kernels left one application.

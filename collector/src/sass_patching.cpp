@@ -1,5 +1,6 @@
-// The SASS Metrics API around profiled launches (see sass_patching.h). Call order from
-// bench/probes/sass_probe.cu's callback_serial variants, exact on every function on an H100.
+// The SASS Metrics API around profiled launches (see sass_patching.h). Call order from the SASS
+// probe's callback_serial variants (bench/probes/sass_probe.cu at commit 66625e7), exact on every
+// function on an H100.
 #include "sass_patching.h"
 
 #include <cupti.h>

@@ -51,7 +51,7 @@ std::vector<double> valuesFor(const std::vector<std::string>& names, const std::
   return out;
 }
 
-// Raw values read on an H200 (bench/range_profiler_probe_h200.log), n = 2^24.
+// Raw values read on an H200 (git show 66625e7:bench/range_profiler_probe_h200.log), n = 2^24.
 TEST(DerivedCounters, FlopsMatchAnalyticCountsExactly) {
   const auto names = *core::expandMetricSelection("roofline");
   const double n = 16777216;
@@ -382,7 +382,7 @@ TEST(LaunchSelector, UnsafeKernelsAreNeverReplayedAndSayWhy) {
   EXPECT_EQ(s.decide(graph).kind, LaunchDecision::kSkipUnsafe);
   EXPECT_EQ(s.profiled(), 0u);
   // Kernel replay re-runs a cooperative kernel's grid.sync correctly (one range each, checked on an
-  // H100 with bench/probes), so cooperative launches are profiled.
+  // H100 with bench/probes, in git at commit 66625e7), so cooperative launches are profiled.
   LaunchFacts coop = facts("grid_sync_kernel()");
   coop.cooperative = true;
   EXPECT_EQ(s.decide(coop).kind, LaunchDecision::kProfile);
