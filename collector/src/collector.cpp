@@ -38,6 +38,7 @@
 #include "checks.h"
 #include "config.h"
 #include "cupti_activity_api.h"
+#include "cupti_counting_backend.h"
 #include "device_query.h"
 #include "fprof/core/store.h"
 #include "arg_role_probe.h"
@@ -144,7 +145,7 @@ class Collector {
 
   std::unique_ptr<TraceRecorder> recorder_;  // launch and NVTX bookkeeping (created by initialize)
   FunctionCache functions_;
-  MetricsCollector metrics_;  // off unless FPROF_MODE=metrics
+  MetricsCollector metrics_{cuptiCountingBackend()};  // off unless FPROF_MODE=metrics
   // Trace mode: which pointer arguments each function writes, measured once per function; its
   // own copies are left out of the trace.
   ArgRoleProbe arg_probe_;

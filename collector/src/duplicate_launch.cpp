@@ -31,7 +31,8 @@ void* openCheckpointLibrary(std::string& error) {
   return nullptr;
 }
 
-// The launch again, as the program's callback passed it, on the stream it resolved to.
+// The launch again, as the program's callback passed it, on the stream it resolved to (the calls
+// canRelaunch accepts).
 CUresult relaunch(const DriverLaunchCall& call) {
   switch (call.cbid) {
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
@@ -92,20 +93,6 @@ LaunchArguments argumentsOf(const DriverLaunchCall& call) {
 }
 
 }  // namespace
-
-bool canRelaunch(CUpti_CallbackId cbid) {
-  switch (cbid) {
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
-      return true;
-    default:
-      return false;
-  }
-}
 
 DuplicateCounter::~DuplicateCounter() { teardown(); }
 

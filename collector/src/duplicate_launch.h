@@ -20,47 +20,29 @@
 #include <string>
 #include <vector>
 
+#include "counting_backend.h"
 #include "fprof/core/sass_pc.h"
 #include "own_checkpoint.h"
 #include "sass_patching.h"
 
 namespace fprof::collector {
 
-// A driver launch call as its callback saw it, with the stream it runs on resolved.
-struct DriverLaunchCall {
-  CUpti_CallbackId cbid = 0;
-  const void* params = nullptr;  // the callback's functionParams (valid inside the callback only)
-  CUstream stream = nullptr;
-  CUfunction function = nullptr;  // the context's function (a CUkernel resolved); null: unknown
-  const char* name = nullptr;     // mangled
-};
-
-// Whether `cbid` is a launch the duplicate can repeat (cuLaunchKernel, cuLaunchKernelEx,
-// cuLaunchCooperativeKernel and their per-thread-stream forms).
-bool canRelaunch(CUpti_CallbackId cbid);
-
-class DuplicateCounter {
+class DuplicateCounter final : public DuplicateCounting {
  public:
-  ~DuplicateCounter();
+  ~DuplicateCounter() override;
   // Loads the Checkpoint API (libcheckpoint.so beside the libcupti in use) and sets up SASS
   // patching for the device of `ctx`; false and `error` where either is missing. With `allocations`
   // and `modules`, a duplicate takes fprof's own checkpoint where it holds all the launch can write
   // (own_checkpoint.h), the CUPTI checkpoint elsewhere.
   bool setup(CUcontext ctx, int device_ordinal, const AllocationMap* allocations, const ModuleWritesIndex* modules,
-             std::string& error);
+             std::string& error) override;
   // With the context drained: save, the patched duplicate of `call`, restore. `functions`: what
   // the duplicate's functions counted, per PC. False and `error` where a step failed (the memory
   // is restored whenever it was saved).
-  bool count(const DriverLaunchCall& call, std::vector<core::SassPcFunction>& functions, std::string& error);
-  void teardown();
-
-  struct Seconds {
-    double save = 0, duplicate = 0, restore = 0;
-    bool own_checkpoint = false;  // fprof's own checkpoint held the launch's memory, not CUPTI's
-    uint64_t own_bytes = 0;       // what the own checkpoint copied aside
-    std::string why_not_own;      // one sentence, where CUPTI's held it
-  };
-  const Seconds& last() const { return last_; }  // of the last count() call (the caller sums them)
+  bool count(const DriverLaunchCall& call, std::vector<core::SassPcFunction>& functions,
+             std::string& error) override;
+  void teardown() override;
+  const Seconds& last() const override { return last_; }  // of the last count() call (the caller sums them)
 
  private:
   bool duplicate(const DriverLaunchCall& call, std::vector<core::SassPcFunction>& functions, std::string& error);

@@ -13,6 +13,7 @@
 
 #include <string>
 
+#include "counting_backend.h"
 #include "own_launch.h"
 
 namespace fprof::collector {
@@ -26,21 +27,21 @@ inline constexpr const char* kCodeSweepKernelName = "fprof_code_sweep";
 inline constexpr const char* kCuptiWaitKernelName = "WaitNs";
 
 
-class L2Sweep {
+class L2Sweep final : public CacheSweep {
  public:
   L2Sweep() = default;
-  ~L2Sweep();
+  ~L2Sweep() override;
   L2Sweep(const L2Sweep&) = delete;
   L2Sweep& operator=(const L2Sweep&) = delete;
 
   // Loads the kernel and allocates the buffer in the current context (2 x the L2 of `device`).
-  bool setup(CUdevice device, std::string& error);
+  bool setup(CUdevice device, std::string& error) override;
   // Enqueues the sweep on `stream`; the next work on that stream starts after it.
-  bool run(CUstream stream, std::string& error);
+  bool run(CUstream stream, std::string& error) override;
   // Enqueues the code sweep alone (a few microseconds): also a kernel of fprof's own to count.
-  bool launchCodeSweep(CUstream stream, std::string& error);
+  bool launchCodeSweep(CUstream stream, std::string& error) override;
   // How the kernels were loaded: "cubins built for sm_90" or "PTX compiled by the driver".
-  const std::string& loadedFrom() const { return loaded_from_; }
+  const std::string& loadedFrom() const override { return loaded_from_; }
 
  private:
   bool launch(CUstream stream, uint32_t discard, std::string& error);

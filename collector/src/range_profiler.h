@@ -9,6 +9,7 @@
 #include <cupti_profiler_target.h>
 #include <cupti_range_profiler.h>
 
+#include "counting_backend.h"
 #include "metrics_config.h"
 #include "toggled_session.h"
 
@@ -19,10 +20,10 @@
 
 namespace fprof::collector {
 
-class RangeProfiler {
+class RangeProfiler final : public RangeCounter {
  public:
   RangeProfiler() = default;
-  ~RangeProfiler();
+  ~RangeProfiler() override;
   RangeProfiler(const RangeProfiler&) = delete;
   RangeProfiler& operator=(const RangeProfiler&) = delete;
 
@@ -33,44 +34,38 @@ class RangeProfiler {
   // fails with a sentence, where kAllIfSupported falls back to none (cacheControlApplied() says).
   // `replay` as asked (chooseReplay decides, from the pass count); replay() says what was chosen.
   bool setup(CUcontext ctx, int device_ordinal, const std::vector<std::string>& metrics, size_t max_ranges,
-             CacheControl cache_control, ReplayMode replay, std::string& error);
-  bool cacheControlApplied() const { return cache_control_applied_; }
+             CacheControl cache_control, ReplayMode replay, std::string& error) override;
+  bool cacheControlApplied() const override { return cache_control_applied_; }
   // Auto range under application replay counted by a profiler session kept open, with counting
   // switched on and off around each launch (toggled_session.h), instead of a start and stop each.
   // Set before setup; kernel replay keeps the range profiler.
-  void keepSessionOpen(bool keep) { keep_session_open_ = keep; }
-  bool sessionKeptOpen() const { return toggled_ != nullptr; }
+  void keepSessionOpen(bool keep) override { keep_session_open_ = keep; }
+  bool sessionKeptOpen() const override { return toggled_ != nullptr; }
 
   // Before the caches are emptied for a counted launch: a kept session begins here if it is not
   // open (toggled_session.h says why not at the launch).
-  bool readyToCount(std::string& error);
-  bool start(std::string& error);
-  bool stop(std::string& error);
+  bool readyToCount(std::string& error) override;
+  bool start(std::string& error) override;
+  bool stop(std::string& error) override;
   // User ranges instead of auto range (one range per kernel launch): a range is then whatever
   // runs between pushRange and popRange, a CUDA graph launch included. Application replay only
   // (kernel replay knows no user ranges). Called before setup, setup configures them; after,
   // a change disables and enables the profiler again (17 ms on an H100), so it must be stopped
   // and the ranges gathered so far decoded.
-  bool useUserRanges(bool user, std::string& error);
-  bool pushRange(const char* name, std::string& error);
-  bool popRange(std::string& error);
+  bool useUserRanges(bool user, std::string& error) override;
+  bool pushRange(const char* name, std::string& error) override;
+  bool popRange(std::string& error) override;
   // Decodes the ranges gathered since the last decode, appends one row of values per range (in
   // launch order) to `rows`, and readies a fresh counter-data image.
   // `names`, when given, gets each range's name (empty where CUPTI gives none).
-  bool decode(std::vector<std::vector<double>>& rows, std::string& error, std::vector<std::string>* names = nullptr);
-  bool stopAndDecode(std::vector<std::vector<double>>& rows, std::string& error,
-                     std::vector<std::string>* names = nullptr) {
-    return stop(error) && decode(rows, error, names);
-  }
+  bool decode(std::vector<std::vector<double>>& rows, std::string& error,
+              std::vector<std::string>* names) override;
 
-  bool started() const { return started_; }
-  bool userRanges() const { return user_ranges_; }
-  size_t passes() const { return passes_; }
-  ReplayMode replay() const { return replay_; }
-  size_t maxRanges() const { return max_ranges_; }
-  const std::string& chip() const { return chip_; }
-  const std::vector<std::string>& metrics() const { return metric_names_; }
-  void teardown();
+  bool userRanges() const override { return user_ranges_; }
+  size_t passes() const override { return passes_; }
+  ReplayMode replay() const override { return replay_; }
+  const std::string& chip() const override { return chip_; }
+  void teardown() override;
 
  private:
   bool enable(std::string& error);

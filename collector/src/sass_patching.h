@@ -16,26 +16,24 @@
 #include <string>
 #include <vector>
 
+#include "counting_backend.h"
 #include "fprof/core/sass_pc.h"
 
 namespace fprof::collector {
 
-class SassPatching {
+class SassPatching final : public SassCounter {
  public:
-  ~SassPatching();
+  ~SassPatching() override;
   // For the device of `ctx`; false and `error` where the API or a metric is missing.
-  bool setup(CUcontext ctx, int device_ordinal, std::string& error);
+  bool setup(CUcontext ctx, int device_ordinal, std::string& error) override;
   // Around one launch: enable before it is submitted; after it, wait for it and read what its
   // functions counted (end disables again, so later launches run unpatched).
-  bool begin(std::string& error);
-  bool end(std::vector<core::SassPcFunction>& functions, std::string& error);
-  void teardown();
-  const std::string& chip() const { return chip_; }
+  bool begin(std::string& error) override;
+  bool end(std::vector<core::SassPcFunction>& functions, std::string& error) override;
+  void teardown() override;
+  const std::string& chip() const override { return chip_; }
   // Where the time of begin and end went, summed over launches (seconds).
-  struct Seconds {
-    double enable = 0, wait = 0, read = 0, disable = 0;
-  };
-  const Seconds& seconds() const { return seconds_; }
+  const Seconds& seconds() const override { return seconds_; }
 
  private:
   bool flush(std::vector<core::SassPcFunction>& functions, std::string& error);
