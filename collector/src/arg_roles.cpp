@@ -98,46 +98,65 @@ std::optional<ArgSample> ArgSample::plan(ProbeMemory& memory, const LaunchArgs& 
   std::vector<std::optional<DeviceRange>> allocations(args.size());
   s.entries_.resize(args.size());
   for (size_t i = 0; i < args.size(); ++i) {
-    Entry& e = s.entries_[i];
-    e.arg = args[i];
-    pointers[i] = e.arg.value;
-    if (e.arg.value == 0) {
-      e.kind = EntryKind::kNotPointer;
-      e.note = "null";
-      continue;
-    }
-    const AddressInfo info = memory.describe(e.arg.value);
-    switch (info.kind) {
-      case AddressInfo::Kind::kNotDevice:
-        e.kind = EntryKind::kNotPointer;
-        e.note = info.note.empty() ? "no device allocation at this address" : info.note;
-        break;
-      case AddressInfo::Kind::kUnreadable:
-        e.kind = EntryKind::kUnmeasured;
-        s.notes_.push_back(argName(e.arg) + ": " + (info.note.empty() ? "memory the probe does not read" : info.note));
-        break;
-      case AddressInfo::Kind::kDevice:
-        if (info.range.bytes == 0 || e.arg.value < info.range.start || e.arg.value >= info.range.end()) {
-          e.kind = EntryKind::kUnmeasured;
-          s.notes_.push_back(argName(e.arg) + ": the driver's allocation range does not hold the address");
-          break;
-        }
-        e.kind = EntryKind::kSampled;
-        e.allocation = info.range;
-        allocations[i] = info.range;
-        break;
-    }
+    s.entries_[i].arg = args[i];
+    pointers[i] = args[i].value;
+    s.classify(memory, s.entries_[i], allocations[i]);
   }
-  const std::vector<uint64_t> ends = spanEnds(pointers, allocations);
   uint64_t planned_bytes = 0;
+  const size_t sampled = s.planWindowsOfEntries(spanEnds(pointers, allocations), allocations, policy, planned_bytes);
+  s.unmeasureAliasesOfUnsampled();
+  if (sampled == 0) {
+    why_not = "no argument is a readable device pointer";
+    return std::nullopt;
+  }
+  s.before_bytes_.assign(planned_bytes, 0);
+  return s;
+}
+
+// What the argument's value is: no pointer, memory the probe does not read, or a device allocation
+// to sample (`allocation`).
+void ArgSample::classify(ProbeMemory& memory, Entry& e, std::optional<DeviceRange>& allocation) {
+  if (e.arg.value == 0) {
+    e.kind = EntryKind::kNotPointer;
+    e.note = "null";
+    return;
+  }
+  const AddressInfo info = memory.describe(e.arg.value);
+  switch (info.kind) {
+    case AddressInfo::Kind::kNotDevice:
+      e.kind = EntryKind::kNotPointer;
+      e.note = info.note.empty() ? "no device allocation at this address" : info.note;
+      break;
+    case AddressInfo::Kind::kUnreadable:
+      e.kind = EntryKind::kUnmeasured;
+      notes_.push_back(argName(e.arg) + ": " + (info.note.empty() ? "memory the probe does not read" : info.note));
+      break;
+    case AddressInfo::Kind::kDevice:
+      if (info.range.bytes == 0 || e.arg.value < info.range.start || e.arg.value >= info.range.end()) {
+        e.kind = EntryKind::kUnmeasured;
+        notes_.push_back(argName(e.arg) + ": the driver's allocation range does not hold the address");
+        break;
+      }
+      e.kind = EntryKind::kSampled;
+      e.allocation = info.range;
+      allocation = info.range;
+      break;
+  }
+}
+
+// Each sampled entry's windows up to its span's end, in argument order, within the budget per
+// launch; an entry with an earlier entry's address becomes its alias. Returns the entries sampled.
+size_t ArgSample::planWindowsOfEntries(const std::vector<uint64_t>& ends,
+                                       const std::vector<std::optional<DeviceRange>>& allocations,
+                                       const SamplePolicy& policy, uint64_t& planned_bytes) {
   size_t sampled = 0;
-  for (size_t i = 0; i < s.entries_.size(); ++i) {
-    Entry& e = s.entries_[i];
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    Entry& e = entries_[i];
     if (e.kind != EntryKind::kSampled) continue;
     e.span_end = ends[i];
     // The same address as an earlier argument: one sample, one role for both.
     for (size_t j = 0; j < i; ++j) {
-      const Entry& other = s.entries_[j];
+      const Entry& other = entries_[j];
       if (allocations[j] && other.kind != EntryKind::kAlias && other.arg.value == e.arg.value) {
         e.kind = EntryKind::kAlias;
         e.alias_of = j;
@@ -150,8 +169,8 @@ std::optional<ArgSample> ArgSample::plan(ProbeMemory& memory, const LaunchArgs& 
     for (const ByteWindow& w : windows) bytes += w.bytes;
     if (planned_bytes + bytes > policy.max_bytes_per_launch) {
       e.kind = EntryKind::kUnmeasured;
-      s.notes_.push_back(argName(e.arg) + ": over the sample budget of " +
-                         std::to_string(policy.max_bytes_per_launch) + " bytes per launch");
+      notes_.push_back(argName(e.arg) + ": over the sample budget of " + std::to_string(policy.max_bytes_per_launch) +
+                       " bytes per launch");
       continue;
     }
     e.windows = std::move(windows);
@@ -159,19 +178,17 @@ std::optional<ArgSample> ArgSample::plan(ProbeMemory& memory, const LaunchArgs& 
     planned_bytes += bytes;
     ++sampled;
   }
-  // Aliases of an argument that went over the budget have nothing to share.
-  for (Entry& e : s.entries_) {
-    if (e.kind == EntryKind::kAlias && s.entries_[e.alias_of].kind != EntryKind::kSampled) {
+  return sampled;
+}
+
+// Aliases of an argument that went over the budget have nothing to share.
+void ArgSample::unmeasureAliasesOfUnsampled() {
+  for (Entry& e : entries_) {
+    if (e.kind == EntryKind::kAlias && entries_[e.alias_of].kind != EntryKind::kSampled) {
       e.kind = EntryKind::kUnmeasured;
-      s.notes_.push_back(argName(e.arg) + ": aliases an argument that was not sampled");
+      notes_.push_back(argName(e.arg) + ": aliases an argument that was not sampled");
     }
   }
-  if (sampled == 0) {
-    why_not = "no argument is a readable device pointer";
-    return std::nullopt;
-  }
-  s.before_bytes_.assign(planned_bytes, 0);
-  return s;
 }
 
 bool ArgSample::readBefore(ProbeMemory& memory, std::string& why_not) {

@@ -131,6 +131,11 @@ class ArgSample {
     size_t first_byte = 0;               // kSampled: where its windows start in before_bytes_
     std::string note;                    // kNotPointer: what the value is
   };
+  // The steps of plan.
+  void classify(ProbeMemory& memory, Entry& e, std::optional<DeviceRange>& allocation);
+  size_t planWindowsOfEntries(const std::vector<uint64_t>& ends, const std::vector<std::optional<DeviceRange>>& allocations,
+                              const SamplePolicy& policy, uint64_t& planned_bytes);
+  void unmeasureAliasesOfUnsampled();
   std::vector<Entry> entries_;
   std::vector<uint8_t> before_bytes_;
   std::vector<std::string> notes_;

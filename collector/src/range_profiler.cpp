@@ -87,8 +87,14 @@ bool RangeProfiler::setup(CUcontext ctx, int device_ordinal, const std::vector<s
                              chip_, error)) {
     return false;
   }
+  if (!readCounterAvailability(error) || !buildConfigImage(error) || !choosePasses(replay, error)) return false;
+  if (!chooseCacheControl(cache_control, error)) return false;
+  if (!enable(error) || !resetCounterData(error)) return false;
+  return !wantsToggledSession() || switchToToggledSession(error);
+}
 
-  // Counter availability fails here, early, when counters need admin rights.
+// Counter availability fails here, early, when counters need admin rights.
+bool RangeProfiler::readCounterAvailability(std::string& error) {
   CUpti_Profiler_GetCounterAvailability_Params avail{};
   avail.structSize = CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE;
   avail.ctx = ctx_;
@@ -96,7 +102,11 @@ bool RangeProfiler::setup(CUcontext ctx, int device_ordinal, const std::vector<s
   availability_.assign(avail.counterAvailabilityImageSize, 0);
   avail.pCounterAvailabilityImage = availability_.data();
   FPROF_PROFILER_CALL(cuptiProfilerGetCounterAvailability(&avail));
+  return true;
+}
 
+// The host object with the metrics added, and the config image it makes of them.
+bool RangeProfiler::buildConfigImage(std::string& error) {
   CUpti_Profiler_Host_Initialize_Params host{};
 
   host.structSize = CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE;
@@ -137,7 +147,11 @@ bool RangeProfiler::setup(CUcontext ctx, int device_ordinal, const std::vector<s
   image.configImageSize = config_.size();
   image.pConfigImage = config_.data();
   FPROF_PROFILER_CALL(cuptiProfilerHostGetConfigImage(&image));
+  return true;
+}
 
+// The passes the config image takes, and the replay that counts them (chooseReplay).
+bool RangeProfiler::choosePasses(ReplayMode replay, std::string& error) {
   CUpti_Profiler_Host_GetNumOfPasses_Params passes{};
 
   passes.structSize = CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE;
@@ -148,7 +162,13 @@ bool RangeProfiler::setup(CUcontext ctx, int device_ordinal, const std::vector<s
   const std::optional<ReplayMode> chosen = chooseReplay(replay, metric_names_, passes_, error);
   if (!chosen) return false;
   replay_ = *chosen;
+  return true;
+}
 
+// Whether the replay passes start with caches invalidated: CUPTI 13.4's cacheControlMode, under
+// kernel replay only. Under application replay the collector invalidates the L2 itself (L2Sweep):
+// CUPTI's cache control applies to replay passes.
+bool RangeProfiler::chooseCacheControl(CacheControl cache_control, std::string& error) {
   uint32_t version = 0;
   const bool can_control = replay_ == ReplayMode::kKernel && cuptiGetVersion(&version) == CUPTI_SUCCESS &&
                            version >= kFirstCuptiWithCacheControl;
@@ -160,11 +180,8 @@ bool RangeProfiler::setup(CUcontext ctx, int device_ordinal, const std::vector<s
             "wheel, or use --cache-control none";
     return false;
   }
-  // Under application replay the collector invalidates the L2 itself (L2Sweep): CUPTI's cache
-  // control applies to replay passes.
   cache_control_applied_ = cache_control != CacheControl::kNone && can_control;
-  if (!enable(error) || !resetCounterData(error)) return false;
-  return !wantsToggledSession() || switchToToggledSession(error);
+  return true;
 }
 
 bool RangeProfiler::switchToToggledSession(std::string& error) {

@@ -68,6 +68,11 @@ class RangeProfiler final : public RangeCounter {
   void teardown() override;
 
  private:
+  // The steps of setup, in order.
+  bool readCounterAvailability(std::string& error);
+  bool buildConfigImage(std::string& error);
+  bool choosePasses(ReplayMode replay, std::string& error);
+  bool chooseCacheControl(CacheControl cache_control, std::string& error);
   bool enable(std::string& error);
   // The counter-data image sized and initialized by a range profiler object, which is then
   // disabled, and the toggled session set up over it.

@@ -168,16 +168,12 @@ bool Translator::insideOwnWindow(uint32_t context_id, uint64_t start_ns, uint64_
   return own_windows_ != nullptr && own_windows_->covers(context_id, start_ns, end_ns);
 }
 
-void Translator::translateKernel(const CUpti_ActivityKernel10& k, TranslatedBatch& out) {
-  uint64_t key = mix(mix(mix(mix(1, k.deviceId), k.correlationId), k.graphNodeId), k.start);
-  if (seenBefore(mix(key, k.end))) return;
-  if (isIgnoredKernel(k.name) || insideOwnWindow(k.contextId, k.start, k.end)) {
-    ++stats_.ignored_kernels;
-    return;
-  }
+namespace {
 
+// The activity record's own facts about the kernel.
+core::KernelRecord kernelRecordOf(const CUpti_ActivityKernel10& k, uint32_t process_id) {
   core::KernelRecord r;
-  r.process_id = process_id_;
+  r.process_id = process_id;
   r.device_id = k.deviceId;
   r.context_id = k.contextId;
   r.stream_id = k.streamId;
@@ -202,67 +198,93 @@ void Translator::translateKernel(const CUpti_ActivityKernel10& k, TranslatedBatc
   r.graph_id = k.graphId;
   r.graph_node_id = k.graphNodeId;
   r.name = k.name != nullptr ? k.name : "";
+  return r;
+}
+
+}  // namespace
+
+void Translator::translateKernel(const CUpti_ActivityKernel10& k, TranslatedBatch& out) {
+  uint64_t key = mix(mix(mix(mix(1, k.deviceId), k.correlationId), k.graphNodeId), k.start);
+  if (seenBefore(mix(key, k.end))) return;
+  if (isIgnoredKernel(k.name) || insideOwnWindow(k.contextId, k.start, k.end)) {
+    ++stats_.ignored_kernels;
+    return;
+  }
+
+  core::KernelRecord r = kernelRecordOf(k, process_id_);
   NameInfo* name_info = k.name != nullptr ? &nameInfo(k.name) : nullptr;
   if (name_info != nullptr) r.demangled_name = name_info->demangled;
 
-  bool have_function_info = false;
-  uint32_t outer = k.correlationId;
-  if (auto alias = nested_to_outer_.find(outer); alias != nested_to_outer_.end()) outer = alias->second;
-  if (auto it = launches_.find(outer); it != launches_.end()) {
-    PendingLaunch& p = it->second;
-    r.launch_api = p.info.launch_api;
-    r.thread_id = p.info.thread_id;
-    r.programmatic_launch = p.info.programmatic;
-    if (p.info.nvtx_key != 0) r.nvtx_range_key = p.info.nvtx_key;
-    if (p.info.nvtx_path != nullptr) r.nvtx_path = *p.info.nvtx_path;
-    // The activity record's localMemoryPerThread reads 0 for kernels with a stack frame (seen on
-    // H100/H200, CUDA 13.0); the function attribute is the kernel's own per-thread local size.
-    if (p.info.local_bytes_per_thread >= 0) {
-      have_function_info = true;
-      if (p.info.local_bytes_per_thread != r.local_bytes_per_thread) {
-        if (stats_.local_memory_mismatches++ == 0) {
-          stats_.local_memory_example = r.name + ": record " + std::to_string(r.local_bytes_per_thread) +
-                                        " B, attribute " + std::to_string(p.info.local_bytes_per_thread) + " B";
-        }
-      }
-      r.local_bytes_per_thread = p.info.local_bytes_per_thread;
-      if (name_info != nullptr) name_info->local_bytes_per_thread = p.info.local_bytes_per_thread;
-    }
-    for (size_t i = 0; i < p.info.args.size(); ++i) {
-      const LaunchArg& a = p.info.args[i];
-      out.kernel_args.push_back(core::KernelArgRecord{k.correlationId, process_id_, a.index, a.offset_bytes,
-                                                      a.size_bytes, a.value});
-    }
-    if (p.info.graph_launch) {
-      if (p.first_match_generation == 0) {
-        p.first_match_generation = generation_;
-        graph_expiry_.push_back(Expiry{generation_, outer});
-      }
-    } else {
-      forget(it);
-    }
-  } else {
-    ++stats_.unmatched_kernels;
-  }
+  const bool have_function_info = joinLaunch(k, r, name_info, out);
   // Graph nodes carry no CUfunction to ask; a direct launch of the same kernel taught us its size.
   if (!have_function_info && name_info != nullptr && name_info->local_bytes_per_thread >= 0) {
     r.local_bytes_per_thread = name_info->local_bytes_per_thread;
   }
-
-  if (auto dev = devices_.find(k.deviceId); dev != devices_.end()) {
-    core::OccupancyInput in;
-    in.registers_per_thread = k.registersPerThread;
-    in.threads_per_block = k.blockX * k.blockY * k.blockZ;
-    in.static_shared_bytes = k.staticSharedMemory;
-    in.dynamic_shared_bytes = k.dynamicSharedMemory;
-    if (k.isSharedMemoryCarveoutRequested != 0) in.carveout_percent = k.sharedMemoryCarveoutRequested;
-    if (auto occ = core::theoreticalOccupancy(dev->second, in)) {
-      r.theoretical_occupancy = occ->occupancy;
-      r.theoretical_blocks_per_sm = occ->blocks_per_sm;
-      r.occupancy_limiter = occ->limiter;
-    }
-  }
+  addOccupancy(k, r);
   out.kernels.push_back(std::move(r));
+}
+
+// The launch's facts (API, thread, NVTX, arguments, the function's local size) onto its kernel's
+// record; true where the launch knew its function's local size.
+bool Translator::joinLaunch(const CUpti_ActivityKernel10& k, core::KernelRecord& r, NameInfo* name_info,
+                            TranslatedBatch& out) {
+  bool have_function_info = false;
+  uint32_t outer = k.correlationId;
+  if (auto alias = nested_to_outer_.find(outer); alias != nested_to_outer_.end()) outer = alias->second;
+  auto it = launches_.find(outer);
+  if (it == launches_.end()) {
+    ++stats_.unmatched_kernels;
+    return false;
+  }
+  PendingLaunch& p = it->second;
+  r.launch_api = p.info.launch_api;
+  r.thread_id = p.info.thread_id;
+  r.programmatic_launch = p.info.programmatic;
+  if (p.info.nvtx_key != 0) r.nvtx_range_key = p.info.nvtx_key;
+  if (p.info.nvtx_path != nullptr) r.nvtx_path = *p.info.nvtx_path;
+  // The activity record's localMemoryPerThread reads 0 for kernels with a stack frame (seen on
+  // H100/H200, CUDA 13.0); the function attribute is the kernel's own per-thread local size.
+  if (p.info.local_bytes_per_thread >= 0) {
+    have_function_info = true;
+    if (p.info.local_bytes_per_thread != r.local_bytes_per_thread) {
+      if (stats_.local_memory_mismatches++ == 0) {
+        stats_.local_memory_example = r.name + ": record " + std::to_string(r.local_bytes_per_thread) +
+                                      " B, attribute " + std::to_string(p.info.local_bytes_per_thread) + " B";
+      }
+    }
+    r.local_bytes_per_thread = p.info.local_bytes_per_thread;
+    if (name_info != nullptr) name_info->local_bytes_per_thread = p.info.local_bytes_per_thread;
+  }
+  for (size_t i = 0; i < p.info.args.size(); ++i) {
+    const LaunchArg& a = p.info.args[i];
+    out.kernel_args.push_back(core::KernelArgRecord{k.correlationId, process_id_, a.index, a.offset_bytes,
+                                                    a.size_bytes, a.value});
+  }
+  if (p.info.graph_launch) {
+    if (p.first_match_generation == 0) {
+      p.first_match_generation = generation_;
+      graph_expiry_.push_back(Expiry{generation_, outer});
+    }
+  } else {
+    forget(it);
+  }
+  return have_function_info;
+}
+
+void Translator::addOccupancy(const CUpti_ActivityKernel10& k, core::KernelRecord& r) const {
+  auto dev = devices_.find(k.deviceId);
+  if (dev == devices_.end()) return;
+  core::OccupancyInput in;
+  in.registers_per_thread = k.registersPerThread;
+  in.threads_per_block = k.blockX * k.blockY * k.blockZ;
+  in.static_shared_bytes = k.staticSharedMemory;
+  in.dynamic_shared_bytes = k.dynamicSharedMemory;
+  if (k.isSharedMemoryCarveoutRequested != 0) in.carveout_percent = k.sharedMemoryCarveoutRequested;
+  if (auto occ = core::theoreticalOccupancy(dev->second, in)) {
+    r.theoretical_occupancy = occ->occupancy;
+    r.theoretical_blocks_per_sm = occ->blocks_per_sm;
+    r.occupancy_limiter = occ->limiter;
+  }
 }
 
 void Translator::translateMemcpy(const CUpti_ActivityMemcpy6& m, TranslatedBatch& out) {

@@ -108,6 +108,8 @@ class Translator {
     int64_t local_bytes_per_thread = -1;  // learnt from a launch of this kernel with function info
   };
   NameInfo& nameInfo(const char* mangled);
+  bool joinLaunch(const CUpti_ActivityKernel10& k, core::KernelRecord& r, NameInfo* name_info, TranslatedBatch& out);
+  void addOccupancy(const CUpti_ActivityKernel10& k, core::KernelRecord& r) const;
 
   uint32_t process_id_ = 0;
   std::map<uint32_t, core::DeviceInfo> devices_;

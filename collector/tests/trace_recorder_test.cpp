@@ -101,14 +101,10 @@ struct Args {
   }
 };
 
-TEST(TraceRecorder, LaunchesCarryTheirApiArgumentsAndNvtxContext) {
-  TraceRecorder::Options options;
-  options.thread_id = &fixedThread;
-  Harness h(options);
-  TraceRecorder& r = h.recorder;
-  r.registerDomain(kModel, "model");
-  Args a;
-
+// Launches of every kind, inside and outside NVTX ranges: the runtime's (with the driver call inside),
+// the driver's, a runtime launch without its driver callback, a graph launch, and arguments from a
+// parameter buffer too short for the last one.
+void recordLaunchesOfEveryKind(TraceRecorder& r, Args& a) {
   runtimeLaunch(r, 10, &a.info, a.params);  // no range open
   r.pushRange(nullptr, NvtxText{"step"}, std::nullopt, 100);
   r.pushRange(kModel, NvtxText{"layer0"}, 42, 110);
@@ -136,6 +132,16 @@ TEST(TraceRecorder, LaunchesCarryTheirApiArgumentsAndNvtxContext) {
                    CU_LAUNCH_PARAM_END};
   runtimeLaunch(r, 60, &a.info, nullptr, extra);
   r.popRange(nullptr, 130);
+}
+
+TEST(TraceRecorder, LaunchesCarryTheirApiArgumentsAndNvtxContext) {
+  TraceRecorder::Options options;
+  options.thread_id = &fixedThread;
+  Harness h(options);
+  TraceRecorder& r = h.recorder;
+  r.registerDomain(kModel, "model");
+  Args a;
+  ASSERT_NO_FATAL_FAILURE(recordLaunchesOfEveryKind(r, a));
 
   h.collect();
   for (uint32_t c : {11u, 21u, 30u, 40u, 61u}) h.kernel(c);

@@ -93,6 +93,13 @@ struct Fixture {
   std::string path_graph = "graphs";
 
   Fixture() {
+    addLaunches();
+    addKernels();
+    addCopiesAndAllocations();
+  }
+
+  // A runtime launch (its driver call's id on the record), a graph launch and a driver launch.
+  void addLaunches() {
     LaunchInfo runtime;
     runtime.correlation_id = 10;
     runtime.nested_correlation_id = 11;  // the driver call inside <<<>>>; the record carries this one
@@ -120,7 +127,10 @@ struct Fixture {
     driver.local_bytes_per_thread = 0;
     driver.args = {{2, 16, 8, 0xabcdef}};
     launches.push_back(driver);
+  }
 
+  // Their kernels (two graph nodes), and one without a launch.
+  void addKernels() {
     addKernel(recs, 11, kKernelName, 1000, 2000);
     auto& g1 = addKernel(recs, 20, kGraphKernelName, 3000, 3500);
     g1.graphId = 3;
@@ -139,7 +149,10 @@ struct Fixture {
     c.sharedMemoryCarveoutRequested = 50;
     auto& orphan = addKernel(recs, 99, kOrphanName, 6000, 6100);
     orphan.localMemoryPerThread = 48;
+  }
 
+  // A copy, a memset, an allocation and its release, and a kind the translator does not handle.
+  void addCopiesAndAllocations() {
     auto& m = recs.add<CUpti_ActivityMemcpy6>();
     m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
     m.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
