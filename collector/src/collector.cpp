@@ -108,7 +108,17 @@ class Collector {
   }
 
  private:
+  // The steps of initialize, in order.
+  bool configureMetrics(const MetricsConfig& metrics_config);
+  void createRecorder(bool metrics, const MetricsConfig& metrics_config);
   bool openDatabase();
+  bool subscribe();
+  void enableTraceCallbacks(bool metrics);
+  void enableMetricsCallbacks(const MetricsConfig& metrics_config);
+  void enableLaunchAndNvtxCallbacks();
+  void enableActivityRecords();
+  void startWriterThread();
+  void installProcessHooks();
   void handleLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData* cb);
   void handleNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData* data);
   void handleContextCreated(const CUpti_ResourceData* data);
@@ -133,7 +143,17 @@ class Collector {
   void writerLoop();
   void flushCupti(bool forced);
   void drain();
+  // The steps of drain.
+  void takePending(std::vector<RawBuffer>& buffers, std::vector<core::CollectorEventRecord>& events);
+  void writeProbeAndCopyRecords();
+  TranslatedBatch translateBuffers(const std::vector<RawBuffer>& buffers);
+  void writeMetricsResults();
+  void reportDroppedRecords();
   void finish(int64_t last_start_ns = 0);
+  // The steps of finish before the database closes.
+  void printRecordsByKind() const;
+  void recordFatalSignal();
+  void recordRunEvents();
   void wake(char code);
 
   CollectorConfig config_;
@@ -273,27 +293,8 @@ bool Collector::initialize() {
   for (const std::string& w : config_.warnings) logWarning("%s", w.c_str());
   if (!config_.enabled) return false;
   const MetricsConfig metrics_config = readMetricsConfig(core::env::processEnvironment());
-  const bool metrics = metrics_.configure(metrics_config);
-  if (metrics) {
-    translator_.setUnmatchedLaunchGenerations(Translator::kUnmatchedLaunchGenerationsReplay);
-    translator_.ignoreKernelsNamed(kL2SweepKernelName);
-    translator_.ignoreKernelsNamed(kCodeSweepKernelName);
-    translator_.ignoreKernelsNamed(kCuptiWaitKernelName);
-    translator_.ignoreOwnWindows(&own_windows_);
-    metrics_.recordOwnWindowsIn(&own_windows_);
-    if (metrics_.duplicatesLaunches() && metrics_config.own_checkpoint) {
-      metrics_.useOwnCheckpointMaps(&allocations_, &module_writes_);
-    }
-  }
-  TraceRecorder::Options recorder_options;
-  recorder_options.paths_on_threads = metrics;  // launches are selected by NVTX path as they are made
-  if (metrics && metrics_config.nvtx_process_scope && !metrics_config.nvtx_include.empty()) {
-    recorder_options.selects_path = [metrics_config](const std::string& path) {
-      return nvtxPathIncluded(metrics_config, path);
-    };
-  }
-  recorder_ = std::make_unique<TraceRecorder>(recorder_options);
-  if (config_.nvtx_direct) setNvtxTarget(NvtxTarget{recorder_.get(), &CuptiActivityApi::timestampNs, &activeTrampoline});
+  const bool metrics = configureMetrics(metrics_config);
+  createRecorder(metrics, metrics_config);
   if (!openDatabase()) {
     writer_.reset();
     return false;
@@ -304,17 +305,68 @@ bool Collector::initialize() {
         "no profiling decision was recorded for this launch (a launch path the collector does not see, or the "
         "program ended before its counters were decoded)");
   }
-
-  std::string error;
-  if (!CuptiActivityApi::instance().subscribe(callbackTrampoline, nullptr, error)) {
-    logWarning("%s; collection is off, the program runs unprofiled", error.c_str());
-    core::CollectorEventRecord e{process_id_, unixNowNs(), "error", error + "; nothing was collected"};
-    writer_->add(e);
-    (void)writer_->flush();
-    (void)writer_->close();
-    writer_.reset();
-    return false;
+  if (!subscribe()) return false;
+  enableTraceCallbacks(metrics);
+  if (metrics) enableMetricsCallbacks(metrics_config);
+  enableLaunchAndNvtxCallbacks();
+  enableActivityRecords();
+  startWriterThread();
+  installProcessHooks();
+  if (metrics) {
+    logInfo("profiling hardware counters to %s: selected kernels run serialized (and replayed where the metrics need "
+            "it), so they run slower",
+            path_.c_str());
+  } else {
+    logInfo("tracing to %s", path_.c_str());
   }
+  return true;
+}
+
+// Metrics mode, where the configuration asks for it and can be used: the translator leaves out the
+// profiler's own kernels and waits longer for replayed launches' records.
+bool Collector::configureMetrics(const MetricsConfig& metrics_config) {
+  const bool metrics = metrics_.configure(metrics_config);
+  if (!metrics) return false;
+  translator_.setUnmatchedLaunchGenerations(Translator::kUnmatchedLaunchGenerationsReplay);
+  translator_.ignoreKernelsNamed(kL2SweepKernelName);
+  translator_.ignoreKernelsNamed(kCodeSweepKernelName);
+  translator_.ignoreKernelsNamed(kCuptiWaitKernelName);
+  translator_.ignoreOwnWindows(&own_windows_);
+  metrics_.recordOwnWindowsIn(&own_windows_);
+  if (metrics_.duplicatesLaunches() && metrics_config.own_checkpoint) {
+    metrics_.useOwnCheckpointMaps(&allocations_, &module_writes_);
+  }
+  return true;
+}
+
+void Collector::createRecorder(bool metrics, const MetricsConfig& metrics_config) {
+  TraceRecorder::Options recorder_options;
+  recorder_options.paths_on_threads = metrics;  // launches are selected by NVTX path as they are made
+  if (metrics && metrics_config.nvtx_process_scope && !metrics_config.nvtx_include.empty()) {
+    recorder_options.selects_path = [metrics_config](const std::string& path) {
+      return nvtxPathIncluded(metrics_config, path);
+    };
+  }
+  recorder_ = std::make_unique<TraceRecorder>(recorder_options);
+  if (config_.nvtx_direct) setNvtxTarget(NvtxTarget{recorder_.get(), &CuptiActivityApi::timestampNs, &activeTrampoline});
+}
+
+// CUPTI's one subscription. Another client holding it leaves collection off, said in the database.
+bool Collector::subscribe() {
+  std::string error;
+  if (CuptiActivityApi::instance().subscribe(callbackTrampoline, nullptr, error)) return true;
+  logWarning("%s; collection is off, the program runs unprofiled", error.c_str());
+  core::CollectorEventRecord e{process_id_, unixNowNs(), "error", error + "; nothing was collected"};
+  writer_->add(e);
+  (void)writer_->flush();
+  (void)writer_->close();
+  writer_.reset();
+  return false;
+}
+
+// The argument-role probe's copies (trace mode), kernel nodes of graphs and the copies whose
+// addresses data flow follows.
+void Collector::enableTraceCallbacks(bool metrics) {
   CuptiActivityApi& api = CuptiActivityApi::instance();
   if (!metrics) {
     const auto ids = ArgRoleProbe::copyCallbackIds();
@@ -325,19 +377,23 @@ bool Collector::initialize() {
     addEvent("warning", "graph-node callbacks could not be enabled: functions launched only from hand-built CUDA "
                         "graphs have no function row");
   }
-  {
-    const auto ids = copyAddressCallbackIds();
-    if (!api.enableDriverCallbacks(ids.data(), ids.size())) {
-      addEvent("warning", "copy callbacks could not be enabled: device-to-device copies have no addresses, so data "
-                          "flow cannot follow a value through them");
-    }
+  const auto ids = copyAddressCallbackIds();
+  if (!api.enableDriverCallbacks(ids.data(), ids.size())) {
+    addEvent("warning", "copy callbacks could not be enabled: device-to-device copies have no addresses, so data "
+                        "flow cannot follow a value through them");
   }
-  if (metrics && !api.enableGraphNodeChangeCallbacks()) {
+}
+
+// Graph nodes whose parameters change, memsets and copies (they hold a context's window), the
+// allocations and modules fprof's own checkpoint reads, and the modules whose SASS `fprof run` reads.
+void Collector::enableMetricsCallbacks(const MetricsConfig& metrics_config) {
+  CuptiActivityApi& api = CuptiActivityApi::instance();
+  if (!api.enableGraphNodeChangeCallbacks()) {
     addEvent("warning",
              "graph-node update callbacks could not be enabled: kernels of CUDA graphs get no copied counters");
     metrics_.noteGraphNodesUntrusted();
   }
-  if (metrics && !api.enableMemoryOperationCallbacks()) {
+  if (!api.enableMemoryOperationCallbacks()) {
     addEvent("warning", "memset/memcpy callbacks could not be enabled; counters of kernels next to them may be discarded");
   }
   if (metrics_.duplicatesLaunches() && metrics_config.own_checkpoint) {
@@ -348,12 +404,16 @@ bool Collector::initialize() {
     }
     if (!api.enableModuleLoadCallbacks()) allocations_.refuse("module-load callbacks could not be enabled");
   }
-  if (metrics && !metrics_config.cubin_dir.empty()) {
+  if (!metrics_config.cubin_dir.empty()) {
     cubin_dir_ = metrics_config.cubin_dir;
     if (!api.enableModuleLoadCallbacks()) {
       addEvent("warning", "module-load callbacks could not be enabled: half-precision FLOPs stay unknown");
     }
   }
+}
+
+void Collector::enableLaunchAndNvtxCallbacks() {
+  CuptiActivityApi& api = CuptiActivityApi::instance();
   // NVTX reaches fprof's own handlers directly unless FPROF_NVTX_INJECTION=cupti.
   CuptiActivityApi::Callbacks callbacks;
   callbacks.nvtx = config_.cupti.nvtx_callbacks && !config_.nvtx_direct;
@@ -363,6 +423,11 @@ bool Collector::initialize() {
   if (config_.cupti.host_pinned && !api.setHostPinnedProfilingBuffers()) {
     addEvent("warning", "CUPTI refused to keep timestamps in pinned host memory");
   }
+}
+
+// The activity kinds, their completed buffers queued for the writer, and CUPTI's flush period.
+void Collector::enableActivityRecords() {
+  CuptiActivityApi& api = CuptiActivityApi::instance();
   CuptiActivityApi::Kinds kinds;
   kinds.kernel = config_.cupti.kernel;
   kinds.memcpy = config_.cupti.memcpy;
@@ -386,7 +451,9 @@ bool Collector::initialize() {
     addEvent("warning", w);
   }
   api.setFlushPeriod(config_.flush_interval_ms);
+}
 
+void Collector::startWriterThread() {
   if (pipe2(wake_pipe_, O_CLOEXEC | O_NONBLOCK) != 0 || pipe2(done_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) {
     logWarning("pipe2 failed: %s; records are written only at exit", std::strerror(errno));
   }
@@ -399,7 +466,10 @@ bool Collector::initialize() {
   writer_thread_ = std::thread([this] { writerLoop(); });
   g_writer_thread = writer_thread_.native_handle();
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+}
 
+// Collection on, and what ends it or takes CUPTI over: exit, fork, signals, another CUPTI client.
+void Collector::installProcessHooks() {
   active_.store(true);
   std::atexit(exitTrampoline);
   pthread_atfork(nullptr, nullptr, forkChildTrampoline);
@@ -411,14 +481,6 @@ bool Collector::initialize() {
   if (auto set_hook = reinterpret_cast<SetHook>(dlsym(RTLD_DEFAULT, "fprof_cupti_guard_set_hook"))) {
     set_hook(&yieldTrampoline);
   }
-  if (metrics) {
-    logInfo("profiling hardware counters to %s: selected kernels run serialized (and replayed where the metrics need "
-            "it), so they run slower",
-            path_.c_str());
-  } else {
-    logInfo("tracing to %s", path_.c_str());
-  }
-  return true;
 }
 
 void Collector::recordCuptiLibraries() {
@@ -1109,57 +1171,15 @@ void Collector::drain() {
   const bool timing = selfTimingEnabled();
   auto now = [timing] { return timing ? selfTimingNowNs() : 0; };
   std::vector<RawBuffer> buffers;
-  std::vector<core::DeviceInfo> devices;
   std::vector<core::CollectorEventRecord> events;
-  std::vector<std::pair<std::string, std::string>> metadata;
-  {
-    // Buffers first: every launch of a kernel in these buffers was queued before them.
-    std::lock_guard lock(pending_mu_);
-    buffers.swap(buffers_);
-    devices.swap(devices_);
-    events.swap(events_);
-    metadata.swap(metadata_);
-  }
-  for (const auto& [key, value] : metadata) {
-    if (core::Status s = writer_->setMetadata(key, value); !s) logWarning("%s", s.error().c_str());
-  }
-  for (core::DeviceInfo& d : devices) {
-    d.process_id = process_id_;
-    translator_.addDevice(d);
-    if (core::Status s = writer_->addDevice(d); !s) logWarning("%s", s.error().c_str());
-  }
-  std::vector<uint32_t> own_copies;
-  std::vector<core::FunctionArgRecord> arg_roles;
-  std::vector<core::MemcpyAddressRecord> copy_addresses;
-  {
-    std::lock_guard lock(pending_mu_);
-    own_copies.swap(own_copies_);
-    arg_roles.swap(arg_roles_found_);
-    copy_addresses.swap(copy_addresses_);
-  }
-  for (uint32_t c : own_copies) translator_.ignoreCopies(c);
-  for (core::FunctionArgRecord& a : arg_roles) writer_->add(a);
-  for (const core::MemcpyAddressRecord& c : copy_addresses) writer_->add(c);
+  takePending(buffers, events);
+  writeProbeAndCopyRecords();
   int64_t t0 = now();
   std::vector<core::NvtxRangeRecord> ranges;
   recorder_->collect(translator_, ranges);
   int64_t t1 = now();
   if (timing) self_timing_.addWriter(WriterTimer::kCollect, t1 - t0);
-  TranslatedBatch batch;
-  CuptiActivityApi& api = CuptiActivityApi::instance();
-  for (const RawBuffer& b : buffers) {
-    for (const CUpti_Activity* r = CuptiActivityApi::nextRecord(b.data, b.valid_bytes, nullptr); r != nullptr;
-         r = CuptiActivityApi::nextRecord(b.data, b.valid_bytes, r)) {
-      const int64_t before = now();  // 0 unless self-timing
-      translator_.translate(*r, batch);
-      if (timing) {
-        RecordsOfKind& k = records_by_kind_[static_cast<int>(r->kind)];
-        ++k.count;
-        k.ns += now() - before;
-      }
-    }
-    api.releaseBuffer(b.data);
-  }
+  TranslatedBatch batch = translateBuffers(buffers);
   if (metrics_.enabled()) metrics_.addGraphKernels(batch.kernels);
   if (timing) {
     self_timing_.max_pending_launches = std::max<uint64_t>(self_timing_.max_pending_launches, translator_.pendingLaunches());
@@ -1177,6 +1197,83 @@ void Collector::drain() {
                                       f.ptx_version});
   }
   for (core::CollectorEventRecord& e : events) writer_->add(e);
+  writeMetricsResults();
+  reportDroppedRecords();
+  if (core::Status s = writer_->flush(); !s) {
+    static std::atomic<int> budget{3};
+    if (budget.fetch_sub(1) > 0) logWarning("writing %s failed: %s", path_.c_str(), s.error().c_str());
+  }
+  if (timing) {
+    t1 = now();
+    self_timing_.addWriter(WriterTimer::kStore, t1 - t0);
+  }
+  translator_.endGeneration();
+  if (timing) self_timing_.addWriter(WriterTimer::kTranslate, now() - t1);
+}
+
+// What the callbacks queued for the writer: the activity buffers and events (handed back), the
+// metadata and devices (written now).
+void Collector::takePending(std::vector<RawBuffer>& buffers, std::vector<core::CollectorEventRecord>& events) {
+  std::vector<core::DeviceInfo> devices;
+  std::vector<std::pair<std::string, std::string>> metadata;
+  {
+    // Buffers first: every launch of a kernel in these buffers was queued before them.
+    std::lock_guard lock(pending_mu_);
+    buffers.swap(buffers_);
+    devices.swap(devices_);
+    events.swap(events_);
+    metadata.swap(metadata_);
+  }
+  for (const auto& [key, value] : metadata) {
+    if (core::Status s = writer_->setMetadata(key, value); !s) logWarning("%s", s.error().c_str());
+  }
+  for (core::DeviceInfo& d : devices) {
+    d.process_id = process_id_;
+    translator_.addDevice(d);
+    if (core::Status s = writer_->addDevice(d); !s) logWarning("%s", s.error().c_str());
+  }
+}
+
+// The argument-role probe's own copies (left out of the trace) and roles, and the copies' addresses.
+void Collector::writeProbeAndCopyRecords() {
+  std::vector<uint32_t> own_copies;
+  std::vector<core::FunctionArgRecord> arg_roles;
+  std::vector<core::MemcpyAddressRecord> copy_addresses;
+  {
+    std::lock_guard lock(pending_mu_);
+    own_copies.swap(own_copies_);
+    arg_roles.swap(arg_roles_found_);
+    copy_addresses.swap(copy_addresses_);
+  }
+  for (uint32_t c : own_copies) translator_.ignoreCopies(c);
+  for (core::FunctionArgRecord& a : arg_roles) writer_->add(a);
+  for (const core::MemcpyAddressRecord& c : copy_addresses) writer_->add(c);
+}
+
+// Every record of the buffers translated, each buffer given back to CUPTI's pool.
+TranslatedBatch Collector::translateBuffers(const std::vector<RawBuffer>& buffers) {
+  const bool timing = selfTimingEnabled();
+  auto now = [timing] { return timing ? selfTimingNowNs() : 0; };
+  TranslatedBatch batch;
+  CuptiActivityApi& api = CuptiActivityApi::instance();
+  for (const RawBuffer& b : buffers) {
+    for (const CUpti_Activity* r = CuptiActivityApi::nextRecord(b.data, b.valid_bytes, nullptr); r != nullptr;
+         r = CuptiActivityApi::nextRecord(b.data, b.valid_bytes, r)) {
+      const int64_t before = now();  // 0 unless self-timing
+      translator_.translate(*r, batch);
+      if (timing) {
+        RecordsOfKind& k = records_by_kind_[static_cast<int>(r->kind)];
+        ++k.count;
+        k.ns += now() - before;
+      }
+    }
+    api.releaseBuffer(b.data);
+  }
+  return batch;
+}
+
+// Metrics mode's counters, copies and reasons per launch, graph launches' sums, notes and metadata.
+void Collector::writeMetricsResults() {
   for (LaunchCounterResult& r : metrics_.takeResults()) {
     const core::Writer::LaunchRef launch{r.launch.correlation_id, r.launch.nested_correlation_id,
                                          r.launch.graph_node_id};
@@ -1201,39 +1298,65 @@ void Collector::drain() {
   for (const auto& [key, value] : metrics_.takeMetadata()) {
     if (core::Status s = writer_->setMetadata(key, value); !s) logWarning("%s", s.error().c_str());
   }
-  const uint64_t dropped = api.droppedRecords();
-  if (dropped != dropped_reported_) {
-    writer_->add(core::CollectorEventRecord{
-        process_id_, unixNowNs(), "warning",
-        std::to_string(dropped - dropped_reported_) + " CUPTI activity records were dropped (buffers full); " +
-            std::to_string(dropped) + " so far"});
-    if (core::Status s = writer_->setMetadata("dropped_records", std::to_string(dropped)); !s) {
-      logWarning("%s", s.error().c_str());
-    }
-    dropped_reported_ = dropped;
+}
+
+void Collector::reportDroppedRecords() {
+  const uint64_t dropped = CuptiActivityApi::instance().droppedRecords();
+  if (dropped == dropped_reported_) return;
+  writer_->add(core::CollectorEventRecord{
+      process_id_, unixNowNs(), "warning",
+      std::to_string(dropped - dropped_reported_) + " CUPTI activity records were dropped (buffers full); " +
+          std::to_string(dropped) + " so far"});
+  if (core::Status s = writer_->setMetadata("dropped_records", std::to_string(dropped)); !s) {
+    logWarning("%s", s.error().c_str());
   }
-  if (core::Status s = writer_->flush(); !s) {
-    static std::atomic<int> budget{3};
-    if (budget.fetch_sub(1) > 0) logWarning("writing %s failed: %s", path_.c_str(), s.error().c_str());
-  }
-  if (timing) {
-    t1 = now();
-    self_timing_.addWriter(WriterTimer::kStore, t1 - t0);
-  }
-  translator_.endGeneration();
-  if (timing) self_timing_.addWriter(WriterTimer::kTranslate, now() - t1);
+  dropped_reported_ = dropped;
 }
 
 void Collector::finish(int64_t last_start_ns) {
   if (!writer_) return;
-  if (selfTimingEnabled() && !records_by_kind_.empty()) {
-    std::string line;
-    for (const auto& [kind, k] : records_by_kind_) {
-      line += " kind " + std::to_string(kind) + ": " + std::to_string(k.count) + " (" +
-              std::to_string(k.ns / 1'000'000) + " ms)";
+  printRecordsByKind();
+  recordFatalSignal();
+  recordRunEvents();
+  SelfTimingTotals timing;
+  if (selfTimingEnabled()) {
+    // Stored before closing: the close itself (indexes, WAL checkpoint) is only printed.
+    timing = self_timing_;
+    recorder_->addTotals(timing);
+    if (last_start_ns != 0) timing.addWriter(WriterTimer::kFinalWrite, selfTimingNowNs() - last_start_ns);
+    if (core::Status s = writer_->setMetadata("self_timing", selfTimingJson(timing)); !s) {
+      logWarning("%s", s.error().c_str());
     }
-    std::fprintf(stderr, "[fprof] self-timing: activity records translated:%s\n", line.c_str());
   }
+  const int64_t close_start_ns = selfTimingEnabled() ? selfTimingNowNs() : 0;
+  if (core::Status s = writer_->close(); !s) {
+    logWarning("closing %s failed: %s", path_.c_str(), s.error().c_str());
+  } else {
+    logInfo("wrote %s", path_.c_str());
+  }
+  if (selfTimingEnabled()) {
+    // Printed whatever FPROF_QUIET says: it was asked for.
+    const std::string text = selfTimingText(timing);
+    std::fprintf(stderr, "%s", prefixLines(text, "[fprof] ").c_str());
+    std::fprintf(stderr, "[fprof] self-timing: closing the database (indexes, WAL checkpoint): %.1f ms\n",
+                 double(selfTimingNowNs() - close_start_ns) * 1e-6);
+  }
+  writer_.reset();
+  finished_.store(true);
+}
+
+// FPROF_SELF_TIMING: the writer's records by CUPTI kind, on stderr.
+void Collector::printRecordsByKind() const {
+  if (!selfTimingEnabled() || records_by_kind_.empty()) return;
+  std::string line;
+  for (const auto& [kind, k] : records_by_kind_) {
+    line += " kind " + std::to_string(kind) + ": " + std::to_string(k.count) + " (" +
+            std::to_string(k.ns / 1'000'000) + " ms)";
+  }
+  std::fprintf(stderr, "[fprof] self-timing: activity records translated:%s\n", line.c_str());
+}
+
+void Collector::recordFatalSignal() {
   if (const int sig = g_fatal_signal.load(); sig != 0) {
     const char* abbrev = sigabbrev_np(sig);
     const std::string name = abbrev != nullptr ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
@@ -1242,6 +1365,10 @@ void Collector::finish(int64_t last_start_ns) {
                                             "the program received " + name +
                                                 " and died; everything collected until then was written"});
   }
+}
+
+// What went missing or was left out over the run, each as one collector event.
+void Collector::recordRunEvents() {
   const TranslatorStats& stats = translator_.stats();
   if (stats.unmatched_kernels > 0) {
     writer_->add(core::CollectorEventRecord{
@@ -1293,31 +1420,6 @@ void Collector::finish(int64_t last_start_ns) {
     writer_->add(core::CollectorEventRecord{process_id_, unixNowNs(), "warning",
                                             std::to_string(pops) + " NVTX pops had no matching push"});
   }
-  SelfTimingTotals timing;
-  if (selfTimingEnabled()) {
-    // Stored before closing: the close itself (indexes, WAL checkpoint) is only printed.
-    timing = self_timing_;
-    recorder_->addTotals(timing);
-    if (last_start_ns != 0) timing.addWriter(WriterTimer::kFinalWrite, selfTimingNowNs() - last_start_ns);
-    if (core::Status s = writer_->setMetadata("self_timing", selfTimingJson(timing)); !s) {
-      logWarning("%s", s.error().c_str());
-    }
-  }
-  const int64_t close_start_ns = selfTimingEnabled() ? selfTimingNowNs() : 0;
-  if (core::Status s = writer_->close(); !s) {
-    logWarning("closing %s failed: %s", path_.c_str(), s.error().c_str());
-  } else {
-    logInfo("wrote %s", path_.c_str());
-  }
-  if (selfTimingEnabled()) {
-    // Printed whatever FPROF_QUIET says: it was asked for.
-    const std::string text = selfTimingText(timing);
-    std::fprintf(stderr, "%s", prefixLines(text, "[fprof] ").c_str());
-    std::fprintf(stderr, "[fprof] self-timing: closing the database (indexes, WAL checkpoint): %.1f ms\n",
-                 double(selfTimingNowNs() - close_start_ns) * 1e-6);
-  }
-  writer_.reset();
-  finished_.store(true);
 }
 
 // A forked child shares the parent's database connection but has no writer thread: it must
