@@ -41,8 +41,8 @@
 #include <vector>
 
 #include "fprof/core/store.h"
-#include "trace_recorder.h"
-#include "translate.h"
+#include "trace/trace_recorder.h"
+#include "trace/translate.h"
 
 namespace {
 

@@ -75,7 +75,7 @@ std::string defaultOutput(const std::string& program) {
 }
 
 // The named database and the per-rank / per-process siblings the collector writes beside it
-// (run.rank3.fprof, run.pid812.fprof: collector/src/config.cpp), as they are on disk now.
+// (run.rank3.fprof, run.pid812.fprof: collector/src/injection/config.cpp), as they are on disk now.
 std::vector<fs::path> runDatabases(const std::string& output) {
   std::vector<fs::path> files;
   const fs::path out(output);

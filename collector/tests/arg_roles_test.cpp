@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "arg_roles.h"
+#include "arg_roles/arg_roles.h"
 
 namespace fprof::collector {
 namespace {

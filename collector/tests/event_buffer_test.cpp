@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "event_buffer.h"
+#include "trace/event_buffer.h"
 
 namespace fprof::collector {
 namespace {

@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "counting_backend.h"
-#include "counting_strategy.h"
+#include "metrics/counting_backend.h"
+#include "metrics/counting_strategy.h"
 
 namespace fprof::collector::testing {
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "fake_counting_backend.h"
-#include "metrics_collector.h"
+#include "metrics/metrics_collector.h"
 
 namespace fprof::collector::testing {
 

@@ -18,7 +18,7 @@ extern "C" int (*InitializeInjectionNvtx2_fnptr)(const void* (*)(uint32_t));
 #include <string>
 #include <vector>
 
-#include "nvtx_injection.h"
+#include "trace/nvtx_injection.h"
 
 namespace {
 

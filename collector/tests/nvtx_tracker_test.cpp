@@ -4,7 +4,7 @@
 
 #include <map>
 
-#include "nvtx_tracker.h"
+#include "trace/nvtx_tracker.h"
 
 namespace fprof::collector {
 namespace {

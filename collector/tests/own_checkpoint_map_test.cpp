@@ -1,7 +1,7 @@
-// The own checkpoint's maps (collector/src/own_checkpoint_map.h): allocations followed through
+// The own checkpoint's maps (collector/src/cupti/own_checkpoint_map.h): allocations followed through
 // frees, unmappings and a refusal, and a cubin's writable variables and outside calls, read from
 // tests/data/sass/writes_sm90.cubin (see writes.cu).
-#include "own_checkpoint_map.h"
+#include "cupti/own_checkpoint_map.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
-// Counter ranges matched to profiled launches by name and order (collector/src/range_matching.h).
-#include "range_matching.h"
+// Counter ranges matched to profiled launches by name and order (collector/src/metrics/range_matching.h).
+#include "metrics/range_matching.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
-// The cache-sweep cubins built ahead by ptxas (collector/src/sweep_cubins.h): one pair per numeric
+// The cache-sweep cubins built ahead by ptxas (collector/src/cupti/sweep_cubins.h): one pair per numeric
 // CUDA architecture of the build (FPROF_SWEEP_SMS, "" where the build had no ptxas), found for a
 // device of the same major and a minor at or above theirs, and holding the kernels as built.
-#include "sweep_cubins.h"
+#include "cupti/sweep_cubins.h"
 
 #include <gtest/gtest.h>
 

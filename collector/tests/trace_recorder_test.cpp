@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "trace_recorder.h"
+#include "trace/trace_recorder.h"
 
 namespace fprof::collector {
 namespace {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "fprof/core/occupancy.h"
-#include "translate.h"
+#include "trace/translate.h"
 
 namespace fprof::collector {
 namespace {

@@ -1,10 +1,10 @@
-// Writes the collector's cache-sweep PTX (collector/src/sweep_ptx.h) to two files, for ptxas at
+// Writes the collector's cache-sweep PTX (collector/src/cupti/sweep_ptx.h) to two files, for ptxas at
 // build time (collector/CMakeLists.txt, sweep_cubins.h):  fprof_sweep_ptx L2_PTX CODE_PTX
 #include <cstdio>
 #include <fstream>
 #include <string>
 
-#include "sweep_ptx.h"
+#include "cupti/sweep_ptx.h"
 
 namespace {
 bool writeText(const char* path, const std::string& text) {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "arg_role_probe.h"
+#include "arg_roles/arg_role_probe.h"
 
 using fprof::collector::ArgRole;
 using fprof::collector::ArgRoleProbe;

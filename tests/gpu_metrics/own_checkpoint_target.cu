@@ -1,7 +1,7 @@
 // Writes of every kind a profiled launch's duplicate must leave undone, checked exactly: run by
 // metrics_gpu_test under a one-run `fprof run --metrics roofline`, where each launch below is
 // profiled and runs twice (fprof's own checkpoint around the duplicate where it holds all the
-// launch can write, CUPTI's elsewhere: collector/src/own_checkpoint.h). Each kernel adds 1 to its
+// launch can write, CUPTI's elsewhere: collector/src/cupti/own_checkpoint.h). Each kernel adds 1 to its
 // memory in place, so a duplicate left standing shows as 2. Exits 3 on a wrong value, 77 without
 // a GPU.
 //   in place on cudaMalloc memory; a __device__ counter and an initialized __device__ table; memory

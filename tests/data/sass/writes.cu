@@ -1,4 +1,4 @@
-// What fprof's own checkpoint reads from a cubin (collector/src/own_checkpoint_map.h): module
+// What fprof's own checkpoint reads from a cubin (collector/src/cupti/own_checkpoint_map.h): module
 // variables a kernel can store to, and device functions called outside the module.
 // writes_sm90.cubin: nvcc -cubin -arch=sm_90 -o writes_sm90.cubin writes.cu (CUDA 13.0).
 #include <cassert>

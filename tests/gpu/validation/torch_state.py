@@ -6,7 +6,7 @@
 
 Under a one-run metrics run every profiled launch runs twice: its duplicate, counted by SASS
 patching, between a checkpoint of the program's memory and its restore (fprof's own checkpoint or
-CUPTI's, collector/src/own_checkpoint.h). A write the restore missed changes the parameters or the
+CUPTI's, collector/src/cupti/own_checkpoint.h). A write the restore missed changes the parameters or the
 optimizer's state: in-place updates (AdamW's foreach kernels take their tensors' pointers in a
 struct argument), embedding gradients accumulated by index, dropout's random streams, gradient
 clipping, a bf16 autocast region. Deterministic algorithms make the native digest repeatable.

@@ -9,7 +9,7 @@
 
 #include "fprof/core/metric_sets.h"
 #include "fprof/core/sass_tensor.h"
-#include "metrics_config.h"
+#include "metrics/metrics_config.h"
 
 namespace fprof::collector {
 namespace {

@@ -1,7 +1,7 @@
 // Instruction counts per SASS instruction (per PC) of profiled launches, from CUPTI's SASS Metrics
 // API (binary patching: no replay, no memory saved), and the SASS counters they give once joined
 // with each instruction's opcode. The second run of application replay counts this way
-// (collector/src/sass_patching.h); `fprof run` reads the functions' SASS with nvdisasm afterwards
+// (collector/src/cupti/sass_patching.h); `fprof run` reads the functions' SASS with nvdisasm afterwards
 // and turns each launch's counts into the same raw metrics kernel replay would have counted
 // (sm__sass_thread_inst_executed_op_ffma_pred_on.sum, ...), so the rest of the pipeline is unchanged.
 #pragma once
