@@ -69,7 +69,7 @@ class CuptiActivityApi {
   void flushAll(bool forced);
   // A launch counted by SASS patching holds flushes from before the SASS Metrics API is enabled
   // until it is disabled again; flushAll on another thread waits meanwhile (the writer's periodic
-  // flush during a patched launch hung a Hugging Face program's run, bench/RESULTS.md issue 15).
+  // flush during a patched launch hung a Hugging Face program's run, bench/RESULTS.md).
   void holdFlushes();
   void releaseFlushes();  // on the holding thread
   // Concurrent kernel records off and on again around a launch counted by SASS patching in a run

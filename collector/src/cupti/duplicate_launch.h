@@ -1,4 +1,4 @@
-// SASS counts in the program's own run (issue 15's one-run application replay): before a profiled
+// SASS counts in the program's own run (application replay in one run): before a profiled
 // launch runs, the context's memory is saved with the CUPTI Checkpoint API, the launch is issued
 // once more from its callback with the SASS Metrics API patching its functions (every instruction
 // counted exactly, sass_patching.h), and the memory is restored, so the program's own launch then

@@ -50,7 +50,7 @@ bool L2Sweep::setup(CUdevice device, std::string& error) {
 }
 
 // The sweeps' cubins built for the device's architecture where the build made them, else their PTX
-// compiled by the driver's JIT (1.4 s for the code sweep on a fresh H100 machine, session 20).
+// compiled by the driver's JIT (1.4 s for the code sweep on a fresh H100 machine).
 bool L2Sweep::loadKernels(CUdevice device, std::string& error) {
   int major = 0, minor = 0;
   (void)cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
@@ -111,7 +111,7 @@ bool L2Sweep::launch(CUstream stream, uint32_t discard, std::string& error) {
 }
 
 // Reading alone leaves the L2 full of clean lines, discarding after it leaves it empty; both gave
-// the same agreement with ncu (bench/RESULTS.md, issue 15), and empty is what ncu's flush leaves.
+// the same agreement with ncu (bench/RESULTS.md), and empty is what ncu's flush leaves.
 bool L2Sweep::run(CUstream stream, std::string& error) {
   return launchCodeSweep(stream, error) && launch(stream, 0, error) && launch(stream, 1, error);
 }

@@ -6,7 +6,7 @@
 // and a second launch discards the buffer's lines: the L2 is empty, as after ncu's flush, and the
 // kernel's DRAM bytes are its own, as under ncu's --cache-control all. It holds 2 x the L2 of
 // device memory (100 MB on an H100) for the rest of the run. Kernel replay cannot use this: its memory save and restore
-// runs after it and refills the L2 (bench/RESULTS.md, issue 15).
+// runs after it and refills the L2 (bench/RESULTS.md).
 #pragma once
 
 #include <cuda.h>

@@ -2,8 +2,8 @@
 // memory the program allocated in the launch's context, its pinned host memory and the writable
 // variables of the launched function's module, copied aside before the duplicate and back after
 // it. The CUPTI Checkpoint API saves the whole context instead, and its cost follows the modules
-// the context has loaded, not the memory the program holds (bench/RESULTS.md, issue 15, session
-// 20: 10-15 ms a save and restore in the PyTorch step, holding 191 MB).
+// the context has loaded, not the memory the program holds (bench/RESULTS.md:
+// 10-15 ms a save and restore in the PyTorch step, holding 191 MB).
 //
 // Used only where it holds everything the launch can write (covers()); otherwise the duplicate
 // takes the CUPTI checkpoint, as before:

@@ -3,7 +3,7 @@
 // memory saved. The second run of application replay counts the roofline set's SASS counters this
 // way (core/sass_pc.h turns the per-PC counts into those counters once the opcodes are read).
 //
-// Measured on an H100 under CUPTI 13.0 (bench/RESULTS.md, issue 15): the counts read 0 whenever
+// Measured on an H100 under CUPTI 13.0 (bench/RESULTS.md): the counts read 0 whenever
 // concurrent kernel activity records are enabled, and are exact for every function with the
 // serialized kind (CUPTI_ACTIVITY_KIND_KERNEL), which a run counting this way therefore enables
 // instead. Patched kernels run slower and their counter updates go through the memory system, so

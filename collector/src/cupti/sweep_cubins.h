@@ -1,7 +1,7 @@
 // The cache-sweep kernels (sweep_ptx.h) compiled ahead by ptxas at build time, one cubin pair per
 // CUDA architecture of the build (CMAKE_CUDA_ARCHITECTURES), so that the collector does not
 // JIT-compile them in the profiled program: the code sweep's 32,768 instructions took the driver's
-// JIT 1.4 s on a fresh H100 machine (bench/RESULTS.md, issue 15, session 20). A device without a
+// JIT 1.4 s on a fresh H100 machine (bench/RESULTS.md). A device without a
 // cubin of its architecture gets the PTX, as before. The table is generated (sweep_cubins_data.cpp
 // in the build folder; empty where the build had no ptxas).
 #pragma once

@@ -71,7 +71,7 @@ END:
 // each GPC's instruction caches hold the sweep's code instead of the program's, as after ncu's
 // cache flush, which invalidates them too. Without it, a kernel profiled again found its code
 // still cached: a kernel of 128 KiB of code read 1.0 MB less L2 (8 GPCs x its code) and 130 KB
-// less DRAM than ncu counts with --cache-control all (bench/RESULTS.md, issue 15, session 15).
+// less DRAM than ncu counts with --cache-control all (bench/RESULTS.md).
 constexpr int kCodeSweepInstructions = 32768;
 
 std::string codeSweepPtx() {

@@ -2,7 +2,7 @@
 // launch: the CUPTI profiler API of cupti_profiler_target.h (deprecated in CUDA 13.0, still
 // shipped), whose EnableProfiling/DisableProfiling leave the kernels launched while off uncounted.
 // The range profiler has no such switch: counting one launch in the program's own run costs a
-// cuptiRangeProfilerStart and Stop each (17.8 + 6.3 ms on an H100, bench/RESULTS.md issue 15).
+// cuptiRangeProfilerStart and Stop each (17.8 + 6.3 ms on an H100, bench/RESULTS.md).
 // The counter-data image is the range profiler's (same layout; RangeProfiler sizes and
 // initializes it) and is decoded the same way.
 #pragma once
@@ -30,7 +30,7 @@ class ToggledSession {
   // Begins the session and its pass, if not open. Done before the L2 is emptied for the next
   // counted launch, not as counting begins: what the session writes to device memory as it begins
   // must reach DRAM before that launch, or its range counts it (2.9 MB of DRAM writes on the first
-  // range of each session, H100, bench/RESULTS.md issue 15). countOn opens it otherwise. Not
+  // range of each session, H100, bench/RESULTS.md). countOn opens it otherwise. Not
   // opened at the end of a decode: a session still open as the process exits crashed it.
   bool open(std::string& error);
   bool countOn(std::string& error);

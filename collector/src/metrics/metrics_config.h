@@ -19,7 +19,7 @@ enum class CacheControl { kNone, kAll, kAllIfSupported };
 // saving and restoring device memory around the passes. kApplication: the program's own execution
 // of the launch is counted (CUPTI's user replay, no memory saved), so the metrics must fit one pass
 // and hold no SASS-instrumented metric (those read 0 or less than the truth without kernel replay:
-// bench/RESULTS.md, issue 15); application replay of several passes, one program run per pass, is not
+// bench/RESULTS.md); application replay of several passes, one program run per pass, is not
 // built. kAuto: kApplication where the metrics allow it, else kKernel.
 //
 // kSassPatching: no replay; CUPTI's SASS Metrics API patches each profiled launch's functions to
