@@ -246,7 +246,8 @@ bool Collector::openDatabase() {
   const std::string ranked = rankedOutputPath(config_.output, config_.ranks.rank);
   // O_EXCL claims the name atomically, so two processes of one run never share a file, also
   // with --force (a compile worker of torch.compile must not overwrite its parent's file):
-  // `fprof run --force` deletes the old files before the program starts. FPROF_FORCE only lets
+  // `fprof run --force` has the collector write into a fresh folder and moves the new files over
+  // the old ones once the program has ended. FPROF_FORCE only lets
   // an existing file of an earlier run be replaced when nothing else claimed it in this run.
   path_ = ranked;
   if (!claimPath(path_)) {

@@ -1,7 +1,7 @@
-// SassPrefetch (cli/sass_step.h): the functions a metrics run's duplicates count, decoded while the
+// SassPrefetch (runner/sass_step.h): the functions a metrics run's duplicates count, decoded while the
 // program runs, from the per-PC files and saved cubins as the collector leaves them. A stand-in
 // nvdisasm logs each call with the size of the code it was given, so the tests see what was decoded.
-#include "sass_step.h"
+#include "fprof/runner/sass_step.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -16,7 +16,7 @@
 
 #include "fprof/core/nvdisasm.h"
 
-namespace fprof::cli {
+namespace fprof::runner {
 namespace {
 
 namespace fs = std::filesystem;
@@ -156,4 +156,4 @@ TEST_F(SassPrefetchTest, NothingWithoutOneMarkedSmOrForUnknownNames) {
 }
 
 }  // namespace
-}  // namespace fprof::cli
+}  // namespace fprof::runner

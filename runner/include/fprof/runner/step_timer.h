@@ -8,7 +8,7 @@
 
 #include "fprof/core/environment.h"
 
-namespace fprof::cli {
+namespace fprof::runner {
 
 class StepTimer {
  public:
@@ -29,4 +29,4 @@ class StepTimer {
   std::chrono::steady_clock::time_point last_;
 };
 
-}  // namespace fprof::cli
+}  // namespace fprof::runner

@@ -1,6 +1,6 @@
 // The post-run SASS step of `fprof run --metrics` (see sass_step.h).
-#include "sass_step.h"
-#include "step_timer.h"
+#include "fprof/runner/sass_step.h"
+#include "fprof/runner/step_timer.h"
 
 #include <sys/stat.h>
 
@@ -28,7 +28,7 @@
 #include "fprof/core/sass_pc.h"
 #include "fprof/core/sass_tensor.h"
 
-namespace fprof::cli {
+namespace fprof::runner {
 namespace {
 
 namespace fs = std::filesystem;
@@ -530,4 +530,4 @@ void SassPrefetch::decodeNewFunctions() {
   decode_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 }
 
-}  // namespace fprof::cli
+}  // namespace fprof::runner

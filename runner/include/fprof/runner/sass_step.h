@@ -15,7 +15,7 @@
 #include "fprof/core/expected.h"
 #include "fprof/core/replay_merge.h"
 
-namespace fprof::cli {
+namespace fprof::runner {
 
 // Completes `db_path` from the cubins in `cubin_dir`; returns a line for the user, "" when there
 // was nothing to do.
@@ -64,4 +64,4 @@ class SassPrefetch {
   std::thread thread_;
 };
 
-}  // namespace fprof::cli
+}  // namespace fprof::runner

@@ -1,0 +1,254 @@
+// `fprof run` as a list of steps (see runner.h).
+#include "fprof/runner/runner.h"
+
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+
+#include "fprof/core/environment.h"
+#include "fprof/core/store.h"
+#include "fprof/core/text.h"
+#include "fprof/runner/run_files.h"
+#include "fprof/runner/sass_step.h"
+#include "fprof/runner/step_timer.h"
+#include "run_context.h"
+
+extern char** environ;
+
+namespace fprof::runner {
+namespace {
+
+namespace fs = std::filesystem;
+
+int inputError(const std::string& message) {
+  std::fprintf(stderr, "fprof: run: %s\n", core::cleanText(message).c_str());
+  return 2;
+}
+
+// Replay passes the CUPTI host API gives these metrics on this machine's GPU (fprof-metrics-host,
+// no GPU work), or none where the tool is missing or cannot say.
+std::optional<int> hardwarePasses(const std::string& tool, const std::vector<std::string>& metrics) {
+  if (tool.empty() || metrics.empty()) return std::nullopt;
+  std::string command = "'" + tool + "'";
+  for (const std::string& m : metrics) command += " '" + m + "'";  // metric names: [a-z0-9_.]
+  std::FILE* pipe = popen((command + " 2>/dev/null").c_str(), "r");
+  if (pipe == nullptr) return std::nullopt;
+  std::optional<int> passes;
+  char line[512];
+  while (std::fgets(line, sizeof line, pipe) != nullptr) {
+    if (int n = 0; std::sscanf(line, "passes %d", &n) == 1 && n > 0) passes = n;
+  }
+  return pclose(pipe) == 0 ? passes : std::nullopt;
+}
+
+// --cupti, else FPROF_CUPTI, as an absolute path; "" for the toolkit's.
+core::Expected<std::string> chosenCupti(const RunOptions& opt) {
+  std::string cupti = opt.cupti;
+  if (cupti.empty()) cupti = core::env::Parser(core::env::processEnvironment()).text(core::env::Var::kCupti);
+  if (cupti.empty()) return cupti;
+  std::error_code ec;
+  if (!fs::exists(cupti, ec)) return core::makeError("--cupti " + cupti + " does not exist");
+  return fs::absolute(cupti).string();
+}
+
+// The checks made before any planning: a program, no other injector, an output to write.
+core::Expected<std::string> checkedOutput(const RunOptions& opt) {
+  if (opt.program.empty() && !opt.explain) {
+    return core::makeError("no program given; usage: fprof run [-o FILE] PROGRAM [ARGS...]");
+  }
+  if (const char* other = std::getenv("CUDA_INJECTION64_PATH"); other && *other && !opt.explain) {
+    return core::makeError(std::string("CUDA_INJECTION64_PATH is already set (") + other +
+                           "): another profiler or tool (nsys, ncu, a sanitizer) injects into CUDA; run fprof "
+                           "outside it or unset the variable");
+  }
+  const std::string output =
+      !opt.output.empty() ? opt.output : defaultOutput(opt.program.empty() ? "PROGRAM" : opt.program[0]);
+  std::error_code ec;
+  if (fs::exists(output, ec) && !opt.force && !opt.explain) {
+    return core::makeError(output + " exists; choose another name with -o or overwrite it with --force");
+  }
+  return output;
+}
+
+// The metadata every database of the run gets once the program has ended.
+std::map<std::string, std::string> endingFacts(const RunPlan& plan, const WaitOutcome& waited) {
+  std::map<std::string, std::string> facts = exitFacts(waited.status);
+  facts["run_plan"] = plan.text();
+  std::string forwarded;
+  for (int sig : waited.forwarded) forwarded += (forwarded.empty() ? "" : ",") + signalName(sig);
+  if (!forwarded.empty()) facts["forwarded_signals"] = forwarded;
+  return facts;
+}
+
+// The first run's databases, checked, each with how the program ended recorded.
+std::vector<std::string> completeDatabases(const std::vector<std::string>& files, const RunPlan& plan,
+                                           const WaitOutcome& waited) {
+  StepTimer timer;
+  std::vector<std::string> complete;
+  for (const std::string& f : files) {
+    const core::Status checked = core::checkDatabase(f);
+    timer.done("check the database");
+    if (!checked) {
+      std::fprintf(stderr, "[fprof] %s is incomplete: %s\n", f.c_str(), checked.error().c_str());
+      continue;
+    }
+    if (core::Status recorded = core::appendMetadata(f, endingFacts(plan, waited)); !recorded) {
+      std::fprintf(stderr, "[fprof] how the program ended was not recorded: %s\n", recorded.error().c_str());
+    }
+    timer.done("record how the program ended");
+    complete.push_back(f);
+  }
+  return complete;
+}
+
+// The SASS counters of a set that needs them apart: from the first run's duplicates, else a
+// second run of the program.
+void countSassCounters(const RunContext& c, const std::vector<std::string>& complete, const std::string& cubin_dir,
+                       bool duplicates, int code, double first_run_seconds) {
+  const PlannedRun* second = c.plan.run(PlannedRun::Role::kSecond);
+  if (second == nullptr || complete.empty()) return;
+  StepTimer timer;
+  std::vector<std::string> again = complete;
+  if (duplicates) {
+    again = joinDuplicateCounts(c, complete, cubin_dir);
+    timer.done("the duplicates' SASS counts");
+  }
+  if (!again.empty()) runSecondTime(c, *second, again, code, first_run_seconds);
+  timer.done("application replay's second run");
+}
+
+// Moves the databases into place (with --force) and names them, the one holding the program's
+// kernels last.
+void putInPlace(OutputPlace& place, const std::vector<std::string>& complete) {
+  std::vector<std::string> problems;
+  const std::vector<std::string> placed = place.publish(complete, problems);
+  for (const std::string& p : problems) std::fprintf(stderr, "[fprof] %s\n", p.c_str());
+  if (problems.empty()) place.discard();
+  for (const std::string& line : readyReport(placed, place.output()).lines) {
+    std::fprintf(stderr, "[fprof] %s\n", line.c_str());
+  }
+}
+
+// What is said when fprof stops waiting at a second SIGINT: the program runs on, and its
+// collector completes its database where it writes it.
+int abandoned(const RunContext& c) {
+  std::fprintf(stderr,
+               "[fprof] a second SIGINT: fprof stops waiting for %s, which runs on; its collector completes %s "
+               "when it ends (no SASS step, ceilings or second run then)\n",
+               c.options.program[0].c_str(), c.output.c_str());
+  return 130;
+}
+
+// The first (or only) run and everything after it.
+int profile(RunContext& c, OutputPlace& place) {
+  std::string cubin_dir;  // metrics mode: the collector saves each module's cubin here
+  if (c.plan.metrics_mode) {
+    std::error_code ec;
+    cubin_dir = fs::absolute(c.output).string() + ".cubins";
+    fs::create_directories(cubin_dir, ec);
+    if (ec) cubin_dir.clear();
+  }
+  const PlannedRun& first = c.plan.runs.front();
+  const bool duplicates = first.sass_duplicate && !cubin_dir.empty();
+  const auto started = fs::file_time_type::clock::now();
+  const auto first_started = std::chrono::steady_clock::now();
+  std::optional<SassPrefetch> prefetch;  // the duplicates' functions decoded while the program runs
+  if (duplicates) prefetch.emplace(c.output, cubin_dir);
+  const WaitOutcome waited = runProgramOnce(c, first, RunFiles{c.output, cubin_dir, ""});
+  const double first_run_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - first_started).count();
+  StepTimer timer;
+  if (prefetch) prefetch->finish();
+  timer.done("the decoding under way as the program ended");
+  if (waited.ending == WaitOutcome::Ending::kNotStarted) {
+    std::error_code ec;
+    fs::remove_all(cubin_dir, ec);
+    place.discard();
+    return waited.status;
+  }
+  if (waited.ending == WaitOutcome::Ending::kAbandoned) return abandoned(c);
+  const int code = std::max(exitCodeOf(waited.status), 0);
+  if (WIFSIGNALED(waited.status)) {
+    std::fprintf(stderr, "[fprof] %s was killed by signal %d (%s)\n", c.options.program[0].c_str(),
+                 WTERMSIG(waited.status), strsignal(WTERMSIG(waited.status)));
+  }
+  const std::vector<std::string> files = producedFiles(c.output, started);
+  if (files.empty()) {
+    std::fprintf(stderr,
+                 "[fprof] no database was written: the program made no CUDA calls, or the collector was off (see "
+                 "messages above)\n");
+  }
+  const std::vector<std::string> complete = completeDatabases(files, c.plan, waited);
+  countSassCounters(c, complete, cubin_dir, duplicates, code, first_run_seconds);
+  std::error_code ec;
+  if (duplicates) {
+    for (const std::string& f : files) fs::remove(duplicatesPcFile(f), ec);
+  }
+  for (const std::string& f : complete) completeDatabase(c, f, cubin_dir);
+  if (!cubin_dir.empty()) fs::remove_all(cubin_dir, ec);
+  timer.done("remove the saved cubins");
+  putInPlace(place, complete);
+  return code;
+}
+
+}  // namespace
+
+WaitOutcome runProgramOnce(const RunContext& c, const PlannedRun& run, const RunFiles& files,
+                           std::optional<std::chrono::steady_clock::time_point> deadline) {
+  const core::env::Assignments assigned = childEnvironment(c.options, run, files, c.injection, c.parent);
+  const StartedProgram started = startProgram(c.options.program, mergedEnvironment(c.inherited, assigned));
+  if (started.pid < 0) {
+    std::fprintf(stderr, "fprof: run: %s %s: %s\n", started.exec_failed ? "cannot start" : "cannot fork for",
+                 c.options.program[0].c_str(), std::strerror(started.error));
+    WaitOutcome failed;
+    failed.ending = WaitOutcome::Ending::kNotStarted;
+    failed.status = started.exec_failed ? 127 : 2;  // as a shell says a program it cannot run
+    return failed;
+  }
+  WaitOutcome waited = waitForProgram(started.pid, deadline);
+  for (int sig : waited.forwarded) {
+    std::fprintf(stderr, "[fprof] passed %s on to %s\n", signalName(sig).c_str(), c.options.program[0].c_str());
+  }
+  return waited;
+}
+
+int runProgram(const RunOptions& opt, const Tools& tools) {
+  for (const std::string& p : core::env::problemsOf(core::env::processEnvironment(), core::env::kFprof)) {
+    std::fprintf(stderr, "fprof: warning: %s\n", p.c_str());
+  }
+  const auto output = checkedOutput(opt);
+  if (!output) return inputError(output.error());
+  if (core::Status checked = checkOptions(opt); !checked) return inputError(checked.error());
+  const auto cupti = chosenCupti(opt);
+  if (!cupti) return inputError(cupti.error());
+  const PlanFacts facts{*cupti, [&tools](const std::vector<std::string>& m) { return hardwarePasses(tools.metrics_host, m); }};
+  const auto plan = planRun(opt, facts);
+  if (!plan) return inputError(plan.error());
+  for (const std::string& w : plan->warnings) std::fprintf(stderr, "[fprof] %s\n", w.c_str());
+  if (opt.explain) {
+    std::printf("output: %s (per rank NAME.rank<N>.fprof beside it)\n%s", output->c_str(), plan->text().c_str());
+    return 0;
+  }
+  if (tools.collector.empty()) {
+    return inputError("libfprof_collector.so not found next to fprof (this build has no CUPTI collector; build with "
+                      "the CUDA toolkit, or set FPROF_COLLECTOR)");
+  }
+  std::error_code ec;
+  if (const fs::path dir = fs::path(*output).parent_path(); !dir.empty() && !fs::is_directory(dir, ec)) {
+    return inputError("output directory " + dir.string() + " does not exist");
+  }
+  auto place = OutputPlace::prepare(*output, opt.force);
+  if (!place) return inputError(place.error());
+  std::vector<std::string> inherited;
+  for (char** e = environ; *e != nullptr; ++e) inherited.emplace_back(*e);
+  RunContext context{opt, *plan, tools, Injection{tools.collector, tools.preload, *cupti}, place->workingOutput(),
+                     inherited, core::env::processEnvironment()};
+  return profile(context, *place);
+}
+
+}  // namespace fprof::runner
