@@ -32,8 +32,8 @@ void addRunOptions(CLI::App* app, RunOptions& opt) {
   app->add_flag("--force", opt.force,
                 "Replace the output database if it exists, once this run has written its own: the new files are "
                 "written into a folder beside it (.NAME.run<PID>) and moved over the files of the same names when "
-                "the program has ended; files of ranks or processes this run did not write stay. A program that "
-                "cannot be started changes nothing");
+                "the program has ended (fprof killed meanwhile leaves them there); files of ranks or processes "
+                "this run did not write stay. A program that cannot be started changes nothing");
   app->add_flag("--explain", opt.explain,
                 "Print the plan of the run (which runs of the program, what each counts and how, how they are "
                 "joined, each fallback and its trigger) and exit without running the program. Each database "

@@ -26,7 +26,9 @@ std::vector<core::CeilingRecord> measuredCeilings(const std::string& source, con
   for (const core::CeilingRecord& c : measured->ceilings) {
     if (c.device_name == device) rows.push_back(c);
   }
-  if (rows.empty()) std::fprintf(stderr, "[fprof] %s holds no ceilings for %s; not attached\n", source.c_str(), device.c_str());
+  if (rows.empty()) {
+    std::fprintf(stderr, "[fprof] %s holds no ceilings for %s; not attached\n", source.c_str(), device.c_str());
+  }
   return rows;
 }
 

@@ -30,7 +30,8 @@ void addInjection(const Injection& in, const core::env::Lookup& parent, core::en
   }
   if (!in.cupti.empty()) {
     // libnvperf_host/target of the same CUPTI release sit beside it.
-    out.emplace_back("LD_LIBRARY_PATH", prepended(fs::path(in.cupti).parent_path().string(), "LD_LIBRARY_PATH", parent));
+    const std::string dir = fs::path(in.cupti).parent_path().string();
+    out.emplace_back("LD_LIBRARY_PATH", prepended(dir, "LD_LIBRARY_PATH", parent));
   }
   out.emplace_back("CUDA_INJECTION64_PATH", in.collector);
   out.emplace_back("NVTX_INJECTION64_PATH", in.collector);

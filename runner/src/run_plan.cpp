@@ -62,7 +62,9 @@ OwnRunChoice countsOwnRun(const RunOptions& opt, const PlanFacts& facts, const s
   if (opt.replay == "application") return {true, "--replay application"};
   if (opt.replay == "kernel") return {false, "--replay kernel"};
   const std::string collector_chooses = "; the collector chooses when it starts";
-  if (!facts.cupti.empty()) return {false, "--cupti names the CUPTI whose kernel replay empties caches" + collector_chooses};
+  if (!facts.cupti.empty()) {
+    return {false, "--cupti names the CUPTI whose kernel replay empties caches" + collector_chooses};
+  }
   if (opt.cache_control == "none") return {false, "--cache-control none" + collector_chooses};
   if (opt.cache_control == "all") {
     return {true, "--cache-control all with the toolkit's CUPTI: under application replay fprof empties the L2 itself"};
@@ -204,8 +206,9 @@ core::Expected<RunPlan> planRun(const RunOptions& opt, const PlanFacts& facts) {
   if (!opt.second_run.empty() && !own.own_run) {
     return core::makeError("--second-run says how application replay's second run counts; add --replay application");
   }
-  plan.replay = !plan.metrics_mode ? "" : own.own_run ? "application" : opt.replay == "kernel" ? "kernel"
-                                                                                               : "the collector's choice";
+  if (plan.metrics_mode) {
+    plan.replay = own.own_run ? "application" : opt.replay == "kernel" ? "kernel" : "the collector's choice";
+  }
   plan.replay_reason = own.reason;
   if (own.own_run && !plan.sass_metrics.empty() && !plan.hardware_metrics.empty()) {
     planTwoParts(opt, plan);

@@ -226,7 +226,8 @@ int runProgram(const RunOptions& opt, const Tools& tools) {
   if (core::Status checked = checkOptions(opt); !checked) return inputError(checked.error());
   const auto cupti = chosenCupti(opt);
   if (!cupti) return inputError(cupti.error());
-  const PlanFacts facts{*cupti, [&tools](const std::vector<std::string>& m) { return hardwarePasses(tools.metrics_host, m); }};
+  const PlanFacts facts{*cupti,
+                        [&tools](const std::vector<std::string>& m) { return hardwarePasses(tools.metrics_host, m); }};
   const auto plan = planRun(opt, facts);
   if (!plan) return inputError(plan.error());
   for (const std::string& w : plan->warnings) std::fprintf(stderr, "[fprof] %s\n", w.c_str());
