@@ -21,7 +21,7 @@
 // write. --reproducible fixes thread ids and timestamps so two builds' databases can be compared
 // (sqlite3 FILE .dump). --self-timing turns on the collector's own timers (FPROF_SELF_TIMING's)
 // and prints their breakdown; each timed part then also pays two clock reads. --no-prefill: the
-// writer gives the threads no prefilled event chunks (FPROF_EVENT_PREFILL=0).
+// writer gives the threads no prefilled event chunks (TraceRecorder::Options::prefill_chunks off).
 #include <pthread.h>
 #include <time.h>
 
