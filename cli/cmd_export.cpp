@@ -142,6 +142,11 @@ std::string exportJson(const analysis::RunAnalysis& a) {
   }
   // Every launch, with the per-kernel roofline verdict (the groups below carry the full placement).
   j["kernels"] = json::array();
+  const analysis::KernelOps& kernel_ops = a.kernelOps();
+  auto opOf = [&](size_t i) {
+    const std::string& name = kernel_ops.names[kernel_ops.of_kernel[i]];
+    return name.empty() ? json(nullptr) : json(name);
+  };
   {
     for (size_t i = 0; i < p.kernels.size(); ++i) {
       const core::KernelRow& k = p.kernels[i];
@@ -158,6 +163,7 @@ std::string exportJson(const analysis::RunAnalysis& a) {
                               {"local_bytes_per_thread", k.local_bytes_per_thread},
                               {"theoretical_occupancy", opt(k.theoretical_occupancy)}, {"graph_id", k.graph_id},
                               {"nvtx_path", k.nvtx_path_id ? json(p.str(*k.nvtx_path_id)) : json(nullptr)},
+                              {"op", opOf(i)},
                               {"origin", analysis::originName(a.origin(i))},
                               {"bound", analysis::boundName(pl.bound)}, {"roof_fraction", opt(pl.roof_fraction)},
                               {"binding_roof", pl.binding.empty() ? json(nullptr) : json(pl.binding)}});
@@ -172,9 +178,10 @@ std::string exportJson(const analysis::RunAnalysis& a) {
                                   {"origin", analysis::originName(analysis::classifyOrigin(g.label))},
                                   {"roofline", placementJson(g.placement)}});
   }
+  // Ops by name (the op each kernel is reported under: "aten::linear", not one per emit_nvtx range).
   j["ops"] = json::array();
-  for (const auto& g : roof.ops) {
-    j["ops"].push_back({{"nvtx_path", g.label}, {"calls", g.calls}, {"roofline", placementJson(g.placement)}});
+  for (const auto& g : a.opPlacements()) {
+    j["ops"].push_back({{"op", g.label}, {"calls", g.calls}, {"roofline", placementJson(g.placement)}});
   }
   const analysis::OriginTotals& origins = a.origins();
   j["origins"] = json::object();
@@ -231,7 +238,9 @@ std::string exportJson(const analysis::RunAnalysis& a) {
          {"program_share", opt(c.program_share)}, {"measured_fused_ns", opt(c.measured_fused_ns)},
          {"measured_saving_ns", opt(c.measured_saving_ns)}, {"prediction_error", opt(c.prediction_error)},
          {"vendor_ns", opt(c.vendor_ns)}, {"fused_occupancy", opt(c.fused_occupancy)}, {"fuse", c.fuse},
-         {"reason", c.reason}, {"risks", c.risks}});
+         {"reason", c.reason}, {"risks", c.risks}, {"name", c.name},
+         {"pattern", analysis::fusionPatternName(c.pattern)}, {"variant", c.variant}, {"ops", c.stage_ops},
+         {"shape", c.shape}, {"suggestion", c.suggestion}});
   }
   j["fusion"] = fusion;
   return jsonText(j, 2) + "\n";

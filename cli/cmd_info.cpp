@@ -197,9 +197,7 @@ int runInfo(const InfoOptions& opt) {
   progress.step(fmt::format("analysing {} kernels", p.kernels.size()));
   // With counters: the report of the same analysis (roofline placement, achieved occupancy,
   // fusion), so info and report never disagree.
-  analysis::AnalysisOptions analysis_options;
-  analysis_options.fusion_in_background = !p.counters.empty();
-  const analysis::RunAnalysis analysed = analysis::RunAnalysis::of(p, nullptr, analysis_options);
+  const analysis::RunAnalysis analysed = analysis::RunAnalysis::of(p);
   const analysis::RunSummary& s = analysed.summary();
   const bool several = p.processes.size() > 1;
   std::optional<reports::ReportData> report;
@@ -258,13 +256,13 @@ int runInfo(const InfoOptions& opt) {
       out += "missing : " + shownText(missing) + "\n";
     }
     if (const std::string graphs = reports::describeGraphLaunches(p); !graphs.empty()) out += "graphs  : " + graphs + "\n";
-    if (report) {
-      const std::string best = reports::bestFusion(*report);
-      out += "fusion  : " +
-             (best.empty() ? std::string("no pair worth fusing found (fprof report lists the pairs and why)")
-                           : "best pair " + shownText(unquoted(best))) +
-             "\n";
-    }
+  }
+  if (!p.kernels.empty()) {
+    const std::string best = report ? reports::bestFusion(*report) : reports::bestFusion(analysed.fusion(), names);
+    out += "fusion  : " +
+           (best.empty() ? std::string("no pair worth fusing found (fprof report lists the pairs and why)")
+                         : shownText(unquoted(best))) +
+           "\n";
   }
   if (const std::string dropped = p.meta("dropped_records", "0"); dropped != "0") {
     out += fmt::format("warning : the collector dropped {} records (buffers full); totals are lower bounds\n",

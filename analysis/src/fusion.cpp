@@ -309,6 +309,29 @@ std::string inputName(const FrameworkOp& consumer, int32_t input) {
   return name;
 }
 
+// The largest of the shapes the consumers' inputs recorded for a group's links: the intermediate
+// that would stay on chip ([4, 12, 512, 512], attention's scores); empty where none was recorded.
+std::vector<int64_t> largestInputShape(const FrameworkOps& fops, const ChainGroup& g) {
+  std::vector<int64_t> best;
+  double best_elements = -1;
+  for (const ChainLink* l : g.links) {
+    const FrameworkOp& consumer = fops.ops[l->consumer];
+    const auto& sizes = consumer.range.sizes;
+    if (sizes.size() != consumer.range.input_ops.size()) continue;
+    for (size_t e = l->first; e < l->first + l->count; ++e) {
+      const int32_t input = fops.links[e].input;
+      if (input < 0 || static_cast<size_t>(input) >= sizes.size()) continue;
+      double elements = 1;
+      for (int64_t d : sizes[static_cast<size_t>(input)]) elements *= static_cast<double>(d);
+      if (elements > best_elements) {
+        best_elements = elements;
+        best = sizes[static_cast<size_t>(input)];
+      }
+    }
+  }
+  return best;
+}
+
 // Instances whose intermediate is read elsewhere too keep its write (fusion_chains.h); said once
 // per candidate.
 constexpr std::string_view kWriteKept =
@@ -373,6 +396,7 @@ void addFrameworkChains(const core::Profile& p, const FrameworkOps& fops, const 
       describeStages(p, in, names, a.c);
       for (const auto& n : names) a.c.id += (a.c.id.empty() ? "" : " -> ") + n;
       a.c.intermediates = intermediates;
+      a.c.shape = largestInputShape(fops, g);
       a.c.roles = kDeclaredByPytorch;
       int64_t launches = 0;
       for (const auto& st : in.stages) launches += static_cast<int64_t>(st.size());
@@ -529,6 +553,9 @@ FusionResult analyzeFusion(const core::Profile& p, const OpIndex& ops, const Fra
   addNotes(df, fops, res);
   addDataFlowChains(p, df, fops, model, skip, res);
   rank(res);
+  // 4. Each candidate named by its ops and pattern, with what to do.
+  const ProgramKind program = programKind(p, fops);
+  for (FusionCandidate& c : res.candidates) nameCandidate(c, program);
   return res;
 }
 

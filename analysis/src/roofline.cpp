@@ -467,4 +467,36 @@ RooflineResult analyzeRoofline(const core::Profile& p, const RunSummary& s, cons
   return r;
 }
 
+std::vector<GroupPlacement> placeKernelGroups(const core::Profile& p, const std::vector<int32_t>& group_of,
+                                              const std::vector<std::string>& labels, const RooflineOptions& opt) {
+  CeilingCache cache(p);
+  std::vector<GroupAccumulator> groups(labels.size());
+  std::unordered_map<uint32_t, bool> few_warps;  // by demangled name id
+  for (size_t i = 0; i < p.kernels.size() && i < group_of.size(); ++i) {
+    if (group_of[i] < 0 || static_cast<size_t>(group_of[i]) >= labels.size()) continue;
+    const core::KernelRow& k = p.kernels[i];
+    auto design = few_warps.find(k.demangled_id);
+    if (design == few_warps.end()) design = few_warps.emplace(k.demangled_id, fewWarpsByDesign(p.str(k.demangled_id))).first;
+    const PlacementInput in =
+        inputOf(k, p.device(k.process_id, k.device_id), p.counters.empty() ? nullptr : countersFor(p, k.id),
+                design->second);
+    groups[static_cast<size_t>(group_of[i])].add(in, k.process_id, k.device_id);
+  }
+  std::vector<GroupPlacement> out;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    GroupAccumulator& acc = groups[g];
+    if (acc.first) continue;  // no kernel
+    GroupPlacement gp;
+    gp.label = labels[g];
+    gp.calls = acc.in.launches;
+    gp.placement = place(acc.finish(), cache.get(acc.process_id, acc.device_id), opt);
+    if (acc.mixed_devices) gp.placement.missing.push_back("group spans several devices; the first one's roofs are used");
+    out.push_back(std::move(gp));
+  }
+  std::stable_sort(out.begin(), out.end(), [](const GroupPlacement& a, const GroupPlacement& b) {
+    return a.placement.duration_ns > b.placement.duration_ns;
+  });
+  return out;
+}
+
 }  // namespace fprof::analysis

@@ -51,6 +51,7 @@ struct RunAnalysis::State {
   Lazy<OpIndex> nvtx_ops;
   Lazy<FrameworkOps> framework_ops;
   Lazy<KernelOps> kernel_ops;
+  Lazy<std::vector<GroupPlacement>> op_placements;
   Lazy<DataFlow> data_flow;
   Lazy<FusionResult> fusion;
   Lazy<CounterCoverage> coverage;
@@ -153,6 +154,17 @@ const FrameworkOps& RunAnalysis::frameworkOps() const {
 
 const KernelOps& RunAnalysis::kernelOps() const {
   return s_->kernel_ops.get([&] { return nameKernelOps(*s_->run, nvtxOps(), frameworkOps()); });
+}
+
+const std::vector<GroupPlacement>& RunAnalysis::opPlacements() const {
+  return s_->op_placements.get([&] {
+    const KernelOps& ops = kernelOps();
+    std::vector<int32_t> group_of(ops.of_kernel.size(), -1);
+    for (size_t k = 0; k < ops.of_kernel.size(); ++k) {
+      if (!ops.names[ops.of_kernel[k]].empty()) group_of[k] = static_cast<int32_t>(ops.of_kernel[k]);
+    }
+    return placeKernelGroups(*s_->run, group_of, ops.names, s_->options.roofline);
+  });
 }
 
 const DataFlow& RunAnalysis::dataFlow() const {

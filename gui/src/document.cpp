@@ -145,23 +145,23 @@ void Document::build() {
     if (analysis::countersFor(p, k.id)) ++kernels_with_counters_;
   }
 
-  // Ops (for colour and the op mode): one per distinct innermost NVTX path, in first-launch order.
-  std::unordered_map<uint32_t, int32_t> op_of_path;
+  // Ops (for colour and the op mode): the op each kernel is reported under (the pipeline's
+  // kernelOps: "aten::linear", not one op per emit_nvtx range), in first-launch order.
+  const analysis::KernelOps& kernel_ops = a.kernelOps();
+  std::vector<int32_t> op_of_name(kernel_ops.names.size(), -1);
+  std::vector<int32_t> op_of_kernel(p.kernels.size(), -1);
   std::vector<std::vector<size_t>> op_kernels;
-  for (size_t i = 0; i < p.kernels.size(); ++i) {
-    const core::KernelRow& k = p.kernels[i];
-    if (!k.nvtx_path_id) continue;
-    auto [it, inserted] = op_of_path.emplace(*k.nvtx_path_id, static_cast<int32_t>(op_names_.size()));
-    if (inserted) {
-      op_names_.push_back(p.str(*k.nvtx_path_id));
+  for (size_t i = 0; i < p.kernels.size() && i < kernel_ops.of_kernel.size(); ++i) {
+    const uint32_t id = kernel_ops.of_kernel[i];
+    if (kernel_ops.names[id].empty()) continue;
+    if (op_of_name[id] < 0) {
+      op_of_name[id] = static_cast<int32_t>(op_names_.size());
+      op_names_.push_back(kernel_ops.names[id]);
       op_kernels.emplace_back();
     }
-    op_kernels[static_cast<size_t>(it->second)].push_back(i);
+    op_of_kernel[i] = op_of_name[id];
+    op_kernels[static_cast<size_t>(op_of_name[id])].push_back(i);
   }
-  auto opOf = [&](const core::KernelRow& k) -> int32_t {
-    if (!k.nvtx_path_id) return -1;
-    return op_of_path.at(*k.nvtx_path_id);
-  };
   auto pathOf = [&](const core::KernelRow& k) { return k.nvtx_path_id ? p.str(*k.nvtx_path_id) : std::string(); };
 
   const analysis::KernelNames& names = a.kernelNames();
@@ -178,7 +178,7 @@ void Document::build() {
     addKernel(it, p, i, true);
     addCounters(it, p);
     it.placement = a.kernelPlacement(i);
-    it.op = opOf(k);
+    it.op = op_of_kernel[i];
     it.origin = std::string(analysis::originName(a.origin(i)));
     kernels.push_back(std::move(it));
   }
@@ -197,7 +197,7 @@ void Document::build() {
     for (size_t n = 0; n < kg.kernel_indices.size(); ++n) addKernel(it, p, kg.kernel_indices[n], n == 0);
     const core::KernelRow& first = p.kernels[kg.kernel_indices.front()];
     it.nvtx_path = pathOf(first);
-    it.op = opOf(first);
+    it.op = op_of_kernel[kg.kernel_indices.front()];
     addCounters(it, p);
     it.placement = roofline.kernel_groups.at(g).placement;
     it.origin = std::string(analysis::originName(a.origin(kg.kernel_indices.front())));
@@ -206,17 +206,17 @@ void Document::build() {
   std::unordered_map<std::string, size_t> op_by_label;
   for (size_t o = 0; o < op_names_.size(); ++o) op_by_label.emplace(op_names_[o], o);
   auto& ops = items_[static_cast<size_t>(PointMode::kOps)];
-  for (const analysis::GroupPlacement& gp : roofline.ops) {
+  for (const analysis::GroupPlacement& gp : a.opPlacements()) {
     auto found = op_by_label.find(gp.label);
-    if (found == op_by_label.end()) continue;  // cannot happen: both group by the NVTX path string
+    if (found == op_by_label.end()) continue;  // cannot happen: both name ops by kernelOps
     Item it;
     it.name = gp.label;
     it.short_name = gp.label;
-    it.nvtx_path = gp.label;
     it.calls = gp.calls;
     it.duration_ns = gp.placement.duration_ns;
     const auto& members = op_kernels[found->second];
     for (size_t n = 0; n < members.size(); ++n) addKernel(it, p, members[n], n == 0);
+    it.nvtx_path = pathOf(p.kernels[members.front()]);
     addCounters(it, p);
     it.placement = gp.placement;
     it.op = static_cast<int32_t>(found->second);

@@ -854,7 +854,7 @@ void Viewer::drawFusion() {
                                      ImGuiTableFlags_Resizable | ImGuiTableFlags_BordersV | ImGuiTableFlags_SizingFixedFit;
   if (!ImGui::BeginTable("fusion", 11, kFlags)) return;
   ImGui::TableSetupScrollFreeze(1, 1);
-  for (const char* h : {"#", "pair", "stages", "instances", "unfused", "predicted fused", "payoff", "share",
+  for (const char* h : {"#", "candidate", "kernels", "instances", "unfused", "predicted fused", "payoff", "share",
                         "measured fused", "model error", "verdict"}) {
     ImGui::TableSetupColumn(h);
   }
@@ -870,11 +870,10 @@ void Viewer::drawFusion() {
     }
     ImGui::PopID();
     const analysis::KernelNames& names = run_->kernelNames();
+    // Named by its pattern and ops; its kernels by their short names beside.
     const std::string stages = names.chainLabel(c.stages);
-    // A data-flow pair is named by its kernels: by their short names here.
-    const std::string id = c.source == analysis::PairSource::kDataFlow ? stages : c.id;
     const std::array<std::string, 10> cells = {
-        c.op.empty() ? id : fmt::format("{} ({})", c.op, id),
+        c.op.empty() ? c.name : fmt::format("{}: {}", c.op, c.name),
         stages,
         std::to_string(c.instances),
         formatDurationNs(c.unfused_ns),
@@ -883,7 +882,7 @@ void Viewer::drawFusion() {
         c.program_share ? fmt::format("{:.1f}%", *c.program_share * 100) : "n/a",
         ns(c.measured_fused_ns),
         c.prediction_error ? fmt::format("{:+.1f}%", *c.prediction_error * 100) : "n/a",
-        c.fuse ? (c.risks.empty() ? "fuse" : "fuse; risk: " + c.risks.front()) : "don't: " + c.reason};
+        c.fuse ? "fuse: " + c.suggestion + (c.risks.empty() ? "" : "; risk: " + c.risks.front()) : "don't: " + c.reason};
     for (const std::string& s : cells) {
       ImGui::TableNextColumn();
       ImGui::TextUnformatted(shown(s).c_str());

@@ -485,8 +485,8 @@ std::string fusionSection(const ReportData& r) {
     s += "<p id=\"fusion-none\">No producer&rarr;consumer pairs found in this run.</p>\n";
     return s;
   }
-  s += "<div class=\"tablewrap\"><table id=\"fusion-table\"><thead><tr><th class=\"num\">#</th><th>pair</th>"
-       "<th>stages (producer &rarr; consumer)</th><th>evidence</th><th class=\"num\">runs</th>"
+  s += "<div class=\"tablewrap\"><table id=\"fusion-table\"><thead><tr><th class=\"num\">#</th><th>candidate</th>"
+       "<th>kernels (producer &rarr; consumer)</th><th>evidence</th><th class=\"num\">runs</th>"
        "<th class=\"num\">intermediate</th><th class=\"num\">launches removed</th><th class=\"num\">unfused "
        "(measured)</th><th class=\"num\">fused (predicted)</th><th>model</th><th class=\"num\">fused (measured)</th>"
        "<th class=\"num\">model error</th><th class=\"num\">payoff (predicted)</th><th class=\"num\">share</th>"
@@ -507,8 +507,11 @@ std::string fusionSection(const ReportData& r) {
         "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
         "<td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
         "<td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td></tr>\n",
-        row_attr, i + 1, e(f.label), stageChain(f),
-        names.empty() ? "" : "<br><span class=\"src\">intermediates: " + e(names) + "</span>", e(f.evidence),
+        row_attr, i + 1, e(f.declared ? f.id : f.name),
+        (f.declared ? e(f.name) + "<br>" : std::string()) + stageChain(f),
+        (names.empty() ? "" : "<br><span class=\"src\">intermediates: " + e(names) + "</span>") +
+            (f.fuse ? "<br><span class=\"src\">suggestion: " + e(f.suggestion) + "</span>" : std::string()),
+        e(f.evidence),
         f.instances, intermediate, f.launches_removed, e(formatDurationNs(f.unfused_ns)),
         e(orNa(f.predicted_fused_ns, formatDurationNs)), e(f.model.empty() ? "n/a" : f.model),
         e(orNa(f.measured_fused_ns, formatDurationNs)), e(f.model_error ? formatSignedPercent(*f.model_error) : "n/a"),

@@ -41,6 +41,10 @@ std::string cellText(const std::string& s) {
 
 std::string shorten(const std::string& s, size_t max_chars) { return core::truncateTextMiddle(s, max_chars, "..."); }
 
+// A kernel's short name in a table cell: a name its run had to spell out in full to tell it apart
+// (over 190 characters) keeps its start and end; the full name is in the folded list.
+std::string kernelCell(const std::string& short_name) { return shorten(short_name, 190); }
+
 // A code span of text already made one line: it survives backticks in the text (CommonMark: a
 // fence longer than any run of backticks inside, padded with spaces).
 std::string fenced(const std::string& text) {
@@ -138,7 +142,7 @@ std::string rankSection(const ReportData& r, FullNames& full_names) {
                   row({"rank", "host", "device", "mode", "kernels", "kernel time", "share", "NCCL", "top kernel"}) +
                   separator({true, false, false, false, true, true, true, true, false});
   for (const analysis::RankRow& k : r.ranks) {
-    const std::string top = r.names.shortName(k.top_kernel);
+    const std::string top = kernelCell(r.names.shortName(k.top_kernel));
     if (!k.top_kernel.empty()) full_names.note(k.top_kernel, top);
     s += row({k.group.rank ? std::to_string(*k.group.rank) : plain(k.group.label), plain(k.hosts),
               plain(k.devices.empty() ? "?" : k.devices), plain(k.mode), std::to_string(k.kernel_count),
@@ -147,6 +151,38 @@ std::string rankSection(const ReportData& r, FullNames& full_names) {
               k.top_kernel.empty() ? "none" : formatPercent(k.topKernelShare()) + " " + code(top)});
   }
   return s + "\nNCCL = share of the rank's kernel time in NCCL kernels; `fprof report --rank N` reports one rank.\n";
+}
+
+
+// A table cell's text that can be long (a suggestion, a reason): at most 160 code points, the
+// whole text in the candidates' details below the table.
+std::string shortCell(const std::string& text) { return core::truncateText(text, 160); }
+
+// Markdown has no hover: each listed candidate's stages by their kernels, its intermediates, how
+// it was found and its risks, folded below the table.
+std::string fusionDetails(const ReportData& r, size_t shown, FullNames& full_names) {
+  std::string s = "\n<details><summary>Kernels, intermediates and risks of each candidate</summary>\n\n";
+  for (size_t i = 0; i < shown; ++i) {
+    const FusionRow& f = r.fusion[i];
+    std::string stages;
+    for (size_t k = 0; k < f.stage_labels.size(); ++k) {
+      const std::string op = k < f.ops.size() && f.ops[k] != f.stage_labels[k] ? plain(f.ops[k]) + ": " : "";
+      stages += (stages.empty() ? "" : " -> ") + op + code(f.stage_labels[k]);
+      if (k < f.stages.size()) full_names.note(f.stages[k], f.stage_labels[k]);
+    }
+    s += fmt::format("{}. {}. Kernels: {}.", i + 1, plain(f.pattern), stages);
+    if (!f.intermediates.empty()) {
+      std::string names;
+      for (const std::string& n : f.intermediates) names += (names.empty() ? "" : ", ") + n;
+      s += " Intermediates: " + plain(names) + ".";
+    }
+    s += " Found by " + plain(f.evidence) + ".";
+    if (f.fuse) s += " Suggestion: " + plain(f.suggestion) + ".";
+    if (!f.fuse) s += " Do not fuse: " + plain(f.reason) + ".";
+    for (const std::string& k : f.risks) s += " Risk: " + plain(k) + ".";
+    s += "\n";
+  }
+  return s + "\n</details>\n";
 }
 
 }  // namespace
@@ -223,8 +259,8 @@ std::string renderMarkdown(const ReportData& r, const MarkdownOptions& options) 
         cells.push_back(g.bound.empty() ? "n/a" : g.bound);
       }
       if (provenance) cells.push_back(plain(g.counters));
-      cells.push_back(code(g.short_name));
-      full_names.note(g.name, g.short_name);
+      cells.push_back(code(kernelCell(g.short_name)));
+      full_names.note(g.name, kernelCell(g.short_name));
       s += row(cells);
     }
     s += "\noccupancy = theoretical (launch configuration and device limits); local/thr = stack frame and spills";
@@ -240,7 +276,7 @@ std::string renderMarkdown(const ReportData& r, const MarkdownOptions& options) 
     const size_t shown = std::min<size_t>(r.ops.size(), 10);
     for (size_t i = 0; i < shown; ++i) {
       const OpRow& o = r.ops[i];
-      s += row({code(o.op), formatDurationNs(static_cast<double>(o.total_ns)), formatPercent(o.share), std::to_string(o.launches)});
+      s += row({code(shorten(o.op, 190)), formatDurationNs(static_cast<double>(o.total_ns)), formatPercent(o.share), std::to_string(o.launches)});
     }
   }
 
@@ -249,24 +285,20 @@ std::string renderMarkdown(const ReportData& r, const MarkdownOptions& options) 
   if (r.fusion.empty()) {
     s += "No producer -> consumer pairs found in this run.\n";
   } else {
-    s += row({"#", "pair", "stages", "runs", "intermediate", "launches removed", "unfused (measured)", "fused (predicted)",
-              "fused (measured)", "payoff (predicted)", "share", "risks"}) +
-         separator({true, false, false, true, true, true, true, true, true, true, true, false});
+    s += row({"#", "candidate", "runs", "intermediate", "launches removed", "unfused (measured)", "fused (predicted)",
+              "fused (measured)", "payoff (predicted)", "share", "suggestion"}) +
+         separator({true, false, true, true, true, true, true, true, true, true, false});
     const size_t shown = std::min(options.top_fusions, r.fusion.size());
     for (size_t i = 0; i < shown; ++i) {
       const FusionRow& f = r.fusion[i];
-      std::string stages;
-      for (size_t k = 0; k < f.stage_labels.size(); ++k) {
-        stages += (stages.empty() ? "" : " -> ") + code(f.stage_labels[k]);
-        if (k < f.stages.size()) full_names.note(f.stages[k], f.stage_labels[k]);
-      }
-      std::string risks = f.fuse ? "" : "do not fuse: " + f.reason;
-      for (const std::string& k : f.risks) risks += (risks.empty() ? "" : "; ") + k;
-      s += row({std::to_string(i + 1), code(f.label), stages, std::to_string(f.instances),
-                orNa(f.intermediate_bytes, formatBytes), std::to_string(f.launches_removed), formatDurationNs(f.unfused_ns),
+      const std::string candidate = f.declared && f.id != f.pattern ? code(f.id) + ": " + plain(f.name) : plain(f.name);
+      const std::string advice = f.fuse ? f.suggestion : "do not fuse: " + f.reason;
+      s += row({std::to_string(i + 1), candidate, std::to_string(f.instances), orNa(f.intermediate_bytes, formatBytes),
+                std::to_string(f.launches_removed), formatDurationNs(f.unfused_ns),
                 orNa(f.predicted_fused_ns, formatDurationNs), orNa(f.measured_fused_ns, formatDurationNs),
-                orNa(f.payoff_ns, formatDurationNs), formatPercent(f.payoff_share), risks.empty() ? "none flagged" : plain(risks)});
+                orNa(f.payoff_ns, formatDurationNs), formatPercent(f.payoff_share), plain(shortCell(advice))});
     }
+    s += fusionDetails(r, shown, full_names);
     if (r.fusion_median_abs_error) {
       s += fmt::format("\nMedian absolute error of the fusion model over {} pairs measured both ways: {}.\n",
                        r.fusion_measured_pairs, formatPercent(*r.fusion_median_abs_error));
@@ -288,8 +320,8 @@ std::string renderMarkdown(const ReportData& r, const MarkdownOptions& options) 
            separator({false, false, true, true, true, false});
       for (size_t i = 0; i < shown; ++i) {
         const DiffRow& d = b.diff[i];
-        full_names.note(d.name, d.short_name);
-        s += row({code(d.short_name), d.shape, orNa(d.base_ns, formatDurationNs), orNa(d.cur_ns, formatDurationNs),
+        full_names.note(d.name, kernelCell(d.short_name));
+        s += row({code(kernelCell(d.short_name)), d.shape, orNa(d.base_ns, formatDurationNs), orNa(d.cur_ns, formatDurationNs),
                   d.change ? formatSignedPercent(*d.change) : "n/a", plain(d.note)});
       }
     }

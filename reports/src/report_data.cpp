@@ -312,41 +312,52 @@ void addBaseline(ReportData& r, const analysis::RunAnalysis& base, const analysi
   r.baseline = std::move(section);
 }
 
-void addFusion(ReportData& r, const analysis::FusionResult& fr) {
-  for (const analysis::FusionCandidate& c : fr.candidates) {
-    FusionRow f;
-    f.id = c.id;
-    f.op = c.op;
-    f.stages = c.stages;
-    for (const std::string& st : c.stages) f.stage_labels.push_back(r.names.label(st));
-    // A data-flow pair is named by its stages (ops, or kernels by their short names).
-    f.label = c.source == analysis::PairSource::kDataFlow ? r.names.chainLabel(c.stages) : c.id;
-    switch (c.source) {
-      case analysis::PairSource::kNvtx: f.evidence = "NVTX op metadata (declared pair)"; break;
-      case analysis::PairSource::kFrameworkOps: f.evidence = "PyTorch op graph (emit_nvtx input_op_ids)"; break;
-      case analysis::PairSource::kDataFlow:
-        f.evidence = "data flow (pointer arguments and allocations; roles " + c.roles + ")";
-        break;
-    }
-    f.intermediates = c.intermediates;
-    f.instances = c.instances;
-    f.launches_removed = c.launches_removed;
-    f.unfused_ns = c.unfused_ns;
-    f.intermediate_bytes = c.intermediate_bytes;
-    f.bytes_source = std::string(analysis::bytesSourceName(c.bytes_source));
-    f.predicted_fused_ns = c.predicted_fused_ns;
-    if (c.model) f.model = std::string(analysis::predictionModelName(*c.model));
-    f.measured_fused_ns = c.measured_fused_ns;
-    f.predicted_saving_ns = c.predicted_saving_ns;
-    f.measured_saving_ns = c.measured_saving_ns;
-    f.payoff_ns = c.total_saving_ns;
-    f.payoff_share = c.program_share;
-    f.model_error = c.prediction_error;
-    f.fuse = c.fuse;
-    f.reason = c.reason;
-    f.risks = c.risks;
-    r.fusion.push_back(std::move(f));
+}  // namespace
+
+FusionRow fusionRow(const analysis::FusionCandidate& c, const analysis::KernelNames& names) {
+  FusionRow f;
+  f.id = c.id;
+  f.op = c.op;
+  f.stages = c.stages;
+  for (const std::string& st : c.stages) f.stage_labels.push_back(names.label(st));
+  // A data-flow pair is named by its stages (ops, or kernels by their short names).
+  f.label = c.source == analysis::PairSource::kDataFlow ? names.chainLabel(c.stages) : c.id;
+  switch (c.source) {
+    case analysis::PairSource::kNvtx: f.evidence = "NVTX op metadata (declared pair)"; break;
+    case analysis::PairSource::kFrameworkOps: f.evidence = "PyTorch op graph (emit_nvtx input_op_ids)"; break;
+    case analysis::PairSource::kDataFlow:
+      f.evidence = "data flow (pointer arguments and allocations; roles " + c.roles + ")";
+      break;
   }
+  f.intermediates = c.intermediates;
+  f.instances = c.instances;
+  f.launches_removed = c.launches_removed;
+  f.unfused_ns = c.unfused_ns;
+  f.intermediate_bytes = c.intermediate_bytes;
+  f.bytes_source = std::string(analysis::bytesSourceName(c.bytes_source));
+  f.predicted_fused_ns = c.predicted_fused_ns;
+  if (c.model) f.model = std::string(analysis::predictionModelName(*c.model));
+  f.measured_fused_ns = c.measured_fused_ns;
+  f.predicted_saving_ns = c.predicted_saving_ns;
+  f.measured_saving_ns = c.measured_saving_ns;
+  f.payoff_ns = c.total_saving_ns;
+  f.payoff_share = c.program_share;
+  f.model_error = c.prediction_error;
+  f.fuse = c.fuse;
+  f.reason = c.reason;
+  f.risks = c.risks;
+  f.name = c.name;
+  f.pattern = std::string(analysis::fusionPatternName(c.pattern));
+  f.ops = c.stage_ops;
+  f.suggestion = c.suggestion;
+  f.declared = c.source == analysis::PairSource::kNvtx;
+  return f;
+}
+
+namespace {
+
+void addFusion(ReportData& r, const analysis::FusionResult& fr) {
+  for (const analysis::FusionCandidate& c : fr.candidates) r.fusion.push_back(fusionRow(c, r.names));
   r.fusion_notes = fr.notes;
   r.fusion_median_abs_error = fr.median_abs_error;
   r.fusion_measured_pairs = fr.measured_pairs;
@@ -524,16 +535,29 @@ std::string describeGraphLaunches(const core::Profile& p) {
                      graphSum(p, &core::KernelCounters::dram_write_bytes), graphSum(p, &core::KernelCounters::l2_bytes));
 }
 
+std::string fusionFinding(const FusionRow& f) {
+  std::string s = f.declared && f.id != f.pattern ? quoted(f.id) + ": " + f.name : f.name;
+  if (f.payoff_ns) {
+    s += fmt::format(": {} ({} of kernel time) predicted over {} run{}", formatDurationNs(*f.payoff_ns),
+                     formatPercent(f.payoff_share), f.instances, f.instances == 1 ? "" : "s");
+    if (f.predicted_saving_ns && f.instances > 1) s += ", " + formatDurationNs(*f.predicted_saving_ns) + " a run";
+  }
+  if (f.measured_saving_ns) {
+    s += fmt::format("; measured with the fused variant: {} a run", formatDurationNs(*f.measured_saving_ns));
+  }
+  return s;
+}
+
 std::string bestFusion(const ReportData& r) {
   if (r.fusion.empty() || !r.fusion.front().fuse || !r.fusion.front().payoff_ns) return "";
   const FusionRow& f = r.fusion.front();
-  std::string chain;
-  for (const std::string& stage : f.stage_labels) chain += (chain.empty() ? "" : " -> ") + quoted(stage);
-  // A pair named by its kernels (data flow) is its chain: no need to say it twice.
-  const std::string pair = f.label == r.names.chainLabel(f.stages) ? chain : quoted(f.label) + " (" + chain + ")";
-  return fmt::format("{} would save {} over {} run{}, {} of kernel time (predicted{}).", pair,
-                     formatDurationNs(*f.payoff_ns), f.instances, f.instances == 1 ? "" : "s",
-                     formatPercent(f.payoff_share), f.measured_saving_ns ? ", fused variant measured too" : "");
+  return fusionFinding(f) + ". Suggestion: " + f.suggestion + ".";
+}
+
+std::string bestFusion(const analysis::FusionResult& fusion, const analysis::KernelNames& names) {
+  ReportData r;
+  if (!fusion.candidates.empty()) r.fusion.push_back(fusionRow(fusion.candidates.front(), names));
+  return bestFusion(r);
 }
 
 ReportData buildReport(const core::Profile& run, const core::Profile* baseline, const BuildOptions& options) {

@@ -304,7 +304,7 @@ TEST(CliBundled, InfoHasNoWarningAndFullCoverage) {
   ASSERT_EQ(pclose(f), 0) << out;
   EXPECT_EQ(out.find("warning"), std::string::npos) << out;
   EXPECT_NE(out.find("coverage: counters for 882 of 882 kernels (100.0% of kernel time)"), std::string::npos) << out;
-  EXPECT_NE(out.find("fusion  : best pair"), std::string::npos) << out;
+  EXPECT_NE(out.find("fusion  : attention, 3 kernels (qk -> softmax -> pv): "), std::string::npos) << out;
 }
 
 // A graph launch counted whole under application replay (tests/data/README.md): info says so with

@@ -2,6 +2,8 @@
 // table filter/sort/CSV, fusion candidates resolved to kernels, the diff, and bad input.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "fprof/gui/document.h"
 #include "fprof/gui/table.h"
 #include "synthetic.h"
@@ -38,7 +40,12 @@ TEST(Document, ItemsPerModeWithPlacement) {
   ASSERT_TRUE(d);
   EXPECT_EQ(d->items(PointMode::kKernels).size(), 13u);  // saxpy + 4 x (gemm, relu, fused)
   EXPECT_EQ(d->items(PointMode::kKernelGroups).size(), 4u);
-  EXPECT_EQ(d->items(PointMode::kOps).size(), 3u);  // gemm stage, relu stage, fused op
+  // Ops as every front end names them: the unfused op (its gemm and relu stages) and the fused one.
+  ASSERT_EQ(d->items(PointMode::kOps).size(), 2u);
+  EXPECT_EQ(d->opNames().size(), 2u);
+  for (const Item& op : d->items(PointMode::kOps)) {
+    EXPECT_TRUE(op.name == "mlp (unfused)" || op.name == "mlp (fused)") << op.name;
+  }
   EXPECT_EQ(d->kernelsWithCounters(), 13);
   EXPECT_EQ(d->plotNote(), "");
 
@@ -188,6 +195,24 @@ TEST(Document, FusionCandidatesResolveToKernels) {
   EXPECT_EQ(a.duration_ns, 4 * 205'000);
   ASSERT_TRUE(a.placement.achieved_flops_per_s);
   EXPECT_DOUBLE_EQ(*a.placement.achieved_flops_per_s, (6.872e10 + 1.6777216e7) / 205e-6);
+}
+
+// Under emit_nvtx every range carries its op_id and shapes; the legend lists ops by name, as the
+// report's time by op does, and a fusion candidate by its pattern and ops.
+TEST(Document, EmitNvtxOpsAreOpsByName) {
+  auto d = Document::open(std::string(FPROF_SOURCE_DIR) + "/tests/data/torch_proof_gpt_bf16_emitnvtx_h100.fprof");
+  ASSERT_TRUE(d.ok()) << d.error();
+  const auto& ops = (*d)->opNames();
+  ASSERT_FALSE(ops.empty());
+  EXPECT_LT(ops.size(), 40u);  // 574 distinct ranges
+  for (const std::string& op : ops) EXPECT_EQ(op.find("op_id"), std::string::npos) << op;
+  EXPECT_NE(std::find(ops.begin(), ops.end(), "aten::linear"), ops.end());
+  ASSERT_FALSE((*d)->fusionViews().empty());
+  const analysis::FusionCandidate& top = (*d)->fusionViews().front().candidate;
+  EXPECT_EQ(top.pattern, analysis::FusionPattern::kAttention);
+  EXPECT_EQ(top.name.rfind("attention, 9 kernels (aten::matmul -> mul -> masked_fill -> softmax -> matmul", 0), 0u)
+      << top.name;
+  EXPECT_EQ(top.suggestion.rfind("use torch.nn.functional.scaled_dot_product_attention", 0), 0u) << top.suggestion;
 }
 
 TEST(Diff, SlowerKernelIsARegressionAsTheGateSaysIt) {

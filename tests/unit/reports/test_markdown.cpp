@@ -1,6 +1,14 @@
 // The Markdown summary: same findings and numbers as the HTML, names safe in GitHub's renderer.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "fprof/core/text.h"
+
 #include "fprof/reports/markdown_report.h"
 #include "fprof/reports/report_data.h"
 #include "test_util.h"
@@ -64,6 +72,57 @@ TEST(Markdown, BaselineShowsTheLargestChange) {
   EXPECT_NE(s.find("<details><summary>Full kernel names</summary>"), std::string::npos) << s;
   EXPECT_NE(s.find("- `bias_relu_kernel`: `bias_relu_kernel(float*, float const*, int)`\n"), std::string::npos) << s;
   EXPECT_NE(s.find("**Gate: FAIL** (10 kernels checked;"), std::string::npos) << s;
+}
+
+// The cells of every table row in a Markdown text (pipes escaped inside cells do not split).
+std::vector<std::string> tableCells(const std::string& md) {
+  std::vector<std::string> cells;
+  size_t start = 0;
+  while (start < md.size()) {
+    size_t end = md.find('\n', start);
+    if (end == std::string::npos) end = md.size();
+    const std::string line = md.substr(start, end - start);
+    start = end + 1;
+    if (line.rfind("|", 0) != 0) continue;
+    std::string cell;
+    for (size_t i = 1; i < line.size(); ++i) {
+      if (line[i] == '|' && line[i - 1] != '\\') {
+        cells.push_back(cell);
+        cell.clear();
+      } else {
+        cell += line[i];
+      }
+    }
+  }
+  return cells;
+}
+
+// On every recording in tests/data (and the before/after pairs, with their baseline section), no
+// cell of the Markdown report is longer than 200 characters: long texts go below the tables.
+TEST(Markdown, NoCellOfARecordedRunIsLongerThan200Characters) {
+  const std::string data = std::string(FPROF_SOURCE_DIR) + "/tests/data/";
+  std::vector<std::pair<std::string, std::string>> runs;
+  for (const auto& entry : std::filesystem::directory_iterator(data)) {
+    if (entry.path().extension() == ".fprof") runs.emplace_back(entry.path().filename().string(), "");
+  }
+  runs.emplace_back("torch_proof_gpt_bf16_sdpa_h100.fprof", "torch_proof_gpt_bf16_eager_h100.fprof");
+  runs.emplace_back("torch_mlp_compile_h100.fprof", "torch_mlp_eager_h100.fprof");
+  runs.emplace_back("torch_transformer_compile_h100.fprof", "torch_transformer_eager_h100.fprof");
+  ASSERT_GT(runs.size(), 20u);
+  for (const auto& [file, base_file] : runs) {
+    auto run = core::loadProfile(data + file);
+    ASSERT_TRUE(run.ok()) << file;
+    std::optional<core::Profile> base;
+    if (!base_file.empty()) {
+      auto loaded = core::loadProfile(data + base_file);
+      ASSERT_TRUE(loaded.ok()) << base_file;
+      base = std::move(*loaded);
+    }
+    const std::string md = renderMarkdown(buildReport(*run, base ? &*base : nullptr));
+    for (const std::string& cell : tableCells(md)) {
+      EXPECT_LE(core::codePointCount(cell), 202u) << file << ": " << cell;  // 200 and the padding spaces
+    }
+  }
 }
 
 }  // namespace

@@ -240,8 +240,15 @@ inline std::string markdownProblem(const std::string& md) {
   size_t columns = 0;  // 0: not in a table
   while (std::getline(lines, line)) {
     ++line_no;
-    // The report's own markup (the folded list of full kernel names) holds no data.
-    if (line == "<details><summary>Full kernel names</summary>" || line == "</details>") continue;
+    // The report's own markup (its folded lists: full kernel names, the fusion candidates'
+    // details) holds no data: a summary of the report's own words.
+    const std::string open = "<details><summary>", close_summary = "</summary>";
+    if (line.rfind(open, 0) == 0 && line.size() > open.size() + close_summary.size() &&
+        line.compare(line.size() - close_summary.size(), close_summary.size(), close_summary) == 0 &&
+        line.find('<', open.size()) == line.size() - close_summary.size()) {
+      continue;
+    }
+    if (line == "</details>") continue;
     // Code spans out (a run of n backticks to the next run of n); the rest is markup.
     std::string outside;
     for (size_t i = 0; i < line.size();) {

@@ -19,6 +19,7 @@
 #include "fprof/analysis/dataflow.h"
 #include "fprof/analysis/framework_ops.h"
 #include "fprof/analysis/fusion_model.h"
+#include "fprof/analysis/fusion_patterns.h"
 #include "fprof/analysis/nvtx_ops.h"
 #include "fprof/core/store.h"
 
@@ -64,6 +65,18 @@ struct FusionCandidate {
   bool fuse = true;
   std::string reason;              // why not to fuse, when fuse is false
   std::vector<std::string> risks;  // not blocking, worth knowing
+
+  // As a user reads it (fusion_patterns.h): each stage's op ("aten::matmul", "softmax"), the
+  // pattern, a variant of it ("tanh GELU" for an elementwise chain that is one, else ""), the
+  // largest intermediate's shape where the program recorded shapes (emit_nvtx), the name
+  // ("attention, 9 kernels (matmul -> mul -> masked_fill -> softmax -> matmul), shapes
+  // [4,12,512,512]") and what to do (a suggestion; its saving is the prediction above).
+  std::vector<std::string> stage_ops;
+  FusionPattern pattern = FusionPattern::kOther;
+  std::string variant;
+  std::vector<int64_t> shape;
+  std::string name;
+  std::string suggestion;
 };
 
 struct FusionResult {

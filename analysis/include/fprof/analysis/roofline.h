@@ -123,4 +123,9 @@ RooflineResult analyzeRoofline(const core::Profile& p, const RooflineOptions& op
 // The same, reusing a summary the caller already has (summarize(p)) instead of computing it again.
 RooflineResult analyzeRoofline(const core::Profile& p, const RunSummary& summary, const RooflineOptions& opt = {});
 
+// Kernels placed in groups of the caller's choosing, as the ops above: group_of[kernel] indexes
+// `labels`, -1 for none. One placement per label that has kernels, by time, descending.
+std::vector<GroupPlacement> placeKernelGroups(const core::Profile& p, const std::vector<int32_t>& group_of,
+                                              const std::vector<std::string>& labels, const RooflineOptions& opt = {});
+
 }  // namespace fprof::analysis

@@ -91,6 +91,9 @@ class RunAnalysis {
   const OpIndex& nvtxOps() const;
   const FrameworkOps& frameworkOps() const;
   const KernelOps& kernelOps() const;
+  // The ops of kernelOps() on the roofline, by time (one placement per op name; kernels in no op
+  // are in none). The ops front ends list: "aten::linear", not one entry per emit_nvtx range.
+  const std::vector<GroupPlacement>& opPlacements() const;
   const DataFlow& dataFlow() const;
   const FusionResult& fusion() const;
   const CounterCoverage& coverage() const;

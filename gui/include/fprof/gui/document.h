@@ -33,9 +33,9 @@ const char* pointModeName(PointMode m);  // "kernel launches", "kernel groups", 
 
 // One point of the plot and one row of the table.
 struct Item {
-  std::string name;        // demangled kernel name, or the NVTX path for an op
-  std::string short_name;  // what the table shows: the short kernel name (kernel_names.h), or the path
-  std::string nvtx_path;  // innermost NVTX path ("" if none)
+  std::string name;        // demangled kernel name, or the op's name (analysis::KernelOps)
+  std::string short_name;  // what the table shows: the short kernel name (kernel_names.h), or the op
+  std::string nvtx_path;  // innermost NVTX path ("" if none); an op's: its first kernel's
   int64_t calls = 1;
   int64_t duration_ns = 0;
   std::vector<size_t> kernels;  // indices into Profile::kernels, in time order
@@ -52,7 +52,7 @@ struct Item {
   bool mixed_shapes = false;                    // an op whose kernels differ in shape
   analysis::Work work;                          // summed counters (absent where any member lacks them)
   analysis::Placement placement;
-  int32_t op = -1;  // index into Document::ops_names for colouring; -1 = outside any NVTX range
+  int32_t op = -1;  // index into Document::opNames() for colouring; -1 = in no op
   std::string origin;  // cuBLAS, CUTLASS, user, ...
 };
 

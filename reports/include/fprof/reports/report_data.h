@@ -133,6 +133,13 @@ struct FusionRow {
   bool fuse = true;
   std::string reason;                // why not to fuse, when fuse is false
   std::vector<std::string> risks;
+  // As a user reads it (analysis/fusion_patterns.h): "attention, 9 kernels (matmul -> mul ->
+  // masked_fill -> softmax -> matmul)", its pattern, each stage's op, and what to do.
+  std::string name;
+  std::string pattern;
+  std::vector<std::string> ops;
+  std::string suggestion;
+  bool declared = false;  // an NVTX-declared pair (its id is the program's name for it)
 };
 
 struct DiffRow {
@@ -183,9 +190,17 @@ struct ReportData {
   analysis::KernelNames names;
 };
 
-// The best pair to fuse as the report's finding says it, after "Best fusion: ", with `code spans`
-// (`pair` (`producer` -> `consumer`) would save ...); "" when there is none. fprof info prints it.
+// A fusion candidate as a finding says it: its name, the predicted saving and its share, how often
+// the chain ran ("attention, 9 kernels (matmul -> ... -> matmul): 1.91 ms (27.8% of kernel time)
+// predicted over 20 runs"), a declared pair's id first in a `code span`.
+std::string fusionFinding(const FusionRow& f);
+// The best pair to fuse as the report's finding says it, after "Best fusion: ": its finding and
+// the suggestion; "" when there is none. fprof info prints it.
 std::string bestFusion(const ReportData& r);
+// The same for a run without a report: its analysis's best candidate.
+std::string bestFusion(const analysis::FusionResult& fusion, const analysis::KernelNames& names);
+// The row of one candidate, its kernels named by `names`.
+FusionRow fusionRow(const analysis::FusionCandidate& c, const analysis::KernelNames& names);
 
 // "2 CUDA graph launches counted whole, one range each (5 kernels, 1.20 ms of kernel time): DRAM
 // read 16.0 MiB, written 16.1 MiB, L2 64.0 MiB (sums; table graph_launch_counter)"; "" for none.
