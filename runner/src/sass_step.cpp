@@ -42,7 +42,7 @@ std::string readFile(const fs::path& p) {
 
 // A saved cubin read and its functions listed, once a process: the steps after a run (the
 // duplicates' counts, then the half-precision and tensor FLOPs) cut functions from the same files
-// (0.2 s each time for the PyTorch step's cubins, bench/RESULTS.md issue 15), and so does the
+// (0.2 s each time for the PyTorch step's cubins on an H100), and so does the
 // decoding while the program runs (SassPrefetch). A file is known by its inode, size and
 // modification time: the collector renames cubins at the end of the run (their CRC into the name),
 // and one read while the collector was still writing it is read again once complete. Kept up to
@@ -211,7 +211,7 @@ std::vector<Decoded> decodeInParallel(const std::string& nvdisasm, int sm, const
 // instructions lie in the text of the run that decoded it: the steps after a run (the duplicates'
 // or the second run's counts, then the half-precision and tensor FLOPs) decode each code once
 // (the PyTorch step: 42 functions for the counts, 11 of them again for the FLOPs, 0.5 s of
-// nvdisasm, bench/RESULTS.md issue 15).
+// nvdisasm, on an H100).
 class DecodedCodes {
  public:
   struct Place {
