@@ -6,7 +6,6 @@
 
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -30,6 +29,7 @@ struct ExportOptions {
   std::string file;
   std::string format;
   std::string output;
+  bool force = false;
 };
 
 json opt(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
@@ -311,6 +311,9 @@ std::string exportChromeTrace(const core::Profile& p) {
 }
 
 int runExport(const ExportOptions& o) {
+  // The output is opened first: a name that cannot be written costs no reading.
+  auto out = core::TextOutput::open(o.output, outputRules(o.force, {o.file}, "the export"));
+  if (!out) return inputError(out.error());
   auto loaded = loadProfile(o.file);
   if (!loaded) return inputError(loaded.error());
   std::string text;
@@ -323,14 +326,9 @@ int runExport(const ExportOptions& o) {
   } else {
     text = exportChromeTrace(*loaded);
   }
-  if (o.output.empty() || o.output == "-") {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    return 0;
-  }
-  std::ofstream out(o.output, std::ios::binary);
-  if (!out) return inputError(o.output + ": cannot write");
-  out << text;
-  if (!out) return inputError(o.output + ": write failed");
+  core::Status written = out->write(text);
+  if (written) written = out->finish();
+  if (!written) return inputError(written.error());
   return 0;
 }
 
@@ -345,7 +343,9 @@ Command addExportCommand(CLI::App& root) {
   app->add_option("--format", opt->format, "csv, json or chrome-trace")
       ->required()
       ->check(CLI::IsMember({"csv", "json", "chrome-trace"}));
-  app->add_option("-o,--output", opt->output, "Output file (default: standard output)");
+  app->add_option("-o,--output", opt->output, "Output file (default, or '-': standard output)");
+  app->add_flag("--force", opt->force, kForceHelp);
+  app->footer(kOutputRulesFooter);
   return {app, [opt] { return runExport(*opt); }};
 }
 

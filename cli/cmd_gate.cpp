@@ -4,12 +4,12 @@
 #include <fmt/format.h>
 
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "command.h"
@@ -28,6 +28,7 @@ struct GateCliOptions {
   std::string time_threshold, counter_threshold, config;
   double alpha = 0;
   std::string markdown, json, junit;
+  bool force = false;
   bool quiet = false;
 };
 
@@ -263,74 +264,116 @@ std::string junitDocument(const std::vector<JunitCases>& parts) {
                      tests, failures, cases);
 }
 
-core::Status writeFile(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  if (!out) return core::makeError(path + ": cannot write");
-  out << text;
-  if (!out) return core::makeError(path + ": write failed");
-  return {};
-}
-
-int runGate(const GateCliOptions& o) {
+core::Expected<analysis::GateOptions> gateOptions(const GateCliOptions& o) {
   analysis::GateOptions g;
   if (!o.config.empty()) {
-    if (core::Status s = applyGateConfigFile(o.config, g); !s) return inputError(s.error());
+    if (core::Status s = applyGateConfigFile(o.config, g); !s) return core::Error{s.error()};
   }
   // Command-line options override the configuration file.
   if (!o.time_threshold.empty()) {
     auto v = parsePercent(o.time_threshold, "--time-threshold");
-    if (!v) return inputError(v.error());
+    if (!v) return core::Error{v.error()};
     g.time_threshold = *v;
   }
   if (!o.counter_threshold.empty()) {
     auto v = parsePercent(o.counter_threshold, "--counter-threshold");
-    if (!v) return inputError(v.error());
+    if (!v) return core::Error{v.error()};
     g.counter_threshold = *v;
   }
   if (o.alpha > 0) g.alpha = o.alpha;
+  return g;
+}
+
+// The files asked for, opened before the comparison: a name that cannot be written costs nothing.
+struct GateOutputs {
+  std::unique_ptr<core::OutputFile> markdown, json, junit;
+};
+
+core::Expected<GateOutputs> openGateOutputs(const GateCliOptions& o) {
+  const core::Status distinct =
+      core::checkDistinctOutputs({{"--markdown", o.markdown}, {"--json", o.json}, {"--junit", o.junit}});
+  if (!distinct) return core::Error{distinct.error()};
+  std::vector<std::string> inputs = {o.base, o.cur};
+  if (!o.config.empty()) inputs.push_back(o.config);
+  GateOutputs out;
+  for (auto [path, file, what] : {std::tuple{&o.markdown, &out.markdown, "the Markdown summary"},
+                                  std::tuple{&o.json, &out.json, "the JSON findings"},
+                                  std::tuple{&o.junit, &out.junit, "the JUnit report"}}) {
+    if (path->empty()) continue;
+    auto opened = core::OutputFile::create(*path, outputRules(o.force, inputs, what));
+    if (!opened) return core::Error{opened.error()};
+    *file = std::move(*opened);
+  }
+  return out;
+}
+
+// What the gate says, in each form it can be written.
+struct GateTexts {
+  std::string markdown;
+  nlohmann::json json;
+  std::string junit;
+  bool passed = true;
+};
+
+GateTexts gateTexts(const GateCliOptions& o, const analysis::GateOptions& g, const core::Profile& base,
+                    const core::Profile& cur) {
+  const GatePlan plan = planByRank(o, base, cur, g);
+  const analysis::KernelNames names = analysis::KernelNames::of({&base, &cur});
+  GateTexts t;
+  std::vector<JunitCases> junit;
+  if (!plan.ranks.empty()) {
+    t.markdown = markdownByRank(o, g, plan, names);
+    t.json = toJsonByRank(o, g, plan, names);
+    for (const RankGate& r : plan.ranks) {
+      junit.push_back(junitCases(r.diff, r.result, r.label + ": ", names));
+      t.passed = t.passed && r.result.passed();
+    }
+  } else {
+    const analysis::RunDiff d = analysis::diffProfiles(base, cur);
+    const analysis::GateResult r = analysis::evaluateGate(d, g);
+    t.markdown = markdown(o, g, r, names);
+    t.json = toJson(o, g, r, names);
+    if (!plan.note.empty()) {
+      // Several processes whose ranks differ: say that the comparison is of the whole files.
+      t.markdown.insert(t.markdown.find("\n\n") + 2, plan.note + "\n\n");
+      t.json["comparison"] = "all processes";
+      t.json["note"] = plan.note;
+    }
+    junit.push_back(junitCases(d, r, "", names));
+    t.passed = r.passed();
+  }
+  t.junit = junitDocument(junit);
+  return t;
+}
+
+// Every file is complete before any is put in place; a failure leaves none of them half-written.
+core::Status writeGateOutputs(GateOutputs& out, const GateTexts& t) {
+  const std::string json = t.json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  for (auto [file, text] : {std::pair{out.markdown.get(), &t.markdown}, std::pair{out.json.get(), &json},
+                            std::pair{out.junit.get(), &t.junit}}) {
+    if (!file) continue;
+    if (core::Status s = file->write(*text); !s) return s;
+  }
+  for (core::OutputFile* file : {out.markdown.get(), out.json.get(), out.junit.get()}) {
+    if (!file) continue;
+    if (core::Status s = file->commit(); !s) return s;
+  }
+  return {};
+}
+
+int runGate(const GateCliOptions& o) {
+  auto g = gateOptions(o);
+  if (!g) return inputError(g.error());
+  auto out = openGateOutputs(o);
+  if (!out) return inputError(out.error());
   auto base = loadProfile(o.base);
   if (!base) return inputError(base.error());
   auto cur = loadProfile(o.cur);
   if (!cur) return inputError(cur.error());
-  const GatePlan plan = planByRank(o, *base, *cur, g);
-  const analysis::KernelNames names = analysis::KernelNames::of({&*base, &*cur});
-  std::string md;
-  nlohmann::json json;
-  std::vector<JunitCases> junit;
-  bool passed = true;
-  if (!plan.ranks.empty()) {
-    md = markdownByRank(o, g, plan, names);
-    json = toJsonByRank(o, g, plan, names);
-    for (const RankGate& r : plan.ranks) {
-      junit.push_back(junitCases(r.diff, r.result, r.label + ": ", names));
-      passed = passed && r.result.passed();
-    }
-  } else {
-    const analysis::RunDiff d = analysis::diffProfiles(*base, *cur);
-    const analysis::GateResult r = analysis::evaluateGate(d, g);
-    md = markdown(o, g, r, names);
-    json = toJson(o, g, r, names);
-    if (!plan.note.empty()) {
-      // Several processes whose ranks differ: say that the comparison is of the whole files.
-      md.insert(md.find("\n\n") + 2, plan.note + "\n\n");
-      json["comparison"] = "all processes";
-      json["note"] = plan.note;
-    }
-    junit.push_back(junitCases(d, r, "", names));
-    passed = r.passed();
-  }
-  if (!o.markdown.empty()) {
-    if (core::Status s = writeFile(o.markdown, md); !s) return inputError(s.error());
-  }
-  if (!o.json.empty()) {
-    const std::string text = json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-    if (core::Status s = writeFile(o.json, text); !s) return inputError(s.error());
-  }
-  if (!o.junit.empty()) {
-    if (core::Status s = writeFile(o.junit, junitDocument(junit)); !s) return inputError(s.error());
-  }
-  if (!o.quiet) printText(stdout, md);
-  return passed ? 0 : 1;
+  const GateTexts texts = gateTexts(o, *g, *base, *cur);
+  if (core::Status s = writeGateOutputs(*out, texts); !s) return inputError(s.error());
+  if (!o.quiet) printText(stdout, texts.markdown);
+  return texts.passed ? 0 : 1;
 }
 
 }  // namespace
@@ -353,9 +396,12 @@ Command addGateCommand(CLI::App& root) {
       ->check(CLI::Range(1e-12, 0.5));
   app->add_option("--config", opt->config,
                   "JSON or TOML file (by extension) with the options above and ignore lists (docs/gate.md)");
-  app->add_option("--markdown", opt->markdown, "Write the Markdown summary here (e.g. $GITHUB_STEP_SUMMARY)");
+  app->add_option("--markdown", opt->markdown,
+                  "Write the Markdown summary here (e.g. $GITHUB_STEP_SUMMARY, which the runner creates: add --force)");
   app->add_option("--json", opt->json, "Write the findings as JSON here");
   app->add_option("--junit", opt->junit, "Write a JUnit XML report here");
+  app->add_flag("--force", opt->force, kForceHelp);
+  app->footer(kOutputRulesFooter);
   app->add_flag("-q,--quiet", opt->quiet, "Print nothing; only the exit code and the files asked for");
   return {app, [opt] { return runGate(*opt); }};
 }

@@ -58,11 +58,11 @@ Command addMergeCommand(CLI::App& root) {
       "together and one by one (--rank N). Merged files can be merged again.");
   app->add_option("inputs", opt->inputs, "The databases to join (at least one)")->required();
   app->add_option("-o,--output", opt->output, "The merged database to write")->required();
-  app->add_flag("--force", opt->force, "Overwrite the output if it exists (never an input)");
+  app->add_flag("--force", opt->force, kForceHelp);
   app->add_flag("-q,--quiet", opt->quiet, "Print nothing but errors and notes");
   app->footer("Example (docs/multi-process.md):\n  fprof run -o job.fprof torchrun --nproc-per-node 2 train.py\n"
               "  fprof merge job.rank*.fprof -o job.all.fprof\n  fprof info job.all.fprof\n"
-              "  fprof info job.all.fprof --rank 1");
+              "  fprof info job.all.fprof --rank 1\n\n" + std::string(kOutputRulesFooter));
   return {app, [opt] { return runMerge(*opt); }};
 }
 

@@ -26,6 +26,7 @@ struct ReportOptions {
   std::string output;
   std::string format = "html";
   std::optional<int> rank;
+  bool force = false;
   bool quiet = false;
 };
 
@@ -41,58 +42,81 @@ core::Status selectRank(core::Profile& p, int rank, bool always) {
   return {};
 }
 
-bool samePath(const std::string& a, const std::string& b) {
-  std::error_code ec;
-  return std::filesystem::equivalent(a, b, ec) && !ec;
+// Where the report goes: -o, or for html RUN.html in the current directory (RUN.rank<N>.html with
+// --rank); "" and "-" are standard output.
+std::string outputPathOf(const ReportOptions& opt) {
+  if (!opt.output.empty() || opt.format != "html") return opt.output;
+  return std::filesystem::path(opt.file).stem().string() + (opt.rank ? fmt::format(".rank{}", *opt.rank) : "") +
+         ".html";
+}
+
+// The default RUN.html replaces an earlier fprof report of that name (what running the command
+// again means), and nothing else: any other file there needs --force or another -o.
+bool isFprofReport(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string head(2048, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(in.gcount()));
+  return head.rfind("<!DOCTYPE html>", 0) == 0 &&
+         head.find("<meta name=\"generator\" content=\"fprof ") != std::string::npos;
+}
+
+core::OutputRules reportRules(const ReportOptions& opt, const std::string& out) {
+  const bool replace_default = opt.output.empty() && !opt.force && isFprofReport(out);
+  std::vector<std::string> inputs = {opt.file};
+  if (!opt.baseline.empty()) inputs.push_back(opt.baseline);
+  return outputRules(opt.force || replace_default, inputs, opt.format == "md" ? "the summary" : "the report");
+}
+
+struct LoadedRuns {
+  core::Profile run;
+  std::optional<core::Profile> base;
+};
+
+core::Expected<LoadedRuns> loadRuns(const ReportOptions& opt, Progress& progress) {
+  progress.step("reading " + opt.file);
+  auto run = loadProfile(opt.file, &progress);
+  if (!run) return core::Error{run.error()};
+  LoadedRuns runs{std::move(*run), std::nullopt};
+  if (!opt.baseline.empty()) {
+    progress.step("reading the baseline " + opt.baseline);
+    auto loaded = loadProfile(opt.baseline, &progress);
+    if (!loaded) return core::Error{loaded.error()};
+    runs.base = std::move(*loaded);
+  }
+  if (opt.rank) {
+    if (core::Status st = selectRank(runs.run, *opt.rank, true); !st) return core::Error{st.error()};
+    if (runs.base) {
+      core::Status st = selectRank(*runs.base, *opt.rank, false);
+      if (!st) return core::makeError("baseline: " + st.error());
+    }
+  }
+  return runs;
 }
 
 int runReport(const ReportOptions& opt) {
+  const std::string path = outputPathOf(opt);
+  // The output is opened first: a name that cannot be written costs no analysis.
+  auto out = core::TextOutput::open(path, reportRules(opt, path));
+  if (!out) return inputError(out.error());
   Progress progress(Progress::wantedForFiles(opt.quiet, {opt.file, opt.baseline}));
   // Errors end the progress line first, so they start a line of their own.
   auto fail = [&](const std::string& message) {
     progress.done();
     return inputError(message);
   };
-  progress.step("reading " + opt.file);
-  auto run = loadProfile(opt.file, &progress);
-  if (!run) return fail(run.error());
-  std::optional<core::Profile> base;
-  if (!opt.baseline.empty()) {
-    progress.step("reading the baseline " + opt.baseline);
-    auto loaded = loadProfile(opt.baseline, &progress);
-    if (!loaded) return fail(loaded.error());
-    base = std::move(*loaded);
-  }
-  if (opt.rank) {
-    if (core::Status st = selectRank(*run, *opt.rank, true); !st) return fail(st.error());
-    if (base) {
-      if (core::Status st = selectRank(*base, *opt.rank, false); !st) return fail("baseline: " + st.error());
-    }
-  }
-  progress.step(fmt::format("analysing {} kernels", run->kernels.size()));
-  const reports::ReportData data = reports::buildReport(*run, base ? &*base : nullptr);
+  auto runs = loadRuns(opt, progress);
+  if (!runs) return fail(runs.error());
+  progress.step(fmt::format("analysing {} kernels", runs->run.kernels.size()));
+  const reports::ReportData data = reports::buildReport(runs->run, runs->base ? &*runs->base : nullptr);
   progress.step(opt.format == "md" ? "writing the Markdown summary" : "writing the HTML report");
   const std::string text = opt.format == "md" ? reports::renderMarkdown(data) : reports::renderHtml(data);
+  core::Status written = out->write(text);
+  if (written) written = out->finish();
   progress.done();
-
-  std::string out = opt.output;
-  if (out.empty() && opt.format == "html") {
-    out = std::filesystem::path(opt.file).stem().string() + (opt.rank ? fmt::format(".rank{}", *opt.rank) : "") + ".html";
-  }
-  if (out.empty() || out == "-") {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    return 0;
-  }
-  if (samePath(out, opt.file) || (!opt.baseline.empty() && samePath(out, opt.baseline))) {
-    return inputError(fmt::format("{}: refusing to overwrite an input database with the report; choose another -o", out));
-  }
-  std::ofstream f(out, std::ios::binary | std::ios::trunc);
-  if (!f) return inputError(fmt::format("{}: cannot write the report (check the directory exists and is writable)", out));
-  f.write(text.data(), static_cast<std::streamsize>(text.size()));
-  f.close();
-  if (!f) return inputError(fmt::format("{}: writing the report failed (disk full?)", out));
-  if (!opt.quiet) {
-    printText(stderr, fmt::format("fprof: wrote {} ({:.1f} KiB)\n", out, static_cast<double>(text.size()) / 1024.0));
+  if (!written) return inputError(written.error());
+  if (!opt.quiet && !out->toStandardOutput()) {
+    printText(stderr, fmt::format("fprof: wrote {} ({:.1f} KiB)\n", path, static_cast<double>(text.size()) / 1024.0));
   }
   return 0;
 }
@@ -110,7 +134,9 @@ Command addReportCommand(CLI::App& root) {
       ->check(CLI::ExistingFile);
   app->add_option("-o,--output", opt->output,
                   "Output file ('-' for stdout). Default: RUN.html for html (RUN = the database's name without "
-                  ".fprof), stdout for md");
+                  ".fprof; an earlier fprof report of that name is replaced, any other file needs --force), stdout "
+                  "for md");
+  app->add_flag("--force", opt->force, kForceHelp);
   app->add_option("--format", opt->format, "html (default) or md (Markdown, for CI job summaries and PR comments)")
       ->check(CLI::IsMember({"html", "md"}));
   app->add_option("--rank", opt->rank,
@@ -120,6 +146,7 @@ Command addReportCommand(CLI::App& root) {
   app->add_flag("-q,--quiet", opt->quiet,
                 "Print nothing but errors: no progress line (shown on a terminal for large databases), no 'wrote' "
                 "line");
+  app->footer(kOutputRulesFooter);
   return {app, [opt] { return runReport(*opt); }};
 }
 

@@ -24,9 +24,28 @@ struct ViewOptions {
   bool frame_stats = false;
   int fusion = 0;
   int rank = -1;
+  bool force = false;
 };
 
+// The viewer writes its files itself; they are checked here too, so that a name it could not
+// write is said before a window opens.
+int checkViewOutputs(const ViewOptions& opt) {
+  std::vector<std::string> inputs = {opt.run};
+  if (!opt.baseline.empty()) inputs.push_back(opt.baseline);
+  const core::Status distinct =
+      core::checkDistinctOutputs({{"--screenshot", opt.screenshot}, {"--geometry", opt.geometry}});
+  if (!distinct) return inputError(distinct.error());
+  for (const auto& [path, what] :
+       {std::pair{&opt.screenshot, "the screenshot"}, std::pair{&opt.geometry, "the geometry"}}) {
+    if (path->empty()) continue;
+    const core::Status s = core::checkOutputPath(*path, outputRules(opt.force, inputs, what));
+    if (!s) return inputError(s.error());
+  }
+  return 0;
+}
+
 int runView(const ViewOptions& opt) {
+  if (int code = checkViewOutputs(opt); code != 0) return code;
   const std::string viewer = findSibling("fprof-view");
   if (viewer.empty()) {
     return inputError("the viewer is not built: no fprof-view beside " + selfDirectory() +
@@ -40,6 +59,7 @@ int runView(const ViewOptions& opt) {
   if (!opt.size.empty()) args.insert(args.end(), {"--size", opt.size});
   if (!opt.geometry.empty()) args.insert(args.end(), {"--geometry", opt.geometry});
   if (opt.frame_stats) args.emplace_back("--frame-stats");
+  if (opt.force) args.emplace_back("--force");
   if (opt.fusion > 0) args.insert(args.end(), {"--fusion", std::to_string(opt.fusion)});
   if (opt.rank >= 0) args.insert(args.end(), {"--rank", std::to_string(opt.rank)});
   std::vector<char*> argv;
@@ -62,6 +82,9 @@ Command addViewCommand(CLI::App& root) {
   app->add_option("--frames", opt->frames, "Render this many frames, then exit")->check(CLI::PositiveNumber);
   app->add_option("--size", opt->size, "Window size WIDTHxHEIGHT (default 1600x1000)");
   app->add_option("--geometry", opt->geometry, "After the last frame, write the plot area and roof lines in pixels");
+  app->add_flag("--force", opt->force,
+                "Replace the files --screenshot and --geometry name, and those the window's PNG and CSV exports "
+                "name, if they exist (never an input)");
   app->add_flag("--frame-stats", opt->frame_stats, "Print frame-time statistics on exit");
   app->add_option("--fusion", opt->fusion, "Open with the fusion candidate of this rank selected (1 = best payoff)")
       ->check(CLI::PositiveNumber);
@@ -69,6 +92,7 @@ Command addViewCommand(CLI::App& root) {
                   "Open on this global rank of a database of several processes (fprof merge); the window's rank "
                   "filter switches between ranks")
       ->check(CLI::NonNegativeNumber);
+  app->footer(kOutputRulesFooter);
   return {app, [opt] { return runView(*opt); }};
 }
 

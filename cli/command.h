@@ -6,7 +6,9 @@
 #include <cstdio>
 #include <functional>
 #include <string>
+#include <vector>
 
+#include "fprof/core/output.h"
 #include "fprof/core/store.h"
 
 namespace fprof::cli {
@@ -42,6 +44,21 @@ class Progress;
 // repaired (Profile::warnings). A progress line, if given, is cleared before the first warning so
 // that each warning starts a line of its own (the next step draws it again).
 core::Expected<core::Profile> loadProfile(const std::string& path, Progress* progress = nullptr);
+
+// The rules an output of a command follows (core/output.h): replace an existing file only with
+// --force (`force`), never one of `inputs`; `what` names the output in messages ("the report").
+core::OutputRules outputRules(bool force, std::vector<std::string> inputs, std::string what);
+
+// The --force flag's help, the same for every command that writes a file.
+inline constexpr const char* kForceHelp =
+    "Replace an output file that exists (never an input of the command; the new file is put in place only once "
+    "complete)";
+
+// The footer of a writing command's --help: the rules every output follows (docs/outputs.md).
+inline constexpr const char* kOutputRulesFooter =
+    "Output files: an existing file is replaced only with --force, an input never; each is written to a temporary "
+    "file beside it and put in place only once complete, so a failed write leaves no partial file "
+    "(docs/outputs.md).";
 
 // Writes text for a terminal (stdout or stderr): cleaned, line feeds and tabs kept, so that no
 // escape sequence a database holds reaches the terminal, whatever path it took.

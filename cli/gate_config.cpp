@@ -6,13 +6,14 @@
 
 #include <algorithm>
 #include <cctype>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
 #include <toml++/toml.h>
 #include <utility>
 #include <vector>
+
+#include "fprof/core/output.h"
 
 namespace fprof::cli {
 namespace {
@@ -151,12 +152,10 @@ core::Status applyGateConfigText(const std::string& text, GateConfigFormat forma
 }
 
 core::Status applyGateConfigFile(const std::string& path, analysis::GateOptions& g) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return core::makeError(path + ": cannot read the gate configuration");
-  std::ostringstream text;
-  text << in.rdbuf();
-  const std::string s = text.str();
-  return applyGateConfigText(s, gateConfigFormat(path, s), path, g);
+  // A directory, an unreadable or an empty file is an error: a configuration given is meant to apply.
+  auto text = core::readInputFile(path, "the gate configuration");
+  if (!text) return core::Error{text.error()};
+  return applyGateConfigText(*text, gateConfigFormat(path, *text), path, g);
 }
 
 }  // namespace fprof::cli

@@ -1,10 +1,13 @@
 // fprof: the command-line front end. One subcommand per cmd_*.cpp file.
 #include <cstdio>
+#include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "command.h"
+#include "fprof/core/output.h"
 #include "fprof/core/text.h"
 #include "help_format.h"
 #include "progress.h"
@@ -27,9 +30,88 @@ core::Expected<core::Profile> loadProfile(const std::string& path, Progress* pro
 
 void printText(std::FILE* stream, const std::string& text) {
   const std::string clean = core::cleanText(text, core::TextLines::kKeepLineBreaks);
+  if (stream == stdout) {
+    (void)core::writeStandardOutput(clean);  // a failure is kept and reported when fprof exits
+    return;
+  }
   std::fwrite(clean.data(), 1, clean.size(), stream);
 }
 
+core::OutputRules outputRules(bool force, std::vector<std::string> inputs, std::string what) {
+  core::OutputRules rules;
+  rules.replace = force;
+  rules.inputs = std::move(inputs);
+  rules.what = std::move(what);
+  return rules;
+}
+
+namespace {
+
+std::vector<Command> addCommands(CLI::App& app) {
+  std::vector<Command> commands = {addRunCommand(app), addInfoCommand(app), addReportCommand(app),
+                                   addCeilingsCommand(app), addMetricsCommand(app), addSchemaCommand(app)};
+  commands.push_back(addDiffCommand(app));
+  commands.push_back(addGateCommand(app));
+  commands.push_back(addMergeCommand(app));
+  commands.push_back(addExportCommand(app));
+  commands.push_back(addViewCommand(app));
+  return commands;
+}
+
+// A first argument that is no option must name a command: say which exist.
+std::optional<int> refuseUnknownCommand(int argc, char** argv, const std::vector<Command>& commands) {
+  if (argc <= 1 || argv[1][0] == '-') return std::nullopt;
+  std::string names;
+  for (const Command& c : commands) {
+    if (c.app->get_name() == argv[1]) return std::nullopt;
+    names += (names.empty() ? "" : ", ") + c.app->get_name();
+  }
+  return inputError(std::string("unknown command '") + argv[1] + "'; commands: " + names + " (see 'fprof --help')");
+}
+
+// Parses the command line; a value when fprof is done (help, version, misuse).
+std::optional<int> parseArguments(CLI::App& app, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    (void)fprof::core::writeStandardOutput(app.help());
+    return 0;
+  } catch (const CLI::CallForAllHelp&) {
+    (void)fprof::core::writeStandardOutput(app.help("", CLI::AppFormatMode::All));
+    return 0;
+  } catch (const CLI::CallForVersion&) {
+    (void)fprof::core::writeStandardOutput("fprof " FPROF_VERSION_STRING "\n");
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    // A subcommand's --help is thrown as CallForHelp from inside parse; everything else is misuse.
+    std::fprintf(stderr, "fprof: %s\nRun 'fprof --help' for usage.\n", e.what());
+    return 2;
+  }
+  return std::nullopt;
+}
+
+int runParsedCommand(const std::vector<Command>& commands) {
+  for (const Command& c : commands) {
+    if (!c.app->parsed()) continue;
+    try {
+      return c.run();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "fprof: internal error: %s\n", e.what());
+      return 3;
+    }
+  }
+  return inputError("no command given; run 'fprof --help'");
+}
+
+// Whatever the command printed is checked once more as fprof exits: a write that failed (a full
+// disk behind a redirection) is an error, exit 2, not a silent exit 0. A command that failed (2)
+// has said why already.
+int exitChecked(int code) {
+  if (core::Status s = core::finishStandardOutput(); !s && code != 2) return inputError(s.error());
+  return code;
+}
+
+}  // namespace
 }  // namespace fprof::cli
 
 int main(int argc, char** argv) {
@@ -42,50 +124,11 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "fprof " FPROF_VERSION_STRING);
   app.require_subcommand(1, 1);
   app.fallthrough(false);
-
-  std::vector<Command> commands = {addRunCommand(app), addInfoCommand(app), addReportCommand(app), addCeilingsCommand(app), addMetricsCommand(app), addSchemaCommand(app)};
-  commands.push_back(addDiffCommand(app));
-  commands.push_back(addGateCommand(app));
-  commands.push_back(addMergeCommand(app));
-  commands.push_back(addExportCommand(app));
-  commands.push_back(addViewCommand(app));
-  if (argc > 1 && argv[1][0] != '-') {
-    std::string known;
-    for (const Command& c : commands) {
-      if (c.app->get_name() == argv[1]) known = "ok";
-    }
-    if (known != "ok") {
-      std::string names;
-      for (const Command& c : commands) names += (names.empty() ? "" : ", ") + c.app->get_name();
-      return inputError(std::string("unknown command '") + argv[1] + "'; commands: " + names +
-                        " (see 'fprof --help')");
-    }
-  }
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    std::fputs(app.help().c_str(), stdout);
-    return 0;
-  } catch (const CLI::CallForAllHelp&) {
-    std::fputs(app.help("", CLI::AppFormatMode::All).c_str(), stdout);
-    return 0;
-  } catch (const CLI::CallForVersion&) {
-    std::printf("fprof %s\n", FPROF_VERSION_STRING);
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    // A subcommand's --help is thrown as CallForHelp from inside parse; everything else is misuse.
-    std::fprintf(stderr, "fprof: %s\nRun 'fprof --help' for usage.\n", e.what());
-    return 2;
-  }
-  for (const Command& c : commands) {
-    if (c.app->parsed()) {
-      try {
-        return c.run();
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "fprof: internal error: %s\n", e.what());
-        return 3;
-      }
-    }
-  }
-  return inputError("no command given; run 'fprof --help'");
+  const std::vector<Command> commands = addCommands(app);
+  if (std::optional<int> code = refuseUnknownCommand(argc, argv, commands)) return exitChecked(*code);
+  // `fprof run` forwards signals to the program it profiles; every other command, stopped, takes
+  // the temporary files of its unfinished outputs with it.
+  if (argc <= 1 || std::strcmp(argv[1], "run") != 0) fprof::core::removeTemporaryOutputsOnSignals();
+  if (std::optional<int> code = parseArguments(app, argc, argv)) return exitChecked(*code);
+  return exitChecked(runParsedCommand(commands));
 }

@@ -2,8 +2,6 @@
 // merged one (see merge.h).
 #include "fprof/core/merge.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -11,6 +9,8 @@
 #include <tuple>
 #include <unordered_map>
 #include <unordered_set>
+
+#include "fprof/core/output.h"
 
 namespace fprof::core {
 namespace {
@@ -21,25 +21,6 @@ constexpr std::string_view kProcessPrefix = "process.";
 constexpr size_t kKernelsPerFlush = 65536;
 
 std::string processPrefix(uint32_t process_id) { return std::string(kProcessPrefix) + std::to_string(process_id) + "."; }
-
-// Removes the temporary database (and any SQLite side files) unless the merge got to the end.
-class TempDatabase {
- public:
-  explicit TempDatabase(std::string path) : path_(std::move(path)) {}
-  ~TempDatabase() {
-    if (keep_) return;
-    std::error_code ec;
-    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) fs::remove(path_ + suffix, ec);
-  }
-  TempDatabase(const TempDatabase&) = delete;
-  TempDatabase& operator=(const TempDatabase&) = delete;
-  const std::string& path() const { return path_; }
-  void keep() { keep_ = true; }
-
- private:
-  std::string path_;
-  bool keep_ = false;
-};
 
 bool samePath(const std::string& a, const std::string& b) {
   std::error_code ec;
@@ -214,43 +195,13 @@ std::map<std::string, std::string> combineProcessMetadata(
   return out;
 }
 
-Expected<MergeResult> mergeDatabases(const std::vector<std::string>& inputs, const std::string& output,
-                                     const MergeOptions& options) {
-  if (inputs.empty()) return makeError("merge: no databases given; name the per-rank .fprof files to join");
-  if (output.empty()) return makeError("merge: no output given; name the merged database with -o");
-  // Every input is checked before anything is written, so a bad last file costs nothing.
-  for (const std::string& in : inputs) {
-    if (Status s = checkDatabase(in); !s) return Error{s.error()};
-  }
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    for (size_t j = i + 1; j < inputs.size(); ++j) {
-      if (samePath(inputs[i], inputs[j])) {
-        return makeError(inputs[i] == inputs[j]
-                             ? inputs[i] + " is given twice; name each database once"
-                             : inputs[i] + " and " + inputs[j] + " are the same file; name each database once");
-      }
-    }
-  }
-  std::error_code ec;
-  if (fs::exists(output, ec)) {
-    for (const std::string& in : inputs) {
-      if (samePath(output, in)) {
-        return makeError(output + " is one of the inputs; write the merged database to a new file");
-      }
-    }
-    if (fs::is_directory(output, ec)) return makeError(output + ": is a directory; name the merged database file");
-    if (!options.overwrite) return makeError(output + ": file exists; choose another name or overwrite it with --force");
-  }
-  const fs::path out_path(output);
-  const fs::path out_dir = out_path.parent_path();
-  if (!out_dir.empty() && !fs::is_directory(out_dir, ec)) {
-    return makeError(output + ": the directory " + out_dir.string() + " does not exist");
-  }
+namespace {
 
-  TempDatabase temp((out_dir / ("." + out_path.filename().string() + ".merging-" + std::to_string(getpid()))).string());
+// Joins the inputs into a new database at `path` (the output's temporary file).
+Expected<MergeResult> writeMergedDatabase(const std::vector<std::string>& inputs, const std::string& path) {
   MergeResult result;
   {
-    auto created = Writer::create(temp.path(), /*overwrite=*/true);
+    auto created = Writer::create(path, /*overwrite=*/true);
     if (!created) return Error{created.error()};
     Writer& w = **created;
 
@@ -423,14 +374,40 @@ Expected<MergeResult> mergeDatabases(const std::vector<std::string>& inputs, con
     }
     if (Status s = w.close(); !s) return Error{s.error()};
   }
-  // A stale WAL beside the old output would be replayed into the new file: remove it first.
-  if (options.overwrite) {
-    for (const char* suffix : {"-wal", "-shm", "-journal"}) fs::remove(output + suffix, ec);
-  }
-  fs::rename(temp.path(), output, ec);
-  if (ec) return makeError(output + ": cannot move the merged database into place: " + ec.message());
-  temp.keep();
   return result;
+}
+
+}  // namespace
+
+Expected<MergeResult> mergeDatabases(const std::vector<std::string>& inputs, const std::string& output,
+                                     const MergeOptions& options) {
+  if (inputs.empty()) return makeError("merge: no databases given; name the per-rank .fprof files to join");
+  if (output.empty()) return makeError("merge: no output given; name the merged database with -o");
+  // Every input is checked before anything is written, so a bad last file costs nothing.
+  for (const std::string& in : inputs) {
+    if (Status s = checkDatabase(in); !s) return Error{s.error()};
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    for (size_t j = i + 1; j < inputs.size(); ++j) {
+      if (samePath(inputs[i], inputs[j])) {
+        return makeError(inputs[i] == inputs[j]
+                             ? inputs[i] + " is given twice; name each database once"
+                             : inputs[i] + " and " + inputs[j] + " are the same file; name each database once");
+      }
+    }
+  }
+  // The output follows output.h's rules: never an input, replaced only with --force, written
+  // beside the target and moved into place once complete (two merges racing: one wins).
+  OutputRules rules;
+  rules.replace = options.overwrite;
+  rules.inputs = inputs;
+  rules.what = "the merged database";
+  auto out = OutputFile::create(output, rules, OutputKind::kDatabase);
+  if (!out) return Error{out.error()};
+  auto merged = writeMergedDatabase(inputs, (*out)->temporaryPath());
+  if (!merged) return makeError((*out)->inTermsOfTarget(merged.error()));
+  if (Status s = (*out)->commit(); !s) return Error{s.error()};
+  return merged;
 }
 
 std::vector<RankGroup> rankGroups(const Profile& p) {

@@ -13,11 +13,11 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <numeric>
 #include <string>
 #include <vector>
 
+#include "fprof/core/output.h"
 #include "fprof/core/text.h"
 #include "fprof/gui/viewer.h"
 
@@ -29,8 +29,10 @@ void glfwError(int code, const char* description) {
   g_glfw_error = fmt::format("GLFW error {}: {}", code, description ? description : "?");
 }
 
-// Reads back a region of the back buffer (display pixels, y down) and writes it as a PNG.
-fprof::core::Status writePng(const std::string& path, fprof::gui::Rect region, float scale, int fb_w, int fb_h) {
+// Reads back a region of the back buffer (display pixels, y down) and writes it as a PNG, by the
+// output rules (core/output.h): encoded in memory, written beside the target, put in place whole.
+fprof::core::Status writePng(const std::string& path, const fprof::core::OutputRules& rules,
+                             fprof::gui::Rect region, float scale, int fb_w, int fb_h) {
   const int x0 = std::clamp(static_cast<int>(std::floor(region.x0 * scale)), 0, fb_w);
   const int x1 = std::clamp(static_cast<int>(std::ceil(region.x1 * scale)), 0, fb_w);
   const int y0 = std::clamp(static_cast<int>(std::floor(region.y0 * scale)), 0, fb_h);
@@ -50,25 +52,35 @@ fprof::core::Status writePng(const std::string& path, fprof::gui::Rect region, f
   for (int y = 0; y < h; ++y) {
     std::copy_n(pixels.data() + static_cast<size_t>(h - 1 - y) * row, row, flipped.data() + static_cast<size_t>(y) * row);
   }
-  if (!stbi_write_png(path.c_str(), w, h, 4, flipped.data(), static_cast<int>(row))) {
-    return fprof::core::makeError(path + ": cannot write the PNG file");
+  std::string png;
+  auto append = [](void* context, void* data, int size) {
+    static_cast<std::string*>(context)->append(static_cast<const char*>(data), static_cast<size_t>(size));
+  };
+  if (!stbi_write_png_to_func(append, &png, w, h, 4, flipped.data(), static_cast<int>(row))) {
+    return fprof::core::makeError(path + ": cannot encode the PNG image");
   }
-  return {};
+  auto out = fprof::core::OutputFile::create(path, rules);
+  if (!out) return fprof::core::Error{out.error()};
+  if (fprof::core::Status s = (*out)->write(png); !s) return s;
+  return (*out)->commit();
 }
 
-fprof::core::Status writeGeometry(const std::string& path, const fprof::gui::Viewer& v) {
-  std::ofstream f(path);
-  if (!f) return fprof::core::makeError(path + ": cannot open for writing");
+fprof::core::Status writeGeometry(const std::string& path, const fprof::core::OutputRules& rules,
+                                  const fprof::gui::Viewer& v) {
   const fprof::gui::Rect& r = v.plotRect();
-  f << fmt::format("plot {:.1f} {:.1f} {:.1f} {:.1f}\n", r.x0, r.y0, r.x1, r.y1);
-  f << fmt::format("points_plotted {}\npoints_drawn {}\narrows {}\n", v.pointsPlotted(), v.pointsDrawn(), v.arrowsDrawn());
+  std::string text = fmt::format("plot {:.1f} {:.1f} {:.1f} {:.1f}\n", r.x0, r.y0, r.x1, r.y1);
+  text += fmt::format("points_plotted {}\npoints_drawn {}\narrows {}\n", v.pointsPlotted(), v.pointsDrawn(),
+                      v.arrowsDrawn());
   for (const fprof::gui::DrawnRoof& roof : v.drawnRoofs()) {
     // IM_COL32 packs ABGR: red in the low byte.
-    f << fmt::format("roof {} {} {} {} {} {:.1f} {:.1f} {:.1f} {:.1f}\n", roof.label,
-                     roof.datasheet ? "datasheet" : "measured", roof.colour & 0xFF, roof.colour >> 8 & 0xFF,
-                     roof.colour >> 16 & 0xFF, roof.screen.a.x, roof.screen.a.y, roof.screen.b.x, roof.screen.b.y);
+    text += fmt::format("roof {} {} {} {} {} {:.1f} {:.1f} {:.1f} {:.1f}\n", roof.label,
+                        roof.datasheet ? "datasheet" : "measured", roof.colour & 0xFF, roof.colour >> 8 & 0xFF,
+                        roof.colour >> 16 & 0xFF, roof.screen.a.x, roof.screen.a.y, roof.screen.b.x, roof.screen.b.y);
   }
-  return f ? fprof::core::Status{} : fprof::core::makeError(path + ": write failed");
+  auto out = fprof::core::OutputFile::create(path, rules);
+  if (!out) return fprof::core::Error{out.error()};
+  if (fprof::core::Status s = (*out)->write(text); !s) return s;
+  return (*out)->commit();
 }
 
 struct Options {
@@ -82,7 +94,31 @@ struct Options {
   bool animate = false;
   int fusion = 0;  // 1-based rank of a fusion pair to open with selected; 0 = none
   int rank = -1;   // global rank to open on (databases of several processes); -1 = all
+  bool force = false;
 };
+
+// The rules every file the viewer writes follows: the databases shown are inputs.
+fprof::core::OutputRules outputRules(const Options& opt, std::string what) {
+  fprof::core::OutputRules rules;
+  rules.replace = opt.force;
+  rules.inputs = {opt.run};
+  if (!opt.baseline.empty()) rules.inputs.push_back(opt.baseline);
+  rules.what = std::move(what);
+  return rules;
+}
+
+// Checked before a window opens: a name that cannot be written is said at once (exit 2).
+fprof::core::Status checkOutputs(const Options& opt) {
+  using fprof::core::Status;
+  const Status distinct =
+      fprof::core::checkDistinctOutputs({{"--screenshot", opt.screenshot}, {"--geometry", opt.geometry}});
+  if (!distinct) return distinct;
+  if (!opt.screenshot.empty()) {
+    if (Status s = fprof::core::checkOutputPath(opt.screenshot, outputRules(opt, "the screenshot")); !s) return s;
+  }
+  if (!opt.geometry.empty()) return fprof::core::checkOutputPath(opt.geometry, outputRules(opt, "the geometry"));
+  return {};
+}
 
 int runViewer(const Options& opt) {
   using fprof::gui::Document;
@@ -140,6 +176,7 @@ int runViewer(const Options& opt) {
   ImGui_ImplOpenGL3_Init("#version 130");
 
   fprof::gui::Viewer viewer(std::move(run), std::move(base));
+  viewer.setOutputRules(outputRules(opt, "the export"));
   if (opt.rank >= 0 && viewer.document()) {
     if (const fprof::core::Status st = viewer.setRank(opt.rank); !st) {
       std::fprintf(stderr, "fprof-view: --rank %d: %s\n", opt.rank, st.error().c_str());
@@ -194,16 +231,17 @@ int runViewer(const Options& opt) {
     vertices = ImGui::GetDrawData()->TotalVtxCount;
     const float scale = ImGui::GetIO().DisplayFramebufferScale.x;
     if (auto req = viewer.takePngRequest()) {
-      const fprof::core::Status st = writePng(req->path, req->region, scale, fb_w, fb_h);
+      const fprof::core::Status st = writePng(req->path, outputRules(opt, "the plot"), req->region, scale, fb_w, fb_h);
       viewer.setStatus(st ? "wrote " + req->path : st.error());
     }
     const bool last = opt.frames > 0 && frame >= opt.frames;
     if (last && !opt.screenshot.empty()) {
       const ImVec2 d = ImGui::GetIO().DisplaySize;
-      const fprof::core::Status st = writePng(opt.screenshot, {0, 0, d.x, d.y}, scale, fb_w, fb_h);
+      const fprof::core::Status st =
+          writePng(opt.screenshot, outputRules(opt, "the screenshot"), {0, 0, d.x, d.y}, scale, fb_w, fb_h);
       if (!st) {
-        std::fprintf(stderr, "fprof-view: %s\n", st.error().c_str());
-        exit_code = 3;
+        std::fprintf(stderr, "fprof-view: %s\n", fprof::core::cleanText(st.error()).c_str());
+        exit_code = 2;
       }
     }
     glfwSwapBuffers(window);
@@ -212,9 +250,9 @@ int runViewer(const Options& opt) {
     if (last) break;
   }
   if (!opt.geometry.empty()) {
-    if (const fprof::core::Status st = writeGeometry(opt.geometry, viewer); !st) {
-      std::fprintf(stderr, "fprof-view: %s\n", st.error().c_str());
-      exit_code = 3;
+    if (const fprof::core::Status st = writeGeometry(opt.geometry, outputRules(opt, "the geometry"), viewer); !st) {
+      std::fprintf(stderr, "fprof-view: %s\n", fprof::core::cleanText(st.error()).c_str());
+      exit_code = 2;
     }
   }
   if (opt.frame_stats && frame_ms.size() > 5) {
@@ -261,14 +299,29 @@ int main(int argc, char** argv) {
   app.add_option("--rank", opt.rank, "Open on this global rank of a database of several processes (fprof merge)")
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--animate", opt.animate, "Pan the view a little every frame (benchmarks the cost of interaction)");
+  app.add_flag("--force", opt.force,
+               "Replace the files --screenshot, --geometry and the window's exports name, if they exist (never an "
+               "input)");
+  app.footer("Output files: an existing file is replaced only with --force, an input never; each is written to a "
+             "temporary file beside it and put in place only once complete (docs/outputs.md).");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   if (!opt.screenshot.empty() && opt.frames == 0) opt.frames = 5;
+  if (const fprof::core::Status s = checkOutputs(opt); !s) {
+    std::fprintf(stderr, "fprof-view: %s\n", fprof::core::cleanText(s.error()).c_str());
+    return 2;
+  }
+  fprof::core::removeTemporaryOutputsOnSignals();
   try {
-    return runViewer(opt);
+    const int code = runViewer(opt);
+    if (const fprof::core::Status s = fprof::core::finishStandardOutput(); !s) {
+      std::fprintf(stderr, "fprof-view: %s\n", s.error().c_str());
+      return 2;
+    }
+    return code;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "fprof-view: internal error: %s\n", e.what());
     return 3;

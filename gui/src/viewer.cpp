@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 
 #include "fprof/core/text.h"
 
@@ -315,11 +314,12 @@ std::optional<Viewer::PngRequest> Viewer::takePngRequest() {
 
 core::Status Viewer::exportCsv(const std::string& path) const {
   if (!run_) return core::makeError("nothing loaded");
-  std::ofstream f(path, std::ios::binary);
-  if (!f) return core::makeError(fmt::format("{}: cannot open for writing", path));
-  f << tableCsv(items(), rows_, level_, run_->totalKernelNs());
-  if (!f.flush()) return core::makeError(fmt::format("{}: write failed", path));
-  return {};
+  core::OutputRules rules = output_rules_;
+  rules.what = "the table";
+  auto out = core::OutputFile::create(path, rules);
+  if (!out) return core::Error{out.error()};
+  if (core::Status s = (*out)->write(tableCsv(items(), rows_, level_, run_->totalKernelNs())); !s) return s;
+  return (*out)->commit();
 }
 
 void Viewer::frame() {

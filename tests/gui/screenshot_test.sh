@@ -4,6 +4,7 @@
 # tests/data, and of a missing file (the reason in the window and on stderr, exit 2, no crash).
 set -euo pipefail
 view=$1 fixture=$2 check=$3 out=$4 data=$5
+rm -rf "$out"  # fprof-view keeps a file that exists (docs/outputs.md): every run starts afresh
 mkdir -p "$out"
 export LIBGL_ALWAYS_SOFTWARE=1
 xvfb() { xvfb-run -a -s "-screen 0 1600x1000x24" "$@"; }
@@ -44,4 +45,54 @@ cat "$out/missing.stderr"
 [ "$rc" -eq 2 ] || { echo "expected exit 2 for a missing file, got $rc"; exit 1; }
 grep -q 'does_not_exist.fprof' "$out/missing.stderr"
 "$check" "$out/missing.png" --error-text
+# The screenshot's output rules once a window has rendered (tests/unit/cli/test_outputs.cpp has the
+# cases refused before one opens): a read-only folder and a full file system exit 2 with the cause
+# and leave nothing; of two viewers racing for one file exactly one writes it.
+trace="$data/trace_test_h200.fprof"
+expect_refused() {  # expect_refused CAUSE DIR ARGS...: exit 2, the cause said, DIR as it was
+  local cause=$1 dir=$2 before rc
+  shift 2
+  before=$(ls -A "$dir")
+  set +e
+  xvfb "$view" "$@" 2>"$out/refused.stderr"
+  rc=$?
+  set -e
+  cat "$out/refused.stderr"
+  [ "$rc" -eq 2 ] || { echo "expected exit 2, got $rc"; exit 1; }
+  grep -q "$cause" "$out/refused.stderr" || { echo "expected '$cause' in the message"; exit 1; }
+  [ "$(ls -A "$dir")" = "$before" ] || { echo "$dir changed: $(ls -A "$dir")"; exit 1; }
+}
+mnt="$out/mnt"
+mkdir -p "$mnt"
+if [ "$(id -u)" -ne 0 ]; then
+  chmod 555 "$mnt"
+  expect_refused "permission denied" "$mnt" "$trace" --screenshot "$mnt/shot.png" --frames 2 --size 640x480
+  chmod 755 "$mnt"
+  echo "not root: the full file system case is not run (it mounts a tmpfs)"
+elif mount -t tmpfs -o ro,size=64k tmpfs "$mnt" 2>/dev/null; then
+  expect_refused "read-only file system" "$mnt" "$trace" --screenshot "$mnt/shot.png" --frames 2 --size 640x480
+  umount "$mnt"
+  mount -t tmpfs -o size=64k tmpfs "$mnt"
+  printf 'precious\n' >"$mnt/shot.png"
+  dd if=/dev/zero of="$mnt/filler" bs=4k 2>/dev/null || true
+  expect_refused "no space left on device" "$mnt" "$trace" --screenshot "$mnt/shot.png" --frames 2 --size 640x480 --force
+  [ "$(cat "$mnt/shot.png")" = precious ] || { echo "the screenshot replaced the file on a full disk"; exit 1; }
+  umount "$mnt"
+else
+  echo "root, but no tmpfs can be mounted here: the read-only folder and full file system cases are not run"
+fi
+set +e
+xvfb "$view" "$trace" --screenshot "$out/race.png" --frames 4 --size 640x480 2>"$out/race1.stderr" &
+first=$!
+xvfb "$view" "$trace" --screenshot "$out/race.png" --frames 4 --size 640x480 2>"$out/race2.stderr" &
+second=$!
+wait $first; rc1=$?
+wait $second; rc2=$?
+set -e
+echo "racing viewers: exit $rc1 and $rc2"
+[ $((rc1 + rc2)) -eq 2 ] && [ "$rc1" -ne 1 ] || { cat "$out"/race*.stderr; echo "expected one 0 and one 2"; exit 1; }
+grep -q "file exists" "$out"/race*.stderr
+"$check" "$out/race.png" --not-blank
+if ls -A "$out" | grep -q '\.tmp$'; then echo "a temporary file was left in $out"; exit 1; fi
+
 echo "screenshot test passed; images in $out"

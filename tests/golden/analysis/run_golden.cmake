@@ -2,6 +2,10 @@
 # -DFPROF=... -DFIXTURES=dir -DEXPECTED=file "-DARGS=a b c" -DEXIT=code [-DOUTPUT_FILE=name] [-DSTREAM=stderr]
 # To regenerate after an intended change: FPROF_GOLDEN_UPDATE=1 ctest -R analysis_golden  (docs/analysis.md)
 separate_arguments(args UNIX_COMMAND "${ARGS}")
+# A file output is written afresh each run (fprof keeps an existing file: docs/outputs.md).
+if(DEFINED OUTPUT_FILE AND NOT OUTPUT_FILE STREQUAL "")
+  file(REMOVE "${FIXTURES}/${OUTPUT_FILE}")
+endif()
 execute_process(COMMAND ${FPROF} ${args} WORKING_DIRECTORY ${FIXTURES}
                 OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
 if(NOT "${rc}" STREQUAL "${EXIT}")

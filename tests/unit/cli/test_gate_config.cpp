@@ -132,7 +132,16 @@ TEST(GateConfig, ReadsFiles) {
   const std::string missing = (dir / "missing.toml").string();
   const core::Status s = applyGateConfigFile(missing, g);
   ASSERT_FALSE(s);
-  EXPECT_EQ(s.error(), missing + ": cannot read the gate configuration");
+  EXPECT_EQ(s.error(), missing + ": no such file");
+  // A directory or an empty file is an error too, not a configuration of nothing.
+  const core::Status d = applyGateConfigFile(dir.string(), g);
+  ASSERT_FALSE(d);
+  EXPECT_EQ(d.error(), dir.string() + ": is a directory; the gate configuration is a file");
+  const std::string empty = (dir / "empty.toml").string();
+  std::ofstream(empty) << "\n";
+  const core::Status e = applyGateConfigFile(empty, g);
+  ASSERT_FALSE(e);
+  EXPECT_EQ(e.error(), empty + ": the gate configuration is empty");
 }
 
 TEST(GateConfig, Percentages) {

@@ -169,7 +169,13 @@ TEST_F(Headless, CsvExportWritesTheTableAsShown) {
   v.sortBy(Column::kTime, false);
   frame(v);
   const std::string path = tempPath("table.csv");
+  std::filesystem::remove(path);
   ASSERT_TRUE(v.exportCsv(path).ok());
+  EXPECT_FALSE(v.exportCsv(path).ok()) << "a file that exists is kept";
+  core::OutputRules replace;
+  replace.replace = true;
+  v.setOutputRules(replace);
+  EXPECT_TRUE(v.exportCsv(path).ok()) << "fprof-view --force";
   std::ifstream f(path);
   std::vector<std::string> lines;
   for (std::string line; std::getline(f, line);) lines.push_back(line);

@@ -379,10 +379,10 @@ TEST_F(MergeRefuses, ACopyOfAFile) {
 }
 
 TEST_F(MergeRefuses, OutputIsAnInput) {
-  expectRefused(inputs_, inputs_[2], inputs_[2] + " is one of the inputs; write the merged database to a new file");
+  expectRefused(inputs_, inputs_[2], inputs_[2] + " is an input of this command; write the merged database to another file");
   core::MergeOptions force;
   force.overwrite = true;
-  expectRefused(inputs_, inputs_[2], inputs_[2] + " is one of the inputs; write the merged database to a new file",
+  expectRefused(inputs_, inputs_[2], inputs_[2] + " is an input of this command; write the merged database to another file",
                 force);
   auto still = core::loadProfile(inputs_[2]);
   ASSERT_TRUE(still.ok());

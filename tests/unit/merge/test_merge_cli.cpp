@@ -96,7 +96,7 @@ TEST_F(MergeCli, MergeRefusesWithExit2AndWritesNothing) {
   EXPECT_EQ(r.out, "fprof: job.rank0.fprof is given twice; name each database once\n");
   r = fprofIn(dir_, "merge job.rank0.fprof job.rank1.fprof -o job.rank1.fprof");
   EXPECT_EQ(r.code, 2);
-  EXPECT_EQ(r.out, "fprof: job.rank1.fprof is one of the inputs; write the merged database to a new file\n");
+  EXPECT_EQ(r.out, "fprof: job.rank1.fprof is an input of this command; write the merged database to another file\n");
   std::ofstream(dir_ + "/junk.fprof") << "junk";
   r = fprofIn(dir_, "merge job.rank0.fprof junk.fprof -o job.fprof");
   EXPECT_EQ(r.code, 2);

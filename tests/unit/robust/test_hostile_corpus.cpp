@@ -168,7 +168,7 @@ TEST_P(HostileCorpus, EverySubcommandEndsWithValidOutput) {
   }
 
   for (const bool with_baseline : {false, true}) {
-    std::vector<std::string> args = {"report", file_, "-o", out("report.html")};
+    std::vector<std::string> args = {"report", file_, "-o", out("report.html"), "--force"};
     if (with_baseline) args.insert(args.end(), {"--baseline", clean_});
     const CommandRun r = check(args, {0}, 1);
     EXPECT_EQ(r.code, 0) << r.err;

@@ -12,6 +12,7 @@
 
 #include "fprof/analysis/ranks.h"
 #include "fprof/core/merge.h"
+#include "fprof/core/output.h"
 #include "fprof/gui/document.h"
 #include "fprof/gui/plot_math.h"
 #include "fprof/gui/table.h"
@@ -109,8 +110,12 @@ class Viewer {
   std::optional<PngRequest> takePngRequest();
   void requestPng(const std::string& path) { png_request_ = PngRequest{path, plot_rect_}; }
   void setStatus(std::string s) { status_ = std::move(s); }
-  // Writes the table as it is shown (filter and sort) to a CSV file.
+  // Writes the table as it is shown (filter and sort) to a CSV file, by the output rules below.
   core::Status exportCsv(const std::string& path) const;
+  // The rules the window's PNG and CSV exports follow (core/output.h): an existing file is kept
+  // unless `replace` (fprof-view --force), the databases shown are never written over.
+  void setOutputRules(core::OutputRules rules) { output_rules_ = std::move(rules); }
+  const core::OutputRules& outputRules() const { return output_rules_; }
 
  private:
   void drawToolbar();
@@ -188,6 +193,7 @@ class Viewer {
   char png_path_[512] = "fprof-roofline.png";
   char csv_path_[512] = "fprof-table.csv";
   std::optional<PngRequest> png_request_;
+  core::OutputRules output_rules_;
   std::string status_;
 };
 
