@@ -217,7 +217,12 @@ const RunAnalysis* RunAnalysis::baseline() const { return s_->baseline.get(); }
 
 const RunComparison* RunAnalysis::comparison() const {
   if (!s_->baseline) return nullptr;
-  return &s_->comparison.get([&] { return compareRuns(s_->baseline->profile(), *s_->run); });
+  return &s_->comparison.get([&] {
+    RunComparison c;
+    c.diff = diffProfiles(s_->baseline->profile(), s_->baseline->kernelOps(), *s_->run, kernelOps());
+    c.names = KernelNames::of({&s_->baseline->profile(), s_->run});
+    return c;
+  });
 }
 
 }  // namespace fprof::analysis

@@ -487,7 +487,7 @@ std::vector<DiffRow> diffDocuments(const Document& base, const Document& cur, co
         r.why += (r.why.empty() ? "" : "; ") + g->message;
         regression = regression || g->regression;
         improved = improved || g->kind == analysis::GateFinding::Kind::kImproved;
-        untestable = untestable || g->kind == analysis::GateFinding::Kind::kUntestable;
+        untestable = untestable || g->kind == analysis::GateFinding::Kind::kFolded;
       }
     }
     if (regression) {

@@ -262,7 +262,7 @@ void addBaseline(ReportData& r, const analysis::RunAnalysis& base, const analysi
   BaselineSection section;
   const Built b = buildGroups(base);
   section.header = b.header;
-  section.note = "kernels matched by name, launch shape and NVTX path (renames detected by shape and path)";
+  section.note = "kernels matched by name, launch shape and op (renames detected by shape and op)";
   const analysis::GateOptions gate_options;
   const analysis::GateResult gate = analysis::evaluateGate(diff, gate_options);
   std::map<std::pair<std::string, std::string>, std::string> flagged;  // (kernel, shape) -> message
@@ -291,13 +291,17 @@ void addBaseline(ReportData& r, const analysis::RunAnalysis& base, const analysi
   section.gate.pass = gate.passed();
   section.gate.kernels_checked = gate.kernels_checked;
   for (const analysis::GateFinding& f : gate.findings) {
-    if (f.regression) {
-      const std::string shape = f.shape.empty() ? "" : " [" + f.shape + "]";
-      section.gate.reasons.push_back(r.names.shortName(f.kernel) + shape + ": " + analysis::shortMessage(f, r.names));
+    if (!f.regression) continue;
+    if (f.kernel.empty()) {  // a whole-run check or the pool of rare kernels
+      section.gate.reasons.push_back(analysis::shortMessage(f, r.names));
+      continue;
     }
+    const std::string shape = f.shape.empty() ? "" : " [" + f.shape + "]";
+    section.gate.reasons.push_back(r.names.shortName(f.kernel) + shape + ": " + analysis::shortMessage(f, r.names));
   }
   section.gate.method = fmt::format(
-      "time: median slower by more than {:.0f}% and one-sided Mann-Whitney p < {} over launches; counters "
+      "time: median slower by more than {:.0f}% and one-sided Mann-Whitney p < {} over launches (launch groups too "
+      "rare alone pooled), and the whole run's kernel time, busy time, launches and time in new kernels; counters "
       "(bytes, FLOPs, registers, spills, occupancy): change beyond {:.0f}%",
       gate_options.time_threshold * 100, gate_options.alpha, gate_options.counter_threshold * 100);
   std::map<GroupKey, const GroupRow*> base_by_key;

@@ -1,6 +1,9 @@
-// Run diff and the CI gate: kernels (and NVTX ops) of two runs matched by name, launch shape and
-// NVTX path; time with repeat statistics, counters as near-exact signals; new, vanished and
-// renamed kernels. The gate turns a diff into a verdict (docs/gate.md).
+// Run diff and the CI gate: kernels of two runs matched by name, launch shape and op (the op each
+// launch is reported under, run_analysis.h's KernelOps: emit_nvtx's "aten::mm" without its op_id
+// and sizes), NVTX ops by path; time with repeat statistics, counters as near-exact signals; new,
+// vanished and renamed kernels, and what differs in how the runs were recorded. The gate turns a
+// diff into a verdict: per launch group, per kernel for groups too rare to test alone, and over the
+// whole run (docs/gate.md).
 #pragma once
 
 #include <array>
@@ -32,12 +35,20 @@ inline constexpr size_t kCounterMetricCount = 9;
 std::string_view counterMetricName(CounterMetric m);
 bool higherIsWorse(CounterMetric m);
 
+// Where one launch ran on its device's timeline: its own time (core::KernelLaunch::ownStartNs to
+// end_ns), for the time the device was busy.
+struct LaunchSpan {
+  uint64_t device_key = 0;  // the GPU: its UUID's hash where recorded, else process id << 32 | device id
+  int64_t start_ns = 0, end_ns = 0;
+};
+
 struct SideStats {
   int64_t calls = 0;
   std::vector<double> samples_ns;  // per launch (kernels) or per range instance (ops)
   double total_ns = 0;
   std::optional<double> median_ns;
   std::array<std::optional<double>, kCounterMetricCount> metrics{};  // per launch: mean, max or min
+  std::vector<LaunchSpan> spans;   // kernels: one per launch, in the order of samples_ns
 };
 
 enum class MatchKind { kMatched, kRenamed, kNew, kVanished };
@@ -48,38 +59,59 @@ struct DiffEntry {
   std::string name;       // current name (base name for vanished)
   std::string base_name;  // differs from name for renamed kernels
   std::string shape;      // "grid 128x1x1 block 256x1x1" ("" for ops)
-  std::string nvtx_path;
+  std::string op;         // kernels: the op the launches ran under ("" = none)
+  std::string nvtx_path;  // ops: the path; kernels: the path all launches share, "" when they differ
   std::optional<SideStats> base, cur;
   std::optional<double> time_change;  // median cur / median base - 1
   std::optional<MannWhitney> test;    // cur slower than base?
   std::optional<MannWhitney> test_faster;
 };
 
+// Something that differs in how the two runs were recorded, which makes their times or counters
+// not directly comparable: the GPUs, the mode (trace or metrics), the counters collected.
+struct SetupDifference {
+  std::string what;  // "devices", "mode", "metrics"
+  std::string base, cur;
+  std::string message;
+};
+
 struct RunDiff {
   std::vector<DiffEntry> kernels;  // by |time change in total ns|, largest first
   std::vector<DiffEntry> ops;      // by NVTX path
   double base_total_ns = 0, cur_total_ns = 0;
+  std::vector<SetupDifference> setup_differences;
 };
 
+struct KernelOps;  // run_analysis.h: the op each kernel is reported under
+
+// Front ends read the diff from RunAnalysis::comparison(), which passes each run's KernelOps; the
+// two-profile form names the ops itself.
+RunDiff diffProfiles(const core::Profile& base, const KernelOps& base_ops, const core::Profile& cur,
+                     const KernelOps& cur_ops);
 RunDiff diffProfiles(const core::Profile& base, const core::Profile& cur);
+std::vector<SetupDifference> setupDifferences(const core::Profile& base, const core::Profile& cur);
 
 struct GateOptions {
-  double time_threshold = 0.05;     // median slowdown that counts, when significant
-  double counter_threshold = 0.01;  // relative change of a counter that counts
-  double alpha = 0.01;              // one-sided Mann-Whitney significance level
-  double min_share = 0.0;           // ignore kernels under this share of the base run's kernel time
+  double time_threshold = 0.05;     // median slowdown that counts, when significant (keys, groups, whole run)
+  double counter_threshold = 0.01;  // relative change of a counter (and of the launch count) that counts
+  double alpha = 0.01;              // one-sided significance level of every time test
+  double min_share = 0.0;           // keys under this share of the base run's kernel time: whole-run checks only
   bool fail_on_vanished = false;
   bool fail_on_new = false;
-  std::vector<std::string> ignore;  // substrings of kernel names to skip
+  std::vector<std::string> ignore;  // substrings of kernel names to skip, in every check
 };
 
 struct GateFinding {
-  enum class Kind { kTime, kCounter, kNew, kVanished, kRenamed, kUntestable, kImproved };
+  // kTime, kCounter: one launch group (key). kGroupTime: the launches of keys too rare to test
+  // alone, pooled by kernel or over all rare kernels. kRun: a whole-run check. kFolded: a key
+  // slower past the threshold but too rare to test alone; its group's test decides (information).
+  enum class Kind { kTime, kCounter, kNew, kVanished, kRenamed, kFolded, kImproved, kGroupTime, kRun };
   Kind kind = Kind::kTime;
   bool regression = false;
-  std::string kernel;
+  std::string kernel;  // "" for whole-run checks and the pool of rare kernels
   std::string shape;
-  std::string metric;  // "time", a counter name, or ""
+  std::string op;
+  std::string metric;  // "time", a counter name, a whole-run metric, or ""
   std::optional<double> base_value, cur_value, change;
   std::optional<double> p_value;
   std::string message;
@@ -89,13 +121,58 @@ std::string_view findingKindName(GateFinding::Kind k);
 // The message with the kernel names it quotes in their short form, for text a person reads.
 std::string shortMessage(const GateFinding& f, const KernelNames& names);
 
+// How a matched launch group (key) was tested for time. Counters are compared per key always.
+enum class TimeCheck {
+  kAlone,      // enough launches for the key's own test
+  kKernel,     // too few: pooled with the other rare keys of the same kernel
+  kPool,       // too few by kernel too: pooled with every such key
+  kTotalsOnly, // too few even pooled (or under min_share): counted in the whole-run checks only
+};
+std::string_view timeCheckName(TimeCheck c);
+
+// Launches of keys too rare to test alone, tested together: each launch's time divided by its
+// key's median over both runs, the one-sided Mann-Whitney test over those ratios, the change of
+// their median.
+struct GateGroup {
+  TimeCheck check = TimeCheck::kKernel;  // kKernel or kPool
+  std::string kernel;                    // kKernel: the kernel's name
+  int64_t keys = 0, base_launches = 0, cur_launches = 0;
+  std::optional<double> change, p_value;
+  bool regression = false;
+};
+
+// A whole-run check (over the launches of kernels not ignored), e.g. total kernel time.
+struct RunCheck {
+  std::string metric;  // kernel_time_ns, busy_time_ns, launches (of matched keys), new_kernel_time_ns
+  bool known = true;   // false: busy time of a run without a timeline (kernels replayed for counters)
+  double base = 0, cur = 0;
+  std::optional<double> change;   // cur / base - 1; new_kernel_time_ns: net moved / base kernel time
+  std::optional<double> p_value;  // time checks, where the launches' spread gives a noise estimate
+  bool regression = false;
+  std::string message;
+};
+
+struct GateCoverage {
+  std::array<int64_t, 4> keys{};      // by TimeCheck
+  std::array<int64_t, 4> launches{};  // current run's launches, by TimeCheck
+};
+
 struct GateResult {
   std::vector<GateFinding> findings;  // regressions first
-  int64_t kernels_checked = 0;
+  std::vector<GateGroup> groups;      // the pooled tests, kernels first, the pool last
+  std::vector<RunCheck> run_checks;   // kernel time, busy time, launches, time in new kernels
+  GateCoverage coverage;
+  std::vector<SetupDifference> setup_differences;
+  std::vector<TimeCheck> entry_checks;  // per RunDiff::kernels entry (matched and renamed; else kTotalsOnly)
+  int64_t kernels_checked = 0;        // matched and renamed keys
   int64_t regressions = 0;
   bool passed() const { return regressions == 0; }
 };
 
 GateResult evaluateGate(const RunDiff& diff, const GateOptions& opt);
+
+// Whether `base_launches` vs `cur_launches` samples can give a one-sided Mann-Whitney p below
+// alpha at all (3 vs 3 cannot go below 0.05).
+bool canReachSignificance(size_t base_launches, size_t cur_launches, double alpha);
 
 }  // namespace fprof::analysis
