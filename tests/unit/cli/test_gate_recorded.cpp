@@ -141,7 +141,8 @@ TEST(GateRecorded, EveryKernelOneAndAHalfTimesLongerFails) {
     // that (torchrun rank 1's all-reduce launches wait for rank 0, from 0.24 to 4.7 ms: there the
     // launch groups fail instead).
     if (const nlohmann::json* c = runCheck(j, "kernel_time_ns")) {
-      EXPECT_NEAR((*c)["change"].get<double>(), 0.5, 0.001);
+      // Within 0.2%: a programmatic launch's own time starts where its predecessor ended, which moved too.
+      EXPECT_NEAR((*c)["change"].get<double>(), 0.5, 0.002);
       if (f.filename() != "torchrun_allreduce_h200x2.rank1.fprof") {
         EXPECT_TRUE((*c)["regression"].get<bool>());
       }

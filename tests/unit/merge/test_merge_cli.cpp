@@ -221,7 +221,11 @@ TEST_F(MergeCliGate, ComparesRankByRank) {
     }
   }
   const std::string xml = readFile(dir_ + "/gate.xml");
-  EXPECT_NE(xml.find("name=\"rank 1: gemm_kernel&lt;128&gt; [time]\""), std::string::npos) << xml;
+  EXPECT_NE(xml.find("name=\"rank 1: gemm_kernel&lt;128&gt; [grid 256x1x1 block 256x1x1] in matmul_bias_relu "
+                     "(unfused) time\""),
+            std::string::npos)
+      << xml;
+  EXPECT_NE(xml.find("name=\"rank 1: total kernel time\""), std::string::npos) << xml;
 }
 
 TEST_F(MergeCliGate, SaysSoWhenTheRanksDiffer) {

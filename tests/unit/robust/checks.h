@@ -297,7 +297,8 @@ inline std::string markdownProblem(const std::string& md) {
 // JUnit XML: clean text, and every '<' starts one of the report's own elements.
 inline std::string junitProblem(const std::string& xml) {
   if (std::string e = terminalProblem(xml); !e.empty()) return e;
-  static const std::set<std::string> kTags = {"?xml", "testsuites", "testsuite", "testcase", "failure"};
+  static const std::set<std::string> kTags = {"?xml",    "testsuites", "testsuite", "testcase",
+                                              "failure", "properties", "property",  "system-err"};
   for (size_t at = 0; (at = xml.find('<', at)) != std::string::npos; ++at) {
     const size_t name_start = xml.compare(at + 1, 1, "/") == 0 ? at + 2 : at + 1;
     const size_t name_end = xml.find_first_of(" />", name_start);
