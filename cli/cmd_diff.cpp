@@ -11,6 +11,7 @@
 #include "fprof/core/store.h"
 #include "fprof/reports/escape.h"
 #include "fprof/reports/format.h"
+#include "fprof/reports/report_data.h"
 #include "text_table.h"
 
 namespace fprof::cli {
@@ -35,11 +36,42 @@ std::string ns(const std::optional<analysis::SideStats>& s) {
   return s && s->median_ns ? formatDurationNs(*s->median_ns) : "-";
 }
 
+// The baseline's fusion candidates the current run runs fused: predicted and measured saving.
+std::string appliedFusions(const analysis::RunAnalysis& analysed, bool full_names) {
+  const analysis::FusionOutcomes& outcomes = analysed.comparison()->fusions;
+  const std::vector<reports::AppliedFusionRow> rows = reports::appliedFusionRows(outcomes, analysed.baseline()->fusion());
+  if (outcomes.candidates == 0) return "\nFusions applied: none (the baseline has no fusion candidate)\n";
+  size_t fused = 0;
+  for (const analysis::FusionOutcome& o : outcomes.applied) fused += o.candidates.size();
+  std::string out = fmt::format("\nFusions applied ({} of the baseline's {} candidates run fused; compared over {}):\n",
+                                fused, outcomes.candidates, outcomes.scope);
+  for (const std::string& note : outcomes.notes) out += "note: " + note + "\n";
+  if (rows.empty()) return out + "none of the baseline's fusion candidates runs fused in the current run\n";
+  using A = TextTable::Align;
+  TextTable t({"found by", "instances", "launches", "predicted", "measured", "error", "candidate (baseline)"},
+              {A::kLeft, A::kRight, A::kRight, A::kRight, A::kRight, A::kRight, A::kLeft});
+  for (const reports::AppliedFusionRow& r : rows) {
+    t.addRow({r.matched_by == "the same NVTX op ranges" ? "op ranges" : "neighbours", std::to_string(r.instances),
+              fmt::format("{} -> {}", r.launches_before, r.launches_after),
+              r.predicted_saving_ns ? formatDurationNs(*r.predicted_saving_ns) : "n/a",
+              formatDurationNs(r.measured_saving_ns), r.error ? fmt::format("{:+.1f}%", *r.error * 100) : "n/a",
+              full_names ? r.name : truncateMiddle(r.name, 160)});
+  }
+  out += t.render();
+  out += "predicted: the model's saving for the instances found (fprof report BASE); measured: the kernel time both "
+         "runs spent between the same neighbouring kernels (or in the same op ranges); error = (predicted - "
+         "measured) / measured\n";
+  out += fmt::format("{} candidates ran as before, {} changed without fewer launches\n", outcomes.unchanged,
+                     outcomes.changed_not_fused);
+  return out;
+}
+
 int runDiff(const DiffOptions& opt) {
   auto base = loadProfile(opt.base);
   if (!base) return inputError(base.error());
   auto cur = loadProfile(opt.cur);
   if (!cur) return inputError(cur.error());
+  // The current run's own fusion candidates are not shown: only the baseline's are looked for.
   analysis::AnalysisOptions options;
   options.fusion_in_background = false;
   const analysis::RunAnalysis analysed = analysis::RunAnalysis::of(*cur, &*base, options);
@@ -96,6 +128,7 @@ int runDiff(const DiffOptions& opt) {
     out += "\nNVTX ops (one sample per range instance):\n" + o.render();
   }
   out += "\np(slower): one-sided Mann-Whitney U over the launches (ops: range instances); counters per launch\n";
+  out += appliedFusions(analysed, opt.full_names);
   printText(stdout, out);
   return 0;
 }

@@ -52,7 +52,12 @@ struct Aggregate {
   std::optional<RoleSource> roles;  // data flow: the weakest roles of any instance's links
 };
 
-void addInstance(Aggregate& a, const InstanceResult& r) {
+void addInstance(Aggregate& a, const Instance& in, const InstanceResult& r) {
+  std::vector<size_t> kernels;
+  for (const auto& stage : in.stages) kernels.insert(kernels.end(), stage.begin(), stage.end());
+  std::sort(kernels.begin(), kernels.end());
+  a.c.instance_kernels.push_back(std::move(kernels));
+  a.c.instance_saving_ns.push_back(r.fused_ns ? std::optional<double>(r.unfused_ns - *r.fused_ns) : std::nullopt);
   a.unfused.push_back(r.unfused_ns);
   if (a.stages.size() < r.stage_ns.size()) a.stages.resize(r.stage_ns.size());
   for (size_t i = 0; i < r.stage_ns.size(); ++i) a.stages[i].push_back(r.stage_ns[i]);
@@ -243,7 +248,7 @@ DeclaredPairs declaredPairs(const core::Profile& p, const OpIndex& ops, const Da
       a.c.launches_per_instance = static_cast<int64_t>(op.all_kernels.size());
       a.c.launches_removed = a.c.launches_per_instance - 1;
     }
-    addInstance(a, model.evaluate(in));
+    addInstance(a, in, model.evaluate(in));
   }
   return d;
 }
@@ -404,7 +409,7 @@ void addFrameworkChains(const core::Profile& p, const FrameworkOps& fops, const 
       a.c.launches_removed = launches - 1;
     }
     if (write_kept) a.risks.insert(std::string(kWriteKept));
-    addInstance(a, model.evaluate(in));
+    addInstance(a, in, model.evaluate(in));
   });
   for (auto& [key, a] : flow) res.candidates.push_back(finish(a, res.program_gpu_ns));
 }
@@ -478,7 +483,7 @@ void addDataFlowChains(const core::Profile& p, const DataFlow& df, const Framewo
     }
     if (write_kept) a.risks.insert(std::string(kWriteKept));
     a.roles = weaker(a.roles.value_or(roles), roles);  // the weakest of any instance's
-    addInstance(a, model.evaluate(in));
+    addInstance(a, in, model.evaluate(in));
   });
   for (auto& [key, a] : flow) {
     a.c.roles = rolesName(*a.roles);

@@ -124,7 +124,8 @@ std::optional<StageKind> kindFromOpName(std::string_view op_name) {
       startsWith(op, "reduce")) {
     return StageKind::kReduction;
   }
-  if (oneOf(op, {"add", "add_", "sub", "sub_", "rsub"}) || startsWith(op, "residual") || startsWith(op, "add_") ||
+  if (oneOf(op, {"add", "add_", "sub", "sub_", "rsub", "bias", "bias_add"}) || startsWith(op, "residual") ||
+      startsWith(op, "add_") ||
       (op.size() > 4 && op.compare(op.size() - 4, 4, "_add") == 0)) {
     return StageKind::kAdd;
   }

@@ -31,10 +31,11 @@ uint64_t deviceKey(uint32_t process_id, uint32_t device_id) { return (uint64_t{p
 
 }  // namespace
 
-RunComparison compareRuns(const core::Profile& base, const core::Profile& cur) {
+RunComparison compareRuns(const RunAnalysis& base, const RunAnalysis& cur) {
   RunComparison c;
-  c.diff = diffProfiles(base, cur);
-  c.names = KernelNames::of({&base, &cur});
+  c.diff = diffProfiles(base.profile(), base.kernelOps(), cur.profile(), cur.kernelOps());
+  c.fusions = matchFusionOutcomes(base.profile(), base.fusion(), cur.profile());
+  c.names = KernelNames::of({&base.profile(), &cur.profile()});
   return c;
 }
 
@@ -96,9 +97,9 @@ RunAnalysis RunAnalysis::of(const core::Profile& run, const core::Profile* basel
   s->run = &run;
   s->options = options;
   if (baseline) {
-    // The baseline's own results are asked for as the comparison needs them.
+    // The comparison needs the baseline's fusion candidates: they start at once.
     AnalysisOptions base_options = options;
-    base_options.fusion_in_background = false;
+    base_options.fusion_in_background = true;
     s->baseline = std::make_unique<RunAnalysis>(of(*baseline, nullptr, base_options));
   }
   return RunAnalysis(std::move(s));
@@ -112,7 +113,7 @@ RunAnalysis RunAnalysis::owning(core::Profile run, std::optional<core::Profile> 
   s->options = options;
   if (baseline) {
     AnalysisOptions base_options = options;
-    base_options.fusion_in_background = false;
+    base_options.fusion_in_background = true;
     s->baseline = std::make_unique<RunAnalysis>(owning(std::move(*baseline), std::nullopt, base_options));
   }
   return RunAnalysis(std::move(s));
@@ -217,12 +218,7 @@ const RunAnalysis* RunAnalysis::baseline() const { return s_->baseline.get(); }
 
 const RunComparison* RunAnalysis::comparison() const {
   if (!s_->baseline) return nullptr;
-  return &s_->comparison.get([&] {
-    RunComparison c;
-    c.diff = diffProfiles(s_->baseline->profile(), s_->baseline->kernelOps(), *s_->run, kernelOps());
-    c.names = KernelNames::of({&s_->baseline->profile(), s_->run});
-    return c;
-  });
+  return &s_->comparison.get([&] { return compareRuns(*s_->baseline, *this); });
 }
 
 }  // namespace fprof::analysis

@@ -2,6 +2,7 @@
 
   FPROF_BUILD=build-gpu python3 examples/pytorch/proof.py --out $OUT      # profile, measure, compare
   python3 examples/pytorch/proof.py --from DIR [--fprof build/bin/fprof]   # the table again, no GPU
+  FPROF_BUILD=build-gpu python3 examples/pytorch/proof.py --pairs --out $OUT  # the before/after pairs only
 
 1. Profiles each model of proof_models.py in trace mode (`fprof run`), eager and with one fusion
    applied at a time (SDPA, bias+GELU epilogue, residual+LayerNorm kernel, Hugging Face's gelu_new
@@ -16,6 +17,11 @@ Writes under --out: proof_table.txt (the table, also printed last), proof_result
 run's output, the measurements and the rows), proof_fprof.tar.gz (the .fprof files, for
 tests/data) and proof_logs.tar.gz. --from DIR recomputes the rows from those files with any fprof
 build (the measurements are kept, the predictions are the build's).
+
+--pairs records only the before/after pairs of PAIRS (no region benchmark) and closes the loop
+with fprof itself: for each pair, `fprof diff BEFORE AFTER` (diff_AFTER.txt) and `fprof report AFTER
+--baseline BEFORE --format md` (report_AFTER.md), whose "Fusions applied" sections put the saving
+fprof predicted from BEFORE next to the one measured in AFTER; pairs_table.txt collects them.
 """
 import argparse
 import concurrent.futures
@@ -57,6 +63,41 @@ def run_specs():
     family("hfgpt2_generate_fp16", ["hf-generate", "--dtype", "fp16", "--warmup", "1", "--steps", "2"],
            ("sdpa", "gelu"), False)
     return specs
+
+
+# The before/after pairs `fprof diff` closes the loop on (docs/analysis.md, "Applied fusions"): an
+# eager run, and the same model with one fusion applied or compiled whole.
+PAIRS = [
+    ("gpt_bf16_eager", "gpt_bf16_sdpa"),                            # naive attention -> SDPA
+    ("gpt_bf16_eager", "gpt_bf16_compile"),
+    ("mlp_bf16_eager", "mlp_bf16_bias_gelu"),                       # bias + GELU -> cuBLASLt's epilogue
+    ("mlp_bf16_eager", "mlp_bf16_compile"),                         # MLP with bias + GELU -> torch.compile
+    ("hfgpt2_forward_fp16_eager", "hfgpt2_forward_fp16_compile"),   # Hugging Face GPT-2 -> torch.compile
+    ("hfgpt2_forward_fp16_eager", "hfgpt2_forward_fp16_gelu"),      # gelu_new -> F.gelu(approximate="tanh")
+    ("hfgpt2_forward_fp16_eager", "hfgpt2_forward_fp16_sdpa"),      # its eager attention -> SDPA
+]
+
+
+def pair_diffs(fprof, dbdir, out):
+    """fprof diff and fprof report --baseline for every pair both of whose databases exist."""
+    table = []
+    for before, after in PAIRS:
+        b, a = os.path.join(dbdir, before + ".fprof"), os.path.join(dbdir, after + ".fprof")
+        if not (os.path.exists(b) and os.path.exists(a)):
+            table.append(f"== {before} -> {after}: not recorded")
+            continue
+        diff = subprocess.run([fprof, "diff", b, a], capture_output=True, text=True)
+        with open(os.path.join(out, f"diff_{after}.txt"), "w") as f:
+            f.write(diff.stdout + diff.stderr)
+        subprocess.run([fprof, "report", a, "--baseline", b, "--format", "md", "-q", "--force", "-o",
+                        os.path.join(out, f"report_{after}.md")], capture_output=True, text=True)
+        applied = diff.stdout[diff.stdout.find("\nFusions applied"):] if "\nFusions applied" in diff.stdout else \
+            f"fprof diff failed (rc {diff.returncode}): {diff.stderr.strip()[:300]}"
+        table.append(f"== {before} -> {after}{applied}")
+    text = "\n".join(table)
+    with open(os.path.join(out, "pairs_table.txt"), "w") as f:
+        f.write(text + "\n")
+    return text
 
 
 # ---- Matching fprof's candidates to the applied fusions ----------------------------------------
@@ -448,7 +489,13 @@ def main():
     ap.add_argument("--budget-s", type=int, default=360, help="start no run after this many seconds")
     ap.add_argument("--only", action="append", help="regex of run names to do (repeatable)")
     ap.add_argument("--no-bench", action="store_true")
+    ap.add_argument("--pairs", action="store_true",
+                    help="only the before/after pairs (PAIRS), no region benchmark; then fprof diff on each pair")
     args = ap.parse_args()
+    if args.pairs:
+        runs = sorted({n for pair in PAIRS for n in pair})
+        args.only = (args.only or []) + ["^(" + "|".join(runs) + ")$"]
+        args.no_bench = True
     if args.fprof is None:
         args.fprof = os.path.join(os.environ.get("FPROF_BUILD", os.path.join(ROOT, "build")), "bin", "fprof")
     if not os.path.exists(args.fprof):
@@ -469,6 +516,9 @@ def main():
         results = analyse(results, dbdir, args.fprof, args.jobs)
         print(top_text(results))
         print(table_text(results["rows"], results))
+        if args.pairs:
+            os.makedirs(args.out, exist_ok=True)
+            print(pair_diffs(args.fprof, dbdir, args.out))
         return
 
     try:
@@ -500,6 +550,8 @@ def main():
             if os.path.exists(log):
                 print(f"--- {n}.log (tail)\n" + open(log).read()[-1500:])
     print(text)
+    if args.pairs:
+        print(pair_diffs(args.fprof, work, args.out))
     shutil.rmtree(work, ignore_errors=True)
 
 

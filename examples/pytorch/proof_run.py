@@ -5,7 +5,8 @@
 
 Prints one JSON line: the model and variant, the wall-clock time (ns since 1970) taken between
 the warm-up and the timed steps (kernels that start after it belong to the timed steps), each timed
-step's GPU time from CUDA events, and how many times each fusable region runs per step.
+step's GPU time from CUDA events, and how many times each fusable region runs per step. Each timed
+step runs inside an NVTX range "step".
 With PROOF_GPU_LOCK set, all GPU work waits for that lock file, so parallel runs never share the GPU.
 """
 import argparse
@@ -119,9 +120,13 @@ def main():
             events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
                       for _ in range(args.steps)]
             for start, end in events:
+                # Each timed step in an NVTX range "step" (outside any compiled graph): `fprof diff`
+                # compares two runs step by step, leaving out warm-up and compilation.
+                torch.cuda.nvtx.range_push("step")
                 start.record()
                 y = step()
                 end.record()
+                torch.cuda.nvtx.range_pop()
             torch.cuda.synchronize()
         step_ms = [round(s.elapsed_time(e), 5) for s, e in events]
         gpu_s = time.time() - t_lock

@@ -2,11 +2,15 @@
 profile get the right stage letters, a fusion finds its chain among candidates and not a lookalike,
 and the rows' arithmetic. Prints 'N passed, N failed' and exits 1 on a failure.
 
-  python3 examples/pytorch/proof_selftest.py [tests/data/torch_transformer_eager_h100.fprof]
+  python3 examples/pytorch/proof_selftest.py [tests/data/torch_transformer_eager_h100.fprof [FPROF]]
+
+With FPROF (an fprof binary), also --pairs' `fprof diff` on the recorded attention -> SDPA pair.
 """
 import os
+import shutil
 import sqlite3
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import proof  # noqa: E402  (imports no torch at module level)
@@ -30,6 +34,21 @@ def letters_of_recorded(db):
         "select distinct s.value from kernel k join string s on s.id = k.demangled_id")]
     con.close()
     return {n: proof.token(n) for n in names}
+
+
+def check_pair_diffs(fprof, data):
+    """--pairs' closing of the loop on the recorded naive-attention -> SDPA pair (an H100's)."""
+    with tempfile.TemporaryDirectory() as d:
+        shutil.copy(os.path.join(data, "torch_proof_gpt_bf16_eager_h100.fprof"), os.path.join(d, "gpt_bf16_eager.fprof"))
+        shutil.copy(os.path.join(data, "torch_proof_gpt_bf16_sdpa_h100.fprof"), os.path.join(d, "gpt_bf16_sdpa.fprof"))
+        text = proof.pair_diffs(fprof, d, d)
+        block = text[text.find("== gpt_bf16_eager -> gpt_bf16_sdpa"):]
+        block = block[:block.find("\n== ")]
+        check("Fusions applied" in block and "attention, 7 kernels" in block and "neighbours" in block,
+              f"fprof diff finds the attention fused by SDPA (got {block[:400]!r})")
+        check("== mlp_bf16_eager -> mlp_bf16_compile: not recorded" in text, "a pair not recorded says so")
+        check(os.path.exists(os.path.join(d, "report_gpt_bf16_sdpa.md")), "the report against the baseline is written")
+        check(os.path.exists(os.path.join(d, "pairs_table.txt")), "the pairs' table is written")
 
 
 def main():
@@ -99,6 +118,8 @@ def main():
     check(abs(r["error_vs_kernels"]) < 1e-9, "error against the profiles")
     text = proof.table_text(rows, results)
     check("median |error| vs profile kernel times, exact matches only: 0.0% over 1 fusions" in text, "median line")
+    if len(sys.argv) > 2:
+        check_pair_diffs(sys.argv[2], os.path.join(root, "tests/data"))
     print(f"proof_selftest: {passed} passed, {failed} failed")
     return 1 if failed else 0
 

@@ -433,7 +433,7 @@ std::string detailsText(const Item& item) {
 }
 
 std::vector<DiffRow> diffDocuments(const Document& base, const Document& cur, const analysis::GateOptions& opt) {
-  const analysis::RunComparison comparison = analysis::compareRuns(base.profile(), cur.profile());
+  const analysis::RunComparison comparison = analysis::compareRuns(base.analysis(), cur.analysis());
   const analysis::RunDiff& rd = comparison.diff;
   const analysis::GateResult gate = analysis::evaluateGate(rd, opt);
   auto itemKey = [](const std::string& name, const std::string& shape) { return name + '\x1f' + shape; };

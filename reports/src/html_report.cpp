@@ -521,6 +521,23 @@ std::string fusionSection(const ReportData& r) {
   return s;
 }
 
+// The baseline's fusion candidates this run runs fused: predicted and measured saving side by side.
+std::string appliedFusionsTable(const BaselineSection& b) {
+  std::string s = "<h3>Fusions applied</h3>\n<p class=\"src\">" + e(b.fusions_note) + ".</p>\n";
+  if (b.fusions.empty()) return s + "<p id=\"applied-none\">None of the baseline's candidates runs fused here.</p>\n";
+  s += "<div class=\"tablewrap\"><table id=\"applied-table\"><thead><tr><th>candidate (baseline)</th><th>found by</th>"
+       "<th class=\"num\">instances</th><th class=\"num\">launches</th><th class=\"num\">saving (predicted)</th>"
+       "<th class=\"num\">saving (measured)</th><th class=\"num\">error</th></tr></thead><tbody>\n";
+  for (const AppliedFusionRow& f : b.fusions) {
+    s += fmt::format("<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{} &rarr; {}</td>"
+                     "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
+                     e(f.name), e(f.matched_by), f.instances, f.launches_before, f.launches_after,
+                     e(orNa(f.predicted_saving_ns, formatDurationNs)), e(formatDurationNs(f.measured_saving_ns)),
+                     e(f.error ? formatSignedPercent(*f.error) : "n/a"));
+  }
+  return s + "</tbody></table></div>\n";
+}
+
 std::string baselineSection(const ReportData& r) {
   if (!r.baseline) return "";
   const BaselineSection& b = *r.baseline;
@@ -540,6 +557,7 @@ std::string baselineSection(const ReportData& r) {
     for (const std::string& reason : b.gate.reasons) s += "<li class=\"reg\">" + e(reason) + "</li>";
     s += "</ul>\n";
   }
+  s += appliedFusionsTable(b);
   s += "<div class=\"tablewrap\"><table id=\"diff-table\" class=\"sortable\"><thead><tr><th class=\"sortable\">kernel</th>"
        "<th>shape</th><th class=\"sortable num\">baseline (total)</th><th class=\"sortable num\">this run (total)</th>"
        "<th class=\"sortable num\">median per launch</th><th class=\"sortable num\">p (slower)</th><th>note</th></tr></thead><tbody>\n";

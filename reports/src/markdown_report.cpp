@@ -185,6 +185,21 @@ std::string fusionDetails(const ReportData& r, size_t shown, FullNames& full_nam
   return s + "\n</details>\n";
 }
 
+// The baseline's fusion candidates this run runs fused: predicted and measured saving side by side.
+std::string appliedFusions(const BaselineSection& b) {
+  std::string s = "#### Fusions applied\n\n" + plain(b.fusions_note) + ".\n\n";
+  if (b.fusions.empty()) return s;
+  s += row({"candidate (baseline)", "found by", "instances", "launches", "saving (predicted)", "saving (measured)",
+            "error"}) +
+       separator({false, false, true, true, true, true, true});
+  for (const AppliedFusionRow& f : b.fusions) {
+    s += row({plain(shortCell(f.name)), plain(f.matched_by), std::to_string(f.instances),
+              fmt::format("{} -> {}", f.launches_before, f.launches_after), orNa(f.predicted_saving_ns, formatDurationNs),
+              formatDurationNs(f.measured_saving_ns), f.error ? formatSignedPercent(*f.error) : "n/a"});
+  }
+  return s + "\n";
+}
+
 }  // namespace
 
 std::string renderMarkdown(const ReportData& r, const MarkdownOptions& options) {
@@ -314,6 +329,7 @@ std::string renderMarkdown(const ReportData& r, const MarkdownOptions& options) 
                      b.gate.method);
     for (const std::string& reason : b.gate.reasons) s += "- " + plain(reason) + "\n";
     if (!b.gate.reasons.empty()) s += "\n";
+    s += appliedFusions(b);
     const size_t shown = std::min(options.top_diffs, b.diff.size());
     if (shown > 0) {
       s += row({"kernel", "shape", "baseline (total)", "this run (total)", "median per launch", "note"}) +

@@ -255,11 +255,28 @@ Built buildGroups(const analysis::RunAnalysis& analysed) {
   return b;
 }
 
+// "2 of the baseline's 11 fusion candidates run fused here (compared over the whole runs ...); 3
+// ran as before, 1 changed without fewer launches".
+std::string describeOutcomes(const analysis::FusionOutcomes& o) {
+  if (o.candidates == 0) return "the baseline has no fusion candidate";
+  int64_t fused = 0;
+  for (const analysis::FusionOutcome& f : o.applied) fused += static_cast<int64_t>(f.candidates.size());
+  return fmt::format("{} of the baseline's {} fusion candidates run fused in this run, found by the same NVTX op "
+                     "ranges or by the same neighbouring kernels with fewer launches between them, compared over {}; "
+                     "{} ran as before, {} changed without fewer launches. Predicted: the model's saving for the "
+                     "instances found; measured: the kernel time the two runs spent there",
+                     fused, o.candidates, o.scope, o.unchanged, o.changed_not_fused);
+}
+
 // The analyzer's diff and gate against the baseline, plus each listed group's baseline place on
 // the roofline (for the arrows).
-void addBaseline(ReportData& r, const analysis::RunAnalysis& base, const analysis::RunDiff& diff,
+void addBaseline(ReportData& r, const analysis::RunAnalysis& base, const analysis::RunComparison& comparison,
                  std::vector<GroupRow>& cur_groups) {
+  const analysis::RunDiff& diff = comparison.diff;
   BaselineSection section;
+  section.fusions = appliedFusionRows(comparison.fusions, base.fusion());
+  section.fusions_note = describeOutcomes(comparison.fusions);
+  for (const std::string& note : comparison.fusions.notes) section.fusions_note += "; note: " + note;
   const Built b = buildGroups(base);
   section.header = b.header;
   section.note = "kernels matched by name, launch shape and op (renames detected by shape and op)";
@@ -419,6 +436,9 @@ void addFindings(ReportData& r) {
         h.programmatic_launches, formatDurationNs(static_cast<double>(h.dependency_wait_ns))));
   }
   if (const std::string best = bestFusion(r); !best.empty()) r.findings.push_back("Best fusion: " + best);
+  if (r.baseline && !r.baseline->fusions.empty()) {
+    r.findings.push_back("Applied fusion: " + appliedFusionFinding(r.baseline->fusions.front()) + ".");
+  }
   if (r.baseline) {
     const GateVerdict& v = r.baseline->gate;
     r.findings.push_back(v.pass ? fmt::format("Gate: pass ({} kernels checked against the baseline, no regression).",
@@ -552,6 +572,65 @@ std::string fusionFinding(const FusionRow& f) {
   return s;
 }
 
+namespace {
+
+// A candidate as an applied fusion names it: a declared pair's id first ("l0.res1: residual add +
+// normalization, 2 kernels (add -> layer_norm)").
+std::string candidateName(const analysis::FusionCandidate& c) {
+  const bool declared = c.source == analysis::PairSource::kNvtx && c.id != analysis::fusionPatternName(c.pattern);
+  return declared ? c.id + ": " + c.name : c.name;
+}
+
+// The first (best ranked) candidate by name, the others by pattern and size: "attention, 7 kernels
+// (...), with attention (8 kernels) and GEMM + epilogue (2 kernels)".
+std::string outcomeName(const analysis::FusionOutcome& o, const analysis::FusionResult& fusion) {
+  std::vector<const analysis::FusionCandidate*> cands;
+  for (size_t c : o.candidates) {
+    if (c < fusion.candidates.size()) cands.push_back(&fusion.candidates[c]);
+  }
+  if (cands.empty()) return "";
+  std::string name = candidateName(*cands.front());
+  constexpr size_t kNamedOthers = 3;
+  for (size_t i = 1; i < cands.size() && i <= kNamedOthers; ++i) {
+    name += i == 1 ? ", with " : (i + 1 == cands.size() || i == kNamedOthers ? " and " : ", ");
+    name += fmt::format("{} ({} kernel{})", analysis::fusionPatternName(cands[i]->pattern),
+                        cands[i]->launches_per_instance, cands[i]->launches_per_instance == 1 ? "" : "s");
+  }
+  if (cands.size() > kNamedOthers + 1) name += fmt::format(" and {} more", cands.size() - kNamedOthers - 1);
+  return name;
+}
+
+}  // namespace
+
+std::vector<AppliedFusionRow> appliedFusionRows(const analysis::FusionOutcomes& outcomes,
+                                                const analysis::FusionResult& base_fusion) {
+  std::vector<AppliedFusionRow> rows;
+  for (const analysis::FusionOutcome& o : outcomes.applied) {
+    AppliedFusionRow row;
+    row.name = outcomeName(o, base_fusion);
+    if (!o.candidates.empty() && o.candidates.front() < base_fusion.candidates.size()) {
+      row.pattern = std::string(analysis::fusionPatternName(base_fusion.candidates[o.candidates.front()].pattern));
+    }
+    row.matched_by = o.matched_by;
+    row.instances = o.instances;
+    row.launches_before = o.launches_before;
+    row.launches_after = o.launches_after;
+    row.predicted_saving_ns = o.predicted_saving_ns;
+    row.measured_saving_ns = o.measured_saving_ns;
+    row.error = o.error;
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+std::string appliedFusionFinding(const AppliedFusionRow& f) {
+  return fmt::format("{}: predicted {}, measured {} over {} instance{} ({} launches -> {}){}", f.name,
+                     f.predicted_saving_ns ? formatDurationNs(*f.predicted_saving_ns) : "n/a (no prediction)",
+                     formatDurationNs(f.measured_saving_ns), f.instances, f.instances == 1 ? "" : "s",
+                     f.launches_before, f.launches_after,
+                     f.error ? " (error " + formatSignedPercent(*f.error) + ")" : "");
+}
+
 std::string bestFusion(const ReportData& r) {
   if (r.fusion.empty() || !r.fusion.front().fuse || !r.fusion.front().payoff_ns) return "";
   const FusionRow& f = r.fusion.front();
@@ -590,7 +669,7 @@ ReportData buildReport(const analysis::RunAnalysis& analysed, const BuildOptions
   r.ranks = analysed.ranks();
   r.names = namesShown(run, r.groups, fr, diff, r.ranks);
   for (GroupRow& g : r.groups) g.short_name = r.names.shortName(g.name);
-  if (diff) addBaseline(r, *analysed.baseline(), *diff, r.groups);
+  if (diff) addBaseline(r, *analysed.baseline(), *analysed.comparison(), r.groups);
   addFusion(r, fr);
   addFindings(r);
   if (run.processes.size() > 1) addRanks(r, run);

@@ -71,6 +71,12 @@ struct FusionCandidate {
   // largest intermediate's shape where the program recorded shapes (emit_nvtx), the name
   // ("attention, 9 kernels (matmul -> mul -> masked_fill -> softmax -> matmul), shapes
   // [4,12,512,512]") and what to do (a suggestion; its saving is the prediction above).
+  // Every instance: its kernels (indices into the profile's kernels, ascending) and its predicted
+  // saving (unfused - predicted fused; none where the model made no prediction). `fprof diff`
+  // finds these again in a later run (fusion_outcomes.h).
+  std::vector<std::vector<size_t>> instance_kernels;
+  std::vector<std::optional<double>> instance_saving_ns;
+
   std::vector<std::string> stage_ops;
   FusionPattern pattern = FusionPattern::kOther;
   std::string variant;

@@ -15,7 +15,8 @@
 // they start on a second thread when the analysis is built (AnalysisOptions::fusion_in_background),
 // so a front end builds its own rows meanwhile and waits only when it asks for them. Given a
 // baseline, `baseline()` is the baseline run's own RunAnalysis and `comparison()` the comparison
-// of the two (RunComparison: the kernel and op diff, diff.h). Every accessor may be called from any
+// of the two (RunComparison: the kernel and op diff, diff.h; the baseline's fusion candidates the
+// run runs fused, with the predicted saving next to the measured one, fusion_outcomes.h). Every accessor may be called from any
 // thread; the profiles must outlive a borrowing analysis.
 #pragma once
 
@@ -31,6 +32,7 @@
 #include "fprof/analysis/diff.h"
 #include "fprof/analysis/framework_ops.h"
 #include "fprof/analysis/fusion.h"
+#include "fprof/analysis/fusion_outcomes.h"
 #include "fprof/analysis/kernel_names.h"
 #include "fprof/analysis/nvtx_ops.h"
 #include "fprof/analysis/origin.h"
@@ -60,12 +62,16 @@ struct KernelOps {
 // launches share a few thousand ranges).
 KernelOps nameKernelOps(const core::Profile& p, const OpIndex& ops, const FrameworkOps& framework_ops);
 
-// Two runs compared: kernels and ops matched (diff.h), and the short names of both runs' kernels.
+// Two runs compared: kernels and ops matched (diff.h), the baseline's fusion candidates the
+// current run runs fused with their predicted and measured savings (fusion_outcomes.h), and the
+// short names of both runs' kernels.
 struct RunComparison {
   RunDiff diff;
+  FusionOutcomes fusions;
   KernelNames names;
 };
-RunComparison compareRuns(const core::Profile& base, const core::Profile& cur);
+class RunAnalysis;
+RunComparison compareRuns(const RunAnalysis& base, const RunAnalysis& cur);
 
 class RunAnalysis {
  public:
