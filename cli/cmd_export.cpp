@@ -216,12 +216,16 @@ void memoryJson(const analysis::RunAnalysis& a, JsonStream& out) {
   out.end();
   out.value(df.unmatched_frees, "unmatched_frees");
   json once = json::array();
+  // A value's one reader may have passed it with an unknown role (arg_roles.h): then no kernel
+  // is known to have read the allocation, and its reader is null.
+  auto kernelName = [&](const std::optional<size_t>& k) {
+    return k && *k < p.kernels.size() ? json(p.str(p.kernels[*k].demangled_id)) : json(nullptr);
+  };
   for (uint32_t allocation : df.written_once_read_once) {
     const analysis::Allocation& al = df.allocations[allocation];
     once.push_back({{"address", fmt::format("0x{:x}", al.address)}, {"bytes", al.bytes},
-                    {"values_written", al.values_written},
-                    {"writer", p.str(p.kernels[*al.first_writer].demangled_id)},
-                    {"reader", p.str(p.kernels[*al.first_reader].demangled_id)}});
+                    {"values_written", al.values_written}, {"writer", kernelName(al.first_writer)},
+                    {"reader", kernelName(al.first_reader)}});
   }
   out.value(once, "written_once_read_once");
   out.end();

@@ -307,6 +307,17 @@ TEST(CliBundled, InfoHasNoWarningAndFullCoverage) {
   EXPECT_NE(out.find("fusion  : attention, 3 kernels (qk -> softmax -> pv): "), std::string::npos) << out;
 }
 
+// Every recording in tests/data exports whole: a written-once buffer whose one reader passed it
+// with an unknown role has no known reader (null), not a crash.
+TEST(CliExport, EveryRecordingExportsAsJson) {
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(FPROF_SOURCE_DIR) + "/tests/data")) {
+    if (entry.path().extension() != ".fprof") continue;
+    const Result r = runFprof("export " + entry.path().string() + " --format json");
+    EXPECT_EQ(r.code, 0) << entry.path();
+    EXPECT_TRUE(r.out.size() > 2 && r.out.compare(r.out.size() - 2, 2, "}\n") == 0) << entry.path();
+  }
+}
+
 // A graph launch counted whole under application replay (tests/data/README.md): info says so with
 // the launch's sums, and every kernel still has counters (the graph's copied from eager twins).
 TEST(CliRecorded, InfoShowsGraphLaunchesCountedWhole) {
