@@ -603,6 +603,8 @@ std::string embeddedData(const ReportData& r) {
 
 }  // namespace
 
+std::string_view reportStyleSheet() { return kStyle; }
+
 std::string renderHtml(const ReportData& r, const HtmlOptions& options) {
   const std::string nonce = options.csp_nonce.empty() ? randomNonce() : options.csp_nonce;
   std::string s;

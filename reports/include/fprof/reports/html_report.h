@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "fprof/reports/report_data.h"
 
@@ -14,6 +15,10 @@ struct HtmlOptions {
 };
 
 std::string renderHtml(const ReportData& report, const HtmlOptions& options = {});
+
+// The report's stylesheet (CSS, no <style> tag): other pages fprof writes (the job report of the
+// Python package, a notebook's roofline) use it to look the same.
+std::string_view reportStyleSheet();
 
 // The roofline chart as an <svg> element, or a <div class="nochart"> saying why there is none.
 std::string renderRooflineSvg(const ReportData& report);

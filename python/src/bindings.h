@@ -1,0 +1,24 @@
+// What module.cpp binds besides the tables: loading a profile, and the error Python sees.
+#pragma once
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include <pybind11/pybind11.h>
+
+#include "profile_tables.h"
+
+namespace fprof::python {
+
+// Bad input (a missing, damaged or newer file): fprof.FprofError in Python, a ValueError whose
+// message is the one sentence the fprof command prints.
+class InputError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// core::loadProfile without the GIL; InputError with the reader's sentence when it fails.
+std::unique_ptr<LoadedProfile> loadProfileOrThrow(const std::string& path);
+
+}  // namespace fprof::python
