@@ -33,6 +33,7 @@ Command addDiffCommand(CLI::App& root);
 Command addGateCommand(CLI::App& root);
 Command addExportCommand(CLI::App& root);
 Command addMergeCommand(CLI::App& root);
+Command addJobCommand(CLI::App& root);
 
 // Prints "fprof: <message>" on stderr and returns 2, for bad input. The message is cleaned to one
 // line (core/text.h): it may quote a damaged file.

@@ -53,6 +53,7 @@ std::vector<Command> addCommands(CLI::App& app) {
   commands.push_back(addDiffCommand(app));
   commands.push_back(addGateCommand(app));
   commands.push_back(addMergeCommand(app));
+  commands.push_back(addJobCommand(app));
   commands.push_back(addExportCommand(app));
   commands.push_back(addViewCommand(app));
   return commands;

@@ -18,6 +18,9 @@ class InputError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The job functions (job_bindings.cpp): rank summaries, job-level placement, the job's roofline.
+void bindJobFunctions(pybind11::module_& m);
+
 // core::loadProfile without the GIL; InputError with the reader's sentence when it fails.
 std::unique_ptr<LoadedProfile> loadProfileOrThrow(const std::string& path);
 

@@ -148,4 +148,5 @@ PYBIND11_MODULE(_core, m) {
     }
     return out;
   }, "Every table of the .fprof schema: name -> (doc, {column: doc}).");
+  bindJobFunctions(m);
 }

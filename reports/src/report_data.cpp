@@ -126,7 +126,9 @@ void accumulate(CounterSums& s, const core::KernelCounters& c, int64_t duration_
   }
 }
 
-// Copies the analyzer's placement of a group into the row.
+}  // namespace
+
+// Copies the analyzer's placement of a group into the row (report_data.h).
 void applyPlacement(GroupRow& g, const analysis::Placement& pl) {
   constexpr size_t kDram = static_cast<size_t>(analysis::MemLevel::kDram);
   constexpr size_t kL2 = static_cast<size_t>(analysis::MemLevel::kL2);
@@ -152,6 +154,8 @@ void applyPlacement(GroupRow& g, const analysis::Placement& pl) {
     }
   }
 }
+
+namespace {
 
 struct GroupKey {
   std::string name;

@@ -11,6 +11,7 @@
 
 #include "fprof/analysis/kernel_names.h"
 #include "fprof/analysis/ranks.h"
+#include "fprof/analysis/roofline.h"
 #include "fprof/analysis/run_analysis.h"
 #include "fprof/core/store.h"
 
@@ -235,6 +236,11 @@ struct BuildOptions {
   // 100,000 distinct kernels under 10 MB of HTML.
   size_t max_groups = 2000;
 };
+
+// Copies the analyzer's placement of a kernel group into its row: FLOPs, DRAM bytes, intensities,
+// rates, roof fraction, binding roof, bound and the dominant precision. Front ends that place
+// groups themselves (the job report's groups, summed over ranks) fill their rows the same way.
+void applyPlacement(GroupRow& g, const analysis::Placement& placement);
 
 // Builds the report of `run`, compared with `baseline` when given.
 ReportData buildReport(const core::Profile& run, const core::Profile* baseline, const BuildOptions& options = {});

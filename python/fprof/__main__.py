@@ -1,0 +1,74 @@
+"""python -m fprof job ... | gate ...: the package's commands (the fprof command runs them as
+`fprof job` and, for job folders, `fprof gate`). Exit status: 0 done, 1 a gate regression,
+2 bad input (the message names it in one sentence)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ._core import FprofError
+
+
+def job_parser(sub) -> None:
+    from . import _core
+    p = sub.add_parser(
+        "job", help="analyse a whole job's rank files on Dask",
+        description="Analyse the rank files of a whole training job on Dask: each rank is summarised by fprof's C++ "
+                    "analysis on a worker (the summary is cached beside the file), and the summaries are joined into "
+                    "a job folder of Parquet tables and one HTML job report (docs/python-package.md).")
+    p.add_argument("inputs", nargs="+", metavar="FILES|DIR|GLOB",
+                   help="rank files (.fprof), folders holding them, or glob patterns")
+    p.add_argument("-o", "--output", required=True, metavar="JOBDIR", help="the job folder to write")
+    p.add_argument("--force", action="store_true", help="replace JOBDIR if it exists (once the new one is complete)")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--scheduler", metavar="ADDRESS", help="use the Dask scheduler at ADDRESS (tcp://host:8786)")
+    where.add_argument("--scheduler-file", metavar="FILE", help="use the Dask scheduler of this scheduler file "
+                                                                   "(dask-jobqueue, dask-scheduler --scheduler-file)")
+    p.add_argument("--workers", type=int, metavar="N", help="workers of the local cluster (default: one per core)")
+    p.add_argument("--memory-limit", metavar="SIZE", help="memory limit of each local worker, e.g. 2GB "
+                                                          "(default: an equal share of the machine's memory)")
+    p.add_argument("--ranks", type=int, metavar="N", help="the job's world size, to name missing ranks "
+                                                          "(default: every rank up to the highest found)")
+    p.add_argument("--step-regex", default=_core.default_step_regex, metavar="REGEX",
+                   help="NVTX range messages that mark a step (default: %(default)s)")
+    p.add_argument("--no-cache", action="store_true", help="neither read nor write the summaries beside the rank files")
+    p.add_argument("--top", type=int, default=30, metavar="N", help="kernel groups and fusion candidates the report lists")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+
+
+def run_job_command(args) -> int:
+    from .job import JobOptions, run_job
+    options = JobOptions(inputs=args.inputs, output=args.output, force=args.force, scheduler=args.scheduler,
+                         scheduler_file=args.scheduler_file, workers=args.workers, memory_limit=args.memory_limit,
+                         ranks=args.ranks, step_regex=args.step_regex, cache=not args.no_cache, top=args.top,
+                         quiet=args.quiet)
+    result = run_job(options)
+    for p in result.problems:
+        print(f"fprof: warning: {p.message}", file=sys.stderr)
+    for note in result.notes:
+        print(f"fprof: note: {note}", file=sys.stderr)
+    print(f"fprof job: {result.ranks} ranks, {result.kernels} kernels: wrote {result.output} (report.html and the "
+          f"Parquet tables) in {result.seconds:.1f} s on {result.cluster}; {result.summarised} summarised, "
+          f"{result.cached} from the cache")
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="fprof", description="fprof's Python commands.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    job_parser(sub)
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "job":
+            return run_job_command(args)
+    except FprofError as err:
+        print(f"fprof: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
