@@ -431,7 +431,7 @@ const reports::ReportData& LoadedProfile::report() {
   if (!report_) {
     reports::BuildOptions options;
     options.max_groups = std::numeric_limits<size_t>::max();
-    report_ = reports::buildReport(profile_, nullptr, options);
+    report_ = reports::buildReport(analysis_, options);
   }
   return *report_;
 }
@@ -444,15 +444,11 @@ const reports::ReportData& LoadedProfile::pageReport() {
   const reports::BuildOptions defaults;
   if (report().group_count <= static_cast<int64_t>(defaults.max_groups)) return report();
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!page_report_) page_report_ = reports::buildReport(profile_, nullptr, defaults);
+  if (!page_report_) page_report_ = reports::buildReport(analysis_, defaults);
   return *page_report_;
 }
 
-const analysis::RunSummary& LoadedProfile::summary() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (!summary_) summary_ = analysis::summarize(profile_);
-  return *summary_;
-}
+const analysis::RunSummary& LoadedProfile::summary() { return analysis_.summary(); }
 
 const std::vector<std::string>& profileTableNames() {
   static const std::vector<std::string> names = [] {

@@ -11,18 +11,21 @@
 #include <vector>
 
 #include "columns.h"
+#include "fprof/analysis/run_analysis.h"
 #include "fprof/analysis/summary.h"
 #include "fprof/core/store.h"
 #include "fprof/reports/report_data.h"
 
 namespace fprof::python {
 
-// A profile read once, with its analysis computed on first use and kept.
+// A profile read once, with its analysis (analysis::RunAnalysis, the pipeline every front end
+// reads) and the report's rows built from it on first use and kept.
 class LoadedProfile {
  public:
-  explicit LoadedProfile(core::Profile p) : profile_(std::move(p)) {}
+  explicit LoadedProfile(core::Profile p) : analysis_(analysis::RunAnalysis::owning(std::move(p))) {}
 
-  const core::Profile& profile() const { return profile_; }
+  const core::Profile& profile() const { return analysis_.profile(); }
+  const analysis::RunAnalysis& analysis() const { return analysis_; }
   // The report's analysis of the whole profile, every kernel group listed (no cap).
   const reports::ReportData& report();
   // The same as fprof report builds it (its default cap on listed groups), for the HTML report.
@@ -30,9 +33,8 @@ class LoadedProfile {
   const analysis::RunSummary& summary();
 
  private:
-  core::Profile profile_;
+  analysis::RunAnalysis analysis_;
   std::mutex mutex_;
-  std::optional<analysis::RunSummary> summary_;
   std::optional<reports::ReportData> report_;
   std::optional<reports::ReportData> page_report_;
 };

@@ -10,6 +10,7 @@
 
 #include "fprof/analysis/ranks.h"
 #include "fprof/analysis/roofline.h"
+#include "fprof/analysis/run_analysis.h"
 #include "fprof/analysis/summary.h"
 #include "fprof/core/merge.h"
 #include "fprof/reports/format.h"
@@ -50,7 +51,8 @@ struct RankAnalysis {
   const core::Profile& p;
   std::optional<int> rank;
   std::string file;
-  analysis::RunSummary summary;
+  const analysis::RunAnalysis& analysis;
+  const analysis::RunSummary& summary;
   reports::ReportData report;
   analysis::RankRow row;
 };
@@ -424,7 +426,9 @@ std::vector<Table> summarizeRanks(const core::Profile& whole, const RankSummaryO
     const core::Profile& p = part ? *part : whole;
     reports::BuildOptions build;
     build.max_groups = std::numeric_limits<size_t>::max();
-    RankAnalysis a{p, group.rank, whole.path, analysis::summarize(p), reports::buildReport(p, nullptr, build), {}};
+    const analysis::RunAnalysis analysed = analysis::RunAnalysis::of(p);
+    RankAnalysis a{p, group.rank, whole.path, analysed, analysed.summary(), reports::buildReport(analysed, build), {}};
+    // Of a rank's own processes: the one row rankBreakdown gives (RunAnalysis::ranks is empty for one process).
     const std::vector<analysis::RankRow> rows = analysis::rankBreakdown(p);
     if (rows.empty()) {
       a.row.group = group;
