@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import re
+import resource
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -57,6 +58,7 @@ class JobResult:
     summarised: int = 0
     cached: int = 0
     worker_peak_rss_bytes: int = 0
+    client_peak_rss_bytes: int = 0
     cluster: str = ""
 
 
@@ -179,6 +181,8 @@ def run_job(options: JobOptions) -> JobResult:
         result.problems = job.problems
         result.notes = job.notes
         result.seconds = time.perf_counter() - started
+        # This process's peak memory: the client, and a LocalCluster's scheduler, which runs in it.
+        result.client_peak_rss_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
         info = {"output": options.output, "files": len(files), "inputs": " ".join(options.inputs)[:300],
                 "cluster": described, "seconds": result.seconds, "summarised": result.summarised,
                 "cached": result.cached}
@@ -291,6 +295,7 @@ def write_job_json(folder: OutputFolder, options: JobOptions, result: JobResult,
         "from_cache": result.cached,
         "seconds": round(result.seconds, 3),
         "worker_peak_rss_bytes": result.worker_peak_rss_bytes,
+        "client_peak_rss_bytes": result.client_peak_rss_bytes,
         "problems": [asdict(p) for p in result.problems],
         "tables": TABLE_DOCS,
     }

@@ -20,10 +20,12 @@ namespace {
 std::vector<Table> summarizeRankFile(const std::string& path, const std::string& step_regex) {
   RankSummaryOptions options;
   options.step_regex = step_regex;
-  std::unique_ptr<LoadedProfile> loaded = loadProfileOrThrow(path);
   py::gil_scoped_release release;
+  // The profile alone, not a LoadedProfile: the summary builds each rank's analysis itself, once.
+  core::Expected<core::Profile> loaded = core::loadProfile(path);
+  if (!loaded) throw InputError(loaded.error());
   try {
-    return summarizeRanks(loaded->profile(), options);
+    return summarizeRanks(*loaded, options);
   } catch (const std::regex_error& e) {
     throw InputError("--step-regex '" + step_regex + "' is not a regular expression: " + e.what());
   }
