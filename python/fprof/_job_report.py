@@ -162,10 +162,17 @@ def roofline_section(job) -> str:
     groups = []
     for rec in job.groups.head(2000)[cols].to_dict("records"):
         groups.append({k: (None if not isinstance(v, str) and pd.isna(v) else v) for k, v in rec.items()})
-    svg = _core.roofline_svg(groups, job.roofs, job.has_counters)
+    ops = [(r.op, int(r.total_ns)) for r in job.ops.itertuples()]
+    svg = _core.roofline_svg(groups, job.roofs, ops, job.has_counters)
+    legend = ""
+    if job.has_counters:
+        legend = '<div class="legend"><b>op</b>\n' + "".join(
+            f'<div><span class="sw" style="background:{c}"></span>{e(op)}</div>\n' for op, c in _core.op_colours(ops))
+        legend += "</div>\n"
     return ('<h2 id="roofline-h">Roofline of the job</h2>\n<p class="src">Each point is a kernel group summed over the '
-            'ranks, placed against the roofs of the job\'s GPU model (<code>rank_roofs.parquet</code>).</p>\n'
-            f'<div class="chartbox">{svg}</div>\n')
+            'ranks (FLOPs of all precisions over DRAM bytes), sized by its share of the job\'s kernel time and coloured '
+            'by op, placed against the roofs of the job\'s GPU model (<code>rank_roofs.parquet</code>).</p>\n'
+            f'<div class="chartbox">{svg}{legend}</div>\n')
 
 
 def steps_section(job) -> str:

@@ -10,6 +10,7 @@
 #include "bindings.h"
 #include "fprof/analysis/kernel_names.h"
 #include "fprof/reports/html_report.h"
+#include "palette.h"  // the report's op colours (reports/src), so a job's chart reads like a report's
 #include "rank_summary.h"
 
 namespace py = pybind11;
@@ -97,10 +98,22 @@ std::string stringItem(const py::dict& d, const char* key) {
   return d.contains(key) && !d[key].is_none() ? d[key].cast<std::string>() : std::string();
 }
 
-// The report's roofline chart of a job: groups as dicts with GroupRow's field names.
-std::string jobRooflineSvg(const py::list& groups, const py::list& roofs, bool has_counters) {
+// The job's ops by time, as the report's OpRows: what colours the roofline's points.
+std::vector<reports::OpRow> opRows(const py::list& ops) {
+  std::vector<reports::OpRow> out;
+  for (const py::handle& h : ops) {
+    auto t = h.cast<py::tuple>();
+    out.push_back({t[0].cast<std::string>(), t[1].cast<int64_t>(), 0, 0});
+  }
+  return out;
+}
+
+// The report's roofline chart of a job: groups as dicts with GroupRow's field names, ops as
+// (op, total_ns) by time.
+std::string jobRooflineSvg(const py::list& groups, const py::list& roofs, const py::list& ops, bool has_counters) {
   reports::ReportData r;
   r.header.has_counters = has_counters;
+  r.ops = opRows(ops);
   for (const RoofRow& roof : roofRows(roofs)) {
     const bool bandwidth = roof.name == "dram" || roof.name == "l2" || roof.name == "l1";
     r.roofs.push_back({roof.name, bandwidth, roof.value, roof.source, roof.method});
@@ -139,8 +152,20 @@ void bindJobFunctions(py::module_& m) {
         "The summary tables of every rank a file holds (ranks, groups, ops, steps, fusion, roofs).");
   m.def("place_groups", &placeJobGroups, py::arg("roofs"), py::arg("columns"),
         "analysis::place over summed group inputs, against roofs [(name, value, source, method)].");
-  m.def("roofline_svg", &jobRooflineSvg, py::arg("groups"), py::arg("roofs"), py::arg("has_counters"),
-        "The report's roofline <svg> of these groups.");
+  m.def("roofline_svg", &jobRooflineSvg, py::arg("groups"), py::arg("roofs"), py::arg("ops"), py::arg("has_counters"),
+        "The report's roofline <svg> of these groups, their points coloured by op as the report colours them.");
+  m.def("op_colours", [](const py::list& ops) {
+    reports::ReportData r;
+    r.ops = opRows(ops);
+    const reports::Palette palette = reports::opPalette(r);
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const reports::OpRow& o : r.ops) {
+      const std::string key = o.op == "(no NVTX range)" ? std::string() : o.op;
+      if (palette.ops().count(key)) out.emplace_back(o.op, palette.colour(key));
+    }
+    if (r.ops.size() > palette.ops().size()) out.emplace_back("other ops", reports::Palette::kOther);
+    return out;
+  }, py::arg("ops"), "The report's colour of each op of the roofline's legend (the ten with most time, then grey).");
   m.def("short_names", [](const std::vector<std::string>& names) {
     const analysis::KernelNames shortened(names);
     std::vector<std::string> out;
