@@ -79,7 +79,10 @@ TEST(Cli, EveryHelpLineFitsTheWidth) {
   std::vector<std::pair<std::string, std::string>> helps = {{"fprof --help", root.out}};
   for (const std::string& c : commands) {
     const Result r = runFprof(c + " --help");
-    EXPECT_EQ(r.code, 0) << c;
+    // `fprof job` hands everything, --help included, to the Python package; in a build without the
+    // package it says so (exit 2), and there is no help to check.
+    if (r.code == 2 && r.out.find("Python package, which is not installed") != std::string::npos) continue;
+    EXPECT_EQ(r.code, 0) << c << ": " << r.out;
     helps.emplace_back("fprof " + c + " --help", r.out);
   }
   for (const auto& [what, text] : helps) {
