@@ -40,6 +40,24 @@ std::string optCell(const std::optional<double>& v, std::string (*format)(double
   return numCell(orNa(v, format), v);
 }
 
+// A cell of a column shown only with "all columns": numCell's or optCell's, marked.
+std::string moreCell(std::string td) {
+  const size_t at = td.find("class=\"");
+  if (at != std::string::npos) td.insert(at + 7, "more ");
+  return td;
+}
+
+// A section's heading line: the title, its controls, and what the section shows and where its
+// numbers come from folded into "about" (open to read), so that the first screen holds the data.
+std::string sectionHead(const std::string& id, const std::string& title, const std::string& controls_html,
+                        const std::string& about_html) {
+  std::string s = "<div class=\"head\"><h2 id=\"" + id + "\">" + title + "</h2>" + controls_html;
+  if (!about_html.empty()) {
+    s += "<details class=\"about\"><summary>about</summary><div class=\"about-text\">" + about_html + "</div></details>";
+  }
+  return s + "</div>\n";
+}
+
 // A kernel's short name, with the full demangled name on hover where they differ.
 std::string titleAttr(const std::string& full, const std::string& shown) {
   return full == shown ? std::string() : " title=\"" + e(full) + "\"";
@@ -51,48 +69,60 @@ std::string nameCell(const std::string& full, const std::string& shown) {
 const char* kStyle = R"CSS(
 :root{--fg:#1d2330;--muted:#5b6475;--line:#d9dde5;--bg:#fff;--panel:#f6f7f9;--accent:#2f6fdf;--bad:#c0392b;--good:#1e8449}
 *{box-sizing:border-box}
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;color:var(--fg);background:var(--bg);margin:0 auto;max-width:1400px;padding:18px 28px 60px}
-h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:30px 0 8px;border-bottom:1px solid var(--line);padding-bottom:4px}
-h3{font-size:15px;margin:16px 0 6px}
+body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;color:var(--fg);background:var(--bg);margin:0 auto;max-width:1400px;padding:12px 24px 60px}
+h1{font-size:20px;margin:0;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}h1 .muted{font-size:14px;font-weight:normal;font-family:ui-monospace,"DejaVu Sans Mono",Menlo,Consolas,monospace}
+h2{font-size:16px;margin:16px 0 6px;border-bottom:1px solid var(--line);padding-bottom:3px}
+h3{font-size:15px;margin:14px 0 6px}
 code,.mono{font-family:ui-monospace,"DejaVu Sans Mono",Menlo,Consolas,monospace;font-size:12.5px}
 .muted{color:var(--muted)}.src{color:var(--muted);font-size:12px}
+.summary{margin:2px 0 2px;color:var(--muted);font-size:13px;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
 .meta{display:grid;grid-template-columns:max-content 1fr;gap:2px 14px;margin:8px 0}
 .meta dt{color:var(--muted)}.meta dd{margin:0;word-break:break-all}
-.findings{background:var(--panel);border:1px solid var(--line);border-radius:6px;padding:8px 14px 8px 30px}
-.findings li{margin:3px 0}
+.first{display:grid;grid-template-columns:minmax(0,1fr) 560px;gap:22px;align-items:start}
+.first .head{margin-top:4px}
+.findings{background:var(--panel);border:1px solid var(--line);border-radius:6px;padding:6px 12px 6px 30px;margin:0;overflow-wrap:anywhere}
+.findings li{margin:3px 0}.findings code{font-size:12px}
 .warn{color:var(--bad)}
-table{border-collapse:collapse;width:100%;font-size:13px}
-th,td{padding:4px 7px;border-bottom:1px solid var(--line);text-align:left;vertical-align:top}
-th{background:var(--panel);position:sticky;top:0;white-space:nowrap}
+table{border-collapse:collapse;width:100%;font-size:12.5px}
+th,td{padding:3px 6px;border-bottom:1px solid var(--line);text-align:left;vertical-align:top}
+th{background:var(--panel);position:sticky;top:0;white-space:nowrap;z-index:1}
 th.sortable{cursor:pointer;user-select:none}th.sortable:hover{color:var(--accent)}
 th[aria-sort=ascending]::after{content:" \25B2";font-size:10px}th[aria-sort=descending]::after{content:" \25BC";font-size:10px}
 td.num,th.num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
 td.na{color:#9aa1ad}
-td.name{font-family:ui-monospace,"DejaVu Sans Mono",Menlo,Consolas,monospace;font-size:12px;word-break:break-all;min-width:260px}
+td.name{font-family:ui-monospace,"DejaVu Sans Mono",Menlo,Consolas,monospace;font-size:12px;word-break:break-all;min-width:220px;max-width:420px}
+td.op{max-width:170px;overflow-wrap:anywhere}td.pair{max-width:380px;overflow-wrap:anywhere}td.advice{max-width:420px;min-width:200px}td.risks{max-width:320px}
+table:not(.all) .more{display:none}
 tr.hl td{background:#fff5cc}
 .tablewrap{max-height:640px;overflow:auto;border:1px solid var(--line);border-radius:6px}
-.filter{margin:6px 0 8px;display:flex;gap:10px;align-items:center}
-.filter input{font:inherit;padding:4px 8px;width:340px;border:1px solid var(--line);border-radius:4px}
-.chartbox{display:flex;gap:18px;align-items:flex-start;flex-wrap:wrap}
-svg.roofline{width:920px;max-width:100%;height:auto;background:#fff;border:1px solid var(--line);border-radius:6px}
+.tablewrap.short{max-height:188px}
+.head{display:flex;gap:12px;align-items:center;flex-wrap:wrap;font-size:12.5px;line-height:1.3;border-bottom:1px solid var(--line);margin:10px 0 4px;padding-bottom:2px;position:relative}
+.head h2{border:0;margin:0;padding:0}
+.head input[type=search]{font:inherit;padding:1px 8px;width:240px;border:1px solid var(--line);border-radius:4px}
+.head label{color:var(--fg);white-space:nowrap}.head label input{margin:0 3px 0 0;vertical-align:-2px}
+.about{color:var(--muted)}.about>summary{cursor:pointer;font-size:12px}
+.about[open]>.about-text{position:absolute;left:0;right:0;top:100%;z-index:5;background:#fff;border:1px solid var(--line);border-radius:6px;padding:8px 12px;box-shadow:0 4px 14px rgba(0,0,0,.12);color:var(--fg);font-size:12.5px}
+svg.roofline{width:100%;height:auto;background:#fff;border:1px solid var(--line);border-radius:6px;display:block}
 svg .plot{fill:#fbfcfd;stroke:#c4c9d2}svg .grid{stroke:#e6e9ee}svg .tick{font-size:11px;fill:#5b6475}
-svg .axis{font-size:13px;fill:#1d2330}
+svg .axis{font-size:12px;fill:#1d2330}
 svg .roof{stroke-width:2.2}svg .roof-bw{stroke:#1d2330}svg .roof-l2{stroke:#5b6475;stroke-dasharray:7 4}
 svg .roof-l1{stroke:#8d95a3;stroke-dasharray:2 4}svg .roof-compute{stroke:#b03a2e}
-svg .roof-label{font-size:11px;fill:#1d2330}
+svg .roof-label{font-size:10.5px;fill:#1d2330;paint-order:stroke;stroke:#fff;stroke-width:3px}
 svg .pt{fill-opacity:.78;stroke:#1d2330;stroke-width:.8;cursor:pointer}svg .pt:hover,svg .pt.hl{stroke-width:2.5;fill-opacity:1}
 svg .pt-base{fill:none;stroke:#777;stroke-width:1.2}svg .arrow{stroke:#444;stroke-width:1.3}
 svg .lvl{fill:none;stroke:#555;stroke-width:1}svg:not(.show-levels) .levels{display:none}
-.legend{font-size:12.5px;min-width:220px;max-width:420px}
-.legend .sw{display:inline-block;width:11px;height:11px;border-radius:50%;margin-right:6px;vertical-align:-1px;border:1px solid #1d2330}
-.legend div{margin:2px 0;word-break:break-all}
-.nochart{background:var(--panel);border:1px dashed #aab;border-radius:6px;padding:6px 16px;max-width:860px}
+.controls{color:var(--muted)}.controls label{margin-left:8px}
+.legend{display:flex;flex-wrap:wrap;gap:0 12px;font-size:12px;margin:3px 0;max-height:34px;overflow-y:auto}.legend[hidden]{display:none}
+.legend .chip{white-space:nowrap;max-width:250px;overflow:hidden;text-overflow:ellipsis}
+.legend .sw{display:inline-block;width:10px;height:10px;border-radius:50%;margin-right:5px;vertical-align:-1px;border:1px solid #1d2330}
+.nochart{background:var(--panel);border:1px dashed #aab;border-radius:6px;padding:4px 14px;font-size:13px}
 .bars{display:grid;grid-template-columns:minmax(180px,420px) 1fr max-content;gap:3px 10px;align-items:center;font-size:13px}
 .bars .label{overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
 .bars .bar{height:14px;border-radius:3px;min-width:1px}
 .verdict{display:inline-block;padding:3px 10px;border-radius:4px;color:#fff;font-weight:600}
 .verdict.pass{background:var(--good)}.verdict.fail{background:var(--bad)}
 .reg{color:var(--bad);font-weight:600}.imp{color:var(--good)}
+details{margin:14px 0}details>summary{cursor:pointer}details>summary h2{display:inline-block;border:0;margin:0 8px 0 0}
 #tooltip{position:fixed;pointer-events:none;background:#1d2330;color:#fff;padding:6px 9px;border-radius:5px;font-size:12px;white-space:pre-wrap;max-width:520px;display:none;z-index:10}
 footer{margin-top:36px;font-size:12px;color:var(--muted)}
 #fprof-selftest{white-space:pre-wrap}
@@ -181,6 +211,49 @@ const char* kScript = R"JS(
   var levels = document.getElementById('show-levels');
   var svg = document.getElementById('roofline');
   if (levels && svg) levels.addEventListener('change', function () { svg.classList.toggle('show-levels', levels.checked); });
+  // The chart coloured by op or by fraction of roof; each point carries both colours.
+  function colourBy(attr) {
+    Array.prototype.forEach.call(document.querySelectorAll('svg .pt'), function (pt) { pt.setAttribute('fill', pt.getAttribute(attr)); });
+    var byRoof = attr === 'data-roof-fill';
+    var lo = document.getElementById('legend-op'), lr = document.getElementById('legend-roof');
+    if (lo) lo.hidden = byRoof;
+    if (lr) lr.hidden = !byRoof;
+  }
+  var cop = document.getElementById('colour-op'), croof = document.getElementById('colour-roof');
+  if (cop) cop.addEventListener('change', function () { colourBy('data-op-fill'); });
+  if (croof) croof.addEventListener('change', function () { colourBy('data-roof-fill'); });
+  // Columns and rows beyond the first screen's, on demand.
+  Array.prototype.forEach.call(document.querySelectorAll('input.all-cols'), function (box) {
+    box.addEventListener('change', function () {
+      var t = document.getElementById(box.getAttribute('data-table'));
+      if (t) t.classList.toggle('all', box.checked);
+    });
+  });
+  Array.prototype.forEach.call(document.querySelectorAll('input.all-rows'), function (box) {
+    box.addEventListener('change', function () {
+      var w = document.getElementById(box.getAttribute('data-wrap'));
+      if (w) w.classList.toggle('short', !box.checked);
+    });
+  });
+
+  // With #layout in the URL: where the answer sits in this window, for the browser test ("hidden"
+  // for an element that takes no room).
+  if (location.hash === '#layout') {
+    var lines = ['viewport ' + window.innerWidth + ' ' + window.innerHeight];
+    [['findings', '#findings'], ['roofline', '#roofline-h'], ['roof', '#kernel-table th[data-col=roof]'],
+     ['bound', '#kernel-table th[data-col=bound]'], ['gain', '#kernel-table th[data-col=gain]'],
+     ['payoff', '#fusion-table th[data-col=payoff]'], ['details', '#run-details'], ['page', 'body']
+    ].forEach(function (item) {
+      var el = document.querySelector(item[1]);
+      if (!el) { lines.push(item[0] + ' none'); return; }
+      var b = el.getBoundingClientRect();
+      if (b.width === 0 || b.height === 0) { lines.push(item[0] + ' hidden'); return; }
+      lines.push(item[0] + ' ' + [b.left, b.top, b.right, b.bottom].map(Math.round).join(' '));
+    });
+    lines.push('scroll-width ' + document.documentElement.scrollWidth);
+    document.getElementById('fprof-layout').textContent = lines.join('\n');
+    return;
+  }
 
   if (location.hash !== '#selftest') return;
   var out = [];
@@ -239,6 +312,31 @@ const char* kScript = R"JS(
     if (r.classList.contains('fuse')) lastFuse = i; else if (firstNoFuse === rowsAll.length) firstNoFuse = i;
   });
   check('pairs not to fuse come last', lastFuse < firstNoFuse);
+  // The chart by fraction of roof and back; the columns beyond the first screen's on demand.
+  var pts = document.querySelectorAll('svg .pt');
+  if (croof && pts.length) {
+    croof.checked = true;
+    croof.dispatchEvent(new Event('change'));
+    check('chart coloured by % of roof', Array.prototype.every.call(pts, function (p) {
+      return p.getAttribute('fill') === p.getAttribute('data-roof-fill');
+    }) && !document.getElementById('legend-roof').hidden && document.getElementById('legend-op').hidden);
+    cop.checked = true;
+    cop.dispatchEvent(new Event('change'));
+    check('chart coloured by op again', Array.prototype.every.call(pts, function (p) {
+      return p.getAttribute('fill') === p.getAttribute('data-op-fill');
+    }));
+  }
+  var allCols = document.querySelector('input.all-cols[data-table=kernel-table]');
+  var regsHead = ktable ? ktable.querySelector('th[data-col=regs]') : null;
+  if (allCols && regsHead) {
+    var hiddenBefore = regsHead.getBoundingClientRect().width === 0;
+    allCols.checked = true;
+    allCols.dispatchEvent(new Event('change'));
+    var shownAfter = regsHead.getBoundingClientRect().width > 0;
+    allCols.checked = false;
+    allCols.dispatchEvent(new Event('change'));
+    check('"all columns" shows the kernel table\'s other columns', hiddenBefore && shownAfter);
+  }
   var failed = out.filter(function (l) { return l.indexOf('FAIL') === 0; }).length;
   var result = document.getElementById('fprof-selftest');
   result.textContent = (failed ? 'FAIL' : 'PASS') + ' ' + out.length + ' checks\n' + out.join('\n');
@@ -264,9 +362,49 @@ std::string metaRow(const std::string& key, const std::string& value_html) {
   return "<dt>" + e(key) + "</dt><dd>" + value_html + "</dd>\n";
 }
 
-std::string headerSection(const ReportData& r) {
+// One line under the title: what was run, on what, how much; the rest folds away (runDetails).
+std::string summaryLine(const ReportData& r) {
   const RunHeader& h = r.header;
-  std::string s = "<dl class=\"meta\">\n";
+  std::string devices;
+  for (const std::string& d : h.devices) devices += (devices.empty() ? "" : "; ") + d;
+  // One line: what was run and how much first; the devices last, cut by the window if need be
+  // (the whole line on hover, every detail under "Run details").
+  const std::string text = fmt::format("{} · {} · {} launches in {} kernel groups, kernel time {} · {}", h.file, h.mode,
+                                       h.kernel_count, r.group_count,
+                                       formatDurationNs(static_cast<double>(h.total_kernel_ns)),
+                                       devices.empty() ? "device unknown" : devices);
+  std::string s = "<p class=\"summary\" id=\"summary\" title=\"" + e(text) + "\"><code>" + e(h.file) + "</code> &middot; " +
+                  e(h.mode) + (h.has_counters ? " (counters)" : " (trace: no counters)") + " &middot; " +
+                  e(fmt::format("{} launches in {} kernel groups, kernel time {}", h.kernel_count, r.group_count,
+                                formatDurationNs(static_cast<double>(h.total_kernel_ns))));
+  if (!h.warnings.empty()) {
+    s += fmt::format(" &middot; <a class=\"warn\" href=\"#run-details\">{} warning{}</a>", h.warnings.size(),
+                     h.warnings.size() == 1 ? "" : "s");
+  }
+  return s + " &middot; " + e(devices.empty() ? "device unknown" : devices) + "</p>\n";
+}
+
+std::string ceilingsTable(const ReportData& r) {
+  if (r.roofs.empty()) {
+    return "<p class=\"muted\">This run holds no ceilings (measure them with <code>fprof ceilings</code>), so no "
+           "roofs are drawn and no % of roof is computed.</p>\n";
+  }
+  std::string s = "<table class=\"ceilings\"><thead><tr><th>roof</th><th class=\"num\">value</th><th>source</th>"
+                  "<th>method</th></tr></thead><tbody>\n";
+  for (const Roof& roof : r.roofs) {
+    s += fmt::format("<tr><td>{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"muted\">{}</td></tr>\n",
+                     e(roof.name), e(roof.is_bandwidth ? formatByteRate(roof.value) : formatFlopRate(roof.value)),
+                     e(roof.source), e(roof.method));
+  }
+  return s + "</tbody></table>\n";
+}
+
+// The run's metadata and the ceilings, folded: they explain the answer, they are not it.
+std::string runDetails(const ReportData& r) {
+  const RunHeader& h = r.header;
+  std::string s = "<details id=\"run-details\"" + std::string(h.warnings.empty() ? "" : " open") +
+                  "><summary><h2>Run details</h2> <span class=\"src\">file, program, devices, counters, "
+                  "warnings</span></summary>\n<dl class=\"meta\">\n";
   s += metaRow("file", "<code>" + e(h.file) + "</code>");
   s += metaRow("program", "<code>" + e(h.program.empty() ? "unknown" : h.program) + "</code>");
   if (!h.host.empty()) s += metaRow("host", e(h.host));
@@ -286,21 +424,11 @@ std::string headerSection(const ReportData& r) {
   if (!h.graph_launches.empty()) s += metaRow("graph launches", e(h.graph_launches));
   s += metaRow("recorded by", "fprof " + e(h.fprof_version));
   for (const std::string& w : h.warnings) s += metaRow("warning", "<span class=\"warn\">" + e(w) + "</span>");
-  s += "</dl>\n<h3>Ceilings used</h3>\n";
-  if (r.roofs.empty()) {
-    s += "<p class=\"muted\">This run holds no ceilings (measure them with <code>fprof ceilings</code>), so no "
-         "roofs are drawn and no % of roof is computed.</p>\n";
-  } else {
-    s += "<table class=\"ceilings\"><thead><tr><th>roof</th><th class=\"num\">value</th><th>source</th>"
-         "<th>method</th></tr></thead><tbody>\n";
-    for (const Roof& roof : r.roofs) {
-      s += fmt::format("<tr><td>{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"muted\">{}</td></tr>\n",
-                       e(roof.name), e(roof.is_bandwidth ? formatByteRate(roof.value) : formatFlopRate(roof.value)),
-                       e(roof.source), e(roof.method));
-    }
-    s += "</tbody></table>\n";
-  }
-  return s;
+  s += "</dl>\n</details>\n";
+  s += fmt::format("<details id=\"ceilings-details\"><summary><h2>Ceilings used</h2> <span class=\"src\">{} roofs: "
+                   "measured by <code>fprof ceilings</code> where the run holds them, else datasheet</span></summary>\n",
+                   r.roofs.size());
+  return s + ceilingsTable(r) + "</details>\n";
 }
 
 // Several processes (a merged job): one row per rank, sortable like the kernel table.
@@ -331,35 +459,47 @@ std::string rankSection(const ReportData& r) {
   return s + "</tbody></table></div>\n";
 }
 
+std::string rooflineLegend(const ReportData& r) {
+  const Palette palette = opPalette(r);
+  std::string s = "<div class=\"legend\" id=\"legend-op\">";
+  for (const OpRow& o : r.ops) {
+    const std::string key = o.op == "(no NVTX range)" ? std::string() : o.op;
+    if (!palette.ops().count(key)) continue;
+    s += fmt::format("<span class=\"chip\" title=\"{1}\"><span class=\"sw\" style=\"background:{0}\"></span>{1}</span>",
+                     palette.colour(key), e(o.op));
+  }
+  if (r.ops.size() > palette.ops().size()) {
+    s += fmt::format("<span class=\"chip\"><span class=\"sw\" style=\"background:{}\"></span>other ops</span>",
+                     Palette::kOther);
+  }
+  s += "</div>\n<div class=\"legend\" id=\"legend-roof\" hidden>";
+  for (const RoofBand& b : kRoofBands) {
+    s += fmt::format("<span class=\"chip\"><span class=\"sw\" style=\"background:{}\"></span>{} of roof</span>",
+                     b.colour, b.label);
+  }
+  return s + fmt::format("<span class=\"chip\"><span class=\"sw\" style=\"background:{}\"></span>n/a</span></div>\n",
+                         kRoofUnknown);
+}
+
 std::string rooflineSection(const ReportData& r) {
-  std::string s = "<h2 id=\"roofline-h\">Roofline</h2>\n";
-  s += "<p class=\"src\">Points: measured hardware counters summed per kernel group (FLOPs of all precisions over DRAM "
-       "bytes), sized by share of kernel time and coloured by op; hover for the kernel. Roofs: as in the ceilings "
-       "table (measured or datasheet).";
-  if (r.baseline) s += " Arrows run from the baseline's place of a group to its place in this run.";
-  s += "</p>\n<div class=\"chartbox\">\n" + renderRooflineSvg(r);
+  std::string controls, about;
   if (r.header.has_counters) {
-    const Palette palette = opPalette(r);
-    s += "<div class=\"legend\"><b>op</b>\n";
-    for (const OpRow& o : r.ops) {
-      const std::string key = o.op == "(no NVTX range)" ? std::string() : o.op;
-      if (!palette.ops().count(key)) continue;
-      s += fmt::format("<div><span class=\"sw\" style=\"background:{}\"></span>{}</div>\n", palette.colour(key), e(o.op));
-    }
-    if (r.ops.size() > palette.ops().size()) {
-      s += fmt::format("<div><span class=\"sw\" style=\"background:{}\"></span>other ops</div>\n", Palette::kOther);
-    }
-    s += "<p><label><input type=\"checkbox\" id=\"show-levels\"> show L2 and L1 intensity (squares)</label></p>";
+    controls = "<span class=\"controls\">colour by <label><input type=\"radio\" name=\"colour\" id=\"colour-op\" "
+               "checked> op</label><label><input type=\"radio\" name=\"colour\" id=\"colour-roof\"> % of roof</label>"
+               "<label><input type=\"checkbox\" id=\"show-levels\"> L2, L1</label></span>";
     int64_t off = 0;
     for (const GroupRow& g : r.groups) off += g.onRoofline() ? 0 : 1;
-    if (off > 0) {
-      s += fmt::format("<p class=\"muted\">{} listed groups are not on the chart: no FLOPs or no DRAM bytes "
-                       "(their intensity cannot be computed).</p>", off);
-    }
-    s += "</div>\n";
+    about = "Measured counters summed per kernel group: FLOPs of all precisions over DRAM bytes (squares: over L2 and "
+            "L1 bytes), area by share of kernel time, coloured by op or by fraction of roof; hover for the kernel, "
+            "click for its row. Roofs: measured by <code>fprof ceilings</code> or datasheet (run details), DRAM, L2 "
+            "and L1 diagonals and the compute roofs of fp32 and the precisions the kernels mostly use.";
+    if (r.baseline) about += " Arrows run from the baseline's place of a group to its place in this run.";
+    if (off > 0) about += fmt::format(" {} listed groups have no FLOPs or no DRAM bytes and are not on the chart.", off);
   }
-  s += "</div>\n";
-  return s;
+  std::string s = "<section class=\"chart\">" + sectionHead("roofline-h", "Roofline", controls, about);
+  s += renderRooflineSvg(r);
+  if (r.header.has_counters) s += rooflineLegend(r);
+  return s + "</section>\n";
 }
 
 std::string barsSection(const ReportData& r) {
@@ -392,60 +532,82 @@ std::string barsSection(const ReportData& r) {
 }
 
 std::string kernelTable(const ReportData& r) {
-  std::string s = "<h2 id=\"kernels-h\">Kernels</h2>\n";
-  s += "<p class=\"src\">Grouped by demangled name and launch shape; kernels by their short name (hover for the full "
-       "one). Time, calls, registers, local memory and "
-       "theoretical occupancy: measured trace. Origin: from the kernel name. Intensity, FLOP/s, bytes/s, spill traffic and "
-       "achieved occupancy: measured counters. % of roof and bound: the analyzer's placement against the ceilings "
-       "above (hover a bound for the reason; without counters only launch and latency bounds can be told). n/a: not computable from this "
-       "run. Click a column to sort.</p>\n";
-  s += "<div class=\"filter\"><input id=\"kernel-filter\" type=\"search\" placeholder=\"filter by text (kernel, op, bound...)\" "
-       "aria-label=\"filter kernels\"><span id=\"kernel-table-count\" class=\"muted\"></span></div>\n";
+  std::string s = "<section class=\"kernels\">" +
+                  sectionHead("kernels-h", "Kernels",
+                              "<input id=\"kernel-filter\" type=\"search\" placeholder=\"filter (kernel, op, bound...)\" "
+                              "aria-label=\"filter kernels\"><span id=\"kernel-table-count\" class=\"muted\"></span>"
+                              "<label><input type=\"checkbox\" class=\"all-cols\" data-table=\"kernel-table\"> all "
+                              "columns</label><label><input type=\"checkbox\" class=\"all-rows\" data-wrap=\"kernel-wrap\"> "
+                              "all rows</label>",
+                              "Kernels grouped by demangled name and launch shape, by their short names (hover for the "
+                              "full one; the filter searches both). Time, calls, registers, local memory, theoretical "
+                              "occupancy: measured trace. Intensity, FLOP/s, bytes/s, spill traffic, achieved "
+                              "occupancy: measured counters. % of roof and bound: the analyzer's placement against the "
+                              "ceilings (hover a bound for the reason; without counters only launch and latency bounds "
+                              "can be told). To gain: time x (1 - fraction of roof), what the group would save at its "
+                              "roof. Origin: from the kernel name. n/a: not computable from this run. Click a column "
+                              "to sort; \"all columns\" shows the rest.");
   struct Col {
     const char* key;
     const char* label;
     bool num;
+    bool more;  // shown with "all columns"
   };
-  static const Col base_cols[] = {
-      {"rank", "#", true},          {"kernel", "kernel", false},        {"op", "op", false},
-      {"origin", "origin", false},
-      {"grid", "grid", false},      {"block", "block", false},          {"time", "time", true},
-      {"share", "share", true},     {"calls", "calls", true},           {"mean", "mean", true},
-      {"intensity", "intensity (DRAM)", true}, {"flops", "FLOP/s", true}, {"bytes", "DRAM B/s", true},
-      {"roof", "% of roof", true},  {"bound", "bound", false},          {"regs", "regs", true},
-      {"local", "local/thr", true}, {"spill", "spill traffic", true},   {"occ", "occupancy (theor.)", true},
-      {"achocc", "occupancy (achieved)", true},
+  // Without counters the counter columns are all n/a, and a run without ops has no op column to
+  // read: both wait behind "all columns". "% of roof" and "bound" always show.
+  bool any_op = false;
+  for (const GroupRow& g : r.groups) any_op = any_op || !g.op.empty();
+  const bool counters = r.header.has_counters;
+  std::vector<Col> cols = {
+      {"rank", "#", true, false},           {"kernel", "kernel", false, false},
+      {"op", "op", false, !any_op},         {"origin", "origin", false, true},
+      {"grid", "grid", false, true},        {"block", "block", false, true},
+      {"time", "time", true, false},        {"share", "share", true, false},
+      {"calls", "calls", true, false},      {"mean", "mean", true, false},
+      {"intensity", "intensity (DRAM)", true, !counters}, {"flops", "FLOP/s", true, !counters},
+      {"bytes", "DRAM B/s", true, true},    {"roof", "% of roof", true, false},
+      {"bound", "bound", false, false},     {"gain", "to gain", true, !counters},
+      {"regs", "regs", true, true},         {"local", "local/thr", true, true},
+      {"spill", "spill traffic", true, true}, {"occ", "occupancy (theor.)", true, true},
+      {"achocc", "occupancy (achieved)", true, true},
   };
   // A metrics run says per group how its counters were obtained (or why there are none).
   const bool provenance = !r.header.counter_coverage.empty();
-  std::vector<Col> cols(std::begin(base_cols), std::end(base_cols));
-  if (provenance) cols.push_back({"counters", "counters", false});
-  s += "<div class=\"tablewrap\"><table id=\"kernel-table\" class=\"sortable\"><thead><tr>";
+  if (provenance) cols.push_back({"counters", "counters", false, true});
+  s += "<div class=\"tablewrap short\" id=\"kernel-wrap\"><table id=\"kernel-table\" class=\"sortable\"><thead><tr>";
   for (const Col& c : cols) {
-    s += fmt::format("<th class=\"sortable{}\" data-col=\"{}\">{}</th>", c.num ? " num" : "", c.key, c.label);
+    s += fmt::format("<th class=\"sortable{}{}\" data-col=\"{}\">{}</th>", c.num ? " num" : "", c.more ? " more" : "",
+                     c.key, c.label);
   }
   s += "</tr></thead><tbody>\n";
   for (size_t i = 0; i < r.groups.size(); ++i) {
     const GroupRow& g = r.groups[i];
+    const std::vector<std::string> cells = {
+        numCell(std::to_string(i + 1), static_cast<double>(i + 1)),
+        nameCell(g.name, g.short_name),
+        "<td class=\"op\">" + e(g.op) + "</td>",
+        "<td class=\"origin\">" + e(g.origin) + "</td>",
+        "<td class=\"mono\">" + e(g.grid) + "</td>",
+        "<td class=\"mono\">" + e(g.block) + "</td>",
+        numCell(formatDurationNs(static_cast<double>(g.total_ns)), static_cast<double>(g.total_ns)),
+        numCell(formatPercent(g.share), g.share),
+        numCell(std::to_string(g.calls), static_cast<double>(g.calls)),
+        numCell(formatDurationNs(g.mean_ns), g.mean_ns),
+        optCell(g.intensity_dram, formatIntensity),
+        optCell(g.flops_per_s, formatFlopRate),
+        optCell(g.dram_bytes_per_s, formatByteRate),
+        numCell(formatPercent(g.roof_fraction) + (g.roof_fraction ? " (" + g.binding_roof + ")" : ""), g.roof_fraction),
+        "<td class=\"bound\" title=\"" + e(g.bound_reason) + "\">" + e(g.bound.empty() ? "n/a" : g.bound) + "</td>",
+        optCell(g.headroom_ns, formatDurationNs),
+        numCell(std::to_string(g.registers_per_thread), static_cast<double>(g.registers_per_thread)),
+        numCell(formatBytes(static_cast<double>(g.local_bytes_per_thread)), static_cast<double>(g.local_bytes_per_thread)),
+        optCell(g.spill_bytes, formatBytes),
+        numCell(formatPercent(g.theoretical_occupancy), g.theoretical_occupancy),
+        numCell(formatPercent(g.achieved_occupancy), g.achieved_occupancy),
+        "<td class=\"counters\">" + e(g.counters) + "</td>",
+    };
     s += fmt::format("<tr id=\"g{}\">", i);
-    s += numCell(std::to_string(i + 1), static_cast<double>(i + 1));
-    s += nameCell(g.name, g.short_name) + "<td>" + e(g.op) + "</td><td>" + e(g.origin) + "</td>";
-    s += "<td class=\"mono\">" + e(g.grid) + "</td><td class=\"mono\">" + e(g.block) + "</td>";
-    s += numCell(formatDurationNs(static_cast<double>(g.total_ns)), static_cast<double>(g.total_ns));
-    s += numCell(formatPercent(g.share), g.share);
-    s += numCell(std::to_string(g.calls), static_cast<double>(g.calls));
-    s += numCell(formatDurationNs(g.mean_ns), g.mean_ns);
-    s += optCell(g.intensity_dram, formatIntensity);
-    s += optCell(g.flops_per_s, formatFlopRate);
-    s += optCell(g.dram_bytes_per_s, formatByteRate);
-    s += numCell(formatPercent(g.roof_fraction) + (g.roof_fraction ? " (" + g.binding_roof + ")" : ""), g.roof_fraction);
-    s += "<td title=\"" + e(g.bound_reason) + "\">" + e(g.bound.empty() ? "n/a" : g.bound) + "</td>";
-    s += numCell(std::to_string(g.registers_per_thread), static_cast<double>(g.registers_per_thread));
-    s += numCell(formatBytes(static_cast<double>(g.local_bytes_per_thread)), static_cast<double>(g.local_bytes_per_thread));
-    s += optCell(g.spill_bytes, formatBytes);
-    s += numCell(formatPercent(g.theoretical_occupancy), g.theoretical_occupancy);
-    s += numCell(formatPercent(g.achieved_occupancy), g.achieved_occupancy);
-    if (provenance) s += "<td>" + e(g.counters) + "</td>";
+    for (size_t c = 0; c < cols.size(); ++c) s += cols[c].more ? moreCell(cells[c]) : cells[c];
     s += "</tr>\n";
   }
   s += "</tbody></table></div>\n";
@@ -456,7 +618,7 @@ std::string kernelTable(const ReportData& r) {
                      e(formatPercent(r.header.total_kernel_ns ? static_cast<double>(r.omitted_ns) / static_cast<double>(r.header.total_kernel_ns) : 0)),
                      r.groups.size());
   }
-  return s;
+  return s + "</section>\n";
 }
 
 std::string stageChain(const FusionRow& f) {
@@ -470,27 +632,34 @@ std::string stageChain(const FusionRow& f) {
 }
 
 std::string fusionSection(const ReportData& r) {
-  std::string s = "<h2 id=\"fusion-h\">Fusion opportunities</h2>\n";
-  s += "<p class=\"src\">Producer&rarr;consumer pairs and chains from the analyzer, ranked by payoff: the predicted "
-       "saving summed over every time the chain ran. Unfused time: measured (median per run of the chain). Fused "
-       "time: <b>predicted</b> by the analyzer's model (column <i>model</i>), and <b>measured</b> where the run also "
-       "holds the fused variant, with the model's error. Pairs that should not be fused come last, with the reason.";
-  if (r.fusion_median_abs_error) {
-    s += fmt::format(" Median absolute model error over {} pairs measured both ways: {}.", r.fusion_measured_pairs,
-                     e(formatPercent(*r.fusion_median_abs_error)));
-  }
-  s += "</p>\n";
-  for (const std::string& n : r.fusion_notes) s += "<p class=\"muted\">" + e(n) + "</p>\n";
+  std::string s = "<section class=\"fusion\">";
   if (r.fusion.empty()) {
-    s += "<p id=\"fusion-none\">No producer&rarr;consumer pairs found in this run.</p>\n";
-    return s;
+    s += sectionHead("fusion-h", "Fusion opportunities", "", "");
+    for (const std::string& n : r.fusion_notes) s += "<p class=\"muted\">" + e(n) + "</p>\n";
+    return s + "<p id=\"fusion-none\">No producer&rarr;consumer pairs found in this run.</p>\n</section>\n";
   }
-  s += "<div class=\"tablewrap\"><table id=\"fusion-table\"><thead><tr><th class=\"num\">#</th><th>candidate</th>"
-       "<th>kernels (producer &rarr; consumer)</th><th>evidence</th><th class=\"num\">runs</th>"
-       "<th class=\"num\">intermediate</th><th class=\"num\">launches removed</th><th class=\"num\">unfused "
-       "(measured)</th><th class=\"num\">fused (predicted)</th><th>model</th><th class=\"num\">fused (measured)</th>"
-       "<th class=\"num\">model error</th><th class=\"num\">payoff (predicted)</th><th class=\"num\">share</th>"
-       "<th>risks</th></tr></thead><tbody>\n";
+  std::string about =
+      "Producer&rarr;consumer pairs and chains from the analyzer, ranked by payoff: the <b>predicted</b> saving summed "
+      "over every run of the chain. Unfused time: measured (median per run of the chain). Fused time: predicted by the "
+      "analyzer's model, and measured where the run also holds the fused variant, with the model's error. What to do: "
+      "the suggestion for the candidate's pattern; its saving is the prediction beside it. Pairs that should not be "
+      "fused come last, with the reason.";
+  if (r.fusion_median_abs_error) {
+    about += fmt::format(" Median absolute model error over {} pairs measured both ways: {}.", r.fusion_measured_pairs,
+                         e(formatPercent(*r.fusion_median_abs_error)));
+  }
+  for (const std::string& n : r.fusion_notes) about += "<br>" + e(n);
+  s += sectionHead("fusion-h", "Fusion opportunities",
+                   "<label><input type=\"checkbox\" class=\"all-cols\" data-table=\"fusion-table\"> all columns</label>"
+                   "<label><input type=\"checkbox\" class=\"all-rows\" data-wrap=\"fusion-wrap\"> all rows</label>",
+                   about);
+  s += "<div class=\"tablewrap short\" id=\"fusion-wrap\"><table id=\"fusion-table\"><thead><tr>"
+       "<th class=\"num\">#</th><th data-col=\"pair\">candidate</th><th data-col=\"advice\">what to do</th>"
+       "<th class=\"more\">kernels (producer &rarr; consumer)</th><th class=\"more\">evidence</th><th class=\"num\">"
+       "runs</th><th class=\"num more\">intermediate</th><th class=\"num more\">launches removed</th><th class=\"num\">"
+       "unfused (measured)</th><th class=\"num\">fused (predicted)</th><th class=\"more\">model</th><th class=\"num "
+       "more\">fused (measured)</th><th class=\"num more\">model error</th><th class=\"num\" data-col=\"payoff\">"
+       "payoff (predicted)</th><th class=\"num\">share</th><th class=\"more\">risks</th></tr></thead><tbody>\n";
   for (size_t i = 0; i < r.fusion.size(); ++i) {
     const FusionRow& f = r.fusion[i];
     std::string risks;
@@ -502,23 +671,28 @@ std::string fusionSection(const ReportData& r) {
     for (const std::string& n : f.intermediates) names += (names.empty() ? "" : ", ") + n;
     const std::string row_attr =
         f.fuse ? fmt::format(" class=\"fuse\" data-payoff=\"{:.6g}\"", f.payoff_ns.value_or(-1)) : std::string(" class=\"nofuse\"");
+    // What to do, first-screen: a declared pair's name, the suggestion (a prediction, like the
+    // payoff beside it) or why not to fuse, and how many risks the full columns list.
+    std::string advice = f.declared ? e(f.name) + "<br>" : std::string();
+    advice += f.fuse ? e(f.suggestion) : "<b>do not fuse:</b> " + e(f.reason);
+    if (!f.risks.empty()) {
+      advice += fmt::format("<br><span class=\"src\">{} risk{}: {}</span>", f.risks.size(), f.risks.size() == 1 ? "" : "s",
+                            e(f.risks.front()));
+    }
     s += fmt::format(
-        "<tr{}><td class=\"num\">{}</td><td class=\"mono pair\">{}</td><td class=\"name\">{}{}</td><td>{}</td>"
-        "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
-        "<td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
-        "<td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td></tr>\n",
-        row_attr, i + 1, e(f.declared ? f.id : f.name),
-        (f.declared ? e(f.name) + "<br>" : std::string()) + stageChain(f),
-        (names.empty() ? "" : "<br><span class=\"src\">intermediates: " + e(names) + "</span>") +
-            (f.fuse ? "<br><span class=\"src\">suggestion: " + e(f.suggestion) + "</span>" : std::string()),
-        e(f.evidence),
+        "<tr{}><td class=\"num\">{}</td><td class=\"mono pair\">{}</td><td class=\"advice\">{}</td>"
+        "<td class=\"name more\">{}{}</td><td class=\"more\">{}</td><td class=\"num\">{}</td><td class=\"num more\">{}</td>"
+        "<td class=\"num more\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"more\">{}</td>"
+        "<td class=\"num more\">{}</td><td class=\"num more\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+        "<td class=\"risks more\">{}</td></tr>\n",
+        row_attr, i + 1, e(f.declared ? f.id : f.name), advice, stageChain(f),
+        names.empty() ? "" : "<br><span class=\"src\">intermediates: " + e(names) + "</span>", e(f.evidence),
         f.instances, intermediate, f.launches_removed, e(formatDurationNs(f.unfused_ns)),
         e(orNa(f.predicted_fused_ns, formatDurationNs)), e(f.model.empty() ? "n/a" : f.model),
         e(orNa(f.measured_fused_ns, formatDurationNs)), e(f.model_error ? formatSignedPercent(*f.model_error) : "n/a"),
         e(orNa(f.payoff_ns, formatDurationNs)), e(formatPercent(f.payoff_share)), risks.empty() ? "none flagged" : risks);
   }
-  s += "</tbody></table></div>\n";
-  return s;
+  return s + "</tbody></table></div>\n</section>\n";
 }
 
 // The baseline's fusion candidates this run runs fused: predicted and measured saving side by side.
@@ -618,23 +792,27 @@ std::string renderHtml(const ReportData& r, const HtmlOptions& options) {
   s += "<meta name=\"generator\" content=\"fprof " + e(FPROF_VERSION_STRING) + "\">\n";
   s += "<title>fprof report: " + e(r.header.program.empty() ? r.header.file : r.header.program) + "</title>\n";
   s += "<style>" + std::string(kStyle) + "</style>\n</head>\n<body>\n";
-  s += "<h1>fprof report</h1>\n<p class=\"muted\">Where the GPU time goes, how close each kernel runs to its roof, and "
-       "which fusions pay most.</p>\n";
-  s += headerSection(r);
-  s += rankSection(r);
-  s += "<h2 id=\"findings-h\">Top findings</h2>\n<ul class=\"findings\" id=\"findings\">\n";
+  s += "<h1 title=\"" + e(r.header.program) + "\">fprof report <span class=\"muted\">" + e(r.header.program) +
+       "</span></h1>\n";
+  s += summaryLine(r);
+  // The first screen is the answer: the findings and the roofline, then the kernels and the
+  // fusions; the run's details and ceilings fold away at the end.
+  s += "<div class=\"first\"><section class=\"answer\">" + sectionHead("findings-h", "Findings", "", "") +
+       "<ol class=\"findings\" "
+       "id=\"findings\">\n";
   for (const std::string& f : r.findings) s += "<li>" + findingHtml(f) + "</li>\n";
-  s += "</ul>\n";
-  s += rooflineSection(r);
-  s += barsSection(r);
+  s += "</ol></section>\n" + rooflineSection(r) + "</div>\n";
   s += kernelTable(r);
   s += fusionSection(r);
   s += baselineSection(r);
+  s += rankSection(r);
+  s += barsSection(r);
+  s += runDetails(r);
   s += "<footer>Generated by fprof " + e(FPROF_VERSION_STRING) +
        ". Sources: <b>measured</b> = recorded on the GPU in this run (trace timings, hardware counters, "
        "<code>fprof ceilings</code>); <b>datasheet</b> = computed from device attributes; <b>predicted</b> = the "
        "analyzer's fusion model.</footer>\n";
-  s += "<div id=\"tooltip\" role=\"tooltip\"></div>\n<pre id=\"fprof-selftest\"></pre>\n";
+  s += "<div id=\"tooltip\" role=\"tooltip\"></div>\n<pre id=\"fprof-selftest\"></pre><pre id=\"fprof-layout\"></pre>\n";
   s += "<script type=\"application/json\" id=\"fprof-data\">" + embeddedData(r) + "</script>\n";
   s += "<script nonce=\"" + nonce + "\">" + kScript + "</script>\n</body>\n</html>\n";
   return s;

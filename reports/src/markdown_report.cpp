@@ -202,11 +202,161 @@ std::string appliedFusions(const BaselineSection& b) {
 
 }  // namespace
 
-std::string renderMarkdown(const ReportData& r, const MarkdownOptions& options) {
+namespace {
+
+// One line under the title: what was run, on what, how much (the details fold away at the end).
+std::string summaryLine(const ReportData& r) {
   const RunHeader& h = r.header;
-  FullNames full_names;
-  std::string s = "## fprof report: " + code(h.program.empty() ? h.file : shorten(h.program, 120)) + "\n\n";
+  std::string devices;
+  for (const std::string& d : h.devices) devices += (devices.empty() ? "" : "; ") + d;
+  std::string s = code(h.file) + " · " + plain(h.mode) + (h.has_counters ? " (counters)" : " (trace: no counters)") +
+                  " · " + plain(devices.empty() ? "device unknown" : devices) + " · " +
+                  fmt::format("{} launches in {} kernel groups, kernel time {}", h.kernel_count, r.group_count,
+                              formatDurationNs(static_cast<double>(h.total_kernel_ns)));
+  if (!h.warnings.empty()) {
+    s += fmt::format(" · **{} warning{}** (run details)", h.warnings.size(), h.warnings.size() == 1 ? "" : "s");
+  }
+  return s + "\n";
+}
+
+// The first table: the kernels by time with what a reader acts on; the other columns fold away
+// (kernelDetailsTable).
+std::string kernelTable(const ReportData& r, size_t shown, FullNames& full_names) {
+  const bool counters = r.header.has_counters;
+  std::vector<std::string> head = {"#", "kernel", "op", "time", "share", "calls", "mean"};
+  std::vector<bool> right = {true, false, false, true, true, true, true};
+  const std::vector<const char*> tail = counters ? std::vector<const char*>{"% of roof", "bound", "to gain"}
+                                                 : std::vector<const char*>{"bound", "occupancy"};
+  for (const char* c : tail) {
+    head.push_back(c);
+    right.push_back(std::string(c) != "bound");
+  }
+  std::string s = row(head) + separator(right);
+  for (size_t i = 0; i < shown; ++i) {
+    const GroupRow& g = r.groups[i];
+    std::vector<std::string> cells = {std::to_string(i + 1), code(kernelCell(g.short_name)),
+                                      g.op.empty() ? "-" : code(shorten(g.op, 60)),
+                                      formatDurationNs(static_cast<double>(g.total_ns)), formatPercent(g.share),
+                                      std::to_string(g.calls), formatDurationNs(g.mean_ns)};
+    if (counters) {
+      cells.push_back(formatPercent(g.roof_fraction) + (g.roof_fraction ? " (" + g.binding_roof + ")" : ""));
+      cells.push_back(g.bound.empty() ? "n/a" : g.bound);
+      cells.push_back(orNa(g.headroom_ns, formatDurationNs));
+    } else {
+      cells.push_back(g.bound.empty() ? "n/a" : g.bound);
+      cells.push_back(formatPercent(g.theoretical_occupancy));
+    }
+    full_names.note(g.name, kernelCell(g.short_name));
+    s += row(cells);
+  }
+  if (counters) s += "\nto gain = time x (1 - fraction of roof): what the group would save running at its roof.\n";
+  return s;
+}
+
+std::string kernelDetailsTable(const ReportData& r, size_t shown) {
+  const RunHeader& h = r.header;
+  std::vector<std::string> head = {"#", "grid", "block", "regs", "smem", "local/thr", "occupancy"};
+  if (h.has_counters) {
+    for (const char* c : {"intensity (DRAM)", "FLOP/s", "DRAM B/s", "spill traffic", "occupancy (achieved)"}) {
+      head.push_back(c);
+    }
+  }
+  const bool provenance = !h.counter_coverage.empty();
+  if (provenance) head.push_back("counters");
+  std::vector<bool> right(head.size(), true);
+  if (provenance) right.back() = false;
+  std::string s = "\n<details><summary>All columns of the kernels above</summary>\n\n" + row(head) + separator(right);
+  for (size_t i = 0; i < shown; ++i) {
+    const GroupRow& g = r.groups[i];
+    std::vector<std::string> cells = {std::to_string(i + 1), g.grid, g.block, std::to_string(g.registers_per_thread),
+                                      formatBytes(static_cast<double>(g.shared_bytes)),
+                                      formatBytes(static_cast<double>(g.local_bytes_per_thread)),
+                                      formatPercent(g.theoretical_occupancy)};
+    if (h.has_counters) {
+      cells.push_back(orNa(g.intensity_dram, formatIntensity));
+      cells.push_back(orNa(g.flops_per_s, formatFlopRate));
+      cells.push_back(orNa(g.dram_bytes_per_s, formatByteRate));
+      cells.push_back(orNa(g.spill_bytes, formatBytes));
+      cells.push_back(formatPercent(g.achieved_occupancy));
+    }
+    if (provenance) cells.push_back(plain(g.counters));
+    s += row(cells);
+  }
+  s += "\noccupancy = theoretical (launch configuration and device limits); local/thr = stack frame and spills";
+  s += h.has_counters ? "; intensity, FLOP/s, bytes/s: measured counters; % of roof against the ceilings in the run details\n"
+                      : "; trace-mode run: no counters, so no intensity or % of roof (record them with `fprof run "
+                        "--metrics roofline`)\n";
+  return s + "\n</details>\n";
+}
+
+std::string fusionSection(const ReportData& r, const MarkdownOptions& options, FullNames& full_names) {
+  std::string s = "\n### Fusion opportunities\n\n";
+  for (const std::string& n : r.fusion_notes) s += plain(n) + "\n\n";
+  if (r.fusion.empty()) return s + "No producer -> consumer pairs found in this run.\n";
+  s += row({"#", "candidate", "runs", "intermediate", "launches removed", "unfused (measured)", "fused (predicted)",
+            "fused (measured)", "payoff (predicted)", "share", "suggestion"}) +
+       separator({true, false, true, true, true, true, true, true, true, true, false});
+  const size_t shown = std::min(options.top_fusions, r.fusion.size());
+  for (size_t i = 0; i < shown; ++i) {
+    const FusionRow& f = r.fusion[i];
+    const std::string candidate = f.declared && f.id != f.pattern ? code(f.id) + ": " + plain(f.name) : plain(f.name);
+    const std::string advice = f.fuse ? f.suggestion : "do not fuse: " + f.reason;
+    s += row({std::to_string(i + 1), candidate, std::to_string(f.instances), orNa(f.intermediate_bytes, formatBytes),
+              std::to_string(f.launches_removed), formatDurationNs(f.unfused_ns),
+              orNa(f.predicted_fused_ns, formatDurationNs), orNa(f.measured_fused_ns, formatDurationNs),
+              orNa(f.payoff_ns, formatDurationNs), formatPercent(f.payoff_share), plain(shortCell(advice))});
+  }
+  s += fusionDetails(r, shown, full_names);
+  if (r.fusion_median_abs_error) {
+    s += fmt::format("\nMedian absolute error of the fusion model over {} pairs measured both ways: {}.\n",
+                     r.fusion_measured_pairs, formatPercent(*r.fusion_median_abs_error));
+  }
+  return s;
+}
+
+std::string opSection(const ReportData& r) {
+  if (r.ops.empty() || (r.ops.size() == 1 && r.ops.front().op == "(no NVTX range)")) return "";
+  std::string s = "\n### Time by op (NVTX)\n\n" + row({"op", "time", "share", "launches"}) +
+                  separator({false, true, true, true});
+  const size_t shown = std::min<size_t>(r.ops.size(), 10);
+  for (size_t i = 0; i < shown; ++i) {
+    const OpRow& o = r.ops[i];
+    s += row({code(shorten(o.op, 190)), formatDurationNs(static_cast<double>(o.total_ns)), formatPercent(o.share),
+              std::to_string(o.launches)});
+  }
+  return s;
+}
+
+std::string baselineSection(const ReportData& r, const MarkdownOptions& options, FullNames& full_names) {
+  if (!r.baseline) return "";
+  const BaselineSection& b = *r.baseline;
+  std::string s = "\n### Against the baseline " + code(b.header.file) + "\n\n";
+  s += fmt::format("Kernel time {} -> {}; {}.\n\n", formatDurationNs(static_cast<double>(b.header.total_kernel_ns)),
+                   formatDurationNs(static_cast<double>(r.header.total_kernel_ns)), b.note);
+  s += fmt::format("**Gate: {}** ({} kernels checked; {})\n\n", b.gate.pass ? "pass" : "FAIL", b.gate.kernels_checked,
+                   b.gate.method);
+  for (const std::string& reason : b.gate.reasons) s += "- " + plain(reason) + "\n";
+  if (!b.gate.reasons.empty()) s += "\n";
+  s += appliedFusions(b);
+  const size_t shown = std::min(options.top_diffs, b.diff.size());
+  if (shown == 0) return s;
+  s += row({"kernel", "shape", "baseline (total)", "this run (total)", "median per launch", "note"}) +
+       separator({false, false, true, true, true, false});
+  for (size_t i = 0; i < shown; ++i) {
+    const DiffRow& d = b.diff[i];
+    full_names.note(d.name, kernelCell(d.short_name));
+    s += row({code(kernelCell(d.short_name)), d.shape, orNa(d.base_ns, formatDurationNs), orNa(d.cur_ns, formatDurationNs),
+              d.change ? formatSignedPercent(*d.change) : "n/a", plain(shortCell(d.note))});
+  }
+  return s;
+}
+
+// The run's metadata and ceilings, folded at the end: they explain the answer, they are not it.
+std::string runDetails(const ReportData& r) {
+  const RunHeader& h = r.header;
+  std::string s = "\n<details><summary>Run details and ceilings</summary>\n\n";
   s += fmt::format("- file: {} (mode {}, recorded by fprof {})\n", code(h.file), plain(h.mode), plain(h.fprof_version));
+  s += "- program: " + code(shorten(h.program.empty() ? "unknown" : h.program, 190)) + "\n";
   if (!h.date_utc.empty()) s += "- date: " + h.date_utc + "\n";
   for (const std::string& d : h.devices) s += "- device: " + plain(d) + "\n";
   const std::string timeline =
@@ -215,133 +365,44 @@ std::string renderMarkdown(const ReportData& r, const MarkdownOptions& options) 
                        : std::string("no timeline: kernels replayed for their counters carry no timestamps");
   s += fmt::format("- kernels: {} launches of {} distinct kernel shapes; kernel time {} ({})\n", h.kernel_count,
                    r.group_count, formatDurationNs(static_cast<double>(h.total_kernel_ns)), timeline);
-  if (r.roofs.empty()) {
-    s += "- ceilings: none in this run (measure them with `fprof ceilings`)\n";
-  } else {
-    std::string list;
-    for (const Roof& roof : r.roofs) {
-      list += fmt::format("{}{} {} ({})", list.empty() ? "" : ", ", roof.name,
-                          roof.is_bandwidth ? formatByteRate(roof.value) : formatFlopRate(roof.value), roof.source);
-    }
-    s += "- ceilings: " + list + "\n";
+  if (r.roofs.empty()) s += "- ceilings: none in this run (measure them with `fprof ceilings`)\n";
+  for (const Roof& roof : r.roofs) {
+    s += fmt::format("- ceiling {}: {} ({})\n", roof.name,
+                     roof.is_bandwidth ? formatByteRate(roof.value) : formatFlopRate(roof.value), roof.source);
   }
   if (!h.counter_coverage.empty()) s += "- counters: " + plain(h.counter_coverage) + "\n";
   if (!h.counter_missing.empty()) s += "- without counters: " + plain(h.counter_missing) + "\n";
   if (!h.counter_collection.empty()) s += "- collected by: " + plain(h.counter_collection) + "\n";
   if (!h.graph_launches.empty()) s += "- graph launches: " + plain(h.graph_launches) + "\n";
   for (const std::string& w : h.warnings) s += "- **warning**: " + plain(w) + "\n";
-  s += rankSection(r, full_names);
+  return s + "\n</details>\n";
+}
 
-  s += "\n### Top findings\n\n";
+}  // namespace
+
+// The answer first (findings, the kernels with what they could gain, the fusions), then the
+// breakdowns and the baseline; the run's details and the full kernel names fold away at the end.
+std::string renderMarkdown(const ReportData& r, const MarkdownOptions& options) {
+  const RunHeader& h = r.header;
+  FullNames full_names;
+  std::string s = "## fprof report: " + code(h.program.empty() ? h.file : shorten(h.program, 120)) + "\n\n";
+  s += summaryLine(r);
+  s += "\n### Findings\n\n";
   for (size_t i = 0; i < r.findings.size(); ++i) s += fmt::format("{}. {}\n", i + 1, findingText(r.findings[i]));
-
   if (!r.groups.empty()) {
     const size_t shown = std::min(options.top_kernels, r.groups.size());
     s += fmt::format("\n### Top {} kernels by GPU time (grouped by name and launch shape)\n\n", shown);
-    std::vector<std::string> head = {"#", "time", "share", "calls", "mean", "grid", "block", "regs", "smem", "local/thr", "occupancy"};
-    std::vector<bool> right(head.size(), true);
-    if (h.has_counters) {
-      for (const char* c : {"intensity (DRAM)", "FLOP/s", "% of roof", "bound"}) {
-        head.push_back(c);
-        right.push_back(true);
-      }
-    }
-    const bool provenance = !h.counter_coverage.empty();
-    if (provenance) {
-      head.push_back("counters");
-      right.push_back(false);
-    }
-    head.push_back("kernel");
-    right.push_back(false);
-    s += row(head) + separator(right);
-    for (size_t i = 0; i < shown; ++i) {
-      const GroupRow& g = r.groups[i];
-      std::vector<std::string> cells = {std::to_string(i + 1),
-                                        formatDurationNs(static_cast<double>(g.total_ns)),
-                                        formatPercent(g.share),
-                                        std::to_string(g.calls),
-                                        formatDurationNs(g.mean_ns),
-                                        g.grid,
-                                        g.block,
-                                        std::to_string(g.registers_per_thread),
-                                        formatBytes(static_cast<double>(g.shared_bytes)),
-                                        formatBytes(static_cast<double>(g.local_bytes_per_thread)),
-                                        formatPercent(g.theoretical_occupancy)};
-      if (h.has_counters) {
-        cells.push_back(orNa(g.intensity_dram, formatIntensity));
-        cells.push_back(orNa(g.flops_per_s, formatFlopRate));
-        cells.push_back(formatPercent(g.roof_fraction) + (g.roof_fraction ? " (" + g.binding_roof + ")" : ""));
-        cells.push_back(g.bound.empty() ? "n/a" : g.bound);
-      }
-      if (provenance) cells.push_back(plain(g.counters));
-      cells.push_back(code(kernelCell(g.short_name)));
-      full_names.note(g.name, kernelCell(g.short_name));
-      s += row(cells);
-    }
-    s += "\noccupancy = theoretical (launch configuration and device limits); local/thr = stack frame and spills";
-    s += h.has_counters ? "; intensity, FLOP/s: measured counters; % of roof against the ceilings above\n"
-                        : "; trace-mode run: no counters, so no intensity or % of roof (record them with `fprof run --metrics roofline`)\n";
+    s += kernelTable(r, shown, full_names);
+    s += kernelDetailsTable(r, shown);
     if (r.omitted_groups > 0) {
       s += fmt::format("\n{} more kernel groups beyond the {} listed in the HTML report.\n", r.omitted_groups, r.groups.size());
     }
   }
-
-  if (!r.ops.empty() && !(r.ops.size() == 1 && r.ops.front().op == "(no NVTX range)")) {
-    s += "\n### Time by op (NVTX)\n\n" + row({"op", "time", "share", "launches"}) + separator({false, true, true, true});
-    const size_t shown = std::min<size_t>(r.ops.size(), 10);
-    for (size_t i = 0; i < shown; ++i) {
-      const OpRow& o = r.ops[i];
-      s += row({code(shorten(o.op, 190)), formatDurationNs(static_cast<double>(o.total_ns)), formatPercent(o.share), std::to_string(o.launches)});
-    }
-  }
-
-  s += "\n### Fusion opportunities\n\n";
-  for (const std::string& n : r.fusion_notes) s += plain(n) + "\n\n";
-  if (r.fusion.empty()) {
-    s += "No producer -> consumer pairs found in this run.\n";
-  } else {
-    s += row({"#", "candidate", "runs", "intermediate", "launches removed", "unfused (measured)", "fused (predicted)",
-              "fused (measured)", "payoff (predicted)", "share", "suggestion"}) +
-         separator({true, false, true, true, true, true, true, true, true, true, false});
-    const size_t shown = std::min(options.top_fusions, r.fusion.size());
-    for (size_t i = 0; i < shown; ++i) {
-      const FusionRow& f = r.fusion[i];
-      const std::string candidate = f.declared && f.id != f.pattern ? code(f.id) + ": " + plain(f.name) : plain(f.name);
-      const std::string advice = f.fuse ? f.suggestion : "do not fuse: " + f.reason;
-      s += row({std::to_string(i + 1), candidate, std::to_string(f.instances), orNa(f.intermediate_bytes, formatBytes),
-                std::to_string(f.launches_removed), formatDurationNs(f.unfused_ns),
-                orNa(f.predicted_fused_ns, formatDurationNs), orNa(f.measured_fused_ns, formatDurationNs),
-                orNa(f.payoff_ns, formatDurationNs), formatPercent(f.payoff_share), plain(shortCell(advice))});
-    }
-    s += fusionDetails(r, shown, full_names);
-    if (r.fusion_median_abs_error) {
-      s += fmt::format("\nMedian absolute error of the fusion model over {} pairs measured both ways: {}.\n",
-                       r.fusion_measured_pairs, formatPercent(*r.fusion_median_abs_error));
-    }
-  }
-
-  if (r.baseline) {
-    const BaselineSection& b = *r.baseline;
-    s += "\n### Against the baseline " + code(b.header.file) + "\n\n";
-    s += fmt::format("Kernel time {} -> {}; {}.\n\n", formatDurationNs(static_cast<double>(b.header.total_kernel_ns)),
-                     formatDurationNs(static_cast<double>(h.total_kernel_ns)), b.note);
-    s += fmt::format("**Gate: {}** ({} kernels checked; {})\n\n", b.gate.pass ? "pass" : "FAIL", b.gate.kernels_checked,
-                     b.gate.method);
-    for (const std::string& reason : b.gate.reasons) s += "- " + plain(reason) + "\n";
-    if (!b.gate.reasons.empty()) s += "\n";
-    s += appliedFusions(b);
-    const size_t shown = std::min(options.top_diffs, b.diff.size());
-    if (shown > 0) {
-      s += row({"kernel", "shape", "baseline (total)", "this run (total)", "median per launch", "note"}) +
-           separator({false, false, true, true, true, false});
-      for (size_t i = 0; i < shown; ++i) {
-        const DiffRow& d = b.diff[i];
-        full_names.note(d.name, kernelCell(d.short_name));
-        s += row({code(kernelCell(d.short_name)), d.shape, orNa(d.base_ns, formatDurationNs), orNa(d.cur_ns, formatDurationNs),
-                  d.change ? formatSignedPercent(*d.change) : "n/a", plain(d.note)});
-      }
-    }
-  }
+  s += fusionSection(r, options, full_names);
+  s += opSection(r);
+  s += baselineSection(r, options, full_names);
+  s += rankSection(r, full_names);
+  s += runDetails(r);
   return s + full_names.render();
 }
 

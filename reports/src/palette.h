@@ -1,8 +1,9 @@
 // Colours for ops, shared by the roofline points and the time-breakdown bars so an op keeps its
-// colour across the report.
+// colour across the report, and the colours of the chart's "% of roof" view.
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 
 #include "fprof/reports/report_data.h"
@@ -28,6 +29,27 @@ class Palette {
  private:
   std::map<std::string, size_t> index_;
 };
+
+// The colours of the chart's "% of roof" view: a group's fraction of roof falls in the first band
+// it is below.
+struct RoofBand {
+  double below;  // fraction of roof
+  const char* colour;
+  const char* label;
+};
+inline constexpr RoofBand kRoofBands[] = {{0.25, "#c0392b", "below 25%"},
+                                          {0.5, "#e67e22", "25-50%"},
+                                          {0.75, "#e2c044", "50-75%"},
+                                          {1e300, "#27ae60", "75% and more"}};
+inline constexpr const char* kRoofUnknown = "#9a9a9a";
+
+inline const char* roofColour(const std::optional<double>& fraction) {
+  if (!fraction) return kRoofUnknown;
+  for (const RoofBand& b : kRoofBands) {
+    if (*fraction < b.below) return b.colour;
+  }
+  return kRoofUnknown;
+}
 
 // Ops in time order (ReportData::ops is sorted); kernels with no op are keyed by "".
 inline Palette opPalette(const ReportData& report) {

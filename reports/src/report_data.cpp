@@ -142,6 +142,9 @@ void applyPlacement(GroupRow& g, const analysis::Placement& pl) {
   g.flops_per_s = pl.achieved_flops_per_s;
   g.dram_bytes_per_s = pl.bytes_per_s[kDram];
   g.roof_fraction = pl.roof_fraction;
+  if (pl.roof_fraction) {
+    g.headroom_ns = static_cast<double>(pl.duration_ns) * (1 - std::clamp(*pl.roof_fraction, 0.0, 1.0));
+  }
   g.binding_roof = pl.binding;
   g.bound = pl.bound == analysis::Bound::kUnknown ? std::string() : std::string(analysis::boundName(pl.bound));
   g.bound_reason = pl.reason;
@@ -397,12 +400,83 @@ std::string quoted(std::string name) {
   return "`" + name + "`";
 }
 
+// A listed group as a finding names it: its short name, and its grid where another listed group
+// has the same name (one kernel launched in two shapes).
+std::string groupName(const ReportData& r, size_t index) {
+  const GroupRow& g = r.groups[index];
+  for (size_t i = 0; i < r.groups.size(); ++i) {
+    if (i != index && r.groups[i].short_name == g.short_name) return quoted(g.short_name) + " (grid " + g.grid + ")";
+  }
+  return quoted(g.short_name);
+}
+
+// "`a` (12.0%), `b` (31.0%) and 4 more": the first few groups of a list by name, with their
+// fraction of roof.
+std::string namedGroups(const ReportData& r, const std::vector<size_t>& list, size_t shown) {
+  std::vector<std::string> names;
+  for (size_t i = 0; i < list.size() && i < shown; ++i) {
+    names.push_back(groupName(r, list[i]) + " (" + formatPercent(r.groups[list[i]].roof_fraction) + ")");
+  }
+  if (list.size() > shown) names.push_back(fmt::format("{} more", list.size() - shown));
+  std::string s;
+  for (size_t i = 0; i < names.size(); ++i) s += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+  return s;
+}
+
+// With counters: the groups that could gain most (time x (1 - fraction of roof)), and those far
+// from their roof, named.
+void addRoofFindings(ReportData& r) {
+  const RunHeader& h = r.header;
+  std::vector<size_t> by_headroom;
+  for (size_t i = 0; i < r.groups.size(); ++i) {
+    const GroupRow& g = r.groups[i];
+    if (g.headroom_ns && *g.headroom_ns > 0) by_headroom.push_back(i);
+    if (g.roof_fraction && *g.roof_fraction < 0.5) r.below_half_roof.push_back(i);
+  }
+  std::stable_sort(by_headroom.begin(), by_headroom.end(),
+                   [&](size_t a, size_t b) { return *r.groups[a].headroom_ns > *r.groups[b].headroom_ns; });
+  if (by_headroom.size() > 5) by_headroom.resize(5);
+  r.top_headroom = by_headroom;
+  const double total = static_cast<double>(h.total_kernel_ns);
+  if (!by_headroom.empty()) {
+    std::string list;
+    for (size_t i = 0; i < by_headroom.size() && i < 3; ++i) {
+      const GroupRow& g = r.groups[by_headroom[i]];
+      list += fmt::format("{}{} {} ({} of roof{})", i ? "; " : "", groupName(r, by_headroom[i]),
+                          formatDurationNs(*g.headroom_ns), formatPercent(g.roof_fraction),
+                          g.binding_roof.empty() ? "" : ", " + g.binding_roof);
+    }
+    r.findings.push_back("Most to gain (time x (1 - fraction of roof)): " + list + ".");
+  }
+  if (!r.below_half_roof.empty()) {
+    double low_ns = 0;
+    for (size_t i : r.below_half_roof) low_ns += static_cast<double>(r.groups[i].total_ns);
+    r.findings.push_back(fmt::format("{} kernel group{} run below 50% of their roof, {} of kernel time: {}.",
+                                     r.below_half_roof.size(), r.below_half_roof.size() == 1 ? "" : "s",
+                                     formatPercent(total > 0 ? low_ns / total : 0), namedGroups(r, r.below_half_roof, 3)));
+  }
+}
+
+// The answer first: the verdict against a baseline, what the kernels could gain at their roofs,
+// the best fusion; then where the time goes and what to know about how it was measured.
 void addFindings(ReportData& r) {
   const RunHeader& h = r.header;
   if (h.kernel_count == 0) {
     r.findings.push_back("The run holds no kernels.");
     return;
   }
+  if (r.baseline) {
+    const GateVerdict& v = r.baseline->gate;
+    r.findings.push_back(v.pass ? fmt::format("Gate: pass ({} kernels checked against the baseline, no regression).",
+                                              v.kernels_checked)
+                                : fmt::format("Gate: FAIL ({} regression{} against the baseline).", v.reasons.size(),
+                                              v.reasons.size() == 1 ? "" : "s"));
+    if (!r.baseline->fusions.empty()) {
+      r.findings.push_back("Applied fusion: " + appliedFusionFinding(r.baseline->fusions.front()) + ".");
+    }
+  }
+  if (h.has_counters) addRoofFindings(r);
+  if (const std::string best = bestFusion(r); !best.empty()) r.findings.push_back("Best fusion: " + best);
   if (!r.groups.empty()) {
     const GroupRow& g = r.groups.front();
     r.findings.push_back(fmt::format("Top kernel: {} ({} / {}) takes {} of kernel time ({} over {} calls).",
@@ -419,35 +493,12 @@ void addFindings(ReportData& r) {
     r.findings.push_back(
         "Trace-mode run: no hardware counters, so no arithmetic intensity or % of roof. "
         "Record them with `fprof run --metrics roofline`.");
-  } else {
-    double low_ns = 0;
-    int low = 0;
-    for (const GroupRow& g : r.groups) {
-      if (g.roof_fraction && *g.roof_fraction < 0.5) {
-        ++low;
-        low_ns += static_cast<double>(g.total_ns);
-      }
-    }
-    if (low > 0) {
-      r.findings.push_back(fmt::format("{} kernel groups run below 50% of their roof; they take {} of kernel time.",
-                                       low, formatPercent(h.total_kernel_ns ? low_ns / static_cast<double>(h.total_kernel_ns) : 0)));
-    }
   }
   if (h.programmatic_launches > 0) {
     r.findings.push_back(fmt::format(
         "{} launches used programmatic dependent launch: their blocks started while the kernel before them "
         "still ran; {} of such waiting is left out of their kernel times, which start where that kernel ended.",
         h.programmatic_launches, formatDurationNs(static_cast<double>(h.dependency_wait_ns))));
-  }
-  if (const std::string best = bestFusion(r); !best.empty()) r.findings.push_back("Best fusion: " + best);
-  if (r.baseline && !r.baseline->fusions.empty()) {
-    r.findings.push_back("Applied fusion: " + appliedFusionFinding(r.baseline->fusions.front()) + ".");
-  }
-  if (r.baseline) {
-    const GateVerdict& v = r.baseline->gate;
-    r.findings.push_back(v.pass ? fmt::format("Gate: pass ({} kernels checked against the baseline, no regression).",
-                                              v.kernels_checked)
-                                : fmt::format("Gate: FAIL ({} regressions against the baseline).", v.reasons.size()));
   }
 }
 

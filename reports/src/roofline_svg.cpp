@@ -16,8 +16,10 @@
 namespace fprof::reports {
 namespace {
 
-constexpr double kWidth = 920, kHeight = 500;
-constexpr double kLeft = 96, kRight = 215, kTop = 24, kBottom = 60;
+// Sized for the report's first screen, beside the findings; compute roofs are labelled inside the
+// plot at its right edge.
+constexpr double kWidth = 620, kHeight = 330;
+constexpr double kLeft = 90, kRight = 22, kTop = 10, kBottom = 42;
 constexpr double kPlotW = kWidth - kLeft - kRight, kPlotH = kHeight - kTop - kBottom;
 
 struct Axes {
@@ -61,7 +63,7 @@ std::string groupTitle(const GroupRow& g) {
   return t;
 }
 
-double pointRadius(double share) { return 3.0 + 14.0 * std::sqrt(std::clamp(share, 0.0, 1.0)); }
+double pointRadius(double share) { return 3.0 + 11.0 * std::sqrt(std::clamp(share, 0.0, 1.0)); }
 
 }  // namespace
 
@@ -157,8 +159,8 @@ std::string renderRooflineSvg(const ReportData& report) {
   }
   s += fmt::format("<text class=\"axis\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">Arithmetic intensity "
                    "(FLOP per DRAM byte)</text>\n",
-                   kLeft + kPlotW / 2, kHeight - 16);
-  s += fmt::format("<text class=\"axis\" transform=\"translate(18 {:.1f}) rotate(-90)\" text-anchor=\"middle\">"
+                   kLeft + kPlotW / 2, kHeight - 8);
+  s += fmt::format("<text class=\"axis\" transform=\"translate(12 {:.1f}) rotate(-90)\" text-anchor=\"middle\">"
                    "Achieved performance (FLOP/s)</text>\n",
                    kTop + kPlotH / 2);
 
@@ -194,13 +196,14 @@ std::string renderRooflineSvg(const ReportData& report) {
                      "y2=\"{:.1f}\"><title>{}</title></line>\n",
                      htmlEscapeShown(r.name), ax.x(x_start), ax.y(r.value), kLeft + kPlotW, ax.y(r.value),
                      htmlEscapeShown(roofLabel(r) + ": " + r.method));
-    labels.emplace_back(ax.y(r.value) + 4, &r);
+    labels.emplace_back(ax.y(r.value) - 4, &r);
   }
-  std::sort(labels.begin(), labels.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  for (size_t i = 1; i < labels.size(); ++i) labels[i].first = std::max(labels[i].first, labels[i - 1].first + 13);
+  // Above each roof, right-aligned; a label that would run into the one above moves up.
+  std::sort(labels.begin(), labels.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (size_t i = 1; i < labels.size(); ++i) labels[i].first = std::min(labels[i].first, labels[i - 1].first - 13);
   for (const auto& [y, r] : labels) {
-    s += fmt::format("<text class=\"roof-label\" x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n", kLeft + kPlotW + 4, y,
-                     htmlEscapeShown(roofLabel(*r)));
+    s += fmt::format("<text class=\"roof-label\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n",
+                     kLeft + kPlotW - 4, std::max(y, kTop + 10), htmlEscapeShown(roofLabel(*r)));
   }
 
   // Baseline arrows under the points.
@@ -239,10 +242,12 @@ std::string renderRooflineSvg(const ReportData& report) {
                    [&](size_t a, size_t b) { return report.groups[a].share > report.groups[b].share; });
   for (size_t i : order) {
     const GroupRow& g = report.groups[i];
-    points += fmt::format("<circle class=\"pt\" data-g=\"{}\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{:.1f}\" fill=\"{}\">"
-                          "<title>{}</title></circle>\n",
+    // Coloured by op; the page's "% of roof" view swaps in the other colour.
+    points += fmt::format("<circle class=\"pt\" data-g=\"{}\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{:.1f}\" fill=\"{}\" "
+                          "data-op-fill=\"{}\" data-roof-fill=\"{}\"><title>{}</title></circle>\n",
                           i, ax.x(*g.intensity_dram), ax.y(*g.flops_per_s), pointRadius(g.share),
-                          palette.colour(g.op), htmlEscapeShown(groupTitle(g)));
+                          palette.colour(g.op), palette.colour(g.op), roofColour(g.roof_fraction),
+                          htmlEscapeShown(groupTitle(g)));
   }
   s += "<g class=\"levels\" clip-path=\"url(#plotclip)\">\n" + levels + "</g>\n";
   s += "<g class=\"arrows\" clip-path=\"url(#plotclip)\">\n" + arrows + "</g>\n";

@@ -23,7 +23,7 @@ TEST(Html, CountersRunHasOnePointPerPlottableGroup) {
   const std::string s = html(p);
   EXPECT_EQ(countOf(s, "<circle class=\"pt\""), static_cast<size_t>(testing::kSyntheticRooflineGroups));
   EXPECT_NE(s.find("data-points=\"9\""), std::string::npos);
-  EXPECT_NE(s.find("1 listed groups are not on the chart"), std::string::npos);
+  EXPECT_NE(s.find("1 listed groups have no FLOPs or no DRAM bytes and are not on the chart"), std::string::npos);
   // Roofs: three memory levels and the compute roofs, with their source in the label.
   EXPECT_NE(s.find("data-roof=\"dram\""), std::string::npos);
   EXPECT_NE(s.find("data-roof=\"l2\""), std::string::npos);
@@ -65,8 +65,11 @@ TEST(Html, TraceRunSaysWhyThereIsNoRoofline) {
   EXPECT_EQ(countOf(s, "class=\"pt\""), 0u);
   EXPECT_NE(s.find("id=\"roofline-none\""), std::string::npos);
   EXPECT_NE(s.find("fprof run --metrics roofline"), std::string::npos);
-  // Counter columns are n/a, not 0.
-  EXPECT_GE(countOf(s, "<td class=\"num na\">n/a</td>"), static_cast<size_t>(testing::kSyntheticGroups) * 5);
+  // Counter columns are n/a, not 0 (behind "all columns", where they are all n/a).
+  EXPECT_GE(countOf(s, "<td class=\"num na\">n/a</td>") + countOf(s, "<td class=\"more num na\">n/a</td>"),
+            static_cast<size_t>(testing::kSyntheticGroups) * 5);
+  EXPECT_NE(s.find("<th class=\"sortable num more\" data-col=\"intensity\">"), std::string::npos);
+  EXPECT_NE(s.find("<th class=\"sortable num\" data-col=\"roof\">"), std::string::npos);
   EXPECT_EQ(s.find(">0.00 FLOP/B<"), std::string::npos);
 }
 

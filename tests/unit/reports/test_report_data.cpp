@@ -160,6 +160,44 @@ TEST(ReportData, CountersPlaceGroupsOnTheRoofline) {
   EXPECT_EQ(on, testing::kSyntheticRooflineGroups);
 }
 
+// What each group could gain at its roof, time x (1 - fraction of roof), ranks the findings; the
+// groups far below their roof are named.
+TEST(ReportData, HeadroomRanksWhatTheKernelsCouldGain) {
+  const core::Profile p = loadSynthetic("headroom.fprof", {.counters = true});
+  const ReportData r = buildReport(p, nullptr);
+  const GroupRow* pv = find(r, "void attention_pv_kernel");
+  ASSERT_NE(pv, nullptr);
+  // 10 ms at (4e9 B / 30 TB/s) / 200 us = 66.7% of its L1 roof: 3.33 ms to gain.
+  EXPECT_NEAR(*pv->headroom_ns, 10e6 * (1 - *pv->roof_fraction), 1e-6);
+  EXPECT_NEAR(*pv->headroom_ns, 10e6 / 3, 1.0);
+  ASSERT_FALSE(r.top_headroom.empty());
+  EXPECT_LE(r.top_headroom.size(), 5u);
+  EXPECT_EQ(&r.groups[r.top_headroom.front()], pv);
+  for (size_t i = 1; i < r.top_headroom.size(); ++i) {
+    EXPECT_GE(*r.groups[r.top_headroom[i - 1]].headroom_ns, *r.groups[r.top_headroom[i]].headroom_ns);
+  }
+  const GroupRow* copy = find(r, "void copy_kernel");
+  ASSERT_NE(copy, nullptr);
+  EXPECT_NEAR(*copy->headroom_ns, static_cast<double>(copy->total_ns) * (1 - *copy->roof_fraction), 1e-6);
+  // The findings say it, and name the groups below half their roof (two gemm_kernel shapes: by grid).
+  auto finding = [&](const std::string& start) -> std::string {
+    for (const std::string& f : r.findings) {
+      if (f.rfind(start, 0) == 0) return f;
+    }
+    return "";
+  };
+  EXPECT_EQ(finding("Most to gain").rfind("Most to gain (time x (1 - fraction of roof)): `attention_pv_kernel<64, true>` "
+                                          "3.33 ms (66.7% of roof, l1); ", 0),
+            0u)
+      << finding("Most to gain");
+  EXPECT_EQ(r.below_half_roof.size(), 6u);
+  EXPECT_EQ(finding("6 kernel groups"),
+            "6 kernel groups run below 50% of their roof, 45.4% of kernel time: `gemm_bias_relu_fused<float, 128, 128>` "
+            "(31.1%), `gemm_kernel<float, 128, 128>` (grid 64x8x1) (33.3%), `gemm_kernel<float, 128, 128>` (grid "
+            "32x8x1) (30.3%) and 3 more.");
+  EXPECT_EQ(r.findings.front().rfind("Most to gain", 0), 0u);  // no baseline: the answer comes first
+}
+
 TEST(ReportData, FusionPairsFromTheNvtxConvention) {
   const core::Profile p = loadSynthetic("fusion.fprof", {.counters = true});
   const ReportData r = buildReport(p, nullptr);
@@ -271,7 +309,7 @@ TEST(ReportData, BaselineDiffAndGate) {
   }
   EXPECT_FALSE(b.gate.pass);
   EXPECT_EQ(b.gate.reasons.size(), 1u);
-  EXPECT_EQ(r.findings.back(), "Gate: FAIL (1 regressions against the baseline).");
+  EXPECT_EQ(r.findings.front(), "Gate: FAIL (1 regression against the baseline).");
   const GroupRow* bias = find(r, "bias_relu_kernel");
   ASSERT_NE(bias, nullptr);
   EXPECT_EQ(*bias->base_total_ns, 480000);

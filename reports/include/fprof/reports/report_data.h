@@ -85,6 +85,8 @@ struct GroupRow {
   std::optional<double> flops_per_s;
   std::optional<double> dram_bytes_per_s;
   std::optional<double> roof_fraction;  // achieved / attainable at this intensity
+  // What the group could gain: its time x (1 - roof_fraction), none where the fraction is unknown.
+  std::optional<double> headroom_ns;
   std::string binding_roof;             // e.g. "dram" or "fp32"; "" when unknown
   std::string bound;                    // "memory", "compute", "latency", "launch"; "" when unknown
   std::string bound_reason;             // why, in words (the analyzer's)
@@ -207,6 +209,10 @@ struct ReportData {
   int64_t fusion_measured_pairs = 0;
   std::optional<BaselineSection> baseline;
   std::vector<std::string> findings;  // the top findings, in plain text (shared by all formats)
+  // The listed groups with the most headroom (GroupRow::headroom_ns), most first, at most five.
+  std::vector<size_t> top_headroom;
+  // The listed groups below 50% of their roof, by time (the finding that counts them names them).
+  std::vector<size_t> below_half_roof;
   // One row per rank when the run holds several processes (a merged job, fprof merge); else empty.
   std::vector<analysis::RankRow> ranks;
   // Short names of the kernels this report names (listed groups, the diff, fusion stages, ranks'
