@@ -96,6 +96,75 @@ std::optional<Vec2> placementPoint(const analysis::Placement& pl, MemLevel level
   return Vec2{*in, *pl.achieved_flops_per_s};
 }
 
+std::string percentText(const std::optional<double>& fraction) {
+  return fraction ? fmt::format("{:.1f}%", *fraction * 100) : std::string("n/a");
+}
+
+// What a kernel group could gain: its time x (1 - fraction of roof); none without a fraction.
+std::optional<double> headroomNs(const Item& it) {
+  if (!it.placement.roof_fraction) return std::nullopt;
+  return static_cast<double>(it.duration_ns) * (1 - std::clamp(*it.placement.roof_fraction, 0.0, 1.0));
+}
+
+void roofFindings(const std::vector<Item>& groups, double total_ns, std::vector<std::string>& out) {
+  std::vector<size_t> gain, low;
+  for (size_t i = 0; i < groups.size(); ++i) {
+    if (const auto h = headroomNs(groups[i]); h && *h > 0) gain.push_back(i);
+    if (groups[i].placement.roof_fraction && *groups[i].placement.roof_fraction < 0.5) low.push_back(i);
+  }
+  std::stable_sort(gain.begin(), gain.end(), [&](size_t a, size_t b) { return *headroomNs(groups[a]) > *headroomNs(groups[b]); });
+  if (!gain.empty()) {
+    std::string list;
+    for (size_t n = 0; n < gain.size() && n < 3; ++n) {
+      const Item& it = groups[gain[n]];
+      list += fmt::format("{}{} {} ({} of roof)", n ? "; " : "", it.short_name, formatDurationNs(*headroomNs(it)),
+                          percentText(it.placement.roof_fraction));
+    }
+    out.push_back("Most to gain (time x (1 - fraction of roof)): " + list + ".");
+  }
+  if (low.empty()) return;
+  double low_ns = 0;
+  std::string names;
+  for (size_t n = 0; n < low.size(); ++n) {
+    low_ns += static_cast<double>(groups[low[n]].duration_ns);
+    if (n < 3) names += fmt::format("{}{} ({})", n ? ", " : "", groups[low[n]].short_name, percentText(groups[low[n]].placement.roof_fraction));
+  }
+  if (low.size() > 3) names += fmt::format(" and {} more", low.size() - 3);
+  out.push_back(fmt::format("{} kernel group{} below 50% of their roof, {} of kernel time: {}.", low.size(),
+                            low.size() == 1 ? "" : "s", percentText(total_ns > 0 ? low_ns / total_ns : 0), names));
+}
+
+}  // namespace
+
+// The viewer's findings, in the words of fprof report's: the top kernel, what the kernel groups
+// could gain at their roofs, those far below them, the best fusion with its suggestion.
+std::vector<std::string> runFindings(const Document& doc) {
+  std::vector<std::string> out;
+  const std::vector<Item>& groups = doc.items(PointMode::kKernelGroups);
+  const double total_ns = static_cast<double>(doc.totalKernelNs());
+  if (groups.empty()) return {"The run holds no kernels."};
+  const auto top = std::max_element(groups.begin(), groups.end(),
+                                    [](const Item& a, const Item& b) { return a.duration_ns < b.duration_ns; });
+  out.push_back(fmt::format("Top kernel: {} takes {} of kernel time ({} over {} calls).", top->short_name,
+                            percentText(total_ns > 0 ? static_cast<double>(top->duration_ns) / total_ns : 0),
+                            formatDurationNs(static_cast<double>(top->duration_ns)), top->calls));
+  if (doc.kernelsWithCounters() == 0) {
+    out.push_back("Trace-mode run: no hardware counters, so no intensity or % of roof. Record them with fprof run "
+                  "--metrics roofline.");
+  } else {
+    roofFindings(groups, total_ns, out);
+  }
+  for (const analysis::FusionCandidate& c : doc.fusion().candidates) {
+    if (!c.fuse || !c.total_saving_ns) continue;
+    out.push_back(fmt::format("Best fusion: {} would save {} ({} of kernel time) over {} run{}, predicted. Suggestion: {}",
+                              c.name.empty() ? c.id : c.name, formatDurationNs(*c.total_saving_ns),
+                              percentText(c.program_share), c.instances, c.instances == 1 ? "" : "s", c.suggestion));
+    break;
+  }
+  return out;
+}
+
+namespace {
 }  // namespace
 
 Viewer::Viewer(core::Expected<std::shared_ptr<Document>> run,
@@ -751,14 +820,30 @@ void Viewer::drawFusionOverlay(const LogMapping& map, ImDrawList* dl) {
   }
 }
 
+std::vector<std::string> Viewer::findings() const {
+  if (!run_) return {};
+  if (findings_of_ != run_.get()) {
+    findings_ = runFindings(*run_);
+    findings_of_ = run_.get();
+  }
+  return findings_;
+}
+
+// Nothing selected: the findings first (what a first look should tell), then the legend and how
+// to use the plot.
 void Viewer::drawDetails() {
   if (selected_ && *selected_ < items().size()) {
     ImGui::TextWrapped("%s", detailsText(items()[*selected_]).c_str());
     if (ImGui::Button("clear selection")) select(std::nullopt);
     return;
   }
-  ImGui::TextWrapped("Click a point or a table row for its details.");
+  ImGui::TextColored(ImColor(kAxisText), "Findings");
+  for (const std::string& f : findings()) {
+    ImGui::Bullet();
+    ImGui::TextWrapped("%s", shown(f).c_str());
+  }
   ImGui::Separator();
+  ImGui::TextWrapped("Click a point or a table row for its details.");
   ImGui::TextWrapped("Points: %zu plotted (%zu drawn) of %zu %s. Size: share of time; colour: %s.", points_plotted_,
                      points_drawn_, items().size(), pointModeName(mode_), colour_by_ == ColourBy::kOp ? "NVTX op" : "bound");
   ImGui::TextWrapped("Wheel: zoom. Drag: pan. Double-click: reset. Solid roofs are measured, dashed ones datasheet.");

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # The viewer's real window under Xvfb (Mesa software GL): screenshots of a synthetic run with
-# counters (the roof must be where the viewer says it drew it), of the recorded traces under
-# tests/data, and of a missing file (the reason in the window and on stderr, exit 2, no crash).
+# counters (the roof must be where the viewer says it drew it), of recordings under tests/data,
+# and of a missing file (the reason in the window and on stderr, exit 2, no crash).
 set -euo pipefail
 view=$1 fixture=$2 check=$3 out=$4 data=$5
 rm -rf "$out"  # fprof-view keeps a file that exists (docs/outputs.md): every run starts afresh
 mkdir -p "$out"
 export LIBGL_ALWAYS_SOFTWARE=1
-xvfb() { xvfb-run -a -s "-screen 0 1600x1000x24" "$@"; }
+# Displays searched from a number of this run's own (xvfb-run -a alone starts every run at :99,
+# and runs on one machine then race for the same display and its lock).
+xvfb() { xvfb-run -a -n $((100 + RANDOM % 800)) -s "-screen 0 1600x1000x24" "$@"; }
 
 "$fixture" "$out/synthetic.fprof" 2000
 xvfb "$view" "$out/synthetic.fprof" --screenshot "$out/synthetic.png" --frames 8 --size 1600x1000 \
@@ -34,6 +36,13 @@ for trace in "$data"/trace_test_*.fprof; do
   else
     "$check" "$out/$name.png" --not-blank
   fi
+done
+
+# Recordings of real programs: counters (the findings beside the plot name what to gain) and an
+# emit_nvtx trace (its op legend lists aten ops, not one entry per range). Kept for a person to look at.
+for recorded in model_metrics_h200 torch_proof_gpt_bf16_emitnvtx_h100; do
+  xvfb "$view" "$data/$recorded.fprof" --screenshot "$out/$recorded.png" --frames 8 --size 1600x1000
+  "$check" "$out/$recorded.png" --not-blank
 done
 
 set +e
@@ -64,6 +73,8 @@ expect_refused() {  # expect_refused CAUSE DIR ARGS...: exit 2, the cause said, 
 }
 mnt="$out/mnt"
 mkdir -p "$mnt"
+# A failed step must not leave the tmpfs mounted in the build tree (the next run removes $out).
+trap 'if mountpoint -q "$mnt"; then umount "$mnt"; fi' EXIT
 if [ "$(id -u)" -ne 0 ]; then
   chmod 555 "$mnt"
   expect_refused "permission denied" "$mnt" "$trace" --screenshot "$mnt/shot.png" --frames 2 --size 640x480

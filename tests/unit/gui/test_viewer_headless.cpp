@@ -301,5 +301,33 @@ TEST_F(Headless, RecordedTraces) {
   }
 }
 
+// The first screen: with nothing selected the details panel shows the run's findings, as fprof
+// report words them: what the kernel groups could gain at their roofs, those below half of it, the
+// best fusion with its suggestion.
+TEST_F(Headless, FindingsComeFirstWithNothingSelected) {
+  auto doc = Document::open(std::string(FPROF_SOURCE_DIR) + "/tests/data/model_metrics_h200.fprof");
+  ASSERT_TRUE(doc.ok());
+  Viewer v(*doc);
+  frame(v, 2);
+  const std::vector<std::string> f = v.findings();
+  ASSERT_GE(f.size(), 4u);
+  EXPECT_EQ(f[0].rfind("Top kernel: attentionSoftmaxKernel<__half> takes 17.3% of kernel time", 0), 0u) << f[0];
+  EXPECT_EQ(f[1].rfind("Most to gain (time x (1 - fraction of roof)): attentionSoftmaxKernel<__half> 1.27 ms (34.5% "
+                       "of roof)",
+                       0),
+            0u)
+      << f[1];
+  EXPECT_EQ(f[2].rfind("55 kernel groups below 50% of their roof, 68.0% of kernel time: ", 0), 0u) << f[2];
+  EXPECT_NE(f[2].find(" and 52 more."), std::string::npos) << f[2];
+  EXPECT_EQ(f[3].rfind("Best fusion: attention, 3 kernels", 0), 0u) << f[3];
+  EXPECT_NE(f[3].find("Suggestion: "), std::string::npos) << f[3];
+  // A trace-only run says why it has no roof findings.
+  auto trace = Document::open(std::string(FPROF_SOURCE_DIR) + "/tests/data/trace_test_h200.fprof");
+  ASSERT_TRUE(trace.ok());
+  const std::vector<std::string> t = runFindings(**trace);
+  ASSERT_GE(t.size(), 2u);
+  EXPECT_EQ(t[1].rfind("Trace-mode run: no hardware counters", 0), 0u) << t[1];
+}
+
 }  // namespace
 }  // namespace fprof::gui

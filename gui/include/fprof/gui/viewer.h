@@ -23,6 +23,11 @@ namespace fprof::gui {
 
 enum class ColourBy { kOp = 0, kBound = 1 };
 
+// The findings of a run as the viewer's first screen shows them (fprof report's, in its words):
+// the top kernel, the kernel groups that could gain most (time x (1 - fraction of roof)), those
+// below 50% of their roof by name, the best fusion with its suggestion.
+std::vector<std::string> runFindings(const Document& doc);
+
 // A roof as drawn in the last frame, in screen pixels (what the screenshot test looks for).
 struct DrawnRoof {
   std::string label;  // "dram", "l2", "fp32", ...
@@ -54,6 +59,8 @@ class Viewer {
     if (c != colour_by_) points_dirty_ = true;
     colour_by_ = c;
   }
+  // What the details panel shows first when nothing is selected (runFindings of the shown run).
+  std::vector<std::string> findings() const;
   // Colour of an item's point (IM_COL32), by its NVTX op or its bound.
   uint32_t itemColour(const Item& it) const;
   uint32_t precisionMask() const { return precision_mask_; }
@@ -135,6 +142,8 @@ class Viewer {
 
   std::shared_ptr<Document> run_;
   std::shared_ptr<Document> base_;
+  mutable std::vector<std::string> findings_;
+  mutable const Document* findings_of_ = nullptr;
   std::vector<std::string> errors_;
   std::vector<DiffRow> diff_;
   // All ranks as loaded, and the per-rank documents built on demand.
