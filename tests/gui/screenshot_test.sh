@@ -7,9 +7,17 @@ view=$1 fixture=$2 check=$3 out=$4 data=$5
 rm -rf "$out"  # fprof-view keeps a file that exists (docs/outputs.md): every run starts afresh
 mkdir -p "$out"
 export LIBGL_ALWAYS_SOFTWARE=1
-# Displays searched from a number of this run's own (xvfb-run -a alone starts every run at :99,
-# and runs on one machine then race for the same display and its lock).
-xvfb() { xvfb-run -a -n $((100 + RANDOM % 800)) -s "-screen 0 1600x1000x24" "$@"; }
+# One X server for the whole test, on a display of this run's own: xvfb-run per window raced with
+# other jobs on the machine for its display and, cleaning up, replaced a program's exit status by
+# its own (5) now and then. Every window below runs on it.
+display=$((100 + RANDOM % 800))
+while [ -e "/tmp/.X$display-lock" ]; do display=$((display + 1)); done
+Xvfb ":$display" -screen 0 1600x1000x24 -nolisten tcp >"$out/xvfb.log" 2>&1 &
+xvfb_pid=$!
+for _ in $(seq 100); do [ -S "/tmp/.X11-unix/X$display" ] && break; sleep 0.1; done
+[ -S "/tmp/.X11-unix/X$display" ] || { cat "$out/xvfb.log"; echo "Xvfb :$display did not start"; exit 1; }
+xvfb() { DISPLAY=":$display" "$@"; }
+trap 'kill "$xvfb_pid"' EXIT
 
 "$fixture" "$out/synthetic.fprof" 2000
 xvfb "$view" "$out/synthetic.fprof" --screenshot "$out/synthetic.png" --frames 8 --size 1600x1000 \
@@ -74,7 +82,7 @@ expect_refused() {  # expect_refused CAUSE DIR ARGS...: exit 2, the cause said, 
 mnt="$out/mnt"
 mkdir -p "$mnt"
 # A failed step must not leave the tmpfs mounted in the build tree (the next run removes $out).
-trap 'if mountpoint -q "$mnt"; then umount "$mnt"; fi' EXIT
+trap 'if mountpoint -q "$mnt"; then umount "$mnt"; fi; kill "$xvfb_pid"' EXIT
 if [ "$(id -u)" -ne 0 ]; then
   chmod 555 "$mnt"
   expect_refused "permission denied" "$mnt" "$trace" --screenshot "$mnt/shot.png" --frames 2 --size 640x480
