@@ -114,6 +114,8 @@ svg .lvl{fill:none;stroke:#555;stroke-width:1}svg:not(.show-levels) .levels{disp
 .controls{color:var(--muted)}.controls label{margin-left:8px}
 .legend{display:flex;flex-wrap:wrap;gap:0 12px;font-size:12px;margin:3px 0;max-height:34px;overflow-y:auto}.legend[hidden]{display:none}
 .legend .chip{white-space:nowrap;max-width:250px;overflow:hidden;text-overflow:ellipsis}
+.chartbox{display:flex;gap:18px;align-items:flex-start;flex-wrap:wrap}.chartbox svg.roofline{width:920px;max-width:100%}
+.chartbox .legend{display:block;max-height:none;min-width:220px;max-width:420px}.legend div{margin:2px 0;word-break:break-all}
 .legend .sw{display:inline-block;width:10px;height:10px;border-radius:50%;margin-right:5px;vertical-align:-1px;border:1px solid #1d2330}
 .nochart{background:var(--panel);border:1px dashed #aab;border-radius:6px;padding:4px 14px;font-size:13px}
 .bars{display:grid;grid-template-columns:minmax(180px,420px) 1fr max-content;gap:3px 10px;align-items:center;font-size:13px}
