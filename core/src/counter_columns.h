@@ -1,34 +1,54 @@
-// kernel_counter's numeric columns in one order, for the writer's INSERT and the second run's
-// UPDATE (replay_merge.cpp): names as they appear in SQL, and the matching fields of a row.
+// kernel_counter's numeric columns, as schema_tables.h declares them (the 19 after kernel_id), for
+// code that handles them as one list: the second run's UPDATE (replay_merge.cpp) and the reader's
+// check for values that are not finite.
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <optional>
-#include <tuple>
+#include <string_view>
 #include <utility>
 
 #include "fprof/core/model.h"
+#include "schema_tables.h"
 
 namespace fprof::core::detail {
 
-inline constexpr const char* kCounterValueColumns[] = {
-    "dram_read_bytes",   "dram_write_bytes",  "l2_bytes",          "l1_bytes",
-    "flops_fp64",        "flops_fp32",        "flops_fp16",        "flops_bf16",
-    "flops_tensor_fp16", "flops_tensor_bf16", "flops_tensor_tf32", "flops_tensor_fp8",
-    "flops_tensor_fp64", "ops_tensor_int8",   "achieved_occupancy", "local_load_bytes",
-    "local_store_bytes", "instructions",      "gpu_time_ns"};
+inline constexpr size_t kCounterValueCount = 19;
+
+template <size_t... I>
+constexpr auto counterValueNames(std::index_sequence<I...>) {
+  return std::array<const char*, sizeof...(I)>{std::get<I + 1>(kKernelCounterTable.columns).info.name...};
+}
+template <size_t... I>
+constexpr auto counterValueMembers(std::index_sequence<I...>) {
+  return std::array<std::optional<double> KernelCounters::*, sizeof...(I)>{
+      std::get<I + 1>(kKernelCounterTable.columns).access.record...};
+}
+
+// Names as they appear in SQL, and the matching fields of a KernelCounters, in one order.
+inline constexpr auto kCounterValueColumns = counterValueNames(std::make_index_sequence<kCounterValueCount>{});
+inline constexpr auto kCounterValueMembers = counterValueMembers(std::make_index_sequence<kCounterValueCount>{});
 
 // Pointers to the fields in column order; const where `c` is (KernelCounters or const KernelCounters).
 template <class Counters>
 auto counterValues(Counters& c) {
-  return std::array{&c.dram_read_bytes,   &c.dram_write_bytes,  &c.l2_bytes,          &c.l1_bytes,
-                    &c.flops_fp64,        &c.flops_fp32,        &c.flops_fp16,        &c.flops_bf16,
-                    &c.flops_tensor_fp16, &c.flops_tensor_bf16, &c.flops_tensor_tf32, &c.flops_tensor_fp8,
-                    &c.flops_tensor_fp64, &c.ops_tensor_int8,   &c.achieved_occupancy, &c.local_load_bytes,
-                    &c.local_store_bytes, &c.instructions,      &c.gpu_time_ns};
+  std::array<decltype(&c.dram_read_bytes), kCounterValueCount> values{};
+  for (size_t i = 0; i < kCounterValueCount; ++i) values[i] = &(c.*kCounterValueMembers[i]);
+  return values;
 }
 
-static_assert(std::size(kCounterValueColumns) == std::tuple_size_v<decltype(counterValues(std::declval<KernelCounters&>()))>,
-              "one name per field of counterValues");
+// graph_launch_counter holds the same values, after process_id and correlation_id.
+template <size_t... I>
+constexpr bool graphLaunchCountersMatch(std::index_sequence<I...>) {
+  return ((std::string_view(std::get<I + 2>(kGraphLaunchCounterTable.columns).info.name) ==
+               std::string_view(kCounterValueColumns[I]) &&
+           std::get<I + 2>(kGraphLaunchCounterTable.columns).access.inner == kCounterValueMembers[I]) &&
+          ...);
+}
+static_assert(std::string_view(std::get<kCounterValueCount + 1>(kKernelCounterTable.columns).info.name) == "source",
+              "kernel_counter: 19 value columns after kernel_id");
+static_assert(graphLaunchCountersMatch(std::make_index_sequence<kCounterValueCount>{}),
+              "graph_launch_counter holds kernel_counter's values, in its order");
 
 }  // namespace fprof::core::detail

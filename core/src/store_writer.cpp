@@ -7,7 +7,7 @@
 
 #include "fprof/core/schema.h"
 #include "fprof/core/store.h"
-#include "counter_columns.h"
+#include "schema_tables.h"
 #include "sqlite_util.h"
 
 namespace fprof::core {
@@ -17,6 +17,50 @@ using detail::Statement;
 namespace {
 Error sqlError(const std::string& path, sqlite3* db, const std::string& what) {
   return makeError(path + ": " + what + ": " + detail::sqliteMessage(db));
+}
+
+// A table's INSERT, generated once per table.
+template <const auto& kTable>
+const char* insertStatement() {
+  static const std::string sql = detail::insertSql(kTable);
+  return sql.c_str();
+}
+
+// What a row's columns need from the writer while they are bound: strings interned into this
+// file, and the id the writer hands the row (kernel.id).
+template <class Intern>
+struct RowContext {
+  Intern& intern;
+  int64_t id = 0;
+  int64_t assignedId() const { return id; }
+};
+
+// Inserts `rows` into kTable with one prepared statement; each_row(row, context) runs before a
+// row is bound (to hand out its id).
+template <const auto& kTable, class Rec, class Intern, class EachRow>
+Status insertRows(sqlite3* db, const std::string& path, const std::vector<Rec>& rows, Intern&& intern,
+                  EachRow&& each_row) {
+  if (rows.empty()) return {};
+  Statement st(db, insertStatement<kTable>());
+  if (!st.ok()) return sqlError(path, db, std::string("prepare ") + kTable.info.name);
+  RowContext<Intern> context{intern};
+  for (const Rec& r : rows) {
+    each_row(r, context);
+    if (!detail::bindRow(kTable, st, r, context)) return sqlError(path, db, "write string");
+    if (st.run() != SQLITE_DONE) return sqlError(path, db, std::string("write ") + kTable.info.name);
+  }
+  return {};
+}
+
+// A writer of rows without strings.
+struct NoStrings {
+  Expected<uint32_t> operator()(std::string_view) const { return makeError("no strings in this table"); }
+};
+constexpr auto kNothingPerRow = [](const auto&, auto&) {};
+
+template <const auto& kTable, class Rec>
+Status insertRows(sqlite3* db, const std::string& path, const std::vector<Rec>& rows) {
+  return insertRows<kTable>(db, path, rows, NoStrings{}, kNothingPerRow);
 }
 }  // namespace
 
@@ -72,46 +116,12 @@ Status Writer::setMetadata(const std::string& key, const std::string& value) {
 }
 
 Expected<uint32_t> Writer::addProcess(const ProcessInfo& p) {
-  Statement st(db_,
-               "INSERT INTO process(pid, host, rank, local_rank, command_line, start_unix_ns) VALUES (?,?,?,?,?,?)");
-  if (!st.ok()) return sqlError(path_, db_, "prepare process");
-  st.bind(1, p.pid);
-  st.bind(2, p.host);
-  st.bind(3, p.rank);
-  st.bind(4, p.local_rank);
-  st.bind(5, p.command_line);
-  st.bind(6, p.start_unix_ns);
-  if (st.run() != SQLITE_DONE) return sqlError(path_, db_, "write process");
+  if (Status s = insertRows<detail::kProcessTable>(db_, path_, std::vector<ProcessInfo>{p}); !s) return Error{s.error()};
   return static_cast<uint32_t>(sqlite3_last_insert_rowid(db_));
 }
 
 Status Writer::addDevice(const DeviceInfo& d) {
-  Statement st(db_,
-               "INSERT OR REPLACE INTO device(process_id, id, name, uuid, compute_major, compute_minor, sm_count, "
-               "max_threads_per_sm, max_threads_per_block, max_blocks_per_sm, max_warps_per_sm, regs_per_sm, "
-               "regs_per_block, warp_size, shared_per_sm_bytes, shared_per_block_bytes, "
-               "shared_per_block_optin_bytes, reserved_shared_per_block_bytes, l2_bytes, global_memory_bytes, "
-               "memory_bus_width_bits, memory_clock_khz, sm_clock_khz) "
-               "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
-  if (!st.ok()) return sqlError(path_, db_, "prepare device");
-  int i = 1;
-  st.bind(i++, d.process_id);
-  st.bind(i++, d.id);
-  st.bind(i++, d.name);
-  st.bind(i++, d.uuid);
-  for (int v : {d.compute_major, d.compute_minor, d.sm_count, d.max_threads_per_sm, d.max_threads_per_block,
-                d.max_blocks_per_sm, d.max_warps_per_sm, d.regs_per_sm, d.regs_per_block, d.warp_size}) {
-    st.bind(i++, v);
-  }
-  for (int64_t v : {d.shared_per_sm_bytes, d.shared_per_block_bytes, d.shared_per_block_optin_bytes,
-                    d.reserved_shared_per_block_bytes, d.l2_bytes, d.global_memory_bytes}) {
-    st.bind(i++, v);
-  }
-  st.bind(i++, d.memory_bus_width_bits);
-  st.bind(i++, d.memory_clock_khz);
-  st.bind(i++, d.sm_clock_khz);
-  if (st.run() != SQLITE_DONE) return sqlError(path_, db_, "write device");
-  return {};
+  return insertRows<detail::kDeviceTable>(db_, path_, std::vector<DeviceInfo>{d});
 }
 
 void Writer::addCountersForLaunch(uint32_t process_id, uint32_t correlation_id, uint32_t alt_correlation_id,
@@ -236,221 +246,61 @@ Status Writer::flush() {
   if (pendingRecords() == 0) return {};
   if (Status s = exec("BEGIN"); !s) return s;
   const uint32_t first_new_string = next_string_id_;
-  auto forgetNewStrings = [&] {
+  std::vector<GraphLaunchCounters> graph_launches_waiting;
+  Status s = writeBatch(graph_launches_waiting);
+  if (s) s = exec("COMMIT");
+  if (!s) {
+    (void)exec("ROLLBACK");
     // Strings interned in a rolled-back transaction are not in the file: forget them too.
     std::erase_if(string_ids_, [&](const auto& kv) { return kv.second >= first_new_string; });
     next_string_id_ = first_new_string;
-  };
-  auto fail = [&](const char* what) {
-    Error e = sqlError(path_, db_, what);
-    (void)exec("ROLLBACK");
-    forgetNewStrings();
-    return e;
-  };
-
-  if (!kernels_.empty()) {
-    Statement st(db_,
-                 "INSERT INTO kernel(id, process_id, device_id, context_id, stream_id, correlation_id, thread_id, "
-                 "start_ns, end_ns, duration_ns, name_id, demangled_id, grid_x, grid_y, grid_z, block_x, block_y, "
-                 "block_z, cluster_x, cluster_y, cluster_z, registers_per_thread, static_shared_bytes, "
-                 "dynamic_shared_bytes, local_bytes_per_thread, local_bytes_total, shared_carveout_bytes, "
-                 "theoretical_occupancy, theoretical_blocks_per_sm, occupancy_limiter, graph_id, graph_node_id, "
-                 "launch_api, nvtx_range_id, nvtx_path_id, programmatic_launch) "
-                 "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
-    if (!st.ok()) return fail("prepare kernel");
-    int64_t kernel_id = next_kernel_id_;
-    for (const KernelRecord& k : kernels_) {
-      auto name = intern(k.name);
-      auto dem = intern(k.demangled_name.empty() ? k.name : k.demangled_name);
-      std::optional<uint32_t> path;
-      if (!k.nvtx_path.empty()) {
-        auto p = intern(k.nvtx_path);
-        if (!p) return fail("write string");
-        path = *p;
-      }
-      if (!name || !dem) return fail("write string");
-      int i = 1;
-      kernel_by_correlation_[(uint64_t{k.process_id} << 32) | k.correlation_id] = {kernel_id, k.end_ns - k.start_ns};
-      if (k.graph_node_id != 0 && default_missing_reason_) {  // a metrics run: counters go to graph nodes
-        graph_kernel_by_node_[{k.process_id, k.correlation_id, k.graph_node_id}] = {kernel_id, k.end_ns - k.start_ns};
-      }
-      st.bind(i++, kernel_id++);
-      st.bind(i++, k.process_id);
-      st.bind(i++, k.device_id);
-      st.bind(i++, k.context_id);
-      st.bind(i++, k.stream_id);
-      st.bind(i++, k.correlation_id);
-      st.bind(i++, k.thread_id);
-      st.bind(i++, k.start_ns);
-      st.bind(i++, k.end_ns);
-      st.bind(i++, k.end_ns - k.start_ns);
-      st.bind(i++, *name);
-      st.bind(i++, *dem);
-      for (int32_t v : {k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y, k.block_z, k.cluster_x, k.cluster_y,
-                        k.cluster_z, k.registers_per_thread, k.static_shared_bytes, k.dynamic_shared_bytes}) {
-        st.bind(i++, v);
-      }
-      st.bind(i++, k.local_bytes_per_thread);
-      st.bind(i++, k.local_bytes_total);
-      st.bind(i++, k.shared_carveout_bytes);
-      st.bind(i++, k.theoretical_occupancy);
-      st.bind(i++, k.theoretical_blocks_per_sm);
-      st.bind(i++, k.occupancy_limiter);
-      st.bind(i++, k.graph_id);
-      st.bind(i++, k.graph_node_id);
-      st.bind(i++, k.launch_api);
-      st.bind(i++, k.nvtx_range_key);
-      st.bind(i++, path);
-      st.bind(i++, k.programmatic_launch ? 1 : 0);
-      if (st.run() != SQLITE_DONE) return fail("write kernel");
-    }
-  }
-  // One prepared statement per table and batch; bindRow binds one record's columns in order.
-  auto insertAll = [&](const auto& rows, const char* sql, auto&& bindRow) {
-    if (rows.empty()) return true;
-    Statement st(db_, sql);
-    if (!st.ok()) return false;
-    for (const auto& r : rows) {
-      bindRow(st, r);
-      if (st.run() != SQLITE_DONE) return false;
-    }
-    return true;
-  };
-  if (!insertAll(args_,
-                 "INSERT INTO kernel_arg(process_id, correlation_id, arg_index, offset_bytes, size_bytes, value) "
-                 "VALUES (?,?,?,?,?,?)",
-                 [](Statement& st, const KernelArgRecord& a) {
-                   st.bindAll(a.process_id, a.correlation_id, a.index, a.offset_bytes, a.size_bytes, a.value);
-                 })) {
-    return fail("write kernel_arg");
-  }
-  if (!insertAll(ranges_,
-                 "INSERT OR REPLACE INTO nvtx_range(id, process_id, parent_id, domain, message, payload, thread_id, "
-                 "depth, start_ns, end_ns, push_pop) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                 [](Statement& st, const NvtxRangeRecord& r) {
-                   st.bindAll(r.key, r.process_id, r.parent_key, std::string_view(r.domain),
-                              std::string_view(r.message), r.payload, r.thread_id, r.depth, r.start_ns, r.end_ns,
-                              int32_t{r.push_pop ? 1 : 0});
-                 })) {
-    return fail("write nvtx_range");
-  }
-  if (!insertAll(memcpys_,
-                 "INSERT INTO memcpy(process_id, device_id, context_id, stream_id, correlation_id, start_ns, end_ns, "
-                 "bytes, copy_kind, src_kind, dst_kind, graph_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                 [](Statement& st, const MemcpyRecord& m) {
-                   st.bindAll(m.process_id, m.device_id, m.context_id, m.stream_id, m.correlation_id, m.start_ns,
-                              m.end_ns, m.bytes, std::string_view(m.copy_kind), std::string_view(m.src_kind),
-                              std::string_view(m.dst_kind), m.graph_id);
-                 })) {
-    return fail("write memcpy");
-  }
-  if (!insertAll(memcpy_addresses_,
-                 "INSERT OR REPLACE INTO memcpy_address(process_id, correlation_id, src_address, dst_address, bytes) "
-                 "VALUES (?,?,?,?,?)",
-                 [](Statement& st, const MemcpyAddressRecord& m) {
-                   st.bindAll(m.process_id, m.correlation_id, static_cast<int64_t>(m.src_address),
-                              static_cast<int64_t>(m.dst_address), m.bytes);
-                 })) {
-    return fail("write memcpy_address");
-  }
-  if (!insertAll(memsets_,
-                 "INSERT INTO memset(process_id, device_id, context_id, stream_id, correlation_id, start_ns, end_ns, "
-                 "bytes, value, memory_kind, graph_id) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                 [](Statement& st, const MemsetRecord& m) {
-                   st.bindAll(m.process_id, m.device_id, m.context_id, m.stream_id, m.correlation_id, m.start_ns,
-                              m.end_ns, m.bytes, m.value, std::string_view(m.memory_kind), m.graph_id);
-                 })) {
-    return fail("write memset");
-  }
-  if (!insertAll(memory_events_,
-                 "INSERT INTO memory_event(process_id, device_id, context_id, stream_id, correlation_id, "
-                 "timestamp_ns, operation, address, bytes, memory_kind) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                 [](Statement& st, const MemoryEventRecord& m) {
-                   st.bindAll(m.process_id, m.device_id, m.context_id, m.stream_id, m.correlation_id, m.timestamp_ns,
-                              std::string_view(m.is_alloc ? "alloc" : "free"), m.address, m.bytes,
-                              std::string_view(m.memory_kind));
-                 })) {
-    return fail("write memory_event");
-  }
-  // Kernels of this batch are inserted above, so one lookup finds rows old and new.
-  if (Status r = resolveLaunchCounters(); !r) {
-    (void)exec("ROLLBACK");
-    forgetNewStrings();
-    return r;
-  }
-  if (!counters_.empty()) {
-    std::string sql = "INSERT OR REPLACE INTO kernel_counter(kernel_id, ";
-    for (const char* column : detail::kCounterValueColumns) sql += std::string(column) + ", ";
-    sql += "source, source_kernel_id, signature_varies, half_flops_method, tensor_flops_method) VALUES (?";
-    for (size_t n = 0; n < std::size(detail::kCounterValueColumns) + 5; ++n) sql += ",?";
-    sql += ")";
-    Statement st(db_, sql.c_str());
-    if (!st.ok()) return fail("prepare kernel_counter");
-    for (const KernelCounters& c : counters_) {
-      int i = 1;
-      st.bind(i++, c.kernel_id);
-      for (const std::optional<double>* v : detail::counterValues(c)) st.bind(i++, *v);
-      st.bind(i++, std::string_view(c.source));
-      st.bind(i++, c.source_kernel_id);
-      st.bind(i++, c.signature_varies ? std::optional<int64_t>(*c.signature_varies ? 1 : 0) : std::nullopt);
-      st.bind(i++, c.half_flops_method.empty() ? std::optional<std::string_view>() :
-                                                 std::optional<std::string_view>(c.half_flops_method));
-      st.bind(i++, c.tensor_flops_method.empty() ? std::optional<std::string_view>() :
-                                                   std::optional<std::string_view>(c.tensor_flops_method));
-      if (st.run() != SQLITE_DONE) return fail("write kernel_counter");
-    }
-  }
-  if (!metrics_.empty()) {
-    Statement st(db_, "INSERT OR REPLACE INTO kernel_metric(kernel_id, metric_id, value) VALUES (?,?,?)");
-    if (!st.ok()) return fail("prepare kernel_metric");
-    for (const KernelMetricRecord& m : metrics_) {
-      auto id = intern(m.metric);
-      if (!id) return fail("write string");
-      st.bind(1, m.kernel_id);
-      st.bind(2, *id);
-      st.bind(3, m.value);
-      if (st.run() != SQLITE_DONE) return fail("write kernel_metric");
-    }
-  }
-  if (!insertAll(ceilings_,
-                 "INSERT OR REPLACE INTO ceiling(device_name, ceiling, unit, value, source, method) "
-                 "VALUES (?,?,?,?,?,?)",
-                 [](Statement& st, const CeilingRecord& c) {
-                   st.bindAll(std::string_view(c.device_name), std::string_view(c.ceiling), std::string_view(c.unit),
-                              c.value, std::string_view(c.source), std::string_view(c.method));
-                 })) {
-    return fail("write ceiling");
-  }
-  if (!insertAll(missing_, "INSERT OR REPLACE INTO kernel_counter_missing(kernel_id, reason) VALUES (?,?)",
-                 [](Statement& st, const KernelCounterMissing& m) {
-                   st.bindAll(m.kernel_id, std::string_view(m.reason));
-                 })) {
-    return fail("write kernel_counter_missing");
-  }
-  if (Status f = writeFunctionTables(); !f) {
-    (void)exec("ROLLBACK");
-    forgetNewStrings();
-    return f;
-  }
-  std::vector<GraphLaunchCounters> graph_launches_waiting;
-  if (Status g = writeGraphLaunches(graph_launches_waiting); !g) {
-    (void)exec("ROLLBACK");
-    forgetNewStrings();
-    return g;
-  }
-  if (!insertAll(events_, "INSERT INTO collector_event(process_id, timestamp_ns, severity, message) VALUES (?,?,?,?)",
-                 [](Statement& st, const CollectorEventRecord& e) {
-                   st.bindAll(e.process_id, e.timestamp_ns, std::string_view(e.severity),
-                              std::string_view(e.message));
-                 })) {
-    return fail("write collector_event");
-  }
-  if (Status s = exec("COMMIT"); !s) {
-    (void)exec("ROLLBACK");
-    forgetNewStrings();
     return s;
   }
   next_kernel_id_ += static_cast<int64_t>(kernels_.size());
+  clearBatch();
+  graph_launches_ = std::move(graph_launches_waiting);
+  return {};
+}
+
+// Every buffered record, table by table, in one transaction the caller commits.
+Status Writer::writeBatch(std::vector<GraphLaunchCounters>& graph_launches_waiting) {
+  auto intern = [this](std::string_view text) { return this->intern(text); };
+  Status s = writeKernels();
+  if (s) s = insertRows<detail::kKernelArgTable>(db_, path_, args_);
+  if (s) s = insertRows<detail::kNvtxRangeTable>(db_, path_, ranges_);
+  if (s) s = insertRows<detail::kMemcpyTable>(db_, path_, memcpys_);
+  if (s) s = insertRows<detail::kMemcpyAddressTable>(db_, path_, memcpy_addresses_);
+  if (s) s = insertRows<detail::kMemsetTable>(db_, path_, memsets_);
+  if (s) s = insertRows<detail::kMemoryEventTable>(db_, path_, memory_events_);
+  // Kernels of this batch are inserted above, so one lookup finds rows old and new.
+  if (s) s = resolveLaunchCounters();
+  if (s) s = insertRows<detail::kKernelCounterTable>(db_, path_, counters_);
+  if (s) s = insertRows<detail::kKernelMetricTable>(db_, path_, metrics_, intern, kNothingPerRow);
+  if (s) s = insertRows<detail::kCeilingTable>(db_, path_, ceilings_);
+  if (s) s = insertRows<detail::kKernelCounterMissingTable>(db_, path_, missing_);
+  if (s) s = insertRows<detail::kFunctionTable>(db_, path_, functions_, intern, kNothingPerRow);
+  if (s) s = insertRows<detail::kFunctionArgTable>(db_, path_, function_args_, intern, kNothingPerRow);
+  if (s) s = insertRows<detail::kFunctionSassOpTable>(db_, path_, function_sass_ops_, intern, kNothingPerRow);
+  if (s) s = writeGraphLaunches(graph_launches_waiting);
+  if (s) s = insertRows<detail::kCollectorEventTable>(db_, path_, events_);
+  return s;
+}
+
+// Kernels get their ids in the order they were added, and are remembered by launch so counters
+// find them without an index during collection (indexes are built at close).
+Status Writer::writeKernels() {
+  int64_t kernel_id = next_kernel_id_;
+  auto intern = [this](std::string_view text) { return this->intern(text); };
+  return insertRows<detail::kKernelTable>(db_, path_, kernels_, intern, [&](const KernelRecord& k, auto& row) {
+    row.id = kernel_id++;
+    kernel_by_correlation_[(uint64_t{k.process_id} << 32) | k.correlation_id] = {row.id, k.end_ns - k.start_ns};
+    if (k.graph_node_id != 0 && default_missing_reason_) {  // a metrics run: counters go to graph nodes
+      graph_kernel_by_node_[{k.process_id, k.correlation_id, k.graph_node_id}] = {row.id, k.end_ns - k.start_ns};
+    }
+  });
+}
+
+void Writer::clearBatch() {
   kernels_.clear();
   counters_.clear();
   metrics_.clear();
@@ -459,7 +309,6 @@ Status Writer::flush() {
   functions_.clear();
   function_args_.clear();
   function_sass_ops_.clear();
-  graph_launches_ = std::move(graph_launches_waiting);
   args_.clear();
   ranges_.clear();
   memcpys_.clear();
@@ -467,7 +316,6 @@ Status Writer::flush() {
   memsets_.clear();
   memory_events_.clear();
   events_.clear();
-  return {};
 }
 
 // Graph launches counted as one range: their derived values and the raw metrics behind them.
@@ -479,15 +327,8 @@ Status Writer::writeGraphLaunches(std::vector<GraphLaunchCounters>& waiting) {
   auto written = [&](uint32_t process_id, uint32_t correlation_id) {
     return correlation_id != 0 && kernel_by_correlation_.count((uint64_t{process_id} << 32) | correlation_id) != 0;
   };
-  std::string sql = "INSERT OR REPLACE INTO graph_launch_counter(process_id, correlation_id";
-  for (const char* column : detail::kCounterValueColumns) sql += std::string(", ") + column;
-  sql += ") VALUES (?,?";
-  for (size_t n = 0; n < std::size(detail::kCounterValueColumns); ++n) sql += ",?";
-  sql += ")";
-  Statement counters(db_, sql.c_str());
-  Statement metrics(db_, "INSERT OR REPLACE INTO graph_launch_metric(process_id, correlation_id, metric_id, value) "
-                         "VALUES (?,?,?,?)");
-  if (!counters.ok() || !metrics.ok()) return sqlError(path_, db_, "prepare graph_launch_counter");
+  std::vector<GraphLaunchCounters> launches;
+  std::vector<GraphLaunchMetricRecord> metrics;
   for (GraphLaunchCounters& g : graph_launches_) {
     if (!written(g.process_id, g.correlation_id)) {
       if (written(g.process_id, g.alt_correlation_id)) {
@@ -497,63 +338,12 @@ Status Writer::writeGraphLaunches(std::vector<GraphLaunchCounters>& waiting) {
         continue;
       }
     }
-    int i = 1;
-    counters.bind(i++, g.process_id);
-    counters.bind(i++, g.correlation_id);
-    for (const std::optional<double>* v : detail::counterValues(g.counters)) counters.bind(i++, *v);
-    if (counters.run() != SQLITE_DONE) return sqlError(path_, db_, "write graph_launch_counter");
-    for (const auto& [name, value] : g.raw) {
-      auto id = intern(name);
-      if (!id) return Error{id.error()};
-      metrics.bindAll(g.process_id, g.correlation_id, *id, value);
-      if (metrics.run() != SQLITE_DONE) return sqlError(path_, db_, "write graph_launch_metric");
-    }
+    launches.push_back(g);
+    for (const auto& [name, value] : g.raw) metrics.push_back({g.process_id, g.correlation_id, name, value});
   }
-  return {};
-}
-
-// The per-function tables, keyed by (process, interned mangled name).
-Status Writer::writeFunctionTables() {
-  auto nameId = [&](const std::string& name) { return intern(name); };
-  if (!functions_.empty()) {
-    Statement st(db_,
-                 "INSERT OR REPLACE INTO function(process_id, name_id, registers_per_thread, local_bytes_per_thread, "
-                 "static_shared_bytes, const_bytes, max_threads_per_block, binary_version, ptx_version) "
-                 "VALUES (?,?,?,?,?,?,?,?,?)");
-    if (!st.ok()) return sqlError(path_, db_, "prepare function");
-    for (const FunctionRecord& f : functions_) {
-      auto id = nameId(f.name);
-      if (!id) return Error{id.error()};
-      st.bindAll(f.process_id, *id, f.registers_per_thread, f.local_bytes_per_thread, f.static_shared_bytes,
-                 f.const_bytes, f.max_threads_per_block, f.binary_version, f.ptx_version);
-      if (st.run() != SQLITE_DONE) return sqlError(path_, db_, "write function");
-    }
-  }
-  if (!function_args_.empty()) {
-    Statement st(db_,
-                 "INSERT OR REPLACE INTO function_arg(process_id, name_id, arg_index, role, method, sampled_bytes, "
-                 "correlation_id, offset_bytes) VALUES (?,?,?,?,?,?,?,?)");
-    if (!st.ok()) return sqlError(path_, db_, "prepare function_arg");
-    for (const FunctionArgRecord& a : function_args_) {
-      auto id = nameId(a.name);
-      if (!id) return Error{id.error()};
-      st.bindAll(a.process_id, *id, a.arg_index, std::string_view(a.role), std::string_view(a.method),
-                 a.sampled_bytes, a.correlation_id, a.offset_bytes);
-      if (st.run() != SQLITE_DONE) return sqlError(path_, db_, "write function_arg");
-    }
-  }
-  if (!function_sass_ops_.empty()) {
-    Statement st(db_,
-                 "INSERT OR REPLACE INTO function_sass_op(process_id, name_id, opcode, static_count) VALUES (?,?,?,?)");
-    if (!st.ok()) return sqlError(path_, db_, "prepare function_sass_op");
-    for (const FunctionSassOpRecord& o : function_sass_ops_) {
-      auto id = nameId(o.name);
-      if (!id) return Error{id.error()};
-      st.bindAll(o.process_id, *id, std::string_view(o.opcode), o.static_count);
-      if (st.run() != SQLITE_DONE) return sqlError(path_, db_, "write function_sass_op");
-    }
-  }
-  return {};
+  auto intern = [this](std::string_view text) { return this->intern(text); };
+  if (Status s = insertRows<detail::kGraphLaunchCounterTable>(db_, path_, launches); !s) return s;
+  return insertRows<detail::kGraphLaunchMetricTable>(db_, path_, metrics, intern, kNothingPerRow);
 }
 
 Status Writer::close() {
@@ -592,15 +382,7 @@ Status updateDatabase(const std::string& path, const std::function<Status(sqlite
 
 Status appendCeilings(const std::string& path, const std::vector<CeilingRecord>& ceilings) {
   return updateDatabase(path, [&](sqlite3* db) -> Status {
-    Statement st(db,
-                 "INSERT OR REPLACE INTO ceiling(device_name, ceiling, unit, value, source, method) "
-                 "VALUES (?,?,?,?,?,?)");
-    if (!st.ok()) return sqlError(path, db, "prepare ceiling");
-    for (const CeilingRecord& c : ceilings) {
-      st.bindAll(c.device_name, c.ceiling, c.unit, c.value, c.source, c.method);
-      if (st.run() != SQLITE_DONE) return sqlError(path, db, "write ceiling");
-    }
-    return {};
+    return insertRows<detail::kCeilingTable>(db, path, ceilings);
   });
 }
 

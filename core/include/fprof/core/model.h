@@ -328,6 +328,14 @@ struct KernelMetricRecord {
   double value = 0;
 };
 
+// One raw counter value of a graph launch counted as one range (graph_launch_metric).
+struct GraphLaunchMetricRecord {
+  uint32_t process_id = 0;
+  uint32_t correlation_id = 0;
+  std::string metric;
+  double value = 0;
+};
+
 // A roof of the roofline for one GPU model: a bandwidth (bytes/s) or a compute rate (FLOP/s).
 struct CeilingRecord {
   std::string device_name;  // matches device.name

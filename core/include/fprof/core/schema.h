@@ -1,5 +1,6 @@
-// The .fprof schema, kept as data in one place: every table, column and view with its doc string.
-// The SQL that creates a database and docs/schema.md are both generated from it.
+// The .fprof schema as data: every table, column and view with its doc string, as declared once in
+// core/src/schema_tables.h. The SQL that creates a database, docs/schema.md, the writer, the reader
+// and merge are all generated from those declarations.
 #pragma once
 
 #include <string>
@@ -24,6 +25,9 @@ struct ColumnDef {
   std::string name;
   std::string type;  // SQL type and constraints, e.g. "INTEGER NOT NULL"
   std::string doc;
+  int since_version = 1;         // the schema version that added the column
+  std::string older_files_read;  // what files older than that read in its place, as SQL ("NULL", "0")
+  std::string holds_ids_of;      // "process", "kernel", "nvtx_range" or "string" where it holds ids; else ""
 };
 
 struct TableDef {
@@ -32,6 +36,7 @@ struct TableDef {
   std::vector<ColumnDef> columns;
   std::vector<std::string> indexes;  // extra CREATE INDEX statements
   std::string table_constraints;     // e.g. "PRIMARY KEY (a, b)"
+  int since_version = 1;             // the schema version that added the table
 };
 
 struct ViewDef {

@@ -187,9 +187,11 @@ class Writer {
   };
   std::vector<LaunchMissing> pending_launch_missing_;
   std::optional<std::string> default_missing_reason_;
+  Status writeBatch(std::vector<GraphLaunchCounters>& graph_launches_waiting);
+  Status writeKernels();
+  void clearBatch();
   Status resolveLaunchCounters();
   Status resolveMissingCounters();
-  Status writeFunctionTables();
   Status writeGraphLaunches(std::vector<GraphLaunchCounters>& waiting);
   std::optional<std::pair<int64_t, int64_t>> kernelOf(uint32_t process_id, LaunchRef launch) const;
   // (process_id << 32 | correlation_id) -> kernel id of every kernel written, so launch counters
