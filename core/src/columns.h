@@ -186,7 +186,7 @@ struct Interned {
   }
   template <class Row, class R, class Ctx>
   void read(const Row& row, int i, R& r, Ctx& ctx) const {
-    using Target = std::remove_reference_t<decltype(r.*id)>;
+    using Target = std::remove_cvref_t<decltype(r.*id)>;
     if constexpr (std::is_same_v<Target, std::string>) {
       r.*id = ctx.stringText(row, i, what);
     } else if constexpr (IsOptional<Target>::value) {
@@ -201,7 +201,7 @@ struct Interned {
   }
   template <class R, class W, class Str>
   void copy(const R& r, W& w, const Str& str) const {
-    using Target = std::remove_reference_t<decltype(r.*id)>;
+    using Target = std::remove_cvref_t<decltype(r.*id)>;
     if constexpr (std::is_same_v<Target, std::string>) {
       w.*text = r.*id;
     } else if constexpr (IsOptional<Target>::value) {

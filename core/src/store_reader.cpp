@@ -21,6 +21,7 @@
 #include <utility>
 
 #include "counter_columns.h"
+#include "schema_tables.h"
 #include "fprof/core/dependency_wait.h"
 #include "fprof/core/schema.h"
 #include "fprof/core/store.h"
@@ -410,52 +411,129 @@ Status loadChunk(Conn& conn, const std::string& path, ChunkRows& c, std::vector<
   return {};
 }
 
+// --- Rows read through the table declarations (schema_tables.h) ---
+
+// The read context of a table without strings.
+struct NoStrings {};
+
+// A row's string ids where the file may lack the string: the first missing id is kept for the
+// table's damage count (and its placeholder name); the row holds id 0 until then.
+struct RowStrings {
+  const StringIds* ids;
+  std::optional<int64_t> missing;
+  uint32_t stringId(int64_t db_id, std::string_view) {
+    const uint32_t id = (*ids)(db_id);
+    if (id != kMissingString) return id;
+    if (!missing) missing = db_id;
+    return 0;
+  }
+};
+
+// A kernel's strings: a string id the file lacks gets a placeholder text among the chunk's texts,
+// never an empty name; launch API and occupancy limiter texts become chunk text ids too.
+struct KernelStrings {
+  const StringIds* ids;
+  ChunkTexts* texts;
+  std::optional<int64_t> missing_name, missing_path;
+  uint32_t stringId(int64_t db_id, std::string_view what) {
+    const uint32_t id = (*ids)(db_id);
+    if (id != kMissingString) return id;
+    std::optional<int64_t>& missing = what == "NVTX path" ? missing_path : missing_name;
+    if (!missing) missing = db_id;
+    return kChunkText | texts->id(unknownString(what, db_id));
+  }
+  uint32_t textId(std::string_view text) { return texts->id(text); }
+};
+
+// A metric name read through a join with the string table (column `joined`, NULL where the file
+// lacks the string), so rows sort by name as SQLite compares them.
+struct JoinedMetricName {
+  int joined;
+  const char* placeholder;  // what a missing name reads; nullptr: <unknown metric #ID>
+  std::optional<int64_t> missing;
+  template <class Row>
+  std::string stringText(const Row& row, int i, const char* what) {
+    if (!row.isNull(joined)) return cleanText(row.textView(joined));
+    missing = row.i64(i);
+    return placeholder ? std::string(placeholder) : unknownString(what, *missing);
+  }
+};
+
+// How a table read whole is queried: its declared columns (qualified by `prefix`), then `extra`,
+// from `from` (the table itself where empty), in `order`.
+struct TableQuery {
+  const char* prefix = "";
+  const char* extra = "";
+  const char* from = "";
+  const char* order = "";
+};
+
+template <const auto& kTable>
+std::string selectSql(int schema_version, const TableQuery& q) {
+  std::string sql = "SELECT " + detail::selectList(kTable, schema_version, q.prefix) + q.extra + " FROM " +
+                    (*q.from ? q.from : kTable.info.name);
+  if (*q.order) sql += std::string(" ORDER BY ") + q.order;
+  return sql;
+}
+
+// Reads a whole table: each row decoded by its declaration, then handed to sink(row, context),
+// which keeps it (and repairs what the context found).
+template <const auto& kTable, class Row, class Ctx, class Sink>
+Status readTable(sqlite3* db, const std::string& path, int schema_version, const TableQuery& query, Ctx& ctx,
+                 Sink&& sink) {
+  const std::string sql = selectSql<kTable>(schema_version, query);
+  return forEachRow(db, path, sql.c_str(), [&](Statement& st) {
+    Row row{};
+    detail::readRow(kTable, st, row, ctx);
+    sink(row, ctx);
+  });
+}
+
+// The same, every row appended to `out`.
+template <const auto& kTable, class Row>
+Status readTable(sqlite3* db, const std::string& path, int schema_version, const TableQuery& query,
+                 std::vector<Row>& out) {
+  NoStrings none;
+  return readTable<kTable, Row>(db, path, schema_version, query, none,
+                                [&](Row& row, NoStrings&) { out.push_back(std::move(row)); });
+}
+
+// The chunk-read tables: the SELECT list of a TableRead (its rowid first).
+template <const auto& kTable>
+std::string chunkColumns(int schema_version, bool rowid_first) {
+  return (rowid_first ? "rowid, " : "") + detail::selectList(kTable, schema_version);
+}
+
 Status loadKernels(Conn& conn, const std::string& path, const StringIds& str_id, KernelChunk& c,
                    std::vector<KernelRow>& out) {
   return loadChunk(conn, path, c.rows, out, [&](const detail::ValueRow& row, KernelRow& k) {
-    int i = 0;
-    k.id = row.i64(i++);
-    k.process_id = static_cast<uint32_t>(row.i64(i++));
-    k.device_id = static_cast<uint32_t>(row.i64(i++));
-    k.context_id = static_cast<uint32_t>(row.i64(i++));
-    k.stream_id = static_cast<uint32_t>(row.i64(i++));
-    k.correlation_id = static_cast<uint32_t>(row.i64(i++));
-    k.thread_id = static_cast<uint32_t>(row.i64(i++));
-    k.start_ns = row.i64(i++);
-    k.end_ns = row.i64(i++);
+    KernelStrings strings{&str_id, &c.texts, {}, {}};
+    detail::readRow(detail::kKernelTable, row, k, strings);
     if (k.end_ns < k.start_ns && c.negative_durations++ == 0) c.first_negative = k.id;
-    // A string id the string table lacks gets a placeholder text, never an empty name.
-    std::optional<int64_t> missing;
-    auto name = [&](int64_t db_id, std::string_view what) {
-      const uint32_t id = str_id(db_id);
-      if (id != kMissingString) return id;
-      if (!missing) missing = db_id;
-      return kChunkText | c.texts.id(unknownString(what, db_id));
-    };
-    k.name_id = name(row.i64(i++), "name");
-    k.demangled_id = name(row.i64(i++), "name");
-    if (missing) c.missing_names.see(k.id, *missing);
-    for (int32_t* f : {&k.grid_x, &k.grid_y, &k.grid_z, &k.block_x, &k.block_y, &k.block_z, &k.cluster_x, &k.cluster_y,
-                       &k.cluster_z, &k.registers_per_thread, &k.static_shared_bytes, &k.dynamic_shared_bytes}) {
-      *f = static_cast<int32_t>(row.i64(i++));
-    }
-    k.local_bytes_per_thread = row.i64(i++);
-    k.local_bytes_total = row.i64(i++);
-    k.shared_carveout_bytes = row.i64(i++);
-    k.theoretical_occupancy = row.opt<double>(i++);
+    if (strings.missing_name) c.missing_names.see(k.id, *strings.missing_name);
     if (k.theoretical_occupancy && !std::isfinite(*k.theoretical_occupancy)) k.theoretical_occupancy.reset();
-    k.theoretical_blocks_per_sm = row.opt<int>(i++);
-    k.occupancy_limiter_id = c.texts.id(row.textView(i++));
-    k.graph_id = static_cast<uint32_t>(row.i64(i++));
-    k.graph_node_id = static_cast<uint64_t>(row.i64(i++));
-    k.launch_api_id = c.texts.id(row.textView(i++));
-    k.nvtx_range_key = row.opt<uint64_t>(i++);
-    if (auto path_id = row.opt<int64_t>(i++)) {
-      missing.reset();
-      k.nvtx_path_id = name(*path_id, "NVTX path");
-      if (missing) c.missing_paths.see(k.id, *missing);
+    if (strings.missing_path) c.missing_paths.see(k.id, *strings.missing_path);
+  });
+}
+
+Status loadKernelArgs(Conn& conn, const std::string& path, TableChunk& c, std::vector<KernelArgRecord>& out) {
+  return loadChunk(conn, path, c.rows, out, [](const detail::ValueRow& row, KernelArgRecord& a) {
+    NoStrings none;
+    detail::readRow(detail::kKernelArgTable, row, a, none, /*first=*/1);
+  });
+}
+
+// A counter is a count: an infinite value (SQLite stores NaN as NULL) is no measurement.
+Status loadCounters(Conn& conn, const std::string& path, CounterChunk& c, std::vector<KernelCounters>& out) {
+  return loadChunk(conn, path, c.rows, out, [&c](const detail::ValueRow& row, KernelCounters& k) {
+    NoStrings none;
+    detail::readRow(detail::kKernelCounterTable, row, k, none);
+    for (std::optional<double>* v : detail::counterValues(k)) {
+      if (*v && !std::isfinite(**v)) {
+        v->reset();
+        if (c.non_finite++ == 0) c.first_non_finite = k.kernel_id;
+      }
     }
-    k.programmatic_launch = row.i64(i++) != 0;
   });
 }
 
@@ -578,13 +656,6 @@ void breakNvtxCycles(Profile& p) {
   }
 }
 
-}  // namespace
-
-Status checkDatabase(const std::string& path) {
-  Db h;
-  int version = 0;
-  return openAndCheck(path, h, version);
-}
 
 // Rows of the function tables whose name id the string table lacks: (row index, string id), given
 // their placeholder name once the loading threads are done (strings are not shared with them).
@@ -592,227 +663,143 @@ struct FunctionNamesMissing {
   std::vector<std::pair<size_t, int64_t>> functions, args, sass_ops;
 };
 
-// Schema 5: CUDA graph launches counted as one range, with the raw metrics behind each.
-Status loadGraphLaunches(Conn& conn, const std::string& path, Profile& p) {
-  std::string sql = "SELECT process_id, correlation_id";
-  for (const char* column : detail::kCounterValueColumns) sql += std::string(", ") + column;
-  sql += " FROM graph_launch_counter ORDER BY process_id, correlation_id";
-  std::map<std::pair<uint32_t, uint32_t>, size_t> index;
-  Status s = forEachRow(conn.db(), path, sql.c_str(), [&](Statement& st) {
-    GraphLaunchCounters& g = p.graph_launch_counters.emplace_back();
-    g.process_id = static_cast<uint32_t>(st.i64(0));
-    g.correlation_id = static_cast<uint32_t>(st.i64(1));
-    int i = 2;
-    for (std::optional<double>* v : detail::counterValues(g.counters)) {
-      *v = st.isNull(i) ? std::nullopt : std::optional<double>(st.f64(i));
-      ++i;
+// One load of a profile: loadProfile's steps, and what they hand each other.
+class ProfileLoad {
+ public:
+  explicit ProfileLoad(const std::string& path) { p_.path = path; }
+  Expected<Profile> run();
+
+ private:
+  Status readMetadata();
+  Status readStrings();
+  uint32_t internText(std::string_view raw);
+  Status readProcessesAndDevices();
+  Status planChunkedTables();
+  Status readTables();
+  void addEventTableTasks(const std::function<void(Task)>& add);
+  void addFunctionTableTasks(const std::function<void(Task)>& add);
+  template <const auto& kTable, class Row>
+  void addFunctionTableTask(const std::function<void(Task)>& add, const char* order, std::vector<Row>& out,
+                            std::vector<std::pair<size_t, int64_t>>& missing);
+  Status readGraphLaunches(sqlite3* db);
+  Status readMetrics(sqlite3* db);
+  Status readCeilings(sqlite3* db);
+  void numberChunkTexts();
+  void nameFunctionRowsWithoutName();
+  void sortRows();
+  void sayDamage();
+
+  const std::string& path() const { return p_.path; }
+  int version() const { return p_.schema_version; }
+
+  Db h_;
+  Profile p_;
+  // Strings: ids are dense from 0 in files fprof writes; map any other id space densely too. A
+  // dense vector (not a hash map) serves the common case; other ids (and a damaged file's stray
+  // huge id, which must not size the vector) fall back to the map.
+  std::vector<uint32_t> dense_;
+  std::unordered_map<int64_t, uint32_t> sparse_;
+  std::unordered_map<std::string, uint32_t, TextHash, std::equal_to<>> text_ids_;
+  const StringIds ids_{&dense_, &sparse_};
+  // The big tables (kernels, their arguments, counters), read in rowid chunks.
+  std::string kernel_columns_, arg_columns_, counter_columns_;
+  TableRead kernel_read_{}, arg_read_{}, counter_read_{};
+  std::vector<KernelChunk> kernel_chunks_;
+  std::vector<TableChunk> arg_chunks_;
+  std::vector<CounterChunk> counter_chunks_;
+  // Damage found while reading, said once per kind (sayDamage).
+  FunctionNamesMissing function_names_missing_;
+  Dangling missing_names_, missing_paths_, missing_function_names_, missing_metric_names_;
+  int64_t negative_durations_ = 0, first_negative_ = 0;
+  int64_t counters_non_finite_ = 0, first_counter_non_finite_ = 0;
+  int64_t metrics_non_finite_ = 0, first_metric_non_finite_ = 0;
+  int64_t ceilings_non_finite_ = 0;
+};
+
+Expected<Profile> ProfileLoad::run() {
+  if (Status s = openAndCheck(path(), h_, p_.schema_version); !s) return Error{s.error()};
+  for (auto step : {&ProfileLoad::readMetadata, &ProfileLoad::readStrings, &ProfileLoad::readProcessesAndDevices,
+                    &ProfileLoad::planChunkedTables, &ProfileLoad::readTables}) {
+    if (Status s = (this->*step)(); !s) return Error{s.error()};
+  }
+  numberChunkTexts();
+  nameFunctionRowsWithoutName();
+  sortRows();
+  sayDamage();
+  breakNvtxCycles(p_);
+  for (std::string& w : p_.warnings) cleanTextInPlace(w);  // the path is the user's, and may hold anything
+  return std::move(p_);
+}
+
+Status ProfileLoad::readMetadata() {
+  return forEachRow(h_.db, path(), "SELECT key, value FROM metadata",
+                    [&](Statement& st) { p_.metadata[cleanText(st.textView(0))] = cleanText(st.textView(1)); });
+}
+
+Status ProfileLoad::readStrings() {
+  Status s = forEachRow(h_.db, path(), "SELECT id, value FROM string ORDER BY id", [&](Statement& st) {
+    const int64_t db_id = st.i64(0);
+    const auto id = static_cast<uint32_t>(p_.strings.size());
+    if (db_id >= 0 && db_id < (int64_t{1} << 26) && static_cast<size_t>(db_id) <= 2 * p_.strings.size() + 1024) {
+      if (dense_.size() <= static_cast<size_t>(db_id)) dense_.resize(static_cast<size_t>(db_id) + 1, kMissingString);
+      dense_[static_cast<size_t>(db_id)] = id;
+    } else {
+      sparse_[db_id] = id;
     }
-    index[{g.process_id, g.correlation_id}] = p.graph_launch_counters.size() - 1;
+    p_.strings.push_back(st.text(1));
+    cleanTextInPlace(p_.strings.back());
+    text_ids_.emplace(p_.strings.back(), id);
   });
   if (!s) return s;
-  return forEachRow(conn.db(), path,
-                    "SELECT m.process_id, m.correlation_id, s.value, m.value FROM graph_launch_metric m LEFT JOIN "
-                    "string s ON s.id = m.metric_id ORDER BY m.process_id, m.correlation_id, s.value",
-                    [&](Statement& st) {
-                      auto it = index.find({static_cast<uint32_t>(st.i64(0)), static_cast<uint32_t>(st.i64(1))});
-                      if (it == index.end()) return;  // a metric without its launch row: nothing to attach to
-                      p.graph_launch_counters[it->second].raw.emplace_back(
-                          st.isNull(2) ? std::string("(unknown metric)") : cleanText(st.textView(2)), st.f64(3));
-                    });
-}
-
-// The tables schema 2 added: per-function facts and why kernels have no counters.
-template <class AddTask>
-void addSchema2Tasks(Profile& p, const std::string& path, const StringIds& str_id, FunctionNamesMissing& missing,
-                     AddTask&& add) {
-  add([&p, &path](Conn& conn) {
-    return forEachRow(conn.db(), path, "SELECT kernel_id, reason FROM kernel_counter_missing ORDER BY kernel_id",
-                      [&](Statement& st) { p.counters_missing.push_back({st.i64(0), cleanText(st.textView(1))}); });
-  });
-  auto name = [&str_id](int64_t db_id, size_t row, std::vector<std::pair<size_t, int64_t>>& missing_rows) {
-    const uint32_t id = str_id(db_id);
-    if (id != kMissingString) return id;
-    missing_rows.emplace_back(row, db_id);
-    return uint32_t{0};
-  };
-  add([&p, &path, name, &missing](Conn& conn) {
-    return forEachRow(conn.db(), path,
-                      "SELECT process_id, name_id, registers_per_thread, local_bytes_per_thread, static_shared_bytes, "
-                      "const_bytes, max_threads_per_block, binary_version, ptx_version FROM function "
-                      "ORDER BY process_id, name_id",
-                      [&](Statement& st) {
-                        FunctionRow& f = p.functions.emplace_back();
-                        f.process_id = static_cast<uint32_t>(st.i64(0));
-                        f.name_id = name(st.i64(1), p.functions.size() - 1, missing.functions);
-                        f.registers_per_thread = st.opt<int>(2);
-                        f.local_bytes_per_thread = st.opt<int64_t>(3);
-                        f.static_shared_bytes = st.opt<int64_t>(4);
-                        f.const_bytes = st.opt<int64_t>(5);
-                        f.max_threads_per_block = st.opt<int>(6);
-                        f.binary_version = st.opt<int>(7);
-                        f.ptx_version = st.opt<int>(8);
-                      });
-  });
-  add([&p, &path, name, &missing](Conn& conn) {
-    return forEachRow(conn.db(), path,
-                      "SELECT process_id, name_id, arg_index, role, method, sampled_bytes, correlation_id, "
-                      "offset_bytes FROM function_arg ORDER BY process_id, name_id, arg_index, offset_bytes",
-                      [&](Statement& st) {
-                        FunctionArgRow& a = p.function_args.emplace_back();
-                        a.process_id = static_cast<uint32_t>(st.i64(0));
-                        a.name_id = name(st.i64(1), p.function_args.size() - 1, missing.args);
-                        a.arg_index = static_cast<int32_t>(st.i64(2));
-                        a.role = cleanText(st.textView(3));
-                        a.method = cleanText(st.textView(4));
-                        a.sampled_bytes = st.opt<int64_t>(5);
-                        a.correlation_id = st.opt<uint32_t>(6);
-                        a.offset_bytes = static_cast<int32_t>(st.i64(7));
-                      });
-  });
-  add([&p, &path, name, &missing](Conn& conn) {
-    return forEachRow(conn.db(), path,
-                      "SELECT process_id, name_id, opcode, static_count FROM function_sass_op "
-                      "ORDER BY process_id, name_id, opcode",
-                      [&](Statement& st) {
-                        FunctionSassOpRow& o = p.function_sass_ops.emplace_back();
-                        o.process_id = static_cast<uint32_t>(st.i64(0));
-                        o.name_id = name(st.i64(1), p.function_sass_ops.size() - 1, missing.sass_ops);
-                        o.opcode = cleanText(st.textView(2));
-                        o.static_count = st.i64(3);
-                      });
-  });
-}
-
-Expected<Profile> loadProfile(const std::string& path) {
-  Db h;
-  Profile p;
-  p.path = path;
-  if (Status s = openAndCheck(path, h, p.schema_version); !s) return Error{s.error()};
-
-  Status s = forEachRow(h.db, path, "SELECT key, value FROM metadata",
-                        [&](Statement& st) { p.metadata[cleanText(st.textView(0))] = cleanText(st.textView(1)); });
-  if (!s) return Error{s.error()};
-
-  // Strings: ids are dense from 0 in files fprof writes; map any other id space densely too.
-  // A dense vector (not a hash map) serves the common case; other ids (and a damaged file's stray
-  // huge id, which must not size the vector) fall back to the map.
-  std::vector<uint32_t> dense;
-  std::unordered_map<int64_t, uint32_t> sparse;
-  std::unordered_map<std::string, uint32_t, TextHash, std::equal_to<>> text_ids;
-  s = forEachRow(h.db, path, "SELECT id, value FROM string ORDER BY id", [&](Statement& st) {
-    const int64_t db_id = st.i64(0);
-    const auto id = static_cast<uint32_t>(p.strings.size());
-    if (db_id >= 0 && db_id < (int64_t{1} << 26) && static_cast<size_t>(db_id) <= 2 * p.strings.size() + 1024) {
-      if (dense.size() <= static_cast<size_t>(db_id)) dense.resize(static_cast<size_t>(db_id) + 1, kMissingString);
-      dense[static_cast<size_t>(db_id)] = id;
-    } else {
-      sparse[db_id] = id;
-    }
-    p.strings.push_back(st.text(1));
-    cleanTextInPlace(p.strings.back());
-    text_ids.emplace(p.strings.back(), id);
-  });
-  if (!s) return Error{s.error()};
-  if (p.strings.empty()) {
-    p.strings.emplace_back();
-    text_ids.emplace("", 0);
+  if (p_.strings.empty()) {
+    p_.strings.emplace_back();
+    text_ids_.emplace("", 0);
   }
-  // Low-cardinality TEXT columns (launch API, occupancy limiter) become string ids too, without
-  // a std::string per row.
-  auto internText = [&](std::string_view raw) -> uint32_t {
-    const std::string t = cleanText(raw);
-    auto it = text_ids.find(t);
-    if (it != text_ids.end()) return it->second;
-    const auto id = static_cast<uint32_t>(p.strings.size());
-    p.strings.push_back(t);
-    text_ids.emplace(t, id);
-    return id;
-  };
+  return {};
+}
 
-  s = forEachRow(h.db, path,
-                 "SELECT id, pid, host, rank, local_rank, command_line, start_unix_ns FROM process ORDER BY id",
-                 [&](Statement& st) {
-                   ProcessInfo pi;
-                   pi.id = static_cast<uint32_t>(st.i64(0));
-                   pi.pid = st.i64(1);
-                   pi.host = cleanText(st.textView(2));
-                   pi.rank = st.opt<int>(3);
-                   pi.local_rank = st.opt<int>(4);
-                   pi.command_line = cleanText(st.textView(5));
-                   pi.start_unix_ns = st.i64(6);
-                   p.processes.push_back(std::move(pi));
-                 });
-  if (!s) return Error{s.error()};
+// Low-cardinality TEXT columns (launch API, occupancy limiter) become string ids too, without a
+// std::string per row; so do the placeholders of dangling string ids.
+uint32_t ProfileLoad::internText(std::string_view raw) {
+  const std::string t = cleanText(raw);
+  auto it = text_ids_.find(t);
+  if (it != text_ids_.end()) return it->second;
+  const auto id = static_cast<uint32_t>(p_.strings.size());
+  p_.strings.push_back(t);
+  text_ids_.emplace(t, id);
+  return id;
+}
 
-  s = forEachRow(h.db, path,
-                 "SELECT process_id, id, name, uuid, compute_major, compute_minor, sm_count, max_threads_per_sm, "
-                 "max_threads_per_block, max_blocks_per_sm, max_warps_per_sm, regs_per_sm, regs_per_block, "
-                 "warp_size, shared_per_sm_bytes, shared_per_block_bytes, shared_per_block_optin_bytes, "
-                 "reserved_shared_per_block_bytes, l2_bytes, global_memory_bytes, memory_bus_width_bits, "
-                 "memory_clock_khz, sm_clock_khz FROM device ORDER BY process_id, id",
-                 [&](Statement& st) {
-                   DeviceInfo d;
-                   int i = 0;
-                   d.process_id = static_cast<uint32_t>(st.i64(i++));
-                   d.id = static_cast<uint32_t>(st.i64(i++));
-                   d.name = cleanText(st.textView(i++));
-                   d.uuid = cleanText(st.textView(i++));
-                   for (int* f : {&d.compute_major, &d.compute_minor, &d.sm_count, &d.max_threads_per_sm,
-                                  &d.max_threads_per_block, &d.max_blocks_per_sm, &d.max_warps_per_sm,
-                                  &d.regs_per_sm, &d.regs_per_block, &d.warp_size}) {
-                     *f = static_cast<int>(st.i64(i++));
-                   }
-                   for (int64_t* f : {&d.shared_per_sm_bytes, &d.shared_per_block_bytes,
-                                      &d.shared_per_block_optin_bytes, &d.reserved_shared_per_block_bytes,
-                                      &d.l2_bytes, &d.global_memory_bytes}) {
-                     *f = st.i64(i++);
-                   }
-                   d.memory_bus_width_bits = static_cast<int>(st.i64(i++));
-                   d.memory_clock_khz = st.i64(i++);
-                   d.sm_clock_khz = st.i64(i++);
-                   p.devices.push_back(std::move(d));
-                 });
-  if (!s) return Error{s.error()};
+Status ProfileLoad::readProcessesAndDevices() {
+  Status s = readTable<detail::kProcessTable>(h_.db, path(), version(), {.order = "id"}, p_.processes);
+  if (!s) return s;
+  return readTable<detail::kDeviceTable>(h_.db, path(), version(), {.order = "process_id, id"}, p_.devices);
+}
 
-  // The big tables (kernels, their arguments, counters) are read in rowid chunks by up to four
-  // threads, one connection each; every other table is one task of the same pool. Each task fills
-  // only its own rows, so the profile is the same whatever the number of threads.
-  const StringIds ids{&dense, &sparse};
-  // Version 6 added programmatic_launch; older files had no such launches recorded.
-  const std::string kernel_columns =
-      std::string("id, process_id, device_id, context_id, stream_id, correlation_id, thread_id, start_ns, end_ns, "
-                  "name_id, demangled_id, grid_x, grid_y, grid_z, block_x, block_y, block_z, cluster_x, "
-                  "cluster_y, cluster_z, registers_per_thread, static_shared_bytes, dynamic_shared_bytes, "
-                  "local_bytes_per_thread, local_bytes_total, shared_carveout_bytes, theoretical_occupancy, "
-                  "theoretical_blocks_per_sm, occupancy_limiter, graph_id, graph_node_id, launch_api, "
-                  "nvtx_range_id, nvtx_path_id, ") +
-      (p.schema_version >= 6 ? "programmatic_launch" : "0");
-  TableRead kernel_read{"kernel", "id", kernel_columns.c_str(), {}, {}};
-  TableRead arg_read{"kernel_arg", "rowid",
-                     "rowid, process_id, correlation_id, arg_index, offset_bytes, size_bytes, value", {}, {}};
-  // Version 2 added where counters came from; a version-1 file has only profiled counters.
-  const bool v2 = p.schema_version >= 2;
-  const bool v4 = p.schema_version >= 4;  // added tensor_flops_method
-  const std::string counter_columns =
-      std::string("kernel_id, dram_read_bytes, dram_write_bytes, l2_bytes, l1_bytes, flops_fp64, flops_fp32, "
-                  "flops_fp16, flops_bf16, flops_tensor_fp16, flops_tensor_bf16, flops_tensor_tf32, "
-                  "flops_tensor_fp8, flops_tensor_fp64, ops_tensor_int8, achieved_occupancy, "
-                  "local_load_bytes, local_store_bytes, instructions, gpu_time_ns") +
-      (v2 ? ", source, source_kernel_id, signature_varies, half_flops_method" : "") +
-      (v4 ? ", tensor_flops_method" : "");
-  TableRead counter_read{"kernel_counter", "kernel_id", counter_columns.c_str(), {}, {}};
-  for (TableRead* t : {&kernel_read, &arg_read, &counter_read}) {
-    Expected<RowidSpan> span = rowidSpan(h.db, path, t->table);
+// The big tables are read in rowid chunks by up to four threads, one connection each; every other
+// table is one task of the same pool. Each task fills only its own rows, so the profile is the
+// same whatever the number of threads.
+Status ProfileLoad::planChunkedTables() {
+  kernel_columns_ = chunkColumns<detail::kKernelTable>(version(), false);
+  arg_columns_ = chunkColumns<detail::kKernelArgTable>(version(), true);
+  counter_columns_ = chunkColumns<detail::kKernelCounterTable>(version(), false);
+  for (auto [read, table, rowid, columns] :
+       {std::tuple{&kernel_read_, "kernel", "id", &kernel_columns_}, {&arg_read_, "kernel_arg", "rowid", &arg_columns_},
+        {&counter_read_, "kernel_counter", "kernel_id", &counter_columns_}}) {
+    read->table = table;
+    read->rowid_column = rowid;
+    read->columns = columns->c_str();
+    Expected<RowidSpan> span = rowidSpan(h_.db, path(), table);
     if (!span) return Error{span.error()};
-    t->span = *span;
+    read->span = *span;
   }
-  std::vector<KernelChunk> kernel_chunks;
-  std::vector<TableChunk> arg_chunks;
-  std::vector<CounterChunk> counter_chunks;
-  planChunks(kernel_read, kernel_chunks);
-  planChunks(arg_read, arg_chunks);
-  planChunks(counter_read, counter_chunks);
+  planChunks(kernel_read_, kernel_chunks_);
+  planChunks(arg_read_, arg_chunks_);
+  planChunks(counter_read_, counter_chunks_);
+  return {};
+}
 
+Status ProfileLoad::readTables() {
   // Tasks in the order a sequential read takes the tables (which error is reported) ...
   std::vector<Task> in_order;
   std::vector<size_t> kernel_tasks, arg_tasks, counter_tasks, whole_tasks;
@@ -820,199 +807,29 @@ Expected<Profile> loadProfile(const std::string& path) {
     kind.push_back(in_order.size());
     in_order.push_back(std::move(task));
   };
-  for (KernelChunk& c : kernel_chunks) {
-    add(kernel_tasks, [&p, &c, &ids, &path](Conn& conn) { return loadKernels(conn, path, ids, c, p.kernels); });
+  auto add_whole = [&](Task task) { add(whole_tasks, std::move(task)); };
+  for (KernelChunk& c : kernel_chunks_) {
+    add(kernel_tasks, [this, &c](Conn& conn) { return loadKernels(conn, path(), ids_, c, p_.kernels); });
   }
-  for (TableChunk& c : arg_chunks) {
-    add(arg_tasks, [&p, &c, &path](Conn& conn) {
-      return loadChunk(conn, path, c.rows, p.kernel_args, [](const detail::ValueRow& row, KernelArgRecord& a) {
-        a.process_id = static_cast<uint32_t>(row.i64(1));
-        a.correlation_id = static_cast<uint32_t>(row.i64(2));
-        a.index = static_cast<int32_t>(row.i64(3));
-        a.offset_bytes = static_cast<int32_t>(row.i64(4));
-        a.size_bytes = static_cast<int32_t>(row.i64(5));
-        a.value = static_cast<uint64_t>(row.i64(6));
-      });
+  for (TableChunk& c : arg_chunks_) {
+    add(arg_tasks, [this, &c](Conn& conn) { return loadKernelArgs(conn, path(), c, p_.kernel_args); });
+  }
+  addEventTableTasks(add_whole);
+  for (CounterChunk& c : counter_chunks_) {
+    add(counter_tasks, [this, &c](Conn& conn) { return loadCounters(conn, path(), c, p_.counters); });
+  }
+  if (detail::kFunctionTable.existsIn(version())) addFunctionTableTasks(add_whole);
+  if (detail::kMemcpyAddressTable.existsIn(version())) {
+    add_whole([this](Conn& conn) {
+      return readTable<detail::kMemcpyAddressTable>(conn.db(), path(), version(),
+                                                    {.order = "process_id, correlation_id"}, p_.memcpy_addresses);
     });
   }
-
-  add(whole_tasks, [&p, &path](Conn& conn) {
-    return forEachRow(conn.db(), path,
-                      "SELECT id, process_id, parent_id, domain, message, payload, thread_id, depth, start_ns, end_ns, "
-                      "push_pop FROM nvtx_range",
-                      [&](Statement& st) {
-                        NvtxRangeRecord& r = p.nvtx_ranges.emplace_back();
-                        r.key = static_cast<uint64_t>(st.i64(0));
-                        r.process_id = static_cast<uint32_t>(st.i64(1));
-                        r.parent_key = st.opt<uint64_t>(2);
-                        r.domain = cleanText(st.textView(3));
-                        r.message = cleanText(st.textView(4));
-                        r.payload = st.opt<uint64_t>(5);
-                        r.thread_id = static_cast<uint32_t>(st.i64(6));
-                        r.depth = static_cast<int32_t>(st.i64(7));
-                        r.start_ns = st.i64(8);
-                        r.end_ns = st.opt<int64_t>(9);
-                        r.push_pop = st.i64(10) != 0;
-                      });
-  });
-
-  add(whole_tasks, [&p, &path](Conn& conn) {
-    return forEachRow(conn.db(), path,
-                      "SELECT process_id, device_id, context_id, stream_id, correlation_id, start_ns, end_ns, bytes, "
-                      "copy_kind, src_kind, dst_kind, graph_id FROM memcpy ORDER BY start_ns, id",
-                      [&](Statement& st) {
-                        MemcpyRecord& m = p.memcpys.emplace_back();
-                        m.process_id = static_cast<uint32_t>(st.i64(0));
-                        m.device_id = static_cast<uint32_t>(st.i64(1));
-                        m.context_id = static_cast<uint32_t>(st.i64(2));
-                        m.stream_id = static_cast<uint32_t>(st.i64(3));
-                        m.correlation_id = static_cast<uint32_t>(st.i64(4));
-                        m.start_ns = st.i64(5);
-                        m.end_ns = st.i64(6);
-                        m.bytes = st.i64(7);
-                        m.copy_kind = cleanText(st.textView(8));
-                        m.src_kind = cleanText(st.textView(9));
-                        m.dst_kind = cleanText(st.textView(10));
-                        m.graph_id = static_cast<uint32_t>(st.i64(11));
-                      });
-  });
-
-  add(whole_tasks, [&p, &path](Conn& conn) {
-    return forEachRow(conn.db(), path,
-                      "SELECT process_id, device_id, context_id, stream_id, correlation_id, start_ns, end_ns, bytes, "
-                      "value, memory_kind, graph_id FROM memset ORDER BY start_ns, id",
-                      [&](Statement& st) {
-                        MemsetRecord& m = p.memsets.emplace_back();
-                        m.process_id = static_cast<uint32_t>(st.i64(0));
-                        m.device_id = static_cast<uint32_t>(st.i64(1));
-                        m.context_id = static_cast<uint32_t>(st.i64(2));
-                        m.stream_id = static_cast<uint32_t>(st.i64(3));
-                        m.correlation_id = static_cast<uint32_t>(st.i64(4));
-                        m.start_ns = st.i64(5);
-                        m.end_ns = st.i64(6);
-                        m.bytes = st.i64(7);
-                        m.value = static_cast<uint32_t>(st.i64(8));
-                        m.memory_kind = cleanText(st.textView(9));
-                        m.graph_id = static_cast<uint32_t>(st.i64(10));
-                      });
-  });
-
-  add(whole_tasks, [&p, &path](Conn& conn) {
-    return forEachRow(conn.db(), path,
-                      "SELECT process_id, device_id, context_id, stream_id, correlation_id, timestamp_ns, operation, "
-                      "address, bytes, memory_kind FROM memory_event ORDER BY timestamp_ns, id",
-                      [&](Statement& st) {
-                        MemoryEventRecord& m = p.memory_events.emplace_back();
-                        m.process_id = static_cast<uint32_t>(st.i64(0));
-                        m.device_id = static_cast<uint32_t>(st.i64(1));
-                        m.context_id = static_cast<uint32_t>(st.i64(2));
-                        m.stream_id = static_cast<uint32_t>(st.i64(3));
-                        m.correlation_id = static_cast<uint32_t>(st.i64(4));
-                        m.timestamp_ns = st.i64(5);
-                        m.is_alloc = st.textView(6) == "alloc";
-                        m.address = static_cast<uint64_t>(st.i64(7));
-                        m.bytes = st.i64(8);
-                        m.memory_kind = cleanText(st.textView(9));
-                      });
-  });
-
-  add(whole_tasks, [&p, &path](Conn& conn) {
-    return forEachRow(conn.db(), path,
-                      "SELECT process_id, timestamp_ns, severity, message FROM collector_event ORDER BY id",
-                      [&](Statement& st) {
-                        CollectorEventRecord& e = p.collector_events.emplace_back();
-                        e.process_id = static_cast<uint32_t>(st.i64(0));
-                        e.timestamp_ns = st.i64(1);
-                        e.severity = cleanText(st.textView(2));
-                        e.message = cleanText(st.textView(3));
-                      });
-  });
-
-  for (CounterChunk& c : counter_chunks) {
-    add(counter_tasks, [&p, &c, &path, v2, v4](Conn& conn) {
-      return loadChunk(conn, path, c.rows, p.counters, [&c, v2, v4](const detail::ValueRow& row, KernelCounters& k) {
-        int i = 0;
-        k.kernel_id = row.i64(i++);
-        for (std::optional<double>* v :
-             {&k.dram_read_bytes, &k.dram_write_bytes, &k.l2_bytes, &k.l1_bytes, &k.flops_fp64, &k.flops_fp32,
-              &k.flops_fp16, &k.flops_bf16, &k.flops_tensor_fp16, &k.flops_tensor_bf16, &k.flops_tensor_tf32,
-              &k.flops_tensor_fp8, &k.flops_tensor_fp64, &k.ops_tensor_int8, &k.achieved_occupancy,
-              &k.local_load_bytes, &k.local_store_bytes, &k.instructions, &k.gpu_time_ns}) {
-          *v = row.opt<double>(i++);
-          // A counter is a count: an infinite value (SQLite stores NaN as NULL) is no measurement.
-          if (*v && !std::isfinite(**v)) {
-            v->reset();
-            if (c.non_finite++ == 0) c.first_non_finite = k.kernel_id;
-          }
-        }
-        if (!v2) return;
-        k.source = cleanText(row.textView(i++));
-        k.source_kernel_id = row.opt<int64_t>(i++);
-        if (auto varies = row.opt<int64_t>(i++)) k.signature_varies = *varies != 0;
-        k.half_flops_method = cleanText(row.textView(i++));
-        if (v4) k.tensor_flops_method = cleanText(row.textView(i++));
-      });
-    });
+  if (detail::kGraphLaunchCounterTable.existsIn(version())) {
+    add_whole([this](Conn& conn) { return readGraphLaunches(conn.db()); });
   }
-
-  FunctionNamesMissing function_names_missing;
-  if (v2) addSchema2Tasks(p, path, ids, function_names_missing, [&](Task t) { add(whole_tasks, std::move(t)); });
-  if (p.schema_version >= 3) {
-    add(whole_tasks, [&p, &path](Conn& conn) {
-      return forEachRow(conn.db(), path,
-                        "SELECT process_id, correlation_id, src_address, dst_address, bytes FROM memcpy_address "
-                        "ORDER BY process_id, correlation_id",
-                        [&](Statement& st) {
-                          MemcpyAddressRecord& m = p.memcpy_addresses.emplace_back();
-                          m.process_id = static_cast<uint32_t>(st.i64(0));
-                          m.correlation_id = static_cast<uint32_t>(st.i64(1));
-                          m.src_address = static_cast<uint64_t>(st.i64(2));
-                          m.dst_address = static_cast<uint64_t>(st.i64(3));
-                          m.bytes = st.i64(4);
-                        });
-    });
-  }
-
-  if (p.schema_version >= 5) add(whole_tasks, [&p, &path](Conn& conn) { return loadGraphLaunches(conn, path, p); });
-
-  int64_t metrics_non_finite = 0, first_metric_non_finite = 0;
-  Dangling missing_metric_names;
-  add(whole_tasks, [&](Conn& conn) {
-    return forEachRow(conn.db(), path,
-                      "SELECT m.kernel_id, s.value, m.value, m.metric_id FROM kernel_metric m LEFT JOIN string s "
-                      "ON s.id = m.metric_id ORDER BY m.kernel_id, s.value",
-                      [&](Statement& st) {
-                        KernelMetricRecord& m = p.metrics.emplace_back();
-                        m.kernel_id = st.i64(0);
-                        if (st.isNull(1)) {
-                          missing_metric_names.see(m.kernel_id, st.i64(3));
-                          m.metric = unknownString("metric", st.i64(3));
-                        } else {
-                          m.metric = cleanText(st.textView(1));
-                        }
-                        // Raw values are kept as recorded (merge copies them); a non-finite one is said.
-                        m.value = st.f64(2);
-                        if (!std::isfinite(m.value) && metrics_non_finite++ == 0) first_metric_non_finite = m.kernel_id;
-                      });
-  });
-
-  int64_t ceilings_non_finite = 0;
-  add(whole_tasks, [&](Conn& conn) {
-    return forEachRow(conn.db(), path,
-                      "SELECT device_name, ceiling, unit, value, source, method FROM ceiling "
-                      "ORDER BY device_name, ceiling, source",
-                      [&](Statement& st) {
-                        // An infinite roof would place every kernel at 0% of it and stretch the
-                        // chart's axes without end: such a row is left out.
-                        if (!std::isfinite(st.f64(3))) {
-                          ++ceilings_non_finite;
-                          return;
-                        }
-                        p.ceilings.push_back({cleanText(st.textView(0)), cleanText(st.textView(1)),
-                                              cleanText(st.textView(2)), st.f64(3), cleanText(st.textView(4)),
-                                              cleanText(st.textView(5))});
-                      });
-  });
+  add_whole([this](Conn& conn) { return readMetrics(conn.db()); });
+  add_whole([this](Conn& conn) { return readCeilings(conn.db()); });
 
   // ... and in the order they run: each big table's first chunk (it sizes the table) and the tables
   // read whole go first, so that no thread is left with a long task at the end.
@@ -1027,21 +844,118 @@ Expected<Profile> loadProfile(const std::string& path) {
   run(arg_tasks, 1, arg_tasks.size());
   run(counter_tasks, 1, counter_tasks.size());
   run(kernel_tasks, 1, kernel_tasks.size());
-  s = runTasks(h.db, path, tasks, kernel_chunks.size() + arg_chunks.size() + counter_chunks.size());
-  if (!s) return Error{s.error()};
+  return runTasks(h_.db, path(), tasks, kernel_chunks_.size() + arg_chunks_.size() + counter_chunks_.size());
+}
 
-  // Launch API and occupancy limiter texts became string ids per chunk; numbering them chunk by
-  // chunk, in row order, gives the ids one sequential scan would. So do the placeholders of
-  // dangling string ids.
-  Dangling missing_names, missing_paths;
-  int64_t negative_durations = 0, first_negative = 0;
-  for (const KernelChunk& c : kernel_chunks) {
+void ProfileLoad::addEventTableTasks(const std::function<void(Task)>& add) {
+  add([this](Conn& conn) {
+    return readTable<detail::kNvtxRangeTable>(conn.db(), path(), version(), {}, p_.nvtx_ranges);
+  });
+  add([this](Conn& conn) {
+    return readTable<detail::kMemcpyTable>(conn.db(), path(), version(), {.order = "start_ns, id"}, p_.memcpys);
+  });
+  add([this](Conn& conn) {
+    return readTable<detail::kMemsetTable>(conn.db(), path(), version(), {.order = "start_ns, id"}, p_.memsets);
+  });
+  add([this](Conn& conn) {
+    return readTable<detail::kMemoryEventTable>(conn.db(), path(), version(), {.order = "timestamp_ns, id"},
+                                                p_.memory_events);
+  });
+  add([this](Conn& conn) {
+    return readTable<detail::kCollectorEventTable>(conn.db(), path(), version(), {.order = "id"},
+                                                   p_.collector_events);
+  });
+}
+
+// The tables schema 2 added: why kernels have no counters, and per-function facts.
+void ProfileLoad::addFunctionTableTasks(const std::function<void(Task)>& add) {
+  add([this](Conn& conn) {
+    return readTable<detail::kKernelCounterMissingTable>(conn.db(), path(), version(), {.order = "kernel_id"},
+                                                         p_.counters_missing);
+  });
+  addFunctionTableTask<detail::kFunctionTable>(add, "process_id, name_id", p_.functions,
+                                               function_names_missing_.functions);
+  addFunctionTableTask<detail::kFunctionArgTable>(add, "process_id, name_id, arg_index, offset_bytes",
+                                                  p_.function_args, function_names_missing_.args);
+  addFunctionTableTask<detail::kFunctionSassOpTable>(add, "process_id, name_id, opcode", p_.function_sass_ops,
+                                                     function_names_missing_.sass_ops);
+}
+
+template <const auto& kTable, class Row>
+void ProfileLoad::addFunctionTableTask(const std::function<void(Task)>& add, const char* order, std::vector<Row>& out,
+                                       std::vector<std::pair<size_t, int64_t>>& missing) {
+  add([this, order, &out, &missing](Conn& conn) {
+    RowStrings strings{&ids_, {}};
+    return readTable<kTable, Row>(conn.db(), path(), version(), {.order = order}, strings,
+                                  [&](Row& row, RowStrings& s) {
+                                    if (s.missing) missing.emplace_back(out.size(), *std::exchange(s.missing, {}));
+                                    out.push_back(std::move(row));
+                                  });
+  });
+}
+
+// Schema 5: CUDA graph launches counted as one range, with the raw metrics behind each.
+Status ProfileLoad::readGraphLaunches(sqlite3* db) {
+  std::map<std::pair<uint32_t, uint32_t>, size_t> index;
+  NoStrings none;
+  Status s = readTable<detail::kGraphLaunchCounterTable, GraphLaunchCounters>(
+      db, path(), version(), {.order = "process_id, correlation_id"}, none, [&](GraphLaunchCounters& g, NoStrings&) {
+        index[{g.process_id, g.correlation_id}] = p_.graph_launch_counters.size();
+        p_.graph_launch_counters.push_back(std::move(g));
+      });
+  if (!s) return s;
+  JoinedMetricName name{4, "(unknown metric)", {}};
+  return readTable<detail::kGraphLaunchMetricTable, GraphLaunchMetricRecord>(
+      db, path(), version(),
+      {.prefix = "m.", .extra = ", s.value", .from = "graph_launch_metric m LEFT JOIN string s ON s.id = m.metric_id",
+       .order = "m.process_id, m.correlation_id, s.value"},
+      name, [&](GraphLaunchMetricRecord& m, JoinedMetricName&) {
+        auto it = index.find({m.process_id, m.correlation_id});
+        if (it == index.end()) return;  // a metric without its launch row: nothing to attach to
+        p_.graph_launch_counters[it->second].raw.emplace_back(std::move(m.metric), m.value);
+      });
+}
+
+Status ProfileLoad::readMetrics(sqlite3* db) {
+  JoinedMetricName name{3, nullptr, {}};
+  return readTable<detail::kKernelMetricTable, KernelMetricRecord>(
+      db, path(), version(),
+      {.prefix = "m.", .extra = ", s.value", .from = "kernel_metric m LEFT JOIN string s ON s.id = m.metric_id",
+       .order = "m.kernel_id, s.value"},
+      name, [&](KernelMetricRecord& m, JoinedMetricName& n) {
+        if (n.missing) missing_metric_names_.see(m.kernel_id, *std::exchange(n.missing, {}));
+        // Raw values are kept as recorded (merge copies them); a non-finite one is said.
+        if (!std::isfinite(m.value) && metrics_non_finite_++ == 0) first_metric_non_finite_ = m.kernel_id;
+        p_.metrics.push_back(std::move(m));
+      });
+}
+
+// An infinite roof would place every kernel at 0% of it and stretch the chart's axes without end:
+// such a row is left out.
+Status ProfileLoad::readCeilings(sqlite3* db) {
+  NoStrings none;
+  return readTable<detail::kCeilingTable, CeilingRecord>(db, path(), version(),
+                                                         {.order = "device_name, ceiling, source"}, none,
+                                                         [&](CeilingRecord& c, NoStrings&) {
+                                                           if (!std::isfinite(c.value)) {
+                                                             ++ceilings_non_finite_;
+                                                             return;
+                                                           }
+                                                           p_.ceilings.push_back(std::move(c));
+                                                         });
+}
+
+// Launch API and occupancy limiter texts became string ids per chunk; numbering them chunk by
+// chunk, in row order, gives the ids one sequential scan would. So do the placeholders of dangling
+// string ids.
+void ProfileLoad::numberChunkTexts() {
+  for (const KernelChunk& c : kernel_chunks_) {
     std::vector<uint32_t> global;
     global.reserve(c.texts.texts.size());
     for (const std::string& t : c.texts.texts) global.push_back(internText(t));
     const bool placeholders = c.missing_names.rows > 0 || c.missing_paths.rows > 0;
     for (size_t i = c.rows.begin; i < c.rows.end; ++i) {
-      KernelRow& k = p.kernels[i];
+      KernelRow& k = p_.kernels[i];
       k.occupancy_limiter_id = global[k.occupancy_limiter_id];
       k.launch_api_id = global[k.launch_api_id];
       if (!placeholders) continue;
@@ -1050,102 +964,103 @@ Expected<Profile> loadProfile(const std::string& path) {
       }
       if (k.nvtx_path_id && (*k.nvtx_path_id & kChunkText)) k.nvtx_path_id = global[*k.nvtx_path_id & ~kChunkText];
     }
-    missing_names.add(c.missing_names);
-    missing_paths.add(c.missing_paths);
-    if (c.negative_durations > 0 && negative_durations == 0) first_negative = c.first_negative;
-    negative_durations += c.negative_durations;
+    missing_names_.add(c.missing_names);
+    missing_paths_.add(c.missing_paths);
+    if (c.negative_durations > 0 && negative_durations_ == 0) first_negative_ = c.first_negative;
+    negative_durations_ += c.negative_durations;
   }
-  Dangling missing_function_names;
-  for (auto [rows, list] : {std::pair{&function_names_missing.functions, 0}, {&function_names_missing.args, 1},
-                            {&function_names_missing.sass_ops, 2}}) {
+  for (const CounterChunk& c : counter_chunks_) {
+    if (c.non_finite > 0 && counters_non_finite_ == 0) first_counter_non_finite_ = c.first_non_finite;
+    counters_non_finite_ += c.non_finite;
+  }
+}
+
+void ProfileLoad::nameFunctionRowsWithoutName() {
+  for (auto [rows, list] : {std::pair{&function_names_missing_.functions, 0}, {&function_names_missing_.args, 1},
+                            {&function_names_missing_.sass_ops, 2}}) {
     for (const auto& [row, db_id] : *rows) {
       const uint32_t id = internText(unknownString("name", db_id));
-      if (list == 0) p.functions[row].name_id = id;
-      if (list == 1) p.function_args[row].name_id = id;
-      if (list == 2) p.function_sass_ops[row].name_id = id;
-      missing_function_names.see(static_cast<int64_t>(row), db_id);
+      if (list == 0) p_.functions[row].name_id = id;
+      if (list == 1) p_.function_args[row].name_id = id;
+      if (list == 2) p_.function_sass_ops[row].name_id = id;
+      missing_function_names_.see(static_cast<int64_t>(row), db_id);
     }
   }
-  if (missing_function_names.rows > 0) {  // the placeholders' ids came last: keep the documented order
+  if (missing_function_names_.rows > 0) {  // the placeholders' ids came last: keep the documented order
     auto by_name = [](const auto& a, const auto& b) {
       return std::tie(a.process_id, a.name_id) < std::tie(b.process_id, b.name_id);
     };
-    std::stable_sort(p.functions.begin(), p.functions.end(), by_name);
-    std::stable_sort(p.function_args.begin(), p.function_args.end(), by_name);
-    std::stable_sort(p.function_sass_ops.begin(), p.function_sass_ops.end(), by_name);
+    std::stable_sort(p_.functions.begin(), p_.functions.end(), by_name);
+    std::stable_sort(p_.function_args.begin(), p_.function_args.end(), by_name);
+    std::stable_sort(p_.function_sass_ops.begin(), p_.function_sass_ops.end(), by_name);
   }
-  int64_t counters_non_finite = 0, first_counter_non_finite = 0;
-  for (const CounterChunk& c : counter_chunks) {
-    if (c.non_finite > 0 && counters_non_finite == 0) first_counter_non_finite = c.first_non_finite;
-    counters_non_finite += c.non_finite;
-  }
-  // Rows come in rowid order; sorting here is much cheaper than SQLite walking the start_ns index
-  // and fetching each row. The writer inserts in time order, so usually there is nothing to sort.
-  sortKernelsByStart(p.kernels);
-  settleDependencyWaits(p.kernels);
+}
+
+// Rows come in rowid order; sorting here is much cheaper than SQLite walking the start_ns index
+// and fetching each row. The writer inserts in time order, so usually there is nothing to sort.
+void ProfileLoad::sortRows() {
+  sortKernelsByStart(p_.kernels);
+  settleDependencyWaits(p_.kernels);
   auto arg_less = [](const KernelArgRecord& a, const KernelArgRecord& b) {
     return std::tie(a.process_id, a.correlation_id, a.index) < std::tie(b.process_id, b.correlation_id, b.index);
   };
-  if (!std::is_sorted(p.kernel_args.begin(), p.kernel_args.end(), arg_less)) {
-    std::stable_sort(p.kernel_args.begin(), p.kernel_args.end(), arg_less);
+  if (!std::is_sorted(p_.kernel_args.begin(), p_.kernel_args.end(), arg_less)) {
+    std::stable_sort(p_.kernel_args.begin(), p_.kernel_args.end(), arg_less);
   }
   auto range_less = [](const NvtxRangeRecord& a, const NvtxRangeRecord& b) { return a.start_ns < b.start_ns; };
-  if (!std::is_sorted(p.nvtx_ranges.begin(), p.nvtx_ranges.end(), range_less)) {
-    std::stable_sort(p.nvtx_ranges.begin(), p.nvtx_ranges.end(), range_less);
+  if (!std::is_sorted(p_.nvtx_ranges.begin(), p_.nvtx_ranges.end(), range_less)) {
+    std::stable_sort(p_.nvtx_ranges.begin(), p_.nvtx_ranges.end(), range_less);
   }
+}
 
-  // Damage that leaves the file readable: repaired above or below, and said once per kind.
+// Damage that leaves the file readable: repaired while reading, and said once per kind.
+void ProfileLoad::sayDamage() {
   auto plural = [](int64_t n, const char* one, const char* many) {
     return std::to_string(n) + " " + (n == 1 ? one : many);
   };
-  if (missing_names.rows > 0) {
-    p.warnings.push_back(path + ": " + plural(missing_names.rows, "kernel names", "kernels name") +
-                         " a string id missing from the string table (first: kernel " +
-                         std::to_string(missing_names.first_row) + ", string #" +
-                         std::to_string(missing_names.first_string) + "); shown as <unknown name #ID>");
-  }
-  if (missing_paths.rows > 0) {
-    p.warnings.push_back(path + ": " + plural(missing_paths.rows, "kernel names", "kernels name") +
-                         " an NVTX path string id missing from the string table (first: kernel " +
-                         std::to_string(missing_paths.first_row) + ", string #" +
-                         std::to_string(missing_paths.first_string) + "); shown as <unknown NVTX path #ID>");
-  }
-  if (missing_function_names.rows > 0) {
-    p.warnings.push_back(path + ": " +
-                         plural(missing_function_names.rows, "function table row names", "function table rows name") +
-                         " a string id missing from the string table (first: string #" +
-                         std::to_string(missing_function_names.first_string) + "); shown as <unknown name #ID>");
-  }
-  if (missing_metric_names.rows > 0) {
-    p.warnings.push_back(path + ": " +
-                         plural(missing_metric_names.rows, "kernel_metric row names", "kernel_metric rows name") +
-                         " a metric string id missing from the string table (first: kernel " +
-                         std::to_string(missing_metric_names.first_row) + ", string #" +
-                         std::to_string(missing_metric_names.first_string) + "); shown as <unknown metric #ID>");
-  }
-  if (negative_durations > 0) {
-    p.warnings.push_back(path + ": " + plural(negative_durations, "kernel ends", "kernels end") +
-                         " before it starts (first: kernel " + std::to_string(first_negative) +
-                         "); their durations are negative and the totals they enter are wrong");
-  }
-  if (counters_non_finite > 0) {
-    p.warnings.push_back(path + ": " +
-                         plural(counters_non_finite, "kernel_counter value is", "kernel_counter values are") +
-                         " infinite (first: kernel " + std::to_string(first_counter_non_finite) +
-                         "); read as not collected (n/a)");
-  }
-  if (metrics_non_finite > 0) {
-    p.warnings.push_back(path + ": " +
-                         plural(metrics_non_finite, "kernel_metric value is", "kernel_metric values are") +
-                         " not finite (first: kernel " + std::to_string(first_metric_non_finite) + ")");
-  }
-  if (ceilings_non_finite > 0) {
-    p.warnings.push_back(path + ": " + plural(ceilings_non_finite, "ceiling row has", "ceiling rows have") +
-                         " an infinite value; left out");
-  }
-  breakNvtxCycles(p);
-  for (std::string& w : p.warnings) cleanTextInPlace(w);  // the path is the user's, and may hold anything
-  return p;
+  auto say = [&](bool damaged, std::string sentence) {
+    if (damaged) p_.warnings.push_back(path() + ": " + std::move(sentence));
+  };
+  auto dangling = [&](const Dangling& d, const char* one, const char* many, const std::string& what) {
+    say(d.rows > 0, plural(d.rows, one, many) + what);
+  };
+  dangling(missing_names_, "kernel names", "kernels name",
+           " a string id missing from the string table (first: kernel " + std::to_string(missing_names_.first_row) +
+               ", string #" + std::to_string(missing_names_.first_string) + "); shown as <unknown name #ID>");
+  dangling(missing_paths_, "kernel names", "kernels name",
+           " an NVTX path string id missing from the string table (first: kernel " +
+               std::to_string(missing_paths_.first_row) + ", string #" + std::to_string(missing_paths_.first_string) +
+               "); shown as <unknown NVTX path #ID>");
+  dangling(missing_function_names_, "function table row names", "function table rows name",
+           " a string id missing from the string table (first: string #" +
+               std::to_string(missing_function_names_.first_string) + "); shown as <unknown name #ID>");
+  dangling(missing_metric_names_, "kernel_metric row names", "kernel_metric rows name",
+           " a metric string id missing from the string table (first: kernel " +
+               std::to_string(missing_metric_names_.first_row) + ", string #" +
+               std::to_string(missing_metric_names_.first_string) + "); shown as <unknown metric #ID>");
+  say(negative_durations_ > 0, plural(negative_durations_, "kernel ends", "kernels end") +
+                                   " before it starts (first: kernel " + std::to_string(first_negative_) +
+                                   "); their durations are negative and the totals they enter are wrong");
+  say(counters_non_finite_ > 0,
+      plural(counters_non_finite_, "kernel_counter value is", "kernel_counter values are") +
+          " infinite (first: kernel " + std::to_string(first_counter_non_finite_) + "); read as not collected (n/a)");
+  say(metrics_non_finite_ > 0, plural(metrics_non_finite_, "kernel_metric value is", "kernel_metric values are") +
+                                   " not finite (first: kernel " + std::to_string(first_metric_non_finite_) + ")");
+  say(ceilings_non_finite_ > 0,
+      plural(ceilings_non_finite_, "ceiling row has", "ceiling rows have") + " an infinite value; left out");
+}
+
+}  // namespace
+
+Status checkDatabase(const std::string& path) {
+  Db h;
+  int version = 0;
+  return openAndCheck(path, h, version);
+}
+
+Expected<Profile> loadProfile(const std::string& path) {
+  ProfileLoad load(path);
+  return load.run();
 }
 
 }  // namespace fprof::core
