@@ -11,6 +11,7 @@
 #include <unordered_set>
 
 #include "fprof/core/output.h"
+#include "schema_tables.h"
 
 namespace fprof::core {
 namespace {
@@ -40,64 +41,140 @@ std::string describeProcess(const ProcessInfo& p) {
   return s;
 }
 
-// Every process id the rows of `p` name must have a process row: otherwise the rows cannot be
+// The ids an input's rows hold, moved into the merged file's id spaces: its processes get new
+// process ids, its kernels new kernel ids, its NVTX ranges ids shifted past those already written.
+// schema_tables.h says which columns hold which ids, so a column added there is moved too.
+struct IdMoves {
+  std::string input;
+  std::unordered_map<uint32_t, uint32_t> process;
+  std::unordered_map<int64_t, int64_t> kernel;
+  uint64_t nvtx_offset = 0;  // added modulo 2^64, so it may move ids down as well
+};
+
+// Applies f to an id, or to the id an optional holds.
+template <class V, class F>
+void onId(V& v, F&& f) {
+  using Id = std::remove_const_t<V>;
+  if constexpr (detail::IsOptional<Id>::value) {
+    if (!v) return;
+    if constexpr (std::is_const_v<V>) {
+      f(*v);
+    } else {
+      *v = static_cast<typename Id::value_type>(f(*v));
+    }
+  } else if constexpr (std::is_const_v<V>) {
+    f(v);
+  } else {
+    v = static_cast<Id>(f(v));
+  }
+}
+
+Error cannotMerge(const std::string& input, const std::string& what) {
+  return makeError(input + ": damaged database (" + what + "); it cannot be merged");
+}
+
+// Every process id a table's rows name must have a process row: otherwise the rows cannot be
 // given a new process id, and the file is damaged.
-Status checkProcessIds(const Profile& p) {
-  std::unordered_set<uint32_t> known;
-  for (const ProcessInfo& pr : p.processes) known.insert(pr.id);
-  auto check = [&](uint32_t id, const char* table) -> Status {
-    if (known.count(id)) return {};
-    return makeError(p.path + ": damaged database (" + table + " rows name process " + std::to_string(id) +
-                     ", which is not in the process table); it cannot be merged");
+template <class T, class Row>
+Status checkProcessIds(const T& table, const std::vector<Row>& rows, const Profile& p,
+                       const std::unordered_set<uint32_t>& known) {
+  auto check = [&](const detail::ColumnInfo&, const auto& id) -> Status {
+    uint32_t process_id = 0;
+    onId(id, [&](auto v) { return process_id = static_cast<uint32_t>(v); });
+    if (known.count(process_id)) return {};
+    return cannotMerge(p.path, std::string(table.info.name) + " rows name process " + std::to_string(process_id) +
+                                   ", which is not in the process table");
   };
-  for (const DeviceInfo& d : p.devices) {
-    if (Status s = check(d.process_id, "device"); !s) return s;
-  }
-  for (const KernelRow& k : p.kernels) {
-    if (Status s = check(k.process_id, "kernel"); !s) return s;
-  }
-  for (const KernelArgRecord& a : p.kernel_args) {
-    if (Status s = check(a.process_id, "kernel_arg"); !s) return s;
-  }
-  for (const NvtxRangeRecord& r : p.nvtx_ranges) {
-    if (Status s = check(r.process_id, "nvtx_range"); !s) return s;
-  }
-  for (const MemcpyRecord& m : p.memcpys) {
-    if (Status s = check(m.process_id, "memcpy"); !s) return s;
-  }
-  for (const MemcpyAddressRecord& m : p.memcpy_addresses) {
-    if (Status s = check(m.process_id, "memcpy_address"); !s) return s;
-  }
-  for (const MemsetRecord& m : p.memsets) {
-    if (Status s = check(m.process_id, "memset"); !s) return s;
-  }
-  for (const MemoryEventRecord& m : p.memory_events) {
-    if (Status s = check(m.process_id, "memory_event"); !s) return s;
-  }
-  for (const CollectorEventRecord& e : p.collector_events) {
-    if (Status s = check(e.process_id, "collector_event"); !s) return s;
-  }
-  for (const GraphLaunchCounters& g : p.graph_launch_counters) {
-    if (Status s = check(g.process_id, "graph_launch_counter"); !s) return s;
+  for (const Row& row : rows) {
+    if (Status s = detail::forEachRef<detail::Side::row>(table, detail::Ref::process, row, check); !s) return s;
   }
   return {};
 }
 
-KernelRecord toRecord(const Profile& p, const KernelRow& k) {
-  KernelRecord r;
-  static_cast<KernelLaunch&>(r) = k;
-  r.name = p.str(k.name_id);
-  r.demangled_name = p.str(k.demangled_id);
-  r.occupancy_limiter = p.str(k.occupancy_limiter_id);
-  r.launch_api = p.str(k.launch_api_id);
-  if (k.nvtx_path_id) r.nvtx_path = p.str(*k.nvtx_path_id);
+Status checkProcessIds(const Profile& p) {
+  std::unordered_set<uint32_t> known;
+  for (const ProcessInfo& pr : p.processes) known.insert(pr.id);
+  Status s;
+  auto check = [&](const auto& table, const auto& rows) {
+    if (s) s = checkProcessIds(table, rows, p, known);
+  };
+  check(detail::kDeviceTable, p.devices);
+  check(detail::kKernelTable, p.kernels);
+  check(detail::kKernelArgTable, p.kernel_args);
+  check(detail::kNvtxRangeTable, p.nvtx_ranges);
+  check(detail::kMemcpyTable, p.memcpys);
+  check(detail::kMemcpyAddressTable, p.memcpy_addresses);
+  check(detail::kMemsetTable, p.memsets);
+  check(detail::kMemoryEventTable, p.memory_events);
+  check(detail::kCollectorEventTable, p.collector_events);
+  check(detail::kGraphLaunchCounterTable, p.graph_launch_counters);
+  check(detail::kFunctionTable, p.functions);
+  check(detail::kFunctionArgTable, p.function_args);
+  check(detail::kFunctionSassOpTable, p.function_sass_ops);
+  return s;
+}
+
+// Moves a record's process, kernel and NVTX range ids (checkProcessIds has made sure every process
+// id has its new one). A kernel id the input's kernel table lacks cannot be moved: the file is
+// damaged; the error names the table (and the column, unless it is the row's own kernel_id).
+template <class T, class Rec>
+Status moveIds(const T& table, Rec& r, const IdMoves& moves) {
+  auto process = [&](const detail::ColumnInfo&, auto& id) -> Status {
+    onId(id, [&](auto v) { return moves.process.at(static_cast<uint32_t>(v)); });
+    return {};
+  };
+  auto nvtx = [&](const detail::ColumnInfo&, auto& id) -> Status {
+    onId(id, [&](auto v) { return static_cast<uint64_t>(v) + moves.nvtx_offset; });
+    return {};
+  };
+  auto kernel = [&](const detail::ColumnInfo& column, auto& id) -> Status {
+    Status s;
+    onId(id, [&](auto v) {
+      auto moved = moves.kernel.find(static_cast<int64_t>(v));
+      if (moved != moves.kernel.end()) return moved->second;
+      const std::string where = std::string_view(column.name) == "kernel_id"
+                                    ? std::string(table.info.name)
+                                    : std::string(table.info.name) + "." + column.name;
+      s = cannotMerge(moves.input, where + " row for kernel " + std::to_string(v) + ", which is not in the kernel table");
+      return static_cast<int64_t>(v);
+    });
+    return s;
+  };
+  Status s = detail::forEachRef<detail::Side::record>(table, detail::Ref::process, r, process);
+  if (s) s = detail::forEachRef<detail::Side::record>(table, detail::Ref::nvtx_range, r, nvtx);
+  if (s) s = detail::forEachRef<detail::Side::record>(table, detail::Ref::kernel, r, kernel);
+  return s;
+}
+
+// The record the writer takes for a row of an input, with its ids moved: a copy where both are one
+// type, else each column copied as declared (string ids turned back into their text).
+template <class Rec, class T, class Row>
+Expected<Rec> mergedRecord(const T& table, const Row& row, const Profile& p, const IdMoves& moves) {
+  Rec r;
+  if constexpr (std::is_same_v<Rec, Row>) {
+    r = row;
+  } else {
+    detail::copyRow(table, row, r, [&](uint32_t id) -> const std::string& { return p.str(id); });
+  }
+  if (Status s = moveIds(table, r, moves); !s) return Error{s.error()};
   return r;
+}
+
+// Every row of a table, moved and handed to the writer.
+template <class Rec, class T, class Row>
+Status addRows(const T& table, const std::vector<Row>& rows, const Profile& p, const IdMoves& moves, Writer& w) {
+  for (const Row& row : rows) {
+    Expected<Rec> r = mergedRecord<Rec>(table, row, p, moves);
+    if (!r) return Error{r.error()};
+    w.add(std::move(*r));
+  }
+  return {};
 }
 
 // NVTX range ids are unique per database, not across databases: each input's ids (and every
 // reference to them) move by one offset, to above the ids already written.
 struct NvtxShift {
-  uint64_t offset = 0;  // added modulo 2^64, so it may move ids down as well
+  uint64_t offset = 0;
   uint64_t next_free = 1;
 };
 
@@ -119,22 +196,6 @@ NvtxShift nvtxShift(const Profile& p, uint64_t next_free) {
   if (!any) return {0, next_free};
   const uint64_t offset = next_free - lo;
   return {offset, hi + offset + 1};
-}
-
-// The per-function tables of one input, with process ids renumbered and names as text.
-void addFunctionTables(const Profile& p, const std::unordered_map<uint32_t, uint32_t>& pid_map, Writer& w) {
-  for (const FunctionRow& f : p.functions) {
-    w.add(FunctionRecord{pid_map.at(f.process_id), p.str(f.name_id), f.registers_per_thread, f.local_bytes_per_thread,
-                         f.static_shared_bytes, f.const_bytes, f.max_threads_per_block, f.binary_version,
-                         f.ptx_version});
-  }
-  for (const FunctionArgRow& a : p.function_args) {
-    w.add(FunctionArgRecord{pid_map.at(a.process_id), p.str(a.name_id), a.arg_index, a.role, a.method,
-                            a.sampled_bytes, a.correlation_id, a.offset_bytes});
-  }
-  for (const FunctionSassOpRow& o : p.function_sass_ops) {
-    w.add(FunctionSassOpRecord{pid_map.at(o.process_id), p.str(o.name_id), o.opcode, o.static_count});
-  }
 }
 
 }  // namespace
@@ -197,184 +258,196 @@ std::map<std::string, std::string> combineProcessMetadata(
 
 namespace {
 
+// Joins the inputs one by one into a Writer: each input's processes, devices, kernels with their
+// counters and metrics, then its other tables; ceilings and metadata once all are in.
+class Merge {
+ public:
+  explicit Merge(Writer& w) : w_(w) {}
+  Status addInput(const std::string& input);
+  Status finish();
+  MergeResult& result() { return result_; }
+
+ private:
+  Status addProcesses(const Profile& p, IdMoves& moves);
+  Status addKernels(const Profile& p, IdMoves& moves);
+  Status addOtherTables(const Profile& p, const IdMoves& moves);
+  void keepCeilings(const Profile& p, const std::string& input);
+
+  Writer& w_;
+  MergeResult result_;
+  struct Seen {
+    std::string input;
+    ProcessInfo process;
+  };
+  std::vector<Seen> seen_;
+  std::vector<std::pair<uint32_t, std::map<std::string, std::string>>> metadata_;  // new process id -> facts
+  struct KeptCeiling {
+    CeilingRecord row;
+    std::string input;
+  };
+  std::vector<KeptCeiling> ceilings_;
+  uint64_t next_nvtx_ = 1;
+};
+
+Status Merge::addInput(const std::string& input) {
+  auto loaded = loadProfile(input);
+  if (!loaded) return Error{loaded.error()};
+  const Profile& p = *loaded;
+  if (Status s = checkProcessIds(p); !s) return s;
+  // What the reader repaired in an input is written repaired; the user hears of it once.
+  result_.notes.insert(result_.notes.end(), p.warnings.begin(), p.warnings.end());
+  IdMoves moves;
+  moves.input = input;
+  if (Status s = addProcesses(p, moves); !s) return s;
+  const NvtxShift shift = nvtxShift(p, next_nvtx_);
+  next_nvtx_ = shift.next_free;
+  moves.nvtx_offset = shift.offset;
+  if (Status s = addKernels(p, moves); !s) return s;
+  if (Status s = addOtherTables(p, moves); !s) return s;
+  result_.kernels += static_cast<int64_t>(p.kernels.size());
+  keepCeilings(p, input);
+  return w_.flush();
+}
+
+// Processes get new ids (and their metadata, under those ids), then their devices.
+Status Merge::addProcesses(const Profile& p, IdMoves& moves) {
+  for (const ProcessInfo& pr : p.processes) {
+    for (const Seen& s : seen_) {
+      // Two ranks may share a host name and pid (containers); a copy shares its rank too.
+      if (s.process.host == pr.host && s.process.pid == pr.pid && s.process.start_unix_ns == pr.start_unix_ns &&
+          s.process.rank == pr.rank && s.process.local_rank == pr.local_rank) {
+        return makeError(s.input + " and " + moves.input + " both hold " + describeProcess(pr) +
+                         ", started at the same time: the same process twice (a copy, or a file already merged "
+                         "into the other); leave one out");
+      }
+      if (s.process.rank && pr.rank && *s.process.rank == *pr.rank) {
+        result_.notes.push_back("rank " + std::to_string(*pr.rank) + " appears twice (" + describeProcess(s.process) +
+                                " in " + s.input + ", " + describeProcess(pr) + " in " + moves.input +
+                                "): a restarted rank? Both are kept; per-rank views show them together");
+      }
+    }
+    seen_.push_back({moves.input, pr});
+    auto id = w_.addProcess(pr);
+    if (!id) return Error{id.error()};
+    moves.process[pr.id] = *id;
+    std::map<std::string, std::string> facts = processMetadata(p, pr.id);
+    facts.emplace("merged_from", fs::path(moves.input).filename().string());  // a merged input keeps the first
+    metadata_.emplace_back(*id, std::move(facts));
+    ++result_.processes;
+  }
+  for (const DeviceInfo& d : p.devices) {
+    Expected<DeviceInfo> moved = mergedRecord<DeviceInfo>(detail::kDeviceTable, d, p, moves);
+    if (!moved) return Error{moved.error()};
+    if (Status s = w_.addDevice(*moved); !s) return s;
+  }
+  return {};
+}
+
+// Kernels in their original id order; counters and metrics (both ordered by kernel id) follow
+// their kernel's new id. Flushing every so many kernels bounds the writer's buffers.
+Status Merge::addKernels(const Profile& p, IdMoves& moves) {
+  std::vector<size_t> order(p.kernels.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return p.kernels[a].id < p.kernels[b].id; });
+  // Ids are handed out in this order, so every old id's new id is known before the first add
+  // (a copied counter may name a profiled kernel that comes later).
+  for (size_t n = 0; n < order.size(); ++n) {
+    moves.kernel[p.kernels[order[n]].id] = w_.nextKernelId() + static_cast<int64_t>(n);
+  }
+  auto dangling = [&](const char* table, int64_t kernel_id) {
+    return cannotMerge(moves.input, std::string(table) + " row for kernel " + std::to_string(kernel_id) +
+                                        ", which is not in the kernel table");
+  };
+  size_t next_counter = 0, next_metric = 0;
+  for (size_t n = 0; n < order.size(); ++n) {
+    const KernelRow& k = p.kernels[order[n]];
+    Expected<KernelRecord> r = mergedRecord<KernelRecord>(detail::kKernelTable, k, p, moves);
+    if (!r) return Error{r.error()};
+    w_.add(std::move(*r));
+    for (; next_counter < p.counters.size() && p.counters[next_counter].kernel_id <= k.id; ++next_counter) {
+      const KernelCounters& c = p.counters[next_counter];
+      if (c.kernel_id != k.id) return dangling("kernel_counter", c.kernel_id);
+      Expected<KernelCounters> moved = mergedRecord<KernelCounters>(detail::kKernelCounterTable, c, p, moves);
+      if (!moved) return Error{moved.error()};
+      w_.add(*moved);
+    }
+    for (; next_metric < p.metrics.size() && p.metrics[next_metric].kernel_id <= k.id; ++next_metric) {
+      const KernelMetricRecord& m = p.metrics[next_metric];
+      if (m.kernel_id != k.id) return dangling("kernel_metric", m.kernel_id);
+      Expected<KernelMetricRecord> moved = mergedRecord<KernelMetricRecord>(detail::kKernelMetricTable, m, p, moves);
+      if (!moved) return Error{moved.error()};
+      w_.add(*moved);
+    }
+    if ((n + 1) % kKernelsPerFlush == 0) {
+      if (Status st = w_.flush(); !st) return st;
+    }
+  }
+  if (next_counter < p.counters.size()) return dangling("kernel_counter", p.counters[next_counter].kernel_id);
+  if (next_metric < p.metrics.size()) return dangling("kernel_metric", p.metrics[next_metric].kernel_id);
+  return {};
+}
+
+// The input's other tables, each row with its ids moved, in the order the writer has always been
+// given them.
+Status Merge::addOtherTables(const Profile& p, const IdMoves& moves) {
+  Status s = addRows<KernelCounterMissing>(detail::kKernelCounterMissingTable, p.counters_missing, p, moves, w_);
+  if (s) s = addRows<FunctionRecord>(detail::kFunctionTable, p.functions, p, moves, w_);
+  if (s) s = addRows<FunctionArgRecord>(detail::kFunctionArgTable, p.function_args, p, moves, w_);
+  if (s) s = addRows<FunctionSassOpRecord>(detail::kFunctionSassOpTable, p.function_sass_ops, p, moves, w_);
+  if (s) s = addRows<KernelArgRecord>(detail::kKernelArgTable, p.kernel_args, p, moves, w_);
+  if (s) s = addRows<NvtxRangeRecord>(detail::kNvtxRangeTable, p.nvtx_ranges, p, moves, w_);
+  if (s) s = addRows<MemcpyRecord>(detail::kMemcpyTable, p.memcpys, p, moves, w_);
+  if (s) s = addRows<MemcpyAddressRecord>(detail::kMemcpyAddressTable, p.memcpy_addresses, p, moves, w_);
+  if (s) s = addRows<MemsetRecord>(detail::kMemsetTable, p.memsets, p, moves, w_);
+  if (s) s = addRows<MemoryEventRecord>(detail::kMemoryEventTable, p.memory_events, p, moves, w_);
+  if (s) s = addRows<CollectorEventRecord>(detail::kCollectorEventTable, p.collector_events, p, moves, w_);
+  if (s) s = addRows<GraphLaunchCounters>(detail::kGraphLaunchCounterTable, p.graph_launch_counters, p, moves, w_);
+  return s;
+}
+
+// Ceilings are kept once where identical; where two inputs disagree, the first is kept and said.
+void Merge::keepCeilings(const Profile& p, const std::string& input) {
+  for (const CeilingRecord& c : p.ceilings) {
+    auto same = std::find_if(ceilings_.begin(), ceilings_.end(), [&](const KeptCeiling& k) {
+      return k.row.device_name == c.device_name && k.row.ceiling == c.ceiling && k.row.source == c.source;
+    });
+    if (same == ceilings_.end()) {
+      ceilings_.push_back({c, input});
+    } else if (same->row.value != c.value || same->row.unit != c.unit || same->row.method != c.method) {
+      result_.notes.push_back("the " + c.source + " " + c.ceiling + " ceiling of " + c.device_name + " differs: kept " +
+                              number(same->row.value) + " " + same->row.unit + " from " + same->input + ", left out " +
+                              number(c.value) + " " + c.unit + " from " + input);
+    }
+  }
+}
+
+// The ceilings kept, every process's metadata under its new id, and what they all agree on.
+Status Merge::finish() {
+  for (const KeptCeiling& c : ceilings_) w_.add(c.row);
+  std::vector<std::map<std::string, std::string>> all;
+  for (const auto& [id, facts] : metadata_) {
+    for (const auto& [key, value] : facts) {
+      if (Status s = w_.setMetadata(processMetadataKey(id, key), value); !s) return s;
+    }
+    all.push_back(facts);
+  }
+  for (const auto& [key, value] : combineProcessMetadata(all)) {
+    if (key == "schema_version" || key == "merged_from") continue;
+    if (Status s = w_.setMetadata(key, value); !s) return s;
+  }
+  return w_.close();
+}
+
 // Joins the inputs into a new database at `path` (the output's temporary file).
 Expected<MergeResult> writeMergedDatabase(const std::vector<std::string>& inputs, const std::string& path) {
-  MergeResult result;
-  {
-    auto created = Writer::create(path, /*overwrite=*/true);
-    if (!created) return Error{created.error()};
-    Writer& w = **created;
-
-    struct Seen {
-      std::string input;
-      ProcessInfo process;
-    };
-    std::vector<Seen> seen;
-    std::vector<std::pair<uint32_t, std::map<std::string, std::string>>> metadata;  // new process id -> facts
-    struct KeptCeiling {
-      CeilingRecord row;
-      std::string input;
-    };
-    std::vector<KeptCeiling> ceilings;
-    uint64_t next_nvtx = 1;
-
-    for (const std::string& input : inputs) {
-      auto loaded = loadProfile(input);
-      if (!loaded) return Error{loaded.error()};
-      const Profile& p = *loaded;
-      if (Status s = checkProcessIds(p); !s) return Error{s.error()};
-      // What the reader repaired in an input is written repaired; the user hears of it once.
-      result.notes.insert(result.notes.end(), p.warnings.begin(), p.warnings.end());
-
-      std::unordered_map<uint32_t, uint32_t> pid_map;
-      for (const ProcessInfo& pr : p.processes) {
-        for (const Seen& s : seen) {
-          // Two ranks may share a host name and pid (containers); a copy shares its rank too.
-          if (s.process.host == pr.host && s.process.pid == pr.pid && s.process.start_unix_ns == pr.start_unix_ns &&
-              s.process.rank == pr.rank && s.process.local_rank == pr.local_rank) {
-            return makeError(s.input + " and " + input + " both hold " + describeProcess(pr) +
-                             ", started at the same time: the same process twice (a copy, or a file already merged "
-                             "into the other); leave one out");
-          }
-          if (s.process.rank && pr.rank && *s.process.rank == *pr.rank) {
-            result.notes.push_back("rank " + std::to_string(*pr.rank) + " appears twice (" + describeProcess(s.process) +
-                                   " in " + s.input + ", " + describeProcess(pr) + " in " + input +
-                                   "): a restarted rank? Both are kept; per-rank views show them together");
-          }
-        }
-        seen.push_back({input, pr});
-        auto id = w.addProcess(pr);
-        if (!id) return Error{id.error()};
-        pid_map[pr.id] = *id;
-        std::map<std::string, std::string> facts = processMetadata(p, pr.id);
-        facts.emplace("merged_from", fs::path(input).filename().string());  // a merged input keeps the first
-        metadata.emplace_back(*id, std::move(facts));
-        ++result.processes;
-      }
-      for (DeviceInfo d : p.devices) {
-        d.process_id = pid_map.at(d.process_id);
-        if (Status s = w.addDevice(d); !s) return Error{s.error()};
-      }
-
-      const NvtxShift shift = nvtxShift(p, next_nvtx);
-      next_nvtx = shift.next_free;
-      // Kernels in their original id order; counters and metrics (both ordered by kernel id) follow
-      // their kernel's new id. Flushing every so many kernels bounds the writer's buffers.
-      std::vector<size_t> order(p.kernels.size());
-      for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-      std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return p.kernels[a].id < p.kernels[b].id; });
-      // Ids are handed out in this order, so every old id's new id is known before the first add
-      // (a copied counter may name a profiled kernel that comes later).
-      std::unordered_map<int64_t, int64_t> new_kernel_id;
-      for (size_t n = 0; n < order.size(); ++n) {
-        new_kernel_id[p.kernels[order[n]].id] = w.nextKernelId() + static_cast<int64_t>(n);
-      }
-      size_t next_counter = 0, next_metric = 0;
-      auto dangling = [&](const char* table, int64_t kernel_id) {
-        return makeError(input + ": damaged database (" + table + " row for kernel " + std::to_string(kernel_id) +
-                         ", which is not in the kernel table); it cannot be merged");
-      };
-      for (size_t n = 0; n < order.size(); ++n) {
-        const KernelRow& k = p.kernels[order[n]];
-        KernelRecord r = toRecord(p, k);
-        r.process_id = pid_map.at(r.process_id);
-        if (r.nvtx_range_key) *r.nvtx_range_key += shift.offset;
-        const int64_t id = w.nextKernelId();
-        w.add(r);
-        for (; next_counter < p.counters.size() && p.counters[next_counter].kernel_id <= k.id; ++next_counter) {
-          KernelCounters c = p.counters[next_counter];
-          if (c.kernel_id != k.id) return dangling("kernel_counter", c.kernel_id);
-          c.kernel_id = id;
-          if (c.source_kernel_id) {
-            auto source = new_kernel_id.find(*c.source_kernel_id);
-            if (source == new_kernel_id.end()) return dangling("kernel_counter.source_kernel_id", *c.source_kernel_id);
-            c.source_kernel_id = source->second;
-          }
-          w.add(c);
-        }
-        for (; next_metric < p.metrics.size() && p.metrics[next_metric].kernel_id <= k.id; ++next_metric) {
-          KernelMetricRecord m = p.metrics[next_metric];
-          if (m.kernel_id != k.id) return dangling("kernel_metric", m.kernel_id);
-          m.kernel_id = id;
-          w.add(m);
-        }
-        if ((n + 1) % kKernelsPerFlush == 0) {
-          if (Status st = w.flush(); !st) return Error{st.error()};
-        }
-      }
-      if (next_counter < p.counters.size()) return dangling("kernel_counter", p.counters[next_counter].kernel_id);
-      if (next_metric < p.metrics.size()) return dangling("kernel_metric", p.metrics[next_metric].kernel_id);
-      for (const KernelCounterMissing& m : p.counters_missing) {
-        auto kernel = new_kernel_id.find(m.kernel_id);
-        if (kernel == new_kernel_id.end()) return dangling("kernel_counter_missing", m.kernel_id);
-        w.add(KernelCounterMissing{kernel->second, m.reason});
-      }
-      addFunctionTables(p, pid_map, w);
-      for (KernelArgRecord a : p.kernel_args) {
-        a.process_id = pid_map.at(a.process_id);
-        w.add(a);
-      }
-      for (NvtxRangeRecord r : p.nvtx_ranges) {
-        r.process_id = pid_map.at(r.process_id);
-        r.key += shift.offset;
-        if (r.parent_key) *r.parent_key += shift.offset;
-        w.add(r);
-      }
-      for (MemcpyRecord m : p.memcpys) {
-        m.process_id = pid_map.at(m.process_id);
-        w.add(m);
-      }
-      for (MemcpyAddressRecord m : p.memcpy_addresses) {
-        m.process_id = pid_map.at(m.process_id);
-        w.add(m);
-      }
-      for (MemsetRecord m : p.memsets) {
-        m.process_id = pid_map.at(m.process_id);
-        w.add(m);
-      }
-      for (MemoryEventRecord m : p.memory_events) {
-        m.process_id = pid_map.at(m.process_id);
-        w.add(m);
-      }
-      for (CollectorEventRecord e : p.collector_events) {
-        e.process_id = pid_map.at(e.process_id);
-        w.add(e);
-      }
-      for (GraphLaunchCounters g : p.graph_launch_counters) {
-        g.process_id = pid_map.at(g.process_id);
-        w.add(std::move(g));
-      }
-      result.kernels += static_cast<int64_t>(p.kernels.size());
-      for (const CeilingRecord& c : p.ceilings) {
-        auto same = std::find_if(ceilings.begin(), ceilings.end(), [&](const KeptCeiling& k) {
-          return k.row.device_name == c.device_name && k.row.ceiling == c.ceiling && k.row.source == c.source;
-        });
-        if (same == ceilings.end()) {
-          ceilings.push_back({c, input});
-        } else if (same->row.value != c.value || same->row.unit != c.unit || same->row.method != c.method) {
-          result.notes.push_back("the " + c.source + " " + c.ceiling + " ceiling of " + c.device_name + " differs: kept " +
-                                 number(same->row.value) + " " + same->row.unit + " from " + same->input +
-                                 ", left out " + number(c.value) + " " + c.unit + " from " + input);
-        }
-      }
-      if (Status s = w.flush(); !s) return Error{s.error()};
-    }
-
-    for (const KeptCeiling& c : ceilings) w.add(c.row);
-    std::vector<std::map<std::string, std::string>> all;
-    for (const auto& [id, facts] : metadata) {
-      for (const auto& [key, value] : facts) {
-        if (Status s = w.setMetadata(processMetadataKey(id, key), value); !s) return Error{s.error()};
-      }
-      all.push_back(facts);
-    }
-    for (const auto& [key, value] : combineProcessMetadata(all)) {
-      if (key == "schema_version" || key == "merged_from") continue;
-      if (Status s = w.setMetadata(key, value); !s) return Error{s.error()};
-    }
-    if (Status s = w.close(); !s) return Error{s.error()};
+  auto created = Writer::create(path, /*overwrite=*/true);
+  if (!created) return Error{created.error()};
+  Merge merge(**created);
+  for (const std::string& input : inputs) {
+    if (Status s = merge.addInput(input); !s) return Error{s.error()};
   }
-  return result;
+  if (Status s = merge.finish(); !s) return Error{s.error()};
+  return std::move(merge.result());
 }
 
 }  // namespace

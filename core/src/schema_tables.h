@@ -382,7 +382,8 @@ inline constexpr auto kFunctionTable = table(
      .constraints = "PRIMARY KEY (process_id, name_id)",
      .since = 2,
      .replace = true},
-    column("process_id", "INTEGER NOT NULL", "Process.", both(&FunctionRecord::process_id, &FunctionRow::process_id)),
+    column("process_id", "INTEGER NOT NULL", "Process.", both(&FunctionRecord::process_id, &FunctionRow::process_id),
+           Ref::process),
     column("name_id", "INTEGER NOT NULL REFERENCES string(id)",
            "Mangled function name (as kernel.name_id).",
            interned(&FunctionRecord::name, &FunctionRow::name_id, "name"), Ref::string),
@@ -418,7 +419,7 @@ inline constexpr auto kFunctionArgTable = table(
      .replace = true},
     column("process_id", "INTEGER NOT NULL",
            "Process.",
-           both(&FunctionArgRecord::process_id, &FunctionArgRow::process_id)),
+           both(&FunctionArgRecord::process_id, &FunctionArgRow::process_id), Ref::process),
     column("name_id", "INTEGER NOT NULL REFERENCES string(id)",
            "Mangled function name.",
            interned(&FunctionArgRecord::name, &FunctionArgRow::name_id, "name"), Ref::string),
@@ -451,7 +452,7 @@ inline constexpr auto kFunctionSassOpTable = table(
      .replace = true},
     column("process_id", "INTEGER NOT NULL",
            "Process.",
-           both(&FunctionSassOpRecord::process_id, &FunctionSassOpRow::process_id)),
+           both(&FunctionSassOpRecord::process_id, &FunctionSassOpRow::process_id), Ref::process),
     column("name_id", "INTEGER NOT NULL REFERENCES string(id)",
            "Mangled function name.",
            interned(&FunctionSassOpRecord::name, &FunctionSassOpRow::name_id, "name"), Ref::string),
@@ -629,7 +630,7 @@ inline constexpr ViewInfo kViews[] = {
 
 // Calls f(table) for every table, in the order CREATE TABLE and docs/schema.md list them.
 template <class F>
-void forEachTable(F&& f) {
+constexpr void forEachTable(F&& f) {
   f(kMetadataTable);
   f(kStringTable);
   f(kProcessTable);
@@ -652,5 +653,26 @@ void forEachTable(F&& f) {
   f(kCeilingTable);
   f(kCollectorEventTable);
 }
+
+// Merge moves ids by what a column's declaration says it holds: a column named like an id column
+// must say so.
+constexpr bool idColumnsSayWhoseIds() {
+  bool ok = true;
+  forEachTable([&](const auto& t) {
+    t.forEach([&](const auto& c) {
+      const std::string_view name = c.info.name;
+      if (name == "process_id" && c.info.ref != Ref::process) ok = false;
+      if (name.ends_with("kernel_id") && c.info.ref != Ref::kernel) ok = false;
+      if ((name == "nvtx_range_id" || name == "parent_id") && c.info.ref != Ref::nvtx_range) ok = false;
+      if ((name.ends_with("name_id") || name.ends_with("metric_id") || name.ends_with("path_id") ||
+           name == "demangled_id") &&
+          c.info.ref != Ref::string) {
+        ok = false;
+      }
+    });
+  });
+  return ok;
+}
+static_assert(idColumnsSayWhoseIds(), "a process_id, *kernel_id, NVTX range or string id column without its Ref");
 
 }  // namespace fprof::core::detail
