@@ -1,15 +1,19 @@
 // Opening, validating and loading .fprof databases (see store.h).
+#include <fcntl.h>
 #include <sqlite3.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <filesystem>
-#include <fstream>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -50,12 +54,49 @@ uint32_t be32(const unsigned char* p) {
   return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
 }
 
+// The sentence for a file the system would not let fprof read: the cause it gave.
+Error cannotRead(const std::string& path, int error_number) {
+  if (error_number == EACCES || error_number == EPERM) return makeError(path + ": cannot read: permission denied");
+  return makeError(path + ": cannot read: " + std::generic_category().message(error_number));
+}
+
+// What checkFile learnt from the file's header that opening it needs.
+struct FileFacts {
+  bool wal_mode = false;  // a write-ahead-log database (its writer died, or has not closed it yet)
+  bool has_wal = false;   // with a -wal file holding pages
+};
+
+// The first 100 bytes (the SQLite header), or fewer if the file is shorter; errno where it
+// cannot be read.
+int readHeader(const std::string& path, std::array<unsigned char, 100>& header, size_t& got) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno;
+  got = 0;
+  while (got < header.size()) {
+    const ssize_t n = ::read(fd, header.data() + got, header.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int error_number = errno;
+      ::close(fd);
+      return error_number;
+    }
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  return 0;
+}
+
 // Checks the file itself before SQLite sees it, so a wrong or damaged file gets a precise sentence.
-Status checkFile(const std::string& path) {
+Status checkFile(const std::string& path, FileFacts& facts) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (!fs::exists(path, ec)) return makeError(path + ": no such file");
-  if (fs::is_directory(path, ec)) return makeError(path + ": is a directory, not an fprof database");
+  const fs::file_status status = fs::status(path, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory) {
+    return cannotRead(path, ec.value());
+  }
+  if (!fs::exists(status)) return makeError(path + ": no such file");
+  if (fs::is_directory(status)) return makeError(path + ": is a directory, not an fprof database");
   const auto size = fs::file_size(path, ec);
   if (ec) return makeError(path + ": cannot read: " + ec.message());
   if (size == 0) {
@@ -63,56 +104,111 @@ Status checkFile(const std::string& path) {
                      ": empty file (0 bytes): the profiled program probably ended before the collector wrote "
                      "anything");
   }
-  std::ifstream in(path, std::ios::binary);
   std::array<unsigned char, 100> header{};
-  in.read(reinterpret_cast<char*>(header.data()), header.size());
-  if (static_cast<size_t>(in.gcount()) < 16 || std::memcmp(header.data(), "SQLite format 3\0", 16) != 0) {
+  size_t got = 0;
+  if (int error_number = readHeader(path, header, got); error_number != 0) return cannotRead(path, error_number);
+  if (got < 16 || std::memcmp(header.data(), "SQLite format 3\0", 16) != 0) {
     return makeError(path + ": not an fprof database (not a SQLite file)");
   }
-  if (static_cast<size_t>(in.gcount()) < header.size()) {
+  if (got < header.size()) {
     return makeError(path + ": truncated (" + std::to_string(size) + " bytes, shorter than a SQLite header)");
   }
   uint32_t page_size = (uint32_t{header[16]} << 8) | header[17];
   if (page_size == 1) page_size = 65536;
   const uint32_t page_count = be32(&header[28]);
+  facts.wal_mode = header[18] == 2 || header[19] == 2;
+  facts.has_wal = fs::exists(path + "-wal", ec) && fs::file_size(path + "-wal", ec) > 0;
   // The in-header page count is valid only when the change counter matches "version-valid-for"
   // and no WAL holds newer pages.
   const bool count_valid = be32(&header[24]) == be32(&header[92]);
-  const bool has_wal = fs::exists(path + "-wal", ec) && fs::file_size(path + "-wal", ec) > 0;
-  if (count_valid && !has_wal && page_count > 0 && uint64_t{page_count} * page_size > size) {
+  if (count_valid && !facts.has_wal && page_count > 0 && uint64_t{page_count} * page_size > size) {
     return makeError(path + ": truncated (" + std::to_string(size) + " bytes, its header says " +
                      std::to_string(uint64_t{page_count} * page_size) + "); the file was cut short while copying");
   }
   return {};
 }
 
+// A read-only connection, and how it was opened (the loading threads open theirs the same way).
 struct Db {
   sqlite3* db = nullptr;
+  std::string name;  // the path, or a file: URI
+  int flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX;
   ~Db() { sqlite3_close(db); }
+
+  bool open(const std::string& open_name, int open_flags) {
+    sqlite3_close(db);
+    db = nullptr;
+    name = open_name;
+    flags = open_flags;
+    return sqlite3_open_v2(name.c_str(), &db, flags, nullptr) == SQLITE_OK;
+  }
 };
 
-Status openAndCheck(const std::string& path, Db& h, int& version) {
-  if (Status s = checkFile(path); !s) return s;
-  if (sqlite3_open_v2(path.c_str(), &h.db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK) {
+// A file: URI for a path, its reserved characters escaped.
+std::string fileUri(const std::string& path, const char* query) {
+  std::string uri = "file:";
+  for (unsigned char c : path) {
+    if (c == '%' || c == '?' || c == '#' || c < 0x20 || c >= 0x7f) {
+      char escaped[4];
+      std::snprintf(escaped, sizeof escaped, "%%%02X", c);
+      uri += escaped;
+    } else {
+      uri += static_cast<char>(c);
+    }
+  }
+  return uri + "?" + query;
+}
+
+// Another process holds a lock on the file (SQLite's BUSY or LOCKED).
+bool lockedByAnother(sqlite3* db) {
+  const int code = sqlite3_errcode(db);
+  return code == SQLITE_BUSY || code == SQLITE_LOCKED;
+}
+
+// Why a query of a file that opened failed, in one sentence.
+Error queryError(const std::string& path, sqlite3* db) {
+  if (lockedByAnother(db)) {
+    return makeError(path + ": locked by another process (one still writing it?); try again once it has finished");
+  }
+  return makeError(path + ": damaged database (" + detail::sqliteMessage(db) + ")");
+}
+
+// SQLite reads a WAL-mode database through a -shm file beside it, which it creates; in a
+// directory the user cannot write it cannot (SQLITE_READONLY_DIRECTORY, or SQLITE_CANTOPEN).
+bool walNeedsShm(sqlite3* db) {
+  const int code = sqlite3_errcode(db);
+  return code == SQLITE_READONLY || code == SQLITE_CANTOPEN;
+}
+
+// A WAL-mode file SQLite could not open read-only: without pages in a -wal file the main file is
+// the whole database, read as it is (immutable: no -shm, no locks; nobody can write it in a
+// directory where a -wal cannot be created). With pages in a -wal they would be missed: refused.
+Status openWithoutShm(const std::string& path, const FileFacts& facts, Db& h) {
+  if (facts.has_wal) {
+    return makeError(path + ": its write-ahead log (" + path + "-wal) cannot be read without creating " + path +
+                     "-shm, and its directory is read-only; copy the file and its -wal to a directory you can write");
+  }
+  if (!h.open(fileUri(path, "immutable=1"), SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI)) {
     return makeError(path + ": cannot open: " + detail::sqliteMessage(h.db));
   }
-  Statement has_meta(h.db, "SELECT value FROM metadata WHERE key = 'schema_version'");
-  if (!has_meta.ok()) {
-    const std::string msg = detail::sqliteMessage(h.db);
-    if (msg.find("no such table") != std::string::npos) {
-      return makeError(path + ": a SQLite database, but not an fprof database (no metadata table)");
-    }
-    return makeError(path + ": damaged database (" + msg + ")");
-  }
-  int rc = has_meta.step();
-  if (rc == SQLITE_DONE) return makeError(path + ": not an fprof database (no schema_version in metadata)");
-  if (rc != SQLITE_ROW) return makeError(path + ": damaged database (" + detail::sqliteMessage(h.db) + ")");
-  const std::string v = has_meta.text(0);
+  return {};
+}
+
+// The file's schema_version, checked: a number this fprof can read.
+Status checkSchemaVersion(const std::string& path, const std::string& value, int& version) {
+  errno = 0;
   char* end = nullptr;
-  const long parsed = std::strtol(v.c_str(), &end, 10);
-  if (v.empty() || *end != '\0' || parsed <= 0) {
-    return makeError(path + ": damaged database (schema_version '" + cleanText(truncateText(v, 40)) +
-                     "' is not a number)");
+  const long long parsed = std::strtoll(value.c_str(), &end, 10);
+  const std::string shown = cleanText(truncateText(value, 40));
+  if (value.empty() || *end != '\0') {
+    return makeError(path + ": damaged database (schema_version '" + shown + "' is not a number)");
+  }
+  if (parsed < 1) {
+    return makeError(path + ": damaged database (schema_version is " + shown +
+                     ", and fprof's schema versions start at 1)");
+  }
+  if (errno == ERANGE || parsed > std::numeric_limits<int>::max()) {
+    return makeError(path + ": damaged database (schema_version " + shown + " is no version any fprof has written)");
   }
   version = static_cast<int>(parsed);
   if (version > kSchemaVersion) {
@@ -127,13 +223,38 @@ Status openAndCheck(const std::string& path, Db& h, int& version) {
   return {};
 }
 
+Status openAndCheck(const std::string& path, Db& h, int& version) {
+  FileFacts facts;
+  if (Status s = checkFile(path, facts); !s) return s;
+  if (!h.open(path, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX)) {
+    return makeError(path + ": cannot open: " + detail::sqliteMessage(h.db));
+  }
+  const char* query = "SELECT value FROM metadata WHERE key = 'schema_version'";
+  Statement has_meta(h.db, query);
+  if (!has_meta.ok() && facts.wal_mode && walNeedsShm(h.db)) {
+    if (Status s = openWithoutShm(path, facts, h); !s) return s;
+    has_meta = Statement(h.db, query);
+  }
+  if (!has_meta.ok()) {
+    const std::string msg = detail::sqliteMessage(h.db);
+    if (msg.find("no such table") != std::string::npos) {
+      return makeError(path + ": a SQLite database, but not an fprof database (no metadata table)");
+    }
+    return queryError(path, h.db);
+  }
+  int rc = has_meta.step();
+  if (rc == SQLITE_DONE) return makeError(path + ": not an fprof database (no schema_version in metadata)");
+  if (rc != SQLITE_ROW) return queryError(path, h.db);
+  return checkSchemaVersion(path, has_meta.text(0), version);
+}
+
 template <class Fn>
 Status forEachRow(sqlite3* db, const std::string& path, const char* sql, Fn&& fn) {
   Statement st(db, sql);
-  if (!st.ok()) return makeError(path + ": damaged database (" + detail::sqliteMessage(db) + ")");
+  if (!st.ok()) return queryError(path, db);
   int rc;
   while ((rc = st.step()) == SQLITE_ROW) fn(st);
-  if (rc != SQLITE_DONE) return makeError(path + ": damaged database (" + detail::sqliteMessage(db) + ")");
+  if (rc != SQLITE_DONE) return queryError(path, db);
   return {};
 }
 
@@ -167,9 +288,7 @@ struct RowidSpan {
 Expected<RowidSpan> rowidSpan(sqlite3* db, const std::string& path, const std::string& table) {
   auto scalar = [&](const std::string& sql, int64_t& value) -> Status {
     Statement st(db, sql.c_str());
-    if (!st.ok() || st.step() != SQLITE_ROW) {
-      return makeError(path + ": damaged database (" + detail::sqliteMessage(db) + ")");
-    }
+    if (!st.ok() || st.step() != SQLITE_ROW) return queryError(path, db);
     value = st.i64(0);
     return {};
   };
@@ -368,7 +487,7 @@ template <class Row, class Decode>
 Status loadChunk(Conn& conn, const std::string& path, ChunkRows& c, std::vector<Row>& out, Decode&& decode) {
   const TableRead& t = *c.read;
   Statement* st = conn.statement(t, c.whole);
-  if (!st) return makeError(path + ": damaged database (" + detail::sqliteMessage(conn.db()) + ")");
+  if (!st) return queryError(path, conn.db());
   const int64_t first = t.span.first;
   size_t read = 0;
   bool stray = false;
@@ -395,11 +514,11 @@ Status loadChunk(Conn& conn, const std::string& path, ChunkRows& c, std::vector<
   int rc;
   while ((rc = st->step()) == SQLITE_ROW) {
   }
-  const std::string message = detail::sqliteMessage(conn.db());
+  const Error failure = queryError(path, conn.db());  // before reset, which clears the error
   st->reset();
   conn.sink = nullptr;
   if (conn.sink_error) std::rethrow_exception(std::exchange(conn.sink_error, nullptr));
-  if (rc != SQLITE_DONE) return makeError(path + ": damaged database (" + message + ")");
+  if (rc != SQLITE_DONE) return failure;
   if (c.whole) {
     c.end = out.size();
   } else if (stray || read != c.end - c.begin) {
@@ -545,7 +664,7 @@ struct OrderedTask {
   Task run;
 };
 
-Status runTasks(sqlite3* db, const std::string& path, const std::vector<OrderedTask>& tasks, size_t chunks) {
+Status runTasks(const Db& main, const std::vector<OrderedTask>& tasks, size_t chunks) {
   std::vector<Status> results(tasks.size());
   std::atomic<size_t> next{0};
   auto work = [&](Conn& conn) {
@@ -561,9 +680,7 @@ Status runTasks(sqlite3* db, const std::string& path, const std::vector<OrderedT
         try {
           Db own;
           // A helper that cannot open the file leaves its share to the others.
-          if (sqlite3_open_v2(path.c_str(), &own.db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK) {
-            return;
-          }
+          if (!own.open(main.name, main.flags)) return;
           Conn conn(own.db);
           work(conn);
         } catch (...) {
@@ -575,7 +692,7 @@ Status runTasks(sqlite3* db, const std::string& path, const std::vector<OrderedT
     }
   }
   try {
-    Conn conn(db);
+    Conn conn(main.db);
     work(conn);
   } catch (...) {
     errors[0] = std::current_exception();
@@ -844,7 +961,7 @@ Status ProfileLoad::readTables() {
   run(arg_tasks, 1, arg_tasks.size());
   run(counter_tasks, 1, counter_tasks.size());
   run(kernel_tasks, 1, kernel_tasks.size());
-  return runTasks(h_.db, path(), tasks, kernel_chunks_.size() + arg_chunks_.size() + counter_chunks_.size());
+  return runTasks(h_, tasks, kernel_chunks_.size() + arg_chunks_.size() + counter_chunks_.size());
 }
 
 void ProfileLoad::addEventTableTasks(const std::function<void(Task)>& add) {
