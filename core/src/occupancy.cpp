@@ -55,55 +55,46 @@ std::optional<int64_t> alignSharedConfig(int64_t bytes, const ArchRules& rules) 
   return std::nullopt;
 }
 
-}  // namespace
+constexpr int kRegisterGranularity = 256;
+constexpr int kMaxRegistersPerThread = 256;
+constexpr int kSubPartitions = 4;
 
-std::optional<OccupancyResult> theoreticalOccupancy(const DeviceInfo& device, const OccupancyInput& launch) {
-  const auto rules = archRules(device.compute_major, device.compute_minor);
-  if (!rules) return std::nullopt;
-  if (device.max_threads_per_block <= 0 || device.max_threads_per_sm <= 0 || device.regs_per_block <= 0 ||
-      device.regs_per_sm <= 0 || device.warp_size <= 0 || device.shared_per_block_bytes <= 0 ||
-      device.shared_per_sm_bytes <= 0 || launch.threads_per_block <= 0 || launch.registers_per_thread < 0) {
-    return std::nullopt;
-  }
-  constexpr int kRegisterGranularity = 256;
-  constexpr int kMaxRegistersPerThread = 256;
-  constexpr int kSubPartitions = 4;
+// The device limits and launch values the rules divide by are there.
+bool computable(const DeviceInfo& device, const OccupancyInput& launch) {
+  return device.max_threads_per_block > 0 && device.max_threads_per_sm > 0 && device.regs_per_block > 0 &&
+         device.regs_per_sm > 0 && device.warp_size > 0 && device.shared_per_block_bytes > 0 &&
+         device.shared_per_sm_bytes > 0 && launch.threads_per_block > 0 && launch.registers_per_thread >= 0;
+}
 
-  OccupancyResult out;
-  const int warps_per_block = divideRoundUp(launch.threads_per_block, device.warp_size);
-  const int max_warps_per_sm = device.max_threads_per_sm / device.warp_size;
-  out.warps_per_block = warps_per_block;
-
-  // Registers are allocated per warp, in sub-partitions.
-  int limit_registers = 0;
+// Blocks per SM the registers allow: they are allocated per warp, in sub-partitions.
+int registerLimit(const DeviceInfo& device, const OccupancyInput& launch, int warps_per_block, OccupancyResult& out) {
   const int regs_per_warp = static_cast<int>(roundUp(int64_t{launch.registers_per_thread} * device.warp_size,
                                                      kRegisterGranularity));
   out.registers_allocated_per_block = regs_per_warp * warps_per_block;
   const int regs_assumed_per_block = static_cast<int>(regs_per_warp * roundUp(warps_per_block, kSubPartitions));
   if (device.regs_per_block < regs_assumed_per_block || device.regs_per_block < out.registers_allocated_per_block ||
       launch.registers_per_thread > kMaxRegistersPerThread) {
-    limit_registers = 0;
-  } else if (regs_per_warp > 0) {
-    const int warps_per_sub_partition = (device.regs_per_sm / kSubPartitions) / regs_per_warp;
-    limit_registers = warps_per_sub_partition * kSubPartitions / warps_per_block;
-  } else {
-    limit_registers = INT_MAX;
+    return 0;
   }
+  if (regs_per_warp == 0) return INT_MAX;
+  const int warps_per_sub_partition = (device.regs_per_sm / kSubPartitions) / regs_per_warp;
+  return warps_per_sub_partition * kSubPartitions / warps_per_block;
+}
 
-  const int limit_warps = launch.threads_per_block > device.max_threads_per_block ? 0 : max_warps_per_sm / warps_per_block;
-  const int limit_blocks = rules->max_blocks_per_sm;
-
-  // Shared memory: the driver reserves some per block and allocates in granules; the carveout
-  // preference is honoured only while one block still fits.
+// Blocks per SM the shared memory allows: the driver reserves some per block and allocates in
+// granules; the carveout preference is honoured only while one block still fits. None where the
+// carveout asked for is impossible or no configuration holds the block.
+std::optional<int> sharedLimit(const DeviceInfo& device, const OccupancyInput& launch, const ArchRules& rules,
+                               OccupancyResult& out) {
   int64_t preference_bytes = device.shared_per_sm_bytes;
   if (launch.carveout_percent) {
     if (*launch.carveout_percent < 0 || *launch.carveout_percent > 100) return std::nullopt;
     preference_bytes = *launch.carveout_percent * device.shared_per_sm_bytes / 100;
   }
-  const auto preference_config = alignSharedConfig(preference_bytes, *rules);
+  const auto preference_config = alignSharedConfig(preference_bytes, rules);
   if (!preference_config) return std::nullopt;
   const int64_t static_bytes = launch.static_shared_bytes + device.reserved_shared_per_block_bytes;
-  const int64_t allocated_bytes = roundUp(static_bytes + launch.dynamic_shared_bytes, rules->shared_granularity_bytes);
+  const int64_t allocated_bytes = roundUp(static_bytes + launch.dynamic_shared_bytes, rules.shared_granularity_bytes);
   out.shared_allocated_per_block_bytes = allocated_bytes;
   // A launch that ran was allowed its dynamic size, so the opt-in limit applies whenever the
   // block asks for more than the default per-block limit.
@@ -111,35 +102,46 @@ std::optional<OccupancyResult> theoreticalOccupancy(const DeviceInfo& device, co
                                   ? device.shared_per_block_optin_bytes
                                   : device.shared_per_block_bytes;
   if (device.compute_major >= 8) block_limit_bytes += device.reserved_shared_per_block_bytes;
-  int limit_shared = 0;
-  if (allocated_bytes <= block_limit_bytes) {
-    int64_t per_sm_bytes = *preference_config;
-    if (per_sm_bytes < allocated_bytes) {
-      const auto fitting = alignSharedConfig(allocated_bytes, *rules);
-      if (!fitting) return std::nullopt;
-      per_sm_bytes = *fitting;
-    }
-    limit_shared = allocated_bytes > 0 ? static_cast<int>(per_sm_bytes / allocated_bytes) : INT_MAX;
+  if (allocated_bytes > block_limit_bytes) return 0;
+  int64_t per_sm_bytes = *preference_config;
+  if (per_sm_bytes < allocated_bytes) {
+    const auto fitting = alignSharedConfig(allocated_bytes, rules);
+    if (!fitting) return std::nullopt;
+    per_sm_bytes = *fitting;
   }
+  return allocated_bytes > 0 ? static_cast<int>(per_sm_bytes / allocated_bytes) : INT_MAX;
+}
 
-  int blocks = std::min({limit_registers, limit_shared, limit_warps, limit_blocks});
-  int limit_barriers = INT_MAX;
+// The resource that binds, the first in the documented order on a tie.
+const char* limiterOf(int blocks, int warps, int registers, int shared, int block_slots) {
+  if (blocks == warps) return "warps";
+  if (blocks == registers) return "registers";
+  if (blocks == shared) return "shared";
+  if (blocks == block_slots) return "blocks";
+  return "barriers";
+}
+
+}  // namespace
+
+std::optional<OccupancyResult> theoreticalOccupancy(const DeviceInfo& device, const OccupancyInput& launch) {
+  const auto rules = archRules(device.compute_major, device.compute_minor);
+  if (!rules || !computable(device, launch)) return std::nullopt;
+  OccupancyResult out;
+  const int warps_per_block = divideRoundUp(launch.threads_per_block, device.warp_size);
+  const int max_warps_per_sm = device.max_threads_per_sm / device.warp_size;
+  out.warps_per_block = warps_per_block;
+
+  const int limit_registers = registerLimit(device, launch, warps_per_block, out);
+  const int limit_warps = launch.threads_per_block > device.max_threads_per_block ? 0 : max_warps_per_sm / warps_per_block;
+  const int limit_blocks = rules->max_blocks_per_sm;
+  const std::optional<int> limit_shared = sharedLimit(device, launch, *rules, out);
+  if (!limit_shared) return std::nullopt;
+
+  int blocks = std::min({limit_registers, *limit_shared, limit_warps, limit_blocks});
   if (device.compute_major >= 9 && launch.block_barriers > 0) {
-    limit_barriers = rules->barriers_per_block_slot * limit_blocks / launch.block_barriers;
-    blocks = std::min(blocks, limit_barriers);
+    blocks = std::min(blocks, rules->barriers_per_block_slot * limit_blocks / launch.block_barriers);
   }
-
-  if (blocks == limit_warps) {
-    out.limiter = "warps";
-  } else if (blocks == limit_registers) {
-    out.limiter = "registers";
-  } else if (blocks == limit_shared) {
-    out.limiter = "shared";
-  } else if (blocks == limit_blocks) {
-    out.limiter = "blocks";
-  } else {
-    out.limiter = "barriers";
-  }
+  out.limiter = limiterOf(blocks, limit_warps, limit_registers, *limit_shared, limit_blocks);
   out.blocks_per_sm = blocks;
   out.active_warps_per_sm = blocks * warps_per_block;
   out.occupancy = static_cast<double>(out.active_warps_per_sm) / max_warps_per_sm;
