@@ -478,6 +478,16 @@ std::string selectList(const T& t, int schema_version, const char* prefix = "") 
   return list;
 }
 
+// How many columns the reader reads (selectList's length): where a query's extra columns start.
+template <class T>
+constexpr int readColumnCount(const T& t) {
+  int n = 0;
+  t.forEach([&](const auto& c) {
+    if constexpr (std::decay_t<decltype(c.access)>::kRead) ++n;
+  });
+  return n;
+}
+
 // Binds one record's columns from parameter 1; false where interning a string failed.
 template <class T, class W, class Ctx>
 bool bindRow(const T& t, Statement& st, const W& w, Ctx& ctx) {

@@ -11,6 +11,7 @@
 #include <unordered_set>
 
 #include "fprof/core/output.h"
+#include "profile_stream.h"
 #include "schema_tables.h"
 
 namespace fprof::core {
@@ -47,8 +48,16 @@ std::string describeProcess(const ProcessInfo& p) {
 struct IdMoves {
   std::string input;
   std::unordered_map<uint32_t, uint32_t> process;
-  std::unordered_map<int64_t, int64_t> kernel;
+  // The input's kernel ids, ascending, get the merged file's ids from first_kernel_id on.
+  const std::vector<int64_t>* kernel_ids = nullptr;
+  int64_t first_kernel_id = 0;
   uint64_t nvtx_offset = 0;  // added modulo 2^64, so it may move ids down as well
+
+  std::optional<int64_t> kernel(int64_t id) const {
+    auto at = std::lower_bound(kernel_ids->begin(), kernel_ids->end(), id);
+    if (at == kernel_ids->end() || *at != id) return std::nullopt;
+    return first_kernel_id + (at - kernel_ids->begin());
+  }
 };
 
 // Applies f to an id, or to the id an optional holds.
@@ -91,22 +100,25 @@ Status checkProcessIds(const T& table, const std::vector<Row>& rows, const Profi
   return {};
 }
 
-Status checkProcessIds(const Profile& p) {
+// The small tables are checked here; the big ones the stream looked over once.
+Status checkProcessIds(const detail::ProfileStream& in) {
+  const Profile& p = in.small();
   std::unordered_set<uint32_t> known;
   for (const ProcessInfo& pr : p.processes) known.insert(pr.id);
-  Status s;
+  Status s = checkProcessIds(detail::kDeviceTable, p.devices, p, known);
+  for (const char* table : {detail::kKernelTable.info.name, detail::kKernelArgTable.info.name,
+                            detail::kNvtxRangeTable.info.name, detail::kMemcpyTable.info.name,
+                            detail::kMemcpyAddressTable.info.name, detail::kMemsetTable.info.name,
+                            detail::kMemoryEventTable.info.name, detail::kCollectorEventTable.info.name}) {
+    if (!s) break;
+    if (auto id = in.unknownProcess(table)) {
+      s = cannotMerge(p.path, std::string(table) + " rows name process " + std::to_string(*id) +
+                                  ", which is not in the process table");
+    }
+  }
   auto check = [&](const auto& table, const auto& rows) {
     if (s) s = checkProcessIds(table, rows, p, known);
   };
-  check(detail::kDeviceTable, p.devices);
-  check(detail::kKernelTable, p.kernels);
-  check(detail::kKernelArgTable, p.kernel_args);
-  check(detail::kNvtxRangeTable, p.nvtx_ranges);
-  check(detail::kMemcpyTable, p.memcpys);
-  check(detail::kMemcpyAddressTable, p.memcpy_addresses);
-  check(detail::kMemsetTable, p.memsets);
-  check(detail::kMemoryEventTable, p.memory_events);
-  check(detail::kCollectorEventTable, p.collector_events);
   check(detail::kGraphLaunchCounterTable, p.graph_launch_counters);
   check(detail::kFunctionTable, p.functions);
   check(detail::kFunctionArgTable, p.function_args);
@@ -130,12 +142,12 @@ Status moveIds(const T& table, Rec& r, const IdMoves& moves) {
   auto kernel = [&](const detail::ColumnInfo& column, auto& id) -> Status {
     Status s;
     onId(id, [&](auto v) {
-      auto moved = moves.kernel.find(static_cast<int64_t>(v));
-      if (moved != moves.kernel.end()) return moved->second;
+      if (auto moved = moves.kernel(static_cast<int64_t>(v))) return *moved;
       const std::string where = std::string_view(column.name) == "kernel_id"
                                     ? std::string(table.info.name)
                                     : std::string(table.info.name) + "." + column.name;
-      s = cannotMerge(moves.input, where + " row for kernel " + std::to_string(v) + ", which is not in the kernel table");
+      s = cannotMerge(moves.input,
+                      where + " row for kernel " + std::to_string(v) + ", which is not in the kernel table");
       return static_cast<int64_t>(v);
     });
     return s;
@@ -171,6 +183,48 @@ Status addRows(const T& table, const std::vector<Row>& rows, const Profile& p, c
   return {};
 }
 
+// Every row of a streamed table, moved and handed to the writer, which writes every so many rows
+// (a flush changes nothing but when rows reach the file: each table keeps the order of its rows).
+template <class Rec, class T, class Row>
+Status addRows(const T& table, Expected<std::unique_ptr<detail::RowStream<Row>>> stream, const Profile& p,
+               const IdMoves& moves, Writer& w) {
+  if (!stream) return Error{stream.error()};
+  Row row;
+  for (size_t n = 1;; ++n) {
+    Expected<bool> more = (*stream)->next(row);
+    if (!more) return Error{more.error()};
+    if (!*more) return {};
+    Expected<Rec> r = mergedRecord<Rec>(table, row, p, moves);
+    if (!r) return Error{r.error()};
+    w.add(std::move(*r));
+    if (n % kKernelsPerFlush == 0) {
+      if (Status s = w.flush(); !s) return s;
+    }
+  }
+}
+
+// A stream one row ahead, for rows that follow another table's (counters their kernel's).
+template <class Row>
+class Lookahead {
+ public:
+  explicit Lookahead(std::unique_ptr<detail::RowStream<Row>> stream) : stream_(std::move(stream)) {}
+  // The row ahead, or nullptr at the end.
+  Expected<const Row*> peek() {
+    if (!ahead_) {
+      Expected<bool> more = stream_->next(row_);
+      if (!more) return Error{more.error()};
+      ahead_ = *more ? 1 : -1;
+    }
+    return ahead_ > 0 ? &row_ : nullptr;
+  }
+  void pop() { ahead_ = 0; }
+
+ private:
+  std::unique_ptr<detail::RowStream<Row>> stream_;
+  Row row_;
+  int ahead_ = 0;  // 0: not read, 1: row_ is ahead, -1: at the end
+};
+
 // NVTX range ids are unique per database, not across databases: each input's ids (and every
 // reference to them) move by one offset, to above the ids already written.
 struct NvtxShift {
@@ -178,24 +232,11 @@ struct NvtxShift {
   uint64_t next_free = 1;
 };
 
-NvtxShift nvtxShift(const Profile& p, uint64_t next_free) {
-  bool any = false;
-  uint64_t lo = 0, hi = 0;
-  auto see = [&](uint64_t key) {
-    lo = any ? std::min(lo, key) : key;
-    hi = any ? std::max(hi, key) : key;
-    any = true;
-  };
-  for (const NvtxRangeRecord& r : p.nvtx_ranges) {
-    see(r.key);
-    if (r.parent_key) see(*r.parent_key);
-  }
-  for (const KernelRow& k : p.kernels) {
-    if (k.nvtx_range_key) see(*k.nvtx_range_key);
-  }
-  if (!any) return {0, next_free};
-  const uint64_t offset = next_free - lo;
-  return {offset, hi + offset + 1};
+NvtxShift nvtxShift(const detail::ProfileStream& in, uint64_t next_free) {
+  const auto keys = in.nvtxKeys();
+  if (!keys) return {0, next_free};
+  const uint64_t offset = next_free - keys->first;
+  return {offset, keys->second + offset + 1};
 }
 
 }  // namespace
@@ -269,8 +310,11 @@ class Merge {
 
  private:
   Status addProcesses(const Profile& p, IdMoves& moves);
-  Status addKernels(const Profile& p, IdMoves& moves);
-  Status addOtherTables(const Profile& p, const IdMoves& moves);
+  Status addKernels(detail::ProfileStream& in, IdMoves& moves);
+  template <class T, class Row>
+  Status addRowsOfKernel(const T& table, Lookahead<Row>& rows, int64_t kernel_id, const Profile& p,
+                         const IdMoves& moves);
+  Status addOtherTables(detail::ProfileStream& in, const IdMoves& moves);
   void keepCeilings(const Profile& p, const std::string& input);
 
   Writer& w_;
@@ -289,23 +333,29 @@ class Merge {
   uint64_t next_nvtx_ = 1;
 };
 
+// An input is read table by table (ProfileStream), each row written as it comes: merge holds an
+// input's small tables and its kernel ids, never its big tables.
 Status Merge::addInput(const std::string& input) {
-  auto loaded = loadProfile(input);
-  if (!loaded) return Error{loaded.error()};
-  const Profile& p = *loaded;
-  if (Status s = checkProcessIds(p); !s) return s;
-  // What the reader repaired in an input is written repaired; the user hears of it once.
-  result_.notes.insert(result_.notes.end(), p.warnings.begin(), p.warnings.end());
+  auto opened = detail::ProfileStream::open(input);
+  if (!opened) return Error{opened.error()};
+  detail::ProfileStream& in = **opened;
+  const Profile& p = in.small();
+  if (Status s = checkProcessIds(in); !s) return s;
+  const size_t notes_before = result_.notes.size();
   IdMoves moves;
   moves.input = input;
   if (Status s = addProcesses(p, moves); !s) return s;
-  const NvtxShift shift = nvtxShift(p, next_nvtx_);
+  const NvtxShift shift = nvtxShift(in, next_nvtx_);
   next_nvtx_ = shift.next_free;
   moves.nvtx_offset = shift.offset;
-  if (Status s = addKernels(p, moves); !s) return s;
-  if (Status s = addOtherTables(p, moves); !s) return s;
-  result_.kernels += static_cast<int64_t>(p.kernels.size());
+  if (Status s = addKernels(in, moves); !s) return s;
+  if (Status s = addOtherTables(in, moves); !s) return s;
+  result_.kernels += static_cast<int64_t>(in.kernelIds().size());
   keepCeilings(p, input);
+  // What the reader repaired in an input is written repaired; the user hears of it once, first.
+  const std::vector<std::string> repaired = in.warnings();
+  result_.notes.insert(result_.notes.begin() + static_cast<std::ptrdiff_t>(notes_before), repaired.begin(),
+                       repaired.end());
   return w_.flush();
 }
 
@@ -345,62 +395,77 @@ Status Merge::addProcesses(const Profile& p, IdMoves& moves) {
 
 // Kernels in their original id order; counters and metrics (both ordered by kernel id) follow
 // their kernel's new id. Flushing every so many kernels bounds the writer's buffers.
-Status Merge::addKernels(const Profile& p, IdMoves& moves) {
-  std::vector<size_t> order(p.kernels.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return p.kernels[a].id < p.kernels[b].id; });
+Status Merge::addKernels(detail::ProfileStream& in, IdMoves& moves) {
   // Ids are handed out in this order, so every old id's new id is known before the first add
   // (a copied counter may name a profiled kernel that comes later).
-  for (size_t n = 0; n < order.size(); ++n) {
-    moves.kernel[p.kernels[order[n]].id] = w_.nextKernelId() + static_cast<int64_t>(n);
-  }
-  auto dangling = [&](const char* table, int64_t kernel_id) {
-    return cannotMerge(moves.input, std::string(table) + " row for kernel " + std::to_string(kernel_id) +
-                                        ", which is not in the kernel table");
-  };
-  size_t next_counter = 0, next_metric = 0;
-  for (size_t n = 0; n < order.size(); ++n) {
-    const KernelRow& k = p.kernels[order[n]];
+  moves.kernel_ids = &in.kernelIds();
+  moves.first_kernel_id = w_.nextKernelId();
+  auto kernels = in.rows<KernelRow>();
+  auto counters = in.rows<KernelCounters>();
+  auto metrics = in.rows<KernelMetricRecord>();
+  if (!kernels) return Error{kernels.error()};
+  if (!counters) return Error{counters.error()};
+  if (!metrics) return Error{metrics.error()};
+  Lookahead<KernelCounters> counter(std::move(*counters));
+  Lookahead<KernelMetricRecord> metric(std::move(*metrics));
+  const Profile& p = in.small();
+  KernelRow k;
+  for (size_t n = 1;; ++n) {
+    Expected<bool> more = (*kernels)->next(k);
+    if (!more) return Error{more.error()};
+    if (!*more) break;
     Expected<KernelRecord> r = mergedRecord<KernelRecord>(detail::kKernelTable, k, p, moves);
     if (!r) return Error{r.error()};
     w_.add(std::move(*r));
-    for (; next_counter < p.counters.size() && p.counters[next_counter].kernel_id <= k.id; ++next_counter) {
-      const KernelCounters& c = p.counters[next_counter];
-      if (c.kernel_id != k.id) return dangling("kernel_counter", c.kernel_id);
-      Expected<KernelCounters> moved = mergedRecord<KernelCounters>(detail::kKernelCounterTable, c, p, moves);
-      if (!moved) return Error{moved.error()};
-      w_.add(*moved);
-    }
-    for (; next_metric < p.metrics.size() && p.metrics[next_metric].kernel_id <= k.id; ++next_metric) {
-      const KernelMetricRecord& m = p.metrics[next_metric];
-      if (m.kernel_id != k.id) return dangling("kernel_metric", m.kernel_id);
-      Expected<KernelMetricRecord> moved = mergedRecord<KernelMetricRecord>(detail::kKernelMetricTable, m, p, moves);
-      if (!moved) return Error{moved.error()};
-      w_.add(*moved);
-    }
-    if ((n + 1) % kKernelsPerFlush == 0) {
-      if (Status st = w_.flush(); !st) return st;
+    if (Status s = addRowsOfKernel(detail::kKernelCounterTable, counter, k.id, p, moves); !s) return s;
+    if (Status s = addRowsOfKernel(detail::kKernelMetricTable, metric, k.id, p, moves); !s) return s;
+    if (n % kKernelsPerFlush == 0) {
+      if (Status s = w_.flush(); !s) return s;
     }
   }
-  if (next_counter < p.counters.size()) return dangling("kernel_counter", p.counters[next_counter].kernel_id);
-  if (next_metric < p.metrics.size()) return dangling("kernel_metric", p.metrics[next_metric].kernel_id);
-  return {};
+  // Rows left are rows of kernels the kernel table lacks.
+  if (Status s = addRowsOfKernel(detail::kKernelCounterTable, counter, INT64_MAX, p, moves); !s) return s;
+  return addRowsOfKernel(detail::kKernelMetricTable, metric, INT64_MAX, p, moves);
+}
+
+// The rows ahead that belong to kernel `kernel_id` (of a table ordered by kernel id); one for an
+// earlier kernel names a kernel the input lacks.
+template <class T, class Row>
+Status Merge::addRowsOfKernel(const T& table, Lookahead<Row>& rows, int64_t kernel_id, const Profile& p,
+                              const IdMoves& moves) {
+  for (;;) {
+    Expected<const Row*> ahead = rows.peek();
+    if (!ahead) return Error{ahead.error()};
+    if (!*ahead || (*ahead)->kernel_id > kernel_id) return {};
+    if ((*ahead)->kernel_id != kernel_id) {
+      return cannotMerge(moves.input, std::string(table.info.name) + " row for kernel " +
+                                          std::to_string((*ahead)->kernel_id) + ", which is not in the kernel table");
+    }
+    Expected<Row> moved = mergedRecord<Row>(table, **ahead, p, moves);
+    if (!moved) return Error{moved.error()};
+    w_.add(std::move(*moved));
+    rows.pop();
+  }
 }
 
 // The input's other tables, each row with its ids moved, in the order the writer has always been
 // given them.
-Status Merge::addOtherTables(const Profile& p, const IdMoves& moves) {
-  Status s = addRows<KernelCounterMissing>(detail::kKernelCounterMissingTable, p.counters_missing, p, moves, w_);
+Status Merge::addOtherTables(detail::ProfileStream& in, const IdMoves& moves) {
+  const Profile& p = in.small();
+  Status s = addRows<KernelCounterMissing>(detail::kKernelCounterMissingTable, in.rows<KernelCounterMissing>(), p,
+                                           moves, w_);
   if (s) s = addRows<FunctionRecord>(detail::kFunctionTable, p.functions, p, moves, w_);
   if (s) s = addRows<FunctionArgRecord>(detail::kFunctionArgTable, p.function_args, p, moves, w_);
   if (s) s = addRows<FunctionSassOpRecord>(detail::kFunctionSassOpTable, p.function_sass_ops, p, moves, w_);
-  if (s) s = addRows<KernelArgRecord>(detail::kKernelArgTable, p.kernel_args, p, moves, w_);
-  if (s) s = addRows<NvtxRangeRecord>(detail::kNvtxRangeTable, p.nvtx_ranges, p, moves, w_);
-  if (s) s = addRows<MemcpyRecord>(detail::kMemcpyTable, p.memcpys, p, moves, w_);
-  if (s) s = addRows<MemcpyAddressRecord>(detail::kMemcpyAddressTable, p.memcpy_addresses, p, moves, w_);
-  if (s) s = addRows<MemsetRecord>(detail::kMemsetTable, p.memsets, p, moves, w_);
-  if (s) s = addRows<MemoryEventRecord>(detail::kMemoryEventTable, p.memory_events, p, moves, w_);
-  if (s) s = addRows<CollectorEventRecord>(detail::kCollectorEventTable, p.collector_events, p, moves, w_);
+  if (s) s = addRows<KernelArgRecord>(detail::kKernelArgTable, in.rows<KernelArgRecord>(), p, moves, w_);
+  if (s) s = addRows<NvtxRangeRecord>(detail::kNvtxRangeTable, in.rows<NvtxRangeRecord>(), p, moves, w_);
+  if (s) s = addRows<MemcpyRecord>(detail::kMemcpyTable, in.rows<MemcpyRecord>(), p, moves, w_);
+  if (s) s = addRows<MemcpyAddressRecord>(detail::kMemcpyAddressTable, in.rows<MemcpyAddressRecord>(), p, moves, w_);
+  if (s) s = addRows<MemsetRecord>(detail::kMemsetTable, in.rows<MemsetRecord>(), p, moves, w_);
+  if (s) s = addRows<MemoryEventRecord>(detail::kMemoryEventTable, in.rows<MemoryEventRecord>(), p, moves, w_);
+  if (s) {
+    s = addRows<CollectorEventRecord>(detail::kCollectorEventTable, in.rows<CollectorEventRecord>(), p, moves, w_);
+  }
   if (s) s = addRows<GraphLaunchCounters>(detail::kGraphLaunchCounterTable, p.graph_launch_counters, p, moves, w_);
   return s;
 }

@@ -22,6 +22,7 @@
 #include <thread>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "counter_columns.h"
@@ -30,6 +31,7 @@
 #include "fprof/core/schema.h"
 #include "fprof/core/store.h"
 #include "fprof/core/text.h"
+#include "profile_stream.h"
 #include "sqlite_util.h"
 
 namespace fprof::core {
@@ -564,8 +566,8 @@ struct KernelStrings {
   uint32_t textId(std::string_view text) { return texts->id(text); }
 };
 
-// A metric name read through a join with the string table (column `joined`, NULL where the file
-// lacks the string), so rows sort by name as SQLite compares them.
+// A metric name read through a join with the string table (column `joined`, after the declared
+// columns; NULL where the file lacks the string), so rows sort by name as SQLite compares them.
 struct JoinedMetricName {
   int joined;
   const char* placeholder;  // what a missing name reads; nullptr: <unknown metric #ID>
@@ -586,6 +588,17 @@ struct TableQuery {
   const char* from = "";
   const char* order = "";
 };
+
+// kernel_metric and graph_launch_metric are read through a join with the string table (the
+// joined name last), so rows sort by name as SQLite compares them.
+constexpr TableQuery kKernelMetricQuery{.prefix = "m.",
+                                        .extra = ", s.value",
+                                        .from = "kernel_metric m LEFT JOIN string s ON s.id = m.metric_id",
+                                        .order = "m.kernel_id, s.value"};
+constexpr TableQuery kGraphLaunchMetricQuery{.prefix = "m.",
+                                             .extra = ", s.value",
+                                             .from = "graph_launch_metric m LEFT JOIN string s ON s.id = m.metric_id",
+                                             .order = "m.process_id, m.correlation_id, s.value"};
 
 template <const auto& kTable>
 std::string selectSql(int schema_version, const TableQuery& q) {
@@ -623,15 +636,33 @@ std::string chunkColumns(int schema_version, bool rowid_first) {
   return (rowid_first ? "rowid, " : "") + detail::selectList(kTable, schema_version);
 }
 
+// A kernel row's repairs (every reader of the kernel table makes them): a negative duration
+// counted, dangling names counted (their placeholders were given while decoding), a non-finite
+// occupancy dropped.
+template <class Strings>
+void repairKernel(KernelRow& k, const Strings& strings, KernelChunk& c) {
+  if (k.end_ns < k.start_ns && c.negative_durations++ == 0) c.first_negative = k.id;
+  if (strings.missing_name) c.missing_names.see(k.id, *strings.missing_name);
+  if (k.theoretical_occupancy && !std::isfinite(*k.theoretical_occupancy)) k.theoretical_occupancy.reset();
+  if (strings.missing_path) c.missing_paths.see(k.id, *strings.missing_path);
+}
+
+// A counter is a count: an infinite value (SQLite stores NaN as NULL) is no measurement.
+void repairCounters(KernelCounters& k, CounterChunk& c) {
+  for (std::optional<double>* v : detail::counterValues(k)) {
+    if (*v && !std::isfinite(**v)) {
+      v->reset();
+      if (c.non_finite++ == 0) c.first_non_finite = k.kernel_id;
+    }
+  }
+}
+
 Status loadKernels(Conn& conn, const std::string& path, const StringIds& str_id, KernelChunk& c,
                    std::vector<KernelRow>& out) {
   return loadChunk(conn, path, c.rows, out, [&](const detail::ValueRow& row, KernelRow& k) {
     KernelStrings strings{&str_id, &c.texts, {}, {}};
     detail::readRow(detail::kKernelTable, row, k, strings);
-    if (k.end_ns < k.start_ns && c.negative_durations++ == 0) c.first_negative = k.id;
-    if (strings.missing_name) c.missing_names.see(k.id, *strings.missing_name);
-    if (k.theoretical_occupancy && !std::isfinite(*k.theoretical_occupancy)) k.theoretical_occupancy.reset();
-    if (strings.missing_path) c.missing_paths.see(k.id, *strings.missing_path);
+    repairKernel(k, strings, c);
   });
 }
 
@@ -642,17 +673,11 @@ Status loadKernelArgs(Conn& conn, const std::string& path, TableChunk& c, std::v
   });
 }
 
-// A counter is a count: an infinite value (SQLite stores NaN as NULL) is no measurement.
 Status loadCounters(Conn& conn, const std::string& path, CounterChunk& c, std::vector<KernelCounters>& out) {
   return loadChunk(conn, path, c.rows, out, [&c](const detail::ValueRow& row, KernelCounters& k) {
     NoStrings none;
     detail::readRow(detail::kKernelCounterTable, row, k, none);
-    for (std::optional<double>* v : detail::counterValues(k)) {
-      if (*v && !std::isfinite(**v)) {
-        v->reset();
-        if (c.non_finite++ == 0) c.first_non_finite = k.kernel_id;
-      }
-    }
+    repairCounters(k, c);
   });
 }
 
@@ -715,8 +740,10 @@ Status runTasks(const Db& main, const std::vector<OrderedTask>& tasks, size_t ch
 // NVTX ranges whose parent links run in a circle (a range its own parent, two ranges each
 // other's): every walk up the parents would never end. Each circle is cut at the range whose
 // parent link closes it, which is said by id. Linear in the ranges, without recursion, so a
-// chain 200,000 ranges deep costs what 200,000 separate ranges do.
-void breakNvtxCycles(Profile& p) {
+// chain 200,000 ranges deep costs what 200,000 separate ranges do. A Range has process_id, key and
+// parent_key (an NvtxRangeRecord, or merge's lighter NvtxLink).
+template <class Range>
+void breakNvtxCycles(std::vector<Range>& ranges, const std::string& file, std::vector<std::string>& warnings) {
   struct KeyHash {
     size_t operator()(const std::pair<uint32_t, uint64_t>& k) const {
       return std::hash<uint64_t>{}(k.second * 0x9E3779B97F4A7C15ull ^ k.first);
@@ -726,24 +753,24 @@ void breakNvtxCycles(Profile& p) {
   // a file's keys together. Links that all point to lower keys of the same process cannot close a
   // circle: then there is nothing to look up (the common case, and a cheap one).
   bool all_down = true;
-  for (const NvtxRangeRecord& r : p.nvtx_ranges) all_down = all_down && (!r.parent_key || *r.parent_key < r.key);
+  for (const Range& r : ranges) all_down = all_down && (!r.parent_key || *r.parent_key < r.key);
   if (all_down) return;
   std::unordered_map<std::pair<uint32_t, uint64_t>, size_t, KeyHash> index;
-  index.reserve(p.nvtx_ranges.size());
-  for (size_t i = 0; i < p.nvtx_ranges.size(); ++i) {
-    index.emplace(std::make_pair(p.nvtx_ranges[i].process_id, p.nvtx_ranges[i].key), i);
+  index.reserve(ranges.size());
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    index.emplace(std::make_pair(ranges[i].process_id, ranges[i].key), i);
   }
   enum : uint8_t { kUnseen, kOnPath, kDone };
-  std::vector<uint8_t> state(p.nvtx_ranges.size(), kUnseen);
+  std::vector<uint8_t> state(ranges.size(), kUnseen);
   std::vector<size_t> path;
   int64_t cycles = 0;
   std::string first;
-  for (size_t start = 0; start < p.nvtx_ranges.size(); ++start) {
+  for (size_t start = 0; start < ranges.size(); ++start) {
     path.clear();
     for (size_t at = start; state[at] == kUnseen;) {
       state[at] = kOnPath;
       path.push_back(at);
-      const NvtxRangeRecord& r = p.nvtx_ranges[at];
+      const Range& r = ranges[at];
       if (!r.parent_key) break;
       auto it = index.find({r.process_id, *r.parent_key});
       if (it == index.end()) break;  // a parent not in the file: the range is at the top
@@ -753,13 +780,13 @@ void breakNvtxCycles(Profile& p) {
           std::string chain;
           const auto from = std::find(path.begin(), path.end(), it->second);
           for (auto c = from; c != path.end() && chain.size() < 200; ++c) {
-            chain += std::to_string(p.nvtx_ranges[*c].key) + " -> ";
+            chain += std::to_string(ranges[*c].key) + " -> ";
           }
           first = "range " + std::to_string(r.key) +
                   (r.key == *r.parent_key ? " is its own parent"
                                           : " is its own ancestor (" + chain + std::to_string(*r.parent_key) + ")");
         }
-        p.nvtx_ranges[at].parent_key.reset();
+        ranges[at].parent_key.reset();
         break;
       }
       at = it->second;
@@ -767,7 +794,7 @@ void breakNvtxCycles(Profile& p) {
     for (size_t x : path) state[x] = kDone;
   }
   if (cycles > 0) {
-    p.warnings.push_back(p.path + ": " + std::to_string(cycles) + " NVTX parent chain" +
+    warnings.push_back(file + ": " + std::to_string(cycles) + " NVTX parent chain" +
                          (cycles == 1 ? " runs" : "s run") + " in a circle (" + first +
                          (cycles == 1 ? "" : ", and others") + "); the parent link that closes each circle is ignored");
   }
@@ -780,13 +807,74 @@ struct FunctionNamesMissing {
   std::vector<std::pair<size_t, int64_t>> functions, args, sass_ops;
 };
 
-// One load of a profile: loadProfile's steps, and what they hand each other.
+// Damage that leaves a file readable: repaired while reading, counted, and said once per kind.
+struct Damage {
+  Dangling missing_names, missing_paths, missing_function_names, missing_metric_names;
+  int64_t negative_durations = 0, first_negative = 0;
+  int64_t counters_non_finite = 0, first_counter_non_finite = 0;
+  int64_t metrics_non_finite = 0, first_metric_non_finite = 0;
+  int64_t ceilings_non_finite = 0;
+
+  // What the kernel and counter rows of one chunk (or stream) found.
+  void add(const KernelChunk& c) {
+    missing_names.add(c.missing_names);
+    missing_paths.add(c.missing_paths);
+    if (c.negative_durations > 0 && negative_durations == 0) first_negative = c.first_negative;
+    negative_durations += c.negative_durations;
+  }
+  void add(const CounterChunk& c) {
+    if (c.non_finite > 0 && counters_non_finite == 0) first_counter_non_finite = c.first_non_finite;
+    counters_non_finite += c.non_finite;
+  }
+  void sayTo(const std::string& path, std::vector<std::string>& warnings) const;
+};
+
+void Damage::sayTo(const std::string& path, std::vector<std::string>& warnings) const {
+  auto plural = [](int64_t n, const char* one, const char* many) {
+    return std::to_string(n) + " " + (n == 1 ? one : many);
+  };
+  auto say = [&](bool damaged, std::string sentence) {
+    if (damaged) warnings.push_back(path + ": " + std::move(sentence));
+  };
+  auto dangling = [&](const Dangling& d, const char* one, const char* many, const std::string& what) {
+    say(d.rows > 0, plural(d.rows, one, many) + what);
+  };
+  dangling(missing_names, "kernel names", "kernels name",
+           " a string id missing from the string table (first: kernel " + std::to_string(missing_names.first_row) +
+               ", string #" + std::to_string(missing_names.first_string) + "); shown as <unknown name #ID>");
+  dangling(missing_paths, "kernel names", "kernels name",
+           " an NVTX path string id missing from the string table (first: kernel " +
+               std::to_string(missing_paths.first_row) + ", string #" + std::to_string(missing_paths.first_string) +
+               "); shown as <unknown NVTX path #ID>");
+  dangling(missing_function_names, "function table row names", "function table rows name",
+           " a string id missing from the string table (first: string #" +
+               std::to_string(missing_function_names.first_string) + "); shown as <unknown name #ID>");
+  dangling(missing_metric_names, "kernel_metric row names", "kernel_metric rows name",
+           " a metric string id missing from the string table (first: kernel " +
+               std::to_string(missing_metric_names.first_row) + ", string #" +
+               std::to_string(missing_metric_names.first_string) + "); shown as <unknown metric #ID>");
+  say(negative_durations > 0, plural(negative_durations, "kernel ends", "kernels end") +
+                                  " before it starts (first: kernel " + std::to_string(first_negative) +
+                                  "); their durations are negative and the totals they enter are wrong");
+  say(counters_non_finite > 0,
+      plural(counters_non_finite, "kernel_counter value is", "kernel_counter values are") +
+          " infinite (first: kernel " + std::to_string(first_counter_non_finite) + "); read as not collected (n/a)");
+  say(metrics_non_finite > 0, plural(metrics_non_finite, "kernel_metric value is", "kernel_metric values are") +
+                                  " not finite (first: kernel " + std::to_string(first_metric_non_finite) + ")");
+  say(ceilings_non_finite > 0,
+      plural(ceilings_non_finite, "ceiling row has", "ceiling rows have") + " an infinite value; left out");
+}
+
+// One load of a profile: loadProfile's steps, and what they hand each other. ProfileStream runs the
+// steps of the small tables only, and reads the big ones itself.
 class ProfileLoad {
  public:
   explicit ProfileLoad(const std::string& path) { p_.path = path; }
   Expected<Profile> run();
+  Status runSmallTables();
 
  private:
+  friend struct detail::ProfileStream::Impl;
   Status readMetadata();
   Status readStrings();
   uint32_t internText(std::string_view raw);
@@ -794,6 +882,7 @@ class ProfileLoad {
   Status planChunkedTables();
   Status readTables();
   void addEventTableTasks(const std::function<void(Task)>& add);
+  void addLaterTableTasks(const std::function<void(Task)>& add);
   void addFunctionTableTasks(const std::function<void(Task)>& add);
   template <const auto& kTable, class Row>
   void addFunctionTableTask(const std::function<void(Task)>& add, const char* order, std::vector<Row>& out,
@@ -804,7 +893,6 @@ class ProfileLoad {
   void numberChunkTexts();
   void nameFunctionRowsWithoutName();
   void sortRows();
-  void sayDamage();
 
   const std::string& path() const { return p_.path; }
   int version() const { return p_.schema_version; }
@@ -824,13 +912,8 @@ class ProfileLoad {
   std::vector<KernelChunk> kernel_chunks_;
   std::vector<TableChunk> arg_chunks_;
   std::vector<CounterChunk> counter_chunks_;
-  // Damage found while reading, said once per kind (sayDamage).
   FunctionNamesMissing function_names_missing_;
-  Dangling missing_names_, missing_paths_, missing_function_names_, missing_metric_names_;
-  int64_t negative_durations_ = 0, first_negative_ = 0;
-  int64_t counters_non_finite_ = 0, first_counter_non_finite_ = 0;
-  int64_t metrics_non_finite_ = 0, first_metric_non_finite_ = 0;
-  int64_t ceilings_non_finite_ = 0;
+  Damage damage_;
 };
 
 Expected<Profile> ProfileLoad::run() {
@@ -842,10 +925,31 @@ Expected<Profile> ProfileLoad::run() {
   numberChunkTexts();
   nameFunctionRowsWithoutName();
   sortRows();
-  sayDamage();
-  breakNvtxCycles(p_);
+  damage_.sayTo(path(), p_.warnings);
+  breakNvtxCycles(p_.nvtx_ranges, p_.path, p_.warnings);
   for (std::string& w : p_.warnings) cleanTextInPlace(w);  // the path is the user's, and may hold anything
   return std::move(p_);
+}
+
+// For a stream: the file checked, and the tables of a few rows each (per process, device,
+// function, graph launch, ceiling) read whole, in the order run() reads them.
+Status ProfileLoad::runSmallTables() {
+  if (Status s = openAndCheck(path(), h_, p_.schema_version); !s) return s;
+  for (auto step : {&ProfileLoad::readMetadata, &ProfileLoad::readStrings, &ProfileLoad::readProcessesAndDevices}) {
+    if (Status s = (this->*step)(); !s) return s;
+  }
+  std::vector<Task> tasks;
+  if (detail::kFunctionTable.existsIn(version())) addFunctionTableTasks([&](Task t) { tasks.push_back(std::move(t)); });
+  if (detail::kGraphLaunchCounterTable.existsIn(version())) {
+    tasks.push_back([this](Conn& conn) { return readGraphLaunches(conn.db()); });
+  }
+  tasks.push_back([this](Conn& conn) { return readCeilings(conn.db()); });
+  Conn conn(h_.db);
+  for (Task& task : tasks) {
+    if (Status s = task(conn); !s) return s;
+  }
+  nameFunctionRowsWithoutName();
+  return {};
 }
 
 Status ProfileLoad::readMetadata() {
@@ -935,18 +1039,13 @@ Status ProfileLoad::readTables() {
   for (CounterChunk& c : counter_chunks_) {
     add(counter_tasks, [this, &c](Conn& conn) { return loadCounters(conn, path(), c, p_.counters); });
   }
-  if (detail::kFunctionTable.existsIn(version())) addFunctionTableTasks(add_whole);
-  if (detail::kMemcpyAddressTable.existsIn(version())) {
+  if (detail::kKernelCounterMissingTable.existsIn(version())) {
     add_whole([this](Conn& conn) {
-      return readTable<detail::kMemcpyAddressTable>(conn.db(), path(), version(),
-                                                    {.order = "process_id, correlation_id"}, p_.memcpy_addresses);
+      return readTable<detail::kKernelCounterMissingTable>(conn.db(), path(), version(), {.order = "kernel_id"},
+                                                           p_.counters_missing);
     });
   }
-  if (detail::kGraphLaunchCounterTable.existsIn(version())) {
-    add_whole([this](Conn& conn) { return readGraphLaunches(conn.db()); });
-  }
-  add_whole([this](Conn& conn) { return readMetrics(conn.db()); });
-  add_whole([this](Conn& conn) { return readCeilings(conn.db()); });
+  addLaterTableTasks(add_whole);
 
   // ... and in the order they run: each big table's first chunk (it sizes the table) and the tables
   // read whole go first, so that no thread is left with a long task at the end.
@@ -984,12 +1083,25 @@ void ProfileLoad::addEventTableTasks(const std::function<void(Task)>& add) {
   });
 }
 
-// The tables schema 2 added: why kernels have no counters, and per-function facts.
+// The tables read after the counters, in the order a sequential read takes them (which error is
+// reported).
+void ProfileLoad::addLaterTableTasks(const std::function<void(Task)>& add) {
+  if (detail::kFunctionTable.existsIn(version())) addFunctionTableTasks(add);
+  if (detail::kMemcpyAddressTable.existsIn(version())) {
+    add([this](Conn& conn) {
+      return readTable<detail::kMemcpyAddressTable>(conn.db(), path(), version(),
+                                                    {.order = "process_id, correlation_id"}, p_.memcpy_addresses);
+    });
+  }
+  if (detail::kGraphLaunchCounterTable.existsIn(version())) {
+    add([this](Conn& conn) { return readGraphLaunches(conn.db()); });
+  }
+  add([this](Conn& conn) { return readMetrics(conn.db()); });
+  add([this](Conn& conn) { return readCeilings(conn.db()); });
+}
+
+// Schema 2's per-function facts.
 void ProfileLoad::addFunctionTableTasks(const std::function<void(Task)>& add) {
-  add([this](Conn& conn) {
-    return readTable<detail::kKernelCounterMissingTable>(conn.db(), path(), version(), {.order = "kernel_id"},
-                                                         p_.counters_missing);
-  });
   addFunctionTableTask<detail::kFunctionTable>(add, "process_id, name_id", p_.functions,
                                                function_names_missing_.functions);
   addFunctionTableTask<detail::kFunctionArgTable>(add, "process_id, name_id, arg_index, offset_bytes",
@@ -1021,12 +1133,9 @@ Status ProfileLoad::readGraphLaunches(sqlite3* db) {
         p_.graph_launch_counters.push_back(std::move(g));
       });
   if (!s) return s;
-  JoinedMetricName name{4, "(unknown metric)", {}};
+  JoinedMetricName name{detail::readColumnCount(detail::kGraphLaunchMetricTable), "(unknown metric)", {}};
   return readTable<detail::kGraphLaunchMetricTable, GraphLaunchMetricRecord>(
-      db, path(), version(),
-      {.prefix = "m.", .extra = ", s.value", .from = "graph_launch_metric m LEFT JOIN string s ON s.id = m.metric_id",
-       .order = "m.process_id, m.correlation_id, s.value"},
-      name, [&](GraphLaunchMetricRecord& m, JoinedMetricName&) {
+      db, path(), version(), kGraphLaunchMetricQuery, name, [&](GraphLaunchMetricRecord& m, JoinedMetricName&) {
         auto it = index.find({m.process_id, m.correlation_id});
         if (it == index.end()) return;  // a metric without its launch row: nothing to attach to
         p_.graph_launch_counters[it->second].raw.emplace_back(std::move(m.metric), m.value);
@@ -1034,15 +1143,12 @@ Status ProfileLoad::readGraphLaunches(sqlite3* db) {
 }
 
 Status ProfileLoad::readMetrics(sqlite3* db) {
-  JoinedMetricName name{3, nullptr, {}};
+  JoinedMetricName name{detail::readColumnCount(detail::kKernelMetricTable), nullptr, {}};
   return readTable<detail::kKernelMetricTable, KernelMetricRecord>(
-      db, path(), version(),
-      {.prefix = "m.", .extra = ", s.value", .from = "kernel_metric m LEFT JOIN string s ON s.id = m.metric_id",
-       .order = "m.kernel_id, s.value"},
-      name, [&](KernelMetricRecord& m, JoinedMetricName& n) {
-        if (n.missing) missing_metric_names_.see(m.kernel_id, *std::exchange(n.missing, {}));
+      db, path(), version(), kKernelMetricQuery, name, [&](KernelMetricRecord& m, JoinedMetricName& n) {
+        if (n.missing) damage_.missing_metric_names.see(m.kernel_id, *std::exchange(n.missing, {}));
         // Raw values are kept as recorded (merge copies them); a non-finite one is said.
-        if (!std::isfinite(m.value) && metrics_non_finite_++ == 0) first_metric_non_finite_ = m.kernel_id;
+        if (!std::isfinite(m.value) && damage_.metrics_non_finite++ == 0) damage_.first_metric_non_finite = m.kernel_id;
         p_.metrics.push_back(std::move(m));
       });
 }
@@ -1055,7 +1161,7 @@ Status ProfileLoad::readCeilings(sqlite3* db) {
                                                          {.order = "device_name, ceiling, source"}, none,
                                                          [&](CeilingRecord& c, NoStrings&) {
                                                            if (!std::isfinite(c.value)) {
-                                                             ++ceilings_non_finite_;
+                                                             ++damage_.ceilings_non_finite;
                                                              return;
                                                            }
                                                            p_.ceilings.push_back(std::move(c));
@@ -1081,15 +1187,9 @@ void ProfileLoad::numberChunkTexts() {
       }
       if (k.nvtx_path_id && (*k.nvtx_path_id & kChunkText)) k.nvtx_path_id = global[*k.nvtx_path_id & ~kChunkText];
     }
-    missing_names_.add(c.missing_names);
-    missing_paths_.add(c.missing_paths);
-    if (c.negative_durations > 0 && negative_durations_ == 0) first_negative_ = c.first_negative;
-    negative_durations_ += c.negative_durations;
+    damage_.add(c);
   }
-  for (const CounterChunk& c : counter_chunks_) {
-    if (c.non_finite > 0 && counters_non_finite_ == 0) first_counter_non_finite_ = c.first_non_finite;
-    counters_non_finite_ += c.non_finite;
-  }
+  for (const CounterChunk& c : counter_chunks_) damage_.add(c);
 }
 
 void ProfileLoad::nameFunctionRowsWithoutName() {
@@ -1100,10 +1200,10 @@ void ProfileLoad::nameFunctionRowsWithoutName() {
       if (list == 0) p_.functions[row].name_id = id;
       if (list == 1) p_.function_args[row].name_id = id;
       if (list == 2) p_.function_sass_ops[row].name_id = id;
-      missing_function_names_.see(static_cast<int64_t>(row), db_id);
+      damage_.missing_function_names.see(static_cast<int64_t>(row), db_id);
     }
   }
-  if (missing_function_names_.rows > 0) {  // the placeholders' ids came last: keep the documented order
+  if (damage_.missing_function_names.rows > 0) {  // the placeholders' ids came last: keep the documented order
     auto by_name = [](const auto& a, const auto& b) {
       return std::tie(a.process_id, a.name_id) < std::tie(b.process_id, b.name_id);
     };
@@ -1130,44 +1230,389 @@ void ProfileLoad::sortRows() {
   }
 }
 
-// Damage that leaves the file readable: repaired while reading, and said once per kind.
-void ProfileLoad::sayDamage() {
-  auto plural = [](int64_t n, const char* one, const char* many) {
-    return std::to_string(n) + " " + (n == 1 ? one : many);
-  };
-  auto say = [&](bool damaged, std::string sentence) {
-    if (damaged) p_.warnings.push_back(path() + ": " + std::move(sentence));
-  };
-  auto dangling = [&](const Dangling& d, const char* one, const char* many, const std::string& what) {
-    say(d.rows > 0, plural(d.rows, one, many) + what);
-  };
-  dangling(missing_names_, "kernel names", "kernels name",
-           " a string id missing from the string table (first: kernel " + std::to_string(missing_names_.first_row) +
-               ", string #" + std::to_string(missing_names_.first_string) + "); shown as <unknown name #ID>");
-  dangling(missing_paths_, "kernel names", "kernels name",
-           " an NVTX path string id missing from the string table (first: kernel " +
-               std::to_string(missing_paths_.first_row) + ", string #" + std::to_string(missing_paths_.first_string) +
-               "); shown as <unknown NVTX path #ID>");
-  dangling(missing_function_names_, "function table row names", "function table rows name",
-           " a string id missing from the string table (first: string #" +
-               std::to_string(missing_function_names_.first_string) + "); shown as <unknown name #ID>");
-  dangling(missing_metric_names_, "kernel_metric row names", "kernel_metric rows name",
-           " a metric string id missing from the string table (first: kernel " +
-               std::to_string(missing_metric_names_.first_row) + ", string #" +
-               std::to_string(missing_metric_names_.first_string) + "); shown as <unknown metric #ID>");
-  say(negative_durations_ > 0, plural(negative_durations_, "kernel ends", "kernels end") +
-                                   " before it starts (first: kernel " + std::to_string(first_negative_) +
-                                   "); their durations are negative and the totals they enter are wrong");
-  say(counters_non_finite_ > 0,
-      plural(counters_non_finite_, "kernel_counter value is", "kernel_counter values are") +
-          " infinite (first: kernel " + std::to_string(first_counter_non_finite_) + "); read as not collected (n/a)");
-  say(metrics_non_finite_ > 0, plural(metrics_non_finite_, "kernel_metric value is", "kernel_metric values are") +
-                                   " not finite (first: kernel " + std::to_string(first_metric_non_finite_) + ")");
-  say(ceilings_non_finite_ > 0,
-      plural(ceilings_non_finite_, "ceiling row has", "ceiling rows have") + " an infinite value; left out");
+
+}  // namespace
+
+// --- ProfileStream: the big tables row by row (see profile_stream.h) ---
+
+namespace detail {
+namespace {
+
+// The NVTX links a stream keeps from its look over the file: enough to find parent circles.
+struct NvtxLink {
+  uint32_t process_id = 0;
+  uint64_t key = 0;
+  std::optional<uint64_t> parent_key;
+};
+
+// A big table's strings for a stream: ids straight into Profile::strings, placeholders and texts
+// interned there as they come.
+struct StreamStrings {
+  const StringIds* ids;
+  std::function<uint32_t(std::string_view)> intern;
+  std::optional<int64_t> missing_name, missing_path;
+  uint32_t stringId(int64_t db_id, std::string_view what) {
+    const uint32_t id = (*ids)(db_id);
+    if (id != kMissingString) return id;
+    std::optional<int64_t>& missing = what == "NVTX path" ? missing_path : missing_name;
+    if (!missing) missing = db_id;
+    return intern(unknownString(what, db_id));
+  }
+  uint32_t textId(std::string_view text) { return intern(text); }
+};
+
+// The rows of one query, each decoded by its table's declaration, then repaired.
+template <const auto& kTable, class Row, class Ctx, class Repair>
+class QueryStream : public RowStream<Row> {
+ public:
+  QueryStream(sqlite3* db, std::string path, const std::string& sql, Ctx ctx, Repair repair)
+      : db_(db), path_(std::move(path)), st_(db, sql.c_str()), ctx_(std::move(ctx)), repair_(std::move(repair)) {}
+  Expected<bool> next(Row& row) override {
+    if (!st_.ok()) return queryError(path_, db_);
+    const int rc = st_.step();
+    if (rc == SQLITE_DONE) return false;
+    if (rc != SQLITE_ROW) return queryError(path_, db_);
+    row = Row{};
+    detail::readRow(kTable, st_, row, ctx_);
+    repair_(row, ctx_);
+    return true;
+  }
+
+ private:
+  sqlite3* db_;
+  std::string path_;
+  Statement st_;
+  Ctx ctx_;
+  Repair repair_;
+};
+
+// Rows read whole, where loadProfile's order is not the file's (sorted in memory as it sorts them).
+template <class Row>
+class VectorStream : public RowStream<Row> {
+ public:
+  explicit VectorStream(std::vector<Row> rows) : rows_(std::move(rows)) {}
+  Expected<bool> next(Row& row) override {
+    if (at_ == rows_.size()) return false;
+    row = std::move(rows_[at_++]);
+    return true;
+  }
+
+ private:
+  std::vector<Row> rows_;
+  size_t at_ = 0;
+};
+
+constexpr auto kAsRead = [](auto&, auto&) {};
+
+template <const auto& kTable, class Row, class Ctx, class Repair>
+std::unique_ptr<RowStream<Row>> queryStream(sqlite3* db, const std::string& path, const std::string& sql, Ctx ctx,
+                                            Repair repair) {
+  return std::make_unique<QueryStream<kTable, Row, Ctx, Repair>>(db, path, sql, std::move(ctx), std::move(repair));
+}
+
+template <const auto& kTable, class Row>
+std::unique_ptr<RowStream<Row>> plainStream(sqlite3* db, const std::string& path, int version, const char* order) {
+  return queryStream<kTable, Row>(db, path, selectSql<kTable>(version, {.order = order}), NoStrings{}, kAsRead);
 }
 
 }  // namespace
+
+struct ProfileStream::Impl {
+  explicit Impl(const std::string& path) : load(path) {}
+
+  ProfileLoad load;
+  Profile& p() { return load.p_; }
+  const Damage& damage() { return load.damage_; }
+  sqlite3* db() { return load.h_.db; }
+  const std::string& path() { return load.p_.path; }
+  int version() { return load.p_.schema_version; }
+
+  // What the look over the big tables found.
+  std::unordered_set<uint32_t> known_processes;
+  std::map<std::string, uint32_t, std::less<>> unknown_process;  // table -> first process id without a row
+  std::vector<int64_t> kernel_ids;
+  std::optional<std::pair<uint64_t, uint64_t>> nvtx_keys;
+  bool args_in_file_order = true;
+  bool nvtx_in_file_order = true;
+  std::vector<size_t> nvtx_cut;  // ranges (in loadProfile's order) whose parent link closes a circle
+  std::vector<std::string> cycle_warnings;
+  // Damage the big tables' rows show as they are streamed.
+  KernelChunk kernel_damage;
+  CounterChunk counter_damage;
+
+  Status lookOver();
+  Status lookOverKernels();
+  Status lookOverArgs();
+  Status lookOverNvtx();
+  Status lookOverOtherTables();
+  void seeNvtxKey(uint64_t key);
+  void seeProcess(const char* table, uint32_t process_id, bool first_so_far);
+
+  std::unique_ptr<RowStream<KernelRow>> kernels();
+  std::unique_ptr<RowStream<KernelCounters>> counters();
+  std::unique_ptr<RowStream<KernelMetricRecord>> metrics();
+  Expected<std::unique_ptr<RowStream<KernelArgRecord>>> kernelArgs();
+  Expected<std::unique_ptr<RowStream<NvtxRangeRecord>>> nvtxRanges();
+};
+
+Status ProfileStream::Impl::lookOver() {
+  for (const ProcessInfo& pr : p().processes) known_processes.insert(pr.id);
+  for (auto step : {&Impl::lookOverKernels, &Impl::lookOverArgs, &Impl::lookOverNvtx, &Impl::lookOverOtherTables}) {
+    if (Status s = (this->*step)(); !s) return s;
+  }
+  return {};
+}
+
+void ProfileStream::Impl::seeNvtxKey(uint64_t key) {
+  nvtx_keys = nvtx_keys ? std::pair{std::min(nvtx_keys->first, key), std::max(nvtx_keys->second, key)}
+                        : std::pair{key, key};
+}
+
+// Records a process id without a process row if it comes first in loadProfile's order so far.
+void ProfileStream::Impl::seeProcess(const char* table, uint32_t process_id, bool first_so_far) {
+  if (known_processes.count(process_id)) return;
+  if (first_so_far || !unknown_process.count(table)) unknown_process[table] = process_id;
+}
+
+// Kernel ids (merge numbers them in this order), the NVTX ids they name, and the first kernel in
+// start order whose process has no row.
+Status ProfileStream::Impl::lookOverKernels() {
+  std::optional<std::pair<int64_t, size_t>> first_unknown;  // (start_ns, position): loadProfile's order
+  size_t position = 0;
+  return forEachRow(db(), path(), "SELECT id, start_ns, process_id, nvtx_range_id FROM kernel ORDER BY id",
+                    [&](Statement& st) {
+                      kernel_ids.push_back(st.i64(0));
+                      const auto process_id = static_cast<uint32_t>(st.i64(2));
+                      const std::pair<int64_t, size_t> at{st.i64(1), position++};
+                      if (!known_processes.count(process_id) && (!first_unknown || at < *first_unknown)) {
+                        first_unknown = at;
+                        seeProcess("kernel", process_id, true);
+                      }
+                      if (!st.isNull(3)) seeNvtxKey(static_cast<uint64_t>(st.i64(3)));
+                    });
+}
+
+// Whether the arguments are already in loadProfile's order (by process, launch, index), which
+// they are as the collector writes them; else the stream sorts them in memory as it does.
+Status ProfileStream::Impl::lookOverArgs() {
+  using Key = std::tuple<uint32_t, uint32_t, int32_t>;
+  std::optional<Key> previous;
+  std::optional<std::pair<Key, size_t>> least_unknown;
+  std::optional<uint32_t> first_unknown_in_file;
+  size_t position = 0;
+  Status s = forEachRow(db(), path(), "SELECT process_id, correlation_id, arg_index FROM kernel_arg ORDER BY rowid",
+                        [&](Statement& st) {
+                          const Key key{static_cast<uint32_t>(st.i64(0)), static_cast<uint32_t>(st.i64(1)),
+                                        static_cast<int32_t>(st.i64(2))};
+                          if (previous && key < *previous) args_in_file_order = false;
+                          previous = key;
+                          const uint32_t process_id = std::get<0>(key);
+                          if (!known_processes.count(process_id)) {
+                            if (!first_unknown_in_file) first_unknown_in_file = process_id;
+                            const std::pair<Key, size_t> at{key, position};
+                            if (!least_unknown || at < *least_unknown) least_unknown = at;
+                          }
+                          ++position;
+                        });
+  if (!s) return s;
+  if (first_unknown_in_file) {
+    unknown_process["kernel_arg"] = args_in_file_order ? *first_unknown_in_file : std::get<0>(least_unknown->first);
+  }
+  return {};
+}
+
+// The NVTX links in loadProfile's order (by start, stable), circles cut as it cuts them, the ids
+// they span, and the first range whose process has no row.
+Status ProfileStream::Impl::lookOverNvtx() {
+  std::vector<NvtxLink> links;
+  std::vector<int64_t> starts;
+  Status s = forEachRow(db(), path(), "SELECT process_id, id, parent_id, start_ns FROM nvtx_range", [&](Statement& st) {
+    links.push_back({static_cast<uint32_t>(st.i64(0)), static_cast<uint64_t>(st.i64(1)), st.opt<uint64_t>(2)});
+    if (!starts.empty() && st.i64(3) < starts.back()) nvtx_in_file_order = false;
+    starts.push_back(st.i64(3));
+  });
+  if (!s) return s;
+  if (!nvtx_in_file_order) {
+    std::vector<size_t> order(links.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return starts[a] < starts[b]; });
+    std::vector<NvtxLink> sorted;
+    sorted.reserve(links.size());
+    for (size_t i : order) sorted.push_back(links[i]);
+    links = std::move(sorted);
+  }
+  std::vector<bool> had_parent(links.size());
+  for (size_t i = 0; i < links.size(); ++i) had_parent[i] = links[i].parent_key.has_value();
+  breakNvtxCycles(links, path(), cycle_warnings);
+  for (size_t i = 0; i < links.size(); ++i) {
+    const NvtxLink& l = links[i];
+    if (had_parent[i] && !l.parent_key) nvtx_cut.push_back(i);
+    seeNvtxKey(l.key);
+    if (l.parent_key) seeNvtxKey(*l.parent_key);
+    if (!known_processes.count(l.process_id)) seeProcess("nvtx_range", l.process_id, false);
+  }
+  return {};
+}
+
+// The first process id without a row in each other table, in the order loadProfile reads it.
+Status ProfileStream::Impl::lookOverOtherTables() {
+  struct Look {
+    const char* table;
+    const char* order;
+    bool exists;
+  };
+  for (const Look& l : {Look{"memcpy", "start_ns, id", true},
+                        Look{"memcpy_address", "process_id, correlation_id", kMemcpyAddressTable.existsIn(version())},
+                        Look{"memset", "start_ns, id", true}, Look{"memory_event", "timestamp_ns, id", true},
+                        Look{"collector_event", "id", true}}) {
+    if (!l.exists) continue;
+    const std::string sql = std::string("SELECT process_id FROM ") + l.table + " ORDER BY " + l.order;
+    Status s = forEachRow(db(), path(), sql.c_str(), [&](Statement& st) {
+      seeProcess(l.table, static_cast<uint32_t>(st.i64(0)), false);
+    });
+    if (!s) return s;
+  }
+  return {};
+}
+
+std::unique_ptr<RowStream<KernelRow>> ProfileStream::Impl::kernels() {
+  StreamStrings strings{&load.ids_, [this](std::string_view t) { return load.internText(t); }, {}, {}};
+  return queryStream<kKernelTable, KernelRow>(
+      db(), path(), selectSql<kKernelTable>(version(), {.order = "id"}), std::move(strings),
+      [this](KernelRow& k, StreamStrings& s) {
+        repairKernel(k, s, kernel_damage);
+        s.missing_name.reset();
+        s.missing_path.reset();
+      });
+}
+
+std::unique_ptr<RowStream<KernelCounters>> ProfileStream::Impl::counters() {
+  return queryStream<kKernelCounterTable, KernelCounters>(
+      db(), path(), selectSql<kKernelCounterTable>(version(), {.order = "kernel_id"}), NoStrings{},
+      [this](KernelCounters& k, NoStrings&) { repairCounters(k, counter_damage); });
+}
+
+std::unique_ptr<RowStream<KernelMetricRecord>> ProfileStream::Impl::metrics() {
+  Damage& damage = load.damage_;
+  return queryStream<kKernelMetricTable, KernelMetricRecord>(
+      db(), path(), selectSql<kKernelMetricTable>(version(), kKernelMetricQuery),
+      JoinedMetricName{readColumnCount(kKernelMetricTable), nullptr, {}},
+      [&damage](KernelMetricRecord& m, JoinedMetricName& n) {
+        if (n.missing) damage.missing_metric_names.see(m.kernel_id, *std::exchange(n.missing, {}));
+        if (!std::isfinite(m.value) && damage.metrics_non_finite++ == 0) damage.first_metric_non_finite = m.kernel_id;
+      });
+}
+
+Expected<std::unique_ptr<RowStream<KernelArgRecord>>> ProfileStream::Impl::kernelArgs() {
+  if (args_in_file_order) return plainStream<kKernelArgTable, KernelArgRecord>(db(), path(), version(), "rowid");
+  std::vector<KernelArgRecord> rows;
+  if (Status s = readTable<kKernelArgTable>(db(), path(), version(), {.order = "rowid"}, rows); !s) {
+    return Error{s.error()};
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const KernelArgRecord& a, const KernelArgRecord& b) {
+    return std::tie(a.process_id, a.correlation_id, a.index) < std::tie(b.process_id, b.correlation_id, b.index);
+  });
+  return std::unique_ptr<RowStream<KernelArgRecord>>(std::make_unique<VectorStream<KernelArgRecord>>(std::move(rows)));
+}
+
+Expected<std::unique_ptr<RowStream<NvtxRangeRecord>>> ProfileStream::Impl::nvtxRanges() {
+  if (nvtx_in_file_order) {
+    return queryStream<kNvtxRangeTable, NvtxRangeRecord>(
+        db(), path(), selectSql<kNvtxRangeTable>(version(), {}), NoStrings{},
+        [this, at = size_t{0}, cut = size_t{0}](NvtxRangeRecord& r, NoStrings&) mutable {
+          if (cut < nvtx_cut.size() && nvtx_cut[cut] == at) {
+            r.parent_key.reset();
+            ++cut;
+          }
+          ++at;
+        });
+  }
+  std::vector<NvtxRangeRecord> rows;
+  if (Status s = readTable<kNvtxRangeTable>(db(), path(), version(), {}, rows); !s) return Error{s.error()};
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const NvtxRangeRecord& a, const NvtxRangeRecord& b) { return a.start_ns < b.start_ns; });
+  for (size_t i : nvtx_cut) rows[i].parent_key.reset();
+  return std::unique_ptr<RowStream<NvtxRangeRecord>>(std::make_unique<VectorStream<NvtxRangeRecord>>(std::move(rows)));
+}
+
+Expected<std::unique_ptr<ProfileStream>> ProfileStream::open(const std::string& path) {
+  auto impl = std::make_unique<Impl>(path);
+  if (Status s = impl->load.runSmallTables(); !s) return Error{s.error()};
+  if (Status s = impl->lookOver(); !s) return Error{s.error()};
+  return std::unique_ptr<ProfileStream>(new ProfileStream(std::move(impl)));
+}
+
+ProfileStream::ProfileStream(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ProfileStream::~ProfileStream() = default;
+
+const Profile& ProfileStream::small() const { return impl_->p(); }
+
+std::optional<uint32_t> ProfileStream::unknownProcess(std::string_view table) const {
+  auto it = impl_->unknown_process.find(table);
+  if (it == impl_->unknown_process.end()) return std::nullopt;
+  return it->second;
+}
+
+const std::vector<int64_t>& ProfileStream::kernelIds() const { return impl_->kernel_ids; }
+
+std::optional<std::pair<uint64_t, uint64_t>> ProfileStream::nvtxKeys() const { return impl_->nvtx_keys; }
+
+template <class Row>
+Expected<std::unique_ptr<RowStream<Row>>> ProfileStream::rows() {
+  Impl& m = *impl_;
+  auto none = [] { return std::unique_ptr<RowStream<Row>>(std::make_unique<VectorStream<Row>>(std::vector<Row>{})); };
+  if constexpr (std::is_same_v<Row, KernelRow>) {
+    return m.kernels();
+  } else if constexpr (std::is_same_v<Row, KernelCounters>) {
+    return m.counters();
+  } else if constexpr (std::is_same_v<Row, KernelMetricRecord>) {
+    return m.metrics();
+  } else if constexpr (std::is_same_v<Row, KernelCounterMissing>) {
+    if (!kKernelCounterMissingTable.existsIn(m.version())) return none();
+    return plainStream<kKernelCounterMissingTable, Row>(m.db(), m.path(), m.version(), "kernel_id");
+  } else if constexpr (std::is_same_v<Row, KernelArgRecord>) {
+    return m.kernelArgs();
+  } else if constexpr (std::is_same_v<Row, NvtxRangeRecord>) {
+    return m.nvtxRanges();
+  } else if constexpr (std::is_same_v<Row, MemcpyRecord>) {
+    return plainStream<kMemcpyTable, Row>(m.db(), m.path(), m.version(), "start_ns, id");
+  } else if constexpr (std::is_same_v<Row, MemcpyAddressRecord>) {
+    if (!kMemcpyAddressTable.existsIn(m.version())) return none();
+    return plainStream<kMemcpyAddressTable, Row>(m.db(), m.path(), m.version(), "process_id, correlation_id");
+  } else if constexpr (std::is_same_v<Row, MemsetRecord>) {
+    return plainStream<kMemsetTable, Row>(m.db(), m.path(), m.version(), "start_ns, id");
+  } else if constexpr (std::is_same_v<Row, MemoryEventRecord>) {
+    return plainStream<kMemoryEventTable, Row>(m.db(), m.path(), m.version(), "timestamp_ns, id");
+  } else {
+    static_assert(std::is_same_v<Row, CollectorEventRecord>, "a row type without a stream");
+    return plainStream<kCollectorEventTable, Row>(m.db(), m.path(), m.version(), "id");
+  }
+}
+
+template Expected<std::unique_ptr<RowStream<KernelRow>>> ProfileStream::rows<KernelRow>();
+template Expected<std::unique_ptr<RowStream<KernelCounters>>> ProfileStream::rows<KernelCounters>();
+template Expected<std::unique_ptr<RowStream<KernelMetricRecord>>> ProfileStream::rows<KernelMetricRecord>();
+template Expected<std::unique_ptr<RowStream<KernelCounterMissing>>> ProfileStream::rows<KernelCounterMissing>();
+template Expected<std::unique_ptr<RowStream<KernelArgRecord>>> ProfileStream::rows<KernelArgRecord>();
+template Expected<std::unique_ptr<RowStream<NvtxRangeRecord>>> ProfileStream::rows<NvtxRangeRecord>();
+template Expected<std::unique_ptr<RowStream<MemcpyRecord>>> ProfileStream::rows<MemcpyRecord>();
+template Expected<std::unique_ptr<RowStream<MemcpyAddressRecord>>> ProfileStream::rows<MemcpyAddressRecord>();
+template Expected<std::unique_ptr<RowStream<MemsetRecord>>> ProfileStream::rows<MemsetRecord>();
+template Expected<std::unique_ptr<RowStream<MemoryEventRecord>>> ProfileStream::rows<MemoryEventRecord>();
+template Expected<std::unique_ptr<RowStream<CollectorEventRecord>>> ProfileStream::rows<CollectorEventRecord>();
+
+std::vector<std::string> ProfileStream::warnings() {
+  Damage damage = impl_->damage();
+  damage.add(impl_->kernel_damage);
+  damage.add(impl_->counter_damage);
+  std::vector<std::string> said;
+  damage.sayTo(impl_->path(), said);
+  said.insert(said.end(), impl_->cycle_warnings.begin(), impl_->cycle_warnings.end());
+  for (std::string& w : said) cleanTextInPlace(w);
+  return said;
+}
+
+}  // namespace detail
 
 Status checkDatabase(const std::string& path) {
   Db h;

@@ -6,6 +6,7 @@
 #include <map>
 #include <numeric>
 
+#include "fprof/core/merge.h"
 #include "fprof/core/schema.h"
 #include "fprof/core/store.h"
 #include "test_util.h"
@@ -215,6 +216,67 @@ TEST(Store, LoadsOutOfOrderRowsSorted) {
   EXPECT_EQ(p->kernel_args[0].value, 0xcu);
   EXPECT_EQ(p->kernel_args[1].value, 0xau);
   EXPECT_EQ(p->kernel_args[2].value, 0xbu);
+}
+
+// Merge reads its inputs table by table without loading them; rows whose file order is not the
+// reader's (arguments by launch, ranges by start) must still reach the merged file in the reader's
+// order, with the reader's repairs (a parent circle cut where it cuts it).
+TEST(Store, MergeWritesOutOfOrderTablesInTheReadersOrder) {
+  const std::string path = tempPath("merge_out_of_order.fprof");
+  auto w = Writer::create(path);
+  ASSERT_TRUE(w.ok());
+  for (uint32_t i = 0; i < 3; ++i) (*w)->add(makeKernel("k" + std::to_string(i), 30 - 10 * i, 1, 100 + i));
+  (*w)->add(KernelArgRecord{102, 1, 1, 8, 8, 0xb});
+  (*w)->add(KernelArgRecord{101, 1, 0, 0, 8, 0xc});
+  (*w)->add(KernelArgRecord{102, 1, 0, 0, 8, 0xa});
+  for (uint64_t key = 1; key <= 4; ++key) {
+    NvtxRangeRecord r;
+    r.key = key;
+    r.process_id = 1;
+    r.parent_key = key == 1 ? 3 : key - 1;  // 1 -> 3 -> 2 -> 1: a circle; 4 hangs below it
+    r.message = "range " + std::to_string(key);
+    r.start_ns = 100 - static_cast<int64_t>(key) * 10;
+    r.end_ns = 200;
+    (*w)->add(r);
+  }
+  ProcessInfo process;
+  process.pid = 42;
+  ASSERT_TRUE((*w)->addProcess(process).ok());
+  ASSERT_TRUE((*w)->close());
+  const std::string merged = tempPath("merge_out_of_order_merged.fprof");
+  auto result = mergeDatabases({path}, merged);
+  ASSERT_TRUE(result.ok()) << result.error();
+  auto in = loadProfile(path);
+  auto out = loadProfile(merged);
+  ASSERT_TRUE(in.ok() && out.ok());
+  ASSERT_EQ(in->warnings.size(), 1u);
+  ASSERT_EQ(result->notes.size(), 1u);
+  EXPECT_EQ(result->notes[0], in->warnings[0]);
+  EXPECT_TRUE(out->warnings.empty()) << "the merged file holds the repaired links";
+  auto args = [](const Profile& p) {
+    std::string s;
+    for (const KernelArgRecord& a : p.kernel_args) s += std::to_string(a.value) + " ";
+    return s;
+  };
+  EXPECT_EQ(args(*out), args(*in));
+  auto ranges = [](const Profile& p) {
+    std::string s;
+    for (const NvtxRangeRecord& r : p.nvtx_ranges) s += r.message + (r.parent_key ? " under a parent, " : ", ");
+    return s;
+  };
+  EXPECT_EQ(ranges(*out), ranges(*in));
+  std::string raw_order;
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(merged.c_str(), &db), SQLITE_OK);
+  sqlite3_exec(
+      db, "SELECT value FROM kernel_arg ORDER BY rowid",
+      [](void* order, int, char** values, char**) {
+        *static_cast<std::string*>(order) += std::string(values[0]) + ", ";
+        return 0;
+      },
+      &raw_order, nullptr);
+  sqlite3_close(db);
+  EXPECT_EQ(raw_order, "12, 10, 11, ") << "written in the reader's order (by launch and index)";
 }
 
 // More rows than one read chunk (16,384): the reader splits kernels, arguments and counters
