@@ -19,11 +19,13 @@ Error sqlError(const std::string& path, sqlite3* db, const std::string& what) {
   return makeError(path + ": " + what + ": " + detail::sqliteMessage(db));
 }
 
-// A table's INSERT, generated once per table.
+// A table's INSERT, generated once per table and never destroyed: the collector's last flush runs
+// from its exit handler, after the static objects made since that handler was registered (this
+// one, at the first flush) are gone.
 template <const auto& kTable>
 const char* insertStatement() {
-  static const std::string sql = detail::insertSql(kTable);
-  return sql.c_str();
+  static const std::string* const sql = new std::string(detail::insertSql(kTable));
+  return sql->c_str();
 }
 
 // What a row's columns need from the writer while they are bound: strings interned into this

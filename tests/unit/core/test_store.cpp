@@ -1,8 +1,10 @@
 // Writer -> reader round trip: every field written comes back, strings interned, batches append.
 #include <gtest/gtest.h>
+#include <malloc.h>
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <numeric>
 
@@ -24,6 +26,37 @@ core::KernelRecord graphNodeKernel(const std::string& name, int64_t start_ns, ui
   k.graph_id = graph;
   k.graph_node_id = node;
   return k;
+}
+
+// The collector's last flush runs from an exit handler registered when it started: by then every
+// static object made after that (at the first flush, say) has been destroyed.
+Writer* g_exit_writer = nullptr;
+
+void flushFromExitHandler() {
+  g_exit_writer->add(makeKernel("at_exit", 200, 5, 0));
+  const bool written = g_exit_writer->flush().ok() && g_exit_writer->close().ok();
+  std::_Exit(written ? 0 : 3);
+}
+
+void flushOnceThenExit(const std::string& path) {
+  mallopt(M_PERTURB, 0xa5);  // freed memory overwritten at once, as a busy program reuses it
+  auto w = Writer::create(path);
+  if (!w.ok()) std::_Exit(2);
+  g_exit_writer = w->release();
+  std::atexit(flushFromExitHandler);
+  g_exit_writer->add(makeKernel("before_exit", 100, 5, 0));
+  if (!g_exit_writer->flush().ok()) std::_Exit(2);
+  std::exit(0);
+}
+
+TEST(StoreDeathTest, WritesFromAnExitHandlerAfterStaticsAreGone) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");  // a fresh process: no statics made by other tests
+  const std::string path = tempPath("exit_handler.fprof");
+  EXPECT_EXIT(flushOnceThenExit(path), ::testing::ExitedWithCode(0), "");
+  auto p = loadProfile(path);
+  ASSERT_TRUE(p.ok()) << p.error();
+  ASSERT_EQ(p->kernels.size(), 2u);
+  EXPECT_EQ(p->strings[p->kernels[1].name_id], "at_exit");
 }
 
 TEST(Store, RoundTripsEveryRecordKind) {
