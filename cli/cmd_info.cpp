@@ -174,26 +174,121 @@ std::string topKernelTable(const core::Profile& p, const analysis::RunSummary& s
   return out;
 }
 
-int runInfo(const InfoOptions& opt) {
-  Progress progress(Progress::wantedForFiles(opt.quiet, {opt.file}));
+// The profile the command looks at: the file, or one rank of it; the label names which.
+struct Selected {
+  core::Profile profile;
+  std::string label;
+};
+
+core::Expected<Selected> loadSelected(const InfoOptions& opt, Progress& progress) {
   progress.step("reading " + opt.file);
   auto loaded = loadProfile(opt.file, &progress);
-  if (!loaded) {
-    progress.done();
-    return inputError(loaded.error());
+  if (!loaded) return core::makeError(loaded.error());
+  if (!opt.rank) return Selected{std::move(*loaded), opt.file};
+  const std::string ranks = core::describeRanks(core::rankGroups(*loaded));
+  auto one = core::selectRank(*loaded, *opt.rank);
+  if (!one) return core::makeError(one.error());
+  return Selected{std::move(*one), fmt::format("{} (rank {}; the file holds {})", opt.file, *opt.rank, ranks)};
+}
+
+// The header: schema and mode, then the command, process and devices (or the job's processes).
+std::string headerText(const core::Profile& p, const std::string& label) {
+  std::string out = fmt::format("{}  (schema {}, recorded by fprof {}, mode {})\n", label, p.schema_version,
+                                shownText(p.meta("fprof_version", "?")), shownText(p.meta("mode", "?")));
+  if (p.processes.size() > 1) return out + processesText(p);
+  for (const core::ProcessInfo& pr : p.processes) {
+    out += fmt::format("command : {}\n", pr.command_line.empty() ? "?" : shownText(pr.command_line));
+    std::string where = fmt::format("host {}, pid {}", pr.host.empty() ? "?" : shownText(pr.host), pr.pid);
+    if (pr.rank) where += fmt::format(", rank {}", *pr.rank);
+    if (pr.local_rank) where += fmt::format(", local rank {}", *pr.local_rank);
+    out += fmt::format("process : {}\n", where);
   }
-  std::string label = opt.file;
-  if (opt.rank) {
-    const std::string ranks = core::describeRanks(core::rankGroups(*loaded));
-    auto one = core::selectRank(*loaded, *opt.rank);
-    if (!one) {
-      progress.done();
-      return inputError(one.error());
+  for (const core::DeviceInfo& d : p.devices) out += fmt::format("device  : [{}] {}\n", d.id, deviceText(d));
+  return out;
+}
+
+// GPU busy time against the span; over a job, summed over its GPUs (so it can exceed the span).
+std::string timelineText(const core::Profile& p, const analysis::RunSummary& s) {
+  if (!s.timeline_known) return "no timeline: kernels replayed for their counters carry no timestamps";
+  if (p.processes.size() <= 1) {
+    return fmt::format("GPU busy {} of a {} span", formatDurationNs(static_cast<double>(s.gpu_busy_ns)),
+                       formatDurationNs(static_cast<double>(s.span_ns)));
+  }
+  std::set<std::string> gpus;
+  for (const core::DeviceInfo& d : p.devices) {
+    gpus.insert(d.uuid.empty() ? fmt::format("{}/{}", d.process_id, d.id) : d.uuid);
+  }
+  return fmt::format("GPU busy {} summed over {} GPU{}, first kernel to last {}",
+                     formatDurationNs(static_cast<double>(s.gpu_busy_ns)), gpus.size(), gpus.size() == 1 ? "" : "s",
+                     formatDurationNs(static_cast<double>(s.span_ns)));
+}
+
+std::string totalsText(const core::Profile& p, const analysis::RunSummary& s) {
+  std::string out = fmt::format("kernels : {} launches of {} distinct kernel shapes; kernel time {} ({})\n",
+                                s.kernel_count, s.groups.size(),
+                                formatDurationNs(static_cast<double>(s.total_kernel_ns)), timelineText(p, s));
+  out += fmt::format("copies  : {} memcpy ({}, {}), {} memset\n", s.memcpy_count,
+                     formatBytes(static_cast<double>(s.memcpy_bytes)),
+                     formatDurationNs(static_cast<double>(s.memcpy_ns)), s.memset_count);
+  out += fmt::format("NVTX    : {} ranges\n", s.nvtx_range_count);
+  return out;
+}
+
+// Counter coverage, how they were counted, what is missing and graph launches. A metrics run that
+// recorded no counters (it crashed before the first decode, say) still says so, with the reasons
+// its kernels carry. Counter sources and missing reasons come from the database: cut like any text.
+std::string countersText(const core::Profile& p, const analysis::RunAnalysis& analysed, bool has_report) {
+  const bool metrics_run = p.meta("mode") == "metrics" || !p.counters_missing.empty();
+  if (!has_report && !metrics_run) return "";
+  const analysis::CounterCoverage& coverage = analysed.coverage();
+  std::string out = "coverage: " + shownText(analysis::describeCoverage(coverage)) + "\n";
+  if (const std::string how = analysis::describeCollection(p); !how.empty()) out += "counted : " + shownText(how) + "\n";
+  if (const std::string missing = analysis::describeMissing(coverage); !missing.empty()) {
+    out += "missing : " + shownText(missing) + "\n";
+  }
+  if (const std::string graphs = reports::describeGraphLaunches(p); !graphs.empty()) out += "graphs  : " + graphs + "\n";
+  return out;
+}
+
+std::string fusionLine(const core::Profile& p, const analysis::RunAnalysis& analysed,
+                       const std::optional<reports::ReportData>& report, const analysis::KernelNames& names) {
+  if (p.kernels.empty()) return "";
+  const std::string best = report ? reports::bestFusion(*report) : reports::bestFusion(analysed.fusion(), names);
+  return "fusion  : " +
+         (best.empty() ? std::string("no pair worth fusing found (fprof report lists the pairs and why)")
+                       : shownText(unquoted(best))) +
+         "\n";
+}
+
+// Dropped records and the collector's warnings and errors, each prefixed with its rank in a job.
+std::string warningsText(const core::Profile& p) {
+  std::string out;
+  if (const std::string dropped = p.meta("dropped_records", "0"); dropped != "0") {
+    out += fmt::format("warning : the collector dropped {} records (buffers full); totals are lower bounds\n",
+                       shownText(dropped));
+  }
+  std::map<uint32_t, std::string> rank_of_process;
+  if (p.processes.size() > 1) {
+    for (const core::RankGroup& g : core::rankGroups(p)) {
+      for (uint32_t id : g.process_ids) rank_of_process[id] = g.label + ": ";
     }
-    label = fmt::format("{} (rank {}; the file holds {})", opt.file, *opt.rank, ranks);
-    *loaded = std::move(*one);
   }
-  const core::Profile& p = *loaded;
+  for (const core::CollectorEventRecord& e : p.collector_events) {
+    if (e.severity != "info") {
+      out += fmt::format("{:<8}: {}{}\n", shownText(e.severity), rank_of_process[e.process_id], shownText(e.message));
+    }
+  }
+  return out;
+}
+
+int runInfo(const InfoOptions& opt) {
+  Progress progress(Progress::wantedForFiles(opt.quiet, {opt.file}));
+  auto selected = loadSelected(opt, progress);
+  if (!selected) {
+    progress.done();
+    return inputError(selected.error());
+  }
+  const core::Profile& p = selected->profile;
   progress.step(fmt::format("analysing {} kernels", p.kernels.size()));
   // With counters: the report of the same analysis (roofline placement, achieved occupancy,
   // fusion), so info and report never disagree.
@@ -208,77 +303,8 @@ int runInfo(const InfoOptions& opt) {
   const analysis::KernelNames names = report ? report->names : namesShown(p, s, rank_rows, opt.top);
   progress.done();
 
-  std::string out = fmt::format("{}  (schema {}, recorded by fprof {}, mode {})\n", label, p.schema_version,
-                                shownText(p.meta("fprof_version", "?")), shownText(p.meta("mode", "?")));
-  if (several) {
-    out += processesText(p);
-  } else {
-    for (const core::ProcessInfo& pr : p.processes) {
-      out += fmt::format("command : {}\n", pr.command_line.empty() ? "?" : shownText(pr.command_line));
-      std::string where = fmt::format("host {}, pid {}", pr.host.empty() ? "?" : shownText(pr.host), pr.pid);
-      if (pr.rank) where += fmt::format(", rank {}", *pr.rank);
-      if (pr.local_rank) where += fmt::format(", local rank {}", *pr.local_rank);
-      out += fmt::format("process : {}\n", where);
-    }
-    for (const core::DeviceInfo& d : p.devices) out += fmt::format("device  : [{}] {}\n", d.id, deviceText(d));
-  }
-  std::string timeline =
-      s.timeline_known ? fmt::format("GPU busy {} of a {} span", formatDurationNs(static_cast<double>(s.gpu_busy_ns)),
-                                     formatDurationNs(static_cast<double>(s.span_ns)))
-                       : std::string("no timeline: kernels replayed for their counters carry no timestamps");
-  if (several && s.timeline_known) {
-    // Busy time adds up over the job's GPUs, so it can exceed the span; say over how many.
-    std::set<std::string> gpus;
-    for (const core::DeviceInfo& d : p.devices) {
-      gpus.insert(d.uuid.empty() ? fmt::format("{}/{}", d.process_id, d.id) : d.uuid);
-    }
-    timeline = fmt::format("GPU busy {} summed over {} GPU{}, first kernel to last {}",
-                           formatDurationNs(static_cast<double>(s.gpu_busy_ns)), gpus.size(), gpus.size() == 1 ? "" : "s",
-                           formatDurationNs(static_cast<double>(s.span_ns)));
-  }
-  out += fmt::format("kernels : {} launches of {} distinct kernel shapes; kernel time {} ({})\n", s.kernel_count,
-                     s.groups.size(), formatDurationNs(static_cast<double>(s.total_kernel_ns)), timeline);
-  out += fmt::format("copies  : {} memcpy ({}, {}), {} memset\n", s.memcpy_count,
-                     formatBytes(static_cast<double>(s.memcpy_bytes)),
-                     formatDurationNs(static_cast<double>(s.memcpy_ns)), s.memset_count);
-  out += fmt::format("NVTX    : {} ranges\n", s.nvtx_range_count);
-  // A metrics run that recorded no counters (it crashed before the first decode, say) still says
-  // so, with the reasons its kernels carry.
-  const bool metrics_run = p.meta("mode") == "metrics" || !p.counters_missing.empty();
-  if (report || metrics_run) {
-    const analysis::CounterCoverage& coverage = analysed.coverage();
-    // Counter sources and missing reasons come from the database: cut like any text shown.
-    out += "coverage: " + shownText(analysis::describeCoverage(coverage)) + "\n";
-    if (const std::string how = analysis::describeCollection(p); !how.empty()) {
-      out += "counted : " + shownText(how) + "\n";
-    }
-    if (const std::string missing = analysis::describeMissing(coverage); !missing.empty()) {
-      out += "missing : " + shownText(missing) + "\n";
-    }
-    if (const std::string graphs = reports::describeGraphLaunches(p); !graphs.empty()) out += "graphs  : " + graphs + "\n";
-  }
-  if (!p.kernels.empty()) {
-    const std::string best = report ? reports::bestFusion(*report) : reports::bestFusion(analysed.fusion(), names);
-    out += "fusion  : " +
-           (best.empty() ? std::string("no pair worth fusing found (fprof report lists the pairs and why)")
-                         : shownText(unquoted(best))) +
-           "\n";
-  }
-  if (const std::string dropped = p.meta("dropped_records", "0"); dropped != "0") {
-    out += fmt::format("warning : the collector dropped {} records (buffers full); totals are lower bounds\n",
-                       shownText(dropped));
-  }
-  std::map<uint32_t, std::string> rank_of_process;
-  if (several) {
-    for (const core::RankGroup& g : core::rankGroups(p)) {
-      for (uint32_t id : g.process_ids) rank_of_process[id] = g.label + ": ";
-    }
-  }
-  for (const core::CollectorEventRecord& e : p.collector_events) {
-    if (e.severity != "info") {
-      out += fmt::format("{:<8}: {}{}\n", shownText(e.severity), rank_of_process[e.process_id], shownText(e.message));
-    }
-  }
+  std::string out = headerText(p, selected->label) + totalsText(p, s) + countersText(p, analysed, report.has_value()) +
+                    fusionLine(p, analysed, report, names) + warningsText(p);
   if (rank_table) out += rankTable(rank_rows, names, opt.full_names);
   if (!s.groups.empty()) out += topKernelTable(p, s, report ? &*report : nullptr, names, opt, several);
   printText(stdout, out);
