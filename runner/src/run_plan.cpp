@@ -246,18 +246,47 @@ std::string collectorSettings(const PlannedRun& r) {
   return s.empty() ? "FPROF_MODE=trace" : "FPROF_MODE=metrics " + s;
 }
 
+// The plan's lines are at most this wide, as fprof's --help is.
+constexpr std::size_t kPlanWidth = 100;
+
+// TEXT after PREFIX as lines of at most kPlanWidth characters, broken after a space or a comma
+// (the collector's metric lists are comma-joined); later lines indented four past the prefix's
+// own indentation, deeper than any line of the plan starts. A word longer than a line stays whole.
+std::string wrappedLine(const std::string& prefix, const std::string& text) {
+  const std::size_t indent = prefix.find_first_not_of(' ') + 4;
+  std::string out = prefix, line_so_far = prefix;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find_first_of(" ,", start);
+    end = end == std::string::npos ? text.size() : end + 1;
+    std::string word = text.substr(start, end - start);
+    start = end;
+    const std::string trimmed = word.back() == ' ' ? word.substr(0, word.size() - 1) : word;
+    if (line_so_far.size() + trimmed.size() > kPlanWidth && line_so_far.size() > indent) {
+      while (!out.empty() && out.back() == ' ') out.pop_back();
+      out += "\n" + std::string(indent, ' ');
+      line_so_far = std::string(indent, ' ');
+    }
+    out += word;
+    line_so_far += word;
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out + "\n";
+}
+
 void appendRuns(const RunPlan& plan, std::string& out) {
   for (const PlannedRun& r : plan.runs) {
-    out += std::string("  ") + roleTitle(r.role) + " (" + r.when + "): " + r.counts;
-    if (r.time_limited) out += "; stopped past 3 x the first run + 60 s";
-    out += "\n    collector: " + collectorSettings(r) + "\n";
+    std::string what = r.counts;
+    if (r.time_limited) what += "; stopped past 3 x the first run + 60 s";
+    out += wrappedLine(std::string("  ") + roleTitle(r.role) + " (" + r.when + "): ", what);
+    out += wrappedLine("    collector: ", collectorSettings(r));
   }
 }
 
 void appendList(const char* title, const std::vector<std::string>& items, std::string& out) {
   if (items.empty()) return;
   out += std::string("  ") + title + ":\n";
-  for (const std::string& i : items) out += "    - " + i + "\n";
+  for (const std::string& i : items) out += wrappedLine("    - ", i);
 }
 
 }  // namespace
@@ -269,7 +298,7 @@ std::string RunPlan::text() const {
   } else {
     out += "  mode: metrics, set " + metric_set + ": " + std::to_string(hardware_metrics.size()) +
            " hardware counters, " + std::to_string(sass_metrics.size()) + " SASS counters\n";
-    out += "  replay: " + replay + " (" + replay_reason + ")\n";
+    out += wrappedLine("  replay: ", replay + " (" + replay_reason + ")");
   }
   appendRuns(*this, out);
   appendList("joins", joins, out);

@@ -26,7 +26,10 @@ has() { grep -q -- "$2" "$1"; }
 
 # The plan of the default metrics run: application replay, duplicates, the second run only where
 # they stop, and the patched run's time limit with its fallback.
-"$fprof" run --explain --metrics roofline "$model" >"$work/explain.txt" 2>&1
+"$fprof" run --explain --metrics roofline "$model" >"$work/explain-wrapped.txt" 2>&1
+# Its lines are wrapped at 100 characters: look for phrases in the text joined back to one line.
+tr -s ' \n' ' ' <"$work/explain-wrapped.txt" | sed 's/, /,/g' >"$work/explain.txt"
+check "explain: lines of at most 100 characters" sh -c "! awk 'length > 100' '$work/explain-wrapped.txt' | grep -q ."
 check "explain: application replay" has "$work/explain.txt" "replay: application"
 check "explain: duplicates in the first run" has "$work/explain.txt" "FPROF_SASS_DUPLICATE=1"
 check "explain: second run only where they stop" has "$work/explain.txt" "whose duplicates did not count"

@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "fprof/core/metric_sets.h"
@@ -306,6 +307,34 @@ TEST(RunPlan, SecondRunPatchingOfCountersPerPcCountsCannotGiveWarns) {
   }
 }
 
+std::vector<std::string_view> lines(std::string_view text) {
+  std::vector<std::string_view> out;
+  for (std::size_t start = 0; start < text.size();) {
+    const std::size_t end = std::min(text.find('\n', start), text.size());
+    out.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+// The plan's text with each wrapped line joined back to the one it continues (continuations are
+// indented six or more; a line broken after a comma joins without a space).
+std::string unwrapped(const std::string& text) {
+  std::string out;
+  for (const std::string_view line : lines(text)) {
+    const std::size_t indent = line.find_first_not_of(' ');
+    if (indent != std::string_view::npos && indent >= 6 && !out.empty()) {
+      out.pop_back();  // the newline before the continuation
+      if (out.back() != ',') out += ' ';
+      out += line.substr(indent);
+    } else {
+      out += line;
+    }
+    out += '\n';
+  }
+  return out;
+}
+
 // The default metrics plan as `fprof run --explain` prints it: each run with what the collector is
 // told, the joins, each fallback with its trigger, the steps after.
 TEST(RunPlan, TheTextSaysRunsJoinsFallbacksAndSteps) {
@@ -313,7 +342,9 @@ TEST(RunPlan, TheTextSaysRunsJoinsFallbacksAndSteps) {
   o.metrics = "roofline";
   const auto plan = planRun(o, factsWith("", 1));
   ASSERT_TRUE(plan.ok());
-  const std::string text = plan->text();
+  const std::string wrapped = plan->text();
+  for (const std::string_view line : lines(wrapped)) EXPECT_LE(line.size(), 100u) << line;
+  const std::string text = unwrapped(wrapped);
   for (const char* part :
        {"fprof run plan\n", "  mode: metrics, set roofline: 11 hardware counters, 12 SASS counters\n",
         "  replay: application (the set's hardware counters fit one pass",
