@@ -22,7 +22,9 @@ inline constexpr auto kAllocOrFree =
 inline constexpr auto kMetadataTable = table(
     {.name = "metadata",
      .doc = "Key/value facts about the run: schema_version, fprof_version, mode (trace), created_unix_ns, "
-            "cupti_version, driver_version, dropped_records, and whatever the collector needs to say once.",
+            "cupti_version, driver_version, dropped_records; from fprof run: exit_status, exit_code or exit_signal "
+            "(how the program ended), run_plan (the plan fprof run --explain prints) and forwarded_signals (the "
+            "signals fprof run passed on to the program); and whatever the collector needs to say once.",
      .replace = true},
     column("key", "TEXT PRIMARY KEY", "Name of the fact.", kByHand),
     column("value", "TEXT NOT NULL", "Its value, as text.", kByHand));
