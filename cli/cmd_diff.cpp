@@ -36,6 +36,14 @@ std::string ns(const std::optional<analysis::SideStats>& s) {
   return s && s->median_ns ? formatDurationNs(*s->median_ns) : "-";
 }
 
+// What differs in how the two runs were recorded (devices, mode, counters), one line each, as
+// fprof gate warns: times and counters of such runs do not compare one for one.
+std::string setupWarnings(const analysis::RunDiff& d) {
+  std::string out;
+  for (const analysis::SetupDifference& s : d.setup_differences) out += "warning: " + s.message + "\n";
+  return out;
+}
+
 // The baseline's fusion candidates the current run runs fused: predicted and measured saving.
 std::string appliedFusions(const analysis::RunAnalysis& analysed, bool full_names) {
   const analysis::FusionOutcomes& outcomes = analysed.comparison()->fusions;
@@ -87,6 +95,7 @@ int runDiff(const DiffOptions& opt) {
                                 cur->kernels.size(), formatDurationNs(d.cur_total_ns),
                                 change(d.base_total_ns > 0 ? std::optional<double>(d.cur_total_ns / d.base_total_ns - 1)
                                                            : std::nullopt));
+  out += setupWarnings(d);
   using A = TextTable::Align;
   TextTable t({"status", "calls", "median base", "median cur", "change", "p(slower)", "counters", "kernel", "shape"},
               {A::kLeft, A::kRight, A::kRight, A::kRight, A::kRight, A::kRight, A::kLeft, A::kLeft, A::kLeft});

@@ -355,5 +355,36 @@ TEST(CliRecorded, ReportShowsGraphLaunchesCountedWhole) {
       << r.out;
 }
 
+// fprof diff says what differs in how the runs were recorded, one warning line each, as the gate
+// does: the GPUs (an H200 run against an H100 one), the mode (trace against metrics).
+TEST(CliRecorded, DiffWarnsWhenTheRunsWereRecordedDifferently) {
+  const std::string data = std::string(FPROF_SOURCE_DIR) + "/tests/data/";
+  auto warnings = [](const std::string& out) {
+    std::vector<std::string> lines;
+    std::istringstream in(out);
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind("warning: ", 0) == 0) lines.push_back(line);
+    }
+    return lines;
+  };
+  Result r = runFprof("diff " + data + "model_trace_h200.fprof " + data + "model_trace_h100.fprof --top 1");
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::vector<std::string> w = warnings(r.out);
+  ASSERT_EQ(w.size(), 1u) << r.out;
+  EXPECT_EQ(w[0], "warning: the runs were recorded on different GPUs (base: NVIDIA H200 (sm_90); current: NVIDIA H100 "
+                  "80GB HBM3 (sm_90)): times and counters are not those of one machine");
+  // Before the kernel table: said before any number is read.
+  EXPECT_LT(r.out.find(w[0]), r.out.find("Kernels ("));
+  r = runFprof("diff " + data + "model_trace_h100.fprof " + data + "model_metrics_sampled_h100.fprof --top 1");
+  ASSERT_EQ(r.code, 0) << r.out;
+  w = warnings(r.out);
+  ASSERT_EQ(w.size(), 1u) << r.out;
+  EXPECT_EQ(w[0].rfind("warning: the runs were recorded in different modes (base: trace; current: metrics)", 0), 0u)
+      << w[0];
+  r = runFprof("diff " + data + "model_trace_h100.fprof " + data + "model_trace_h100.fprof --top 1");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(warnings(r.out).empty()) << r.out;
+}
+
 }  // namespace
 }  // namespace fprof
