@@ -139,6 +139,48 @@ FrameworkRange parseFrameworkRange(std::string_view domain, std::string_view mes
 
 namespace {
 
+// One segment of a recorded path: a framework range by its name; a range of a named domain
+// ("TSL::Thunk:#...#") by what its message says; anything else as recorded.
+std::string segmentOpName(std::string_view segment) {
+  if (const size_t colons = segment.find("::"); colons != std::string_view::npos) {
+    const std::string_view message = segment.substr(colons + 2);
+    if (startsWith(message, "Thunk:#") || startsWith(message, "XlaModule:#")) {
+      FrameworkRange xla;
+      if (parseXla(message, xla)) return xla.name;
+    }
+  }
+  const FrameworkRange r = parseFrameworkRange("", segment);
+  return r.kind == FrameworkRangeKind::kNone || r.name.empty() ? std::string(segment) : r.name;
+}
+
+// Where the segment starting at `start` ends: at the next '/', except that an XLA range runs to
+// its closing '#' first (its name= holds the JAX scope, "jit(step)/dot_general").
+size_t segmentEnd(std::string_view path, size_t start) {
+  const size_t slash = path.find('/', start);
+  for (std::string_view marker : {std::string_view("Thunk:#"), std::string_view("XlaModule:#")}) {
+    const size_t at = path.find(marker, start);
+    if (at == std::string_view::npos || (slash != std::string_view::npos && at > slash)) continue;
+    const size_t close = path.find('#', at + marker.size());
+    if (close != std::string_view::npos) return path.find('/', close);
+  }
+  return slash;
+}
+
+}  // namespace
+
+std::string nvtxPathOpNames(std::string_view path) {
+  std::string out;
+  for (size_t start = 0;;) {
+    const size_t slash = segmentEnd(path, start);
+    if (start > 0) out += '/';
+    out += segmentOpName(path.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start));
+    if (slash == std::string_view::npos) return out;
+    start = slash + 1;
+  }
+}
+
+namespace {
+
 uint64_t rangeKey(uint32_t process, uint64_t key) { return (uint64_t{process} << 40) ^ key; }
 
 // Per range, the range that owns kernels launched inside it: the outermost PyTorch op around it

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "fprof/analysis/dataflow.h"
+#include "fprof/analysis/framework_ops.h"
 #include "fprof/analysis/nvtx_ops.h"
 #include "fprof/analysis/origin.h"
 #include "fprof/analysis/summary.h"
@@ -162,7 +163,15 @@ void Document::build() {
     op_of_kernel[i] = op_of_name[id];
     op_kernels[static_cast<size_t>(op_of_name[id])].push_back(i);
   }
-  auto pathOf = [&](const core::KernelRow& k) { return k.nvtx_path_id ? p.str(*k.nvtx_path_id) : std::string(); };
+  // Each distinct path is named once: a million launches share a few thousand paths.
+  std::unordered_map<uint32_t, std::string> ops_of_path;
+  auto setPath = [&](Item& it, const core::KernelRow& k) {
+    if (!k.nvtx_path_id) return;
+    it.nvtx_path = p.str(*k.nvtx_path_id);
+    auto [at, added] = ops_of_path.try_emplace(*k.nvtx_path_id);
+    if (added) at->second = analysis::nvtxPathOpNames(it.nvtx_path);
+    it.nvtx_ops = at->second;
+  };
 
   const analysis::KernelNames& names = a.kernelNames();
   // Per kernel launch: the analyzer's own per-kernel placement.
@@ -173,7 +182,7 @@ void Document::build() {
     Item it;
     it.name = p.str(k.demangled_id);
     it.short_name = names.shortName(it.name);
-    it.nvtx_path = pathOf(k);
+    setPath(it, k);
     it.duration_ns = k.durationNs();
     addKernel(it, p, i, true);
     addCounters(it, p);
@@ -196,7 +205,7 @@ void Document::build() {
     it.duration_ns = kg.total_ns;
     for (size_t n = 0; n < kg.kernel_indices.size(); ++n) addKernel(it, p, kg.kernel_indices[n], n == 0);
     const core::KernelRow& first = p.kernels[kg.kernel_indices.front()];
-    it.nvtx_path = pathOf(first);
+    setPath(it, first);
     it.op = op_of_kernel[kg.kernel_indices.front()];
     addCounters(it, p);
     it.placement = roofline.kernel_groups.at(g).placement;
@@ -216,7 +225,7 @@ void Document::build() {
     it.duration_ns = gp.placement.duration_ns;
     const auto& members = op_kernels[found->second];
     for (size_t n = 0; n < members.size(); ++n) addKernel(it, p, members[n], n == 0);
-    it.nvtx_path = pathOf(p.kernels[members.front()]);
+    setPath(it, p.kernels[members.front()]);
     addCounters(it, p);
     it.placement = gp.placement;
     it.op = static_cast<int32_t>(found->second);
@@ -392,7 +401,7 @@ std::string detailsText(const Item& item) {
   s += fmt::format("{}\n", shown(item.short_name.empty() ? item.name : item.short_name));
   if (!item.short_name.empty() && item.short_name != item.name) s += fmt::format("full name: {}\n", shown(item.name));
   if (!item.origin.empty()) s += fmt::format("origin: {}\n", item.origin);
-  s += fmt::format("NVTX path: {}\n", item.nvtx_path.empty() ? "(none)" : shown(item.nvtx_path));
+  s += fmt::format("NVTX path: {}\n", item.nvtx_ops.empty() ? "(none)" : shown(item.nvtx_ops));
   s += fmt::format("calls: {}   time: {} (mean {})\n", item.calls, formatDurationNs(static_cast<double>(item.duration_ns)),
                    formatDurationNs(static_cast<double>(item.duration_ns) / static_cast<double>(std::max<int64_t>(item.calls, 1))));
   s += fmt::format("grid: {}x{}x{}   block: {}x{}x{}{}\n", item.grid[0], item.grid[1], item.grid[2], item.block[0],

@@ -95,7 +95,7 @@ std::string cellText(const Item& it, Column c, MemLevel level, int64_t total_ns)
     case Column::kShared: return std::to_string(it.static_shared_bytes + it.dynamic_shared_bytes);
     case Column::kOccTheoretical: return pct(it.theoretical_occupancy);
     case Column::kOccAchieved: return pct(it.achieved_occupancy);
-    case Column::kNvtx: return shown(it.nvtx_path);
+    case Column::kNvtx: return shown(it.nvtx_ops);
   }
   return "";
 }
@@ -128,7 +128,11 @@ core::Expected<std::vector<uint32_t>> filterItems(const std::vector<Item>& items
       }
       if (!last_match) continue;
     }
-    if (!nvtx.empty() && lower(it.nvtx_path).find(nvtx) == std::string::npos) continue;
+    // The path as shown or as recorded: "aten::linear" and "op_id = 12" both find it.
+    if (!nvtx.empty() && lower(it.nvtx_ops).find(nvtx) == std::string::npos &&
+        lower(it.nvtx_path).find(nvtx) == std::string::npos) {
+      continue;
+    }
     rows.push_back(static_cast<uint32_t>(i));
   }
   return rows;

@@ -54,6 +54,25 @@ TEST(FrameworkRange, UserRangesXlaAndTheFprofConvention) {
   EXPECT_EQ(parseFrameworkRange("fprof", "op=matmul variant=fused").kind, Kind::kNone);
 }
 
+// A recorded path as the viewer's table shows it: each framework range by its op, the others as
+// recorded (an XLA thunk's JAX scope holds a '/' of its own).
+TEST(FrameworkRange, PathsNamedByTheirOps) {
+  EXPECT_EQ(nvtxPathOpNames("aten::linear, seq = 3, op_id = 12, sizes = [[4, 768], [3072, 768], [3072]], "
+                            "input_op_ids = [(11,0), (0,-1), (0,-1)]/aten::addmm, op_id = 14, sizes = [[3072], "
+                            "[4, 768], [768, 3072]]"),
+            "aten::linear/aten::addmm");
+  EXPECT_EQ(nvtxPathOpNames("step/autograd::engine::evaluate_function: MmBackward0, seq = 12, op_id = 800"),
+            "step/MmBackward0");
+  EXPECT_EQ(nvtxPathOpNames("block, op_id = 5/aten::softmax, op_id = 6"), "block/aten::softmax");
+  EXPECT_EQ(nvtxPathOpNames("TSL::XlaModule:#hlo_module=jit_step,program_id=3#/TSL::Thunk:#name=jit(step)/"
+                            "dot_general,hlo_op=gemm_fusion_dot.3,unique_hlo_op_id=42#"),
+            "jit_step/gemm_fusion_dot.3");
+  EXPECT_EQ(nvtxPathOpNames("fprof::op=matmul_bias_relu variant=unfused pair=mbr/op=bias_relu"),
+            "fprof::op=matmul_bias_relu variant=unfused pair=mbr/op=bias_relu");
+  EXPECT_EQ(nvtxPathOpNames("train/epoch 1"), "train/epoch 1");
+  EXPECT_EQ(nvtxPathOpNames(""), "");
+}
+
 // One GPT-2 MLP under emit_nvtx(record_shapes=True): linear (t + addmm) -> gelu -> view -> linear.
 // The views own no kernel, so the second linear's input is linked through them to gelu.
 core::Profile mlpProfile(const std::string& name) {

@@ -2,8 +2,13 @@
 // table filter/sort/CSV, fusion candidates resolved to kernels, the diff, and bad input.
 #include <gtest/gtest.h>
 
-#include <algorithm>
+#include <fmt/format.h>
 
+#include <algorithm>
+#include <array>
+#include <filesystem>
+
+#include "fprof/analysis/framework_ops.h"
 #include "fprof/gui/document.h"
 #include "fprof/gui/table.h"
 #include "synthetic.h"
@@ -213,6 +218,67 @@ TEST(Document, EmitNvtxOpsAreOpsByName) {
   EXPECT_EQ(top.name.rfind("attention, 9 kernels (aten::matmul -> mul -> masked_fill -> softmax -> matmul", 0), 0u)
       << top.name;
   EXPECT_EQ(top.suggestion.rfind("use torch.nn.functional.scaled_dot_product_attention", 0), 0u) << top.suggestion;
+}
+
+// Every recording in tests/data: the op legend (colour by op) lists ops by name, never one entry
+// per emit_nvtx range with its ids and shapes, and no NVTX path the table shows carries them.
+TEST(Document, EveryRecordingsLegendShowsOpNames) {
+  size_t recordings = 0, with_ops = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(FPROF_SOURCE_DIR) + "/tests/data")) {
+    if (entry.path().extension() != ".fprof") continue;
+    const std::string file = entry.path().filename().string();
+    auto d = Document::open(entry.path().string());
+    ASSERT_TRUE(d.ok()) << d.error();
+    ++recordings;
+    const std::vector<std::string>& ops = (*d)->opNames();
+    with_ops += !ops.empty();
+    for (const std::string& op : ops) {
+      EXPECT_FALSE(op.empty()) << file;
+      for (const char* suffix : {"op_id = ", ", seq = ", "sizes = [", "input_op_ids"}) {
+        EXPECT_EQ(op.find(suffix), std::string::npos) << file << ": " << op;
+      }
+      EXPECT_LE(op.size(), 200u) << file << ": " << op;
+    }
+    for (const Item& it : (*d)->items(PointMode::kKernelGroups)) {
+      EXPECT_EQ(it.nvtx_ops.find("op_id = "), std::string::npos) << file << ": " << it.nvtx_ops;
+    }
+  }
+  EXPECT_GE(recordings, 20u);
+  EXPECT_GE(with_ops, 15u);
+}
+
+// The table's NVTX path column names emit_nvtx's ranges by their ops; the filter finds a row by
+// the path as shown and as recorded, and the CSV keeps the recorded path.
+TEST(Document, EmitNvtxPathsShowOpNames) {
+  auto d = Document::open(std::string(FPROF_SOURCE_DIR) + "/tests/data/torch_proof_gpt_bf16_emitnvtx_h100.fprof");
+  ASSERT_TRUE(d.ok()) << d.error();
+  const std::vector<Item>& kernels = (*d)->items(PointMode::kKernels);
+  size_t with_path = 0;
+  for (const Item& it : kernels) {
+    if (it.nvtx_path.empty()) {
+      EXPECT_TRUE(it.nvtx_ops.empty());
+      continue;
+    }
+    ++with_path;
+    EXPECT_EQ(it.nvtx_ops, analysis::nvtxPathOpNames(it.nvtx_path));
+    EXPECT_EQ(it.nvtx_ops.find("op_id"), std::string::npos) << it.nvtx_ops;
+    EXPECT_EQ(it.nvtx_ops.find("sizes"), std::string::npos) << it.nvtx_ops;
+    EXPECT_EQ(cellText(it, Column::kNvtx, MemLevel::kDram, 0), it.nvtx_ops);
+  }
+  ASSERT_GT(with_path, kernels.size() / 2);
+  const auto it = std::find_if(kernels.begin(), kernels.end(),
+                               [](const Item& i) { return i.nvtx_ops.rfind("aten::linear/aten::addmm", 0) == 0; });
+  ASSERT_NE(it, kernels.end());
+  EXPECT_NE(it->nvtx_path.find("op_id = "), std::string::npos) << it->nvtx_path;
+  EXPECT_NE(detailsText(*it).find("NVTX path: " + it->nvtx_ops + "\n"), std::string::npos) << detailsText(*it);
+  auto shown_rows = filterItems(kernels, TableFilter{"", "aten::linear/aten::addmm"});
+  auto recorded_rows = filterItems(kernels, TableFilter{"", "aten::linear, op_id ="});
+  ASSERT_TRUE(shown_rows && recorded_rows);
+  EXPECT_FALSE(shown_rows->empty());
+  EXPECT_FALSE(recorded_rows->empty());
+  const size_t row = static_cast<size_t>(it - kernels.begin());
+  const std::string csv = tableCsv(kernels, {static_cast<uint32_t>(row)}, MemLevel::kDram, 0);
+  EXPECT_NE(csv.find("op_id = "), std::string::npos);
 }
 
 TEST(Diff, SlowerKernelIsARegressionAsTheGateSaysIt) {

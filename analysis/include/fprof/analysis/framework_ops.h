@@ -45,6 +45,12 @@ struct FrameworkRange {
 // What one NVTX range says (the domain as recorded: "" for NVTX's default domain).
 FrameworkRange parseFrameworkRange(std::string_view domain, std::string_view message);
 
+// A recorded NVTX path (each range "domain::message", or "message" in the default domain, joined
+// by '/') with every framework range named as reports name its op: "aten::linear, seq = 3, op_id =
+// 12, sizes = [[4, 768], ...]/aten::addmm, op_id = 14, ..." -> "aten::linear/aten::addmm"; an XLA
+// thunk by its hlo_op; other ranges as recorded.
+std::string nvtxPathOpNames(std::string_view path);
+
 // The framework op that owns each kernel, and the producer -> consumer links between ops that
 // emit_nvtx(record_shapes=True) declares.
 struct FrameworkOp {

@@ -35,7 +35,10 @@ const char* pointModeName(PointMode m);  // "kernel launches", "kernel groups", 
 struct Item {
   std::string name;        // demangled kernel name, or the op's name (analysis::KernelOps)
   std::string short_name;  // what the table shows: the short kernel name (kernel_names.h), or the op
-  std::string nvtx_path;  // innermost NVTX path ("" if none); an op's: its first kernel's
+  std::string nvtx_path;  // innermost NVTX path as recorded ("" if none); an op's: its first kernel's
+  // The same path as the table shows it: framework ranges by their op names ("aten::linear/
+  // aten::addmm", analysis::nvtxPathOpNames), not emit_nvtx's ids and shapes.
+  std::string nvtx_ops;
   int64_t calls = 1;
   int64_t duration_ns = 0;
   std::vector<size_t> kernels;  // indices into Profile::kernels, in time order

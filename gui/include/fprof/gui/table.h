@@ -36,7 +36,7 @@ std::string cellText(const Item& item, Column c, MemLevel level, int64_t total_k
 struct TableFilter {
   std::string name_regex;  // ECMAScript, case-insensitive, searched anywhere in the name as shown
                            // (its first core::kMaxShownCodePoints characters); "" = all
-  std::string nvtx;        // substring of the NVTX path, case-insensitive; "" = all
+  std::string nvtx;        // substring of the NVTX path as shown or as recorded, case-insensitive; "" = all
 };
 
 // Indices of the items passing the filter, in item order; an error for a bad regex.
