@@ -429,6 +429,14 @@ void addOutcomes(const core::Profile& base, const core::Profile& cur, const std:
   });
 }
 
+// A candidate as an applied fusion names it: a declared pair's id first ("l0.res1: residual add +
+// normalization, 2 kernels (add -> layer_norm)").
+std::string candidateName(const FusionCandidate& c) {
+  const bool declared = c.source == PairSource::kNvtx && c.id != fusionPatternName(c.pattern);
+  return declared ? c.id + ": " + c.name : c.name;
+}
+
+
 }  // namespace
 
 FusionOutcomes matchFusionOutcomes(const core::Profile& base, const FusionResult& base_fusion,
@@ -459,6 +467,25 @@ FusionOutcomes matchFusionOutcomes(const core::Profile& base, const FusionResult
   regions.insert(regions.end(), std::make_move_iterator(stretches.begin()), std::make_move_iterator(stretches.end()));
   addOutcomes(base, cur, regions, out);
   return out;
+}
+
+// The first (best ranked) candidate by name, the others by pattern and size: "attention, 7 kernels
+// (...), with attention (8 kernels) and GEMM + epilogue (2 kernels)".
+std::string fusionOutcomeName(const FusionOutcome& o, const FusionResult& fusion) {
+  std::vector<const FusionCandidate*> cands;
+  for (size_t c : o.candidates) {
+    if (c < fusion.candidates.size()) cands.push_back(&fusion.candidates[c]);
+  }
+  if (cands.empty()) return "";
+  std::string name = candidateName(*cands.front());
+  constexpr size_t kNamedOthers = 3;
+  for (size_t i = 1; i < cands.size() && i <= kNamedOthers; ++i) {
+    name += i == 1 ? ", with " : (i + 1 == cands.size() || i == kNamedOthers ? " and " : ", ");
+    name += fmt::format("{} ({} kernel{})", fusionPatternName(cands[i]->pattern),
+                        cands[i]->launches_per_instance, cands[i]->launches_per_instance == 1 ? "" : "s");
+  }
+  if (cands.size() > kNamedOthers + 1) name += fmt::format(" and {} more", cands.size() - kNamedOthers - 1);
+  return name;
 }
 
 }  // namespace fprof::analysis

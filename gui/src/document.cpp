@@ -441,8 +441,11 @@ std::string detailsText(const Item& item) {
   return s;
 }
 
-std::vector<DiffRow> diffDocuments(const Document& base, const Document& cur, const analysis::GateOptions& opt) {
-  const analysis::RunComparison comparison = analysis::compareRuns(base.analysis(), cur.analysis());
+namespace {
+
+// The diff's kernel rows, each with the gate's verdict and the kernel-group items of both documents.
+std::vector<DiffRow> kernelRows(const Document& base, const Document& cur, const analysis::RunComparison& comparison,
+                                const analysis::GateOptions& opt) {
   const analysis::RunDiff& rd = comparison.diff;
   const analysis::GateResult gate = analysis::evaluateGate(rd, opt);
   auto itemKey = [](const std::string& name, const std::string& shape) { return name + '\x1f' + shape; };
@@ -522,6 +525,70 @@ std::vector<DiffRow> diffDocuments(const Document& base, const Document& cur, co
     return rank(a.change) < rank(b.change);
   });
   return rows;
+}
+
+// The applied fusions, named as fprof diff names them.
+std::vector<AppliedFusion> appliedFusions(const analysis::FusionOutcomes& outcomes, const analysis::FusionResult& base) {
+  std::vector<AppliedFusion> out;
+  for (const analysis::FusionOutcome& o : outcomes.applied) {
+    AppliedFusion f;
+    f.name = analysis::fusionOutcomeName(o, base);
+    if (!o.candidates.empty() && o.candidates.front() < base.candidates.size()) {
+      f.pattern = std::string(analysis::fusionPatternName(base.candidates[o.candidates.front()].pattern));
+    }
+    f.outcome = o;
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+std::string signedPercent(const std::optional<double>& v) {
+  return v ? fmt::format("{:+.1f}%", *v * 100) : std::string("n/a");
+}
+
+}  // namespace
+
+DocumentDiff compareDocuments(const Document& base, const Document& cur, const analysis::GateOptions& opt) {
+  const analysis::RunComparison comparison = analysis::compareRuns(base.analysis(), cur.analysis());
+  DocumentDiff d;
+  d.kernels = kernelRows(base, cur, comparison, opt);
+  d.fusions = appliedFusions(comparison.fusions, base.fusion());
+  d.outcomes = comparison.fusions;
+  for (const analysis::SetupDifference& s : comparison.diff.setup_differences) d.warnings.push_back(s.message);
+  return d;
+}
+
+std::vector<DiffRow> diffDocuments(const Document& base, const Document& cur, const analysis::GateOptions& opt) {
+  return compareDocuments(base, cur, opt).kernels;
+}
+
+std::string appliedFusionsSummary(const DocumentDiff& d) {
+  const analysis::FusionOutcomes& o = d.outcomes;
+  if (o.candidates == 0) return "The baseline has no fusion candidate.";
+  size_t fused = 0;
+  for (const analysis::FusionOutcome& f : o.applied) fused += f.candidates.size();
+  return fmt::format("{} of the baseline's {} fusion candidates run{} fused here (compared over {}); {} ran as before, "
+                     "{} changed without fewer launches.",
+                     fused, o.candidates, fused == 1 ? "s" : "", o.scope, o.unchanged, o.changed_not_fused);
+}
+
+std::string appliedFusionText(const AppliedFusion& f) {
+  const analysis::FusionOutcome& o = f.outcome;
+  return fmt::format("{}: predicted {}, measured {} over {} instance{} ({} launches -> {}){}", f.name,
+                     o.predicted_saving_ns ? formatDurationNs(*o.predicted_saving_ns) : "n/a (no prediction)",
+                     formatDurationNs(o.measured_saving_ns), o.instances, o.instances == 1 ? "" : "s",
+                     o.launches_before, o.launches_after, o.error ? " (error " + signedPercent(o.error) + ")" : "");
+}
+
+std::array<std::string, 7> appliedFusionCells(const AppliedFusion& f) {
+  const analysis::FusionOutcome& o = f.outcome;
+  return {o.matched_by == "the same NVTX op ranges" ? "op ranges" : "neighbours",
+          std::to_string(o.instances),
+          fmt::format("{} -> {}", o.launches_before, o.launches_after),
+          o.predicted_saving_ns ? formatDurationNs(*o.predicted_saving_ns) : "n/a",
+          formatDurationNs(o.measured_saving_ns),
+          signedPercent(o.error),
+          f.name};
 }
 
 }  // namespace fprof::gui

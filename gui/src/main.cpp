@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -69,8 +70,8 @@ fprof::core::Status writeGeometry(const std::string& path, const fprof::core::Ou
                                   const fprof::gui::Viewer& v) {
   const fprof::gui::Rect& r = v.plotRect();
   std::string text = fmt::format("plot {:.1f} {:.1f} {:.1f} {:.1f}\n", r.x0, r.y0, r.x1, r.y1);
-  text += fmt::format("points_plotted {}\npoints_drawn {}\narrows {}\n", v.pointsPlotted(), v.pointsDrawn(),
-                      v.arrowsDrawn());
+  text += fmt::format("points_plotted {}\npoints_drawn {}\narrows {}\napplied_fusions {}\n", v.pointsPlotted(),
+                      v.pointsDrawn(), v.arrowsDrawn(), v.appliedFusionsDrawn());
   for (const fprof::gui::DrawnRoof& roof : v.drawnRoofs()) {
     // IM_COL32 packs ABGR: red in the low byte.
     text += fmt::format("roof {} {} {} {} {} {:.1f} {:.1f} {:.1f} {:.1f}\n", roof.label,
@@ -81,6 +82,15 @@ fprof::core::Status writeGeometry(const std::string& path, const fprof::core::Ou
   if (!out) return fprof::core::Error{out.error()};
   if (fprof::core::Status s = (*out)->write(text); !s) return s;
   return (*out)->commit();
+}
+
+// --tab's names (checked by CLI11 against the same list).
+fprof::gui::Tab tabNamed(const std::string& name) {
+  static const std::map<std::string, fprof::gui::Tab> names = {{"kernels", fprof::gui::Tab::kKernels},
+                                                               {"fusion", fprof::gui::Tab::kFusion},
+                                                               {"diff", fprof::gui::Tab::kDiff},
+                                                               {"ranks", fprof::gui::Tab::kRanks}};
+  return names.at(name);
 }
 
 struct Options {
@@ -94,6 +104,7 @@ struct Options {
   bool animate = false;
   int fusion = 0;  // 1-based rank of a fusion pair to open with selected; 0 = none
   int rank = -1;   // global rank to open on (databases of several processes); -1 = all
+  std::string tab;  // the tab under the plot to open on; "" = the first
   bool force = false;
 };
 
@@ -185,6 +196,7 @@ int runViewer(const Options& opt) {
       return 2;
     }
   }
+  if (!opt.tab.empty()) viewer.openTab(tabNamed(opt.tab));
   if (opt.fusion > 0) {
     const size_t pairs = viewer.document() ? viewer.document()->fusionViews().size() : 0;
     if (static_cast<size_t>(opt.fusion) > pairs) {
@@ -298,6 +310,9 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--rank", opt.rank, "Open on this global rank of a database of several processes (fprof merge)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--tab", opt.tab, "Open on this tab under the plot: kernels, fusion, diff (applied fusions, kernel "
+                                   "changes), ranks")
+      ->check(CLI::IsMember({"kernels", "fusion", "diff", "ranks"}));
   app.add_flag("--animate", opt.animate, "Pan the view a little every frame (benchmarks the cost of interaction)");
   app.add_flag("--force", opt.force,
                "Replace the files --screenshot, --geometry and the window's exports name, if they exist (never an "

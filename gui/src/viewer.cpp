@@ -181,7 +181,7 @@ Viewer::Viewer(core::Expected<std::shared_ptr<Document>> run,
       errors_.push_back("baseline: " + baseline->error());
     }
   }
-  if (run_ && base_) diff_ = diffDocuments(*base_, *run_);
+  if (run_ && base_) diff_ = compareDocuments(*base_, *run_);
   all_run_ = run_;
   all_base_ = base_;
   if (run_) {
@@ -253,7 +253,8 @@ core::Status Viewer::setRank(std::optional<int> rank) {
   run_ = run;
   base_ = base;
   rank_ = rank;
-  diff_ = run_ && base_ ? diffDocuments(*base_, *run_) : std::vector<DiffRow>{};
+  diff_ = run_ && base_ ? compareDocuments(*base_, *run_) : DocumentDiff{};
+  findings_of_ = nullptr;  // the applied fusion the findings name is the new pair's
   selected_.reset();
   hovered_.reset();
   selected_fusion_.reset();
@@ -424,24 +425,25 @@ void Viewer::frame() {
   ImGui::EndChild();
 
   if (ImGui::BeginTabBar("tabs")) {
-    if (ImGui::BeginTabItem("Kernels")) {
+    if (beginTab("Kernels", Tab::kKernels)) {
       drawTable();
       ImGui::EndTabItem();
     }
-    if (ImGui::BeginTabItem("Fusion")) {
+    if (beginTab("Fusion", Tab::kFusion)) {
       drawFusion();
       ImGui::EndTabItem();
     }
-    if (ImGui::BeginTabItem("Diff")) {
+    if (beginTab("Diff", Tab::kDiff)) {
       drawDiff();
       ImGui::EndTabItem();
     }
-    if (rank_rows_.size() > 1 && ImGui::BeginTabItem("Ranks")) {
+    if (rank_rows_.size() > 1 && beginTab("Ranks", Tab::kRanks)) {
       drawRanks();
       ImGui::EndTabItem();
     }
     ImGui::EndTabBar();
   }
+  pending_tab_.reset();
   ImGui::End();
   if (!tooltip_.empty()) {
     // Full kernel names run to hundreds of characters: wrap them.
@@ -451,6 +453,14 @@ void Viewer::frame() {
     ImGui::PopTextWrapPos();
     ImGui::EndTooltip();
   }
+}
+
+// A tab of the bar under the plot, brought to the front when openTab asked for it.
+bool Viewer::beginTab(const char* label, Tab t) {
+  const ImGuiTabItemFlags flags = pending_tab_ == t ? ImGuiTabItemFlags_SetSelected : ImGuiTabItemFlags_None;
+  if (!ImGui::BeginTabItem(label, nullptr, flags)) return false;
+  shown_tab_ = t;
+  return true;
 }
 
 void Viewer::drawToolbar() {
@@ -739,7 +749,7 @@ void Viewer::drawDiffOverlay(const LogMapping& map, ImDrawList* dl) {
   arrows_drawn_ = 0;
   const auto& bi = base_->items(PointMode::kKernelGroups);
   const auto& ci = run_->items(PointMode::kKernelGroups);
-  for (const DiffRow& r : diff_) {
+  for (const DiffRow& r : diff_.kernels) {
     if (!r.base_item || !r.cur_item) continue;
     const auto b = itemPoint(bi[*r.base_item], level_);
     const auto c = itemPoint(ci[*r.cur_item], level_);
@@ -824,6 +834,11 @@ std::vector<std::string> Viewer::findings() const {
   if (!run_) return {};
   if (findings_of_ != run_.get()) {
     findings_ = runFindings(*run_);
+    // Against a baseline, the fusion applied since, predicted next to measured (as fprof report says it).
+    if (base_ && !diff_.fusions.empty()) {
+      findings_.insert(findings_.begin() + std::min<ptrdiff_t>(1, static_cast<ptrdiff_t>(findings_.size())),
+                       "Applied fusion: " + appliedFusionText(diff_.fusions.front()) + ".");
+    }
     findings_of_ = run_.get();
   }
   return findings_;
@@ -981,11 +996,13 @@ void Viewer::drawDiff() {
     ImGui::TextWrapped("No baseline. Open one to compare: fprof view RUN.fprof BASE.fprof");
     return;
   }
+  for (const std::string& w : diff_.warnings) ImGui::TextColored(ImColor(kUntestable), "warning: %s", shown(w).c_str());
+  drawAppliedFusions();
   int64_t regressions = 0;
-  for (const DiffRow& r : diff_) regressions += r.change == Change::kRegression;
+  for (const DiffRow& r : diff_.kernels) regressions += r.change == Change::kRegression;
   ImGui::Text("%zu kernels compared (as fprof gate does), %lld regression(s). Arrows on kernel-group points: baseline -> "
               "current; red = regression, amber = slower but not significant, green = faster.",
-              diff_.size(), static_cast<long long>(regressions));
+              diff_.kernels.size(), static_cast<long long>(regressions));
   constexpr ImGuiTableFlags kFlags = ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY | ImGuiTableFlags_ScrollX |
                                      ImGuiTableFlags_Resizable | ImGuiTableFlags_BordersV | ImGuiTableFlags_SizingFixedFit;
   if (!ImGui::BeginTable("diff", 8, kFlags)) return;
@@ -994,8 +1011,8 @@ void Viewer::drawDiff() {
     ImGui::TableSetupColumn(h);
   }
   ImGui::TableHeadersRow();
-  for (size_t i = 0; i < diff_.size(); ++i) {
-    const DiffRow& r = diff_[i];
+  for (size_t i = 0; i < diff_.kernels.size(); ++i) {
+    const DiffRow& r = diff_.kernels[i];
     ImGui::TableNextRow();
     ImGui::TableNextColumn();
     ImGui::PushID(static_cast<int>(i));
@@ -1025,6 +1042,36 @@ void Viewer::drawDiff() {
     }
   }
   ImGui::EndTable();
+}
+
+// The baseline's fusion candidates this run runs fused, as fprof diff lists them: the saving the
+// model predicted for those instances next to the one measured, and the error.
+void Viewer::drawAppliedFusions() {
+  applied_fusions_drawn_ = 0;
+  ImGui::TextWrapped("Fusions applied: %s", shown(appliedFusionsSummary(diff_)).c_str());
+  for (const std::string& n : diff_.outcomes.notes) ImGui::TextColored(ImColor(kUntestable), "note: %s", shown(n).c_str());
+  if (diff_.fusions.empty()) return;
+  constexpr ImGuiTableFlags kFlags = ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY | ImGuiTableFlags_ScrollX |
+                                     ImGuiTableFlags_Resizable | ImGuiTableFlags_BordersV | ImGuiTableFlags_SizingFixedFit;
+  // A few rows high: the kernel rows below keep the rest of the tab.
+  const float row_h = ImGui::GetTextLineHeightWithSpacing();
+  const float height = row_h * (static_cast<float>(std::min<size_t>(diff_.fusions.size(), 4)) + 1.6f);
+  if (!ImGui::BeginTable("applied fusions", 7, kFlags, ImVec2(0, height))) return;
+  ImGui::TableSetupScrollFreeze(0, 1);
+  for (const char* h : {"found by", "instances", "launches", "predicted", "measured", "error", "candidate (baseline)"}) {
+    ImGui::TableSetupColumn(h);
+  }
+  ImGui::TableHeadersRow();
+  for (const AppliedFusion& f : diff_.fusions) {
+    ImGui::TableNextRow();
+    for (const std::string& cell : appliedFusionCells(f)) {
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted(shown(cell).c_str());
+    }
+    ++applied_fusions_drawn_;
+  }
+  ImGui::EndTable();
+  ImGui::Separator();
 }
 
 // The rank combo, on databases of several ranks only: "all ranks" or one of them.

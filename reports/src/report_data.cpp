@@ -627,42 +627,12 @@ std::string fusionFinding(const FusionRow& f) {
   return s;
 }
 
-namespace {
-
-// A candidate as an applied fusion names it: a declared pair's id first ("l0.res1: residual add +
-// normalization, 2 kernels (add -> layer_norm)").
-std::string candidateName(const analysis::FusionCandidate& c) {
-  const bool declared = c.source == analysis::PairSource::kNvtx && c.id != analysis::fusionPatternName(c.pattern);
-  return declared ? c.id + ": " + c.name : c.name;
-}
-
-// The first (best ranked) candidate by name, the others by pattern and size: "attention, 7 kernels
-// (...), with attention (8 kernels) and GEMM + epilogue (2 kernels)".
-std::string outcomeName(const analysis::FusionOutcome& o, const analysis::FusionResult& fusion) {
-  std::vector<const analysis::FusionCandidate*> cands;
-  for (size_t c : o.candidates) {
-    if (c < fusion.candidates.size()) cands.push_back(&fusion.candidates[c]);
-  }
-  if (cands.empty()) return "";
-  std::string name = candidateName(*cands.front());
-  constexpr size_t kNamedOthers = 3;
-  for (size_t i = 1; i < cands.size() && i <= kNamedOthers; ++i) {
-    name += i == 1 ? ", with " : (i + 1 == cands.size() || i == kNamedOthers ? " and " : ", ");
-    name += fmt::format("{} ({} kernel{})", analysis::fusionPatternName(cands[i]->pattern),
-                        cands[i]->launches_per_instance, cands[i]->launches_per_instance == 1 ? "" : "s");
-  }
-  if (cands.size() > kNamedOthers + 1) name += fmt::format(" and {} more", cands.size() - kNamedOthers - 1);
-  return name;
-}
-
-}  // namespace
-
 std::vector<AppliedFusionRow> appliedFusionRows(const analysis::FusionOutcomes& outcomes,
                                                 const analysis::FusionResult& base_fusion) {
   std::vector<AppliedFusionRow> rows;
   for (const analysis::FusionOutcome& o : outcomes.applied) {
     AppliedFusionRow row;
-    row.name = outcomeName(o, base_fusion);
+    row.name = analysis::fusionOutcomeName(o, base_fusion);
     if (!o.candidates.empty() && o.candidates.front() < base_fusion.candidates.size()) {
       row.pattern = std::string(analysis::fusionPatternName(base_fusion.candidates[o.candidates.front()].pattern));
     }

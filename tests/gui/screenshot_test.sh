@@ -34,6 +34,13 @@ xvfb "$view" "$out/current.fprof" "$out/synthetic.fprof" --screenshot "$out/diff
 grep -q '^arrows [1-9]' "$out/diff.geom"
 "$check" "$out/diff.png" --colour 255 40 40 30
 
+# A before/after pair recorded on a GPU (naive attention -> SDPA), on the diff tab: the fusion
+# applied, predicted next to measured, and the findings beside the plot naming it.
+xvfb "$view" "$data/torch_proof_gpt_bf16_sdpa_h100.fprof" "$data/torch_proof_gpt_bf16_eager_h100.fprof" --tab diff \
+  --screenshot "$out/applied_fusions.png" --frames 8 --size 1600x1000 --geometry "$out/applied_fusions.geom"
+grep -q '^applied_fusions 1$' "$out/applied_fusions.geom" || { cat "$out/applied_fusions.geom"; exit 1; }
+"$check" "$out/applied_fusions.png" --not-blank
+
 # The recorded traces (trace-only: the table, datasheet roofs, and the note that points need counters).
 for trace in "$data"/trace_test_*.fprof; do
   [ -f "$trace" ] || continue

@@ -320,5 +320,69 @@ TEST(Diff, OneLaunchCannotBeShownSlower) {
   EXPECT_NE(rows[0].why.find("too few to test alone"), std::string::npos) << rows[0].why;
 }
 
+// Naive attention -> SDPA (tests/data, recorded on an H100): the diff names the fusion applied and
+// puts the model's prediction next to the measured saving, as fprof diff does.
+TEST(Diff, AppliedFusionsPredictedNextToMeasured) {
+  const std::string data = std::string(FPROF_SOURCE_DIR) + "/tests/data/";
+  auto eager = Document::open(data + "torch_proof_gpt_bf16_eager_h100.fprof");
+  auto sdpa = Document::open(data + "torch_proof_gpt_bf16_sdpa_h100.fprof");
+  ASSERT_TRUE(eager.ok() && sdpa.ok());
+  const DocumentDiff d = compareDocuments(**eager, **sdpa);
+  EXPECT_TRUE(d.warnings.empty());
+  ASSERT_EQ(d.fusions.size(), 1u);
+  const AppliedFusion& f = d.fusions.front();
+  EXPECT_EQ(f.pattern, "attention");
+  EXPECT_EQ(f.name.rfind("attention, 7 kernels (matmul -> mul -> masked_fill -> softmax -> copy -> matmul -> copy), with ", 0), 0u)
+      << f.name;
+  // The analysis' own outcome, unchanged.
+  const analysis::RunAnalysis a = analysis::RunAnalysis::of((*sdpa)->profile(), &(*eager)->profile());
+  const analysis::FusionOutcome& o = a.comparison()->fusions.applied.front();
+  EXPECT_EQ(f.outcome.launches_before, o.launches_before);
+  EXPECT_EQ(f.outcome.launches_after, o.launches_after);
+  EXPECT_DOUBLE_EQ(f.outcome.measured_saving_ns, o.measured_saving_ns);
+  ASSERT_TRUE(f.outcome.predicted_saving_ns && f.outcome.error);
+  EXPECT_DOUBLE_EQ(*f.outcome.predicted_saving_ns, *o.predicted_saving_ns);
+  const std::array<std::string, 7> cells = appliedFusionCells(f);
+  EXPECT_EQ(cells[0], "neighbours");
+  EXPECT_EQ(cells[2], fmt::format("{} -> {}", o.launches_before, o.launches_after));
+  EXPECT_EQ(cells[3], formatDurationNs(*o.predicted_saving_ns));
+  EXPECT_EQ(cells[4], formatDurationNs(o.measured_saving_ns));
+  EXPECT_EQ(cells[5], fmt::format("{:+.1f}%", *o.error * 100));
+  EXPECT_EQ(cells[6], f.name);
+  const std::string text = appliedFusionText(f);
+  EXPECT_EQ(text.rfind(f.name + ": predicted " + cells[3] + ", measured " + cells[4] + " over ", 0), 0u) << text;
+  EXPECT_NE(text.find("(error " + cells[5] + ")"), std::string::npos) << text;
+  const std::string summary = appliedFusionsSummary(d);
+  EXPECT_NE(summary.find(fmt::format("of the baseline's {} fusion candidates run", d.outcomes.candidates)),
+            std::string::npos)
+      << summary;
+  EXPECT_NE(summary.find("compared over the whole runs"), std::string::npos) << summary;
+  // A run against itself applies nothing.
+  const DocumentDiff self = compareDocuments(**eager, **eager);
+  EXPECT_TRUE(self.fusions.empty());
+  EXPECT_GT(self.outcomes.candidates, 0);
+}
+
+// Runs recorded on different GPUs, or in different modes, are said so, one sentence each.
+TEST(Diff, DifferencesInHowTheRunsWereRecordedAreSaid) {
+  const std::string data = std::string(FPROF_SOURCE_DIR) + "/tests/data/";
+  auto h200 = Document::open(data + "model_trace_h200.fprof");
+  auto h100 = Document::open(data + "model_trace_h100.fprof");
+  auto metrics = Document::open(data + "model_metrics_sampled_h100.fprof");
+  ASSERT_TRUE(h200.ok() && h100.ok() && metrics.ok());
+  const DocumentDiff devices = compareDocuments(**h200, **h100);
+  ASSERT_EQ(devices.warnings.size(), 1u);
+  EXPECT_EQ(devices.warnings[0].rfind("the runs were recorded on different GPUs (base: NVIDIA H200 (sm_90); current: "
+                                      "NVIDIA H100 80GB HBM3 (sm_90))",
+                                      0),
+            0u)
+      << devices.warnings[0];
+  const DocumentDiff mode = compareDocuments(**h100, **metrics);
+  ASSERT_EQ(mode.warnings.size(), 1u);
+  EXPECT_EQ(mode.warnings[0].rfind("the runs were recorded in different modes (base: trace; current: metrics)", 0), 0u)
+      << mode.warnings[0];
+  EXPECT_TRUE(compareDocuments(**h100, **h100).warnings.empty());
+}
+
 }  // namespace
 }  // namespace fprof::gui

@@ -329,5 +329,32 @@ TEST_F(Headless, FindingsComeFirstWithNothingSelected) {
   EXPECT_EQ(t[1].rfind("Trace-mode run: no hardware counters", 0), 0u) << t[1];
 }
 
+// Against a baseline the diff tab opens on the fusions applied since, predicted next to measured,
+// and the findings beside the plot say the first of them.
+TEST_F(Headless, DiffTabShowsTheAppliedFusions) {
+  const std::string data = std::string(FPROF_SOURCE_DIR) + "/tests/data/";
+  Viewer v(Document::open(data + "torch_proof_gpt_bf16_sdpa_h100.fprof"),
+           Document::open(data + "torch_proof_gpt_bf16_eager_h100.fprof"));
+  ASSERT_TRUE(v.errors().empty());
+  frame(v, 2);
+  EXPECT_EQ(v.shownTab(), Tab::kKernels);
+  EXPECT_EQ(v.appliedFusionsDrawn(), 0u);
+  v.openTab(Tab::kDiff);
+  frame(v, 2);
+  EXPECT_EQ(v.shownTab(), Tab::kDiff);  // and stays there once asked
+  ASSERT_EQ(v.comparison().fusions.size(), 1u);
+  EXPECT_EQ(v.appliedFusionsDrawn(), 1u);
+  const std::vector<std::string> f = v.findings();
+  ASSERT_GE(f.size(), 2u);
+  EXPECT_EQ(f[1], "Applied fusion: " + appliedFusionText(v.comparison().fusions.front()) + ".");
+  EXPECT_EQ(f[1].rfind("Applied fusion: attention, 7 kernels", 0), 0u) << f[1];
+  // Without a baseline: no diff, no applied fusion among the findings.
+  Viewer alone(Document::open(data + "torch_proof_gpt_bf16_sdpa_h100.fprof"));
+  alone.openTab(Tab::kDiff);
+  frame(alone, 2);
+  EXPECT_EQ(alone.appliedFusionsDrawn(), 0u);
+  for (const std::string& line : alone.findings()) EXPECT_EQ(line.rfind("Applied fusion", 0), std::string::npos) << line;
+}
+
 }  // namespace
 }  // namespace fprof::gui

@@ -53,4 +53,9 @@ struct FusionOutcomes {
 FusionOutcomes matchFusionOutcomes(const core::Profile& base, const FusionResult& base_fusion,
                                    const core::Profile& cur);
 
+// An outcome as front ends name it: its best ranked candidate by name (a declared pair's id first:
+// "l0.res1: residual add + normalization, 2 kernels (add -> layer_norm)"), the others sharing its
+// regions by pattern and size ("attention, 7 kernels (...), with attention (8 kernels)").
+std::string fusionOutcomeName(const FusionOutcome& outcome, const FusionResult& base_fusion);
+
 }  // namespace fprof::analysis

@@ -152,7 +152,36 @@ struct DiffRow {
   std::string why;  // the gate's findings for this kernel, in words
 };
 
+// A baseline's fusion candidate the current run runs fused (analysis/fusion_outcomes.h), as
+// fprof diff lists it: the model's prediction for those instances next to the saving measured.
+struct AppliedFusion {
+  std::string name;     // analysis::fusionOutcomeName
+  std::string pattern;  // the best ranked candidate's ("attention")
+  analysis::FusionOutcome outcome;
+};
+
+// Everything the diff view shows: the kernel rows, the applied fusions and what differs in how
+// the two runs were recorded (devices, mode, counters; one sentence each, as fprof gate warns).
+struct DocumentDiff {
+  std::vector<DiffRow> kernels;
+  std::vector<AppliedFusion> fusions;  // by measured saving, largest first
+  analysis::FusionOutcomes outcomes;   // how many were looked for, over what, notes
+  std::vector<std::string> warnings;
+};
+
+DocumentDiff compareDocuments(const Document& base, const Document& cur, const analysis::GateOptions& opt = {});
+// The kernel rows alone (compareDocuments(...).kernels).
 std::vector<DiffRow> diffDocuments(const Document& base, const Document& cur,
                                    const analysis::GateOptions& opt = {});
+
+// "1 of the baseline's 11 fusion candidates runs fused here (compared over the whole runs); 9 ran
+// as before, 1 changed without fewer launches".
+std::string appliedFusionsSummary(const DocumentDiff& diff);
+// "attention, 7 kernels (...): predicted 2.89 ms, measured 3.14 ms over 27 instances (313 launches
+// -> 97) (error -7.9%)": the words of fprof report's finding.
+std::string appliedFusionText(const AppliedFusion& f);
+// The cells of the diff view's row: found by, instances, launches, predicted, measured, error,
+// candidate (baseline).
+std::array<std::string, 7> appliedFusionCells(const AppliedFusion& f);
 
 }  // namespace fprof::gui

@@ -22,6 +22,8 @@ struct ImDrawList;  // imgui.h stays out of this header: tests and main include 
 namespace fprof::gui {
 
 enum class ColourBy { kOp = 0, kBound = 1 };
+// The tabs under the plot.
+enum class Tab { kKernels = 0, kFusion = 1, kDiff = 2, kRanks = 3 };
 
 // The findings of a run as the viewer's first screen shows them (fprof report's, in its words):
 // the top kernel, the kernel groups that could gain most (time x (1 - fraction of roof)), those
@@ -80,7 +82,13 @@ class Viewer {
   const std::string& tooltip() const { return tooltip_; }  // shown in the last frame ("" if none)
   std::optional<size_t> selectedFusion() const { return selected_fusion_; }
   void selectFusion(std::optional<size_t> index) { selected_fusion_ = index; }
-  const std::vector<DiffRow>& diff() const { return diff_; }
+  const std::vector<DiffRow>& diff() const { return diff_.kernels; }
+  // All the diff view shows against the baseline: kernel rows, applied fusions, recording differences.
+  const DocumentDiff& comparison() const { return diff_; }
+  // Brings a tab to the front in the next frame (fprof-view --tab); the tab shown last frame.
+  void openTab(Tab t) { pending_tab_ = t; }
+  std::optional<Tab> shownTab() const { return shown_tab_; }
+  size_t appliedFusionsDrawn() const { return applied_fusions_drawn_; }  // rows of the last frame
 
   // Databases of several processes (fprof merge): the ranks, and which one the plot, table, fusion
   // and diff show (none = all ranks together). The document of a rank is the profile cut to that
@@ -134,6 +142,8 @@ class Viewer {
   void drawDetails();
   void drawFusion();
   void drawDiff();
+  void drawAppliedFusions();
+  bool beginTab(const char* label, Tab t);
   void drawRankFilter();
   void drawRanks();
   void rebuildRows();
@@ -145,7 +155,10 @@ class Viewer {
   mutable std::vector<std::string> findings_;
   mutable const Document* findings_of_ = nullptr;
   std::vector<std::string> errors_;
-  std::vector<DiffRow> diff_;
+  DocumentDiff diff_;
+  std::optional<Tab> pending_tab_;
+  std::optional<Tab> shown_tab_;
+  size_t applied_fusions_drawn_ = 0;
   // All ranks as loaded, and the per-rank documents built on demand.
   std::shared_ptr<Document> all_run_;
   std::shared_ptr<Document> all_base_;
