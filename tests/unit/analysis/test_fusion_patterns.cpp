@@ -3,6 +3,7 @@
 // a finding a user acts on.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -112,6 +113,45 @@ TEST(FusionPatterns, TopFindingsOfTheRecordingsAreNamedWithASuggestion) {
       }
     }
   }
+}
+
+// Every recording in tests/data, whatever made it: each of the top five candidates is named by its
+// pattern and its ops (an op each stage, never an emit_nvtx range's ids or a kernel's full name)
+// and carries a suggestion, in PyTorch's terms for a PyTorch program.
+TEST(FusionPatterns, EveryRecordingsTopFiveAreNamedByOpsAndPatternWithASuggestion) {
+  size_t recordings = 0, with_candidates = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(kData)) {
+    if (entry.path().extension() != ".fprof") continue;
+    const std::string file = entry.path().filename().string();
+    auto loaded = core::loadProfile(entry.path().string());
+    ASSERT_TRUE(loaded.ok()) << file;
+    ++recordings;
+    const RunAnalysis a = RunAnalysis::of(*loaded);
+    const FusionResult& f = a.fusion();
+    with_candidates += !f.candidates.empty();
+    const bool pytorch = file.rfind("torch", 0) == 0;
+    for (size_t i = 0; i < f.candidates.size() && i < 5; ++i) {
+      const FusionCandidate& c = f.candidates[i];
+      const std::string where = file + " #" + std::to_string(i + 1) + ": " + c.name;
+      EXPECT_EQ(c.name.rfind(std::string(fusionPatternName(c.pattern)), 0), 0u) << where;
+      ASSERT_EQ(c.stage_ops.size(), c.stages.size()) << where;
+      ASSERT_FALSE(c.stage_ops.empty()) << where;
+      for (const std::string& op : c.stage_ops) {
+        EXPECT_FALSE(op.empty()) << where;
+        EXPECT_EQ(op.find("op_id"), std::string::npos) << where;
+        EXPECT_EQ(op.find(", seq = "), std::string::npos) << where;
+        EXPECT_LE(op.size(), 120u) << where;  // an op, not a kernel's full name
+      }
+      // The ops are the name's: the first stage's op is in it (cut at 40 characters; a long chain
+      // elides its middle).
+      EXPECT_NE(c.name.find(c.stage_ops.front().substr(0, 30)), std::string::npos) << where;
+      EXPECT_LE(c.name.size(), 200u) << where;
+      EXPECT_FALSE(c.suggestion.empty()) << where;
+      EXPECT_EQ(c.suggestion.find("torch") != std::string::npos, pytorch) << where << "; " << c.suggestion;
+    }
+  }
+  EXPECT_GE(recordings, 20u);
+  EXPECT_GE(with_candidates, 15u);
 }
 
 TEST(FusionPatterns, HuggingFaceGeluNewIsTheTanhGelu) {

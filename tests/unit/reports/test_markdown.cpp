@@ -123,7 +123,16 @@ TEST(Markdown, NoCellOfARecordedRunIsLongerThan200Characters) {
       ASSERT_TRUE(loaded.ok()) << base_file;
       base = std::move(*loaded);
     }
-    const std::string md = renderMarkdown(buildReport(*run, base ? &*base : nullptr));
+    const ReportData report = buildReport(*run, base ? &*base : nullptr);
+    // The best fusion among the findings is named by its pattern and ops, with a suggestion.
+    for (const std::string& f : report.findings) {
+      if (f.rfind("Best fusion: ", 0) != 0) continue;
+      ASSERT_FALSE(report.fusion.empty()) << file;
+      EXPECT_NE(f.find(report.fusion.front().pattern + ", "), std::string::npos) << file << ": " << f;
+      EXPECT_NE(f.find(" kernels ("), std::string::npos) << file << ": " << f;
+      EXPECT_NE(f.find(". Suggestion: "), std::string::npos) << file << ": " << f;
+    }
+    const std::string md = renderMarkdown(report);
     for (const std::string& cell : tableCells(md)) {
       EXPECT_LE(core::codePointCount(cell), 202u) << file << ": " << cell;  // 200 and the padding spaces
     }
