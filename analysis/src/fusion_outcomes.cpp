@@ -287,8 +287,11 @@ std::optional<Region> regionOf(const Aligned& al, const std::vector<size_t>& ker
   r.first = static_cast<size_t>(std::lower_bound(anchors.begin(), anchors.end(), static_cast<size_t>(lo)) - anchors.begin());
   r.last = static_cast<size_t>(std::upper_bound(anchors.begin(), anchors.end(), static_cast<size_t>(hi)) - anchors.begin());
   // Without a range around it, the start or end of a run is no neighbour: two different programs
-  // would otherwise match as one region.
+  // would otherwise match as one region. Within a range (a step) its start or end may bound one
+  // side, but a kernel both runs share must bound the other: two different programs whose steps
+  // share no kernel would otherwise match as one step run fused.
   if (al.whole_runs && (r.first == 0 || r.last == anchors.size())) return std::nullopt;
+  if (r.first == 0 && r.last == anchors.size()) return std::nullopt;
   r.matched_by = "the same neighbouring kernels";
   return r;
 }

@@ -164,5 +164,17 @@ TEST(FusionOutcomes, TransformerCompiledFusesTheResidualNorms) {
   EXPECT_EQ(o.changed_not_fused, 2);
 }
 
+// Different programs recorded on an H200, each marking its timed steps 'step': their steps share
+// no kernel, so nothing is found applied; nor in a run against itself.
+TEST(FusionOutcomes, H200ProgramsAreNotMatchedWithEachOther) {
+  const core::Profile gpt = load("torch_proof_gpt_bf16_eager_h200.fprof");
+  const core::Profile mlp = load("torch_proof_mlp_bf16_eager_h200.fprof");
+  const core::Profile hf = load("torch_proof_hfgpt2_forward_fp16_eager_h200.fprof");
+  EXPECT_TRUE(matchFusionOutcomes(gpt, RunAnalysis::of(gpt).fusion(), mlp).applied.empty());
+  EXPECT_TRUE(matchFusionOutcomes(mlp, RunAnalysis::of(mlp).fusion(), hf).applied.empty());
+  EXPECT_TRUE(matchFusionOutcomes(hf, RunAnalysis::of(hf).fusion(), gpt).applied.empty());
+  EXPECT_TRUE(matchFusionOutcomes(hf, RunAnalysis::of(hf).fusion(), hf).applied.empty());
+}
+
 }  // namespace
 }  // namespace fprof::analysis

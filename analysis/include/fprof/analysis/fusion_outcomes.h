@@ -8,7 +8,9 @@
 //      of the same name and launch shape that ran as often in both runs are anchors, paired in
 //      order (the longest sequence in the same order in both). A candidate's instance whose kernels
 //      are not all anchors lies between the anchors around it; the later run's kernels between the
-//      same anchors replaced it. Where they are fewer launches, the candidate ran fused there.
+//      same anchors replaced it. Where they are fewer launches, the candidate ran fused there. An
+//      anchor must bound the region on one side at least (over the whole runs, on both): the start
+//      or end of a step is the other side's neighbour, never both sides'.
 // A region between two anchors may hold several candidates' instances (torch.compile fuses all
 // of them at once): their outcome is one row, predicted savings summed, the measured saving the
 // region's. The measured saving is the difference of kernel time between the two runs over the
