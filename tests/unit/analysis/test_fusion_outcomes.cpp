@@ -1,6 +1,8 @@
 // Closing the loop (fusion_outcomes.h): a baseline's candidates found fused in a later run, by
 // op ranges (a synthetic declared pair) and by their neighbours (the before/after pairs recorded
-// on an H100 in tests/data: naive attention -> SDPA, and two models eager -> torch.compile).
+// in tests/data: on an H100, naive attention -> SDPA and two models eager -> torch.compile; on an
+// H200, naive attention -> SDPA, an MLP's bias + GELU -> cuBLASLt's epilogue, Hugging Face GPT-2's
+// gelu_new -> F.gelu(approximate="tanh")).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -162,6 +164,65 @@ TEST(FusionOutcomes, TransformerCompiledFusesTheResidualNorms) {
     EXPECT_GT(f.measured_saving_ns, 0);
   }
   EXPECT_EQ(o.changed_not_fused, 2);
+}
+
+// The H200 pairs of examples/pytorch/proof.py --pairs (tests/data/README.md): three fusions of
+// three patterns applied to programs not written for fprof, each found within the five timed
+// steps ("step" ranges) by its neighbours. The launches are exact (the same program and input);
+// the model's prediction for the instances found must be within 15% of the saving measured
+// between the two recordings, the tolerance the H100 SDPA pair is held to.
+struct AppliedPair {
+  const char* before;
+  const char* after;
+  FusionPattern pattern;
+  const char* name;     // the best ranked candidate found fused
+  const char* variant;  // its pattern's variant ("" for none)
+  size_t candidates;    // how many of the baseline's candidates the outcome holds
+  int64_t instances;
+  int64_t launches_before, launches_after;
+  double min_measured_ns;  // a floor on the saving measured: the fusion saved that much at least
+};
+
+TEST(FusionOutcomes, H200PairsOfThreePatternsPredictedWithin15Percent) {
+  const AppliedPair pairs[] = {
+      {"torch_proof_gpt_bf16_eager_h200.fprof", "torch_proof_gpt_bf16_sdpa_h200.fprof", FusionPattern::kAttention,
+       "attention, 7 kernels (matmul -> mul -> masked_fill -> softmax -> copy -> matmul -> copy)", "", 3, 40, 230, 70,
+       1.8e6},
+      {"torch_proof_mlp_bf16_eager_h200.fprof", "torch_proof_mlp_bf16_bias_gelu_h200.fprof",
+       FusionPattern::kGemmEpilogue, "GEMM + epilogue, 3 kernels (matmul -> add -> gelu)", "", 1, 10, 30, 10, 4.5e5},
+      {"torch_proof_hfgpt2_forward_fp16_eager_h200.fprof", "torch_proof_hfgpt2_forward_fp16_gelu_h200.fprof",
+       FusionPattern::kElementwiseChain,
+       "elementwise chain (tanh GELU), 8 kernels (mul -> pow -> mul -> add -> mul -> tanh -> add -> mul)", "tanh GELU", 1,
+       20, 160, 20, 4.0e5},
+  };
+  for (const AppliedPair& pair : pairs) {
+    SCOPED_TRACE(std::string(pair.before) + " -> " + pair.after);
+    const core::Profile before = load(pair.before);
+    const core::Profile after = load(pair.after);
+    const RunAnalysis a = RunAnalysis::of(after, &before);
+    const FusionOutcomes& o = a.comparison()->fusions;
+    EXPECT_TRUE(o.notes.empty());  // one device, one mode
+    EXPECT_NE(o.scope.find("\"step\""), std::string::npos) << o.scope;
+    ASSERT_EQ(o.applied.size(), 1u);
+    const FusionOutcome& f = o.applied.front();
+    ASSERT_EQ(f.candidates.size(), pair.candidates);
+    const FusionCandidate& c = a.baseline()->fusion().candidates[f.candidates.front()];
+    EXPECT_EQ(c.pattern, pair.pattern) << c.name;
+    EXPECT_EQ(c.name, pair.name);
+    EXPECT_EQ(c.variant, pair.variant);
+    EXPECT_EQ(f.matched_by, "the same neighbouring kernels");
+    EXPECT_EQ(f.instances, pair.instances);
+    EXPECT_EQ(f.launches_before, pair.launches_before);
+    EXPECT_EQ(f.launches_after, pair.launches_after);
+    EXPECT_DOUBLE_EQ(f.measured_saving_ns, f.before_ns - f.after_ns);
+    EXPECT_GT(f.measured_saving_ns, pair.min_measured_ns);
+    ASSERT_TRUE(f.predicted_saving_ns);
+    ASSERT_TRUE(f.error);
+    EXPECT_DOUBLE_EQ(*f.error, (*f.predicted_saving_ns - f.measured_saving_ns) / f.measured_saving_ns);
+    EXPECT_LT(std::abs(*f.error), 0.15) << *f.predicted_saving_ns << " predicted, " << f.measured_saving_ns
+                                        << " measured";
+    EXPECT_EQ(fusionOutcomeName(f, a.baseline()->fusion()).rfind(pair.name, 0), 0u);
+  }
 }
 
 // Different programs recorded on an H200, each marking its timed steps 'step': their steps share

@@ -113,6 +113,9 @@ TEST(Markdown, NoCellOfARecordedRunIsLongerThan200Characters) {
   runs.emplace_back("torch_proof_gpt_bf16_sdpa_h100.fprof", "torch_proof_gpt_bf16_eager_h100.fprof");
   runs.emplace_back("torch_mlp_compile_h100.fprof", "torch_mlp_eager_h100.fprof");
   runs.emplace_back("torch_transformer_compile_h100.fprof", "torch_transformer_eager_h100.fprof");
+  runs.emplace_back("torch_proof_gpt_bf16_sdpa_h200.fprof", "torch_proof_gpt_bf16_eager_h200.fprof");
+  runs.emplace_back("torch_proof_mlp_bf16_bias_gelu_h200.fprof", "torch_proof_mlp_bf16_eager_h200.fprof");
+  runs.emplace_back("torch_proof_hfgpt2_forward_fp16_gelu_h200.fprof", "torch_proof_hfgpt2_forward_fp16_eager_h200.fprof");
   ASSERT_GT(runs.size(), 20u);
   for (const auto& [file, base_file] : runs) {
     auto run = core::loadProfile(data + file);
