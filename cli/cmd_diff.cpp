@@ -69,8 +69,8 @@ std::string appliedFusions(const analysis::RunAnalysis& analysed, bool full_name
   out += "predicted: the model's saving for the instances found (fprof report BASE); measured: the kernel time both "
          "runs spent between the same neighbouring kernels (or in the same op ranges); error = (predicted - "
          "measured) / measured\n";
-  out += fmt::format("{} candidates ran as before, {} changed without fewer launches\n", outcomes.unchanged,
-                     outcomes.changed_not_fused);
+  out += fmt::format("{} candidate{} ran as before, {} changed without fewer launches\n", outcomes.unchanged,
+                     outcomes.unchanged == 1 ? "" : "s", outcomes.changed_not_fused);
   return out;
 }
 

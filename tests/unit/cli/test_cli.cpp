@@ -386,5 +386,22 @@ TEST(CliRecorded, DiffWarnsWhenTheRunsWereRecordedDifferently) {
   EXPECT_TRUE(warnings(r.out).empty()) << r.out;
 }
 
+// The applied fusions of a recorded pair as fprof diff prints them (one candidate ran as before).
+TEST(CliRecorded, DiffPrintsTheAppliedFusions) {
+  const std::string data = std::string(FPROF_SOURCE_DIR) + "/tests/data/";
+  const Result r = runFprof("diff " + data + "torch_proof_mlp_bf16_eager_h200.fprof " + data +
+                            "torch_proof_mlp_bf16_bias_gelu_h200.fprof --top 1");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("Fusions applied (1 of the baseline's 3 candidates run fused; compared over 5 top NVTX ranges "
+                       "both runs hold as often (\"step\")):\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("neighbours         10  30 -> 10  612.95 us  569.60 us  +7.6%  GEMM + epilogue, 3 kernels "
+                       "(matmul -> add -> gelu)\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("\n1 candidate ran as before, 0 changed without fewer launches\n"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace fprof
