@@ -28,6 +28,8 @@ def job_parser(sub) -> None:
     p.add_argument("--workers", type=int, metavar="N", help="workers of the local cluster (default: one per core)")
     p.add_argument("--memory-limit", metavar="SIZE", help="memory limit of each local worker, e.g. 2GB "
                                                           "(default: an equal share of the machine's memory)")
+    p.add_argument("--dashboard", metavar="ADDRESS", help="serve the local cluster's Dask dashboard at ADDRESS, e.g. "
+                                                          ":8787 (needs bokeh; default: none)")
     p.add_argument("--ranks", type=int, metavar="N", help="the job's world size, to name missing ranks "
                                                           "(default: every rank up to the highest found)")
     p.add_argument("--step-regex", default=_core.default_step_regex, metavar="REGEX",
@@ -41,6 +43,7 @@ def run_job_command(args) -> int:
     from .job import JobOptions, run_job
     options = JobOptions(inputs=args.inputs, output=args.output, force=args.force, scheduler=args.scheduler,
                          scheduler_file=args.scheduler_file, workers=args.workers, memory_limit=args.memory_limit,
+                         dashboard=args.dashboard,
                          ranks=args.ranks, step_regex=args.step_regex, cache=not args.no_cache, top=args.top,
                          quiet=args.quiet)
     result = run_job(options)

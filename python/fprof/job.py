@@ -40,6 +40,7 @@ class JobOptions:
     scheduler_file: str | None = None
     workers: int | None = None
     memory_limit: str | None = None
+    dashboard: str | None = None
     ranks: int | None = None
     step_regex: str = _core.default_step_regex
     cache: bool = True
@@ -110,12 +111,17 @@ def dask_client(options: JobOptions):
             yield client, f"the cluster at {options.scheduler}"
         return
     workers = options.workers or os.cpu_count() or 1
+    # The scheduler serves HTTP even without a dashboard, on 8787 unless told otherwise, and warns on
+    # stderr when another cluster holds that port: a free port on the loopback interface instead.
     cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                           memory_limit=options.memory_limit or "auto", dashboard_address=None,
-                           silence_logs=logging.ERROR)
+                           memory_limit=options.memory_limit or "auto",
+                           dashboard_address=options.dashboard or "127.0.0.1:0", silence_logs=logging.ERROR)
     with contextlib.closing(cluster), Client(cluster) as client:
         limit = options.memory_limit or "an equal share of this machine's memory"
-        yield client, f"a Dask LocalCluster of {workers} worker{'s' if workers > 1 else ''} ({limit} each)"
+        described = f"a Dask LocalCluster of {workers} worker{'s' if workers > 1 else ''} ({limit} each)"
+        if options.dashboard:
+            described += f", its dashboard at {client.dashboard_link}"
+        yield client, described
 
 
 class Progress:

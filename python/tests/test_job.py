@@ -2,11 +2,13 @@
 job, its figures against `fprof info` on the merged file, bad inputs, the cache and the output
 rules."""
 
+import contextlib
 import importlib.util
 import json
 import os
 import re
 import shutil
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -193,13 +195,39 @@ def test_bad_inputs_are_named_and_the_job_finishes(tmp_path, data_dir):
     assert "ranks 3, 5, 9-11 missing" in page and "set apart" in page
 
 
+def fprof_lines(stderr):
+    """fprof's own lines of stderr (a library the job runs may add lines of its own)."""
+    return [line for line in stderr.splitlines() if line.startswith("fprof: ")]
+
+
 def test_no_usable_rank_is_an_error(tmp_path, data_dir):
     bad = tmp_path / "bad.fprof"
     bad.write_bytes(b"x" * 1000)
     done = run_job(bad, "-o", tmp_path / "job", check=False)
     assert done.returncode == 2
-    assert done.stderr.startswith("fprof: no rank file could be read")
+    lines = fprof_lines(done.stderr)
+    assert len(lines) == 1 and lines[0].startswith("fprof: no rank file could be read: "), done.stderr
+    assert "bad.fprof" in lines[0]
     assert not (tmp_path / "job").exists()
+
+
+@contextlib.contextmanager
+def port_taken(port):
+    """The port held for the block (by this test, or already by another program)."""
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+            s.listen()
+        except OSError:
+            pass  # taken already
+        yield
+
+
+def test_a_taken_dashboard_port_says_nothing(tmp_path, data_dir):
+    make_ranks(data_dir, tmp_path / "ranks", TRACE_RANK, 2)
+    with port_taken(8787):
+        done = run_job(tmp_path / "ranks", "-o", tmp_path / "job")
+    assert "8787" not in done.stderr and "already in use" not in done.stderr, done.stderr
 
 
 def test_cache_redoes_only_what_changed(tmp_path, data_dir):
@@ -250,5 +278,6 @@ def test_fprof_command_runs_the_package(tmp_path, data_dir, fprof_bin):
     missing = subprocess.run([alone, "job", tmp_path / "ranks", "-o", tmp_path / "job2"], capture_output=True, text=True,
                              env={"PATH": "/nonexistent"})
     assert missing.returncode == 2
-    assert missing.stderr.startswith("fprof: this command runs in fprof's Python package, which is not installed")
-    assert missing.stderr.count("\n") == 1
+    lines = fprof_lines(missing.stderr)
+    assert len(lines) == 1 and lines[0].startswith("fprof: this command runs in fprof's Python package, which is "
+                                                   "not installed"), missing.stderr
