@@ -76,6 +76,10 @@ std::string shapeOf(const core::KernelRow& k) {
   return fmt::format("grid {}x{}x{} block {}x{}x{}", k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y, k.block_z);
 }
 
+std::string groupKey(const std::string& name, const std::string& shape, const std::string& op) {
+  return name + '\x1f' + shape + '\x1f' + op;
+}
+
 // The GPU a launch ran on, as summary.cpp counts busy time: two processes sharing a GPU share it.
 uint64_t gpuKey(const core::Profile& p, const core::KernelRow& k) {
   if (const core::DeviceInfo* d = p.device(k.process_id, k.device_id); d && !d->uuid.empty()) {
@@ -121,6 +125,10 @@ void addKernel(Accum& a, const core::Profile& p, const core::KernelRow& k) {
 SideStats finish(Accum& a) {
   SideStats s = std::move(a.s);
   s.median_ns = median(s.samples_ns);
+  if (!s.samples_ns.empty()) {
+    const double mean = s.total_ns / static_cast<double>(s.samples_ns.size());
+    for (double x : s.samples_ns) s.squared_deviation_ns2 += (x - mean) * (x - mean);
+  }
   for (size_t i = 0; i < kCounterMetricCount; ++i) {
     if (a.present[i] != s.calls || s.calls == 0) continue;  // missing for some launch: not comparable
     const double v = a.extreme[i] ? *a.extreme[i] : a.sum[i] / static_cast<double>(s.calls);
@@ -140,7 +148,7 @@ std::map<std::string, Accum> groupKernels(const core::Profile& p, const KernelOp
     const std::string& op = i < ops.of_kernel.size() ? ops.names[ops.of_kernel[i]] : ops.names.front();
     const std::string path = k.nvtx_path_id ? p.str(*k.nvtx_path_id) : "";
     const std::string shape = shapeOf(k);
-    Accum& a = out[name + '\x1f' + shape + '\x1f' + op];
+    Accum& a = out[groupKey(name, shape, op)];
     if (a.s.calls == 0) {
       a.name = name;
       a.shape = shape;
@@ -181,65 +189,88 @@ void compare(DiffEntry& e) {
   e.test_faster = mannWhitneyGreater(e.cur->samples_ns, e.base->samples_ns);
 }
 
-std::vector<DiffEntry> diffGroups(std::map<std::string, Accum> base, std::map<std::string, Accum> cur, bool rename) {
-  std::vector<DiffEntry> out;
-  std::vector<std::string> vanished, added;
-  for (auto& [key, a] : base) {
-    DiffEntry e;
-    e.name = e.base_name = a.name;
-    e.shape = a.shape;
-    e.op = a.op;
-    e.nvtx_path = a.one_path ? a.path : "";
-    e.base = finish(a);
-    auto it = cur.find(key);
-    if (it != cur.end()) {
-      e.cur = finish(it->second);
-      e.kind = MatchKind::kMatched;
-      compare(e);
-    } else {
-      e.kind = MatchKind::kVanished;
-    }
-    out.push_back(std::move(e));
-  }
-  for (auto& [key, a] : cur) {
-    if (base.count(key)) continue;
-    DiffEntry e;
-    e.kind = MatchKind::kNew;
-    e.name = a.name;
-    e.shape = a.shape;
-    e.op = a.op;
-    e.nvtx_path = a.one_path ? a.path : "";
-    e.cur = finish(a);
-    out.push_back(std::move(e));
-  }
-  if (rename) {
-    // A vanished and a new kernel with the same launch shape and op, each the only one so
-    // placed, are taken as one kernel renamed.
-    std::map<std::string, std::vector<size_t>> v, n;
-    for (size_t i = 0; i < out.size(); ++i) {
-      const std::string place = out[i].shape + '\x1f' + out[i].op;
-      if (out[i].kind == MatchKind::kVanished) v[place].push_back(i);
-      if (out[i].kind == MatchKind::kNew) n[place].push_back(i);
-    }
-    std::vector<bool> drop(out.size(), false);
-    for (const auto& [place, vi] : v) {
-      auto it = n.find(place);
-      if (it == n.end() || vi.size() != 1 || it->second.size() != 1) continue;
-      DiffEntry& old_e = out[vi.front()];
-      DiffEntry& new_e = out[it->second.front()];
-      old_e.kind = MatchKind::kRenamed;
-      old_e.name = new_e.name;
-      old_e.cur = std::move(new_e.cur);
-      compare(old_e);
-      drop[it->second.front()] = true;
-    }
-    std::vector<DiffEntry> kept;
-    for (size_t i = 0; i < out.size(); ++i) {
-      if (!drop[i]) kept.push_back(std::move(out[i]));
-    }
-    out = std::move(kept);
+// Launch groups (or NVTX ops) with their statistics final, by key.
+using Finished = std::map<std::string, LaunchGroupStats>;
+
+Finished finished(std::map<std::string, Accum> groups) {
+  Finished out;
+  for (auto& [key, a] : groups) {
+    out.emplace(key, LaunchGroupStats{a.name, a.shape, a.op, a.one_path ? a.path : "", finish(a)});
   }
   return out;
+}
+
+DiffEntry entryOf(MatchKind kind, const LaunchGroupStats& g) {
+  DiffEntry e;
+  e.kind = kind;
+  e.name = g.name;
+  if (kind != MatchKind::kNew) e.base_name = g.name;
+  e.shape = g.shape;
+  e.op = g.op;
+  e.nvtx_path = g.nvtx_path;
+  return e;
+}
+
+void markRenamed(std::vector<DiffEntry>& out);
+
+std::vector<DiffEntry> diffGroups(Finished base, Finished cur, bool rename) {
+  std::vector<DiffEntry> out;
+  for (auto& [key, g] : base) {
+    auto it = cur.find(key);
+    DiffEntry e = entryOf(it != cur.end() ? MatchKind::kMatched : MatchKind::kVanished, g);
+    e.base = std::move(g.stats);
+    if (it != cur.end()) {
+      e.cur = std::move(it->second.stats);
+      compare(e);
+    }
+    out.push_back(std::move(e));
+  }
+  for (auto& [key, g] : cur) {
+    if (base.count(key)) continue;
+    DiffEntry e = entryOf(MatchKind::kNew, g);
+    e.cur = std::move(g.stats);
+    out.push_back(std::move(e));
+  }
+  if (rename) markRenamed(out);
+  return out;
+}
+
+// A vanished and a new kernel with the same launch shape and op, each the only one so placed, are
+// taken as one kernel renamed.
+void markRenamed(std::vector<DiffEntry>& out) {
+  std::map<std::string, std::vector<size_t>> v, n;
+  for (size_t i = 0; i < out.size(); ++i) {
+    const std::string place = out[i].shape + '\x1f' + out[i].op;
+    if (out[i].kind == MatchKind::kVanished) v[place].push_back(i);
+    if (out[i].kind == MatchKind::kNew) n[place].push_back(i);
+  }
+  std::vector<bool> drop(out.size(), false);
+  for (const auto& [place, vi] : v) {
+    auto it = n.find(place);
+    if (it == n.end() || vi.size() != 1 || it->second.size() != 1) continue;
+    DiffEntry& old_e = out[vi.front()];
+    DiffEntry& new_e = out[it->second.front()];
+    old_e.kind = MatchKind::kRenamed;
+    old_e.name = new_e.name;
+    old_e.cur = std::move(new_e.cur);
+    compare(old_e);
+    drop[it->second.front()] = true;
+  }
+  std::vector<DiffEntry> kept;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (!drop[i]) kept.push_back(std::move(out[i]));
+  }
+  out = std::move(kept);
+}
+
+// Kernels by how much their total time changed, largest first.
+void sortByChange(std::vector<DiffEntry>& kernels) {
+  std::stable_sort(kernels.begin(), kernels.end(), [](const DiffEntry& a, const DiffEntry& b) {
+    auto delta = [](const DiffEntry& e) {
+      return std::abs((e.cur ? e.cur->total_ns : 0) - (e.base ? e.base->total_ns : 0));
+    };
+    return delta(a) > delta(b);
+  });
 }
 
 }  // namespace
@@ -249,14 +280,9 @@ RunDiff diffProfiles(const core::Profile& base, const KernelOps& base_ops, const
   RunDiff d;
   for (const auto& k : base.kernels) d.base_total_ns += static_cast<double>(k.durationNs());
   for (const auto& k : cur.kernels) d.cur_total_ns += static_cast<double>(k.durationNs());
-  d.kernels = diffGroups(groupKernels(base, base_ops), groupKernels(cur, cur_ops), true);
-  std::stable_sort(d.kernels.begin(), d.kernels.end(), [](const DiffEntry& a, const DiffEntry& b) {
-    auto delta = [](const DiffEntry& e) {
-      return std::abs((e.cur ? e.cur->total_ns : 0) - (e.base ? e.base->total_ns : 0));
-    };
-    return delta(a) > delta(b);
-  });
-  d.ops = diffGroups(groupOps(base), groupOps(cur), false);
+  d.kernels = diffGroups(finished(groupKernels(base, base_ops)), finished(groupKernels(cur, cur_ops)), true);
+  sortByChange(d.kernels);
+  d.ops = diffGroups(finished(groupOps(base)), finished(groupOps(cur)), false);
   d.setup_differences = setupDifferences(base, cur);
   return d;
 }
@@ -264,6 +290,111 @@ RunDiff diffProfiles(const core::Profile& base, const KernelOps& base_ops, const
 RunDiff diffProfiles(const core::Profile& base, const core::Profile& cur) {
   auto opsOf = [](const core::Profile& p) { return nameKernelOps(p, indexOps(p), indexFrameworkOps(p)); };
   return diffProfiles(base, opsOf(base), cur, opsOf(cur));
+}
+
+std::vector<LaunchGroupStats> launchGroupStats(const core::Profile& p, const KernelOps& ops) {
+  std::vector<LaunchGroupStats> out;
+  for (auto& [key, g] : finished(groupKernels(p, ops))) out.push_back(std::move(g));
+  return out;
+}
+
+LaunchGroupStats summarized(LaunchGroupStats g) {
+  g.stats.samples_ns = orderStatistics(std::move(g.stats.samples_ns), kSummarySamples);
+  g.stats.spans.clear();
+  g.stats.spans.shrink_to_fit();
+  return g;
+}
+
+RunDiff diffLaunchGroups(std::vector<LaunchGroupStats> base, std::vector<LaunchGroupStats> cur) {
+  RunDiff d;
+  auto keyed = [](std::vector<LaunchGroupStats> groups, double& total_ns) {
+    Finished out;
+    for (LaunchGroupStats& g : groups) {
+      total_ns += g.stats.total_ns;
+      std::string key = groupKey(g.name, g.shape, g.op);
+      out.emplace(std::move(key), std::move(g));
+    }
+    return out;
+  };
+  Finished b = keyed(std::move(base), d.base_total_ns);
+  Finished c = keyed(std::move(cur), d.cur_total_ns);
+  d.kernels = diffGroups(std::move(b), std::move(c), true);
+  sortByChange(d.kernels);
+  return d;
+}
+
+namespace {
+
+// How a launch group's per-launch counter combines over launches (addKernel's choice for each).
+enum class CounterCombine { kMean, kMax, kMin };
+
+CounterCombine combineOf(CounterMetric m) {
+  switch (m) {
+    case CounterMetric::kRegistersPerThread:
+    case CounterMetric::kLocalBytesPerThread: return CounterCombine::kMax;
+    case CounterMetric::kTheoreticalOccupancy: return CounterCombine::kMin;
+    default: return CounterCombine::kMean;
+  }
+}
+
+}  // namespace
+
+LaunchGroupCombiner::LaunchGroupCombiner(size_t runs, size_t max_samples)
+    : per_run_samples_(std::max<size_t>(1, max_samples / std::max<size_t>(1, runs))) {}
+
+void LaunchGroupCombiner::add(const std::vector<LaunchGroupStats>& run) {
+  for (const LaunchGroupStats& g : run) {
+    auto [it, fresh] = groups_.try_emplace(groupKey(g.name, g.shape, g.op));
+    Combined& c = it->second;
+    const SideStats& s = g.stats;
+    std::vector<double> samples = orderStatistics(s.samples_ns, per_run_samples_);
+    if (fresh) {
+      c.g = LaunchGroupStats{g.name, g.shape, g.op, g.nvtx_path, {}};
+      c.present.fill(true);
+    } else if (c.g.nvtx_path != g.nvtx_path) {
+      c.g.nvtx_path.clear();
+    }
+    SideStats& t = c.g.stats;
+    // Spread of two sets of launches together: each one's own, and that of their means.
+    if (t.calls > 0 && s.calls > 0) {
+      const double n = static_cast<double>(t.calls + s.calls);
+      const double delta = s.total_ns / static_cast<double>(s.calls) - t.total_ns / static_cast<double>(t.calls);
+      t.squared_deviation_ns2 += delta * delta * static_cast<double>(t.calls) * static_cast<double>(s.calls) / n;
+    }
+    t.squared_deviation_ns2 += s.squared_deviation_ns2;
+    t.calls += s.calls;
+    t.total_ns += s.total_ns;
+    t.samples_ns.insert(t.samples_ns.end(), samples.begin(), samples.end());
+    for (size_t i = 0; i < kCounterMetricCount; ++i) {
+      if (!s.metrics[i]) {
+        c.present[i] = false;
+        continue;
+      }
+      const double v = *s.metrics[i];
+      switch (combineOf(static_cast<CounterMetric>(i))) {
+        case CounterCombine::kMean: c.value[i] += v * static_cast<double>(s.calls); break;
+        case CounterCombine::kMax: c.value[i] = fresh ? v : std::max(c.value[i], v); break;
+        case CounterCombine::kMin: c.value[i] = fresh ? v : std::min(c.value[i], v); break;
+      }
+    }
+  }
+}
+
+std::vector<LaunchGroupStats> LaunchGroupCombiner::groups() const {
+  std::vector<LaunchGroupStats> out;
+  out.reserve(groups_.size());
+  for (const auto& [key, c] : groups_) {
+    LaunchGroupStats g = c.g;
+    SideStats& s = g.stats;
+    s.median_ns = median(s.samples_ns);
+    for (size_t i = 0; i < kCounterMetricCount; ++i) {
+      if (!c.present[i] || s.calls == 0) continue;
+      const bool mean = combineOf(static_cast<CounterMetric>(i)) == CounterCombine::kMean;
+      s.metrics[i] = mean ? c.value[i] / static_cast<double>(s.calls) : c.value[i];
+    }
+    out.push_back(std::move(g));
+  }
+  return out;
 }
 
 namespace {
@@ -279,30 +410,32 @@ std::string deviceNames(const core::Profile& p) {
   return out.empty() ? "none recorded" : out;
 }
 
-std::string metricSet(const core::Profile& p) {
-  const std::string set = p.meta("metric_set"), metrics = p.meta("metrics");
-  if (metrics.empty()) return set;
-  const auto count = 1 + std::count(metrics.begin(), metrics.end(), ',');
-  return fmt::format("{}{}{} metrics", set, set.empty() ? "" : ", ", count);
+std::string metricSet(const RecordingSetup& r) {
+  if (r.metrics.empty()) return r.metric_set;
+  const auto count = 1 + std::count(r.metrics.begin(), r.metrics.end(), ',');
+  return fmt::format("{}{}{} metrics", r.metric_set, r.metric_set.empty() ? "" : ", ", count);
 }
 
 }  // namespace
 
-std::vector<SetupDifference> setupDifferences(const core::Profile& base, const core::Profile& cur) {
+RecordingSetup recordingSetup(const core::Profile& p) {
+  return {deviceNames(p), p.meta("mode", "unknown"), p.meta("metric_set"), p.meta("metrics")};
+}
+
+std::vector<SetupDifference> setupDifferences(const RecordingSetup& base, const RecordingSetup& cur) {
   std::vector<SetupDifference> out;
-  if (const std::string b = deviceNames(base), c = deviceNames(cur); b != c) {
-    out.push_back({"devices", b, c,
+  if (base.devices != cur.devices) {
+    out.push_back({"devices", base.devices, cur.devices,
                    fmt::format("the runs were recorded on different GPUs (base: {}; current: {}): times and "
                                "counters are not those of one machine",
-                               b, c)});
+                               base.devices, cur.devices)});
   }
-  const std::string bm = base.meta("mode", "unknown"), cm = cur.meta("mode", "unknown");
-  if (bm != cm) {
-    out.push_back({"mode", bm, cm,
+  if (base.mode != cur.mode) {
+    out.push_back({"mode", base.mode, cur.mode,
                    fmt::format("the runs were recorded in different modes (base: {}; current: {}): metrics mode "
                                "replays kernels to count, so its times and counters differ from a trace's",
-                               bm, cm)});
-  } else if (base.meta("metrics") != cur.meta("metrics") || base.meta("metric_set") != cur.meta("metric_set")) {
+                               base.mode, cur.mode)});
+  } else if (base.metrics != cur.metrics || base.metric_set != cur.metric_set) {
     const std::string b = metricSet(base), c = metricSet(cur);
     out.push_back({"metrics", b, c,
                    fmt::format("the runs collected different counters (base: {}; current: {}): a counter only one "
@@ -310,6 +443,10 @@ std::vector<SetupDifference> setupDifferences(const core::Profile& base, const c
                                b.empty() ? "none" : b, c.empty() ? "none" : c)});
   }
   return out;
+}
+
+std::vector<SetupDifference> setupDifferences(const core::Profile& base, const core::Profile& cur) {
+  return setupDifferences(recordingSetup(base), recordingSetup(cur));
 }
 
 std::string shortMessage(const GateFinding& f, const KernelNames& names) {
@@ -550,25 +687,19 @@ bool timelineKnown(const std::vector<LaunchSpan>& spans) {
 std::optional<double> noiseVariance(const std::vector<const SideStats*>& keys) {
   double cv2_sum = 0, dof = 0;
   for (const SideStats* s : keys) {
-    const size_t n = s->samples_ns.size();
-    if (n < 2) continue;
-    const double mean = s->total_ns / static_cast<double>(n);
+    if (s->calls < 2) continue;
+    const double mean = s->total_ns / static_cast<double>(s->calls);
     if (mean <= 0) continue;
-    double ss = 0;
-    for (double x : s->samples_ns) ss += (x - mean) * (x - mean);
-    cv2_sum += ss / (mean * mean);
-    dof += static_cast<double>(n - 1);
+    cv2_sum += s->squared_deviation_ns2 / (mean * mean);
+    dof += static_cast<double>(s->calls - 1);
   }
   if (dof == 0) return std::nullopt;
   const double cv2 = cv2_sum / dof;
   double var = 0;
   for (const SideStats* s : keys) {
-    const size_t n = s->samples_ns.size();
-    if (n >= 2) {
-      const double mean = s->total_ns / static_cast<double>(n);
-      double ss = 0;
-      for (double x : s->samples_ns) ss += (x - mean) * (x - mean);
-      var += ss / static_cast<double>(n - 1) * static_cast<double>(n);
+    if (s->calls >= 2) {
+      const auto n = static_cast<double>(s->calls);
+      var += s->squared_deviation_ns2 / (n - 1) * n;
     } else {
       var += cv2 * s->total_ns * s->total_ns;
     }
@@ -655,7 +786,10 @@ void checkWholeRun(const RunDiff& diff, const GateOptions& opt, GateResult& g) {
   if (vb || vc) noise = vb.value_or(0) + vc.value_or(0);
   g.run_checks.push_back(timeTotalCheck("kernel_time_ns", "total kernel time", b.kernel_ns, c.kernel_ns, noise, opt));
   // The busy time's noise is taken as the kernel time's: the same launches make both.
-  if (timelineKnown(b.spans) && timelineKnown(c.spans)) {
+  if (diff.busy && diff.busy->base_ns && diff.busy->cur_ns) {
+    g.run_checks.push_back(
+        timeTotalCheck("busy_time_ns", "GPU busy time", *diff.busy->base_ns, *diff.busy->cur_ns, noise, opt));
+  } else if (!diff.busy && timelineKnown(b.spans) && timelineKnown(c.spans)) {
     g.run_checks.push_back(timeTotalCheck("busy_time_ns", "GPU busy time", busyNs(std::move(b.spans)),
                                           busyNs(std::move(c.spans)), noise, opt));
   } else {

@@ -17,6 +17,18 @@ std::optional<double> median(std::vector<double> v) {
   return (lo + hi) / 2;
 }
 
+std::vector<double> orderStatistics(std::vector<double> v, size_t count) {
+  if (v.size() <= count) return v;
+  std::sort(v.begin(), v.end());
+  std::vector<double> out(count);
+  const double n = static_cast<double>(v.size());
+  for (size_t i = 0; i < count; ++i) {
+    const auto at = static_cast<size_t>((static_cast<double>(i) + 0.5) * n / static_cast<double>(count));
+    out[i] = v[std::min(at, v.size() - 1)];
+  }
+  return out;
+}
+
 std::optional<MannWhitney> mannWhitneyGreater(const std::vector<double>& base, const std::vector<double>& cur) {
   const size_t n1 = base.size(), n2 = cur.size();
   if (n1 == 0 || n2 == 0) return std::nullopt;

@@ -9,6 +9,9 @@
 
 #include "fixture.h"
 #include "fprof/analysis/diff.h"
+#include "fprof/analysis/framework_ops.h"
+#include "fprof/analysis/nvtx_ops.h"
+#include "fprof/analysis/run_analysis.h"
 
 namespace fprof::analysis {
 namespace {
@@ -351,6 +354,103 @@ TEST(Diff, RepeatStatisticsAndCounters) {
   EXPECT_DOUBLE_EQ(*g.base->metrics[static_cast<size_t>(CounterMetric::kRegistersPerThread)], 32.0);
   EXPECT_FALSE(g.base->metrics[static_cast<size_t>(CounterMetric::kL2Bytes)]);  // not collected: n/a
   EXPECT_DOUBLE_EQ(d.base_total_ns, 30 * 120000.0);
+}
+
+// ---- Launch groups as rank summaries keep them (fprof job, and the gate over two jobs) ----
+
+std::vector<LaunchGroupStats> summaryOf(const core::Profile& p) {
+  std::vector<LaunchGroupStats> out;
+  for (LaunchGroupStats& g : launchGroupStats(p, nameKernelOps(p, indexOps(p), indexFrameworkOps(p)))) {
+    out.push_back(summarized(std::move(g)));
+  }
+  return out;
+}
+
+// The file gate's busy times, given to a diff of summaries as a summary keeps them.
+RecordedBusy busyOf(const GateResult& files) {
+  return {files.run_checks[1].base, files.run_checks[1].cur};
+}
+
+TEST(LaunchGroups, SummariesOfSmallGroupsGiveTheFilesVerdict) {
+  // 30 launches per group: a summary keeps every one, so the verdict is the file gate's exactly.
+  const core::Profile base = makeRun({.name = "sum_base", .seed = 7});
+  const core::Profile cur = makeRun({.name = "sum_cur", .seed = 8, .gemm_scale = 1.10, .gemm_dram_bytes = 1.2e8});
+  const GateResult files = evaluateGate(diffProfiles(base, cur), {});
+  RunDiff d = diffLaunchGroups(summaryOf(base), summaryOf(cur));
+  d.busy = busyOf(files);
+  const GateResult summaries = evaluateGate(d, {});
+  ASSERT_EQ(summaries.findings.size(), files.findings.size());
+  ASSERT_GE(files.regressions, 3);
+  for (size_t i = 0; i < files.findings.size(); ++i) {
+    EXPECT_EQ(summaries.findings[i].message, files.findings[i].message) << i;
+    EXPECT_EQ(summaries.findings[i].p_value, files.findings[i].p_value) << i;
+  }
+  ASSERT_EQ(summaries.run_checks.size(), files.run_checks.size());
+  for (size_t i = 0; i < files.run_checks.size(); ++i) {
+    EXPECT_EQ(summaries.run_checks[i].message, files.run_checks[i].message) << i;
+  }
+}
+
+TEST(LaunchGroups, LargeGroupsKeepOrderStatisticsAndExactFigures) {
+  const core::Profile base = makeRun({.name = "big_base", .seed = 7, .launches = 1000});
+  const core::Profile cur = makeRun({.name = "big_cur", .seed = 8, .gemm_scale = 1.10, .launches = 1000});
+  const std::vector<LaunchGroupStats> all = launchGroupStats(base, nameKernelOps(base, indexOps(base), indexFrameworkOps(base)));
+  const std::vector<LaunchGroupStats> kept = summaryOf(base);
+  ASSERT_EQ(kept.size(), 2u);
+  for (size_t i = 0; i < kept.size(); ++i) {
+    EXPECT_EQ(all[i].stats.samples_ns.size(), 1000u);
+    EXPECT_EQ(kept[i].stats.samples_ns.size(), kSummarySamples);
+    EXPECT_TRUE(kept[i].stats.spans.empty());
+    EXPECT_EQ(kept[i].stats.calls, 1000);
+    EXPECT_EQ(kept[i].stats.median_ns, all[i].stats.median_ns);
+    EXPECT_EQ(kept[i].stats.squared_deviation_ns2, all[i].stats.squared_deviation_ns2);
+    EXPECT_EQ(kept[i].stats.total_ns, all[i].stats.total_ns);
+  }
+  // The gemm 10% slower is still found, on 64 samples a side.
+  const GateResult files = evaluateGate(diffProfiles(base, cur), {});
+  RunDiff d = diffLaunchGroups(summaryOf(base), summaryOf(cur));
+  d.busy = busyOf(files);
+  const GateResult g = evaluateGate(d, {});
+  ASSERT_FALSE(g.findings.empty());
+  EXPECT_EQ(g.findings[0].kind, GateFinding::Kind::kTime);
+  EXPECT_EQ(g.findings[0].kernel, "gemm_kernel");
+  EXPECT_LT(*g.findings[0].p_value, 1e-6);
+  EXPECT_EQ(g.findings[0].change, files.findings[0].change);  // the median is exact
+  EXPECT_EQ(g.regressions, files.regressions);
+  EXPECT_EQ(g.run_checks[0].message, files.run_checks[0].message);  // totals and noise exact
+}
+
+TEST(LaunchGroups, CombinedRunsAreOneRunOfAllTheirLaunches) {
+  const core::Profile a = makeRun({.name = "part_a", .seed = 1, .launches = 20});
+  const core::Profile b = makeRun({.name = "part_b", .seed = 2, .gemm_scale = 1.3, .gemm_dram_bytes = 2e8,
+                                   .launches = 10});
+  const std::vector<LaunchGroupStats> sa = summaryOf(a), sb = summaryOf(b);
+  LaunchGroupCombiner combined(2, 4096);
+  combined.add(sa);
+  combined.add(sb);
+  const std::vector<LaunchGroupStats> groups = combined.groups();
+  ASSERT_EQ(groups.size(), 2u);
+  const LaunchGroupStats& gemm = groups[0].name == "gemm_kernel" ? groups[0] : groups[1];
+  const SideStats &x = (sa[0].name == "gemm_kernel" ? sa[0] : sa[1]).stats,
+                  &y = (sb[0].name == "gemm_kernel" ? sb[0] : sb[1]).stats;
+  std::vector<double> launches = x.samples_ns;
+  launches.insert(launches.end(), y.samples_ns.begin(), y.samples_ns.end());
+  double total = 0, squares = 0;
+  for (double v : launches) total += v;
+  for (double v : launches) squares += (v - total / 30) * (v - total / 30);
+  EXPECT_EQ(gemm.stats.calls, 30);
+  EXPECT_DOUBLE_EQ(gemm.stats.total_ns, total);
+  EXPECT_NEAR(gemm.stats.squared_deviation_ns2, squares, squares * 1e-12);
+  EXPECT_EQ(gemm.stats.samples_ns.size(), 30u);
+  EXPECT_EQ(gemm.stats.median_ns, median(launches));
+  // DRAM bytes per launch: 20 of 1e8 and 10 of 2e8; registers the larger of the two runs'.
+  EXPECT_DOUBLE_EQ(*gemm.stats.metrics[static_cast<size_t>(CounterMetric::kDramBytes)], (20 * 1e8 + 10 * 2e8) / 30);
+  EXPECT_DOUBLE_EQ(*gemm.stats.metrics[static_cast<size_t>(CounterMetric::kRegistersPerThread)], 32.0);
+  // Many runs: each gives an equal part of the samples.
+  LaunchGroupCombiner many(1000, 4096);
+  for (int i = 0; i < 1000; ++i) many.add(sa);
+  EXPECT_EQ(many.groups()[0].stats.samples_ns.size(), 4000u);
+  EXPECT_EQ(many.groups()[0].stats.calls, 20000);
 }
 
 }  // namespace

@@ -13,6 +13,15 @@ TEST(Stats, Median) {
   EXPECT_DOUBLE_EQ(*median({4.0, 1.0, 3.0, 2.0}), 2.5);
 }
 
+TEST(Stats, OrderStatistics) {
+  // No more values than asked for: all of them, as given.
+  EXPECT_EQ(orderStatistics({3.0, 1.0, 2.0}, 4), (std::vector<double>{3.0, 1.0, 2.0}));
+  // 0..999 cut to 4: the values at ranks (i + 1/2) * 1000 / 4 = 125, 375, 625, 875.
+  std::vector<double> values;
+  for (int i = 999; i >= 0; --i) values.push_back(i);
+  EXPECT_EQ(orderStatistics(values, 4), (std::vector<double>{125, 375, 625, 875}));
+}
+
 TEST(MannWhitney, ExactSmallSamples) {
   // Complete separation, 3 vs 3: U = 9, one arrangement of C(6,3) = 20 -> p = 0.05.
   auto r = mannWhitneyGreater({1, 2, 3}, {4, 5, 6});

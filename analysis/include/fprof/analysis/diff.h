@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -44,9 +45,13 @@ struct LaunchSpan {
 
 struct SideStats {
   int64_t calls = 0;
-  std::vector<double> samples_ns;  // per launch (kernels) or per range instance (ops)
+  // Per launch (kernels) or per range instance (ops). Of a launch group kept by a rank summary
+  // (fprof job), at most kSummarySamples evenly spaced order statistics of them (orderStatistics):
+  // the tests then run on that many samples; calls, totals, median and spread stay exact.
+  std::vector<double> samples_ns;
   double total_ns = 0;
   std::optional<double> median_ns;
+  double squared_deviation_ns2 = 0;  // sum over the launches of (duration - mean)^2: the noise estimate
   std::array<std::optional<double>, kCounterMetricCount> metrics{};  // per launch: mean, max or min
   std::vector<LaunchSpan> spans;   // kernels: one per launch, in the order of samples_ns
 };
@@ -75,11 +80,20 @@ struct SetupDifference {
   std::string message;
 };
 
+// GPU busy time recorded with the runs rather than computed from launch spans (rank summaries
+// keep a rank's busy time, not its launches); absent for a run without a timeline.
+struct RecordedBusy {
+  std::optional<double> base_ns, cur_ns;
+};
+
 struct RunDiff {
   std::vector<DiffEntry> kernels;  // by |time change in total ns|, largest first
   std::vector<DiffEntry> ops;      // by NVTX path
   double base_total_ns = 0, cur_total_ns = 0;
   std::vector<SetupDifference> setup_differences;
+  // Set when the launches carry no spans: the busy-time check reads these (ignore lists do not
+  // apply to them).
+  std::optional<RecordedBusy> busy;
 };
 
 struct KernelOps;  // run_analysis.h: the op each kernel is reported under
@@ -89,6 +103,49 @@ struct KernelOps;  // run_analysis.h: the op each kernel is reported under
 RunDiff diffProfiles(const core::Profile& base, const KernelOps& base_ops, const core::Profile& cur,
                      const KernelOps& cur_ops);
 RunDiff diffProfiles(const core::Profile& base, const core::Profile& cur);
+
+// One launch group of a run (kernel, launch shape, op) with its statistics, as diffProfiles
+// compares it; a rank summary of fprof job keeps these, with their samples cut to
+// kSummarySamples, so that two jobs compare as two files do.
+struct LaunchGroupStats {
+  std::string name, shape, op;
+  std::string nvtx_path;  // the path every launch shares, "" when they differ
+  SideStats stats;        // without spans
+};
+inline constexpr size_t kSummarySamples = 64;
+std::vector<LaunchGroupStats> launchGroupStats(const core::Profile& p, const KernelOps& ops);
+// Samples cut to at most kSummarySamples order statistics and spans dropped: what a summary keeps.
+LaunchGroupStats summarized(LaunchGroupStats g);
+// The launch groups of several runs (a job's ranks) as those of one run, added one run at a time:
+// calls, times and spread summed; counters combined per launch, kept only where every run that
+// has the group had them; samples pooled, each run giving at most max_samples / runs order
+// statistics of its own, so that memory stays bounded however many runs there are.
+class LaunchGroupCombiner {
+ public:
+  LaunchGroupCombiner(size_t runs, size_t max_samples);
+  void add(const std::vector<LaunchGroupStats>& run);
+  std::vector<LaunchGroupStats> groups() const;
+
+ private:
+  struct Combined {
+    LaunchGroupStats g;
+    std::array<double, kCounterMetricCount> value{};
+    std::array<bool, kCounterMetricCount> present{};
+  };
+  size_t per_run_samples_ = 1;
+  std::map<std::string, Combined> groups_;
+};
+// The diff of two runs given by their launch groups (no NVTX ops): what diffProfiles gives of
+// their profiles, kernels matched, renamed, new and vanished by the same rules.
+RunDiff diffLaunchGroups(std::vector<LaunchGroupStats> base, std::vector<LaunchGroupStats> cur);
+
+// How a run was recorded, as far as the gate compares it: its devices ("NAME (sm_XY)", each once,
+// in name order), its mode, its counters (the metric_set and metrics metadata).
+struct RecordingSetup {
+  std::string devices, mode, metric_set, metrics;
+};
+RecordingSetup recordingSetup(const core::Profile& p);
+std::vector<SetupDifference> setupDifferences(const RecordingSetup& base, const RecordingSetup& cur);
 std::vector<SetupDifference> setupDifferences(const core::Profile& base, const core::Profile& cur);
 
 struct GateOptions {

@@ -9,6 +9,10 @@ namespace fprof::analysis {
 
 std::optional<double> median(std::vector<double> values);  // none for an empty set
 
+// At most `count` of `values`, standing for all of them: every value when there are no more than
+// `count`, else the order statistics at the evenly spaced quantiles (i + 1/2) / count, ascending.
+std::vector<double> orderStatistics(std::vector<double> values, size_t count);
+
 struct MannWhitney {
   double u = 0;            // U of the second sample (how often cur > base; ties count 1/2)
   double p_greater = 1;    // one-sided p-value for "second sample tends to be larger"
