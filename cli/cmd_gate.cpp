@@ -9,7 +9,6 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "command.h"
@@ -89,67 +88,20 @@ core::Expected<GatePlan> planComparisons(const GateCliOptions& o, const core::Pr
 
 // The options: defaults, then the configuration file, then the command line.
 core::Expected<analysis::GateOptions> gateOptions(const GateCliOptions& o) {
-  analysis::GateOptions g;
-  if (!o.config.empty()) {
-    if (core::Status s = applyGateConfigFile(o.config, g); !s) return core::Error{s.error()};
-  }
-  if (!o.time_threshold.empty()) {
-    auto v = parsePercent(o.time_threshold, "--time-threshold");
-    if (!v) return core::Error{v.error()};
-    g.time_threshold = *v;
-  }
-  if (!o.counter_threshold.empty()) {
-    auto v = parsePercent(o.counter_threshold, "--counter-threshold");
-    if (!v) return core::Error{v.error()};
-    g.counter_threshold = *v;
-  }
-  if (o.alpha > 0) g.alpha = o.alpha;
-  return g;
+  return gateOptionsOf({o.config, o.time_threshold, o.counter_threshold, o.alpha});
 }
 
 // The files asked for, opened before the comparison: a name that cannot be written costs nothing.
-struct GateOutputs {
-  std::unique_ptr<core::OutputFile> markdown, json, junit;
-};
-
-core::Expected<GateOutputs> openGateOutputs(const GateCliOptions& o) {
-  const core::Status distinct =
-      core::checkDistinctOutputs({{"--markdown", o.markdown}, {"--json", o.json}, {"--junit", o.junit}});
-  if (!distinct) return core::Error{distinct.error()};
+core::Expected<GateOutputs> openOutputs(const GateCliOptions& o) {
   std::vector<std::string> inputs = {o.base, o.cur};
   if (!o.config.empty()) inputs.push_back(o.config);
-  GateOutputs out;
-  for (auto [path, file, what] : {std::tuple{&o.markdown, &out.markdown, "the Markdown summary"},
-                                  std::tuple{&o.json, &out.json, "the JSON findings"},
-                                  std::tuple{&o.junit, &out.junit, "the JUnit report"}}) {
-    if (path->empty()) continue;
-    auto opened = core::OutputFile::create(*path, outputRules(o.force, inputs, what));
-    if (!opened) return core::Error{opened.error()};
-    *file = std::move(*opened);
-  }
-  return out;
-}
-
-// Every file is complete before any is put in place; a failure leaves none of them half-written.
-core::Status writeGateOutputs(GateOutputs& out, const GateRun& run, const std::string& markdown) {
-  const std::string json = gateJson(run).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-  const std::string junit = out.junit ? gateJunit(run) : std::string();
-  for (auto [file, text] : {std::pair{out.markdown.get(), &markdown}, std::pair{out.json.get(), &json},
-                            std::pair{out.junit.get(), &junit}}) {
-    if (!file) continue;
-    if (core::Status s = file->write(*text); !s) return s;
-  }
-  for (core::OutputFile* file : {out.markdown.get(), out.json.get(), out.junit.get()}) {
-    if (!file) continue;
-    if (core::Status s = file->commit(); !s) return s;
-  }
-  return {};
+  return openGateOutputs({o.markdown, o.json, o.junit}, o.force, inputs);
 }
 
 int runGate(const GateCliOptions& o) {
   auto g = gateOptions(o);
   if (!g) return inputError(g.error());
-  auto out = openGateOutputs(o);
+  auto out = openOutputs(o);
   if (!out) return inputError(out.error());
   auto base = loadProfile(o.base);
   if (!base) return inputError(base.error());
@@ -159,7 +111,7 @@ int runGate(const GateCliOptions& o) {
   if (!plan) return inputError(plan.error());
   // Short names over both whole files, so that every rank names a kernel the same way.
   const analysis::RunAnalysis whole = analysis::RunAnalysis::of(*cur, &*base, gateAnalysisOptions());
-  GateRun run{o.base, o.cur, *g, plan->per_rank, plan->note, {}, &whole.kernelNames()};
+  GateRun run{o.base, o.cur, *g, plan->per_rank, false, plan->note, {}, &whole.kernelNames()};
   for (size_t i = 0; i < plan->analyses.size(); ++i) {
     const analysis::RunDiff& diff = plan->analyses[i].comparison()->diff;
     run.comparisons.push_back({plan->labels[i], plan->ranks[i], &diff, analysis::evaluateGate(diff, *g)});

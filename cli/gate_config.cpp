@@ -158,4 +158,23 @@ core::Status applyGateConfigFile(const std::string& path, analysis::GateOptions&
   return applyGateConfigText(*text, gateConfigFormat(path, *text), path, g);
 }
 
+core::Expected<analysis::GateOptions> gateOptionsOf(const GateCommandOptions& given) {
+  analysis::GateOptions g;
+  if (!given.config.empty()) {
+    if (core::Status s = applyGateConfigFile(given.config, g); !s) return core::Error{s.error()};
+  }
+  if (!given.time_threshold.empty()) {
+    auto v = parsePercent(given.time_threshold, "--time-threshold");
+    if (!v) return core::Error{v.error()};
+    g.time_threshold = *v;
+  }
+  if (!given.counter_threshold.empty()) {
+    auto v = parsePercent(given.counter_threshold, "--counter-threshold");
+    if (!v) return core::Error{v.error()};
+    g.counter_threshold = *v;
+  }
+  if (given.alpha > 0) g.alpha = given.alpha;
+  return g;
+}
+
 }  // namespace fprof::cli

@@ -25,4 +25,12 @@ core::Status applyGateConfigText(const std::string& text, GateConfigFormat forma
 // Reads the file at `path` and applies it, in the format gateConfigFormat() says.
 core::Status applyGateConfigFile(const std::string& path, analysis::GateOptions& g);
 
+// The gate's options as a command gives them: the defaults, then the configuration file (if any),
+// then the options given on the command line ("" and 0 for those not given).
+struct GateCommandOptions {
+  std::string config, time_threshold, counter_threshold;
+  double alpha = 0;
+};
+core::Expected<analysis::GateOptions> gateOptionsOf(const GateCommandOptions& given);
+
 }  // namespace fprof::cli

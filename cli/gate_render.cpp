@@ -3,7 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <set>
+#include <tuple>
 
 #include "fprof/core/text.h"
 #include "fprof/reports/escape.h"
@@ -289,6 +291,55 @@ void junitComparison(const GateComparison& c, const analysis::KernelNames& names
   }
 }
 
+// "ranks 0-4, 7" for rank numbers; labels without a number follow as they are.
+std::string rankList(const std::vector<const GateComparison*>& comparisons) {
+  std::vector<int> numbers;
+  std::vector<std::string> parts;
+  for (const GateComparison* c : comparisons) {
+    if (c->rank) numbers.push_back(*c->rank);
+  }
+  std::sort(numbers.begin(), numbers.end());
+  for (size_t i = 0; i < numbers.size();) {
+    size_t j = i;
+    while (j + 1 < numbers.size() && numbers[j + 1] == numbers[j] + 1) ++j;
+    parts.push_back(i == j ? std::to_string(numbers[i]) : fmt::format("{}-{}", numbers[i], numbers[j]));
+    i = j + 1;
+  }
+  std::string out = numbers.empty() ? "" : (numbers.size() == 1 ? "rank " : "ranks ");
+  for (size_t i = 0; i < parts.size(); ++i) out += (i ? ", " : "") + parts[i];
+  for (const GateComparison* c : comparisons) {
+    if (!c->rank) out += (out.empty() ? "" : ", ") + c->label;
+  }
+  return out;
+}
+
+// A section per comparison (for two jobs the whole job's first); past kMarkdownRankSections ranks,
+// the ranks that passed without a warning are named in one line instead.
+std::string perRankMarkdown(const GateRun& run) {
+  const size_t first_rank = run.job ? 1 : 0;
+  const size_t ranks = run.comparisons.size() - first_rank;
+  size_t failed = 0;
+  for (size_t i = first_rank; i < run.comparisons.size(); ++i) failed += run.comparisons[i].result.passed() ? 0 : 1;
+  std::string md = fmt::format("{} {} of {} rank{} regressed", run.note, failed, ranks, ranks == 1 ? "" : "s");
+  if (run.job) md += fmt::format("; the job as a whole {}", run.comparisons.front().result.passed() ? "passed" : "regressed");
+  md += ".\n";
+  std::vector<const GateComparison*> quiet;
+  for (size_t i = 0; i < run.comparisons.size(); ++i) {
+    const GateComparison& c = run.comparisons[i];
+    if (ranks > kMarkdownRankSections && i >= first_rank && c.result.passed() && c.result.setup_differences.empty()) {
+      quiet.push_back(&c);
+      continue;
+    }
+    md += fmt::format("\n### {}: {}\n\n", c.label, c.result.passed() ? "passed" : "FAILED");
+    md += markdownBody(run, c.result);
+  }
+  if (!quiet.empty()) {
+    md += fmt::format("\nPassed without a warning: {} (their checks are in the JSON output, --json).\n",
+                      rankList(quiet));
+  }
+  return md;
+}
+
 }  // namespace
 
 bool GateRun::passed() const {
@@ -307,15 +358,7 @@ std::string gateMarkdown(const GateRun& run) {
     const size_t first = body.find("\n\n") + 2;
     return md + body.substr(0, first) + run.note + "\n\n" + body.substr(first);
   }
-  int failed = 0;
-  for (const GateComparison& c : run.comparisons) failed += c.result.passed() ? 0 : 1;
-  md += fmt::format("{} {} of {} rank{} regressed.\n", run.note, failed, run.comparisons.size(),
-                    run.comparisons.size() == 1 ? "" : "s");
-  for (const GateComparison& c : run.comparisons) {
-    md += fmt::format("\n### {}: {}\n\n", c.label, c.result.passed() ? "passed" : "FAILED");
-    md += markdownBody(run, c.result);
-  }
-  return md;
+  return md + perRankMarkdown(run);
 }
 
 // Whole files: one comparison's results at the top level. Per rank: the totals over the ranks at
@@ -329,21 +372,27 @@ nlohmann::json gateJson(const GateRun& run) {
       j["note"] = run.note;
     }
   } else {
-    j["comparison"] = "per rank";
+    j["comparison"] = run.job ? "per rank and whole job" : "per rank";
     j["note"] = run.note;
     j["passed"] = run.passed();
     int64_t regressions = 0, checked = 0;
     j["findings"] = nlohmann::json::array();
     j["warnings"] = nlohmann::json::array();
     j["ranks"] = nlohmann::json::array();
-    for (const GateComparison& c : run.comparisons) {
+    for (size_t i = 0; i < run.comparisons.size(); ++i) {
+      const GateComparison& c = run.comparisons[i];
       regressions += c.result.regressions;
-      checked += c.result.kernels_checked;
-      nlohmann::json rank = comparisonJson(run, c);
-      rank["rank"] = c.rank ? nlohmann::json(*c.rank) : nlohmann::json(nullptr);
-      for (const auto& f : rank["findings"]) j["findings"].push_back(f);
-      for (const auto& w : rank["warnings"]) j["warnings"].push_back(w);
-      j["ranks"].push_back(std::move(rank));
+      if (!run.job || i > 0) checked += c.result.kernels_checked;  // the ranks' launch groups
+      nlohmann::json one = comparisonJson(run, c);
+      for (const auto& f : one["findings"]) j["findings"].push_back(f);
+      for (const auto& w : one["warnings"]) j["warnings"].push_back(w);
+      if (run.job && i == 0) {
+        one["label"] = c.label;
+        j["job"] = std::move(one);  // its findings and warnings carry no rank
+        continue;
+      }
+      one["rank"] = c.rank ? nlohmann::json(*c.rank) : nlohmann::json(nullptr);
+      j["ranks"].push_back(std::move(one));
     }
     j["regressions"] = regressions;
     j["kernels_checked"] = checked;
@@ -377,6 +426,42 @@ std::string gateJunit(const GateRun& run) {
   return fmt::format("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n  <testsuite name=\"fprof gate\" "
                      "tests=\"{}\" failures=\"{}\">\n{}{}{}  </testsuite>\n</testsuites>\n",
                      j.tests, j.failures, suite_extra, j.cases, tail);
+}
+
+core::Expected<GateOutputs> openGateOutputs(const GateOutputPaths& paths, bool force,
+                                            const std::vector<std::string>& inputs) {
+  const core::Status distinct =
+      core::checkDistinctOutputs({{"--markdown", paths.markdown}, {"--json", paths.json}, {"--junit", paths.junit}});
+  if (!distinct) return core::Error{distinct.error()};
+  GateOutputs out;
+  for (auto [path, file, what] : {std::tuple{&paths.markdown, &out.markdown, "the Markdown summary"},
+                                  std::tuple{&paths.json, &out.json, "the JSON findings"},
+                                  std::tuple{&paths.junit, &out.junit, "the JUnit report"}}) {
+    if (path->empty()) continue;
+    core::OutputRules rules;
+    rules.replace = force;
+    rules.inputs = inputs;
+    rules.what = what;
+    auto opened = core::OutputFile::create(*path, rules);
+    if (!opened) return core::Error{opened.error()};
+    *file = std::move(*opened);
+  }
+  return out;
+}
+
+core::Status writeGateOutputs(GateOutputs& out, const GateRun& run, const std::string& markdown) {
+  const std::string json = gateJson(run).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  const std::string junit = out.junit ? gateJunit(run) : std::string();
+  for (auto [file, text] : {std::pair{out.markdown.get(), &markdown}, std::pair{out.json.get(), &json},
+                            std::pair{out.junit.get(), &junit}}) {
+    if (!file) continue;
+    if (core::Status s = file->write(*text); !s) return s;
+  }
+  for (core::OutputFile* file : {out.markdown.get(), out.json.get(), out.junit.get()}) {
+    if (!file) continue;
+    if (core::Status s = file->commit(); !s) return s;
+  }
+  return {};
 }
 
 // XML 1.0 forbids control characters even as references: the text is cleaned first (they become

@@ -2,6 +2,7 @@
 // and the JUnit XML (--junit), from one set of gate results (docs/gate.md, "Outputs").
 #pragma once
 
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -9,6 +10,7 @@
 
 #include "fprof/analysis/diff.h"
 #include "fprof/analysis/kernel_names.h"
+#include "fprof/core/output.h"
 
 namespace fprof::cli {
 
@@ -24,6 +26,9 @@ struct GateRun {
   std::string base_path, cur_path;
   analysis::GateOptions options;
   bool per_rank = false;
+  // Two job folders (fprof job): comparisons[0] is the whole job (the ranks both hold, together),
+  // the others its ranks; per_rank is set too.
+  bool job = false;
   std::string note;  // how the files were compared when they hold several processes ("" otherwise)
   std::vector<GateComparison> comparisons;
   const analysis::KernelNames* names = nullptr;
@@ -34,10 +39,26 @@ struct GateRun {
 // holds them all and the Markdown says how many it left out.
 inline constexpr size_t kMarkdownRegressionRows = 50;
 inline constexpr size_t kMarkdownInfoRows = 20;
+// Compared rank by rank, the Markdown gives a section to every rank up to this many; beyond, the
+// ranks that passed without a warning are named in one line (the JSON holds their tables).
+inline constexpr size_t kMarkdownRankSections = 16;
 
 std::string gateMarkdown(const GateRun& run);
 nlohmann::json gateJson(const GateRun& run);
 std::string gateJunit(const GateRun& run);
+
+// The files a gate writes (--markdown, --json, --junit), opened before the comparison so that a
+// name that cannot be written costs nothing, following core/output's rules (docs/outputs.md).
+struct GateOutputPaths {
+  std::string markdown, json, junit;
+};
+struct GateOutputs {
+  std::unique_ptr<core::OutputFile> markdown, json, junit;
+};
+core::Expected<GateOutputs> openGateOutputs(const GateOutputPaths& paths, bool force,
+                                            const std::vector<std::string>& inputs);
+// Every file is complete before any is put in place; a failure leaves none of them half-written.
+core::Status writeGateOutputs(GateOutputs& out, const GateRun& run, const std::string& markdown);
 
 // XML 1.0 text: escaped, control characters made visible, U+FFFE/U+FFFF replaced.
 std::string xmlEscape(const std::string& s);
