@@ -1,10 +1,12 @@
-// fprof gate: the CI performance gate. Exit 0 when clean, 1 on a regression, 2 on bad input.
+// fprof gate: the CI performance gate. Exit 0 when clean, 1 on a regression, 2 on bad input. Two
+// job folders of fprof job are handed to the Python package, which compares them by the same checks.
 // Time regressions must be significant (one-sided Mann-Whitney U over repeated launches; launch
 // groups too rare alone are pooled, and the whole run's totals are checked too); counters (bytes,
 // FLOPs, registers, spills, occupancy) and the launch count are near-exact signals (docs/gate.md).
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -17,6 +19,7 @@
 #include "fprof/core/store.h"
 #include "gate_config.h"
 #include "gate_render.h"
+#include "python_package.h"
 
 namespace fprof::cli {
 namespace {
@@ -98,7 +101,51 @@ core::Expected<GateOutputs> openOutputs(const GateCliOptions& o) {
   return openGateOutputs({o.markdown, o.json, o.junit}, o.force, inputs);
 }
 
+bool isJobFolder(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::is_directory(path, ec) && std::filesystem::is_regular_file(
+                                                        std::filesystem::path(path) / "job.json", ec);
+}
+
+// The command line again, for the Python package's gate: the options given, then the folders.
+std::vector<std::string> packageArguments(const GateCliOptions& o) {
+  std::vector<std::string> args = {"gate"};
+  for (auto [flag, value] : {std::pair{"--time-threshold", &o.time_threshold},
+                             std::pair{"--counter-threshold", &o.counter_threshold}, std::pair{"--config", &o.config},
+                             std::pair{"--markdown", &o.markdown}, std::pair{"--json", &o.json},
+                             std::pair{"--junit", &o.junit}}) {
+    if (!value->empty()) args.insert(args.end(), {flag, *value});
+  }
+  if (o.alpha > 0) args.insert(args.end(), {"--alpha", fmt::format("{}", o.alpha)});
+  if (o.force) args.emplace_back("--force");
+  if (o.quiet) args.emplace_back("--quiet");
+  args.insert(args.end(), {"--", o.base, o.cur});
+  return args;
+}
+
+// Two job folders of fprof job are compared by the Python package (docs/jobs.md); a job folder
+// against a file, or a folder that is no job folder, is said in one line. None: two files.
+std::optional<int> gateOverJobs(const GateCliOptions& o) {
+  const bool base_job = isJobFolder(o.base), cur_job = isJobFolder(o.cur);
+  if (base_job && cur_job) return runPackageCommand(packageArguments(o));
+  for (const std::string* path : {&o.base, &o.cur}) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(*path, ec) && !isJobFolder(*path)) {
+      return inputError(*path + ": a folder that is not a job folder (it holds no job.json): fprof gate compares two "
+                                ".fprof files, or two job folders written by fprof job");
+    }
+  }
+  if (base_job != cur_job) {
+    const std::string& job = base_job ? o.base : o.cur;
+    const std::string& file = base_job ? o.cur : o.base;
+    return inputError(job + " is a job folder and " + file +
+                      " is not: fprof gate compares two .fprof files, or two job folders written by fprof job");
+  }
+  return std::nullopt;
+}
+
 int runGate(const GateCliOptions& o) {
+  if (const std::optional<int> jobs = gateOverJobs(o)) return *jobs;
   auto g = gateOptions(o);
   if (!g) return inputError(g.error());
   auto out = openOutputs(o);
@@ -132,9 +179,11 @@ Command addGateCommand(CLI::App& root) {
               "Mann-Whitney U over repeated launches; groups too rare to test alone are pooled by kernel, then "
               "together); the whole run's kernel time, GPU busy time, launch count and time in new kernels are "
               "checked too; counters are exact signals. Differing GPUs, modes or counter sets are warned about. "
-              "Databases of several processes (fprof merge) holding the same ranks are compared rank by rank.");
-  app->add_option("base", opt->base, "The baseline .fprof database")->required();
-  app->add_option("current", opt->cur, "The current .fprof database")->required();
+              "Databases of several processes (fprof merge) holding the same ranks are compared rank by rank. Two job "
+              "folders of fprof job are compared rank by rank and as a whole (by fprof's Python package, "
+              "docs/jobs.md).");
+  app->add_option("base", opt->base, "The baseline .fprof database, or job folder")->required();
+  app->add_option("current", opt->cur, "The current .fprof database, or job folder")->required();
   app->add_option("--time-threshold", opt->time_threshold,
                   "Median slowdown that fails the gate when significant, in percent (default 5%)");
   app->add_option("--counter-threshold", opt->counter_threshold,

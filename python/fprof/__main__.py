@@ -57,14 +57,51 @@ def run_job_command(args) -> int:
     return 0
 
 
+def gate_parser(sub) -> None:
+    p = sub.add_parser(
+        "gate", help="fprof gate over two job folders",
+        description="fprof gate over two job folders written by fprof job: the jobs are compared rank by rank and "
+                    "as a whole (the ranks both hold, together) by the gate's checks (docs/gate.md): exit 0 when "
+                    "CURRENT_JOBDIR is no worse than BASE_JOBDIR, 1 on a regression, 2 on bad input. A rank only one "
+                    "job holds, and ranks recorded on other GPUs, in other modes or with other counters, are "
+                    "warned about (docs/jobs.md).")
+    p.add_argument("base", metavar="BASE_JOBDIR", help="the baseline job folder")
+    p.add_argument("current", metavar="CURRENT_JOBDIR", help="the current job folder")
+    p.add_argument("--time-threshold", default="", metavar="PERCENT",
+                   help="median slowdown that fails the gate when significant (default 5%%)")
+    p.add_argument("--counter-threshold", default="", metavar="PERCENT",
+                   help="change of a counter that fails the gate (default 1%%)")
+    p.add_argument("--alpha", type=float, default=0.0, help="significance level of the time test (default 0.01)")
+    p.add_argument("--config", default="", metavar="FILE", help="JSON or TOML file with the options above and ignore "
+                                                                "lists (docs/gate.md)")
+    p.add_argument("--markdown", default="", metavar="FILE", help="write the Markdown summary here")
+    p.add_argument("--json", default="", metavar="FILE", help="write the findings as JSON here")
+    p.add_argument("--junit", default="", metavar="FILE", help="write a JUnit XML report here")
+    p.add_argument("--force", action="store_true", help="replace an output file that exists (never an input)")
+    p.add_argument("-q", "--quiet", action="store_true", help="print nothing; only the exit code and the files asked for")
+
+
+def run_gate_command(args) -> int:
+    from .gate import GateArgs, run_gate
+    if args.alpha and not 0 < args.alpha < 0.5:
+        raise FprofError(f"--alpha {args.alpha}: the significance level lies between 0 and 0.5")
+    return run_gate(GateArgs(base=args.base, current=args.current, time_threshold=args.time_threshold,
+                             counter_threshold=args.counter_threshold, alpha=args.alpha, config=args.config,
+                             markdown=args.markdown, json=args.json, junit=args.junit, force=args.force,
+                             quiet=args.quiet))
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="fprof", description="fprof's Python commands.")
     sub = parser.add_subparsers(dest="command", required=True)
     job_parser(sub)
+    gate_parser(sub)
     args = parser.parse_args(argv)
     try:
         if args.command == "job":
             return run_job_command(args)
+        if args.command == "gate":
+            return run_gate_command(args)
     except FprofError as err:
         print(f"fprof: {err}", file=sys.stderr)
         return 2

@@ -30,7 +30,7 @@ ALL_OF = ["has_counters", "occupancy_complete", "occupancy_achieved"]
 
 # Per-rank tables the job folder keeps as they come from the summaries.
 RANK_TABLES = {"groups": "rank_kernel_groups", "ops": "rank_ops", "steps": "steps", "fusion": "rank_fusion",
-               "roofs": "rank_roofs"}
+               "roofs": "rank_roofs", "launch_groups": "rank_launch_groups", "launch_samples": "rank_launch_samples"}
 
 
 def _plain(table: pa.Table) -> pa.Table:

@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 from . import _core
 from ._tables import to_arrow
 
-TABLES = ("ranks", "groups", "ops", "steps", "fusion", "roofs")
+TABLES = ("ranks", "groups", "ops", "steps", "fusion", "roofs", "launch_groups", "launch_samples")
 CACHE_FOLDER = ".fprof-summary"
 
 

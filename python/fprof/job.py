@@ -284,6 +284,8 @@ TABLE_DOCS = {
     "steps.parquet": "Each rank's NVTX step ranges.",
     "rank_fusion.parquet": "Each rank's fusion candidates.",
     "rank_roofs.parquet": "Each rank's roofs.",
+    "rank_launch_groups.parquet": "Each rank's launch groups as fprof gate groups them (kernel, launch shape, op).",
+    "rank_launch_samples.parquet": "Each rank's launch times per launch group (at most 64 order statistics each).",
 }
 
 

@@ -20,6 +20,8 @@ class InputError : public std::runtime_error {
 
 // The job functions (job_bindings.cpp): rank summaries, job-level placement, the job's roofline.
 void bindJobFunctions(pybind11::module_& m);
+// The gate over two job folders (gate_bindings.cpp).
+void bindGateFunctions(pybind11::module_& m);
 
 // core::loadProfile without the GIL; InputError with the reader's sentence when it fails.
 std::unique_ptr<LoadedProfile> loadProfileOrThrow(const std::string& path);

@@ -149,4 +149,5 @@ PYBIND11_MODULE(_core, m) {
     return out;
   }, "Every table of the .fprof schema: name -> (doc, {column: doc}).");
   bindJobFunctions(m);
+  bindGateFunctions(m);
 }

@@ -8,6 +8,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "fprof/analysis/diff.h"
 #include "fprof/analysis/ranks.h"
 #include "fprof/analysis/roofline.h"
 #include "fprof/analysis/run_analysis.h"
@@ -55,6 +56,7 @@ struct RankAnalysis {
   const analysis::RunSummary& summary;
   reports::ReportData report;
   analysis::RankRow row;
+  analysis::RecordingSetup setup;
 };
 
 struct RankFacts {
@@ -115,6 +117,14 @@ Table ranksTable(const RankAnalysis& a, size_t step_count) {
                [](const RankFacts& f) { return f.a->report.header.has_counters; })
       .text("counter_coverage", "Which kernels have counters, as fprof info says (metrics runs).",
             [](const RankFacts& f) { return std::string_view(f.a->report.header.counter_coverage); })
+      .text("recorded_devices", "Its devices as fprof gate compares runs: \"NAME (sm_XY)\", each once, in name order.",
+            [](const RankFacts& f) { return std::string_view(f.a->setup.devices); })
+      .text("recorded_mode", "Its mode as fprof gate compares runs (the file's mode metadata, \"unknown\" if none).",
+            [](const RankFacts& f) { return std::string_view(f.a->setup.mode); })
+      .text("recorded_metric_set", "The counter set it was recorded with (metric_set metadata; empty in trace mode).",
+            [](const RankFacts& f) { return std::string_view(f.a->setup.metric_set); })
+      .text("recorded_metrics", "The counters it was recorded with (metrics metadata), \",\"-joined.",
+            [](const RankFacts& f) { return std::string_view(f.a->setup.metrics); })
       .text("warnings", "What fprof report warns of for this rank (dropped records, collector warnings, damage the "
                         "reader repaired), one per line.",
             [](const RankFacts& f) { return joinedLines(f.a->report.header.warnings); });
@@ -381,6 +391,73 @@ Table roofsTable(const RankAnalysis& a) {
   return t.build();
 }
 
+// The rank's launch groups as fprof gate compares them (kernel, launch shape, op), with their
+// samples cut to analysis::kSummarySamples: `fprof gate` over two job folders reads these.
+struct LaunchGroupRow {
+  int64_t key = 0;
+  analysis::LaunchGroupStats g;
+};
+
+std::vector<LaunchGroupRow> launchGroupRows(const RankAnalysis& a) {
+  std::vector<LaunchGroupRow> rows;
+  for (analysis::LaunchGroupStats& g : analysis::launchGroupStats(a.p, a.analysis.kernelOps())) {
+    rows.push_back({static_cast<int64_t>(rows.size()), analysis::summarized(std::move(g))});
+  }
+  return rows;
+}
+
+Table launchGroupsTable(const RankAnalysis& a, const std::vector<LaunchGroupRow>& rows) {
+  using L = LaunchGroupRow;
+  const std::optional<int64_t> rank = asInt(a.rank);
+  TableBuilder<L> t("launch_groups",
+                    "Per rank, launches grouped as fprof gate groups them (kernel, launch shape, op), with what the "
+                    "gate tests: exact counts, totals, median and spread, per-launch counters; the samples are in "
+                    "launch_samples.",
+                    rows);
+  t.optionalInteger("rank", "The rank.", [rank](const L&) { return rank; })
+      .integer("key", "The launch group's number on this rank (launch_samples refers to it).", [](const L& l) { return l.key; })
+      .text("name", "Demangled kernel name.", [](const L& l) { return std::string_view(l.g.name); })
+      .text("shape", "\"grid XxYxZ block XxYxZ\".", [](const L& l) { return std::string_view(l.g.shape); })
+      .text("op", "The op its launches are reported under (\"\" for none).", [](const L& l) { return std::string_view(l.g.op); })
+      .text("nvtx_path", "The NVTX path every launch shares, \"\" when they differ.",
+            [](const L& l) { return std::string_view(l.g.nvtx_path); })
+      .integer("calls", "Launches.", [](const L& l) { return l.g.stats.calls; })
+      .real("total_ns", "Kernel time.", [](const L& l) { return l.g.stats.total_ns; })
+      .optionalReal("median_ns", "Median launch time (of every launch).", [](const L& l) { return l.g.stats.median_ns; })
+      .real("squared_deviation_ns2", "Sum over the launches of (duration - mean)^2: the gate's noise estimate.",
+            [](const L& l) { return l.g.stats.squared_deviation_ns2; });
+  for (size_t i = 0; i < analysis::kCounterMetricCount; ++i) {
+    const auto m = static_cast<analysis::CounterMetric>(i);
+    t.optionalReal(std::string(analysis::counterMetricName(m)),
+                   "Per launch (mean, or max for registers and local bytes, min for theoretical occupancy), as fprof "
+                   "gate compares it; absent unless every launch had it.",
+                   [i](const L& l) { return l.g.stats.metrics[i]; });
+  }
+  return t.build();
+}
+
+Table launchSamplesTable(const RankAnalysis& a, const std::vector<LaunchGroupRow>& groups) {
+  struct Sample {
+    int64_t key;
+    double ns;
+  };
+  std::vector<Sample> rows;
+  for (const LaunchGroupRow& l : groups) {
+    for (double ns : l.g.stats.samples_ns) rows.push_back({l.key, ns});
+  }
+  const std::optional<int64_t> rank = asInt(a.rank);
+  TableBuilder<Sample> t("launch_samples",
+                         fmt::format("Per rank and launch group, its launch times: every one for a group of at most {} "
+                                     "launches, else {} evenly spaced order statistics of them; the gate's "
+                                     "Mann-Whitney tests run on these.",
+                                     analysis::kSummarySamples, analysis::kSummarySamples),
+                         rows);
+  t.optionalInteger("rank", "The rank.", [rank](const Sample&) { return rank; })
+      .integer("key", "The launch group (launch_groups.key).", [](const Sample& s) { return s.key; })
+      .real("duration_ns", "A launch time.", [](const Sample& s) { return s.ns; });
+  return t.build();
+}
+
 void appendRows(Table& into, Table from) {
   if (into.columns.empty()) {
     into = std::move(from);
@@ -417,7 +494,7 @@ void appendRows(Table& into, Table from) {
 
 std::vector<Table> summarizeRanks(const core::Profile& whole, const RankSummaryOptions& options) {
   const std::regex step_pattern(options.step_regex, std::regex::ECMAScript);
-  std::vector<Table> tables(6);
+  std::vector<Table> tables(8);
   const std::vector<core::RankGroup> groups = core::rankGroups(whole);
   for (const core::RankGroup& group : groups) {
     // A merged file is split into its ranks; a rank's own file is used as it is.
@@ -427,7 +504,8 @@ std::vector<Table> summarizeRanks(const core::Profile& whole, const RankSummaryO
     reports::BuildOptions build;
     build.max_groups = std::numeric_limits<size_t>::max();
     const analysis::RunAnalysis analysed = analysis::RunAnalysis::of(p);
-    RankAnalysis a{p, group.rank, whole.path, analysed, analysed.summary(), reports::buildReport(analysed, build), {}};
+    RankAnalysis a{p, group.rank, whole.path, analysed, analysed.summary(), reports::buildReport(analysed, build), {}, {}};
+    a.setup = analysis::recordingSetup(p);
     // Of a rank's own processes: the one row rankBreakdown gives (RunAnalysis::ranks is empty for one process).
     const std::vector<analysis::RankRow> rows = analysis::rankBreakdown(p);
     if (rows.empty()) {
@@ -436,8 +514,10 @@ std::vector<Table> summarizeRanks(const core::Profile& whole, const RankSummaryO
       a.row = rows.front();
     }
     const std::vector<Step> steps = findSteps(p, step_pattern);
-    Table parts[] = {ranksTable(a, steps.size()), groupsTable(a), opsTable(a), stepsTable(a, steps), fusionTable(a),
-                     roofsTable(a)};
+    const std::vector<LaunchGroupRow> launch_groups = launchGroupRows(a);
+    Table parts[] = {ranksTable(a, steps.size()), groupsTable(a),  opsTable(a),
+                     stepsTable(a, steps),        fusionTable(a),  roofsTable(a),
+                     launchGroupsTable(a, launch_groups), launchSamplesTable(a, launch_groups)};
     for (size_t i = 0; i < tables.size(); ++i) appendRows(tables[i], std::move(parts[i]));
   }
   return tables;

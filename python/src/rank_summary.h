@@ -18,7 +18,7 @@
 namespace fprof::python {
 
 // Bump when a summary table changes: cached summaries of another version are recomputed.
-inline constexpr int kRankSummaryVersion = 1;
+inline constexpr int kRankSummaryVersion = 2;
 
 struct RankSummaryOptions {
   // NVTX ranges that mark a step (matched against the message; the outermost match counts).
@@ -26,7 +26,7 @@ struct RankSummaryOptions {
 };
 
 // The tables of every rank a file holds (one for a rank's own file; a merged file is split into
-// its ranks), in this order: ranks, groups, ops, steps, fusion, roofs.
+// its ranks), in this order: ranks, groups, ops, steps, fusion, roofs, launch_groups, launch_samples.
 std::vector<Table> summarizeRanks(const core::Profile& p, const RankSummaryOptions& options);
 
 // The roofs of a summary's roofs table back as the analysis's ceilings.

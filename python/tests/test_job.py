@@ -81,7 +81,7 @@ def test_sixteen_ranks_on_a_local_cluster(sixteen):
     job = root / "job"
     assert "16 ranks" in done.stdout and "LocalCluster of 2 workers" in done.stdout
     for name in ["ranks", "kernel_groups", "ops", "fusion", "problems", "rank_kernel_groups", "rank_ops", "steps",
-                 "rank_fusion", "rank_roofs"]:
+                 "rank_fusion", "rank_roofs", "rank_launch_groups", "rank_launch_samples"]:
         assert (job / f"{name}.parquet").is_file(), name
     ranks = pd.read_parquet(job / "ranks.parquet")
     assert list(ranks["rank"]) == list(range(16))
@@ -104,7 +104,7 @@ def test_sixteen_ranks_on_a_local_cluster(sixteen):
 def test_parquet_columns_carry_docs(sixteen):
     import pyarrow.parquet as pq
     root, _, _ = sixteen
-    for name in ["ranks", "kernel_groups", "rank_kernel_groups", "steps"]:
+    for name in ["ranks", "kernel_groups", "rank_kernel_groups", "steps", "rank_launch_groups", "rank_launch_samples"]:
         schema = pq.read_schema(root / "job" / f"{name}.parquet")
         missing = [f.name for f in schema if not (f.metadata or {}).get(b"doc")]
         assert not missing, (name, missing)
