@@ -26,18 +26,20 @@ void settleDependencyWaits(std::vector<KernelRow>& kernels) {
     for (KernelRow& k : kernels) k.dependency_wait_ns = 0;
     return;
   }
-  std::map<StreamKey, int64_t> previous_end_ns;
-  for (KernelRow& k : kernels) {
-    k.dependency_wait_ns = 0;
-    // Graph kernels share their launch stream's id though branches run concurrently: an overlap
-    // there is no programmatic wait. Kernels replayed under the range profiler have no trace
-    // timestamps (start 0, end their duration): no timeline to place them on.
-    if (k.graph_id != 0 || k.start_ns == 0) continue;
-    auto [it, first] = previous_end_ns.try_emplace(streamOf(k), k.end_ns);
-    if (first) continue;
-    if (k.programmatic_launch) k.dependency_wait_ns = waitBehind(k, it->second);
-    it->second = k.end_ns;
-  }
+  DependencyWaits waits;
+  for (KernelRow& k : kernels) waits.settle(k);
+}
+
+void DependencyWaits::settle(KernelRow& k) {
+  k.dependency_wait_ns = 0;
+  // Graph kernels share their launch stream's id though branches run concurrently: an overlap
+  // there is no programmatic wait. Kernels replayed under the range profiler have no trace
+  // timestamps (start 0, end their duration): no timeline to place them on.
+  if (k.graph_id != 0 || k.start_ns == 0) return;
+  auto [it, first] = previous_end_ns_.try_emplace(streamOf(k), k.end_ns);
+  if (first) return;
+  if (k.programmatic_launch) k.dependency_wait_ns = waitBehind(k, it->second);
+  it->second = k.end_ns;
 }
 
 }  // namespace fprof::core

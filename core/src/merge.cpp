@@ -11,7 +11,7 @@
 #include <unordered_set>
 
 #include "fprof/core/output.h"
-#include "profile_stream.h"
+#include "fprof/core/profile_stream.h"
 #include "schema_tables.h"
 
 namespace fprof::core {
@@ -101,7 +101,7 @@ Status checkProcessIds(const T& table, const std::vector<Row>& rows, const Profi
 }
 
 // The small tables are checked here; the big ones the stream looked over once.
-Status checkProcessIds(const detail::ProfileStream& in) {
+Status checkProcessIds(const ProfileStream& in) {
   const Profile& p = in.small();
   std::unordered_set<uint32_t> known;
   for (const ProcessInfo& pr : p.processes) known.insert(pr.id);
@@ -186,7 +186,7 @@ Status addRows(const T& table, const std::vector<Row>& rows, const Profile& p, c
 // Every row of a streamed table, moved and handed to the writer, which writes every so many rows
 // (a flush changes nothing but when rows reach the file: each table keeps the order of its rows).
 template <class Rec, class T, class Row>
-Status addRows(const T& table, Expected<std::unique_ptr<detail::RowStream<Row>>> stream, const Profile& p,
+Status addRows(const T& table, Expected<std::unique_ptr<RowStream<Row>>> stream, const Profile& p,
                const IdMoves& moves, Writer& w) {
   if (!stream) return Error{stream.error()};
   Row row;
@@ -207,7 +207,7 @@ Status addRows(const T& table, Expected<std::unique_ptr<detail::RowStream<Row>>>
 template <class Row>
 class Lookahead {
  public:
-  explicit Lookahead(std::unique_ptr<detail::RowStream<Row>> stream) : stream_(std::move(stream)) {}
+  explicit Lookahead(std::unique_ptr<RowStream<Row>> stream) : stream_(std::move(stream)) {}
   // The row ahead, or nullptr at the end.
   Expected<const Row*> peek() {
     if (!ahead_) {
@@ -220,7 +220,7 @@ class Lookahead {
   void pop() { ahead_ = 0; }
 
  private:
-  std::unique_ptr<detail::RowStream<Row>> stream_;
+  std::unique_ptr<RowStream<Row>> stream_;
   Row row_;
   int ahead_ = 0;  // 0: not read, 1: row_ is ahead, -1: at the end
 };
@@ -232,7 +232,7 @@ struct NvtxShift {
   uint64_t next_free = 1;
 };
 
-NvtxShift nvtxShift(const detail::ProfileStream& in, uint64_t next_free) {
+NvtxShift nvtxShift(const ProfileStream& in, uint64_t next_free) {
   const auto keys = in.nvtxKeys();
   if (!keys) return {0, next_free};
   const uint64_t offset = next_free - keys->first;
@@ -310,11 +310,11 @@ class Merge {
 
  private:
   Status addProcesses(const Profile& p, IdMoves& moves);
-  Status addKernels(detail::ProfileStream& in, IdMoves& moves);
+  Status addKernels(ProfileStream& in, IdMoves& moves);
   template <class T, class Row>
   Status addRowsOfKernel(const T& table, Lookahead<Row>& rows, int64_t kernel_id, const Profile& p,
                          const IdMoves& moves);
-  Status addOtherTables(detail::ProfileStream& in, const IdMoves& moves);
+  Status addOtherTables(ProfileStream& in, const IdMoves& moves);
   void keepCeilings(const Profile& p, const std::string& input);
 
   Writer& w_;
@@ -336,9 +336,9 @@ class Merge {
 // An input is read table by table (ProfileStream), each row written as it comes: merge holds an
 // input's small tables and its kernel ids, never its big tables.
 Status Merge::addInput(const std::string& input) {
-  auto opened = detail::ProfileStream::open(input);
+  auto opened = ProfileStream::open(input);
   if (!opened) return Error{opened.error()};
-  detail::ProfileStream& in = **opened;
+  ProfileStream& in = **opened;
   const Profile& p = in.small();
   if (Status s = checkProcessIds(in); !s) return s;
   const size_t notes_before = result_.notes.size();
@@ -350,7 +350,7 @@ Status Merge::addInput(const std::string& input) {
   moves.nvtx_offset = shift.offset;
   if (Status s = addKernels(in, moves); !s) return s;
   if (Status s = addOtherTables(in, moves); !s) return s;
-  result_.kernels += static_cast<int64_t>(in.kernelIds().size());
+  result_.kernels += static_cast<int64_t>(moves.kernel_ids->size());
   keepCeilings(p, input);
   // What the reader repaired in an input is written repaired; the user hears of it once, first.
   const std::vector<std::string> repaired = in.warnings();
@@ -395,10 +395,12 @@ Status Merge::addProcesses(const Profile& p, IdMoves& moves) {
 
 // Kernels in their original id order; counters and metrics (both ordered by kernel id) follow
 // their kernel's new id. Flushing every so many kernels bounds the writer's buffers.
-Status Merge::addKernels(detail::ProfileStream& in, IdMoves& moves) {
+Status Merge::addKernels(ProfileStream& in, IdMoves& moves) {
   // Ids are handed out in this order, so every old id's new id is known before the first add
   // (a copied counter may name a profiled kernel that comes later).
-  moves.kernel_ids = &in.kernelIds();
+  auto ids = in.kernelIds();
+  if (!ids) return Error{ids.error()};
+  moves.kernel_ids = *ids;
   moves.first_kernel_id = w_.nextKernelId();
   auto kernels = in.rows<KernelRow>();
   auto counters = in.rows<KernelCounters>();
@@ -450,7 +452,7 @@ Status Merge::addRowsOfKernel(const T& table, Lookahead<Row>& rows, int64_t kern
 
 // The input's other tables, each row with its ids moved, in the order the writer has always been
 // given them.
-Status Merge::addOtherTables(detail::ProfileStream& in, const IdMoves& moves) {
+Status Merge::addOtherTables(ProfileStream& in, const IdMoves& moves) {
   const Profile& p = in.small();
   Status s = addRows<KernelCounterMissing>(detail::kKernelCounterMissingTable, in.rows<KernelCounterMissing>(), p,
                                            moves, w_);

@@ -28,10 +28,10 @@
 #include "counter_columns.h"
 #include "schema_tables.h"
 #include "fprof/core/dependency_wait.h"
+#include "fprof/core/profile_stream.h"
 #include "fprof/core/schema.h"
 #include "fprof/core/store.h"
 #include "fprof/core/text.h"
-#include "profile_stream.h"
 #include "sqlite_util.h"
 
 namespace fprof::core {
@@ -874,7 +874,7 @@ class ProfileLoad {
   Status runSmallTables();
 
  private:
-  friend struct detail::ProfileStream::Impl;
+  friend struct ProfileStream::Impl;
   Status readMetadata();
   Status readStrings();
   uint32_t internText(std::string_view raw);
@@ -1233,7 +1233,7 @@ void ProfileLoad::sortRows() {
 
 }  // namespace
 
-// --- ProfileStream: the big tables row by row (see profile_stream.h) ---
+// --- ProfileStream: the big tables row by row (see fprof/core/profile_stream.h) ---
 
 namespace detail {
 namespace {
@@ -1316,6 +1316,10 @@ std::unique_ptr<RowStream<Row>> plainStream(sqlite3* db, const std::string& path
 }
 
 }  // namespace
+}  // namespace detail
+
+// The stream's pieces above are the reader's own (detail): the stream names them unqualified.
+using namespace detail;
 
 struct ProfileStream::Impl {
   explicit Impl(const std::string& path) : load(path) {}
@@ -1330,8 +1334,9 @@ struct ProfileStream::Impl {
   // What the look over the big tables found.
   std::unordered_set<uint32_t> known_processes;
   std::map<std::string, uint32_t, std::less<>> unknown_process;  // table -> first process id without a row
-  std::vector<int64_t> kernel_ids;
+  std::optional<std::vector<int64_t>> kernel_ids;  // read on first use (kernelIds)
   std::optional<std::pair<uint64_t, uint64_t>> nvtx_keys;
+  bool kernels_by_id_in_start_order = true;
   bool args_in_file_order = true;
   bool nvtx_in_file_order = true;
   std::vector<size_t> nvtx_cut;  // ranges (in loadProfile's order) whose parent link closes a circle
@@ -1344,12 +1349,18 @@ struct ProfileStream::Impl {
   Status lookOverKernels();
   Status lookOverArgs();
   Status lookOverNvtx();
+  Status cutNvtxCycles();
   Status lookOverOtherTables();
   void seeNvtxKey(uint64_t key);
   void seeProcess(const char* table, uint32_t process_id, bool first_so_far);
 
-  std::unique_ptr<RowStream<KernelRow>> kernels();
+  std::unique_ptr<RowStream<KernelRow>> kernels(const char* order);
   std::unique_ptr<RowStream<KernelCounters>> counters();
+  // A kernel name's string id, a placeholder's where the file lacks the string.
+  uint32_t nameId(int64_t db_id);
+  // countersOf's lookup, prepared on first use; none where the file holds no counters.
+  std::optional<Statement> counter_lookup;
+  bool counters_looked_for = false;
   std::unique_ptr<RowStream<KernelMetricRecord>> metrics();
   Expected<std::unique_ptr<RowStream<KernelArgRecord>>> kernelArgs();
   Expected<std::unique_ptr<RowStream<NvtxRangeRecord>>> nvtxRanges();
@@ -1374,14 +1385,16 @@ void ProfileStream::Impl::seeProcess(const char* table, uint32_t process_id, boo
   if (first_so_far || !unknown_process.count(table)) unknown_process[table] = process_id;
 }
 
-// Kernel ids (merge numbers them in this order), the NVTX ids they name, and the first kernel in
-// start order whose process has no row.
+// Whether kernels by id are by start too, the NVTX ids they name, and the first kernel in start
+// order whose process has no row.
 Status ProfileStream::Impl::lookOverKernels() {
   std::optional<std::pair<int64_t, size_t>> first_unknown;  // (start_ns, position): loadProfile's order
   size_t position = 0;
+  int64_t previous_start = INT64_MIN;
   return forEachRow(db(), path(), "SELECT id, start_ns, process_id, nvtx_range_id FROM kernel ORDER BY id",
                     [&](Statement& st) {
-                      kernel_ids.push_back(st.i64(0));
+                      if (st.i64(1) < previous_start) kernels_by_id_in_start_order = false;
+                      previous_start = st.i64(1);
                       const auto process_id = static_cast<uint32_t>(st.i64(2));
                       const std::pair<int64_t, size_t> at{st.i64(1), position++};
                       if (!known_processes.count(process_id) && (!first_unknown || at < *first_unknown)) {
@@ -1421,14 +1434,47 @@ Status ProfileStream::Impl::lookOverArgs() {
   return {};
 }
 
-// The NVTX links in loadProfile's order (by start, stable), circles cut as it cuts them, the ids
-// they span, and the first range whose process has no row.
+// What the look over the NVTX ranges finds, without holding them: whether they are in loadProfile's
+// order already, the ids they span, the first range (by start) whose process has no row, and
+// whether any link points up to a key not below its range's, without which there is no circle.
 Status ProfileStream::Impl::lookOverNvtx() {
+  bool all_down = true;
+  std::optional<std::pair<uint64_t, uint64_t>> keys;
+  std::optional<uint64_t> lowest_parent;
+  std::optional<std::tuple<int64_t, size_t, uint32_t>> first_unknown;  // (start_ns, position, process)
+  size_t position = 0;
+  int64_t previous_start = INT64_MIN;
+  Status s = forEachRow(db(), path(), "SELECT process_id, id, parent_id, start_ns FROM nvtx_range", [&](Statement& st) {
+    const auto process_id = static_cast<uint32_t>(st.i64(0));
+    const auto key = static_cast<uint64_t>(st.i64(1));
+    const std::optional<uint64_t> parent = st.opt<uint64_t>(2);
+    const int64_t start = st.i64(3);
+    if (start < previous_start) nvtx_in_file_order = false;
+    previous_start = start;
+    if (parent && *parent >= key) all_down = false;
+    if (parent) lowest_parent = std::min(lowest_parent.value_or(*parent), *parent);
+    keys = keys ? std::pair{std::min(keys->first, key), std::max(keys->second, key)} : std::pair{key, key};
+    const std::tuple<int64_t, size_t, uint32_t> at{start, position++, process_id};
+    if (!known_processes.count(process_id) && (!first_unknown || at < *first_unknown)) first_unknown = at;
+  });
+  if (!s || !all_down) return s ? cutNvtxCycles() : s;
+  // Every parent is below its range's key: only the lowest can widen the span.
+  if (keys) {
+    seeNvtxKey(keys->first);
+    seeNvtxKey(keys->second);
+  }
+  if (lowest_parent) seeNvtxKey(*lowest_parent);
+  if (first_unknown) seeProcess("nvtx_range", std::get<2>(*first_unknown), false);
+  return {};
+}
+
+// Links that may close a circle: the links in loadProfile's order (by start, stable), circles cut
+// as it cuts them, and what lookOverNvtx says, of the links that are kept.
+Status ProfileStream::Impl::cutNvtxCycles() {
   std::vector<NvtxLink> links;
   std::vector<int64_t> starts;
   Status s = forEachRow(db(), path(), "SELECT process_id, id, parent_id, start_ns FROM nvtx_range", [&](Statement& st) {
     links.push_back({static_cast<uint32_t>(st.i64(0)), static_cast<uint64_t>(st.i64(1)), st.opt<uint64_t>(2)});
-    if (!starts.empty() && st.i64(3) < starts.back()) nvtx_in_file_order = false;
     starts.push_back(st.i64(3));
   });
   if (!s) return s;
@@ -1475,10 +1521,10 @@ Status ProfileStream::Impl::lookOverOtherTables() {
   return {};
 }
 
-std::unique_ptr<RowStream<KernelRow>> ProfileStream::Impl::kernels() {
+std::unique_ptr<RowStream<KernelRow>> ProfileStream::Impl::kernels(const char* order) {
   StreamStrings strings{&load.ids_, [this](std::string_view t) { return load.internText(t); }, {}, {}};
   return queryStream<kKernelTable, KernelRow>(
-      db(), path(), selectSql<kKernelTable>(version(), {.order = "id"}), std::move(strings),
+      db(), path(), selectSql<kKernelTable>(version(), {.order = order}), std::move(strings),
       [this](KernelRow& k, StreamStrings& s) {
         repairKernel(k, s, kernel_damage);
         s.missing_name.reset();
@@ -1515,24 +1561,101 @@ Expected<std::unique_ptr<RowStream<KernelArgRecord>>> ProfileStream::Impl::kerne
   return std::unique_ptr<RowStream<KernelArgRecord>>(std::make_unique<VectorStream<KernelArgRecord>>(std::move(rows)));
 }
 
+// Ranges by start, ties in file order, as loadProfile's stable sort leaves them: in file order
+// where that is already by start, else sorted by SQLite (which spills to temporary files rather
+// than hold the table). CAST gives the value each row decodes to, whatever the column holds.
 Expected<std::unique_ptr<RowStream<NvtxRangeRecord>>> ProfileStream::Impl::nvtxRanges() {
-  if (nvtx_in_file_order) {
-    return queryStream<kNvtxRangeTable, NvtxRangeRecord>(
-        db(), path(), selectSql<kNvtxRangeTable>(version(), {}), NoStrings{},
-        [this, at = size_t{0}, cut = size_t{0}](NvtxRangeRecord& r, NoStrings&) mutable {
-          if (cut < nvtx_cut.size() && nvtx_cut[cut] == at) {
-            r.parent_key.reset();
-            ++cut;
-          }
-          ++at;
-        });
+  const char* order = nvtx_in_file_order ? "" : "CAST(start_ns AS INTEGER), rowid";
+  return queryStream<kNvtxRangeTable, NvtxRangeRecord>(
+      db(), path(), selectSql<kNvtxRangeTable>(version(), {.order = order}), NoStrings{},
+      [this, at = size_t{0}, cut = size_t{0}](NvtxRangeRecord& r, NoStrings&) mutable {
+        if (cut < nvtx_cut.size() && nvtx_cut[cut] == at) {
+          r.parent_key.reset();
+          ++cut;
+        }
+        ++at;
+      });
+}
+
+// Kernels by start, ties by id: in id order where that is already by start (as the collector
+// writes them), else sorted by SQLite, CAST as for the ranges. Waits are settled as they come.
+class KernelsByStart : public RowStream<KernelRow> {
+ public:
+  explicit KernelsByStart(std::unique_ptr<RowStream<KernelRow>> rows) : rows_(std::move(rows)) {}
+  Expected<bool> next(KernelRow& row) override {
+    Expected<bool> more = rows_->next(row);
+    if (more && *more) waits_.settle(row);
+    return more;
   }
-  std::vector<NvtxRangeRecord> rows;
-  if (Status s = readTable<kNvtxRangeTable>(db(), path(), version(), {}, rows); !s) return Error{s.error()};
-  std::stable_sort(rows.begin(), rows.end(),
-                   [](const NvtxRangeRecord& a, const NvtxRangeRecord& b) { return a.start_ns < b.start_ns; });
-  for (size_t i : nvtx_cut) rows[i].parent_key.reset();
-  return std::unique_ptr<RowStream<NvtxRangeRecord>>(std::make_unique<VectorStream<NvtxRangeRecord>>(std::move(rows)));
+
+ private:
+  std::unique_ptr<RowStream<KernelRow>> rows_;
+  DependencyWaits waits_;
+};
+
+Expected<std::unique_ptr<RowStream<KernelRow>>> ProfileStream::kernelsByStart() {
+  const char* order = impl_->kernels_by_id_in_start_order ? "id" : "CAST(start_ns AS INTEGER), id";
+  return std::unique_ptr<RowStream<KernelRow>>(std::make_unique<KernelsByStart>(impl_->kernels(order)));
+}
+
+// One kernel's counters by its id (kernel_counter's key). The lookup's repairs are made, and its
+// damage left to the counter stream, which sees every row once.
+Expected<std::optional<KernelCounters>> ProfileStream::countersOf(int64_t kernel_id) {
+  Impl& m = *impl_;
+  if (!m.counters_looked_for) {
+    m.counters_looked_for = true;
+    bool any = false;
+    Status s = forEachRow(m.db(), m.path(), "SELECT 1 FROM kernel_counter LIMIT 1", [&](Statement&) { any = true; });
+    if (!s) return Error{s.error()};
+    if (any) {
+      const std::string sql = selectSql<kKernelCounterTable>(m.version(), {}) + " WHERE kernel_id = ?1 LIMIT 1";
+      m.counter_lookup.emplace(m.db(), sql.c_str());
+    }
+  }
+  if (!m.counter_lookup) return std::optional<KernelCounters>{};
+  Statement& st = *m.counter_lookup;
+  if (!st.ok()) return queryError(m.path(), m.db());
+  st.reset();
+  st.bind(1, kernel_id);
+  const int rc = st.step();
+  if (rc == SQLITE_DONE) return std::optional<KernelCounters>{};
+  if (rc != SQLITE_ROW) return queryError(m.path(), m.db());
+  KernelCounters c;
+  NoStrings none;
+  readRow(kKernelCounterTable, st, c, none);
+  CounterChunk not_counted;
+  repairCounters(c, not_counted);
+  return std::optional<KernelCounters>{std::move(c)};
+}
+
+// A missing name gets the placeholder a kernel row naming it gets.
+uint32_t ProfileStream::Impl::nameId(int64_t db_id) {
+  const uint32_t id = load.ids_(db_id);
+  return id != kMissingString ? id : load.internText(unknownString("name", db_id));
+}
+
+Expected<std::vector<uint32_t>> ProfileStream::kernelNameIds() {
+  Impl& m = *impl_;
+  std::vector<uint32_t> ids;
+  Status s = forEachRow(m.db(), m.path(), "SELECT DISTINCT demangled_id FROM kernel",
+                        [&](Statement& st) { ids.push_back(m.nameId(st.i64(0))); });
+  if (!s) return Error{s.error()};
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
+}
+
+Expected<std::optional<int64_t>> ProfileStream::firstEventNs() {
+  Impl& m = *impl_;
+  std::optional<int64_t> first;
+  for (const char* table : {"kernel", "nvtx_range", "memcpy", "memset"}) {
+    const std::string sql = std::string("SELECT min(CAST(start_ns AS INTEGER)) FROM ") + table;
+    Status s = forEachRow(m.db(), m.path(), sql.c_str(), [&](Statement& st) {
+      if (!st.isNull(0)) first = std::min(first.value_or(INT64_MAX), st.i64(0));
+    });
+    if (!s) return Error{s.error()};
+  }
+  return first;
 }
 
 Expected<std::unique_ptr<ProfileStream>> ProfileStream::open(const std::string& path) {
@@ -1553,7 +1676,17 @@ std::optional<uint32_t> ProfileStream::unknownProcess(std::string_view table) co
   return it->second;
 }
 
-const std::vector<int64_t>& ProfileStream::kernelIds() const { return impl_->kernel_ids; }
+Expected<const std::vector<int64_t>*> ProfileStream::kernelIds() {
+  Impl& m = *impl_;
+  if (!m.kernel_ids) {
+    std::vector<int64_t> ids;
+    Status s = forEachRow(m.db(), m.path(), "SELECT id FROM kernel ORDER BY id",
+                          [&](Statement& st) { ids.push_back(st.i64(0)); });
+    if (!s) return Error{s.error()};
+    m.kernel_ids = std::move(ids);
+  }
+  return &*m.kernel_ids;
+}
 
 std::optional<std::pair<uint64_t, uint64_t>> ProfileStream::nvtxKeys() const { return impl_->nvtx_keys; }
 
@@ -1562,7 +1695,7 @@ Expected<std::unique_ptr<RowStream<Row>>> ProfileStream::rows() {
   Impl& m = *impl_;
   auto none = [] { return std::unique_ptr<RowStream<Row>>(std::make_unique<VectorStream<Row>>(std::vector<Row>{})); };
   if constexpr (std::is_same_v<Row, KernelRow>) {
-    return m.kernels();
+    return m.kernels("id");
   } else if constexpr (std::is_same_v<Row, KernelCounters>) {
     return m.counters();
   } else if constexpr (std::is_same_v<Row, KernelMetricRecord>) {
@@ -1611,8 +1744,6 @@ std::vector<std::string> ProfileStream::warnings() {
   for (std::string& w : said) cleanTextInPlace(w);
   return said;
 }
-
-}  // namespace detail
 
 Status checkDatabase(const std::string& path) {
   Db h;

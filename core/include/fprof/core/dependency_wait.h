@@ -5,6 +5,9 @@
 // that its own time (KernelLaunch::durationNs) is what it adds to its stream.
 #pragma once
 
+#include <cstdint>
+#include <map>
+#include <tuple>
 #include <vector>
 
 #include "fprof/core/model.h"
@@ -18,5 +21,15 @@ namespace fprof::core {
 // Graph kernels and kernels without trace timestamps (start 0: replayed under the range
 // profiler) neither wait nor count as a predecessor.
 void settleDependencyWaits(std::vector<KernelRow>& kernels);
+
+// The same for kernels that come one at a time, in start order (a stream of the kernel table):
+// settle() gives each what settleDependencyWaits gives it, holding one end time per stream.
+class DependencyWaits {
+ public:
+  void settle(KernelRow& k);
+
+ private:
+  std::map<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t>, int64_t> previous_end_ns_;
+};
 
 }  // namespace fprof::core
