@@ -18,6 +18,7 @@
 #include "command.h"
 #include "export_stream.h"
 #include "fprof/analysis/run_analysis.h"
+#include "fprof/core/profile_stream.h"
 #include "fprof/core/store.h"
 #include "fprof/core/text.h"
 
@@ -48,24 +49,93 @@ constexpr const char* kCsvHeader =
     "theoretical_occupancy,graph_id,origin,bound,binding_roof,roof_fraction,attainable_ns,"
     "dram_intensity_flop_per_byte,achieved_flops_per_s,dram_bytes_per_s,name,nvtx_path,short_name\n";
 
-// One row per kernel, written as it is made.
-core::Status exportCsv(const analysis::RunAnalysis& a, RowWriter& w) {
-  const core::Profile& p = a.profile();
+// What the CSV says of a kernel beyond its own columns, the same for every kernel of one name:
+// computed once per name, not once per row.
+struct NameFacts {
+  std::string short_name;
+  analysis::Origin origin = analysis::Origin::kUser;
+};
+
+// The kernels of a streamed database with what the CSV adds to them: each one's placement on its
+// device's roofline (the analysis's kernelPlacement, from the kernel, its counters and its
+// device), its origin and short name. Only the names and devices are held.
+class StreamedKernels {
+ public:
+  static core::Expected<StreamedKernels> of(core::ProfileStream& in) {
+    auto ids = in.kernelNameIds();
+    if (!ids) return core::Error{ids.error()};
+    const core::Profile& p = in.small();
+    std::vector<std::string> full;
+    for (uint32_t id : *ids) full.push_back(p.str(id));
+    StreamedKernels kernels(in, analysis::KernelNames(std::move(full)));
+    for (const core::DeviceInfo& d : p.devices) kernels.ceilings_.emplace_back(d, analysis::ceilingsFor(p, d));
+    return kernels;
+  }
+
+  core::Expected<analysis::Placement> placement(const core::KernelRow& k) {
+    auto counters = in_.countersOf(k.id);
+    if (!counters) return core::Error{counters.error()};
+    const core::DeviceInfo* device = in_.small().device(k.process_id, k.device_id);
+    const analysis::PlacementInput input =
+        analysis::kernelInput(k, device, *counters ? &**counters : nullptr, in_.small().str(k.demangled_id));
+    return analysis::place(input, ceilingsOf(k), analysis::RooflineOptions{});
+  }
+
+  const NameFacts& facts(uint32_t demangled_id) {
+    auto [it, added] = facts_.try_emplace(demangled_id);
+    if (added) {
+      const std::string& name = in_.small().str(demangled_id);
+      it->second = {names_.shortName(name), analysis::classifyOrigin(name)};
+    }
+    return it->second;
+  }
+
+ private:
+  StreamedKernels(core::ProfileStream& in, analysis::KernelNames names) : in_(in), names_(std::move(names)) {}
+
+  // As the analysis finds them: the first device recorded with the kernel's (process, device), or
+  // no roofs for a kernel whose device was not recorded.
+  const analysis::Ceilings& ceilingsOf(const core::KernelRow& k) const {
+    for (const auto& [d, c] : ceilings_) {
+      if (d.process_id == k.process_id && d.id == k.device_id) return c;
+    }
+    return no_device_;
+  }
+
+  core::ProfileStream& in_;
+  analysis::KernelNames names_;
+  std::vector<std::pair<core::DeviceInfo, analysis::Ceilings>> ceilings_;
+  analysis::Ceilings no_device_;
+  std::unordered_map<uint32_t, NameFacts> facts_;
+};
+
+// One row per kernel, each written as it is read.
+core::Status exportCsv(core::ProfileStream& in, RowWriter& w) {
+  auto kernels = StreamedKernels::of(in);
+  if (!kernels) return core::makeError(kernels.error());
+  auto rows = in.kernelsByStart();
+  if (!rows) return core::makeError(rows.error());
   w.write(kCsvHeader);
-  const analysis::KernelNames& names = a.kernelNames();
   const auto dram = static_cast<size_t>(analysis::MemLevel::kDram);
-  for (size_t i = 0; i < p.kernels.size() && w.ok(); ++i) {
-    const core::KernelRow& k = p.kernels[i];
-    const analysis::Placement pl = a.kernelPlacement(i);
+  core::KernelRow k;
+  while (w.ok()) {
+    auto more = (*rows)->next(k);
+    if (!more) return core::makeError(more.error());
+    if (!*more) break;
+    auto placed = kernels->placement(k);
+    if (!placed) return core::makeError(placed.error());
+    const analysis::Placement& pl = *placed;
+    const core::Profile& p = in.small();
+    const NameFacts& facts = kernels->facts(k.demangled_id);
     w.format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", k.id,
              k.process_id, k.device_id, k.stream_id, k.correlation_id, k.start_ns, k.end_ns, k.durationNs(),
              k.dependency_wait_ns, k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y, k.block_z,
              k.registers_per_thread, k.static_shared_bytes + k.dynamic_shared_bytes, k.local_bytes_per_thread,
-             optCsv(k.theoretical_occupancy), k.graph_id, analysis::originName(a.origin(i)),
+             optCsv(k.theoretical_occupancy), k.graph_id, analysis::originName(facts.origin),
              analysis::boundName(pl.bound), pl.binding, optCsv(pl.roof_fraction), optCsv(pl.attainable_ns),
              optCsv(pl.intensity_flop_per_byte[dram]), optCsv(pl.achieved_flops_per_s), optCsv(pl.bytes_per_s[dram]),
              csvField(p.str(k.demangled_id)), csvField(k.nvtx_path_id ? p.str(*k.nvtx_path_id) : ""),
-             csvField(names.shortName(p.str(k.demangled_id))));
+             csvField(facts.short_name));
   }
   return w.flush();
 }
@@ -317,15 +387,6 @@ class TraceEvents {
 constexpr int64_t kHostTid = 1000000;  // NVTX tracks sit above the stream ids
 using Tracks = std::set<std::pair<uint32_t, int64_t>>;
 
-int64_t firstEventNs(const core::Profile& p) {
-  int64_t t0 = INT64_MAX;
-  for (const auto& k : p.kernels) t0 = std::min(t0, k.start_ns);
-  for (const auto& r : p.nvtx_ranges) t0 = std::min(t0, r.start_ns);
-  for (const auto& m : p.memcpys) t0 = std::min(t0, m.start_ns);
-  for (const auto& m : p.memsets) t0 = std::min(t0, m.start_ns);
-  return t0 == INT64_MAX ? 0 : t0;
-}
-
 void kernelEvent(TraceEvents& e, const core::Profile& p, const core::KernelRow& k) {
   e.emit("{{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":{},\"pid\":{},\"tid\":{},\"ts\":{},\"dur\":{},"
          "\"args\":{{\"grid\":\"{}x{}x{}\",\"block\":\"{}x{}x{}\",\"registers_per_thread\":{},"
@@ -335,20 +396,17 @@ void kernelEvent(TraceEvents& e, const core::Profile& p, const core::KernelRow& 
          k.registers_per_thread, k.device_id, k.correlation_id);
 }
 
-void copyEvents(TraceEvents& e, const core::Profile& p, Tracks& tracks) {
-  for (const auto& m : p.memcpys) {
-    tracks.emplace(m.process_id, m.stream_id);
-    e.emit("{{\"ph\":\"X\",\"cat\":\"memcpy\",\"name\":{},\"pid\":{},\"tid\":{},\"ts\":{},"
-           "\"dur\":{},\"args\":{{\"bytes\":{}}}}}",
-           TraceEvents::str("memcpy " + m.copy_kind), m.process_id, m.stream_id, e.at(m.start_ns),
-           TraceEvents::span(m.end_ns - m.start_ns), m.bytes);
-  }
-  for (const auto& m : p.memsets) {
-    tracks.emplace(m.process_id, m.stream_id);
-    e.emit("{{\"ph\":\"X\",\"cat\":\"memset\",\"name\":\"memset\",\"pid\":{},\"tid\":{},\"ts\":{},"
-           "\"dur\":{},\"args\":{{\"bytes\":{}}}}}",
-           m.process_id, m.stream_id, e.at(m.start_ns), TraceEvents::span(m.end_ns - m.start_ns), m.bytes);
-  }
+void copyEvent(TraceEvents& e, const core::MemcpyRecord& m) {
+  e.emit("{{\"ph\":\"X\",\"cat\":\"memcpy\",\"name\":{},\"pid\":{},\"tid\":{},\"ts\":{},"
+         "\"dur\":{},\"args\":{{\"bytes\":{}}}}}",
+         TraceEvents::str("memcpy " + m.copy_kind), m.process_id, m.stream_id, e.at(m.start_ns),
+         TraceEvents::span(m.end_ns - m.start_ns), m.bytes);
+}
+
+void memsetEvent(TraceEvents& e, const core::MemsetRecord& m) {
+  e.emit("{{\"ph\":\"X\",\"cat\":\"memset\",\"name\":\"memset\",\"pid\":{},\"tid\":{},\"ts\":{},"
+         "\"dur\":{},\"args\":{{\"bytes\":{}}}}}",
+         m.process_id, m.stream_id, e.at(m.start_ns), TraceEvents::span(m.end_ns - m.start_ns), m.bytes);
 }
 
 void rangeEvent(TraceEvents& e, const core::NvtxRangeRecord& r) {
@@ -368,48 +426,117 @@ void trackNames(TraceEvents& e, const Tracks& tracks) {
   }
 }
 
-// Processes, kernels, copies, memsets, NVTX ranges, then the names of the tracks they used.
-core::Status exportChromeTrace(const core::Profile& p, RowWriter& w) {
-  TraceEvents e(w, firstEventNs(p));
+// Every row of a streamed table to `write`, while the output takes them; `write` says the track
+// its event is drawn on, or none for a row it leaves out.
+template <class Row, class Write>
+core::Status traceRows(core::ProfileStream& in, RowWriter& w, Tracks& tracks, Write&& write) {
+  auto rows = in.rows<Row>();
+  if (!rows) return core::makeError(rows.error());
+  Row row;
+  while (w.ok()) {
+    auto more = (*rows)->next(row);
+    if (!more) return core::makeError(more.error());
+    if (!*more) break;
+    if (std::optional<std::pair<uint32_t, int64_t>> track = write(row)) tracks.insert(*track);
+  }
+  return {};
+}
+
+core::Status traceKernels(core::ProfileStream& in, TraceEvents& e, RowWriter& w, Tracks& tracks) {
+  auto rows = in.kernelsByStart();
+  if (!rows) return core::makeError(rows.error());
+  core::KernelRow k;
+  while (w.ok()) {
+    auto more = (*rows)->next(k);
+    if (!more) return core::makeError(more.error());
+    if (!*more) break;
+    tracks.emplace(k.process_id, k.stream_id);
+    kernelEvent(e, in.small(), k);
+  }
+  return {};
+}
+
+// Processes, kernels, copies, memsets, NVTX ranges, then the names of the tracks they used; each
+// event written as its row is read.
+core::Status exportChromeTrace(core::ProfileStream& in, RowWriter& w) {
+  auto first = in.firstEventNs();
+  if (!first) return core::makeError(first.error());
+  TraceEvents e(w, first->value_or(0));
   Tracks tracks;
-  for (const auto& pr : p.processes) {
+  for (const auto& pr : in.small().processes) {
     e.emit("{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"args\":{{\"name\":{}}}}}", pr.id,
            TraceEvents::str(fmt::format("process {} (pid {})", pr.id, pr.pid)));
   }
-  for (size_t i = 0; i < p.kernels.size() && w.ok(); ++i) {
-    tracks.emplace(p.kernels[i].process_id, p.kernels[i].stream_id);
-    kernelEvent(e, p, p.kernels[i]);
-  }
-  copyEvents(e, p, tracks);
-  for (const auto& r : p.nvtx_ranges) {
-    if (!r.end_ns || !w.ok()) continue;  // still open at exit: no duration to draw
-    tracks.emplace(r.process_id, kHostTid + r.thread_id);
+  using Track = std::optional<std::pair<uint32_t, int64_t>>;
+  core::Status s = traceKernels(in, e, w, tracks);
+  if (s) s = traceRows<core::MemcpyRecord>(in, w, tracks, [&](const core::MemcpyRecord& m) -> Track {
+    copyEvent(e, m);
+    return std::pair{m.process_id, int64_t{m.stream_id}};
+  });
+  if (s) s = traceRows<core::MemsetRecord>(in, w, tracks, [&](const core::MemsetRecord& m) -> Track {
+    memsetEvent(e, m);
+    return std::pair{m.process_id, int64_t{m.stream_id}};
+  });
+  if (s) s = traceRows<core::NvtxRangeRecord>(in, w, tracks, [&](const core::NvtxRangeRecord& r) -> Track {
+    if (!r.end_ns) return std::nullopt;  // still open at exit: no duration to draw
     rangeEvent(e, r);
-  }
+    return std::pair{r.process_id, kHostTid + r.thread_id};
+  });
+  if (!s) return s;
   trackNames(e, tracks);
   e.end();
   return w.flush();
+}
+
+// The tables a streamed export does not write, read to their end all the same: their damage is
+// then said as every command says it (ProfileStream::warnings).
+template <class Row>
+core::Status readToEnd(core::ProfileStream& in) {
+  auto rows = in.rows<Row>();
+  if (!rows) return core::makeError(rows.error());
+  Row row;
+  for (;;) {
+    auto more = (*rows)->next(row);
+    if (!more) return core::makeError(more.error());
+    if (!*more) return {};
+  }
+}
+
+// CSV and the Chrome trace: rows from the database straight to the output.
+core::Status exportStreamed(const ExportOptions& o, core::ProfileStream& in, RowWriter& w) {
+  core::Status written = o.format == "csv" ? exportCsv(in, w) : exportChromeTrace(in, w);
+  if (written) written = readToEnd<core::KernelCounters>(in);
+  if (written) written = readToEnd<core::KernelMetricRecord>(in);
+  return written;
+}
+
+// JSON: the kernels and the analysis of the loaded run (fusion and the data flow need the whole run).
+core::Status exportAnalysed(const ExportOptions& o, RowWriter& w) {
+  auto loaded = loadProfile(o.file);
+  if (!loaded) return core::makeError(loaded.error());
+  const analysis::RunAnalysis analysed = analysis::RunAnalysis::of(*loaded);
+  return exportJson(analysed, w);
 }
 
 int runExport(const ExportOptions& o) {
   // The output is opened first: a name that cannot be written costs no reading.
   auto out = core::TextOutput::open(o.output, outputRules(o.force, {o.file}, "the export"));
   if (!out) return inputError(out.error());
-  auto loaded = loadProfile(o.file);
-  if (!loaded) return inputError(loaded.error());
   RowWriter w(*out);
+  std::vector<std::string> warnings;
   core::Status written;
-  if (o.format == "csv" || o.format == "json") {
-    // Data flow and fusion only for JSON, which lists the fusion candidates.
-    analysis::AnalysisOptions options;
-    options.fusion_in_background = o.format == "json";
-    const analysis::RunAnalysis analysed = analysis::RunAnalysis::of(*loaded, nullptr, options);
-    written = o.format == "csv" ? exportCsv(analysed, w) : exportJson(analysed, w);
+  if (o.format == "json") {
+    written = exportAnalysed(o, w);
   } else {
-    written = exportChromeTrace(*loaded, w);
+    auto in = core::ProfileStream::open(o.file);
+    if (!in) return inputError(in.error());
+    written = exportStreamed(o, **in, w);
+    if (written) warnings = (*in)->warnings();
   }
   if (written) written = out->finish();
   if (!written) return inputError(written.error());
+  // A streamed file's damage is known once it has been read; loadProfile said the JSON's.
+  printWarnings(warnings);
   return 0;
 }
 

@@ -45,6 +45,8 @@ class Progress;
 // repaired (Profile::warnings). A progress line, if given, is cleared before the first warning so
 // that each warning starts a line of its own (the next step draws it again).
 core::Expected<core::Profile> loadProfile(const std::string& path, Progress* progress = nullptr);
+// The same warnings, for a file read as a stream (core/profile_stream.h).
+void printWarnings(const std::vector<std::string>& warnings);
 
 // The rules an output of a command follows (core/output.h): replace an existing file only with
 // --force (`force`), never one of `inputs`; `what` names the output in messages ("the report").

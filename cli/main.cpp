@@ -23,9 +23,13 @@ core::Expected<core::Profile> loadProfile(const std::string& path, Progress* pro
   auto loaded = core::loadProfile(path);
   if (loaded) {
     if (progress && !loaded->warnings.empty()) progress->done();
-    for (const std::string& w : loaded->warnings) printText(stderr, "fprof: warning: " + core::cleanText(w) + "\n");
+    printWarnings(loaded->warnings);
   }
   return loaded;
+}
+
+void printWarnings(const std::vector<std::string>& warnings) {
+  for (const std::string& w : warnings) printText(stderr, "fprof: warning: " + core::cleanText(w) + "\n");
 }
 
 void printText(std::FILE* stream, const std::string& text) {

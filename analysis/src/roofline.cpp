@@ -345,6 +345,11 @@ PlacementInput kernelInput(const core::Profile& p, const core::KernelRow& k, con
   return inputOf(k, device, countersFor(p, k.id), fewWarpsByDesign(p.str(k.demangled_id)));
 }
 
+PlacementInput kernelInput(const core::KernelRow& k, const core::DeviceInfo* device, const core::KernelCounters* counters,
+                           std::string_view demangled_name) {
+  return inputOf(k, device, counters, fewWarpsByDesign(demangled_name));
+}
+
 Placement placeKernel(const core::Profile& p, size_t kernel_index, CeilingCache& ceilings,
                       const RooflineOptions& opt) {
   const core::KernelRow& k = p.kernels.at(kernel_index);

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "fprof/analysis/ceilings.h"
@@ -101,6 +102,10 @@ class CeilingCache {
 };
 
 PlacementInput kernelInput(const core::Profile& p, const core::KernelRow& k, const core::DeviceInfo* device);
+// The same for a kernel read on its own (a stream of the kernel table): its counters, if any, and
+// its demangled name given.
+PlacementInput kernelInput(const core::KernelRow& k, const core::DeviceInfo* device, const core::KernelCounters* counters,
+                           std::string_view demangled_name);
 Placement placeKernel(const core::Profile& p, size_t kernel_index, CeilingCache& ceilings,
                       const RooflineOptions& opt = {});
 
