@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from ._core import FprofError
@@ -111,4 +112,10 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    status = main()
+    # pyarrow's thread pools can abort the interpreter's teardown (std::terminate on a thread still
+    # joinable, apache/arrow#34314), which would turn a finished command's exit status into 134.
+    # Every output is complete and the cluster closed by now: leave without that teardown.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)

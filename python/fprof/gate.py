@@ -69,7 +69,7 @@ class RankRows:
 
     def rows(self, rank) -> pa.Table:
         ids = sorted(self.of_rank.get(rank, []) + self.other) if rank is not None else self.other
-        table = self.file.read_row_groups(ids) if ids else self.file.schema_arrow.empty_table()
+        table = self.file.read_row_groups(ids, use_threads=False) if ids else self.file.schema_arrow.empty_table()
         if self.other:
             mask = pc.is_null(table["rank"]) if rank is None else pc.fill_null(pc.equal(table["rank"], rank), False)
             table = table.filter(mask)
@@ -98,7 +98,7 @@ def read_job(path: str) -> Job:
     try:
         with open(files[0], encoding="utf-8") as f:
             json.load(f)
-        ranks = pq.read_table(files[1]).to_pandas()
+        ranks = pq.read_table(files[1], use_threads=False).to_pandas()
         groups, samples = RankRows(files[2]), RankRows(files[3])
     except (OSError, ValueError, pa.ArrowException) as err:
         raise FprofError(f"{path}: cannot be read as a job folder: {err}") from None
