@@ -118,6 +118,12 @@ class ValueRow {
   sqlite3_value** v_;
 };
 
-inline std::string sqliteMessage(sqlite3* db) { return db ? sqlite3_errmsg(db) : "out of memory"; }
+// SQLite's message for its last error, or the system's where SQLite only says a write failed: a
+// full file system is "no space left on device", as every other writer says it.
+inline std::string sqliteMessage(sqlite3* db) {
+  if (!db) return "out of memory";
+  if ((sqlite3_extended_errcode(db) & 0xff) == SQLITE_FULL) return "no space left on device";
+  return sqlite3_errmsg(db);
+}
 
 }  // namespace fprof::core::detail

@@ -101,7 +101,8 @@ Writer::~Writer() {
 Status Writer::exec(const char* sql) {
   char* msg = nullptr;
   if (sqlite3_exec(db_, sql, nullptr, nullptr, &msg) != SQLITE_OK) {
-    std::string m = path_ + ": " + (msg ? msg : "SQLite error");
+    const bool full = (sqlite3_extended_errcode(db_) & 0xff) == SQLITE_FULL;
+    std::string m = path_ + ": " + (full ? detail::sqliteMessage(db_) : msg ? msg : "SQLite error");
     sqlite3_free(msg);
     return makeError(m);
   }

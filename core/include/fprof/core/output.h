@@ -64,7 +64,7 @@ class OutputFile {
   const std::string& path() const { return path_; }
   // Where a database output is written (a name beside the target); for a stream, the same file.
   const std::string& temporaryPath() const { return temp_path_; }
-  // A message of the writer that filled temporaryPath() (SQLite's "database or disk is full"),
+  // A message of the writer that filled temporaryPath() (SQLite's, "no space left on device"),
   // in terms of the path the user named.
   std::string inTermsOfTarget(std::string message) const;
   uint64_t bytesWritten() const { return bytes_written_; }
