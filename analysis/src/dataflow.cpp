@@ -221,6 +221,7 @@ void assignExtents(const core::Profile& p, std::vector<KernelAccess>& accesses, 
   // the tightest), and the others' as the launches around them say (the median).
   struct Sizes {
     std::vector<int64_t> written, near;
+    int64_t tensor_bytes = 0;
   };
   std::unordered_map<SameWorkKey, Sizes, SameWorkHash> sizes;
   std::vector<Sizes*> group(accesses.size(), nullptr);
@@ -241,12 +242,17 @@ void assignExtents(const core::Profile& p, std::vector<KernelAccess>& accesses, 
       }
     }
   }
-  for (auto& [key, v] : sizes) std::sort(v.near.begin(), v.near.end());
+  // Once per group, not per access: a group holds every launch of its kernel and shape.
+  for (auto& [key, v] : sizes) {
+    if (!v.written.empty()) {
+      v.tensor_bytes = *std::min_element(v.written.begin(), v.written.end());
+    } else {
+      std::nth_element(v.near.begin(), v.near.begin() + static_cast<std::ptrdiff_t>(v.near.size() / 2), v.near.end());
+      v.tensor_bytes = v.near[v.near.size() / 2];
+    }
+  }
   for (size_t x = 0; x < accesses.size(); ++x) {
-    if (!group[x]) continue;
-    const Sizes& g = *group[x];
-    accesses[x].tensor_bytes = !g.written.empty() ? *std::min_element(g.written.begin(), g.written.end())
-                                                  : g.near[g.near.size() / 2];
+    if (group[x]) accesses[x].tensor_bytes = group[x]->tensor_bytes;
   }
 }
 
