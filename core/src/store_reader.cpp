@@ -167,10 +167,26 @@ bool lockedByAnother(sqlite3* db) {
   return code == SQLITE_BUSY || code == SQLITE_LOCKED;
 }
 
+// A read writes nothing but SQLite's temporary files, where it sorts rows too many to sort in
+// memory (a table not in time order in the file, read as a stream): no folder for them, or a full
+// one, is no damage of the file.
+std::optional<std::string> temporaryFilesProblem(sqlite3* db) {
+  const int code = sqlite3_extended_errcode(db);
+  if (code == SQLITE_IOERR_GETTEMPPATH) {
+    return "no folder among SQLITE_TMPDIR, TMPDIR, /var/tmp, /usr/tmp, /tmp and the current one can be written";
+  }
+  if ((code & 0xff) == SQLITE_FULL) return "no space left on device";
+  return std::nullopt;
+}
+
 // Why a query of a file that opened failed, in one sentence.
 Error queryError(const std::string& path, sqlite3* db) {
   if (lockedByAnother(db)) {
     return makeError(path + ": locked by another process (one still writing it?); try again once it has finished");
+  }
+  if (std::optional<std::string> problem = temporaryFilesProblem(db)) {
+    return makeError(path + ": no room for SQLite's temporary files, where it sorts the rows (" + *problem +
+                     "); point SQLITE_TMPDIR at a folder with room");
   }
   return makeError(path + ": damaged database (" + detail::sqliteMessage(db) + ")");
 }

@@ -335,6 +335,50 @@ TEST(StandardOutput, AFailedWriteExits2WithTheCause) {
   EXPECT_EQ(null.code, 0) << null.out;
 }
 
+// A database whose kernels the collector wrote out of start order (as a merged file holds its
+// ranks), too many for SQLite to sort in memory.
+void writeKernelsOutOfOrder(const std::string& path, int kernels) {
+  auto w = core::Writer::create(path);
+  ASSERT_TRUE(w.ok()) << w.error();
+  for (int i = 0; i < kernels; ++i) {
+    core::KernelRecord k;
+    k.process_id = 1;
+    k.name = k.demangled_name = "kernel_" + std::to_string(i % 7);
+    k.correlation_id = static_cast<uint32_t>(i + 1);
+    k.start_ns = 1'000'000'000 - int64_t{1000} * i;
+    k.end_ns = k.start_ns + 500;
+    (*w)->add(k);
+  }
+  ASSERT_TRUE((*w)->close());
+}
+
+// The streamed exports leave the sorting of a table not in time order to SQLite, which spills to
+// its temporary folder: a full one is said as such, not as a damaged file, and nothing is written.
+TEST(StreamedExports, SayWhenSQLitesTemporaryFolderHasNoRoom) {
+  const std::string dir = std::string(FPROF_TEST_TMP) + "/outputs/sort-room";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string db = dir + "/unordered.fprof";
+  ASSERT_NO_FATAL_FAILURE(writeKernelsOutOfOrder(db, 40000));
+  const std::string tmp = dir + "/tmp";
+  std::optional<Mount> mount = Mount::tmpfs(tmp, 0);
+  if (!mount) GTEST_SKIP() << "cannot mount a tmpfs here (needs root): the full temporary folder is not tried";
+  fill(tmp + "/filler");
+  for (const char* format : {"csv", "chrome-trace"}) {
+    const Result r = shell("SQLITE_TMPDIR='" + tmp + "' " + FPROF_BIN + " export " + db + " --format " + format +
+                           " -o " + dir + "/out");
+    EXPECT_EQ(r.code, 2) << format << ": " << r.out;
+    EXPECT_EQ(r.out, "fprof: " + db + ": no room for SQLite's temporary files, where it sorts the rows (no space left "
+                     "on device); point SQLITE_TMPDIR at a folder with room\n")
+        << format;
+    EXPECT_FALSE(fs::exists(dir + "/out")) << format;
+  }
+  const Result roomy = shell(std::string(FPROF_BIN) + " export " + db + " --format csv -o " + dir + "/out");
+  EXPECT_EQ(roomy.code, 0) << roomy.out;
+  const std::string csv = readBytes(dir + "/out");
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 40001) << "a header and a row per kernel";
+}
+
 // Two outputs of one command naming one file is refused before anything is read.
 TEST(OutputOptions, TwoOptionsNamingOneFileAreRefused) {
   const std::string dir = std::string(FPROF_TEST_TMP) + "/outputs/two-options";
