@@ -1,6 +1,8 @@
 // Framework NVTX ranges: PyTorch emit_nvtx, user ranges, XLA thunks (see framework_ops.h).
 #include "fprof/analysis/framework_ops.h"
 
+#include "fprof/analysis/nvtx_ranges.h"
+
 #include <algorithm>
 #include <charconv>
 #include <unordered_map>
@@ -183,13 +185,36 @@ namespace {
 
 uint64_t rangeKey(uint32_t process, uint64_t key) { return (uint64_t{process} << 40) ^ key; }
 
+// Every range parsed (parseFrameworkRange); only the framework ranges are kept whole, the others
+// (fprof's own op= ranges, unrecognised text) as their kind, one byte each.
+class ParsedRanges {
+ public:
+  explicit ParsedRanges(const core::Profile& p) : slot_(p.nvtx_ranges.size(), -1) {
+    for (size_t i = 0; i < p.nvtx_ranges.size(); ++i) {
+      FrameworkRange r = parseFrameworkRange(p.nvtx_ranges[i].domain, p.nvtx_ranges[i].message);
+      if (r.kind == FrameworkRangeKind::kNone) continue;
+      slot_[i] = static_cast<int32_t>(parsed_.size());
+      parsed_.push_back(std::move(r));
+    }
+  }
+  size_t size() const { return slot_.size(); }
+  const FrameworkRange& operator[](size_t range_index) const {
+    static const FrameworkRange kNoFrameworkRange;
+    return slot_[range_index] < 0 ? kNoFrameworkRange : parsed_[static_cast<size_t>(slot_[range_index])];
+  }
+  const std::vector<FrameworkRange>& parsed() const { return parsed_; }
+
+ private:
+  std::vector<int32_t> slot_;  // per range, its index in parsed_ or -1
+  std::vector<FrameworkRange> parsed_;
+};
+
 // Per range, the range that owns kernels launched inside it: the outermost PyTorch op around it
 // (itself included), else the innermost XLA op; -1 if neither. Memoized along parent links.
 class Owners {
  public:
-  Owners(const core::Profile& p, const std::vector<FrameworkRange>& ranges,
-         const std::unordered_map<uint64_t, size_t>& range_of)
-      : p_(p), ranges_(ranges), range_of_(range_of), torch_(ranges.size(), kUnset), xla_(ranges.size(), kUnset) {}
+  Owners(const core::Profile& p, const ParsedRanges& ranges, const NvtxRangeLookup& lookup)
+      : p_(p), ranges_(ranges), lookup_(lookup), torch_(ranges.size(), kUnset), xla_(ranges.size(), kUnset) {}
 
   int64_t owner(size_t r) {
     const int64_t t = outermostTorch(r);
@@ -198,18 +223,11 @@ class Owners {
 
  private:
   static constexpr int64_t kUnset = -2;
-  std::optional<size_t> parent(size_t r) const {
-    const core::NvtxRangeRecord& rec = p_.nvtx_ranges[r];
-    if (!rec.parent_key) return std::nullopt;
-    const auto it = range_of_.find(rangeKey(rec.process_id, *rec.parent_key));
-    if (it == range_of_.end() || it->second == r) return std::nullopt;
-    return it->second;
-  }
   // Both walks are iterative: nesting can be deep.
   int64_t outermostTorch(size_t r) {
     std::vector<size_t> path;
     int64_t above = -1;
-    for (std::optional<size_t> at = r; at; at = parent(*at)) {
+    for (std::optional<size_t> at = r; at; at = lookup_.parent(*at)) {
       if (torch_[*at] != kUnset) {
         above = torch_[*at];
         break;
@@ -226,7 +244,7 @@ class Owners {
   int64_t innermostXla(size_t r) {
     std::vector<size_t> path;
     int64_t found = -1;
-    for (std::optional<size_t> at = r; at; at = parent(*at)) {
+    for (std::optional<size_t> at = r; at; at = lookup_.parent(*at)) {
       if (xla_[*at] != kUnset) {
         found = xla_[*at];
         break;
@@ -243,66 +261,50 @@ class Owners {
   }
 
   const core::Profile& p_;
-  const std::vector<FrameworkRange>& ranges_;
-  const std::unordered_map<uint64_t, size_t>& range_of_;
+  const ParsedRanges& ranges_;
+  const NvtxRangeLookup& lookup_;
   std::vector<int64_t> torch_, xla_;
 };
 
-}  // namespace
-
-FrameworkOps indexFrameworkOps(const core::Profile& p) {
-  FrameworkOps out;
-  out.kernel_op.assign(p.kernels.size(), -1);
-  std::vector<FrameworkRange> ranges;
-  ranges.reserve(p.nvtx_ranges.size());
-  std::unordered_map<uint64_t, size_t> range_of;
-  range_of.reserve(p.nvtx_ranges.size());
-  bool any = false;
-  for (const core::NvtxRangeRecord& r : p.nvtx_ranges) {
-    ranges.push_back(parseFrameworkRange(r.domain, r.message));
-    any = any || ranges.back().kind != FrameworkRangeKind::kNone;
-    out.pytorch = out.pytorch || ranges.back().kind == FrameworkRangeKind::kTorchOp;
-    out.op_graph = out.op_graph || !ranges.back().input_ops.empty();
-    out.xla = out.xla || ranges.back().kind == FrameworkRangeKind::kXlaOp;
-  }
-  out.kernel_region.assign(p.kernels.size(), -1);
-  if (!any) return out;  // only fprof's own convention, or no ranges
-  for (size_t i = 0; i < p.nvtx_ranges.size(); ++i) range_of[rangeKey(p.nvtx_ranges[i].process_id, p.nvtx_ranges[i].key)] = i;
+// Kernels in no framework op: the user range they were launched in, one name per distinct text
+// (a region repeated every step is one region).
+void nameRegions(const core::Profile& p, const ParsedRanges& ranges, const NvtxRangeLookup& lookup, FrameworkOps& out) {
   std::unordered_map<size_t, int32_t> region_of_range;
   std::unordered_map<std::string, int32_t> region_of_name;
   for (size_t k = 0; k < p.kernels.size(); ++k) {
-    const core::KernelRow& kr = p.kernels[k];
-    if (!kr.nvtx_range_key) continue;
-    const auto it = range_of.find(rangeKey(kr.process_id, *kr.nvtx_range_key));
-    if (it == range_of.end() || ranges[it->second].kind != FrameworkRangeKind::kUserRange) continue;
-    // One name per distinct text: a region repeated every step is one region.
-    auto [r, inserted] = region_of_range.emplace(it->second, 0);
+    const std::optional<size_t> range = lookup.ofKernel(p.kernels[k]);
+    if (!range || ranges[*range].kind != FrameworkRangeKind::kUserRange) continue;
+    auto [r, inserted] = region_of_range.emplace(*range, 0);
     if (inserted) {
-      auto [named, added] = region_of_name.emplace(ranges[it->second].name, static_cast<int32_t>(out.region_names.size()));
-      if (added) out.region_names.push_back(ranges[it->second].name);
+      auto [named, added] = region_of_name.emplace(ranges[*range].name, static_cast<int32_t>(out.region_names.size()));
+      if (added) out.region_names.push_back(ranges[*range].name);
       r->second = named->second;
     }
     out.kernel_region[k] = r->second;
   }
-  if (!out.pytorch && !out.xla) return out;
-  Owners owners(p, ranges, range_of);
+}
+
+// Each kernel to the op that owns its range; returns owning range -> op.
+std::unordered_map<size_t, size_t> assignOwners(const core::Profile& p, const ParsedRanges& ranges, Owners& owners,
+                                                const NvtxRangeLookup& lookup, FrameworkOps& out) {
   std::unordered_map<size_t, size_t> op_of_range;
   for (size_t k = 0; k < p.kernels.size(); ++k) {
-    const core::KernelRow& kr = p.kernels[k];
-    if (!kr.nvtx_range_key) continue;
-    const auto it = range_of.find(rangeKey(kr.process_id, *kr.nvtx_range_key));
-    if (it == range_of.end()) continue;
-    const int64_t owner = owners.owner(it->second);
+    const std::optional<size_t> range = lookup.ofKernel(p.kernels[k]);
+    if (!range) continue;
+    const int64_t owner = owners.owner(*range);
     if (owner < 0) continue;
     auto [op, inserted] = op_of_range.emplace(static_cast<size_t>(owner), out.ops.size());
     if (inserted) out.ops.push_back({static_cast<size_t>(owner), ranges[static_cast<size_t>(owner)], {}});
     out.ops[op->second].kernels.push_back(k);
     out.kernel_op[k] = static_cast<int32_t>(op->second);
   }
-  if (!out.op_graph) return out;
+  return op_of_range;
+}
 
-  // Links. A producer that owns no kernels (a view: aten::t, aten::view, aten::transpose, ...)
-  // passes its own inputs' producers on.
+// The links emit_nvtx's input_op_ids declare. A producer that owns no kernels (a view: aten::t,
+// aten::view, aten::transpose, ...) passes its own inputs' producers on.
+void linkOps(const core::Profile& p, const ParsedRanges& ranges, Owners& owners,
+             const std::unordered_map<size_t, size_t>& op_of_range, FrameworkOps& out) {
   std::unordered_map<uint64_t, size_t> range_of_op_id;  // (process, op_id) -> range
   for (size_t i = 0; i < ranges.size(); ++i) {
     if (ranges[i].kind == FrameworkRangeKind::kTorchOp && ranges[i].op_id) {
@@ -336,12 +338,38 @@ FrameworkOps indexFrameworkOps(const core::Profile& p) {
       }
     }
   }
-  // Readers of each (producer, output): distinct consumer ops.
+}
+
+// Readers of each (producer, output): distinct consumer ops.
+void countReaders(FrameworkOps& out) {
   std::unordered_map<uint64_t, std::unordered_set<size_t>> readers;
   for (const FrameworkOpLink& l : out.links) readers[(uint64_t{l.producer} << 20) ^ static_cast<uint32_t>(l.output)].insert(l.consumer);
   for (FrameworkOpLink& l : out.links) {
     l.readers = static_cast<int32_t>(readers[(uint64_t{l.producer} << 20) ^ static_cast<uint32_t>(l.output)].size());
   }
+}
+
+}  // namespace
+
+FrameworkOps indexFrameworkOps(const core::Profile& p) {
+  FrameworkOps out;
+  out.kernel_op.assign(p.kernels.size(), -1);
+  out.kernel_region.assign(p.kernels.size(), -1);
+  const ParsedRanges ranges(p);
+  for (const FrameworkRange& r : ranges.parsed()) {
+    out.pytorch = out.pytorch || r.kind == FrameworkRangeKind::kTorchOp;
+    out.op_graph = out.op_graph || !r.input_ops.empty();
+    out.xla = out.xla || r.kind == FrameworkRangeKind::kXlaOp;
+  }
+  if (ranges.parsed().empty()) return out;  // only fprof's own convention, or no ranges
+  const NvtxRangeLookup lookup(p);
+  nameRegions(p, ranges, lookup, out);
+  if (!out.pytorch && !out.xla) return out;
+  Owners owners(p, ranges, lookup);
+  const std::unordered_map<size_t, size_t> op_of_range = assignOwners(p, ranges, owners, lookup, out);
+  if (!out.op_graph) return out;
+  linkOps(p, ranges, owners, op_of_range, out);
+  countReaders(out);
   return out;
 }
 

@@ -34,7 +34,8 @@ std::string rolesName(RoleSource s) {
   return s == RoleSource::kMeasured ? "measured" : "inferred from the " + std::string(roleSourceName(s));
 }
 
-double kernelNs(const core::Profile& p, const std::vector<size_t>& ks) {
+template <typename Kernels>
+double kernelNs(const core::Profile& p, const Kernels& ks) {
   double t = 0;
   for (size_t k : ks) t += static_cast<double>(p.kernels[k].durationNs());
   return t;
@@ -190,9 +191,9 @@ Instance declaredInstance(const core::Profile& p, const OpIndex& ops, const OpIn
   std::vector<const OpTags*> stage_tags;
   for (size_t ch : op.children) {
     if (ops.ops[ch].all_kernels.empty()) continue;
-    in.stages.push_back(ops.ops[ch].all_kernels);
-    stage_tags.push_back(&ops.ops[ch].tags);
-    stage_names.push_back(ops.ops[ch].tags.op);
+    in.stages.push_back(ops.ops[ch].all_kernels.vector());
+    stage_tags.push_back(ops.ops[ch].tags.get());
+    stage_names.push_back(ops.ops[ch].tags->op);
   }
   for (size_t k : op.kernels) {
     in.stages.push_back({k});
@@ -207,7 +208,7 @@ Instance declaredInstance(const core::Profile& p, const OpIndex& ops, const OpIn
         const auto& w = stage_tags[s]->writes;
         if (std::find(w.begin(), w.end(), b) == w.end()) continue;
         // An intermediate the whole op also lists as its output is still written when fused.
-        const bool op_output = std::find(op.tags.writes.begin(), op.tags.writes.end(), b) != op.tags.writes.end();
+        const bool op_output = std::find(op.tags->writes.begin(), op.tags->writes.end(), b) != op.tags->writes.end();
         std::optional<double> bytes = sharedBytes(df, in.stages[s], in.stages[j]);
         if (!bytes) bytes = declaredBytes(df, in.stages[s], stage_tags[s]->writes, b, true);
         if (!bytes) bytes = declaredBytes(df, in.stages[j], stage_tags[j]->reads, b, false);
@@ -223,25 +224,25 @@ DeclaredPairs declaredPairs(const core::Profile& p, const OpIndex& ops, const Da
   DeclaredPairs d;
   d.kernels.assign(p.kernels.size(), 0);
   for (const OpInstance& op : ops.ops) {
-    if (op.tags.pair.empty() || op.tags.variant.empty()) continue;
+    if (op.tags->pair.empty() || op.tags->variant.empty()) continue;
     // Stage ranges of an unfused chain repeat the chain's variant and pair: not a chain of their own.
-    if (op.parent && ops.ops[*op.parent].tags.pair == op.tags.pair) continue;
+    if (op.parent && ops.ops[*op.parent].tags->pair == op.tags->pair) continue;
     d.any = true;
     for (size_t k : op.all_kernels) d.kernels[k] = 1;
     if (op.all_kernels.empty()) continue;
-    if (op.tags.variant == "fused" || op.tags.variant == "vendor") {
-      (op.tags.variant == "fused" ? d.fused_ns : d.vendor_ns)[op.tags.pair].push_back(kernelNs(p, op.all_kernels));
+    if (op.tags->variant == "fused" || op.tags->variant == "vendor") {
+      (op.tags->variant == "fused" ? d.fused_ns : d.vendor_ns)[op.tags->pair].push_back(kernelNs(p, op.all_kernels));
       continue;
     }
-    if (op.tags.variant != "unfused") continue;
+    if (op.tags->variant != "unfused") continue;
     std::vector<std::string> stage_names;
     const Instance in = declaredInstance(p, ops, op, df, stage_names);
     if (in.stages.size() < 2) continue;
-    Aggregate& a = d.pairs[op.tags.pair];
+    Aggregate& a = d.pairs[op.tags->pair];
     if (a.c.instances == 0) {
       a.c.source = PairSource::kNvtx;
-      a.c.id = op.tags.pair;
-      a.c.op = op.tags.op;
+      a.c.id = op.tags->pair;
+      a.c.op = op.tags->op;
       a.c.roles = kDeclaredByNvtx;
       describeStages(p, in, stage_names, a.c);
       for (const auto& e : in.edges) a.c.intermediates.push_back(e.name);

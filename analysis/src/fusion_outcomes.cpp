@@ -3,6 +3,8 @@
 // ranges or by anchors; the regions that lost launches; the outcomes they add up to.
 #include "fprof/analysis/fusion_outcomes.h"
 
+#include "fprof/analysis/nvtx_ranges.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -41,42 +43,33 @@ void sortByLaunch(const core::Profile& p, std::vector<size_t>& kernels) {
 
 using Scope = std::pair<std::vector<size_t>, std::vector<size_t>>;  // kernels of the baseline, of the later run
 
-// Per kernel, its outermost NVTX range's text (domain and message); "" outside any range.
-std::vector<std::string> rootRangeText(const core::Profile& p, std::vector<int64_t>& root_of_kernel) {
-  std::unordered_map<uint64_t, size_t> range_of;
-  auto key = [](uint32_t process, uint64_t k) { return (uint64_t{process} << 40) ^ k; };
-  for (size_t i = 0; i < p.nvtx_ranges.size(); ++i) range_of[key(p.nvtx_ranges[i].process_id, p.nvtx_ranges[i].key)] = i;
+// Per kernel, its outermost NVTX range (an index into nvtx_ranges); -1 outside any range.
+std::vector<int64_t> rootRangeOfKernels(const core::Profile& p) {
+  const NvtxRangeLookup lookup(p);
   std::vector<int64_t> root(p.nvtx_ranges.size(), -1);
   auto rootOf = [&](size_t r) {
     size_t at = r, steps = 0;
     while (steps++ <= p.nvtx_ranges.size()) {
-      const core::NvtxRangeRecord& rec = p.nvtx_ranges[at];
-      if (!rec.parent_key) break;
-      auto it = range_of.find(key(rec.process_id, *rec.parent_key));
-      if (it == range_of.end() || it->second == at) break;
-      at = it->second;
+      const std::optional<size_t> parent = lookup.parent(at);
+      if (!parent) break;
+      at = *parent;
     }
     return at;
   };
-  std::vector<std::string> text(p.kernels.size());
-  root_of_kernel.assign(p.kernels.size(), -1);
+  std::vector<int64_t> root_of_kernel(p.kernels.size(), -1);
   for (size_t k = 0; k < p.kernels.size(); ++k) {
-    const core::KernelRow& kr = p.kernels[k];
-    if (!kr.nvtx_range_key) continue;
-    auto it = range_of.find(key(kr.process_id, *kr.nvtx_range_key));
-    if (it == range_of.end()) continue;
-    if (root[it->second] < 0) root[it->second] = static_cast<int64_t>(rootOf(it->second));
-    const core::NvtxRangeRecord& r = p.nvtx_ranges[static_cast<size_t>(root[it->second])];
-    root_of_kernel[k] = root[it->second];
-    text[k] = r.domain + "::" + r.message;
+    const std::optional<size_t> range = lookup.ofKernel(p.kernels[k]);
+    if (!range) continue;
+    if (root[*range] < 0) root[*range] = static_cast<int64_t>(rootOf(*range));
+    root_of_kernel[k] = root[*range];
   }
-  return text;
+  return root_of_kernel;
 }
 
-// Text -> the root ranges of that text holding kernels, in start order, each with its kernels.
+// Text (domain "::" message) -> the root ranges of that text holding kernels, in start order,
+// each with its kernels.
 std::map<std::string, std::vector<std::vector<size_t>>> rootRanges(const core::Profile& p) {
-  std::vector<int64_t> root_of_kernel;
-  const std::vector<std::string> text = rootRangeText(p, root_of_kernel);
+  const std::vector<int64_t> root_of_kernel = rootRangeOfKernels(p);
   std::map<int64_t, std::vector<size_t>> kernels_of_root;
   for (size_t k = 0; k < p.kernels.size(); ++k) {
     if (root_of_kernel[k] >= 0) kernels_of_root[root_of_kernel[k]].push_back(k);
@@ -86,8 +79,8 @@ std::map<std::string, std::vector<std::vector<size_t>>> rootRanges(const core::P
   std::sort(roots.begin(), roots.end());
   std::map<std::string, std::vector<std::vector<size_t>>> out;
   for (const auto& [start, root] : roots) {
-    std::vector<size_t> ks = kernels_of_root[root];
-    out[text[ks.front()]].push_back(std::move(ks));
+    const core::NvtxRangeRecord& r = p.nvtx_ranges[static_cast<size_t>(root)];
+    out[r.domain + "::" + r.message].push_back(std::move(kernels_of_root[root]));
   }
   return out;
 }
@@ -199,9 +192,9 @@ void regionsByOpRanges(const core::Profile& cur, const FusionResult& fusion, std
   const OpIndex ops = indexOps(cur);
   std::map<std::string, std::vector<const OpInstance*>> by_pair, unfused_by_pair;
   for (const OpInstance& op : ops.ops) {
-    if (op.tags.pair.empty() || op.all_kernels.empty()) continue;
-    if (op.parent && ops.ops[*op.parent].tags.pair == op.tags.pair) continue;  // a stage of it
-    (op.tags.variant == "unfused" ? unfused_by_pair : by_pair)[op.tags.pair].push_back(&op);
+    if (op.tags->pair.empty() || op.all_kernels.empty()) continue;
+    if (op.parent && ops.ops[*op.parent].tags->pair == op.tags->pair) continue;  // a stage of it
+    (op.tags->variant == "unfused" ? unfused_by_pair : by_pair)[op.tags->pair].push_back(&op);
   }
   for (auto& [pair, instances] : unfused_by_pair) by_pair[pair] = std::move(instances);
   for (size_t c = 0; c < fusion.candidates.size(); ++c) {
@@ -219,7 +212,7 @@ void regionsByOpRanges(const core::Profile& cur, const FusionResult& fusion, std
       Region r;
       r.matched_by = "the same NVTX op ranges";
       r.base_kernels = cand.instance_kernels[i];
-      r.cur_kernels = it->second[i]->all_kernels;
+      r.cur_kernels = it->second[i]->all_kernels.vector();
       r.instances[c] = 1;
       r.savings.push_back(cand.instance_saving_ns[i]);
       regions.push_back(std::move(r));

@@ -19,13 +19,13 @@ std::string opName(const core::Profile& p, const OpIndex& ops, const FrameworkOp
     std::optional<size_t> chosen;
     size_t steps = 0;  // indexOps leaves no circle in the parents; the bound keeps the walk finite regardless
     for (std::optional<size_t> at = static_cast<size_t>(inner); at && steps++ < ops.ops.size(); at = ops.ops[*at].parent) {
-      if (!ops.ops[*at].tags.variant.empty()) {
+      if (!ops.ops[*at].tags->variant.empty()) {
         chosen = *at;
       } else if (chosen) {
         break;
       }
     }
-    const OpTags& t = ops.ops[chosen ? *chosen : static_cast<size_t>(inner)].tags;
+    const OpTags& t = *ops.ops[chosen ? *chosen : static_cast<size_t>(inner)].tags;
     return t.variant.empty() ? t.op : t.op + " (" + t.variant + ")";
   }
   if (std::string framework = frameworkOpName(p, fops, kernel_index); !framework.empty()) return framework;

@@ -1,8 +1,11 @@
 // Parsing the NVTX op convention and attaching kernels to op instances (see nvtx_ops.h).
 #include "fprof/analysis/nvtx_ops.h"
 
+#include "fprof/analysis/nvtx_ranges.h"
+
 #include <algorithm>
 #include <charconv>
+#include <memory>
 #include <unordered_map>
 #include <utility>
 
@@ -21,13 +24,6 @@ std::vector<std::string> splitList(std::string_view v) {
   }
   return out;
 }
-
-// (process, range key): range keys are unique per process only.
-struct RangeKeyHash {
-  size_t operator()(const std::pair<uint32_t, uint64_t>& k) const {
-    return std::hash<uint64_t>{}(k.second * 0x9E3779B97F4A7C15ull ^ k.first);
-  }
-};
 
 // Cuts op parent links that run in a circle, at the link that closes it. The reader already cuts
 // circles of NVTX ranges in a file; this keeps a hand-built profile's walks finite too.
@@ -85,84 +81,173 @@ std::optional<OpTags> parseOpTags(std::string_view message) {
   return t;
 }
 
-OpIndex indexOps(const core::Profile& p) {
-  OpIndex idx;
-  idx.kernel_op.assign(p.kernels.size(), -1);
-  // (process, range key) -> range index; and range index -> op instance (or -1).
-  std::unordered_map<std::pair<uint32_t, uint64_t>, size_t, RangeKeyHash> range_of;
-  range_of.reserve(p.nvtx_ranges.size());
-  auto rkey = [](uint32_t process, uint64_t key) { return std::make_pair(process, key); };
-  for (size_t i = 0; i < p.nvtx_ranges.size(); ++i) range_of[rkey(p.nvtx_ranges[i].process_id, p.nvtx_ranges[i].key)] = i;
-  std::vector<int32_t> op_of_range(p.nvtx_ranges.size(), -1);
-  for (size_t i = 0; i < p.nvtx_ranges.size(); ++i) {
-    const core::NvtxRangeRecord& r = p.nvtx_ranges[i];
+namespace {
+
+// The op tags of every range that carries some, parsed once per distinct message: a loop of a
+// million ops repeats a few hundred messages, and the instances share their tags.
+class TagsByMessage {
+ public:
+  std::shared_ptr<const OpTags> of(const core::NvtxRangeRecord& r) {
     // The fprof domain; and the default domain for messages that start with "op=", because
     // Python's torch.cuda.nvtx has no domains (docs/nvtx-convention.md).
-    if (r.domain != kNvtxDomain && !(r.domain.empty() && r.message.rfind("op=", 0) == 0)) continue;
-    auto tags = parseOpTags(r.message);
-    if (!tags) continue;
+    if (r.domain != kNvtxDomain && !(r.domain.empty() && r.message.rfind("op=", 0) == 0)) return nullptr;
+    auto [it, added] = parsed_.try_emplace(r.message);
+    if (added) {
+      if (auto tags = parseOpTags(r.message)) it->second = std::make_shared<const OpTags>(std::move(*tags));
+    }
+    return it->second;
+  }
+
+ private:
+  std::unordered_map<std::string_view, std::shared_ptr<const OpTags>> parsed_;  // views into the profile
+};
+
+// Per range, the nearest op instance at or above it along parent links (ranges of other domains
+// are skipped), -1 if none. Each range is walked over once (the answer is kept for every range on
+// the way), and no walk takes more steps than there are ranges, whatever the links.
+class NearestOp {
+ public:
+  NearestOp(const NvtxRangeLookup& ranges, const std::vector<int32_t>& op_of_range)
+      : ranges_(ranges), op_of_range_(op_of_range), nearest_(op_of_range.size(), kUnset) {}
+
+  int32_t of(size_t start) {
+    path_.clear();
+    int32_t found = -1;
+    for (std::optional<size_t> cur = start; cur; cur = ranges_.parent(*cur)) {
+      if (nearest_[*cur] != kUnset) {
+        found = nearest_[*cur];
+        break;
+      }
+      path_.push_back(*cur);
+      if (op_of_range_[*cur] >= 0) {
+        found = op_of_range_[*cur];
+        break;
+      }
+      if (path_.size() > nearest_.size()) break;
+    }
+    for (size_t x : path_) nearest_[x] = found;
+    return found;
+  }
+
+ private:
+  static constexpr int32_t kUnset = -2;
+  const NvtxRangeLookup& ranges_;
+  const std::vector<int32_t>& op_of_range_;
+  std::vector<int32_t> nearest_;
+  std::vector<size_t> path_;
+};
+
+// One op instance per range that carries op tags; op_of_range maps each range to it (or -1).
+void addOpInstances(const core::Profile& p, OpIndex& idx, std::vector<int32_t>& op_of_range) {
+  TagsByMessage tags;
+  std::vector<std::shared_ptr<const OpTags>> tags_of_range(p.nvtx_ranges.size());
+  size_t count = 0;
+  for (size_t i = 0; i < p.nvtx_ranges.size(); ++i) {
+    tags_of_range[i] = tags.of(p.nvtx_ranges[i]);
+    count += tags_of_range[i] != nullptr;
+  }
+  idx.ops.reserve(count);
+  op_of_range.assign(p.nvtx_ranges.size(), -1);
+  for (size_t i = 0; i < p.nvtx_ranges.size(); ++i) {
+    std::shared_ptr<const OpTags> t = std::move(tags_of_range[i]);
+    if (!t) continue;
     OpInstance op;
     op.range_index = i;
-    op.tags = std::move(*tags);
-    op.repeat = r.payload;
+    op.tags = std::move(t);
+    op.repeat = p.nvtx_ranges[i].payload;
     op_of_range[i] = static_cast<int32_t>(idx.ops.size());
     idx.ops.push_back(std::move(op));
   }
-  // Nearest enclosing op range, walking parent links (ranges of other domains are skipped). Each
-  // range is walked over once (the answer is kept for every range on the way), and no walk takes
-  // more steps than there are ranges, whatever the links.
-  std::vector<int32_t> nearest(p.nvtx_ranges.size(), -2);  // -2 = not computed yet
-  auto nearestOp = [&](size_t start) {
-    std::vector<size_t> path;
-    size_t cur = start;
-    int32_t found = -1;
-    for (;;) {
-      if (nearest[cur] != -2) {
-        found = nearest[cur];
-        break;
-      }
-      path.push_back(cur);
-      if (op_of_range[cur] >= 0) {
-        found = op_of_range[cur];
-        break;
-      }
-      const core::NvtxRangeRecord& r = p.nvtx_ranges[cur];
-      if (!r.parent_key) break;
-      auto it = range_of.find(rkey(r.process_id, *r.parent_key));
-      if (it == range_of.end() || path.size() > p.nvtx_ranges.size()) break;
-      cur = it->second;
-    }
-    for (size_t x : path) nearest[x] = found;
-    return found;
-  };
+}
+
+// Parents, and what each op's lists will hold: its children and kernels counted.
+struct ListSizes {
+  std::vector<size_t> children, kernels, all_kernels;
+};
+
+void linkParents(const core::Profile& p, const NvtxRangeLookup& ranges, NearestOp& nearest, OpIndex& idx,
+                 ListSizes& sizes) {
   std::vector<int32_t> op_parent(idx.ops.size(), -1);
   for (size_t i = 0; i < idx.ops.size(); ++i) {
     const core::NvtxRangeRecord& r = p.nvtx_ranges[idx.ops[i].range_index];
     if (!r.parent_key) continue;
-    auto it = range_of.find(rkey(r.process_id, *r.parent_key));
-    if (it == range_of.end()) continue;
-    op_parent[i] = nearestOp(it->second);
+    if (const std::optional<size_t> parent = ranges.find(r.process_id, *r.parent_key)) op_parent[i] = nearest.of(*parent);
   }
   cutParentCycles(op_parent);
+  sizes.children.assign(idx.ops.size(), 0);
   for (size_t i = 0; i < idx.ops.size(); ++i) {
     if (op_parent[i] < 0) continue;
     idx.ops[i].parent = static_cast<size_t>(op_parent[i]);
-    idx.ops[static_cast<size_t>(op_parent[i])].children.push_back(i);
+    ++sizes.children[static_cast<size_t>(op_parent[i])];
   }
+}
+
+template <typename Visit>
+void forEachAncestor(const OpIndex& idx, size_t op, Visit&& visit) {
+  size_t steps = 0;  // the parents hold no circle (cut in linkParents); the bound says so again
+  for (std::optional<size_t> o = op; o && steps++ < idx.ops.size(); o = idx.ops[*o].parent) visit(*o);
+}
+
+// Each kernel's innermost op, and how many kernels each op's lists get.
+void findKernelOps(const core::Profile& p, const NvtxRangeLookup& ranges, NearestOp& nearest, OpIndex& idx,
+                   ListSizes& sizes) {
+  idx.kernel_op.assign(p.kernels.size(), -1);
+  sizes.kernels.assign(idx.ops.size(), 0);
+  sizes.all_kernels.assign(idx.ops.size(), 0);
   for (size_t k = 0; k < p.kernels.size(); ++k) {
-    const core::KernelRow& kr = p.kernels[k];
-    if (!kr.nvtx_range_key) continue;
-    auto it = range_of.find(rkey(kr.process_id, *kr.nvtx_range_key));
-    if (it == range_of.end()) continue;
-    const int32_t op = nearestOp(it->second);
+    const std::optional<size_t> range = ranges.ofKernel(p.kernels[k]);
+    if (!range) continue;
+    const int32_t op = nearest.of(*range);
     idx.kernel_op[k] = op;
     if (op < 0) continue;
-    idx.ops[static_cast<size_t>(op)].kernels.push_back(k);
-    size_t steps = 0;  // the parents hold no circle (cut above); the bound says so again
-    for (std::optional<size_t> o = static_cast<size_t>(op); o && steps++ < idx.ops.size(); o = idx.ops[*o].parent) {
-      idx.ops[*o].all_kernels.push_back(k);
-    }
+    ++sizes.kernels[static_cast<size_t>(op)];
+    forEachAncestor(idx, static_cast<size_t>(op), [&](size_t o) { ++sizes.all_kernels[o]; });
   }
+}
+
+// The lists filled in one array, in the order of their sizes: children in op order, kernels in
+// launch order.
+void fillLists(OpIndex& idx, const ListSizes& sizes) {
+  const size_t n = idx.ops.size();
+  std::vector<size_t> children_at(n), kernels_at(n), all_at(n);
+  size_t total = 0;
+  for (size_t o = 0; o < n; ++o) {
+    children_at[o] = total;
+    kernels_at[o] = (total += sizes.children[o]);
+    all_at[o] = (total += sizes.kernels[o]);
+    total += sizes.all_kernels[o];
+  }
+  idx.lists.assign(total, 0);
+  std::vector<size_t> children_end = children_at, kernels_end = kernels_at, all_end = all_at;
+  for (size_t i = 0; i < n; ++i) {
+    if (idx.ops[i].parent) idx.lists[children_end[*idx.ops[i].parent]++] = i;
+  }
+  for (size_t k = 0; k < idx.kernel_op.size(); ++k) {
+    if (idx.kernel_op[k] < 0) continue;
+    const auto op = static_cast<size_t>(idx.kernel_op[k]);
+    idx.lists[kernels_end[op]++] = k;
+    forEachAncestor(idx, op, [&](size_t o) { idx.lists[all_end[o]++] = k; });
+  }
+  const size_t* data = idx.lists.data();
+  for (size_t o = 0; o < n; ++o) {
+    idx.ops[o].children = IndexList(data + children_at[o], sizes.children[o]);
+    idx.ops[o].kernels = IndexList(data + kernels_at[o], sizes.kernels[o]);
+    idx.ops[o].all_kernels = IndexList(data + all_at[o], sizes.all_kernels[o]);
+  }
+}
+
+}  // namespace
+
+OpIndex indexOps(const core::Profile& p) {
+  OpIndex idx;
+  const NvtxRangeLookup ranges(p);
+  std::vector<int32_t> op_of_range;
+  addOpInstances(p, idx, op_of_range);
+  NearestOp nearest(ranges, op_of_range);
+  ListSizes sizes;
+  linkParents(p, ranges, nearest, idx, sizes);
+  findKernelOps(p, ranges, nearest, idx, sizes);
+  fillLists(idx, sizes);
   return idx;
 }
 

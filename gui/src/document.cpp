@@ -270,16 +270,16 @@ void Document::build() {
     v.stage_kernels.resize(c.stages.size());
     if (c.source == analysis::PairSource::kNvtx) {
       for (const analysis::OpInstance& op : op_index.ops) {
-        if (op.tags.pair != c.id) continue;
-        if (op.tags.variant == "fused") {
+        if (op.tags->pair != c.id) continue;
+        if (op.tags->variant == "fused") {
           v.fused_kernels.insert(v.fused_kernels.end(), op.all_kernels.begin(), op.all_kernels.end());
           continue;
         }
-        if (op.tags.variant != "unfused") continue;
+        if (op.tags->variant != "unfused") continue;
         // The analyzer's stage order: stage children with kernels first, then loose kernels.
         std::vector<std::vector<size_t>> stages;
         for (size_t ch : op.children) {
-          if (!op_index.ops[ch].all_kernels.empty()) stages.push_back(op_index.ops[ch].all_kernels);
+          if (!op_index.ops[ch].all_kernels.empty()) stages.push_back(op_index.ops[ch].all_kernels.vector());
         }
         for (size_t k : op.kernels) stages.push_back({k});
         for (size_t s = 0; s < stages.size() && s < v.stage_kernels.size(); ++s) {

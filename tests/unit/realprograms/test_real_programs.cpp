@@ -93,7 +93,7 @@ TEST(RealPrograms, PythonNvtxOpRangesAreOpsAndPairs) {
   const core::Profile p = load("torch_transformer_eager_h100.fprof");
   const OpIndex ops = indexOps(p);
   std::set<std::string> names;
-  for (const OpInstance& o : ops.ops) names.insert(o.tags.op);
+  for (const OpInstance& o : ops.ops) names.insert(o.tags->op);
   for (const char* op : {"step", "layer", "matmul_bias", "matmul_bias_gelu", "attention_causal", "residual_layernorm"}) {
     EXPECT_TRUE(names.count(op)) << "op=" << op;
   }
