@@ -12,6 +12,9 @@ uint64_t pairKey(uint32_t a, uint32_t b) { return (uint64_t{a} << 32) | b; }
 
 AllocationTable buildAllocations(const core::Profile& p) {
   AllocationTable t;
+  // Sized first: grown one allocation at a time, the table of a long run keeps up to twice its size.
+  t.allocations.reserve(static_cast<size_t>(
+      std::count_if(p.memory_events.begin(), p.memory_events.end(), [](const core::MemoryEventRecord& e) { return e.is_alloc; })));
   std::unordered_map<uint64_t, size_t> timeline_of;
   std::unordered_map<uint64_t, uint32_t> open;  // (process, address) -> allocation
   for (const core::MemoryEventRecord& e : p.memory_events) {

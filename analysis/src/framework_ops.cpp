@@ -185,28 +185,42 @@ namespace {
 
 uint64_t rangeKey(uint32_t process, uint64_t key) { return (uint64_t{process} << 40) ^ key; }
 
-// Every range parsed (parseFrameworkRange); only the framework ranges are kept whole, the others
-// (fprof's own op= ranges, unrecognised text) as their kind, one byte each.
+// Every range's kind and op id, kept from one parse (parseFrameworkRange); the rest of what a
+// range says (name, shapes, input ops) is parsed again where it is needed, for the few ranges that
+// own kernels or pass a producer on. Kept whole, the parsed ranges of a PyTorch run under
+// emit_nvtx (several a kernel, each with its shapes) took more memory than the run itself.
 class ParsedRanges {
  public:
-  explicit ParsedRanges(const core::Profile& p) : slot_(p.nvtx_ranges.size(), -1) {
+  explicit ParsedRanges(const core::Profile& p) : p_(p), kind_(p.nvtx_ranges.size(), FrameworkRangeKind::kNone) {
     for (size_t i = 0; i < p.nvtx_ranges.size(); ++i) {
-      FrameworkRange r = parseFrameworkRange(p.nvtx_ranges[i].domain, p.nvtx_ranges[i].message);
+      const FrameworkRange r = parse(i);
+      kind_[i] = r.kind;
       if (r.kind == FrameworkRangeKind::kNone) continue;
-      slot_[i] = static_cast<int32_t>(parsed_.size());
-      parsed_.push_back(std::move(r));
+      any_ = true;
+      pytorch_ = pytorch_ || r.kind == FrameworkRangeKind::kTorchOp;
+      op_graph_ = op_graph_ || !r.input_ops.empty();
+      xla_ = xla_ || r.kind == FrameworkRangeKind::kXlaOp;
+      if (r.kind == FrameworkRangeKind::kTorchOp && r.op_id) torch_op_ids_.push_back({*r.op_id, i});
     }
   }
-  size_t size() const { return slot_.size(); }
-  const FrameworkRange& operator[](size_t range_index) const {
-    static const FrameworkRange kNoFrameworkRange;
-    return slot_[range_index] < 0 ? kNoFrameworkRange : parsed_[static_cast<size_t>(slot_[range_index])];
+  size_t size() const { return kind_.size(); }
+  FrameworkRangeKind kind(size_t range_index) const { return kind_[range_index]; }
+  FrameworkRange parse(size_t range_index) const {
+    const core::NvtxRangeRecord& r = p_.nvtx_ranges[range_index];
+    return parseFrameworkRange(r.domain, r.message);
   }
-  const std::vector<FrameworkRange>& parsed() const { return parsed_; }
+  bool any() const { return any_; }
+  bool pytorch() const { return pytorch_; }
+  bool opGraph() const { return op_graph_; }
+  bool xla() const { return xla_; }
+  // (op_id, range) of every PyTorch op range that carries one, in range order.
+  const std::vector<std::pair<uint64_t, size_t>>& torchOpIds() const { return torch_op_ids_; }
 
  private:
-  std::vector<int32_t> slot_;  // per range, its index in parsed_ or -1
-  std::vector<FrameworkRange> parsed_;
+  const core::Profile& p_;
+  std::vector<FrameworkRangeKind> kind_;
+  std::vector<std::pair<uint64_t, size_t>> torch_op_ids_;
+  bool any_ = false, pytorch_ = false, op_graph_ = false, xla_ = false;
 };
 
 // Per range, the range that owns kernels launched inside it: the outermost PyTorch op around it
@@ -236,7 +250,7 @@ class Owners {
       if (path.size() > p_.nvtx_ranges.size()) break;  // a cycle in a broken file
     }
     for (size_t i = path.size(); i-- > 0;) {
-      if (above < 0 && ranges_[path[i]].kind == FrameworkRangeKind::kTorchOp) above = static_cast<int64_t>(path[i]);
+      if (above < 0 && ranges_.kind(path[i]) == FrameworkRangeKind::kTorchOp) above = static_cast<int64_t>(path[i]);
       torch_[path[i]] = above;
     }
     return torch_[r];
@@ -250,7 +264,7 @@ class Owners {
         break;
       }
       path.push_back(*at);
-      if (ranges_[*at].kind == FrameworkRangeKind::kXlaOp) {
+      if (ranges_.kind(*at) == FrameworkRangeKind::kXlaOp) {
         found = static_cast<int64_t>(*at);
         break;
       }
@@ -273,11 +287,12 @@ void nameRegions(const core::Profile& p, const ParsedRanges& ranges, const NvtxR
   std::unordered_map<std::string, int32_t> region_of_name;
   for (size_t k = 0; k < p.kernels.size(); ++k) {
     const std::optional<size_t> range = lookup.ofKernel(p.kernels[k]);
-    if (!range || ranges[*range].kind != FrameworkRangeKind::kUserRange) continue;
+    if (!range || ranges.kind(*range) != FrameworkRangeKind::kUserRange) continue;
     auto [r, inserted] = region_of_range.emplace(*range, 0);
     if (inserted) {
-      auto [named, added] = region_of_name.emplace(ranges[*range].name, static_cast<int32_t>(out.region_names.size()));
-      if (added) out.region_names.push_back(ranges[*range].name);
+      std::string name = ranges.parse(*range).name;
+      auto [named, added] = region_of_name.emplace(name, static_cast<int32_t>(out.region_names.size()));
+      if (added) out.region_names.push_back(std::move(name));
       r->second = named->second;
     }
     out.kernel_region[k] = r->second;
@@ -294,11 +309,16 @@ std::unordered_map<size_t, size_t> assignOwners(const core::Profile& p, const Pa
     const int64_t owner = owners.owner(*range);
     if (owner < 0) continue;
     auto [op, inserted] = op_of_range.emplace(static_cast<size_t>(owner), out.ops.size());
-    if (inserted) out.ops.push_back({static_cast<size_t>(owner), ranges[static_cast<size_t>(owner)], {}});
+    if (inserted) out.ops.push_back({static_cast<size_t>(owner), ranges.parse(static_cast<size_t>(owner)), {}});
     out.ops[op->second].kernels.push_back(k);
     out.kernel_op[k] = static_cast<int32_t>(op->second);
   }
   return op_of_range;
+}
+
+std::optional<std::vector<int64_t>> inputShape(const FrameworkRange& consumer, size_t input) {
+  if (consumer.sizes.size() != consumer.input_ops.size() || input >= consumer.sizes.size()) return std::nullopt;
+  return consumer.sizes[input];
 }
 
 // The links emit_nvtx's input_op_ids declare. A producer that owns no kernels (a view: aten::t,
@@ -306,11 +326,7 @@ std::unordered_map<size_t, size_t> assignOwners(const core::Profile& p, const Pa
 void linkOps(const core::Profile& p, const ParsedRanges& ranges, Owners& owners,
              const std::unordered_map<size_t, size_t>& op_of_range, FrameworkOps& out) {
   std::unordered_map<uint64_t, size_t> range_of_op_id;  // (process, op_id) -> range
-  for (size_t i = 0; i < ranges.size(); ++i) {
-    if (ranges[i].kind == FrameworkRangeKind::kTorchOp && ranges[i].op_id) {
-      range_of_op_id[rangeKey(p.nvtx_ranges[i].process_id, *ranges[i].op_id)] = i;
-    }
-  }
+  for (const auto& [op_id, i] : ranges.torchOpIds()) range_of_op_id[rangeKey(p.nvtx_ranges[i].process_id, op_id)] = i;
   std::vector<std::pair<size_t, int32_t>> producers;
   std::unordered_set<size_t> visited;
   auto collect = [&](auto&& self, uint32_t process, uint64_t op_id, int32_t output, int depth) -> void {
@@ -323,7 +339,7 @@ void linkOps(const core::Profile& p, const ParsedRanges& ranges, Owners& owners,
       producers.emplace_back(op->second, output);
       return;
     }
-    for (const auto& [id, nr] : ranges[static_cast<size_t>(r)].input_ops) self(self, process, id, nr, depth + 1);
+    for (const auto& [id, nr] : ranges.parse(static_cast<size_t>(r)).input_ops) self(self, process, id, nr, depth + 1);
   };
   for (size_t c = 0; c < out.ops.size(); ++c) {
     const FrameworkOp& op = out.ops[c];
@@ -334,9 +350,17 @@ void linkOps(const core::Profile& p, const ParsedRanges& ranges, Owners& owners,
       collect(collect, process, op.range.input_ops[in].first, op.range.input_ops[in].second, 0);
       for (const auto& [prod, nr] : producers) {
         if (prod == c) continue;
-        out.links.push_back({prod, c, nr, static_cast<int32_t>(in), 0});
+        out.links.push_back({prod, c, nr, static_cast<int32_t>(in), 0, inputShape(op.range, in)});
       }
     }
+  }
+}
+
+// What the links keep of the ops' shapes and inputs is on them: the ops need them no longer.
+void dropShapes(FrameworkOps& out) {
+  for (FrameworkOp& op : out.ops) {
+    op.range.sizes = {};
+    op.range.input_ops = {};
   }
 }
 
@@ -356,20 +380,22 @@ FrameworkOps indexFrameworkOps(const core::Profile& p) {
   out.kernel_op.assign(p.kernels.size(), -1);
   out.kernel_region.assign(p.kernels.size(), -1);
   const ParsedRanges ranges(p);
-  for (const FrameworkRange& r : ranges.parsed()) {
-    out.pytorch = out.pytorch || r.kind == FrameworkRangeKind::kTorchOp;
-    out.op_graph = out.op_graph || !r.input_ops.empty();
-    out.xla = out.xla || r.kind == FrameworkRangeKind::kXlaOp;
-  }
-  if (ranges.parsed().empty()) return out;  // only fprof's own convention, or no ranges
+  out.pytorch = ranges.pytorch();
+  out.op_graph = ranges.opGraph();
+  out.xla = ranges.xla();
+  if (!ranges.any()) return out;  // only fprof's own convention, or no ranges
   const NvtxRangeLookup lookup(p);
   nameRegions(p, ranges, lookup, out);
   if (!out.pytorch && !out.xla) return out;
   Owners owners(p, ranges, lookup);
   const std::unordered_map<size_t, size_t> op_of_range = assignOwners(p, ranges, owners, lookup, out);
-  if (!out.op_graph) return out;
-  linkOps(p, ranges, owners, op_of_range, out);
-  countReaders(out);
+  if (out.op_graph) {
+    linkOps(p, ranges, owners, op_of_range, out);
+    countReaders(out);
+  }
+  dropShapes(out);
+  out.ops.shrink_to_fit();  // grown one op or link at a time: up to twice their size otherwise
+  out.links.shrink_to_fit();
   return out;
 }
 

@@ -288,15 +288,17 @@ void appendKernelKey(const core::Profile& p, size_t k, std::string& key) {
 // the consumer's input, sized from emit_nvtx's shapes and the element size its kernels' names
 // give (an assumption, said in docs/analysis.md), or from data flow where its kernels show it.
 
-std::optional<double> opInputBytes(const core::Profile& p, const DataFlow& df, const FrameworkOp& producer,
-                                   const FrameworkOp& consumer, int32_t input) {
-  if (auto b = sharedBytes(df, producer.kernels, consumer.kernels)) return b;
-  const auto& sizes = consumer.range.sizes;
-  if (sizes.size() != consumer.range.input_ops.size() || input < 0 || static_cast<size_t>(input) >= sizes.size()) {
-    return std::nullopt;
-  }
+double elementCount(const std::vector<int64_t>& shape) {
   double elements = 1;
-  for (int64_t d : sizes[static_cast<size_t>(input)]) elements *= static_cast<double>(d);
+  for (int64_t d : shape) elements *= static_cast<double>(d);
+  return elements;
+}
+
+std::optional<double> opInputBytes(const core::Profile& p, const DataFlow& df, const FrameworkOp& producer,
+                                   const FrameworkOp& consumer, const FrameworkOpLink& link) {
+  if (auto b = sharedBytes(df, producer.kernels, consumer.kernels)) return b;
+  if (!link.input_shape) return std::nullopt;
+  const double elements = elementCount(*link.input_shape);
   for (const FrameworkOp* op : {&consumer, &producer}) {
     for (size_t k : op->kernels) {
       if (auto e = elementBytesFromKernelName(p.str(p.kernels[k].demangled_id))) return elements * *e;
@@ -306,12 +308,9 @@ std::optional<double> opInputBytes(const core::Profile& p, const DataFlow& df, c
 }
 
 // "aten::gelu input 0 [512, 1024]": the consumer's input, with its shape where recorded.
-std::string inputName(const FrameworkOp& consumer, int32_t input) {
-  std::string name = fmt::format("{} input {}", consumer.range.name, input);
-  const auto& sizes = consumer.range.sizes;
-  if (input >= 0 && static_cast<size_t>(input) < sizes.size() && sizes.size() == consumer.range.input_ops.size()) {
-    name += fmt::format(" [{}]", fmt::join(sizes[static_cast<size_t>(input)], ", "));
-  }
+std::string inputName(const FrameworkOp& consumer, const FrameworkOpLink& link) {
+  std::string name = fmt::format("{} input {}", consumer.range.name, link.input);
+  if (link.input_shape) name += fmt::format(" [{}]", fmt::join(*link.input_shape, ", "));
   return name;
 }
 
@@ -321,17 +320,13 @@ std::vector<int64_t> largestInputShape(const FrameworkOps& fops, const ChainGrou
   std::vector<int64_t> best;
   double best_elements = -1;
   for (const ChainLink* l : g.links) {
-    const FrameworkOp& consumer = fops.ops[l->consumer];
-    const auto& sizes = consumer.range.sizes;
-    if (sizes.size() != consumer.range.input_ops.size()) continue;
     for (size_t e = l->first; e < l->first + l->count; ++e) {
-      const int32_t input = fops.links[e].input;
-      if (input < 0 || static_cast<size_t>(input) >= sizes.size()) continue;
-      double elements = 1;
-      for (int64_t d : sizes[static_cast<size_t>(input)]) elements *= static_cast<double>(d);
+      const std::optional<std::vector<int64_t>>& shape = fops.links[e].input_shape;
+      if (!shape) continue;
+      const double elements = elementCount(*shape);
       if (elements > best_elements) {
         best_elements = elements;
-        best = sizes[static_cast<size_t>(input)];
+        best = *shape;
       }
     }
   }
@@ -379,13 +374,13 @@ void addFrameworkChains(const core::Profile& p, const FrameworkOps& fops, const 
       const FrameworkOpLink& first = fops.links[l->first];
       std::optional<double> bytes;
       for (size_t e = l->first; e < l->first + l->count; ++e) {
-        const auto b = opInputBytes(p, df, fops.ops[l->producer], fops.ops[l->consumer], fops.links[e].input);
+        const auto b = opInputBytes(p, df, fops.ops[l->producer], fops.ops[l->consumer], fops.links[e]);
         bytes = b && (!bytes || *b > *bytes) ? b : bytes;
       }
       const bool removed = !g.other_readers && l->writeRemoved();
       write_kept = write_kept || !removed;
       in.edges.push_back({stageOf(g, l->producer), stageOf(g, l->consumer), "", bytes, removed});
-      intermediates.push_back(inputName(fops.ops[l->consumer], first.input));
+      intermediates.push_back(inputName(fops.ops[l->consumer], first));
     }
     std::string key;
     for (size_t o : g.nodes) {

@@ -55,6 +55,8 @@ std::string nvtxPathOpNames(std::string_view path);
 // emit_nvtx(record_shapes=True) declares.
 struct FrameworkOp {
   size_t range_index = 0;  // into Profile::nvtx_ranges
+  // Its kind, name, op_id and seq. Not its sizes and input_ops: what the links need of them is on
+  // the links (a run of a million op calls would hold every call's shapes).
   FrameworkRange range;
   std::vector<size_t> kernels;  // in start order
 };
@@ -65,6 +67,9 @@ struct FrameworkOpLink {
   int32_t output = 0;   // which output of the producer the consumer read
   int32_t input = 0;    // which input of the consumer it is (an index into its sizes)
   int32_t readers = 0;  // ops that read this output of the producer
+  // The consumer's shape of that input (emit_nvtx record_shapes), where its sizes list one shape
+  // per input; none where it does not say.
+  std::optional<std::vector<int64_t>> input_shape;
 };
 
 struct FrameworkOps {
