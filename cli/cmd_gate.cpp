@@ -7,13 +7,16 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "command.h"
+#include "fprof/analysis/diff.h"
 #include "fprof/analysis/run_analysis.h"
 #include "fprof/core/merge.h"
 #include "fprof/core/store.h"
@@ -35,13 +38,12 @@ struct GateCliOptions {
 
 // Databases holding several processes (fprof merge) are compared rank by rank when both hold the
 // same ranks: a regression on one rank is not averaged away by the others. Otherwise the whole
-// files are compared, and the note says why. Each comparison is one RunAnalysis with its baseline.
+// files are compared, and the note says why.
 struct GatePlan {
   bool per_rank = false;
   std::string note;  // "" for two single-process files
   std::vector<std::string> labels;
   std::vector<std::optional<int>> ranks;
-  std::vector<analysis::RunAnalysis> analyses;
 };
 
 std::optional<std::vector<int>> ranksOf(const std::vector<core::RankGroup>& groups) {
@@ -55,38 +57,96 @@ std::optional<std::vector<int>> ranksOf(const std::vector<core::RankGroup>& grou
 
 analysis::AnalysisOptions gateAnalysisOptions() {
   analysis::AnalysisOptions options;
-  options.fusion_in_background = false;  // the gate reads the comparison only
+  options.fusion_in_background = false;  // the gate reads the ops of each kernel only
   return options;
 }
 
-core::Expected<GatePlan> planComparisons(const GateCliOptions& o, const core::Profile& base,
-                                         const core::Profile& cur) {
+// What the gate keeps of one file once it is read: its side of the comparison for the whole file
+// and, where asked, rank by rank; its processes' ranks; its kernel names. The run itself is let go
+// before the other file is read, so the gate holds one run at a time.
+struct GateFile {
+  bool several_processes = false;
+  std::vector<core::RankGroup> groups;
+  std::optional<std::vector<int>> ranks;  // every group's rank, where every process has one
+  analysis::DiffSide whole;
+  std::vector<analysis::DiffSide> by_rank;  // in the order of groups
+  std::vector<std::string> kernel_names;    // each demangled name once
+};
+
+analysis::DiffSide diffSideOf(const core::Profile& p) {
+  const analysis::RunAnalysis a = analysis::RunAnalysis::of(p, nullptr, gateAnalysisOptions());
+  return analysis::diffSideOf(p, a.kernelOps());
+}
+
+std::vector<std::string> kernelNamesOf(const core::Profile& p) {
+  std::vector<uint8_t> seen(p.strings.size(), 0);
+  std::vector<std::string> names;
+  for (const core::KernelRow& k : p.kernels) {
+    if (k.demangled_id < seen.size() && !std::exchange(seen[k.demangled_id], 1)) names.push_back(p.str(k.demangled_id));
+  }
+  return names;
+}
+
+// Reads a file and keeps its sides; rank by rank where want_by_rank says so of its ranks. A file of
+// one rank group is its own rank: its whole side is the rank's.
+core::Expected<GateFile> readGateFile(const std::string& path,
+                                      const std::function<bool(const GateFile&)>& want_by_rank) {
+  auto p = loadProfile(path);
+  if (!p) return core::makeError(p.error());
+  GateFile f;
+  f.several_processes = p->processes.size() > 1;
+  f.groups = core::rankGroups(*p);
+  f.ranks = ranksOf(f.groups);
+  f.whole = diffSideOf(*p);
+  f.kernel_names = kernelNamesOf(*p);
+  if (!f.ranks || !want_by_rank(f)) return f;
+  if (f.groups.size() == 1 && f.groups.front().process_ids.size() == p->processes.size()) {
+    f.by_rank.push_back(f.whole);
+    return f;
+  }
+  for (const core::RankGroup& group : f.groups) {
+    auto rank = core::selectRank(*p, *group.rank);
+    if (!rank) return core::makeError(rank.error());
+    f.by_rank.push_back(diffSideOf(*rank));
+  }
+  return f;
+}
+
+bool sameRanks(const GateFile& base, const GateFile& cur) {
+  return (base.several_processes || cur.several_processes) && base.ranks && cur.ranks && *base.ranks == *cur.ranks;
+}
+
+GatePlan planComparisons(const GateCliOptions& o, const GateFile& base, const GateFile& cur) {
   GatePlan plan;
-  if (base.processes.size() > 1 || cur.processes.size() > 1) {
-    const auto bg = core::rankGroups(base), cg = core::rankGroups(cur);
-    const auto br = ranksOf(bg), cr = ranksOf(cg);
-    if (br && cr && *br == *cr) {
-      plan.per_rank = true;
-      plan.note = fmt::format("Compared rank by rank: both files hold {}.", core::describeRanks(bg));
-      for (const core::RankGroup& group : bg) {
-        auto b = core::selectRank(base, *group.rank);
-        if (!b) return core::makeError(b.error());
-        auto c = core::selectRank(cur, *group.rank);
-        if (!c) return core::makeError(c.error());
-        plan.labels.push_back(group.label);
-        plan.ranks.push_back(group.rank);
-        plan.analyses.push_back(
-            analysis::RunAnalysis::owning(std::move(*c), std::move(*b), gateAnalysisOptions()));
-      }
-      return plan;
+  if (sameRanks(base, cur)) {
+    plan.per_rank = true;
+    plan.note = fmt::format("Compared rank by rank: both files hold {}.", core::describeRanks(base.groups));
+    for (const core::RankGroup& group : base.groups) {
+      plan.labels.push_back(group.label);
+      plan.ranks.push_back(group.rank);
     }
+    return plan;
+  }
+  if (base.several_processes || cur.several_processes) {
     plan.note = fmt::format("Compared all processes together, not rank by rank: `{}` holds {}, `{}` holds {}.",
-                            o.base, core::describeRanks(bg), o.cur, core::describeRanks(cg));
+                            o.base, core::describeRanks(base.groups), o.cur, core::describeRanks(cur.groups));
   }
   plan.labels.emplace_back();
   plan.ranks.emplace_back();
-  plan.analyses.push_back(analysis::RunAnalysis::of(cur, &base, gateAnalysisOptions()));
   return plan;
+}
+
+// The comparisons of the plan: the files' sides rank by rank, or whole.
+std::vector<analysis::RunDiff> diffsOf(const GatePlan& plan, GateFile& base, GateFile& cur) {
+  std::vector<analysis::RunDiff> diffs;
+  if (!plan.per_rank) {
+    diffs.push_back(analysis::diffSides(std::move(base.whole), std::move(cur.whole)));
+    return diffs;
+  }
+  for (size_t i = 0; i < base.by_rank.size() && i < cur.by_rank.size(); ++i) {
+    diffs.push_back(analysis::diffSides(std::move(base.by_rank[i]), std::move(cur.by_rank[i])));
+  }
+  return diffs;
 }
 
 // The options: defaults, then the configuration file, then the command line.
@@ -150,18 +210,21 @@ int runGate(const GateCliOptions& o) {
   if (!g) return inputError(g.error());
   auto out = openOutputs(o);
   if (!out) return inputError(out.error());
-  auto base = loadProfile(o.base);
+  // The base file's ranks are kept rank by rank whenever it has ranks (the current file decides
+  // whether they are compared so); the current file's only when they match the base's.
+  auto base = readGateFile(o.base, [](const GateFile&) { return true; });
   if (!base) return inputError(base.error());
-  auto cur = loadProfile(o.cur);
+  auto cur = readGateFile(o.cur, [&](const GateFile& f) { return sameRanks(*base, f); });
   if (!cur) return inputError(cur.error());
-  auto plan = planComparisons(o, *base, *cur);
-  if (!plan) return inputError(plan.error());
+  const GatePlan plan = planComparisons(o, *base, *cur);
   // Short names over both whole files, so that every rank names a kernel the same way.
-  const analysis::RunAnalysis whole = analysis::RunAnalysis::of(*cur, &*base, gateAnalysisOptions());
-  GateRun run{o.base, o.cur, *g, plan->per_rank, false, plan->note, {}, &whole.kernelNames()};
-  for (size_t i = 0; i < plan->analyses.size(); ++i) {
-    const analysis::RunDiff& diff = plan->analyses[i].comparison()->diff;
-    run.comparisons.push_back({plan->labels[i], plan->ranks[i], &diff, analysis::evaluateGate(diff, *g)});
+  std::vector<std::string> names = std::move(base->kernel_names);
+  names.insert(names.end(), cur->kernel_names.begin(), cur->kernel_names.end());
+  const analysis::KernelNames kernel_names(std::move(names));
+  const std::vector<analysis::RunDiff> diffs = diffsOf(plan, *base, *cur);
+  GateRun run{o.base, o.cur, *g, plan.per_rank, false, plan.note, {}, &kernel_names};
+  for (size_t i = 0; i < diffs.size(); ++i) {
+    run.comparisons.push_back({plan.labels[i], plan.ranks[i], &diffs[i], analysis::evaluateGate(diffs[i], *g)});
   }
   const std::string md = gateMarkdown(run);
   if (core::Status s = writeGateOutputs(*out, run, md); !s) return inputError(s.error());

@@ -275,16 +275,29 @@ void sortByChange(std::vector<DiffEntry>& kernels) {
 
 }  // namespace
 
+DiffSide diffSideOf(const core::Profile& p, const KernelOps& ops) {
+  DiffSide side;
+  for (const auto& k : p.kernels) side.total_ns += static_cast<double>(k.durationNs());
+  side.kernels = finished(groupKernels(p, ops));
+  side.ops = finished(groupOps(p));
+  side.setup = recordingSetup(p);
+  return side;
+}
+
+RunDiff diffSides(DiffSide base, DiffSide cur) {
+  RunDiff d;
+  d.base_total_ns = base.total_ns;
+  d.cur_total_ns = cur.total_ns;
+  d.kernels = diffGroups(std::move(base.kernels), std::move(cur.kernels), true);
+  sortByChange(d.kernels);
+  d.ops = diffGroups(std::move(base.ops), std::move(cur.ops), false);
+  d.setup_differences = setupDifferences(base.setup, cur.setup);
+  return d;
+}
+
 RunDiff diffProfiles(const core::Profile& base, const KernelOps& base_ops, const core::Profile& cur,
                      const KernelOps& cur_ops) {
-  RunDiff d;
-  for (const auto& k : base.kernels) d.base_total_ns += static_cast<double>(k.durationNs());
-  for (const auto& k : cur.kernels) d.cur_total_ns += static_cast<double>(k.durationNs());
-  d.kernels = diffGroups(finished(groupKernels(base, base_ops)), finished(groupKernels(cur, cur_ops)), true);
-  sortByChange(d.kernels);
-  d.ops = diffGroups(finished(groupOps(base)), finished(groupOps(cur)), false);
-  d.setup_differences = setupDifferences(base, cur);
-  return d;
+  return diffSides(diffSideOf(base, base_ops), diffSideOf(cur, cur_ops));
 }
 
 RunDiff diffProfiles(const core::Profile& base, const core::Profile& cur) {

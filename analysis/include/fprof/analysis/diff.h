@@ -148,6 +148,19 @@ RecordingSetup recordingSetup(const core::Profile& p);
 std::vector<SetupDifference> setupDifferences(const RecordingSetup& base, const RecordingSetup& cur);
 std::vector<SetupDifference> setupDifferences(const core::Profile& base, const core::Profile& cur);
 
+// One run's side of a comparison: its launch groups and NVTX ops with their statistics (by group
+// key), its kernel time and how it was recorded. Made from the run alone, so that a comparison
+// need not hold both runs at once (fprof gate reads one file at a time); diffSides of the two
+// sides is diffProfiles of the two runs.
+struct DiffSide {
+  std::map<std::string, LaunchGroupStats> kernels;
+  std::map<std::string, LaunchGroupStats> ops;
+  double total_ns = 0;
+  RecordingSetup setup;
+};
+DiffSide diffSideOf(const core::Profile& p, const KernelOps& ops);
+RunDiff diffSides(DiffSide base, DiffSide cur);
+
 struct GateOptions {
   double time_threshold = 0.05;     // median slowdown that counts, when significant (keys, groups, whole run)
   double counter_threshold = 0.01;  // relative change of a counter (and of the launch count) that counts
