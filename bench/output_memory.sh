@@ -27,7 +27,9 @@ fi
 kernels=$(sqlite3 "$big" "SELECT count(*) FROM kernel")
 bytes=$(stat -c %s "$big")
 echo "recording: $big ($kernels kernels, $((bytes / 1024 / 1024)) MiB)"
-echo "fprof: $("$fprof" --version) at $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo '?')"
+# The commit of the build's own sources (its CMake cache names them), not of this script's checkout.
+source_dir=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt" 2>/dev/null)
+echo "fprof: $("$fprof" --version) at $(git -C "${source_dir:-$here}" rev-parse --short HEAD 2>/dev/null || echo '?')"
 
 # measure NAME [PREFIX... --] COMMAND...: peak RSS and wall time of COMMAND (run under PREFIX, such
 # as xvfb-run, which is not counted); the output is removed afterwards.
