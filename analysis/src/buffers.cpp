@@ -30,7 +30,6 @@ AllocationTable buildAllocations(const core::Profile& p) {
       a.address = e.address;
       a.bytes = e.bytes;
       a.alloc_ns = e.timestamp_ns;
-      a.memory_kind = e.memory_kind;
       open[akey] = static_cast<uint32_t>(t.allocations.size());
       t.allocations.push_back(std::move(a));
       tl.points.emplace_back(e.timestamp_ns, current + e.bytes);

@@ -31,7 +31,6 @@ struct Allocation {
   int64_t bytes = 0;
   int64_t alloc_ns = 0;
   std::optional<int64_t> free_ns;  // none if never freed while profiled
-  std::string memory_kind;
   int32_t writer_launches = 0;  // kernels that wrote it (by the roles of arg_roles.h)
   int32_t reader_launches = 0;
   std::optional<size_t> first_writer;  // kernel index
