@@ -17,6 +17,7 @@
 
 #include "command.h"
 #include "fprof/analysis/diff.h"
+#include "fprof/analysis/kernel_names.h"
 #include "fprof/analysis/run_analysis.h"
 #include "fprof/core/merge.h"
 #include "fprof/core/store.h"
@@ -78,15 +79,6 @@ analysis::DiffSide diffSideOf(const core::Profile& p) {
   return analysis::diffSideOf(p, a.kernelOps());
 }
 
-std::vector<std::string> kernelNamesOf(const core::Profile& p) {
-  std::vector<uint8_t> seen(p.strings.size(), 0);
-  std::vector<std::string> names;
-  for (const core::KernelRow& k : p.kernels) {
-    if (k.demangled_id < seen.size() && !std::exchange(seen[k.demangled_id], 1)) names.push_back(p.str(k.demangled_id));
-  }
-  return names;
-}
-
 // Reads a file and keeps its sides; rank by rank where want_by_rank says so of its ranks. A file of
 // one rank group is its own rank: its whole side is the rank's.
 core::Expected<GateFile> readGateFile(const std::string& path,
@@ -98,7 +90,7 @@ core::Expected<GateFile> readGateFile(const std::string& path,
   f.groups = core::rankGroups(*p);
   f.ranks = ranksOf(f.groups);
   f.whole = diffSideOf(*p);
-  f.kernel_names = kernelNamesOf(*p);
+  f.kernel_names = analysis::distinctKernelNames(*p);
   if (!f.ranks || !want_by_rank(f)) return f;
   if (f.groups.size() == 1 && f.groups.front().process_ids.size() == p->processes.size()) {
     f.by_rank.push_back(f.whole);

@@ -3,6 +3,7 @@
 #include "fprof/analysis/kernel_names.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <set>
@@ -432,14 +433,21 @@ KernelNames::KernelNames(std::vector<std::string> full_names, const ShortNameOpt
   for (size_t i = 0; i < full_names.size(); ++i) short_of_.emplace(std::move(full_names[i]), std::move(shorts[i]));
 }
 
+std::vector<std::string> distinctKernelNames(const core::Profile& p) {
+  std::vector<std::string> names;
+  std::unordered_set<uint32_t> seen;
+  for (const core::KernelRow& k : p.kernels) {
+    if (seen.insert(k.demangled_id).second) names.push_back(p.str(k.demangled_id));
+  }
+  return names;
+}
+
 KernelNames KernelNames::of(const std::vector<const core::Profile*>& profiles, const ShortNameOptions& options) {
   std::vector<std::string> names;
   for (const core::Profile* p : profiles) {
     if (!p) continue;
-    std::unordered_set<uint32_t> seen;
-    for (const core::KernelRow& k : p->kernels) {
-      if (seen.insert(k.demangled_id).second) names.push_back(p->str(k.demangled_id));
-    }
+    std::vector<std::string> of_profile = distinctKernelNames(*p);
+    names.insert(names.end(), std::make_move_iterator(of_profile.begin()), std::make_move_iterator(of_profile.end()));
   }
   return KernelNames(std::move(names), options);
 }

@@ -30,6 +30,10 @@ struct ShortNameOptions {
 // Never cut in the middle; every cut says so with "...".
 std::string shortKernelName(std::string_view demangled, const ShortNameOptions& options = {});
 
+// Every demangled kernel name of a profile, each once, in the order of first launch: what
+// KernelNames::of shortens, for a caller that lets the profile go first (fprof gate).
+std::vector<std::string> distinctKernelNames(const core::Profile& p);
+
 // The short names of a set of kernel names, told apart: two different full names never get the
 // same short name. Where they would, the colliding ones get the first of these that separates
 // them: more of their template arguments (up to all of them, uncut), their lambdas, their
