@@ -183,7 +183,12 @@ std::string nvtxPathOpNames(std::string_view path) {
 
 namespace {
 
-uint64_t rangeKey(uint32_t process, uint64_t key) { return (uint64_t{process} << 40) ^ key; }
+// A PyTorch op range that carries an op id: the ranges an emit_nvtx input_op_ids names.
+struct TorchOpId {
+  uint32_t process_id = 0;
+  uint32_t range = 0;  // index into Profile::nvtx_ranges
+  uint64_t op_id = 0;
+};
 
 // Every range's kind and op id, kept from one parse (parseFrameworkRange); the rest of what a
 // range says (name, shapes, input ops) is parsed again where it is needed, for the few ranges that
@@ -200,8 +205,11 @@ class ParsedRanges {
       pytorch_ = pytorch_ || r.kind == FrameworkRangeKind::kTorchOp;
       op_graph_ = op_graph_ || !r.input_ops.empty();
       xla_ = xla_ || r.kind == FrameworkRangeKind::kXlaOp;
-      if (r.kind == FrameworkRangeKind::kTorchOp && r.op_id) torch_op_ids_.push_back({*r.op_id, i});
+      if (r.kind == FrameworkRangeKind::kTorchOp && r.op_id) {
+        torch_op_ids_.push_back({p.nvtx_ranges[i].process_id, static_cast<uint32_t>(i), *r.op_id});
+      }
     }
+    sortTorchOpIds();
   }
   size_t size() const { return kind_.size(); }
   FrameworkRangeKind kind(size_t range_index) const { return kind_[range_index]; }
@@ -213,13 +221,31 @@ class ParsedRanges {
   bool pytorch() const { return pytorch_; }
   bool opGraph() const { return op_graph_; }
   bool xla() const { return xla_; }
-  // (op_id, range) of every PyTorch op range that carries one, in range order.
-  const std::vector<std::pair<uint64_t, size_t>>& torchOpIds() const { return torch_op_ids_; }
+  // The PyTorch op range with this op id in this process (the last one, should the id repeat).
+  std::optional<size_t> rangeOfOpId(uint32_t process_id, uint64_t op_id) const {
+    const auto after = std::upper_bound(torch_op_ids_.begin(), torch_op_ids_.end(), TorchOpId{process_id, UINT32_MAX, op_id},
+                                         opIdLess);
+    if (after == torch_op_ids_.begin()) return std::nullopt;
+    const TorchOpId& found = *std::prev(after);
+    if (found.process_id != process_id || found.op_id != op_id) return std::nullopt;
+    return found.range;
+  }
 
  private:
+  static bool opIdLess(const TorchOpId& a, const TorchOpId& b) {
+    if (a.process_id != b.process_id) return a.process_id < b.process_id;
+    if (a.op_id != b.op_id) return a.op_id < b.op_id;
+    return a.range < b.range;
+  }
+  // Sorted by (process, op id, range), exactly sized: a PyTorch run has about one a range.
+  void sortTorchOpIds() {
+    torch_op_ids_.shrink_to_fit();
+    std::sort(torch_op_ids_.begin(), torch_op_ids_.end(), opIdLess);
+  }
+
   const core::Profile& p_;
   std::vector<FrameworkRangeKind> kind_;
-  std::vector<std::pair<uint64_t, size_t>> torch_op_ids_;
+  std::vector<TorchOpId> torch_op_ids_;
   bool any_ = false, pytorch_ = false, op_graph_ = false, xla_ = false;
 };
 
@@ -236,11 +262,12 @@ class Owners {
   }
 
  private:
-  static constexpr int64_t kUnset = -2;
+  // Range indices fit 32 bits (the lookup holds them so, nvtx_ranges.h); -1: none, kUnset: not walked yet.
+  static constexpr int32_t kUnset = -2;
   // Both walks are iterative: nesting can be deep.
-  int64_t outermostTorch(size_t r) {
+  int32_t outermostTorch(size_t r) {
     std::vector<size_t> path;
-    int64_t above = -1;
+    int32_t above = -1;
     for (std::optional<size_t> at = r; at; at = lookup_.parent(*at)) {
       if (torch_[*at] != kUnset) {
         above = torch_[*at];
@@ -250,14 +277,14 @@ class Owners {
       if (path.size() > p_.nvtx_ranges.size()) break;  // a cycle in a broken file
     }
     for (size_t i = path.size(); i-- > 0;) {
-      if (above < 0 && ranges_.kind(path[i]) == FrameworkRangeKind::kTorchOp) above = static_cast<int64_t>(path[i]);
+      if (above < 0 && ranges_.kind(path[i]) == FrameworkRangeKind::kTorchOp) above = static_cast<int32_t>(path[i]);
       torch_[path[i]] = above;
     }
     return torch_[r];
   }
-  int64_t innermostXla(size_t r) {
+  int32_t innermostXla(size_t r) {
     std::vector<size_t> path;
-    int64_t found = -1;
+    int32_t found = -1;
     for (std::optional<size_t> at = r; at; at = lookup_.parent(*at)) {
       if (xla_[*at] != kUnset) {
         found = xla_[*at];
@@ -265,7 +292,7 @@ class Owners {
       }
       path.push_back(*at);
       if (ranges_.kind(*at) == FrameworkRangeKind::kXlaOp) {
-        found = static_cast<int64_t>(*at);
+        found = static_cast<int32_t>(*at);
         break;
       }
       if (path.size() > p_.nvtx_ranges.size()) break;
@@ -277,7 +304,7 @@ class Owners {
   const core::Profile& p_;
   const ParsedRanges& ranges_;
   const NvtxRangeLookup& lookup_;
-  std::vector<int64_t> torch_, xla_;
+  std::vector<int32_t> torch_, xla_;
 };
 
 // Kernels in no framework op: the user range they were launched in, one name per distinct text
@@ -299,6 +326,14 @@ void nameRegions(const core::Profile& p, const ParsedRanges& ranges, const NvtxR
   }
 }
 
+// What an op keeps of its range: shapes and inputs are read again where the ops are linked (and
+// then kept on the links), since a PyTorch run holds about one op a kernel.
+FrameworkRange withoutShapes(FrameworkRange r) {
+  r.sizes = {};
+  r.input_ops = {};
+  return r;
+}
+
 // Each kernel to the op that owns its range; returns owning range -> op.
 std::unordered_map<size_t, size_t> assignOwners(const core::Profile& p, const ParsedRanges& ranges, Owners& owners,
                                                 const NvtxRangeLookup& lookup, FrameworkOps& out) {
@@ -309,7 +344,7 @@ std::unordered_map<size_t, size_t> assignOwners(const core::Profile& p, const Pa
     const int64_t owner = owners.owner(*range);
     if (owner < 0) continue;
     auto [op, inserted] = op_of_range.emplace(static_cast<size_t>(owner), out.ops.size());
-    if (inserted) out.ops.push_back({static_cast<size_t>(owner), ranges.parse(static_cast<size_t>(owner)), {}});
+    if (inserted) out.ops.push_back({static_cast<size_t>(owner), withoutShapes(ranges.parse(static_cast<size_t>(owner))), {}});
     out.ops[op->second].kernels.push_back(k);
     out.kernel_op[k] = static_cast<int32_t>(op->second);
   }
@@ -325,16 +360,14 @@ std::optional<std::vector<int64_t>> inputShape(const FrameworkRange& consumer, s
 // aten::view, aten::transpose, ...) passes its own inputs' producers on.
 void linkOps(const core::Profile& p, const ParsedRanges& ranges, Owners& owners,
              const std::unordered_map<size_t, size_t>& op_of_range, FrameworkOps& out) {
-  std::unordered_map<uint64_t, size_t> range_of_op_id;  // (process, op_id) -> range
-  for (const auto& [op_id, i] : ranges.torchOpIds()) range_of_op_id[rangeKey(p.nvtx_ranges[i].process_id, op_id)] = i;
   std::vector<std::pair<size_t, int32_t>> producers;
   std::unordered_set<size_t> visited;
   auto collect = [&](auto&& self, uint32_t process, uint64_t op_id, int32_t output, int depth) -> void {
     if (op_id == 0 || depth > 16) return;
-    const auto it = range_of_op_id.find(rangeKey(process, op_id));
-    if (it == range_of_op_id.end() || !visited.insert(it->second).second) return;
-    int64_t r = owners.owner(it->second);
-    if (r < 0) r = static_cast<int64_t>(it->second);
+    const std::optional<size_t> range = ranges.rangeOfOpId(process, op_id);
+    if (!range || !visited.insert(*range).second) return;
+    int64_t r = owners.owner(*range);
+    if (r < 0) r = static_cast<int64_t>(*range);
     if (const auto op = op_of_range.find(static_cast<size_t>(r)); op != op_of_range.end()) {
       producers.emplace_back(op->second, output);
       return;
@@ -342,25 +375,18 @@ void linkOps(const core::Profile& p, const ParsedRanges& ranges, Owners& owners,
     for (const auto& [id, nr] : ranges.parse(static_cast<size_t>(r)).input_ops) self(self, process, id, nr, depth + 1);
   };
   for (size_t c = 0; c < out.ops.size(); ++c) {
-    const FrameworkOp& op = out.ops[c];
-    const uint32_t process = p.nvtx_ranges[op.range_index].process_id;
-    for (size_t in = 0; in < op.range.input_ops.size(); ++in) {
+    const size_t range_index = out.ops[c].range_index;
+    const FrameworkRange consumer = ranges.parse(range_index);
+    const uint32_t process = p.nvtx_ranges[range_index].process_id;
+    for (size_t in = 0; in < consumer.input_ops.size(); ++in) {
       producers.clear();
       visited.clear();
-      collect(collect, process, op.range.input_ops[in].first, op.range.input_ops[in].second, 0);
+      collect(collect, process, consumer.input_ops[in].first, consumer.input_ops[in].second, 0);
       for (const auto& [prod, nr] : producers) {
         if (prod == c) continue;
-        out.links.push_back({prod, c, nr, static_cast<int32_t>(in), 0, inputShape(op.range, in)});
+        out.links.push_back({prod, c, nr, static_cast<int32_t>(in), 0, inputShape(consumer, in)});
       }
     }
-  }
-}
-
-// What the links keep of the ops' shapes and inputs is on them: the ops need them no longer.
-void dropShapes(FrameworkOps& out) {
-  for (FrameworkOp& op : out.ops) {
-    op.range.sizes = {};
-    op.range.input_ops = {};
   }
 }
 
@@ -393,7 +419,6 @@ FrameworkOps indexFrameworkOps(const core::Profile& p) {
     linkOps(p, ranges, owners, op_of_range, out);
     countReaders(out);
   }
-  dropShapes(out);
   out.ops.shrink_to_fit();  // grown one op or link at a time: up to twice their size otherwise
   out.links.shrink_to_fit();
   return out;
