@@ -162,13 +162,19 @@ std::map<std::string, Accum> groupKernels(const core::Profile& p, const KernelOp
   return out;
 }
 
-// Ops: kernels grouped by NVTX path; one sample per range instance (the kernels under one range).
+// Ops: kernels grouped by NVTX path, its framework ranges by their op names (framework_ops.h,
+// nvtxPathOpNames: "aten::linear/aten::addmm", not emit_nvtx's op_id and sizes of each call, which
+// would make every call an op of its own and match nothing once one run calls one op more); one
+// sample per range instance (the kernels under one range).
 std::map<std::string, Accum> groupOps(const core::Profile& p) {
   std::map<std::string, Accum> out;
   std::map<std::pair<std::string, uint64_t>, double> instance_ns;
+  std::unordered_map<uint32_t, std::string> op_path_of;  // by recorded path id
   for (const core::KernelRow& k : p.kernels) {
     if (!k.nvtx_path_id) continue;
-    const std::string& path = p.str(*k.nvtx_path_id);
+    auto [named, added] = op_path_of.try_emplace(*k.nvtx_path_id);
+    if (added) named->second = nvtxPathOpNames(p.str(*k.nvtx_path_id));
+    const std::string& path = named->second;
     Accum& a = out[path];
     a.name = path;
     a.path = path;

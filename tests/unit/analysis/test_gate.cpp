@@ -237,8 +237,8 @@ TEST(Gate, MoreLaunchesOfTheSameKernelsFail) {
   EXPECT_EQ(g.regressions, 1);
 }
 
-TEST(Gate, LaunchGroupsAreKeyedByOpWithoutEmitNvtxIds) {
-  // emit_nvtx ranges carry an op_id and the sizes: the key keeps the op's name only.
+TEST(Gate, LaunchGroupsAndOpsAreKeyedByOpWithoutEmitNvtxIds) {
+  // emit_nvtx ranges carry an op_id and the sizes: the keys keep the op's name only.
   auto run = [](const std::string& name, int first_op_id) {
     DbBuilder db(name);
     int64_t t = 1000;
@@ -261,6 +261,14 @@ TEST(Gate, LaunchGroupsAreKeyedByOpWithoutEmitNvtxIds) {
   EXPECT_EQ(d.kernels[0].op, "aten::softmax");
   EXPECT_EQ(d.kernels[0].base->calls, 12);
   EXPECT_EQ(d.kernels[0].nvtx_path, "");  // the launches' paths differ
+  // The NVTX ops: one op of twelve range instances on each side, not twelve ops of one instance
+  // that the other run, its op ids shifted, does not have.
+  ASSERT_EQ(d.ops.size(), 1u);
+  EXPECT_EQ(d.ops[0].kind, MatchKind::kMatched);
+  EXPECT_EQ(d.ops[0].nvtx_path, "aten::softmax");
+  ASSERT_TRUE(d.ops[0].base && d.ops[0].cur);
+  EXPECT_EQ(d.ops[0].base->samples_ns.size(), 12u);
+  EXPECT_EQ(d.ops[0].cur->samples_ns.size(), 12u);
 }
 
 TEST(Gate, DifferentDevicesAndModesAreSaid) {

@@ -1,9 +1,9 @@
 // Run diff and the CI gate: kernels of two runs matched by name, launch shape and op (the op each
 // launch is reported under, run_analysis.h's KernelOps: emit_nvtx's "aten::mm" without its op_id
-// and sizes), NVTX ops by path; time with repeat statistics, counters as near-exact signals; new,
-// vanished and renamed kernels, and what differs in how the runs were recorded. The gate turns a
-// diff into a verdict: per launch group, per kernel for groups too rare to test alone, and over the
-// whole run (docs/gate.md).
+// and sizes), NVTX ops by path (its framework ranges by their op names, framework_ops.h); time
+// with repeat statistics, counters as near-exact signals; new, vanished and renamed kernels, and
+// what differs in how the runs were recorded. The gate turns a diff into a verdict: per launch
+// group, per kernel for groups too rare to test alone, and over the whole run (docs/gate.md).
 #pragma once
 
 #include <array>
@@ -65,7 +65,9 @@ struct DiffEntry {
   std::string base_name;  // differs from name for renamed kernels
   std::string shape;      // "grid 128x1x1 block 256x1x1" ("" for ops)
   std::string op;         // kernels: the op the launches ran under ("" = none)
-  std::string nvtx_path;  // ops: the path; kernels: the path all launches share, "" when they differ
+  // ops: the path, its framework ranges by op name (nvtxPathOpNames); kernels: the path all
+  // launches share, "" when they differ
+  std::string nvtx_path;
   std::optional<SideStats> base, cur;
   std::optional<double> time_change;  // median cur / median base - 1
   std::optional<MannWhitney> test;    // cur slower than base?
