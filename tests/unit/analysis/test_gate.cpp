@@ -1,10 +1,12 @@
 // The gate matrix: identical noisy runs raise no alarm; a 10% slower kernel is caught; 20% more
 // DRAM bytes at equal time is a counter regression; a renamed kernel is reported, not a crash;
 // launch groups too rare to test alone are pooled, never passed unseen; the whole-run checks catch
-// time moved into new kernels, lost overlap and more launches.
+// time moved into new kernels, lost overlap and more launches; two recorded emit_nvtx runs match
+// their ops whatever the op ids each call was given.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <random>
 
 #include "fixture.h"
@@ -269,6 +271,47 @@ TEST(Gate, LaunchGroupsAndOpsAreKeyedByOpWithoutEmitNvtxIds) {
   ASSERT_TRUE(d.ops[0].base && d.ops[0].cur);
   EXPECT_EQ(d.ops[0].base->samples_ns.size(), 12u);
   EXPECT_EQ(d.ops[0].cur->samples_ns.size(), 12u);
+}
+
+TEST(Diff, EmitNvtxRunsMatchTheirOpsWhateverTheirOpIds) {
+  // Two H200 runs of one GPT under emit_nvtx, naive attention and then SDPA (tests/data/README.md):
+  // from the first attention on, the second run's op ids differ. Its attention ops vanished and
+  // SDPA is new; every other op is matched, as many range instances on each side.
+  const std::string data = std::string(FPROF_SOURCE_DIR) + "/tests/data/";
+  auto load = [&](const std::string& name) {
+    auto p = core::loadProfile(data + name);
+    EXPECT_TRUE(p.ok()) << name;
+    return std::move(*p);
+  };
+  const core::Profile base = load("torch_proof_gpt_bf16_emitnvtx_eager_h200.fprof");
+  const core::Profile cur = load("torch_proof_gpt_bf16_emitnvtx_sdpa_h200.fprof");
+  const RunDiff d = diffProfiles(base, cur);
+  std::map<MatchKind, int> kinds;
+  std::map<std::string, const DiffEntry*> by_path;
+  for (const DiffEntry& e : d.ops) {
+    ++kinds[e.kind];
+    by_path[e.nvtx_path] = &e;
+  }
+  EXPECT_EQ(kinds[MatchKind::kMatched], 14);
+  EXPECT_EQ(kinds[MatchKind::kVanished], 12);
+  EXPECT_EQ(kinds[MatchKind::kNew], 2);
+  const DiffEntry* linear = by_path["step/aten::linear/aten::addmm"];
+  ASSERT_NE(linear, nullptr);
+  EXPECT_EQ(linear->kind, MatchKind::kMatched);
+  EXPECT_EQ(linear->base->samples_ns.size(), 60u);
+  EXPECT_EQ(linear->cur->samples_ns.size(), 60u);
+  const DiffEntry* softmax = by_path["step/aten::softmax/aten::_softmax"];
+  ASSERT_NE(softmax, nullptr);
+  EXPECT_EQ(softmax->kind, MatchKind::kVanished);
+  EXPECT_EQ(softmax->base->samples_ns.size(), 20u);
+  int sdpa = 0;
+  for (const DiffEntry& e : d.ops) {
+    if (e.nvtx_path.rfind("step/aten::scaled_dot_product_attention/", 0) != 0) continue;
+    ++sdpa;
+    EXPECT_EQ(e.kind, MatchKind::kNew);
+    EXPECT_EQ(e.cur->samples_ns.size(), 20u);
+  }
+  EXPECT_EQ(sdpa, 1);
 }
 
 TEST(Gate, DifferentDevicesAndModesAreSaid) {
