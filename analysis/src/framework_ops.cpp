@@ -223,8 +223,8 @@ class ParsedRanges {
   bool xla() const { return xla_; }
   // The PyTorch op range with this op id in this process (the last one, should the id repeat).
   std::optional<size_t> rangeOfOpId(uint32_t process_id, uint64_t op_id) const {
-    const auto after = std::upper_bound(torch_op_ids_.begin(), torch_op_ids_.end(), TorchOpId{process_id, UINT32_MAX, op_id},
-                                         opIdLess);
+    const TorchOpId last{process_id, UINT32_MAX, op_id};
+    const auto after = std::upper_bound(torch_op_ids_.begin(), torch_op_ids_.end(), last, opIdLess);
     if (after == torch_op_ids_.begin()) return std::nullopt;
     const TorchOpId& found = *std::prev(after);
     if (found.process_id != process_id || found.op_id != op_id) return std::nullopt;
@@ -262,7 +262,8 @@ class Owners {
   }
 
  private:
-  // Range indices fit 32 bits (the lookup holds them so, nvtx_ranges.h); -1: none, kUnset: not walked yet.
+  // Range indices fit 32 bits (the lookup holds them so, nvtx_ranges.h); -1: none, kUnset: not
+  // walked yet.
   static constexpr int32_t kUnset = -2;
   // Both walks are iterative: nesting can be deep.
   int32_t outermostTorch(size_t r) {
@@ -344,7 +345,9 @@ std::unordered_map<size_t, size_t> assignOwners(const core::Profile& p, const Pa
     const int64_t owner = owners.owner(*range);
     if (owner < 0) continue;
     auto [op, inserted] = op_of_range.emplace(static_cast<size_t>(owner), out.ops.size());
-    if (inserted) out.ops.push_back({static_cast<size_t>(owner), withoutShapes(ranges.parse(static_cast<size_t>(owner))), {}});
+    if (inserted) {
+      out.ops.push_back({static_cast<size_t>(owner), withoutShapes(ranges.parse(static_cast<size_t>(owner))), {}});
+    }
     out.ops[op->second].kernels.push_back(k);
     out.kernel_op[k] = static_cast<int32_t>(op->second);
   }
