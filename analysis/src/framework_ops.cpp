@@ -335,21 +335,31 @@ FrameworkRange withoutShapes(FrameworkRange r) {
   return r;
 }
 
-// Each kernel to the op that owns its range; returns owning range -> op.
+// Each kernel to the op that owns its range; returns owning range -> op. The ops (in the order of
+// their first kernels) and their kernel lists are counted before they are filled: grown one entry
+// at a time, a vector holds up to twice what it needs, and a PyTorch run has about one op a kernel.
 std::unordered_map<size_t, size_t> assignOwners(const core::Profile& p, const ParsedRanges& ranges, Owners& owners,
                                                 const NvtxRangeLookup& lookup, FrameworkOps& out) {
   std::unordered_map<size_t, size_t> op_of_range;
+  std::vector<uint32_t> kernels_of_op;
   for (size_t k = 0; k < p.kernels.size(); ++k) {
     const std::optional<size_t> range = lookup.ofKernel(p.kernels[k]);
     if (!range) continue;
     const int64_t owner = owners.owner(*range);
     if (owner < 0) continue;
-    auto [op, inserted] = op_of_range.emplace(static_cast<size_t>(owner), out.ops.size());
-    if (inserted) {
-      out.ops.push_back({static_cast<size_t>(owner), withoutShapes(ranges.parse(static_cast<size_t>(owner))), {}});
-    }
-    out.ops[op->second].kernels.push_back(k);
+    auto [op, inserted] = op_of_range.emplace(static_cast<size_t>(owner), kernels_of_op.size());
+    if (inserted) kernels_of_op.push_back(0);
+    ++kernels_of_op[op->second];
     out.kernel_op[k] = static_cast<int32_t>(op->second);
+  }
+  out.ops.resize(kernels_of_op.size());
+  for (const auto& [range, op] : op_of_range) {
+    out.ops[op].range_index = range;
+    out.ops[op].range = withoutShapes(ranges.parse(range));
+    out.ops[op].kernels.reserve(kernels_of_op[op]);
+  }
+  for (size_t k = 0; k < p.kernels.size(); ++k) {
+    if (out.kernel_op[k] >= 0) out.ops[static_cast<size_t>(out.kernel_op[k])].kernels.push_back(k);
   }
   return op_of_range;
 }
@@ -422,8 +432,7 @@ FrameworkOps indexFrameworkOps(const core::Profile& p) {
     linkOps(p, ranges, owners, op_of_range, out);
     countReaders(out);
   }
-  out.ops.shrink_to_fit();  // grown one op or link at a time: up to twice their size otherwise
-  out.links.shrink_to_fit();
+  out.links.shrink_to_fit();  // grown one link at a time: up to twice its size otherwise
   return out;
 }
 
