@@ -214,7 +214,7 @@ class ParsedRanges {
   size_t size() const { return kind_.size(); }
   FrameworkRangeKind kind(size_t range_index) const { return kind_[range_index]; }
   FrameworkRange parse(size_t range_index) const {
-    const core::NvtxRangeRecord& r = p_.nvtx_ranges[range_index];
+    const core::NvtxRangeRow& r = p_.nvtx_ranges[range_index];
     return parseFrameworkRange(r.domain, r.message);
   }
   bool any() const { return any_; }

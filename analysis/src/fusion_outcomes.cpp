@@ -79,8 +79,8 @@ std::map<std::string, std::vector<std::vector<size_t>>> rootRanges(const core::P
   std::sort(roots.begin(), roots.end());
   std::map<std::string, std::vector<std::vector<size_t>>> out;
   for (const auto& [start, root] : roots) {
-    const core::NvtxRangeRecord& r = p.nvtx_ranges[static_cast<size_t>(root)];
-    out[r.domain + "::" + r.message].push_back(std::move(kernels_of_root[root]));
+    const core::NvtxRangeRow& r = p.nvtx_ranges[static_cast<size_t>(root)];
+    out[r.domain.str() + "::" + r.message.str()].push_back(std::move(kernels_of_root[root]));
   }
   return out;
 }

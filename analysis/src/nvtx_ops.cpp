@@ -87,10 +87,10 @@ namespace {
 // million ops repeats a few hundred messages, and the instances share their tags.
 class TagsByMessage {
  public:
-  std::shared_ptr<const OpTags> of(const core::NvtxRangeRecord& r) {
+  std::shared_ptr<const OpTags> of(const core::NvtxRangeRow& r) {
     // The fprof domain; and the default domain for messages that start with "op=", because
     // Python's torch.cuda.nvtx has no domains (docs/nvtx-convention.md).
-    if (r.domain != kNvtxDomain && !(r.domain.empty() && r.message.rfind("op=", 0) == 0)) return nullptr;
+    if (r.domain != kNvtxDomain && !(r.domain.empty() && r.message.view().rfind("op=", 0) == 0)) return nullptr;
     auto [it, added] = parsed_.try_emplace(r.message);
     if (added) {
       if (auto tags = parseOpTags(r.message)) it->second = std::make_shared<const OpTags>(std::move(*tags));
@@ -169,7 +169,7 @@ void linkParents(const core::Profile& p, const NvtxRangeLookup& ranges, NearestO
                  ListSizes& sizes) {
   std::vector<int32_t> op_parent(idx.ops.size(), -1);
   for (size_t i = 0; i < idx.ops.size(); ++i) {
-    const core::NvtxRangeRecord& r = p.nvtx_ranges[idx.ops[i].range_index];
+    const core::NvtxRangeRow& r = p.nvtx_ranges[idx.ops[i].range_index];
     if (!r.parent_key) continue;
     if (const std::optional<size_t> parent = ranges.find(r.process_id, *r.parent_key)) op_parent[i] = nearest.of(*parent);
   }

@@ -30,7 +30,7 @@ std::optional<size_t> NvtxRangeLookup::find(uint32_t process_id, uint64_t key) c
 }
 
 std::optional<size_t> NvtxRangeLookup::parent(size_t range_index) const {
-  const core::NvtxRangeRecord& r = p_.nvtx_ranges[range_index];
+  const core::NvtxRangeRow& r = p_.nvtx_ranges[range_index];
   if (!r.parent_key) return std::nullopt;
   const std::optional<size_t> found = find(r.process_id, *r.parent_key);
   if (found == range_index) return std::nullopt;

@@ -1092,7 +1092,11 @@ Status ProfileLoad::readTables() {
 
 void ProfileLoad::addEventTableTasks(const std::function<void(Task)>& add) {
   add([this](Conn& conn) {
-    return readTable<detail::kNvtxRangeTable>(conn.db(), path(), version(), {}, p_.nvtx_ranges);
+    p_.nvtx_ranges.reserve(rowCountOrZero(conn.db(), detail::kNvtxRangeTable.info.name));
+    NoStrings none;
+    return readTable<detail::kNvtxRangeTable, NvtxRangeRecord>(
+        conn.db(), path(), version(), {}, none,
+        [&](const NvtxRangeRecord& row, NoStrings&) { p_.nvtx_ranges.emplace_back(row); });
   });
   add([this](Conn& conn) {
     return readTable<detail::kMemcpyTable>(conn.db(), path(), version(), {.order = "start_ns, id"}, p_.memcpys);
@@ -1251,7 +1255,7 @@ void ProfileLoad::sortRows() {
   if (!std::is_sorted(p_.kernel_args.begin(), p_.kernel_args.end(), arg_less)) {
     std::stable_sort(p_.kernel_args.begin(), p_.kernel_args.end(), arg_less);
   }
-  auto range_less = [](const NvtxRangeRecord& a, const NvtxRangeRecord& b) { return a.start_ns < b.start_ns; };
+  auto range_less = [](const NvtxRangeRow& a, const NvtxRangeRow& b) { return a.start_ns < b.start_ns; };
   if (!std::is_sorted(p_.nvtx_ranges.begin(), p_.nvtx_ranges.end(), range_less)) {
     std::stable_sort(p_.nvtx_ranges.begin(), p_.nvtx_ranges.end(), range_less);
   }

@@ -207,7 +207,7 @@ Table devicesTable(const core::Profile& p) {
 }
 
 Table nvtxRangesTable(const core::Profile& p) {
-  using N = core::NvtxRangeRecord;
+  using N = core::NvtxRangeRow;
   auto c = [](const char* column) { return schemaDoc("nvtx_range", column); };
   TableBuilder<N> t("nvtx_ranges", schemaTableDoc("nvtx_range"), p.nvtx_ranges);
   t.integer("id", c("id"), [](const N& r) { return static_cast<int64_t>(r.key); })

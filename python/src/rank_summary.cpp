@@ -266,7 +266,7 @@ Table opsTable(const RankAnalysis& a) {
 }
 
 struct Step {
-  const core::NvtxRangeRecord* range = nullptr;
+  const core::NvtxRangeRow* range = nullptr;
   int64_t kernels = 0;
   int64_t kernel_ns = 0;
 };
@@ -277,7 +277,10 @@ std::vector<Step> findSteps(const core::Profile& p, const std::regex& pattern) {
   std::unordered_map<uint64_t, size_t> index_of;
   for (size_t i = 0; i < p.nvtx_ranges.size(); ++i) index_of.emplace(p.nvtx_ranges[i].key, i);
   std::vector<bool> matches(p.nvtx_ranges.size());
-  for (size_t i = 0; i < p.nvtx_ranges.size(); ++i) matches[i] = std::regex_search(p.nvtx_ranges[i].message, pattern);
+  for (size_t i = 0; i < p.nvtx_ranges.size(); ++i) {
+    const std::string_view message = p.nvtx_ranges[i].message;
+    matches[i] = std::regex_search(message.begin(), message.end(), pattern);
+  }
   // The step (index into `steps`) each range lies in, -1 for none; found walking to the top,
   // bounded by the range count (the reader leaves no circle; the bound keeps the walk finite).
   std::vector<int64_t> step_of(p.nvtx_ranges.size(), -2);

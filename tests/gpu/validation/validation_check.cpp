@@ -731,7 +731,7 @@ void checkDatabase(const std::string& db_path, const std::vector<Fields>& expect
     ++expected_ranges;
   }
   for (const auto& r : p.nvtx_ranges) {
-    ++got_ranges[r.domain + "::" + r.message + " payload=" + (r.payload ? std::to_string(*r.payload) : "") +
+    ++got_ranges[r.domain.str() + "::" + r.message.str() + " payload=" + (r.payload ? std::to_string(*r.payload) : "") +
                  " tid=" + std::to_string(r.thread_id) + (r.push_pop ? " push/pop" : " start/end") +
                  (r.end_ns ? "" : " (open at the crash)")];
   }

@@ -53,8 +53,8 @@ std::string writeRun(const std::string& name) {
   return path;
 }
 
-const NvtxRangeRecord& rangeOf(const Profile& p, uint64_t key) {
-  for (const NvtxRangeRecord& r : p.nvtx_ranges) {
+const NvtxRangeRow& rangeOf(const Profile& p, uint64_t key) {
+  for (const NvtxRangeRow& r : p.nvtx_ranges) {
     if (r.key == key) return r;
   }
   throw std::runtime_error("no range " + std::to_string(key));

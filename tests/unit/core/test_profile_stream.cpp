@@ -89,7 +89,7 @@ void expectStreamAsLoaded(const std::string& path) {
   std::optional<int64_t> expected_first;
   auto see = [&](int64_t t) { expected_first = std::min(expected_first.value_or(t), t); };
   for (const KernelRow& k : p.kernels) see(k.start_ns);
-  for (const NvtxRangeRecord& r : p.nvtx_ranges) see(r.start_ns);
+  for (const NvtxRangeRow& r : p.nvtx_ranges) see(r.start_ns);
   for (const MemcpyRecord& m : p.memcpys) see(m.start_ns);
   for (const MemsetRecord& m : p.memsets) see(m.start_ns);
   EXPECT_EQ(*first, expected_first);

@@ -200,6 +200,38 @@ TEST(Store, RoundTripsEveryRecordKind) {
   EXPECT_EQ(p->ceilings[0].source, "measured");
 }
 
+TEST(PackedText, HoldsItsTextWhateverItsLengthAndIsCopiedWhole) {
+  const std::string long_text(100000, 'x');
+  for (const std::string& text : {std::string(), std::string("op=gemm"), long_text,
+                                  std::string("nul\0inside", 10)}) {
+    const PackedText packed(text);
+    EXPECT_EQ(packed.view(), text);
+    EXPECT_EQ(packed.size(), text.size());
+    EXPECT_EQ(packed.empty(), text.empty());
+    PackedText copy = packed;
+    EXPECT_EQ(copy.view(), text);
+    if (!text.empty()) {
+      EXPECT_NE(copy.view().data(), packed.view().data());  // its own allocation
+    }
+    PackedText moved = std::move(copy);
+    EXPECT_EQ(moved.view(), text);
+    copy = moved;  // assigned again after the move
+    EXPECT_EQ(copy.str(), text);
+  }
+  // A loaded NVTX range: its row smaller than the record it was read as, its texts the record's.
+  EXPECT_LT(sizeof(NvtxRangeRow), sizeof(NvtxRangeRecord));
+  NvtxRangeRecord r;
+  r.domain = "fprof";
+  r.message = "op=matmul_bias_relu variant=unfused reads=x,w,b writes=y";
+  r.parent_key = 3;
+  r.end_ns = 9;
+  const NvtxRangeRow row = r;
+  EXPECT_EQ(row.domain, "fprof");
+  EXPECT_EQ(row.message, r.message);
+  EXPECT_EQ(row.parent_key, 3u);
+  EXPECT_EQ(row.end_ns, 9);
+}
+
 TEST(Store, RefusesToOverwriteUnlessAsked) {
   const std::string path = tempPath("exists.fprof");
   ASSERT_TRUE(Writer::create(path).ok());
@@ -294,7 +326,7 @@ TEST(Store, MergeWritesOutOfOrderTablesInTheReadersOrder) {
   EXPECT_EQ(args(*out), args(*in));
   auto ranges = [](const Profile& p) {
     std::string s;
-    for (const NvtxRangeRecord& r : p.nvtx_ranges) s += r.message + (r.parent_key ? " under a parent, " : ", ");
+    for (const NvtxRangeRow& r : p.nvtx_ranges) s += r.message.str() + (r.parent_key ? " under a parent, " : ", ");
     return s;
   };
   EXPECT_EQ(ranges(*out), ranges(*in));

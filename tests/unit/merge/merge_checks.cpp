@@ -85,11 +85,11 @@ void expectMergeKeepsEveryRow(const std::vector<std::string>& inputs, const std:
   std::set<int64_t> kernel_ids;
   std::set<std::pair<uint32_t, uint32_t>> launches;
   std::map<uint64_t, uint32_t> range_process;
-  for (const core::NvtxRangeRecord& r : m.nvtx_ranges) {
+  for (const core::NvtxRangeRow& r : m.nvtx_ranges) {
     EXPECT_TRUE(range_process.emplace(r.key, r.process_id).second) << "NVTX range id " << r.key << " twice";
     EXPECT_TRUE(process_ids.count(r.process_id)) << "range of unknown process " << r.process_id;
   }
-  for (const core::NvtxRangeRecord& r : m.nvtx_ranges) {
+  for (const core::NvtxRangeRow& r : m.nvtx_ranges) {
     if (!r.parent_key) continue;
     auto parent = range_process.find(*r.parent_key);
     ASSERT_NE(parent, range_process.end()) << "range " << r.key << " names a missing parent";

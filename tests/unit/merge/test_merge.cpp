@@ -75,7 +75,7 @@ TEST(Merge, KeepsEveryRowWithUniqueIds) {
   EXPECT_EQ(*kernel_ids.begin(), 1);
   EXPECT_EQ(*kernel_ids.rbegin(), 27);
   std::set<uint64_t> range_ids;
-  for (const core::NvtxRangeRecord& n : p->nvtx_ranges) range_ids.insert(n.key);
+  for (const core::NvtxRangeRow& n : p->nvtx_ranges) range_ids.insert(n.key);
   EXPECT_EQ(range_ids.size(), p->nvtx_ranges.size());
   EXPECT_EQ(*range_ids.rbegin(), p->nvtx_ranges.size());
   // Counters only on the metrics rank's kernels (not its NCCL ones), with their raw metrics.

@@ -72,7 +72,7 @@ TEST(RealPrograms, CompiledModelRunsFewerKernelsPerStepThanEager) {
   // Five timed steps inside op=step ranges in both files: fusion shows up as fewer launches.
   auto perStep = [](const core::Profile& p) {
     std::set<uint64_t> steps;
-    for (const core::NvtxRangeRecord& r : p.nvtx_ranges) {
+    for (const core::NvtxRangeRow& r : p.nvtx_ranges) {
       if (r.message == "op=step") steps.insert(r.key);
     }
     int inside = 0;

@@ -30,7 +30,7 @@ struct Profile {
   std::vector<std::string> strings;  // strings[id]; id 0 is ""
   std::vector<KernelRow> kernels;    // ordered by start_ns
   std::vector<KernelArgRecord> kernel_args;
-  std::vector<NvtxRangeRecord> nvtx_ranges;  // key = nvtx_range.id
+  std::vector<NvtxRangeRow> nvtx_ranges;  // key = nvtx_range.id
   std::vector<MemcpyRecord> memcpys;
   std::vector<MemcpyAddressRecord> memcpy_addresses;  // ordered by (process_id, correlation_id); schema 3
   std::vector<MemsetRecord> memsets;
