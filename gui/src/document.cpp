@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <span>
 #include <unordered_map>
 
 #include "fprof/analysis/dataflow.h"
@@ -67,7 +68,6 @@ namespace {
 // Adds one kernel's resources to an item (max of resources, min of theoretical occupancy).
 void addKernel(Item& it, const core::Profile& p, size_t index, bool first) {
   const core::KernelRow& k = p.kernels[index];
-  it.kernels.push_back(index);
   const std::array<int32_t, 3> grid = {k.grid_x, k.grid_y, k.grid_z};
   const std::array<int32_t, 3> block = {k.block_x, k.block_y, k.block_z};
   if (first) {
@@ -88,15 +88,20 @@ void addKernel(Item& it, const core::Profile& p, size_t index, bool first) {
   it.local_bytes_per_thread = std::max(it.local_bytes_per_thread, k.local_bytes_per_thread);
 }
 
+// The resources of an item's kernels (addKernel, the first launch's shape).
+void addKernels(Item& it, const core::Profile& p, std::span<const size_t> kernels) {
+  for (size_t n = 0; n < kernels.size(); ++n) addKernel(it, p, kernels[n], n == 0);
+}
+
 // Counter-derived fields summed over an item's kernels: work, achieved occupancy, spill traffic.
-void addCounters(Item& it, const core::Profile& p) {
+void addCounters(Item& it, const core::Profile& p, std::span<const size_t> kernels) {
   bool first = true;
   double occ_weighted = 0;
   bool occ_complete = true;
   bool spill_any = false;
   double spill = 0;
   int64_t ns = 0;
-  for (size_t i : it.kernels) {
+  for (size_t i : kernels) {
     const core::KernelRow& k = p.kernels[i];
     const core::KernelCounters* c = analysis::countersFor(p, k.id);
     analysis::Work w = c ? analysis::Work::fromCounters(*c) : analysis::Work{};
@@ -117,7 +122,7 @@ void addCounters(Item& it, const core::Profile& p) {
       spill += c->local_load_bytes.value_or(0) + c->local_store_bytes.value_or(0);
     }
   }
-  if (occ_complete && ns > 0 && !it.kernels.empty()) it.achieved_occupancy = occ_weighted / static_cast<double>(ns);
+  if (occ_complete && ns > 0 && !kernels.empty()) it.achieved_occupancy = occ_weighted / static_cast<double>(ns);
   if (spill_any) it.local_traffic_bytes = spill;
 }
 
@@ -135,61 +140,153 @@ std::optional<MemLevel> levelFromName(std::string_view s) {
   return std::nullopt;
 }
 
-}  // namespace
+// The op each kernel is reported under (the pipeline's kernelOps: "aten::linear", not one op per
+// emit_nvtx range), numbered in first-launch order, and each op's kernels.
+struct OpsOfKernels {
+  std::vector<std::string> names;
+  std::vector<int32_t> of_kernel;  // -1: in no op
+  std::vector<std::vector<size_t>> kernels;
+};
 
-void Document::build() {
-  const analysis::RunAnalysis& a = *analysis_;
-  const core::Profile& p = a.profile();
-  for (const core::KernelRow& k : p.kernels) total_kernel_ns_ += k.durationNs();
-  kernels_with_counters_ = 0;
-  for (const core::KernelRow& k : p.kernels) {
-    if (analysis::countersFor(p, k.id)) ++kernels_with_counters_;
-  }
-
-  // Ops (for colour and the op mode): the op each kernel is reported under (the pipeline's
-  // kernelOps: "aten::linear", not one op per emit_nvtx range), in first-launch order.
-  const analysis::KernelOps& kernel_ops = a.kernelOps();
+OpsOfKernels opsOfKernels(const core::Profile& p, const analysis::KernelOps& kernel_ops) {
+  OpsOfKernels o;
   std::vector<int32_t> op_of_name(kernel_ops.names.size(), -1);
-  std::vector<int32_t> op_of_kernel(p.kernels.size(), -1);
-  std::vector<std::vector<size_t>> op_kernels;
+  o.of_kernel.assign(p.kernels.size(), -1);
   for (size_t i = 0; i < p.kernels.size() && i < kernel_ops.of_kernel.size(); ++i) {
     const uint32_t id = kernel_ops.of_kernel[i];
     if (kernel_ops.names[id].empty()) continue;
     if (op_of_name[id] < 0) {
-      op_of_name[id] = static_cast<int32_t>(op_names_.size());
-      op_names_.push_back(kernel_ops.names[id]);
-      op_kernels.emplace_back();
+      op_of_name[id] = static_cast<int32_t>(o.names.size());
+      o.names.push_back(kernel_ops.names[id]);
+      o.kernels.emplace_back();
     }
-    op_of_kernel[i] = op_of_name[id];
-    op_kernels[static_cast<size_t>(op_of_name[id])].push_back(i);
+    o.of_kernel[i] = op_of_name[id];
+    o.kernels[static_cast<size_t>(op_of_name[id])].push_back(i);
   }
-  // Each distinct path is named once: a million launches share a few thousand paths.
-  std::unordered_map<uint32_t, std::string> ops_of_path;
+  return o;
+}
+
+// The roofs of a device: measured ones as stored, datasheet ones computed and replaced by those
+// stored in the file (by fprof ceilings).
+RoofSet roofsOf(const core::Profile& p, const core::DeviceInfo& d) {
+  RoofSet roofs;
+  roofs.device_name = d.name;
+  roofs.datasheet = analysis::datasheetCeilings(d);
+  roofs.measured.device_name = d.name;
+  auto store = [](analysis::Ceilings& into, const core::CeilingRecord& r, analysis::CeilingSource source) {
+    analysis::Roof roof{r.value, source, r.method};
+    if (auto l = levelFromName(r.ceiling)) {
+      into.bandwidth[static_cast<size_t>(*l)] = roof;
+    } else if (auto pr = precisionFromName(r.ceiling)) {
+      into.compute[static_cast<size_t>(*pr)] = roof;
+    }
+  };
+  for (const core::CeilingRecord& r : p.ceilings) {
+    if (r.device_name == d.name && r.source == "measured") store(roofs.measured, r, analysis::CeilingSource::kMeasured);
+  }
+  for (const core::CeilingRecord& r : p.ceilings) {
+    if (r.device_name == d.name && r.source == "datasheet") store(roofs.datasheet, r, analysis::CeilingSource::kDatasheet);
+  }
+  return roofs;
+}
+
+// A fusion candidate with the kernels of its stages found again for drawing (see FusionView).
+FusionView fusionView(const analysis::OpIndex& op_index,
+                      const std::unordered_map<std::string_view, std::vector<size_t>>& kernels_by_name,
+                      const analysis::FusionCandidate& c) {
+  FusionView v;
+  v.candidate = c;
+  v.stage_kernels.resize(c.stages.size());
+  if (c.source == analysis::PairSource::kNvtx) {
+    for (const analysis::OpInstance& op : op_index.ops) {
+      if (op.tags->pair != c.id) continue;
+      if (op.tags->variant == "fused") {
+        v.fused_kernels.insert(v.fused_kernels.end(), op.all_kernels.begin(), op.all_kernels.end());
+        continue;
+      }
+      if (op.tags->variant != "unfused") continue;
+      // The analyzer's stage order: stage children with kernels first, then loose kernels.
+      std::vector<std::vector<size_t>> stages;
+      for (size_t ch : op.children) {
+        if (!op_index.ops[ch].all_kernels.empty()) stages.push_back(op_index.ops[ch].all_kernels.vector());
+      }
+      for (size_t k : op.kernels) stages.push_back({k});
+      for (size_t s = 0; s < stages.size() && s < v.stage_kernels.size(); ++s) {
+        v.stage_kernels[s].insert(v.stage_kernels[s].end(), stages[s].begin(), stages[s].end());
+      }
+    }
+    return v;
+  }
+  // Stages are named by op or short kernel name; their kernels' full names find the launches.
+  for (size_t s = 0; s < c.stage_kernels.size() && s < v.stage_kernels.size(); ++s) {
+    std::vector<size_t>& ks = v.stage_kernels[s];
+    for (const std::string& name : c.stage_kernels[s]) {
+      if (auto f = kernels_by_name.find(name); f != kernels_by_name.end()) ks.insert(ks.end(), f->second.begin(), f->second.end());
+    }
+    std::sort(ks.begin(), ks.end());
+    ks.erase(std::unique(ks.begin(), ks.end()), ks.end());
+  }
+  return v;
+}
+
+}  // namespace
+
+std::string_view Document::shortName(uint32_t demangled_id) {
+  auto [at, added] = short_names_.try_emplace(demangled_id);
+  if (added) at->second = analysis_->kernelNames().shortName(profile().str(demangled_id));
+  return at->second;
+}
+
+std::string_view Document::pathOps(uint32_t nvtx_path_id) {
+  auto [at, added] = path_ops_.try_emplace(nvtx_path_id);
+  if (added) at->second = analysis::nvtxPathOpNames(profile().str(nvtx_path_id));
+  return at->second;
+}
+
+ItemPlacement Document::itemPlacement(const analysis::Placement& pl) {
+  ItemPlacement ip;
+  ip.intensity_flop_per_byte = pl.intensity_flop_per_byte;
+  ip.achieved_flops_per_s = pl.achieved_flops_per_s;
+  ip.roof_fraction = pl.roof_fraction;
+  ip.attainable_ns = pl.attainable_ns;
+  ip.binding = *roof_names_.insert(pl.binding).first;
+  ip.binding_source = pl.binding_source;
+  ip.bound = pl.bound;
+  return ip;
+}
+
+void Document::build() {
+  const analysis::RunAnalysis& a = *analysis_;
+  const core::Profile& p = a.profile();
+  for (const core::KernelRow& k : p.kernels) {
+    total_kernel_ns_ += k.durationNs();
+    if (analysis::countersFor(p, k.id)) ++kernels_with_counters_;
+  }
+  OpsOfKernels ops = opsOfKernels(p, a.kernelOps());
+  op_names_ = ops.names;
   auto setPath = [&](Item& it, const core::KernelRow& k) {
     if (!k.nvtx_path_id) return;
     it.nvtx_path = p.str(*k.nvtx_path_id);
-    auto [at, added] = ops_of_path.try_emplace(*k.nvtx_path_id);
-    if (added) at->second = analysis::nvtxPathOpNames(it.nvtx_path);
-    it.nvtx_ops = at->second;
+    it.nvtx_ops = pathOps(*k.nvtx_path_id);
   };
 
-  const analysis::KernelNames& names = a.kernelNames();
   // Per kernel launch: the analyzer's own per-kernel placement.
-  auto& kernels = items_[static_cast<size_t>(PointMode::kKernels)];
-  kernels.reserve(p.kernels.size());
+  auto& launches = items_[static_cast<size_t>(PointMode::kKernels)];
+  launches.reserve(p.kernels.size());
   for (size_t i = 0; i < p.kernels.size(); ++i) {
     const core::KernelRow& k = p.kernels[i];
     Item it;
+    it.index = i;
     it.name = p.str(k.demangled_id);
-    it.short_name = names.shortName(it.name);
+    it.short_name = shortName(k.demangled_id);
     setPath(it, k);
     it.duration_ns = k.durationNs();
-    addKernel(it, p, i, true);
-    addCounters(it, p);
-    it.placement = a.kernelPlacement(i);
-    it.op = op_of_kernel[i];
-    it.origin = std::string(analysis::originName(a.origin(i)));
-    kernels.push_back(std::move(it));
+    addKernels(it, p, {&i, 1});
+    addCounters(it, p, {&i, 1});
+    it.placement = itemPlacement(a.kernelPlacement(i));
+    it.op = ops.of_kernel[i];
+    it.origin = analysis::originName(a.origin(i));
+    launches.push_back(it);
   }
 
   // Per kernel group and per op: the analyzer's group placements (same rules as fprof report).
@@ -198,109 +295,66 @@ void Document::build() {
   auto& groups = items_[static_cast<size_t>(PointMode::kKernelGroups)];
   for (size_t g = 0; g < summary.groups.size(); ++g) {
     const analysis::KernelGroup& kg = summary.groups[g];
+    const size_t first = kg.kernel_indices.front();
     Item it;
+    it.index = g;
     it.name = p.str(kg.demangled_id);
-    it.short_name = names.shortName(it.name);
+    it.short_name = shortName(kg.demangled_id);
     it.calls = kg.calls;
     it.duration_ns = kg.total_ns;
-    for (size_t n = 0; n < kg.kernel_indices.size(); ++n) addKernel(it, p, kg.kernel_indices[n], n == 0);
-    const core::KernelRow& first = p.kernels[kg.kernel_indices.front()];
-    setPath(it, first);
-    it.op = op_of_kernel[kg.kernel_indices.front()];
-    addCounters(it, p);
-    it.placement = roofline.kernel_groups.at(g).placement;
-    it.origin = std::string(analysis::originName(a.origin(kg.kernel_indices.front())));
-    groups.push_back(std::move(it));
+    addKernels(it, p, kg.kernel_indices);
+    setPath(it, p.kernels[first]);
+    it.op = ops.of_kernel[first];
+    addCounters(it, p, kg.kernel_indices);
+    it.placement = itemPlacement(roofline.kernel_groups.at(g).placement);
+    it.origin = analysis::originName(a.origin(first));
+    groups.push_back(it);
   }
-  std::unordered_map<std::string, size_t> op_by_label;
+  std::unordered_map<std::string_view, size_t> op_by_label;
   for (size_t o = 0; o < op_names_.size(); ++o) op_by_label.emplace(op_names_[o], o);
-  auto& ops = items_[static_cast<size_t>(PointMode::kOps)];
-  for (const analysis::GroupPlacement& gp : a.opPlacements()) {
+  auto& op_items = items_[static_cast<size_t>(PointMode::kOps)];
+  const std::vector<analysis::GroupPlacement>& op_placements = a.opPlacements();
+  for (size_t o = 0; o < op_placements.size(); ++o) {
+    const analysis::GroupPlacement& gp = op_placements[o];
     auto found = op_by_label.find(gp.label);
     if (found == op_by_label.end()) continue;  // cannot happen: both name ops by kernelOps
+    const std::vector<size_t>& members = ops.kernels[found->second];
     Item it;
+    it.index = o;
     it.name = gp.label;
     it.short_name = gp.label;
     it.calls = gp.calls;
     it.duration_ns = gp.placement.duration_ns;
-    const auto& members = op_kernels[found->second];
-    for (size_t n = 0; n < members.size(); ++n) addKernel(it, p, members[n], n == 0);
+    addKernels(it, p, members);
     setPath(it, p.kernels[members.front()]);
-    addCounters(it, p);
-    it.placement = gp.placement;
+    addCounters(it, p, members);
+    it.placement = itemPlacement(gp.placement);
     it.op = static_cast<int32_t>(found->second);
-    ops.push_back(std::move(it));
+    op_items.push_back(it);
   }
   // An op has no origin: it mixes kernels of several.
 
   // Roofs of the first device (a run on several GPU models shows the first; the note says so).
-  if (!p.devices.empty()) {
-    const core::DeviceInfo& d = p.devices.front();
-    roofs_.device_name = d.name;
-    roofs_.datasheet = analysis::datasheetCeilings(d);
-    roofs_.measured.device_name = d.name;
-    for (const core::CeilingRecord& r : p.ceilings) {
-      if (r.device_name != d.name || r.source != "measured") continue;
-      analysis::Roof roof{r.value, analysis::CeilingSource::kMeasured, r.method};
-      if (auto l = levelFromName(r.ceiling)) {
-        roofs_.measured.bandwidth[static_cast<size_t>(*l)] = roof;
-      } else if (auto pr = precisionFromName(r.ceiling)) {
-        roofs_.measured.compute[static_cast<size_t>(*pr)] = roof;
-      }
-    }
-    // Datasheet rows stored in the file (by fprof ceilings) stand in for computed ones.
-    for (const core::CeilingRecord& r : p.ceilings) {
-      if (r.device_name != d.name || r.source != "datasheet") continue;
-      analysis::Roof roof{r.value, analysis::CeilingSource::kDatasheet, r.method};
-      if (auto l = levelFromName(r.ceiling)) {
-        roofs_.datasheet.bandwidth[static_cast<size_t>(*l)] = roof;
-      } else if (auto pr = precisionFromName(r.ceiling)) {
-        roofs_.datasheet.compute[static_cast<size_t>(*pr)] = roof;
-      }
-    }
-  }
+  if (!p.devices.empty()) roofs_ = roofsOf(p, p.devices.front());
 
-  // Fusion candidates, with the kernels of their stages found again for drawing (see FusionView).
-  const analysis::OpIndex& op_index = a.nvtxOps();
-  std::unordered_map<std::string, std::vector<size_t>> kernels_by_name;
+  std::unordered_map<std::string_view, std::vector<size_t>> kernels_by_name;
   for (size_t i = 0; i < p.kernels.size(); ++i) kernels_by_name[p.str(p.kernels[i].demangled_id)].push_back(i);
   for (const analysis::FusionCandidate& c : a.fusion().candidates) {
-    FusionView v;
-    v.candidate = c;
-    v.stage_kernels.resize(c.stages.size());
-    if (c.source == analysis::PairSource::kNvtx) {
-      for (const analysis::OpInstance& op : op_index.ops) {
-        if (op.tags->pair != c.id) continue;
-        if (op.tags->variant == "fused") {
-          v.fused_kernels.insert(v.fused_kernels.end(), op.all_kernels.begin(), op.all_kernels.end());
-          continue;
-        }
-        if (op.tags->variant != "unfused") continue;
-        // The analyzer's stage order: stage children with kernels first, then loose kernels.
-        std::vector<std::vector<size_t>> stages;
-        for (size_t ch : op.children) {
-          if (!op_index.ops[ch].all_kernels.empty()) stages.push_back(op_index.ops[ch].all_kernels.vector());
-        }
-        for (size_t k : op.kernels) stages.push_back({k});
-        for (size_t s = 0; s < stages.size() && s < v.stage_kernels.size(); ++s) {
-          v.stage_kernels[s].insert(v.stage_kernels[s].end(), stages[s].begin(), stages[s].end());
-        }
-      }
-    } else {
-      // Stages are named by op or short kernel name; their kernels' full names find the launches.
-      for (size_t s = 0; s < c.stage_kernels.size() && s < v.stage_kernels.size(); ++s) {
-        for (const std::string& name : c.stage_kernels[s]) {
-          if (auto f = kernels_by_name.find(name); f != kernels_by_name.end()) {
-            v.stage_kernels[s].insert(v.stage_kernels[s].end(), f->second.begin(), f->second.end());
-          }
-        }
-        std::sort(v.stage_kernels[s].begin(), v.stage_kernels[s].end());
-        v.stage_kernels[s].erase(std::unique(v.stage_kernels[s].begin(), v.stage_kernels[s].end()), v.stage_kernels[s].end());
-      }
-    }
-    fusion_views_.push_back(std::move(v));
+    fusion_views_.push_back(fusionView(a.nvtxOps(), kernels_by_name, c));
   }
 }
+
+analysis::Placement Document::placement(PointMode m, size_t item) const {
+  const Item& it = items(m).at(item);
+  switch (m) {
+    case PointMode::kKernels: return analysis_->kernelPlacement(it.index);
+    case PointMode::kKernelGroups: return analysis_->roofline().kernel_groups.at(it.index).placement;
+    case PointMode::kOps: return analysis_->opPlacements().at(it.index).placement;
+  }
+  return {};
+}
+
+std::string Document::details(PointMode m, size_t item) const { return detailsText(items(m).at(item), placement(m, item)); }
 
 Document::Aggregate Document::aggregate(const std::vector<size_t>& kernel_indices) const {
   Aggregate a;
@@ -361,7 +415,7 @@ bool itemHasPrecision(const Item& item, uint32_t precision_mask) {
 namespace {
 
 // What the tooltip and the details show of a text: a 1 MB name is cut, an ellipsis says so.
-std::string shown(const std::string& s) { return core::truncateText(s, core::kMaxShownCodePoints); }
+std::string shown(std::string_view s) { return core::truncateText(s, core::kMaxShownCodePoints); }
 
 std::string optPercent(const std::optional<double>& v) {
   return v ? fmt::format("{:.1f}%", *v * 100) : std::string("n/a");
@@ -381,7 +435,7 @@ std::string levelLabel(MemLevel l) {
 }  // namespace
 
 std::string tooltipText(const Item& item, MemLevel level) {
-  const analysis::Placement& pl = item.placement;
+  const ItemPlacement& pl = item.placement;
   std::string s = shown(item.short_name.empty() ? item.name : item.short_name) + "\n";
   if (!item.short_name.empty() && item.short_name != item.name) s += shown(item.name) + "\n";
   s += fmt::format("time {} ({} call{})\n", formatDurationNs(static_cast<double>(item.duration_ns)), item.calls,
@@ -395,8 +449,7 @@ std::string tooltipText(const Item& item, MemLevel level) {
   return s;
 }
 
-std::string detailsText(const Item& item) {
-  const analysis::Placement& pl = item.placement;
+std::string detailsText(const Item& item, const analysis::Placement& pl) {
   std::string s;
   s += fmt::format("{}\n", shown(item.short_name.empty() ? item.name : item.short_name));
   if (!item.short_name.empty() && item.short_name != item.name) s += fmt::format("full name: {}\n", shown(item.name));
@@ -448,7 +501,7 @@ std::vector<DiffRow> kernelRows(const Document& base, const Document& cur, const
                                 const analysis::GateOptions& opt) {
   const analysis::RunDiff& rd = comparison.diff;
   const analysis::GateResult gate = analysis::evaluateGate(rd, opt);
-  auto itemKey = [](const std::string& name, const std::string& shape) { return name + '\x1f' + shape; };
+  auto itemKey = [](std::string_view name, std::string_view shape) { return fmt::format("{}\x1f{}", name, shape); };
   auto indexOf = [&](const Document& d) {
     std::map<std::string, size_t> m;
     const auto& items = d.items(PointMode::kKernelGroups);

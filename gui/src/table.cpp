@@ -36,7 +36,7 @@ namespace {
 
 // The sortable value of a cell; none for "n/a". Text columns sort by name separately.
 std::optional<double> cellValue(const Item& it, Column c, MemLevel level, int64_t total_ns) {
-  const analysis::Placement& pl = it.placement;
+  const ItemPlacement& pl = it.placement;
   switch (c) {
     case Column::kCalls: return static_cast<double>(it.calls);
     case Column::kTime: return static_cast<double>(it.duration_ns);
@@ -60,16 +60,17 @@ std::optional<double> cellValue(const Item& it, Column c, MemLevel level, int64_
 
 bool isText(Column c) { return c == Column::kName || c == Column::kBound || c == Column::kNvtx; }
 
-std::string lower(std::string s) {
+std::string lower(std::string_view text) {
+  std::string s(text);
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
   return s;
 }
 
 // The CSV keeps whole texts (an export), cleaned and quoted per RFC 4180.
-std::string csvQuote(const std::string& s) { return core::csvField(s); }
+std::string csvQuote(std::string_view s) { return core::csvField(s); }
 
 // What a cell shows of a text: a 1 MB name is cut (an ellipsis ends it), the CSV keeps it whole.
-std::string shown(const std::string& s) { return core::truncateText(s, core::kMaxShownCodePoints); }
+std::string shown(std::string_view s) { return core::truncateText(s, core::kMaxShownCodePoints); }
 
 }  // namespace
 
@@ -113,7 +114,7 @@ core::Expected<std::vector<uint32_t>> filterItems(const std::vector<Item>& items
   std::vector<uint32_t> rows;
   rows.reserve(items.size());
   // Many items share a name (one per launch): test each distinct name once.
-  std::string last_name;
+  std::string_view last_name;
   bool last_match = true;
   bool have_last = false;
   for (size_t i = 0; i < items.size(); ++i) {
@@ -169,7 +170,7 @@ std::string tableCsv(const std::vector<Item>& items, const std::vector<uint32_t>
   auto num = [](const std::optional<double>& v) { return v && std::isfinite(*v) ? fmt::format("{}", *v) : std::string(); };
   for (uint32_t r : rows) {
     const Item& it = items[r];
-    const analysis::Placement& pl = it.placement;
+    const ItemPlacement& pl = it.placement;
     out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", csvQuote(it.name), it.calls,
                        it.duration_ns, num(cellValue(it, Column::kShare, level, total_ns)),
                        num(pl.intensity_flop_per_byte[static_cast<size_t>(level)]), analysis::memLevelName(level),

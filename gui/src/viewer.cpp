@@ -16,7 +16,7 @@ namespace fprof::gui {
 namespace {
 
 // What a cell or a line shows of a text: a 1 MB name is cut, an ellipsis says so.
-std::string shown(const std::string& s) { return core::truncateText(s, core::kMaxShownCodePoints); }
+std::string shown(std::string_view s) { return core::truncateText(s, core::kMaxShownCodePoints); }
 
 // Colours (IM_COL32 is ABGR packed). Roof colours are kept away from the point palettes so a
 // roof can be found in a screenshot by colour.
@@ -848,7 +848,7 @@ std::vector<std::string> Viewer::findings() const {
 // to use the plot.
 void Viewer::drawDetails() {
   if (selected_ && *selected_ < items().size()) {
-    ImGui::TextWrapped("%s", detailsText(items()[*selected_]).c_str());
+    ImGui::TextWrapped("%s", run_->details(mode_, *selected_).c_str());
     if (ImGui::Button("clear selection")) select(std::nullopt);
     return;
   }

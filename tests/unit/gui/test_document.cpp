@@ -99,7 +99,9 @@ TEST(Document, TooltipAndDetailsText) {
             "achieved 400 GFLOP/s\n"
             "80.0% of roof (dram, measured)\n"
             "bound: memory");
-  const std::string details = detailsText(s);
+  const size_t si = find(d->items(PointMode::kKernels), kSaxpy);
+  const std::string details = d->details(PointMode::kKernels, si);
+  EXPECT_EQ(details, detailsText(s, d->analysis().kernelPlacement(s.index)));
   EXPECT_NE(details.find("grid: 264x1x1   block: 256x1x1"), std::string::npos) << details;
   EXPECT_NE(details.find("registers/thread: 40   shared: 1024 B static + 0 B dynamic"), std::string::npos) << details;
   EXPECT_NE(details.find("occupancy: theoretical 75.0%   achieved 50.0%"), std::string::npos) << details;
@@ -107,6 +109,38 @@ TEST(Document, TooltipAndDetailsText) {
   EXPECT_NE(details.find("fp32 2.00 G"), std::string::npos) << details;
   EXPECT_NE(details.find("NVTX path: (none)"), std::string::npos) << details;
   EXPECT_EQ(details.rfind("saxpy\nfull name: saxpy(int, float, const float*, float*)\n", 0), 0u) << details;
+  // The bound's reason is the analyzer's, though the item holds only what the plot draws.
+  const std::string reason = d->analysis().kernelPlacement(s.index).reason;
+  ASSERT_FALSE(reason.empty());
+  EXPECT_NE(details.find("bound: memory (" + reason + ")\n"), std::string::npos) << details;
+}
+
+// Each item's whole placement is the analyzer's for what the item is: the launch, the kernel
+// group or the op; the plotted part of it is the same.
+TEST(Document, ItemPlacementIsTheAnalyzers) {
+  auto d = open("doc_placement.fprof");
+  ASSERT_TRUE(d);
+  const analysis::RunAnalysis& a = d->analysis();
+  for (PointMode m : {PointMode::kKernels, PointMode::kKernelGroups, PointMode::kOps}) {
+    const std::vector<Item>& items = d->items(m);
+    ASSERT_FALSE(items.empty()) << pointModeName(m);
+    for (size_t i = 0; i < items.size(); ++i) {
+      const analysis::Placement want = m == PointMode::kKernels        ? a.kernelPlacement(items[i].index)
+                                       : m == PointMode::kKernelGroups ? a.roofline().kernel_groups.at(items[i].index).placement
+                                                                       : a.opPlacements().at(items[i].index).placement;
+      const analysis::Placement got = d->placement(m, i);
+      EXPECT_EQ(got.reason, want.reason);
+      EXPECT_EQ(got.missing, want.missing);
+      EXPECT_EQ(items[i].placement.bound, want.bound);
+      EXPECT_EQ(items[i].placement.binding, want.binding);
+      EXPECT_EQ(items[i].placement.roof_fraction, want.roof_fraction);
+      EXPECT_EQ(items[i].placement.achieved_flops_per_s, want.achieved_flops_per_s);
+      EXPECT_EQ(items[i].placement.intensity_flop_per_byte, want.intensity_flop_per_byte);
+      EXPECT_EQ(d->details(m, i), detailsText(items[i], want));
+    }
+  }
+  EXPECT_EQ(d->items(PointMode::kKernels).size(), d->profile().kernels.size());
+  for (size_t i = 0; i < d->profile().kernels.size(); ++i) EXPECT_EQ(d->items(PointMode::kKernels)[i].index, i);
 }
 
 TEST(Document, TraceOnlyProfileSaysWhyThereAreNoPoints) {
@@ -119,7 +153,8 @@ TEST(Document, TraceOnlyProfileSaysWhyThereAreNoPoints) {
   for (const Item& it : d->items(PointMode::kKernels)) EXPECT_FALSE(itemPoint(it, MemLevel::kDram));
   const Item& s = d->items(PointMode::kKernels)[find(d->items(PointMode::kKernels), kSaxpy)];
   EXPECT_NE(tooltipText(s, MemLevel::kDram).find("intensity (DRAM) n/a"), std::string::npos);
-  EXPECT_NE(detailsText(s).find("FLOPs: n/a (no counters)"), std::string::npos);
+  EXPECT_NE(d->details(PointMode::kKernels, find(d->items(PointMode::kKernels), kSaxpy)).find("FLOPs: n/a (no counters)"),
+            std::string::npos);
 }
 
 TEST(Document, BadFilesGiveAReason) {
@@ -162,7 +197,7 @@ TEST(Table, FilterSortAndCsv) {
   std::vector<uint32_t> rows = *all;
   sortRows(rows, items, Column::kTime, false, MemLevel::kDram);
   std::vector<std::string> names;
-  for (uint32_t r : rows) names.push_back(items[r].name);
+  for (uint32_t r : rows) names.emplace_back(items[r].name);
   EXPECT_EQ(names, (std::vector<std::string>{kSaxpy, "gemm_relu_fused_f16", "gemm_f16_tensorop", "relu_f16"}));
   sortRows(rows, items, Column::kName, true, MemLevel::kDram);
   EXPECT_EQ(items[rows.front()].name, "gemm_f16_tensorop");
@@ -270,7 +305,8 @@ TEST(Document, EmitNvtxPathsShowOpNames) {
                                [](const Item& i) { return i.nvtx_ops.rfind("aten::linear/aten::addmm", 0) == 0; });
   ASSERT_NE(it, kernels.end());
   EXPECT_NE(it->nvtx_path.find("op_id = "), std::string::npos) << it->nvtx_path;
-  EXPECT_NE(detailsText(*it).find("NVTX path: " + it->nvtx_ops + "\n"), std::string::npos) << detailsText(*it);
+  const std::string details = (*d)->details(PointMode::kKernels, it->index);
+  EXPECT_NE(details.find("NVTX path: " + std::string(it->nvtx_ops) + "\n"), std::string::npos) << details;
   auto shown_rows = filterItems(kernels, TableFilter{"", "aten::linear/aten::addmm"});
   auto recorded_rows = filterItems(kernels, TableFilter{"", "aten::linear, op_id ="});
   ASSERT_TRUE(shown_rows && recorded_rows);

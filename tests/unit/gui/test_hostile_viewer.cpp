@@ -63,9 +63,10 @@ class HostileViewer : public ::testing::TestWithParam<CorpusCase> {
 
   // What the viewer shows of an item: clean, one line per cell, cut to the display limit; a
   // kernel's short name clean and short (an op's is its NVTX path, cut in the cell).
-  static void checkItemTexts(const Item& it, MemLevel level, int64_t total_ns, PointMode mode) {
+  static void checkItemTexts(const Document& d, size_t index, MemLevel level, int64_t total_ns, PointMode mode) {
+    const Item& it = d.items(mode)[index];
     if (mode != PointMode::kOps) {
-      EXPECT_EQ(fprof::testing::shortNameProblem(it.short_name), "");
+      EXPECT_EQ(fprof::testing::shortNameProblem(std::string(it.short_name)), "");
     }
     for (size_t c = 0; c < kColumnCount; ++c) {
       const std::string cell = cellText(it, static_cast<Column>(c), level, total_ns);
@@ -73,7 +74,7 @@ class HostileViewer : public ::testing::TestWithParam<CorpusCase> {
       EXPECT_EQ(cell.find('\n'), std::string::npos) << columnName(static_cast<Column>(c));
       EXPECT_LE(core::codePointCount(cell), core::kMaxShownCodePoints) << columnName(static_cast<Column>(c));
     }
-    for (const std::string& text : {detailsText(it), tooltipText(it, level)}) {
+    for (const std::string& text : {d.details(mode, index), tooltipText(it, level)}) {
       EXPECT_EQ(terminalProblem(text), "");
       EXPECT_LT(text.size(), size_t{64 * 1024}) << "a tooltip or details text not cut for display";
     }
@@ -92,7 +93,7 @@ class HostileViewer : public ::testing::TestWithParam<CorpusCase> {
       }
       const auto& items = d->items(m);
       for (size_t i = 0; i < items.size() && i < 40; ++i) {
-        checkItemTexts(items[i], v.level(), d->totalKernelNs(), m);
+        checkItemTexts(*d, i, v.level(), d->totalKernelNs(), m);
         v.select(i);
         frame(v);  // the details panel draws the selected item
       }

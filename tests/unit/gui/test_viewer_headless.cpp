@@ -294,7 +294,7 @@ TEST_F(Headless, RecordedTraces) {
     v.select(v.tableRows().front());
     frame(v);
     const Item& top = v.document()->items(v.mode())[v.tableRows().front()];
-    const std::string details = detailsText(top);
+    const std::string details = v.document()->details(v.mode(), v.tableRows().front());
     EXPECT_NE(details.find("grid: "), std::string::npos) << details;
     EXPECT_NE(details.find("registers/thread: "), std::string::npos) << details;
     for (uint32_t r : v.tableRows()) EXPECT_GE(top.duration_ns, v.document()->items(v.mode())[r].duration_ns);

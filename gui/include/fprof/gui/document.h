@@ -9,6 +9,9 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "fprof/analysis/ceilings.h"
@@ -31,17 +34,36 @@ enum class PointMode { kKernels = 0, kKernelGroups = 1, kOps = 2 };
 inline constexpr size_t kPointModeCount = 3;
 const char* pointModeName(PointMode m);  // "kernel launches", "kernel groups", "NVTX ops"
 
-// One point of the plot and one row of the table.
+// What the plot, the table and the tooltip show of an item's roofline placement. The whole
+// placement, with the reason for its bound and what was missing, is Document::placement(): a run
+// of a million launches would hold a million reasons that only the details panel reads, one at a
+// time.
+struct ItemPlacement {
+  std::array<std::optional<double>, kMemLevelCount> intensity_flop_per_byte{};
+  std::optional<double> achieved_flops_per_s;
+  std::optional<double> roof_fraction;
+  std::optional<double> attainable_ns;
+  std::string_view binding;  // "dram", "tensor_fp16+fp32", "" if none
+  std::optional<analysis::CeilingSource> binding_source;
+  analysis::Bound bound = analysis::Bound::kUnknown;
+};
+
+// One point of the plot and one row of the table. Its texts are views of what the document holds
+// (the profile's strings, the names it made once per kernel, path or op): it lives as long as the
+// document, and a million launches of a few hundred kernels do not hold a million copies of them.
 struct Item {
-  std::string name;        // demangled kernel name, or the op's name (analysis::KernelOps)
-  std::string short_name;  // what the table shows: the short kernel name (kernel_names.h), or the op
-  std::string nvtx_path;  // innermost NVTX path as recorded ("" if none); an op's: its first kernel's
+  std::string_view name;        // demangled kernel name, or the op's name (analysis::KernelOps)
+  std::string_view short_name;  // what the table shows: the short kernel name (kernel_names.h), or the op
+  std::string_view nvtx_path;  // innermost NVTX path as recorded ("" if none); an op's: its first kernel's
   // The same path as the table shows it: framework ranges by their op names ("aten::linear/
   // aten::addmm", analysis::nvtxPathOpNames), not emit_nvtx's ids and shapes.
-  std::string nvtx_ops;
+  std::string_view nvtx_ops;
+  std::string_view origin;  // cuBLAS, CUTLASS, user, ...
+  // What the item is: the kernel's index in the profile (launches), the group's in the run
+  // summary (kernel groups) or the op's in RunAnalysis::opPlacements() (ops).
+  size_t index = 0;
   int64_t calls = 1;
   int64_t duration_ns = 0;
-  std::vector<size_t> kernels;  // indices into Profile::kernels, in time order
   // Launch shape and resources of the first launch (groups share the shape; ops may mix).
   std::array<int32_t, 3> grid{};
   std::array<int32_t, 3> block{};
@@ -54,9 +76,8 @@ struct Item {
   std::optional<double> local_traffic_bytes;    // counted spill traffic (load + store), summed
   bool mixed_shapes = false;                    // an op whose kernels differ in shape
   analysis::Work work;                          // summed counters (absent where any member lacks them)
-  analysis::Placement placement;
+  ItemPlacement placement;
   int32_t op = -1;  // index into Document::opNames() for colouring; -1 = in no op
-  std::string origin;  // cuBLAS, CUTLASS, user, ...
 };
 
 // A fusion candidate from the analyzer, with the kernels it names resolved in this document.
@@ -102,9 +123,22 @@ class Document {
   };
   Aggregate aggregate(const std::vector<size_t>& kernel_indices) const;
 
+  // The whole placement of item `item` of items(m), its bound's reason and what was missing
+  // included: the analyzer's, computed again for a launch.
+  analysis::Placement placement(PointMode m, size_t item) const;
+  // The details panel of that item: detailsText with its whole placement.
+  std::string details(PointMode m, size_t item) const;
+
+  // Items view the document's texts: it is neither copied nor moved.
+  Document(const Document&) = delete;
+  Document& operator=(const Document&) = delete;
+
  private:
   Document() = default;
   void build();
+  std::string_view shortName(uint32_t demangled_id);
+  std::string_view pathOps(uint32_t nvtx_path_id);
+  ItemPlacement itemPlacement(const analysis::Placement& pl);
 
   std::optional<analysis::RunAnalysis> analysis_;  // owns the profile
   std::array<std::vector<Item>, kPointModeCount> items_;
@@ -113,6 +147,10 @@ class Document {
   std::vector<FusionView> fusion_views_;
   int64_t total_kernel_ns_ = 0;
   int64_t kernels_with_counters_ = 0;
+  // The texts items view, made once each (node-based containers: they never move).
+  std::unordered_map<uint32_t, std::string> short_names_;  // by demangled name id
+  std::unordered_map<uint32_t, std::string> path_ops_;     // by NVTX path id: nvtxPathOpNames
+  std::unordered_set<std::string> roof_names_;             // bindings: "dram", "tensor_fp16+fp32"
 };
 
 // Position of an item on the plot at a memory level: (intensity FLOP/byte, achieved FLOP/s).
@@ -125,8 +163,9 @@ bool itemHasPrecision(const Item& item, uint32_t precision_mask);
 // FLOP/s, % of roof, bound.
 std::string tooltipText(const Item& item, MemLevel level);
 // Details panel text: launch shape, registers, spills, shared memory, occupancy, bytes per
-// level, FLOPs per precision, NVTX path, bound and its reason.
-std::string detailsText(const Item& item);
+// level, FLOPs per precision, NVTX path, bound and its reason (the item's whole placement,
+// Document::placement).
+std::string detailsText(const Item& item, const analysis::Placement& placement);
 
 // "1.23 ms", "870 ns".
 std::string formatDurationNs(double ns);
