@@ -96,6 +96,7 @@ void addKernels(Item& it, const core::Profile& p, std::span<const size_t> kernel
 // Counter-derived fields summed over an item's kernels: work, achieved occupancy, spill traffic.
 void addCounters(Item& it, const core::Profile& p, std::span<const size_t> kernels) {
   bool first = true;
+  analysis::Work work;
   double occ_weighted = 0;
   bool occ_complete = true;
   bool spill_any = false;
@@ -106,10 +107,10 @@ void addCounters(Item& it, const core::Profile& p, std::span<const size_t> kerne
     const core::KernelCounters* c = analysis::countersFor(p, k.id);
     analysis::Work w = c ? analysis::Work::fromCounters(*c) : analysis::Work{};
     if (first) {
-      it.work = w;
+      work = w;
       first = false;
     } else {
-      it.work += w;
+      work += w;
     }
     ns += k.durationNs();
     if (c && c->achieved_occupancy) {
@@ -122,6 +123,7 @@ void addCounters(Item& it, const core::Profile& p, std::span<const size_t> kerne
       spill += c->local_load_bytes.value_or(0) + c->local_store_bytes.value_or(0);
     }
   }
+  it.work = ItemWork(work);
   if (occ_complete && ns > 0 && !kernels.empty()) it.achieved_occupancy = occ_weighted / static_cast<double>(ns);
   if (spill_any) it.local_traffic_bytes = spill;
 }
@@ -231,6 +233,11 @@ FusionView fusionView(const analysis::OpIndex& op_index,
 
 }  // namespace
 
+ItemWork::ItemWork(const analysis::Work& w) : total_flops(w.totalFlops()) {
+  for (size_t i = 0; i < kPrecisionCount; ++i) flops[i] = w.flops[i];
+  for (size_t l = 0; l < kMemLevelCount; ++l) bytes[l] = w.bytes[l];
+}
+
 std::string_view Document::shortName(uint32_t demangled_id) {
   auto [at, added] = short_names_.try_emplace(demangled_id);
   if (added) at->second = analysis_->kernelNames().shortName(profile().str(demangled_id));
@@ -245,7 +252,7 @@ std::string_view Document::pathOps(uint32_t nvtx_path_id) {
 
 ItemPlacement Document::itemPlacement(const analysis::Placement& pl) {
   ItemPlacement ip;
-  ip.intensity_flop_per_byte = pl.intensity_flop_per_byte;
+  for (size_t l = 0; l < kMemLevelCount; ++l) ip.intensity_flop_per_byte[l] = pl.intensity_flop_per_byte[l];
   ip.achieved_flops_per_s = pl.achieved_flops_per_s;
   ip.roof_fraction = pl.roof_fraction;
   ip.attainable_ns = pl.attainable_ns;

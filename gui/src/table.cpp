@@ -178,7 +178,7 @@ std::string tableCsv(const std::vector<Item>& items, const std::vector<uint32_t>
                        analysis::boundName(pl.bound), it.registers_per_thread, it.local_bytes_per_thread,
                        it.static_shared_bytes + it.dynamic_shared_bytes, num(it.theoretical_occupancy),
                        num(it.achieved_occupancy), num(it.work.bytes[0]), num(it.work.bytes[1]),
-                       num(it.work.bytes[2]), num(it.work.totalFlops()), csvQuote(it.nvtx_path),
+                       num(it.work.bytes[2]), num(it.work.total_flops), csvQuote(it.nvtx_path),
                        csvQuote(it.short_name.empty() ? it.name : it.short_name));
   }
   return out;

@@ -6,7 +6,10 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
+#include <cmath>
 #include <filesystem>
+#include <limits>
 
 #include "fprof/analysis/framework_ops.h"
 #include "fprof/gui/document.h"
@@ -115,6 +118,33 @@ TEST(Document, TooltipAndDetailsText) {
   EXPECT_NE(details.find("bound: memory (" + reason + ")\n"), std::string::npos) << details;
 }
 
+// A compact optional reads back every value it was given, NaNs and infinities included, and tells
+// none from all of them.
+TEST(CompactOptional, KeepsEveryValueAndNone) {
+  const double quiet_nan = std::numeric_limits<double>::quiet_NaN();
+  const CompactOptional signalling(std::numeric_limits<double>::signaling_NaN());
+  const double computed_nan = std::sqrt(-1.0) + *signalling;  // arithmetic on NaNs
+  for (double v : {0.0, -0.0, 1.5, -3e300, 5e-324, std::numeric_limits<double>::infinity(),
+                   -std::numeric_limits<double>::infinity(), quiet_nan, computed_nan, *signalling}) {
+    const CompactOptional c(v);
+    ASSERT_TRUE(c.has_value()) << v;
+    EXPECT_EQ(std::bit_cast<uint64_t>(*c), std::bit_cast<uint64_t>(v));
+    const std::optional<double> back = c;
+    ASSERT_TRUE(back);
+    EXPECT_EQ(std::bit_cast<uint64_t>(*back), std::bit_cast<uint64_t>(v));
+  }
+  CompactOptional none;
+  EXPECT_FALSE(none);
+  EXPECT_EQ(none.value_or(7), 7);
+  EXPECT_EQ(none, std::optional<double>());
+  EXPECT_FALSE(CompactOptional(std::optional<double>()));
+  EXPECT_EQ(CompactOptional(2.0), std::optional<double>(2.0));
+  CompactOptional some(4.0);
+  some.reset();
+  EXPECT_FALSE(some);
+  EXPECT_EQ(sizeof(CompactOptional), sizeof(double));
+}
+
 // Each item's whole placement is the analyzer's for what the item is: the launch, the kernel
 // group or the op; the plotted part of it is the same.
 TEST(Document, ItemPlacementIsTheAnalyzers) {
@@ -135,7 +165,9 @@ TEST(Document, ItemPlacementIsTheAnalyzers) {
       EXPECT_EQ(items[i].placement.binding, want.binding);
       EXPECT_EQ(items[i].placement.roof_fraction, want.roof_fraction);
       EXPECT_EQ(items[i].placement.achieved_flops_per_s, want.achieved_flops_per_s);
-      EXPECT_EQ(items[i].placement.intensity_flop_per_byte, want.intensity_flop_per_byte);
+      for (size_t l = 0; l < kMemLevelCount; ++l) {
+        EXPECT_EQ(items[i].placement.intensity_flop_per_byte[l], want.intensity_flop_per_byte[l]);
+      }
       EXPECT_EQ(d->details(m, i), detailsText(items[i], want));
     }
   }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -34,15 +35,49 @@ enum class PointMode { kKernels = 0, kKernelGroups = 1, kOps = 2 };
 inline constexpr size_t kPointModeCount = 3;
 const char* pointModeName(PointMode m);  // "kernel launches", "kernel groups", "NVTX ops"
 
+// An optional number in 8 bytes (std::optional<double> takes 16): "none" is one signalling-NaN bit
+// pattern that no arithmetic produces (an operation on it yields a quiet NaN), so every value, a
+// NaN included, reads back as it was stored. An item of the viewer holds two dozen of them, and a
+// run a million items.
+class CompactOptional {
+ public:
+  CompactOptional() = default;
+  CompactOptional(std::nullopt_t) {}  // NOLINT: as std::optional
+  CompactOptional(double v) : bits_(std::bit_cast<uint64_t>(v)) {}  // NOLINT
+  CompactOptional(const std::optional<double>& v) : bits_(v ? std::bit_cast<uint64_t>(*v) : kNone) {}  // NOLINT
+  explicit operator bool() const { return has_value(); }
+  bool has_value() const { return bits_ != kNone; }
+  double operator*() const { return std::bit_cast<double>(bits_); }
+  double value_or(double fallback) const { return has_value() ? **this : fallback; }
+  void reset() { bits_ = kNone; }
+  operator std::optional<double>() const { return has_value() ? std::optional<double>(**this) : std::nullopt; }  // NOLINT
+  friend bool operator==(const CompactOptional& a, const std::optional<double>& b) {
+    return std::optional<double>(a) == b;
+  }
+
+ private:
+  static constexpr uint64_t kNone = 0x7ff000000000dead;
+  uint64_t bits_ = kNone;
+};
+
+// An item's counted work (analysis::Work, summed over its kernels) in compact numbers.
+struct ItemWork {
+  ItemWork() = default;
+  explicit ItemWork(const analysis::Work& w);
+  std::array<CompactOptional, kPrecisionCount> flops{};
+  std::array<CompactOptional, kMemLevelCount> bytes{};
+  CompactOptional total_flops;  // none unless some precision was counted (Work::totalFlops)
+};
+
 // What the plot, the table and the tooltip show of an item's roofline placement. The whole
 // placement, with the reason for its bound and what was missing, is Document::placement(): a run
 // of a million launches would hold a million reasons that only the details panel reads, one at a
 // time.
 struct ItemPlacement {
-  std::array<std::optional<double>, kMemLevelCount> intensity_flop_per_byte{};
-  std::optional<double> achieved_flops_per_s;
-  std::optional<double> roof_fraction;
-  std::optional<double> attainable_ns;
+  std::array<CompactOptional, kMemLevelCount> intensity_flop_per_byte{};
+  CompactOptional achieved_flops_per_s;
+  CompactOptional roof_fraction;
+  CompactOptional attainable_ns;
   std::string_view binding;  // "dram", "tensor_fp16+fp32", "" if none
   std::optional<analysis::CeilingSource> binding_source;
   analysis::Bound bound = analysis::Bound::kUnknown;
@@ -71,11 +106,11 @@ struct Item {
   int32_t static_shared_bytes = 0;       // max
   int32_t dynamic_shared_bytes = 0;      // max
   int64_t local_bytes_per_thread = 0;    // max: stack frame and spills
-  std::optional<double> theoretical_occupancy;  // min over the members
-  std::optional<double> achieved_occupancy;     // time-weighted, only if every member was counted
-  std::optional<double> local_traffic_bytes;    // counted spill traffic (load + store), summed
-  bool mixed_shapes = false;                    // an op whose kernels differ in shape
-  analysis::Work work;                          // summed counters (absent where any member lacks them)
+  CompactOptional theoretical_occupancy;  // min over the members
+  CompactOptional achieved_occupancy;     // time-weighted, only if every member was counted
+  CompactOptional local_traffic_bytes;    // counted spill traffic (load + store), summed
+  bool mixed_shapes = false;              // an op whose kernels differ in shape
+  ItemWork work;                          // summed counters (absent where any member lacks them)
   ItemPlacement placement;
   int32_t op = -1;  // index into Document::opNames() for colouring; -1 = in no op
 };
