@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "command.h"
 #include "fprof/analysis/run_analysis.h"
@@ -82,7 +83,8 @@ int runDiff(const DiffOptions& opt) {
   // The current run's own fusion candidates are not shown: only the baseline's are looked for.
   analysis::AnalysisOptions options;
   options.fusion_in_background = false;
-  const analysis::RunAnalysis analysed = analysis::RunAnalysis::of(*cur, &*base, options);
+  options.release_launch_tables = true;  // the runs are read through the analysis alone
+  const analysis::RunAnalysis analysed = analysis::RunAnalysis::owning(std::move(*cur), std::move(*base), options);
   const analysis::RunDiff& d = analysed.comparison()->diff;
   const analysis::KernelNames& names = analysed.comparison()->names;
   // Cut for display like any text shown: a 1 MB full name is no 1 MB line.
@@ -91,8 +93,8 @@ int runDiff(const DiffOptions& opt) {
   };
 
   std::string out = fmt::format("base {}: {} kernels, {}\ncur  {}: {} kernels, {}\ntotal kernel time {}\n\n",
-                                opt.base, base->kernels.size(), formatDurationNs(d.base_total_ns), opt.cur,
-                                cur->kernels.size(), formatDurationNs(d.cur_total_ns),
+                                opt.base, analysed.baseline()->profile().kernels.size(), formatDurationNs(d.base_total_ns),
+                                opt.cur, analysed.profile().kernels.size(), formatDurationNs(d.cur_total_ns),
                                 change(d.base_total_ns > 0 ? std::optional<double>(d.cur_total_ns / d.base_total_ns - 1)
                                                            : std::nullopt));
   out += setupWarnings(d);

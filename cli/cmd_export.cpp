@@ -514,7 +514,9 @@ core::Status exportStreamed(const ExportOptions& o, core::ProfileStream& in, Row
 core::Status exportAnalysed(const ExportOptions& o, RowWriter& w) {
   auto loaded = loadProfile(o.file);
   if (!loaded) return core::makeError(loaded.error());
-  const analysis::RunAnalysis analysed = analysis::RunAnalysis::of(*loaded);
+  analysis::AnalysisOptions options;
+  options.release_launch_tables = true;  // the run is read through the analysis alone
+  const analysis::RunAnalysis analysed = analysis::RunAnalysis::owning(std::move(*loaded), std::nullopt, options);
   return exportJson(analysed, w);
 }
 

@@ -10,14 +10,14 @@ namespace {
 uint64_t pairKey(uint32_t a, uint32_t b) { return (uint64_t{a} << 32) | b; }
 }  // namespace
 
-AllocationTable buildAllocations(const core::Profile& p) {
+AllocationTable buildAllocations(const std::vector<core::MemoryEventRecord>& memory_events) {
   AllocationTable t;
   // Sized first: grown one allocation at a time, the table of a long run keeps up to twice its size.
   t.allocations.reserve(static_cast<size_t>(
-      std::count_if(p.memory_events.begin(), p.memory_events.end(), [](const core::MemoryEventRecord& e) { return e.is_alloc; })));
+      std::count_if(memory_events.begin(), memory_events.end(), [](const core::MemoryEventRecord& e) { return e.is_alloc; })));
   std::unordered_map<uint64_t, size_t> timeline_of;
   std::unordered_map<uint64_t, uint32_t> open;  // (process, address) -> allocation
-  for (const core::MemoryEventRecord& e : p.memory_events) {
+  for (const core::MemoryEventRecord& e : memory_events) {
     auto [tit, inserted] = timeline_of.emplace(pairKey(e.process_id, e.device_id), t.timelines.size());
     if (inserted) t.timelines.push_back({e.process_id, e.device_id, {}, 0, 0});
     MemoryTimeline& tl = t.timelines[tit->second];

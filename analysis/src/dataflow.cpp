@@ -19,15 +19,15 @@ uint64_t pairKey(uint32_t a, uint32_t b) { return (uint64_t{a} << 32) | b; }
 // found by sorting the launch keys once.
 class LaunchArgs {
  public:
-  explicit LaunchArgs(const core::Profile& p) : p_(p) {
-    for (size_t i = 0; i < p.kernel_args.size(); ++i) {
-      const uint64_t key = pairKey(p.kernel_args[i].process_id, p.kernel_args[i].correlation_id);
+  LaunchArgs(const std::vector<core::KernelRow>& kernels, const std::vector<core::KernelArgRecord>& args) : args_(args) {
+    for (size_t i = 0; i < args.size(); ++i) {
+      const uint64_t key = pairKey(args[i].process_id, args[i].correlation_id);
       if (runs_.empty() || runs_.back().first != key) runs_.emplace_back(key, static_cast<uint32_t>(i));
     }
-    if (p.kernel_args.empty()) return;
+    if (args.empty()) return;
     std::vector<uint64_t> keys;
-    keys.reserve(p.kernels.size());
-    for (const core::KernelRow& k : p.kernels) keys.push_back(pairKey(k.process_id, k.correlation_id));
+    keys.reserve(kernels.size());
+    for (const core::KernelRow& k : kernels) keys.push_back(pairKey(k.process_id, k.correlation_id));
     std::sort(keys.begin(), keys.end());
     for (size_t i = 1; i < keys.size(); ++i) {
       if (keys[i] == keys[i - 1] && (shared_.empty() || shared_.back() != keys[i])) shared_.push_back(keys[i]);
@@ -39,14 +39,13 @@ class LaunchArgs {
     return std::binary_search(shared_.begin(), shared_.end(), pairKey(k.process_id, k.correlation_id));
   }
 
-  // [first, first + count) of p.kernel_args.
+  // [first, first + count) of the arguments.
   std::pair<size_t, size_t> of(const core::KernelRow& k) {
     const uint64_t key = pairKey(k.process_id, k.correlation_id);
     const auto* run = findRun(key);
     if (!run) return {0, 0};
     size_t end = run->second;
-    while (end < p_.kernel_args.size() &&
-           pairKey(p_.kernel_args[end].process_id, p_.kernel_args[end].correlation_id) == key) {
+    while (end < args_.size() && pairKey(args_[end].process_id, args_[end].correlation_id) == key) {
       ++end;
     }
     return {run->second, end - run->second};
@@ -66,7 +65,7 @@ class LaunchArgs {
     return &*it;
   }
 
-  const core::Profile& p_;
+  const std::vector<core::KernelArgRecord>& args_;
   std::vector<std::pair<uint64_t, uint32_t>> runs_;  // (launch key, first argument index)
   std::vector<uint64_t> shared_;                     // launches that produced several kernels
   size_t cursor_ = 0;
@@ -119,15 +118,17 @@ bool hidesMeasuredWrite(const MeasuredRoles& measured, const core::KernelRow& k,
   });
 }
 
-ResolvedLaunches resolveLaunches(const core::Profile& p, const AllocationTable& table, const MeasuredRoles& measured) {
+ResolvedLaunches resolveLaunches(const core::Profile& p, const LaunchTables& tables, const AllocationTable& table,
+                                 const MeasuredRoles& measured) {
+  const std::vector<core::KernelArgRecord>& kernel_args = tables.kernel_args;
   ResolvedLaunches r;
   r.access_begin.assign(p.kernels.size() + 1, 0);
   r.args_known.assign(p.kernels.size(), 0);
   r.opaque.assign(p.kernels.size(), 0);
-  LaunchArgs args(p);
-  LiveAllocations live(p, table);
+  LaunchArgs args(p.kernels, kernel_args);
+  LiveAllocations live(tables.memory_events, table);
   // Whether the collector recorded the 8-byte words of larger parameters too (arg_roles.h).
-  const bool words_recorded = std::any_of(p.kernel_args.begin(), p.kernel_args.end(),
+  const bool words_recorded = std::any_of(kernel_args.begin(), kernel_args.end(),
                                           [](const core::KernelArgRecord& a) { return a.size_bytes > 8; });
   std::unordered_map<uint32_t, Signature> signatures;  // by demangled name id
   std::vector<ArgSlot> slots;
@@ -142,7 +143,7 @@ ResolvedLaunches resolveLaunches(const core::Profile& p, const AllocationTable& 
     const core::KernelRow& k = p.kernels[ki];
     live.advanceTo(k.start_ns, [&](uint32_t freed) { r.frees.emplace_back(ki, freed); });
     r.access_begin[ki] = static_cast<uint32_t>(r.accesses.size());
-    if (p.kernel_args.empty()) continue;
+    if (kernel_args.empty()) continue;
     if (k.graph_id != 0 || args.shared(k)) {
       r.opaque[ki] = 1;  // anything may have been written
       continue;
@@ -152,7 +153,7 @@ ResolvedLaunches resolveLaunches(const core::Profile& p, const AllocationTable& 
     slots.clear();
     resolved.clear();
     for (size_t a = first; a < first + count; ++a) {
-      const core::KernelArgRecord& arg = p.kernel_args[a];
+      const core::KernelArgRecord& arg = kernel_args[a];
       // An 8-byte parameter, or an 8-byte word of a larger one (a struct or array read word by word).
       if (arg.size_bytes < 8 || arg.value == 0) continue;
       if (auto alloc = live.find(k.process_id, arg.value)) {
@@ -163,7 +164,7 @@ ResolvedLaunches resolveLaunches(const core::Profile& p, const AllocationTable& 
     auto sig = signatures.find(k.demangled_id);
     if (sig == signatures.end()) sig = signatures.emplace(k.demangled_id, parseSignature(p.str(k.demangled_id))).first;
     const bool hides_writes =
-        launchIsOpaque(sig->second, count ? &p.kernel_args[first] : nullptr, count, resolved.size(), words_recorded) ||
+        launchIsOpaque(sig->second, count ? &kernel_args[first] : nullptr, count, resolved.size(), words_recorded) ||
         hidesMeasuredWrite(measured, k, slots);
     r.opaque[ki] = hides_writes ? 1 : 0;
     if (resolved.empty()) continue;
@@ -268,12 +269,13 @@ struct AddressedCopy {
   uint32_t correlation_id = 0;
 };
 
-std::vector<AddressedCopy> addressedCopies(const core::Profile& p, const AllocationTable& table) {
+std::vector<AddressedCopy> addressedCopies(const core::Profile& p, const std::vector<core::MemoryEventRecord>& memory_events,
+                                           const AllocationTable& table) {
   std::vector<AddressedCopy> out;
   if (p.memcpy_addresses.empty()) return out;
   std::unordered_map<uint64_t, const core::MemcpyAddressRecord*> by_call;
   for (const core::MemcpyAddressRecord& a : p.memcpy_addresses) by_call[pairKey(a.process_id, a.correlation_id)] = &a;
-  LiveAllocations live(p, table);
+  LiveAllocations live(memory_events, table);
   for (const core::MemcpyRecord& m : p.memcpys) {  // in start order
     if (m.copy_kind != "DtoD") continue;
     const auto it = by_call.find(pairKey(m.process_id, m.correlation_id));
@@ -546,13 +548,17 @@ class ProducerLinker {
 DataFlow analyzeDataFlow(const core::Profile& p) { return analyzeDataFlow(p, measuredRoles(p)); }
 
 DataFlow analyzeDataFlow(const core::Profile& p, const MeasuredRoles& measured) {
+  return analyzeDataFlow(p, LaunchTables::of(p), measured);
+}
+
+DataFlow analyzeDataFlow(const core::Profile& p, const LaunchTables& tables, const MeasuredRoles& measured) {
   DataFlow df;
-  df.have_args = !p.kernel_args.empty();
-  df.have_allocations = !p.memory_events.empty();
+  df.have_args = !tables.kernel_args.empty();
+  df.have_allocations = !tables.memory_events.empty();
   df.have_measured_roles = !measured.empty();
-  AllocationTable table = buildAllocations(p);
-  ResolvedLaunches launches = resolveLaunches(p, table, measured);
-  std::vector<AddressedCopy> passes = addressedCopies(p, table);
+  AllocationTable table = buildAllocations(tables.memory_events);
+  ResolvedLaunches launches = resolveLaunches(p, tables, table, measured);
+  std::vector<AddressedCopy> passes = addressedCopies(p, tables.memory_events, table);
   assignExtents(p, launches.accesses, launches.access_begin, table);
   df.allocations = std::move(table.allocations);
   df.timelines = std::move(table.timelines);

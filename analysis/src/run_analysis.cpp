@@ -39,9 +39,16 @@ RunComparison compareRuns(const RunAnalysis& base, const RunAnalysis& cur) {
   return c;
 }
 
+// The tables data flow alone reads, taken out of an owned profile and freed once read.
+struct LaunchTablesHeld {
+  std::vector<core::KernelArgRecord> kernel_args;
+  std::vector<core::MemoryEventRecord> memory_events;
+};
+
 struct RunAnalysis::State {
   std::optional<core::Profile> owned_run;  // set by owning()
   const core::Profile* run = nullptr;
+  std::optional<LaunchTablesHeld> launch_tables;  // owning(): until data flow has read them
   AnalysisOptions options;
   std::vector<std::pair<uint64_t, Ceilings>> ceilings;  // per (process, device) of the run's devices
   Ceilings no_device;                                    // a kernel whose device was not recorded
@@ -64,9 +71,18 @@ struct RunAnalysis::State {
   // Last, so that it is destroyed first: the background work ends before what it reads goes.
   std::future<void> background;
 
+  const DataFlow& dataFlow() {
+    return data_flow.get([&] {
+      if (!launch_tables) return analyzeDataFlow(*run);
+      DataFlow df = analyzeDataFlow(*run, {launch_tables->kernel_args, launch_tables->memory_events}, measuredRoles(*run));
+      launch_tables.reset();
+      return df;
+    });
+  }
+
   const FusionResult& fusionResult() {
     return fusion.get([&] {
-      const DataFlow& df = data_flow.get([&] { return analyzeDataFlow(*run); });
+      const DataFlow& df = dataFlow();
       const OpIndex& ops = nvtx_ops.get([&] { return indexOps(*run); });
       const FrameworkOps& fops = framework_ops.get([&] { return indexFrameworkOps(*run); });
       return analyzeFusion(*run, ops, fops, df, options.fusion);
@@ -108,6 +124,11 @@ RunAnalysis RunAnalysis::of(const core::Profile& run, const core::Profile* basel
 RunAnalysis RunAnalysis::owning(core::Profile run, std::optional<core::Profile> baseline,
                                 const AnalysisOptions& options) {
   auto s = std::make_unique<State>();
+  if (options.release_launch_tables) {
+    s->launch_tables = LaunchTablesHeld{std::move(run.kernel_args), std::move(run.memory_events)};
+    run.kernel_args.clear();
+    run.memory_events.clear();
+  }
   s->owned_run.emplace(std::move(run));
   s->run = &*s->owned_run;
   s->options = options;
@@ -169,7 +190,7 @@ const std::vector<GroupPlacement>& RunAnalysis::opPlacements() const {
 }
 
 const DataFlow& RunAnalysis::dataFlow() const {
-  return s_->data_flow.get([&] { return analyzeDataFlow(*s_->run); });
+  return s_->dataFlow();
 }
 
 const FusionResult& RunAnalysis::fusion() const { return s_->fusionResult(); }

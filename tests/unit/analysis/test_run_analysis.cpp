@@ -120,6 +120,42 @@ TEST(RunAnalysis, OwnedProfileSurvivesAMove) {
   EXPECT_EQ(candidateIds(moved.fusion()), expected);
 }
 
+// Released launch tables: the same data flow and fusion as from the whole profile, and the
+// profiles (the baseline's too) hold no launch arguments or memory events afterwards.
+TEST(RunAnalysis, ReleasedLaunchTablesGiveTheSameDataFlow) {
+  const core::Profile base = load("torch_mlp_eager_h100.fprof");
+  const core::Profile cur = load("torch_mlp_compile_h100.fprof");
+  ASSERT_FALSE(cur.kernel_args.empty());
+  ASSERT_FALSE(cur.memory_events.empty());
+  const RunAnalysis whole = RunAnalysis::of(cur, &base);
+  AnalysisOptions release;
+  release.release_launch_tables = true;
+  const RunAnalysis owned = RunAnalysis::owning(core::Profile(cur), core::Profile(base), release);
+  const DataFlow& want = whole.dataFlow();
+  const DataFlow& got = owned.dataFlow();
+  EXPECT_TRUE(got.have_args);
+  EXPECT_TRUE(got.have_allocations);
+  ASSERT_EQ(got.edges.size(), want.edges.size());
+  for (size_t e = 0; e < want.edges.size(); ++e) {
+    EXPECT_EQ(got.edges[e].producer, want.edges[e].producer);
+    EXPECT_EQ(got.edges[e].consumer, want.edges[e].consumer);
+    EXPECT_EQ(got.edges[e].bytes, want.edges[e].bytes);
+  }
+  EXPECT_EQ(got.accesses.size(), want.accesses.size());
+  EXPECT_EQ(got.allocations.size(), want.allocations.size());
+  EXPECT_EQ(candidateIds(owned.fusion()), candidateIds(whole.fusion()));
+  EXPECT_EQ(candidateIds(owned.baseline()->fusion()), candidateIds(whole.baseline()->fusion()));
+  EXPECT_EQ(owned.comparison()->fusions.applied.size(), whole.comparison()->fusions.applied.size());
+  for (const RunAnalysis* a : {&owned, owned.baseline()}) {
+    EXPECT_TRUE(a->profile().kernel_args.empty());
+    EXPECT_TRUE(a->profile().memory_events.empty());
+  }
+  // Without the option an owning analysis keeps them.
+  const RunAnalysis kept = RunAnalysis::owning(core::Profile(cur));
+  EXPECT_EQ(kept.profile().kernel_args.size(), cur.kernel_args.size());
+  EXPECT_EQ(kept.profile().memory_events.size(), cur.memory_events.size());
+}
+
 TEST(RunAnalysis, BaselineGivesItsAnalysisAndTheComparison) {
   const core::Profile base = load("torch_mlp_eager_h100.fprof");
   const core::Profile cur = load("torch_mlp_compile_h100.fprof");

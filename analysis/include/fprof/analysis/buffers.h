@@ -56,14 +56,17 @@ struct AllocationTable {
   int64_t unmatched_frees = 0;            // frees of addresses with no recorded allocation
 };
 
-// Allocations and their timelines from the profile's memory events (ordered by timestamp).
-AllocationTable buildAllocations(const core::Profile& p);
+// Allocations and their timelines from memory events ordered by timestamp (a profile's).
+AllocationTable buildAllocations(const std::vector<core::MemoryEventRecord>& memory_events);
+inline AllocationTable buildAllocations(const core::Profile& p) { return buildAllocations(p.memory_events); }
 
 // The allocations live at a point in time: memory events replayed in order, so an address reused
 // after a free resolves to the new allocation.
 class LiveAllocations {
  public:
-  LiveAllocations(const core::Profile& p, const AllocationTable& table) : p_(p), table_(table) {}
+  LiveAllocations(const std::vector<core::MemoryEventRecord>& memory_events, const AllocationTable& table)
+      : events_(memory_events), table_(table) {}
+  LiveAllocations(const core::Profile& p, const AllocationTable& table) : LiveAllocations(p.memory_events, table) {}
   // Applies every memory event at or before `ns`; `on_free(allocation)` is called for each free.
   template <typename OnFree>
   void advanceTo(int64_t ns, OnFree&& on_free);
@@ -71,7 +74,7 @@ class LiveAllocations {
   std::optional<uint32_t> find(uint32_t process_id, uint64_t address) const;
 
  private:
-  const core::Profile& p_;
+  const std::vector<core::MemoryEventRecord>& events_;
   const AllocationTable& table_;
   size_t next_event_ = 0;
   uint32_t next_allocation_ = 0;
@@ -190,9 +193,9 @@ class ByteVersions {
 
 template <typename OnFree>
 void LiveAllocations::advanceTo(int64_t ns, OnFree&& on_free) {
-  while (next_event_ < p_.memory_events.size() && p_.memory_events[next_event_].timestamp_ns <= ns) {
+  while (next_event_ < events_.size() && events_[next_event_].timestamp_ns <= ns) {
     std::optional<uint32_t> freed;
-    apply(p_.memory_events[next_event_++], &freed);
+    apply(events_[next_event_++], &freed);
     if (freed) on_free(*freed);
   }
 }

@@ -48,6 +48,11 @@ struct AnalysisOptions {
   FusionOptions fusion;
   // Start data flow and fusion on a second thread as the analysis is built (else on first use).
   bool fusion_in_background = true;
+  // An owning analysis takes the launch arguments and memory events, which data flow alone reads,
+  // out of its profiles and frees them once data flow has read them: profile().kernel_args and
+  // memory_events are then empty. For front ends that read the run only through this analysis
+  // (a long run holds tens of bytes of those tables per kernel).
+  bool release_launch_tables = false;
 };
 
 // The op each kernel is reported under, as a small id into `names` ("" = none): under fprof's op
@@ -78,7 +83,7 @@ class RunAnalysis {
   // Borrows the profiles: they must outlive the analysis.
   static RunAnalysis of(const core::Profile& run, const core::Profile* baseline = nullptr,
                         const AnalysisOptions& options = {});
-  // Owns them.
+  // Owns them (see AnalysisOptions::release_launch_tables).
   static RunAnalysis owning(core::Profile run, std::optional<core::Profile> baseline = std::nullopt,
                             const AnalysisOptions& options = {});
   RunAnalysis(RunAnalysis&&) noexcept;
