@@ -551,7 +551,12 @@ DataFlow analyzeDataFlow(const core::Profile& p, const MeasuredRoles& measured) 
   return analyzeDataFlow(p, LaunchTables::of(p), measured);
 }
 
-DataFlow analyzeDataFlow(const core::Profile& p, const LaunchTables& tables, const MeasuredRoles& measured) {
+namespace {
+
+// Data flow's steps; `tables_read` is called once nothing reads the launch tables any more.
+template <typename TablesRead>
+DataFlow dataFlowOf(const core::Profile& p, const LaunchTables& tables, const MeasuredRoles& measured,
+                    TablesRead&& tables_read) {
   DataFlow df;
   df.have_args = !tables.kernel_args.empty();
   df.have_allocations = !tables.memory_events.empty();
@@ -559,6 +564,7 @@ DataFlow analyzeDataFlow(const core::Profile& p, const LaunchTables& tables, con
   AllocationTable table = buildAllocations(tables.memory_events);
   ResolvedLaunches launches = resolveLaunches(p, tables, table, measured);
   std::vector<AddressedCopy> passes = addressedCopies(p, tables.memory_events, table);
+  tables_read();
   assignExtents(p, launches.accesses, launches.access_begin, table);
   df.allocations = std::move(table.allocations);
   df.timelines = std::move(table.timelines);
@@ -569,6 +575,19 @@ DataFlow analyzeDataFlow(const core::Profile& p, const LaunchTables& tables, con
   df.args_known = std::move(launches.args_known);
   df.opaque = std::move(launches.opaque);
   return df;
+}
+
+}  // namespace
+
+DataFlow analyzeDataFlow(const core::Profile& p, const LaunchTables& tables, const MeasuredRoles& measured) {
+  return dataFlowOf(p, tables, measured, [] {});
+}
+
+DataFlow analyzeDataFlow(const core::Profile& p, OwnedLaunchTables tables, const MeasuredRoles& measured) {
+  return dataFlowOf(p, {tables.kernel_args, tables.memory_events}, measured, [&] {
+    std::vector<core::KernelArgRecord>().swap(tables.kernel_args);
+    std::vector<core::MemoryEventRecord>().swap(tables.memory_events);
+  });
 }
 
 }  // namespace fprof::analysis

@@ -39,16 +39,12 @@ RunComparison compareRuns(const RunAnalysis& base, const RunAnalysis& cur) {
   return c;
 }
 
-// The tables data flow alone reads, taken out of an owned profile and freed once read.
-struct LaunchTablesHeld {
-  std::vector<core::KernelArgRecord> kernel_args;
-  std::vector<core::MemoryEventRecord> memory_events;
-};
-
 struct RunAnalysis::State {
   std::optional<core::Profile> owned_run;  // set by owning()
   const core::Profile* run = nullptr;
-  std::optional<LaunchTablesHeld> launch_tables;  // owning(): until data flow has read them
+  // The tables data flow alone reads, taken out of an owned profile (release_launch_tables) and
+  // given to data flow, which frees them once read.
+  std::optional<OwnedLaunchTables> launch_tables;
   AnalysisOptions options;
   std::vector<std::pair<uint64_t, Ceilings>> ceilings;  // per (process, device) of the run's devices
   Ceilings no_device;                                    // a kernel whose device was not recorded
@@ -74,9 +70,9 @@ struct RunAnalysis::State {
   const DataFlow& dataFlow() {
     return data_flow.get([&] {
       if (!launch_tables) return analyzeDataFlow(*run);
-      DataFlow df = analyzeDataFlow(*run, {launch_tables->kernel_args, launch_tables->memory_events}, measuredRoles(*run));
+      OwnedLaunchTables tables = std::move(*launch_tables);
       launch_tables.reset();
-      return df;
+      return analyzeDataFlow(*run, std::move(tables), measuredRoles(*run));
     });
   }
 
@@ -125,7 +121,7 @@ RunAnalysis RunAnalysis::owning(core::Profile run, std::optional<core::Profile> 
                                 const AnalysisOptions& options) {
   auto s = std::make_unique<State>();
   if (options.release_launch_tables) {
-    s->launch_tables = LaunchTablesHeld{std::move(run.kernel_args), std::move(run.memory_events)};
+    s->launch_tables = OwnedLaunchTables{std::move(run.kernel_args), std::move(run.memory_events)};
     run.kernel_args.clear();
     run.memory_events.clear();
   }

@@ -80,10 +80,18 @@ struct LaunchTables {
   static LaunchTables of(const core::Profile& p) { return {p.kernel_args, p.memory_events}; }
 };
 
+// The same tables given to data flow to keep: it frees them once it has read them, before its
+// largest step (the extents and edges).
+struct OwnedLaunchTables {
+  std::vector<core::KernelArgRecord> kernel_args;
+  std::vector<core::MemoryEventRecord> memory_events;
+};
+
 // The measured roles come from the profile's function_arg rows; the overloads take them from the
 // caller (tests, or a profile whose roles were measured separately), and the launch tables.
 DataFlow analyzeDataFlow(const core::Profile& p);
 DataFlow analyzeDataFlow(const core::Profile& p, const MeasuredRoles& measured);
 DataFlow analyzeDataFlow(const core::Profile& p, const LaunchTables& tables, const MeasuredRoles& measured);
+DataFlow analyzeDataFlow(const core::Profile& p, OwnedLaunchTables tables, const MeasuredRoles& measured);
 
 }  // namespace fprof::analysis
