@@ -54,7 +54,9 @@ core::Expected<std::shared_ptr<Document>> Document::open(const std::string& path
 
 std::shared_ptr<Document> Document::fromProfile(core::Profile profile) {
   std::shared_ptr<Document> d(new Document());
-  d->analysis_.emplace(analysis::RunAnalysis::owning(std::move(profile)));
+  analysis::AnalysisOptions options;
+  options.release_launch_tables = true;
+  d->analysis_.emplace(analysis::RunAnalysis::owning(std::move(profile), std::nullopt, options));
   d->build();
   return d;
 }

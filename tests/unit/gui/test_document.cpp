@@ -403,8 +403,9 @@ TEST(Diff, AppliedFusionsPredictedNextToMeasured) {
   EXPECT_EQ(f.name.rfind("attention, 7 kernels (matmul -> mul -> masked_fill -> softmax -> copy -> matmul -> copy), with ", 0), 0u)
       << f.name;
   // The analysis' own outcome, unchanged.
-  const analysis::RunAnalysis a = analysis::RunAnalysis::of((*sdpa)->profile(), &(*eager)->profile());
-  const analysis::FusionOutcome& o = a.comparison()->fusions.applied.front();
+  const analysis::RunComparison c = analysis::compareRuns((*eager)->analysis(), (*sdpa)->analysis());
+  ASSERT_EQ(c.fusions.applied.size(), 1u);
+  const analysis::FusionOutcome& o = c.fusions.applied.front();
   EXPECT_EQ(f.outcome.launches_before, o.launches_before);
   EXPECT_EQ(f.outcome.launches_after, o.launches_after);
   EXPECT_DOUBLE_EQ(f.outcome.measured_saving_ns, o.measured_saving_ns);

@@ -135,6 +135,8 @@ class Document {
   static core::Expected<std::shared_ptr<Document>> open(const std::string& path);
   static std::shared_ptr<Document> fromProfile(core::Profile profile);
 
+  // The run as loaded, less its launch arguments and memory events: the analysis' data flow read
+  // them and let them go (AnalysisOptions::release_launch_tables). Analyse it through analysis().
   const core::Profile& profile() const;
   // The analysis every view reads (analysis/run_analysis.h).
   const analysis::RunAnalysis& analysis() const { return *analysis_; }
