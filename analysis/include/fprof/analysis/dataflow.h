@@ -73,7 +73,8 @@ struct DataFlow {
 
 // What data flow reads besides the profile's kernels, copies and functions: the launches'
 // arguments and the memory events. A profile's own, or the same tables held apart from it (an
-// owning RunAnalysis takes them out of its profile and frees them once data flow has read them).
+// owning RunAnalysis with release_launch_tables takes them out of its profile and frees them once
+// data flow has read them).
 struct LaunchTables {
   const std::vector<core::KernelArgRecord>& kernel_args;      // by (process, correlation id)
   const std::vector<core::MemoryEventRecord>& memory_events;  // by timestamp
