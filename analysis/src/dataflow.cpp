@@ -13,6 +13,13 @@ namespace {
 
 uint64_t pairKey(uint32_t a, uint32_t b) { return (uint64_t{a} << 32) | b; }
 
+// The launch arguments and memory events data flow reads: a profile's own, or tables kept apart
+// from it (OwnedLaunchTables).
+struct LaunchTables {
+  const std::vector<core::KernelArgRecord>& kernel_args;      // by (process, correlation id)
+  const std::vector<core::MemoryEventRecord>& memory_events;  // by timestamp
+};
+
 // The recorded 8-byte arguments of each launch. kernel_args is sorted by (process, correlation
 // id), so each launch's arguments are one run, found by binary search (kernels come mostly in
 // correlation order: the next run is tried first). Kernels sharing a launch (graph nodes) are
@@ -543,16 +550,6 @@ class ProducerLinker {
   std::vector<size_t> order_, slot_;                      // sorting this consumer's edges
 };
 
-}  // namespace
-
-DataFlow analyzeDataFlow(const core::Profile& p) { return analyzeDataFlow(p, measuredRoles(p)); }
-
-DataFlow analyzeDataFlow(const core::Profile& p, const MeasuredRoles& measured) {
-  return analyzeDataFlow(p, LaunchTables::of(p), measured);
-}
-
-namespace {
-
 // Data flow's steps; `tables_read` is called once nothing reads the launch tables any more.
 template <typename TablesRead>
 DataFlow dataFlowOf(const core::Profile& p, const LaunchTables& tables, const MeasuredRoles& measured,
@@ -579,8 +576,10 @@ DataFlow dataFlowOf(const core::Profile& p, const LaunchTables& tables, const Me
 
 }  // namespace
 
-DataFlow analyzeDataFlow(const core::Profile& p, const LaunchTables& tables, const MeasuredRoles& measured) {
-  return dataFlowOf(p, tables, measured, [] {});
+DataFlow analyzeDataFlow(const core::Profile& p) { return analyzeDataFlow(p, measuredRoles(p)); }
+
+DataFlow analyzeDataFlow(const core::Profile& p, const MeasuredRoles& measured) {
+  return dataFlowOf(p, {p.kernel_args, p.memory_events}, measured, [] {});
 }
 
 DataFlow analyzeDataFlow(const core::Profile& p, OwnedLaunchTables tables, const MeasuredRoles& measured) {

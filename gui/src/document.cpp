@@ -272,7 +272,7 @@ void Document::build() {
     if (analysis::countersFor(p, k.id)) ++kernels_with_counters_;
   }
   OpsOfKernels ops = opsOfKernels(p, a.kernelOps());
-  op_names_ = ops.names;
+  op_names_ = std::move(ops.names);
   auto setPath = [&](Item& it, const core::KernelRow& k) {
     if (!k.nvtx_path_id) return;
     it.nvtx_path = p.str(*k.nvtx_path_id);

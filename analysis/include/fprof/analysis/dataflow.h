@@ -71,28 +71,19 @@ struct DataFlow {
   std::vector<uint32_t> written_once_read_once;  // allocations whose every value had one reader (fusion candidates)
 };
 
-// What data flow reads besides the profile's kernels, copies and functions: the launches'
-// arguments and the memory events. A profile's own, or the same tables held apart from it (an
-// owning RunAnalysis with release_launch_tables takes them out of its profile and frees them once
-// data flow has read them).
-struct LaunchTables {
-  const std::vector<core::KernelArgRecord>& kernel_args;      // by (process, correlation id)
-  const std::vector<core::MemoryEventRecord>& memory_events;  // by timestamp
-  static LaunchTables of(const core::Profile& p) { return {p.kernel_args, p.memory_events}; }
-};
-
-// The same tables given to data flow to keep: it frees them once it has read them, before its
-// largest step (the extents and edges).
+// The tables data flow reads besides the profile's kernels, copies and functions, given to it to
+// keep apart from their profile (an owning RunAnalysis with release_launch_tables takes them out of
+// its profile): data flow frees them once it has read them, before its largest step (the extents
+// and edges).
 struct OwnedLaunchTables {
-  std::vector<core::KernelArgRecord> kernel_args;
-  std::vector<core::MemoryEventRecord> memory_events;
+  std::vector<core::KernelArgRecord> kernel_args;      // by (process, correlation id)
+  std::vector<core::MemoryEventRecord> memory_events;  // by timestamp
 };
 
 // The measured roles come from the profile's function_arg rows; the overloads take them from the
 // caller (tests, or a profile whose roles were measured separately), and the launch tables.
 DataFlow analyzeDataFlow(const core::Profile& p);
 DataFlow analyzeDataFlow(const core::Profile& p, const MeasuredRoles& measured);
-DataFlow analyzeDataFlow(const core::Profile& p, const LaunchTables& tables, const MeasuredRoles& measured);
 DataFlow analyzeDataFlow(const core::Profile& p, OwnedLaunchTables tables, const MeasuredRoles& measured);
 
 }  // namespace fprof::analysis
