@@ -511,13 +511,14 @@ core::Status exportStreamed(const ExportOptions& o, core::ProfileStream& in, Row
 }
 
 // JSON: the kernels and the analysis of the loaded run (fusion and the data flow need the whole run).
+// The run is read through the analysis alone: its launch tables are read once its NVTX ranges
+// have been indexed and let go.
 core::Status exportAnalysed(const ExportOptions& o, RowWriter& w) {
-  auto loaded = loadProfile(o.file);
+  auto loaded = loadProfile(o.file, nullptr, {.launch_tables = false});
   if (!loaded) return core::makeError(loaded.error());
-  analysis::AnalysisOptions options;
-  options.release_launch_tables = true;  // the run is read through the analysis alone
-  const analysis::RunAnalysis analysed = analysis::RunAnalysis::owning(std::move(*loaded), std::nullopt, options);
-  return exportJson(analysed, w);
+  auto analysed = analysis::RunAnalysis::owningThenLoadingLaunchTables(std::move(*loaded));
+  if (!analysed) return core::makeError(analysed.error());
+  return exportJson(*analysed, w);
 }
 
 int runExport(const ExportOptions& o) {

@@ -75,9 +75,14 @@ struct LoadedRuns {
   std::optional<core::Profile> base;
 };
 
+// A run reported alone is loaded without its launch tables: the analysis reads them once the
+// NVTX ranges are indexed and let go (RunAnalysis::owningThenLoadingLaunchTables). A comparison
+// reads both runs' ranges, and --rank cuts the tables to one process, so those load them whole.
+bool launchTablesLater(const ReportOptions& opt) { return opt.baseline.empty() && !opt.rank; }
+
 core::Expected<LoadedRuns> loadRuns(const ReportOptions& opt, Progress& progress) {
   progress.step("reading " + opt.file);
-  auto run = loadProfile(opt.file, &progress);
+  auto run = loadProfile(opt.file, &progress, {.launch_tables = !launchTablesLater(opt)});
   if (!run) return core::Error{run.error()};
   LoadedRuns runs{std::move(*run), std::nullopt};
   if (!opt.baseline.empty()) {
@@ -96,6 +101,15 @@ core::Expected<LoadedRuns> loadRuns(const ReportOptions& opt, Progress& progress
   return runs;
 }
 
+// The analysis owns the runs, read through it alone: the tables data flow has read are freed as
+// it goes, and the runs before the report is rendered.
+core::Expected<analysis::RunAnalysis> analyse(const ReportOptions& opt, LoadedRuns runs) {
+  if (launchTablesLater(opt)) return analysis::RunAnalysis::owningThenLoadingLaunchTables(std::move(runs.run));
+  analysis::AnalysisOptions options;
+  options.release_launch_tables = true;
+  return analysis::RunAnalysis::owning(std::move(runs.run), std::move(runs.base), options);
+}
+
 int runReport(const ReportOptions& opt) {
   const std::string path = outputPathOf(opt);
   // The output is opened first: a name that cannot be written costs no analysis.
@@ -110,12 +124,9 @@ int runReport(const ReportOptions& opt) {
   auto runs = loadRuns(opt, progress);
   if (!runs) return fail(runs.error());
   progress.step(fmt::format("analysing {} kernels", runs->run.kernels.size()));
-  // The analysis owns the runs, read through it alone: the tables data flow has read are freed as
-  // it goes, and the runs before the report is rendered.
-  analysis::AnalysisOptions options;
-  options.release_launch_tables = true;
-  const reports::ReportData data =
-      reports::buildReport(analysis::RunAnalysis::owning(std::move(runs->run), std::move(runs->base), options));
+  auto analysed = analyse(opt, std::move(*runs));
+  if (!analysed) return fail(analysed.error());
+  const reports::ReportData data = reports::buildReport(analysis::RunAnalysis(std::move(*analysed)));
   progress.step(opt.format == "md" ? "writing the Markdown summary" : "writing the HTML report");
   const std::string text = opt.format == "md" ? reports::renderMarkdown(data) : reports::renderHtml(data);
   core::Status written = out->write(text);

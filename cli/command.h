@@ -44,7 +44,8 @@ class Progress;
 // core::loadProfile, and on stderr one "fprof: warning: ..." line per kind of damage the reader
 // repaired (Profile::warnings). A progress line, if given, is cleared before the first warning so
 // that each warning starts a line of its own (the next step draws it again).
-core::Expected<core::Profile> loadProfile(const std::string& path, Progress* progress = nullptr);
+core::Expected<core::Profile> loadProfile(const std::string& path, Progress* progress = nullptr,
+                                          const core::LoadOptions& options = {});
 // The same warnings, for a file read as a stream (core/profile_stream.h).
 void printWarnings(const std::vector<std::string>& warnings);
 

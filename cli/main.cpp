@@ -19,8 +19,8 @@ int inputError(const std::string& message) {
   return 2;
 }
 
-core::Expected<core::Profile> loadProfile(const std::string& path, Progress* progress) {
-  auto loaded = core::loadProfile(path);
+core::Expected<core::Profile> loadProfile(const std::string& path, Progress* progress, const core::LoadOptions& options) {
+  auto loaded = core::loadProfile(path, options);
   if (loaded) {
     if (progress && !loaded->warnings.empty()) progress->done();
     printWarnings(loaded->warnings);

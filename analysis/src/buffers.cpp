@@ -137,7 +137,7 @@ ByteRange NearExtents::ofRead(uint32_t allocation, uint64_t address, size_t kern
 }
 
 void WrittenLifetimes::add(uint32_t allocation, uint64_t address, size_t kernel, bool write) {
-  pointers_[allocation].push_back({address, static_cast<int64_t>(kernel), write});
+  pointers_[allocation].push_back({address, static_cast<uint32_t>(kernel), write});
 }
 
 // One address's accesses in kernel order: each write starts a lifetime, the accesses up to the
@@ -188,7 +188,7 @@ void WrittenLifetimes::finish() {
 
 std::optional<int64_t> WrittenLifetimes::sizeAt(uint32_t allocation, uint64_t address, size_t kernel) const {
   const std::vector<Lifetime>& v = lifetimes_[allocation];
-  const auto k = static_cast<int64_t>(kernel);
+  const auto k = static_cast<uint32_t>(kernel);
   // The last lifetime at this address starting at or before the kernel.
   auto it = std::upper_bound(v.begin(), v.end(), std::make_pair(address, k), [](const auto& key, const Lifetime& l) {
     return key.first != l.address ? key.first < l.address : key.second < l.first;

@@ -212,19 +212,24 @@ struct SameWorkHash {
 // Step 2: the bytes each access covers, and its tensor's size.
 void assignExtents(const core::Profile& p, std::vector<KernelAccess>& accesses, const std::vector<uint32_t>& access_begin,
                    const AllocationTable& table) {
+  // The lifetimes first, on their own: each of the three holds every access until it finishes.
+  WrittenLifetimes lifetimes(table);
+  for (size_t k = 0; k + 1 < access_begin.size(); ++k) {
+    for (uint32_t x = access_begin[k]; x < access_begin[k + 1]; ++x) {
+      lifetimes.add(accesses[x].allocation, accesses[x].address, k, accesses[x].write);
+    }
+  }
+  lifetimes.finish();
   Extents extents(table);
   NearExtents near(table, kNearLaunches);
-  WrittenLifetimes lifetimes(table);
   for (size_t k = 0; k + 1 < access_begin.size(); ++k) {
     for (uint32_t x = access_begin[k]; x < access_begin[k + 1]; ++x) {
       extents.addPointer(accesses[x].allocation, accesses[x].address);
       near.addPointer(accesses[x].allocation, accesses[x].address, k);
-      lifetimes.add(accesses[x].allocation, accesses[x].address, k, accesses[x].write);
     }
   }
   extents.finish();
   near.finish();
-  lifetimes.finish();
   // Per launches doing the same work: the written tensors' sizes (upper bounds: the smallest is
   // the tightest), and the others' as the launches around them say (the median).
   struct Sizes {

@@ -178,8 +178,8 @@ struct DeclaredPairs {
 Instance declaredInstance(const core::Profile& p, const OpIndex& ops, const OpInstance& op, const DataFlow& df,
                           std::vector<std::string>& stage_names) {
   Instance in;
-  if (op.children.empty()) {
-    for (size_t k : op.kernels) {
+  if (op.children().empty()) {
+    for (size_t k : op.kernels()) {
       in.stages.push_back({k});
       stage_names.push_back(p.str(p.kernels[k].demangled_id));
     }
@@ -189,13 +189,13 @@ Instance declaredInstance(const core::Profile& p, const OpIndex& ops, const OpIn
     return in;
   }
   std::vector<const OpTags*> stage_tags;
-  for (size_t ch : op.children) {
-    if (ops.ops[ch].all_kernels.empty()) continue;
-    in.stages.push_back(ops.ops[ch].all_kernels.vector());
-    stage_tags.push_back(ops.ops[ch].tags.get());
+  for (size_t ch : op.children()) {
+    if (ops.ops[ch].allKernels().empty()) continue;
+    in.stages.push_back(ops.ops[ch].allKernels().vector());
+    stage_tags.push_back(ops.ops[ch].tags);
     stage_names.push_back(ops.ops[ch].tags->op);
   }
-  for (size_t k : op.kernels) {
+  for (size_t k : op.kernels()) {
     in.stages.push_back({k});
     stage_tags.push_back(nullptr);
     stage_names.push_back(p.str(p.kernels[k].demangled_id));
@@ -228,10 +228,10 @@ DeclaredPairs declaredPairs(const core::Profile& p, const OpIndex& ops, const Da
     // Stage ranges of an unfused chain repeat the chain's variant and pair: not a chain of their own.
     if (op.parent && ops.ops[*op.parent].tags->pair == op.tags->pair) continue;
     d.any = true;
-    for (size_t k : op.all_kernels) d.kernels[k] = 1;
-    if (op.all_kernels.empty()) continue;
+    for (size_t k : op.allKernels()) d.kernels[k] = 1;
+    if (op.allKernels().empty()) continue;
     if (op.tags->variant == "fused" || op.tags->variant == "vendor") {
-      (op.tags->variant == "fused" ? d.fused_ns : d.vendor_ns)[op.tags->pair].push_back(kernelNs(p, op.all_kernels));
+      (op.tags->variant == "fused" ? d.fused_ns : d.vendor_ns)[op.tags->pair].push_back(kernelNs(p, op.allKernels()));
       continue;
     }
     if (op.tags->variant != "unfused") continue;
@@ -246,7 +246,7 @@ DeclaredPairs declaredPairs(const core::Profile& p, const OpIndex& ops, const Da
       a.c.roles = kDeclaredByNvtx;
       describeStages(p, in, stage_names, a.c);
       for (const auto& e : in.edges) a.c.intermediates.push_back(e.name);
-      a.c.launches_per_instance = static_cast<int64_t>(op.all_kernels.size());
+      a.c.launches_per_instance = static_cast<int64_t>(op.allKernels().size());
       a.c.launches_removed = a.c.launches_per_instance - 1;
     }
     addInstance(a, in, model.evaluate(in));

@@ -192,7 +192,7 @@ void regionsByOpRanges(const core::Profile& cur, const FusionResult& fusion, std
   const OpIndex ops = indexOps(cur);
   std::map<std::string, std::vector<const OpInstance*>> by_pair, unfused_by_pair;
   for (const OpInstance& op : ops.ops) {
-    if (op.tags->pair.empty() || op.all_kernels.empty()) continue;
+    if (op.tags->pair.empty() || op.allKernels().empty()) continue;
     if (op.parent && ops.ops[*op.parent].tags->pair == op.tags->pair) continue;  // a stage of it
     (op.tags->variant == "unfused" ? unfused_by_pair : by_pair)[op.tags->pair].push_back(&op);
   }
@@ -205,14 +205,14 @@ void regionsByOpRanges(const core::Profile& cur, const FusionResult& fusion, std
     const size_t n = std::min(it->second.size(), cand.instance_kernels.size());
     for (size_t i = 0; i < n; ++i) {
       for (size_t k : cand.instance_kernels[i]) used[k] = 1;
-      if (it->second[i]->all_kernels.size() == cand.instance_kernels[i].size()) {
+      if (it->second[i]->allKernels().size() == cand.instance_kernels[i].size()) {
         unchanged.insert(c);  // as many launches as before: it ran as it did
         continue;
       }
       Region r;
       r.matched_by = "the same NVTX op ranges";
       r.base_kernels = cand.instance_kernels[i];
-      r.cur_kernels = it->second[i]->all_kernels.vector();
+      r.cur_kernels = it->second[i]->allKernels().vector();
       r.instances[c] = 1;
       r.savings.push_back(cand.instance_saving_ns[i]);
       regions.push_back(std::move(r));

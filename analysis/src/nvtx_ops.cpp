@@ -11,6 +11,8 @@
 
 namespace fprof::analysis {
 
+static_assert(sizeof(void*) != 8 || sizeof(OpInstance) == 56, "an op instance is held once per op call");
+
 namespace {
 
 std::vector<std::string> splitList(std::string_view v) {
@@ -87,19 +89,24 @@ namespace {
 // million ops repeats a few hundred messages, and the instances share their tags.
 class TagsByMessage {
  public:
-  std::shared_ptr<const OpTags> of(const core::NvtxRangeRow& r) {
+  const OpTags* of(const core::NvtxRangeRow& r) {
     // The fprof domain; and the default domain for messages that start with "op=", because
     // Python's torch.cuda.nvtx has no domains (docs/nvtx-convention.md).
     if (r.domain != kNvtxDomain && !(r.domain.empty() && r.message.view().rfind("op=", 0) == 0)) return nullptr;
-    auto [it, added] = parsed_.try_emplace(r.message);
+    auto [it, added] = parsed_.try_emplace(r.message, nullptr);
     if (added) {
-      if (auto tags = parseOpTags(r.message)) it->second = std::make_shared<const OpTags>(std::move(*tags));
+      if (auto tags = parseOpTags(r.message)) {
+        owned_.push_back(std::make_unique<const OpTags>(std::move(*tags)));
+        it->second = owned_.back().get();
+      }
     }
     return it->second;
   }
+  std::vector<std::unique_ptr<const OpTags>> release() { return std::move(owned_); }
 
  private:
-  std::unordered_map<std::string_view, std::shared_ptr<const OpTags>> parsed_;  // views into the profile
+  std::unordered_map<std::string_view, const OpTags*> parsed_;  // views into the profile
+  std::vector<std::unique_ptr<const OpTags>> owned_;
 };
 
 // Per range, the nearest op instance at or above it along parent links (ranges of other domains
@@ -140,7 +147,7 @@ class NearestOp {
 // One op instance per range that carries op tags; op_of_range maps each range to it (or -1).
 void addOpInstances(const core::Profile& p, OpIndex& idx, std::vector<int32_t>& op_of_range) {
   TagsByMessage tags;
-  std::vector<std::shared_ptr<const OpTags>> tags_of_range(p.nvtx_ranges.size());
+  std::vector<const OpTags*> tags_of_range(p.nvtx_ranges.size());
   size_t count = 0;
   for (size_t i = 0; i < p.nvtx_ranges.size(); ++i) {
     tags_of_range[i] = tags.of(p.nvtx_ranges[i]);
@@ -149,24 +156,19 @@ void addOpInstances(const core::Profile& p, OpIndex& idx, std::vector<int32_t>& 
   idx.ops.reserve(count);
   op_of_range.assign(p.nvtx_ranges.size(), -1);
   for (size_t i = 0; i < p.nvtx_ranges.size(); ++i) {
-    std::shared_ptr<const OpTags> t = std::move(tags_of_range[i]);
-    if (!t) continue;
+    if (!tags_of_range[i]) continue;
     OpInstance op;
-    op.range_index = i;
-    op.tags = std::move(t);
+    op.range_index = static_cast<uint32_t>(i);
+    op.tags = tags_of_range[i];
     op.repeat = p.nvtx_ranges[i].payload;
     op_of_range[i] = static_cast<int32_t>(idx.ops.size());
-    idx.ops.push_back(std::move(op));
+    idx.ops.push_back(op);
   }
+  idx.tags = tags.release();
 }
 
-// Parents, and what each op's lists will hold: its children and kernels counted.
-struct ListSizes {
-  std::vector<size_t> children, kernels, all_kernels;
-};
-
-void linkParents(const core::Profile& p, const NvtxRangeLookup& ranges, NearestOp& nearest, OpIndex& idx,
-                 ListSizes& sizes) {
+// Parents, and each op's children counted.
+void linkParents(const core::Profile& p, const NvtxRangeLookup& ranges, NearestOp& nearest, OpIndex& idx) {
   std::vector<int32_t> op_parent(idx.ops.size(), -1);
   for (size_t i = 0; i < idx.ops.size(); ++i) {
     const core::NvtxRangeRow& r = p.nvtx_ranges[idx.ops[i].range_index];
@@ -174,11 +176,10 @@ void linkParents(const core::Profile& p, const NvtxRangeLookup& ranges, NearestO
     if (const std::optional<size_t> parent = ranges.find(r.process_id, *r.parent_key)) op_parent[i] = nearest.of(*parent);
   }
   cutParentCycles(op_parent);
-  sizes.children.assign(idx.ops.size(), 0);
   for (size_t i = 0; i < idx.ops.size(); ++i) {
     if (op_parent[i] < 0) continue;
-    idx.ops[i].parent = static_cast<size_t>(op_parent[i]);
-    ++sizes.children[static_cast<size_t>(op_parent[i])];
+    idx.ops[i].parent = static_cast<uint32_t>(op_parent[i]);
+    ++idx.ops[static_cast<size_t>(op_parent[i])].child_count;
   }
 }
 
@@ -188,52 +189,53 @@ void forEachAncestor(const OpIndex& idx, size_t op, Visit&& visit) {
   for (std::optional<size_t> o = op; o && steps++ < idx.ops.size(); o = idx.ops[*o].parent) visit(*o);
 }
 
-// Each kernel's innermost op, and how many kernels each op's lists get.
-void findKernelOps(const core::Profile& p, const NvtxRangeLookup& ranges, NearestOp& nearest, OpIndex& idx,
-                   ListSizes& sizes) {
+// Each kernel's innermost op, and each op's kernels counted.
+void findKernelOps(const core::Profile& p, const NvtxRangeLookup& ranges, NearestOp& nearest, OpIndex& idx) {
   idx.kernel_op.assign(p.kernels.size(), -1);
-  sizes.kernels.assign(idx.ops.size(), 0);
-  sizes.all_kernels.assign(idx.ops.size(), 0);
   for (size_t k = 0; k < p.kernels.size(); ++k) {
     const std::optional<size_t> range = ranges.ofKernel(p.kernels[k]);
     if (!range) continue;
     const int32_t op = nearest.of(*range);
     idx.kernel_op[k] = op;
     if (op < 0) continue;
-    ++sizes.kernels[static_cast<size_t>(op)];
-    forEachAncestor(idx, static_cast<size_t>(op), [&](size_t o) { ++sizes.all_kernels[o]; });
+    ++idx.ops[static_cast<size_t>(op)].kernel_count;
+    forEachAncestor(idx, static_cast<size_t>(op), [&](size_t o) { ++idx.ops[o].all_kernel_count; });
   }
 }
 
-// The lists filled in one array, in the order of their sizes: children in op order, kernels in
-// launch order.
-void fillLists(OpIndex& idx, const ListSizes& sizes) {
+// The lists filled in one array, each op's three one after the other: children in op order,
+// kernels in launch order. Each list is filled with its count as the cursor (counted again from
+// zero to the same total), so building them holds one offset an op besides the lists.
+void fillLists(OpIndex& idx) {
   const size_t n = idx.ops.size();
-  std::vector<size_t> children_at(n), kernels_at(n), all_at(n);
+  std::vector<size_t> first(n);
   size_t total = 0;
   for (size_t o = 0; o < n; ++o) {
-    children_at[o] = total;
-    kernels_at[o] = (total += sizes.children[o]);
-    all_at[o] = (total += sizes.kernels[o]);
-    total += sizes.all_kernels[o];
+    first[o] = total;
+    total += size_t{idx.ops[o].child_count} + idx.ops[o].kernel_count + idx.ops[o].all_kernel_count;
   }
   idx.lists.assign(total, 0);
-  std::vector<size_t> children_end = children_at, kernels_end = kernels_at, all_end = all_at;
+  for (OpInstance& op : idx.ops) op.child_count = 0;
   for (size_t i = 0; i < n; ++i) {
-    if (idx.ops[i].parent) idx.lists[children_end[*idx.ops[i].parent]++] = i;
+    if (!idx.ops[i].parent) continue;
+    OpInstance& parent = idx.ops[*idx.ops[i].parent];
+    idx.lists[first[*idx.ops[i].parent] + parent.child_count++] = static_cast<uint32_t>(i);
+  }
+  for (OpInstance& op : idx.ops) op.kernel_count = op.all_kernel_count = 0;
+  for (size_t k = 0; k < idx.kernel_op.size(); ++k) {
+    if (idx.kernel_op[k] < 0) continue;
+    const auto o = static_cast<size_t>(idx.kernel_op[k]);
+    OpInstance& op = idx.ops[o];
+    idx.lists[first[o] + op.child_count + op.kernel_count++] = static_cast<uint32_t>(k);
   }
   for (size_t k = 0; k < idx.kernel_op.size(); ++k) {
     if (idx.kernel_op[k] < 0) continue;
-    const auto op = static_cast<size_t>(idx.kernel_op[k]);
-    idx.lists[kernels_end[op]++] = k;
-    forEachAncestor(idx, op, [&](size_t o) { idx.lists[all_end[o]++] = k; });
+    forEachAncestor(idx, static_cast<size_t>(idx.kernel_op[k]), [&](size_t o) {
+      OpInstance& op = idx.ops[o];
+      idx.lists[first[o] + op.child_count + op.kernel_count + op.all_kernel_count++] = static_cast<uint32_t>(k);
+    });
   }
-  const size_t* data = idx.lists.data();
-  for (size_t o = 0; o < n; ++o) {
-    idx.ops[o].children = IndexList(data + children_at[o], sizes.children[o]);
-    idx.ops[o].kernels = IndexList(data + kernels_at[o], sizes.kernels[o]);
-    idx.ops[o].all_kernels = IndexList(data + all_at[o], sizes.all_kernels[o]);
-  }
+  for (size_t o = 0; o < n; ++o) idx.ops[o].lists = idx.lists.data() + first[o];
 }
 
 }  // namespace
@@ -244,10 +246,9 @@ OpIndex indexOps(const core::Profile& p) {
   std::vector<int32_t> op_of_range;
   addOpInstances(p, idx, op_of_range);
   NearestOp nearest(ranges, op_of_range);
-  ListSizes sizes;
-  linkParents(p, ranges, nearest, idx, sizes);
-  findKernelOps(p, ranges, nearest, idx, sizes);
-  fillLists(idx, sizes);
+  linkParents(p, ranges, nearest, idx);
+  findKernelOps(p, ranges, nearest, idx);
+  fillLists(idx);
   return idx;
 }
 

@@ -42,7 +42,8 @@ RunComparison compareRuns(const RunAnalysis& base, const RunAnalysis& cur) {
 struct RunAnalysis::State {
   std::optional<core::Profile> owned_run;  // set by owning()
   const core::Profile* run = nullptr;
-  // The tables data flow alone reads, taken out of an owned profile (release_launch_tables) and
+  // The tables data flow alone reads, taken out of an owned profile (release_launch_tables) or read
+  // from its file once the ops are indexed (owningThenLoadingLaunchTables), and
   // given to data flow, which frees them once read.
   std::optional<OwnedLaunchTables> launch_tables;
   AnalysisOptions options;
@@ -76,13 +77,35 @@ struct RunAnalysis::State {
     });
   }
 
+  const RunSummary& runSummary() {
+    return summary.get([&] { return summarize(*run); });
+  }
+
+  const OpIndex& nvtxOps() {
+    return nvtx_ops.get([&] { return indexOps(*run); });
+  }
+  const FrameworkOps& frameworkOps() {
+    return framework_ops.get([&] { return indexFrameworkOps(*run); });
+  }
+
+  // The ops first: with release_nvtx_ranges the ranges are let go before data flow, the
+  // largest step, starts.
   const FusionResult& fusionResult() {
     return fusion.get([&] {
+      const OpIndex& ops = nvtxOps();
+      const FrameworkOps& fops = frameworkOps();
+      releaseNvtxRanges();
       const DataFlow& df = dataFlow();
-      const OpIndex& ops = nvtx_ops.get([&] { return indexOps(*run); });
-      const FrameworkOps& fops = framework_ops.get([&] { return indexFrameworkOps(*run); });
       return analyzeFusion(*run, ops, fops, df, options.fusion);
     });
+  }
+
+  // Every reader of the ranges (the two op indexes and the summary) is done with them: a
+  // concurrent caller of those waits for the one computing them, and gets what it made.
+  void releaseNvtxRanges() {
+    if (!options.release_nvtx_ranges || !owned_run || baseline) return;
+    runSummary();
+    std::vector<core::NvtxRangeRow>().swap(owned_run->nvtx_ranges);
   }
 };
 
@@ -131,17 +154,32 @@ RunAnalysis RunAnalysis::owning(core::Profile run, std::optional<core::Profile> 
   if (baseline) {
     AnalysisOptions base_options = options;
     base_options.fusion_in_background = true;
+    base_options.release_nvtx_ranges = false;  // the comparison reads them
     s->baseline = std::make_unique<RunAnalysis>(owning(std::move(*baseline), std::nullopt, base_options));
   }
+  return RunAnalysis(std::move(s));
+}
+
+core::Expected<RunAnalysis> RunAnalysis::owningThenLoadingLaunchTables(core::Profile run, const AnalysisOptions& options) {
+  auto s = std::make_unique<State>();
+  s->owned_run.emplace(std::move(run));
+  s->run = &*s->owned_run;
+  s->options = options;
+  s->options.release_launch_tables = true;
+  s->options.release_nvtx_ranges = true;
+  s->nvtxOps();
+  s->frameworkOps();
+  s->releaseNvtxRanges();
+  core::Expected<core::LaunchTables> tables = core::loadLaunchTables(*s->owned_run);
+  if (!tables) return core::Error{tables.error()};
+  s->launch_tables = std::move(*tables);
   return RunAnalysis(std::move(s));
 }
 
 const core::Profile& RunAnalysis::profile() const { return *s_->run; }
 const AnalysisOptions& RunAnalysis::options() const { return s_->options; }
 
-const RunSummary& RunAnalysis::summary() const {
-  return s_->summary.get([&] { return summarize(*s_->run); });
-}
+const RunSummary& RunAnalysis::summary() const { return s_->runSummary(); }
 
 const RooflineResult& RunAnalysis::roofline() const {
   return s_->roofline.get([&] { return analyzeRoofline(*s_->run, summary(), s_->options.roofline); });
@@ -162,13 +200,9 @@ Placement RunAnalysis::kernelPlacement(size_t kernel_index) const {
                s_->options.roofline);
 }
 
-const OpIndex& RunAnalysis::nvtxOps() const {
-  return s_->nvtx_ops.get([&] { return indexOps(*s_->run); });
-}
+const OpIndex& RunAnalysis::nvtxOps() const { return s_->nvtxOps(); }
 
-const FrameworkOps& RunAnalysis::frameworkOps() const {
-  return s_->framework_ops.get([&] { return indexFrameworkOps(*s_->run); });
-}
+const FrameworkOps& RunAnalysis::frameworkOps() const { return s_->frameworkOps(); }
 
 const KernelOps& RunAnalysis::kernelOps() const {
   return s_->kernel_ops.get([&] { return nameKernelOps(*s_->run, nvtxOps(), frameworkOps()); });

@@ -1,5 +1,6 @@
 // Opening, validating and loading .fprof databases (see store.h).
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sqlite3.h>
 #include <unistd.h>
 
@@ -90,6 +91,24 @@ int readHeader(const std::string& path, std::array<unsigned char, 100>& header, 
 }
 
 // Checks the file itself before SQLite sees it, so a wrong or damaged file gets a precise sentence.
+int64_t modifiedNs(const struct stat& st) { return int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec; }
+
+FileStamp stampOf(const std::string& path) {
+  FileStamp stamp;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    stamp.device = st.st_dev;
+    stamp.inode = st.st_ino;
+    stamp.size = st.st_size;
+    stamp.modified_ns = modifiedNs(st);
+  }
+  if (::stat((path + "-wal").c_str(), &st) == 0) {
+    stamp.wal_size = st.st_size;
+    stamp.wal_modified_ns = modifiedNs(st);
+  }
+  return stamp;
+}
+
 Status checkFile(const std::string& path, FileFacts& facts) {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -281,18 +300,35 @@ struct TextHash {
   size_t operator()(std::string_view v) const { return std::hash<std::string_view>{}(v); }
 };
 
-// Orders kernels by start_ns, ties in rowid order (what a stable sort gives). A KernelRow is
-// 200 bytes, so out-of-order input sorts (start_ns, position) pairs and moves each row once.
-void sortKernelsByStart(std::vector<KernelRow>& kernels) {
-  auto by_start = [](const KernelRow& a, const KernelRow& b) { return a.start_ns < b.start_ns; };
-  if (std::is_sorted(kernels.begin(), kernels.end(), by_start)) return;
-  std::vector<std::pair<int64_t, size_t>> order(kernels.size());
-  for (size_t i = 0; i < kernels.size(); ++i) order[i] = {kernels[i].start_ns, i};
+// Puts each row where `order` sends it (order[j].second: the position of the row that goes to j)
+// by following the permutation's cycles: every row moves once and one is held aside, where a
+// sorted copy would hold the table twice (a KernelRow is 200 bytes).
+template <class Row>
+void permuteInPlace(std::vector<Row>& rows, std::vector<std::pair<int64_t, size_t>>& order) {
+  for (size_t j = 0; j < rows.size(); ++j) {
+    if (order[j].second == j) continue;  // in place, or placed by an earlier cycle
+    Row held = std::move(rows[j]);
+    size_t at = j;
+    for (;;) {
+      const size_t from = std::exchange(order[at].second, at);
+      if (from == j) break;
+      rows[at] = std::move(rows[from]);
+      at = from;
+    }
+    rows[at] = std::move(held);
+  }
+}
+
+// Orders rows by start_ns, ties in their present (rowid) order, what a stable sort gives: the
+// (start_ns, position) pairs are sorted and each row is moved once, in place.
+template <class Row>
+void sortByStart(std::vector<Row>& rows) {
+  auto by_start = [](const Row& a, const Row& b) { return a.start_ns < b.start_ns; };
+  if (std::is_sorted(rows.begin(), rows.end(), by_start)) return;
+  std::vector<std::pair<int64_t, size_t>> order(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) order[i] = {rows[i].start_ns, i};
   std::sort(order.begin(), order.end());
-  std::vector<KernelRow> sorted;
-  sorted.reserve(kernels.size());
-  for (const auto& [start_ns, i] : order) sorted.push_back(std::move(kernels[i]));
-  kernels = std::move(sorted);
+  permuteInPlace(rows, order);
 }
 
 // Row count of a table's rowid range: tables whose rowids run first..first+count-1 (every table
@@ -896,7 +932,9 @@ void Damage::sayTo(const std::string& path, std::vector<std::string>& warnings) 
 // steps of the small tables only, and reads the big ones itself.
 class ProfileLoad {
  public:
-  explicit ProfileLoad(const std::string& path) { p_.path = path; }
+  explicit ProfileLoad(const std::string& path, const LoadOptions& options = {}) : options_(options) {
+    p_.path = path;
+  }
   Expected<Profile> run();
   Status runSmallTables();
 
@@ -924,6 +962,7 @@ class ProfileLoad {
   const std::string& path() const { return p_.path; }
   int version() const { return p_.schema_version; }
 
+  LoadOptions options_;
   Db h_;
   Profile p_;
   // Strings: ids are dense from 0 in files fprof writes; map any other id space densely too. A
@@ -944,6 +983,7 @@ class ProfileLoad {
 };
 
 Expected<Profile> ProfileLoad::run() {
+  p_.file_stamp = stampOf(path());
   if (Status s = openAndCheck(path(), h_, p_.schema_version); !s) return Error{s.error()};
   for (auto step : {&ProfileLoad::readMetadata, &ProfileLoad::readStrings, &ProfileLoad::readProcessesAndDevices,
                     &ProfileLoad::planChunkedTables, &ProfileLoad::readTables}) {
@@ -1042,7 +1082,7 @@ Status ProfileLoad::planChunkedTables() {
     read->span = *span;
   }
   planChunks(kernel_read_, kernel_chunks_);
-  planChunks(arg_read_, arg_chunks_);
+  if (options_.launch_tables) planChunks(arg_read_, arg_chunks_);
   planChunks(counter_read_, counter_chunks_);
   return {};
 }
@@ -1104,10 +1144,12 @@ void ProfileLoad::addEventTableTasks(const std::function<void(Task)>& add) {
   add([this](Conn& conn) {
     return readTable<detail::kMemsetTable>(conn.db(), path(), version(), {.order = "start_ns, id"}, p_.memsets);
   });
-  add([this](Conn& conn) {
-    return readTable<detail::kMemoryEventTable>(conn.db(), path(), version(), {.order = "timestamp_ns, id"},
-                                                p_.memory_events);
-  });
+  if (options_.launch_tables) {
+    add([this](Conn& conn) {
+      return readTable<detail::kMemoryEventTable>(conn.db(), path(), version(), {.order = "timestamp_ns, id"},
+                                                  p_.memory_events);
+    });
+  }
   add([this](Conn& conn) {
     return readTable<detail::kCollectorEventTable>(conn.db(), path(), version(), {.order = "id"},
                                                    p_.collector_events);
@@ -1247,7 +1289,7 @@ void ProfileLoad::nameFunctionRowsWithoutName() {
 // Rows come in rowid order; sorting here is much cheaper than SQLite walking the start_ns index
 // and fetching each row. The writer inserts in time order, so usually there is nothing to sort.
 void ProfileLoad::sortRows() {
-  sortKernelsByStart(p_.kernels);
+  sortByStart(p_.kernels);
   settleDependencyWaits(p_.kernels);
   auto arg_less = [](const KernelArgRecord& a, const KernelArgRecord& b) {
     return std::tie(a.process_id, a.correlation_id, a.index) < std::tie(b.process_id, b.correlation_id, b.index);
@@ -1255,10 +1297,7 @@ void ProfileLoad::sortRows() {
   if (!std::is_sorted(p_.kernel_args.begin(), p_.kernel_args.end(), arg_less)) {
     std::stable_sort(p_.kernel_args.begin(), p_.kernel_args.end(), arg_less);
   }
-  auto range_less = [](const NvtxRangeRow& a, const NvtxRangeRow& b) { return a.start_ns < b.start_ns; };
-  if (!std::is_sorted(p_.nvtx_ranges.begin(), p_.nvtx_ranges.end(), range_less)) {
-    std::stable_sort(p_.nvtx_ranges.begin(), p_.nvtx_ranges.end(), range_less);
-  }
+  sortByStart(p_.nvtx_ranges);  // the collector writes ranges as they end
 }
 
 
@@ -1765,6 +1804,8 @@ template Expected<std::unique_ptr<RowStream<MemsetRecord>>> ProfileStream::rows<
 template Expected<std::unique_ptr<RowStream<MemoryEventRecord>>> ProfileStream::rows<MemoryEventRecord>();
 template Expected<std::unique_ptr<RowStream<CollectorEventRecord>>> ProfileStream::rows<CollectorEventRecord>();
 
+size_t ProfileStream::tableRows(const char* table) const { return rowCountOrZero(impl_->db(), table); }
+
 std::vector<std::string> ProfileStream::warnings() {
   Damage damage = impl_->damage();
   damage.add(impl_->kernel_damage);
@@ -1782,9 +1823,44 @@ Status checkDatabase(const std::string& path) {
   return openAndCheck(path, h, version);
 }
 
-Expected<Profile> loadProfile(const std::string& path) {
-  ProfileLoad load(path);
+Expected<Profile> loadProfile(const std::string& path, const LoadOptions& options) {
+  ProfileLoad load(path, options);
   return load.run();
+}
+
+namespace {
+
+template <class Row>
+Status readAllRows(ProfileStream& in, const char* table, std::vector<Row>& out) {
+  out.reserve(in.tableRows(table));  // grown a row at a time, a vector holds up to twice its rows
+  auto rows = in.rows<Row>();
+  if (!rows) return Error{rows.error()};
+  for (;;) {
+    Row row;
+    Expected<bool> more = (*rows)->next(row);
+    if (!more) return Error{more.error()};
+    if (!*more) return {};
+    out.push_back(std::move(row));
+  }
+}
+
+Status unchanged(const Profile& p) {
+  if (stampOf(p.path) == p.file_stamp) return {};
+  return makeError(p.path + ": changed while fprof was reading it (replaced, rewritten or still being written); "
+                   "run the command again once it is complete");
+}
+
+}  // namespace
+
+Expected<LaunchTables> loadLaunchTables(const Profile& p) {
+  if (Status s = unchanged(p); !s) return Error{s.error()};
+  auto in = ProfileStream::open(p.path);
+  if (!in) return Error{in.error()};
+  LaunchTables t;
+  if (Status s = readAllRows(**in, detail::kKernelArgTable.info.name, t.kernel_args); !s) return Error{s.error()};
+  if (Status s = readAllRows(**in, detail::kMemoryEventTable.info.name, t.memory_events); !s) return Error{s.error()};
+  if (Status s = unchanged(p); !s) return Error{s.error()};  // not changed while they were read
+  return t;
 }
 
 }  // namespace fprof::core

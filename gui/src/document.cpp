@@ -55,7 +55,10 @@ core::Expected<std::shared_ptr<Document>> Document::open(const std::string& path
 std::shared_ptr<Document> Document::fromProfile(core::Profile profile) {
   std::shared_ptr<Document> d(new Document());
   analysis::AnalysisOptions options;
-  options.release_launch_tables = true;
+  // The viewer cuts a job's rank views out of its profile (core::selectRank): a file of several
+  // processes keeps the tables data flow reads. (The NVTX ranges stay too: a comparison with a
+  // baseline reads them.)
+  options.release_launch_tables = profile.processes.size() <= 1;
   d->analysis_.emplace(analysis::RunAnalysis::owning(std::move(profile), std::nullopt, options));
   d->build();
   return d;
@@ -205,16 +208,16 @@ FusionView fusionView(const analysis::OpIndex& op_index,
     for (const analysis::OpInstance& op : op_index.ops) {
       if (op.tags->pair != c.id) continue;
       if (op.tags->variant == "fused") {
-        v.fused_kernels.insert(v.fused_kernels.end(), op.all_kernels.begin(), op.all_kernels.end());
+        v.fused_kernels.insert(v.fused_kernels.end(), op.allKernels().begin(), op.allKernels().end());
         continue;
       }
       if (op.tags->variant != "unfused") continue;
       // The analyzer's stage order: stage children with kernels first, then loose kernels.
       std::vector<std::vector<size_t>> stages;
-      for (size_t ch : op.children) {
-        if (!op_index.ops[ch].all_kernels.empty()) stages.push_back(op_index.ops[ch].all_kernels.vector());
+      for (size_t ch : op.children()) {
+        if (!op_index.ops[ch].allKernels().empty()) stages.push_back(op_index.ops[ch].allKernels().vector());
       }
-      for (size_t k : op.kernels) stages.push_back({k});
+      for (size_t k : op.kernels()) stages.push_back({k});
       for (size_t s = 0; s < stages.size() && s < v.stage_kernels.size(); ++s) {
         v.stage_kernels[s].insert(v.stage_kernels[s].end(), stages[s].begin(), stages[s].end());
       }

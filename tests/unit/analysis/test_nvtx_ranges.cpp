@@ -69,15 +69,15 @@ TEST(IndexOps, NestedOpsListTheirChildrenAndKernelsAndShareTagsOfOneMessage) {
   OpIndex built = indexOps(p);
   const OpIndex idx = std::move(built);  // the lists stay valid when the index moves
   ASSERT_EQ(idx.ops.size(), 4u);
-  EXPECT_EQ(idx.ops[0].children.vector(), (std::vector<size_t>{1, 2}));
-  EXPECT_EQ(idx.ops[0].kernels.vector(), (std::vector<size_t>{2}));
-  EXPECT_EQ(idx.ops[0].all_kernels.vector(), (std::vector<size_t>{0, 1, 2}));
+  EXPECT_EQ(idx.ops[0].children().vector(), (std::vector<size_t>{1, 2}));
+  EXPECT_EQ(idx.ops[0].kernels().vector(), (std::vector<size_t>{2}));
+  EXPECT_EQ(idx.ops[0].allKernels().vector(), (std::vector<size_t>{0, 1, 2}));
   EXPECT_EQ(idx.ops[1].parent, 0u);
-  EXPECT_EQ(idx.ops[1].all_kernels.vector(), (std::vector<size_t>{0}));
-  EXPECT_TRUE(idx.ops[1].children.empty());
-  EXPECT_EQ(idx.ops[3].all_kernels.vector(), (std::vector<size_t>{3}));
+  EXPECT_EQ(idx.ops[1].allKernels().vector(), (std::vector<size_t>{0}));
+  EXPECT_TRUE(idx.ops[1].children().empty());
+  EXPECT_EQ(idx.ops[3].allKernels().vector(), (std::vector<size_t>{3}));
   EXPECT_EQ(idx.kernel_op, (std::vector<int32_t>{1, 2, 0, 3, -1}));
-  EXPECT_EQ(idx.ops[0].tags.get(), idx.ops[3].tags.get()) << "one message, parsed once";
+  EXPECT_EQ(idx.ops[0].tags, idx.ops[3].tags) << "one message, parsed once";
   EXPECT_EQ(idx.ops[0].tags->writes, (std::vector<std::string>{"y"}));
   EXPECT_EQ(idx.ops[2].tags->op, "relu");
 }

@@ -156,6 +156,44 @@ TEST(RunAnalysis, ReleasedLaunchTablesGiveTheSameDataFlow) {
   EXPECT_EQ(kept.profile().memory_events.size(), cur.memory_events.size());
 }
 
+// The ranges go once the ops are indexed: the ops, the summary and fusion are what they are with
+// the ranges kept, on a PyTorch run under emit_nvtx and on one marked with fprof's op convention.
+TEST(RunAnalysis, ReleasedNvtxRangesGiveTheSameOps) {
+  for (const char* file : {"torch_proof_gpt_bf16_emitnvtx_h100.fprof", "model_trace_h100.fprof"}) {
+    SCOPED_TRACE(file);
+    const core::Profile run = load(file);
+    ASSERT_FALSE(run.nvtx_ranges.empty());
+    const RunAnalysis whole = RunAnalysis::of(run);
+    AnalysisOptions release;
+    release.release_launch_tables = true;
+    release.release_nvtx_ranges = true;
+    const RunAnalysis owned = RunAnalysis::owning(core::Profile(run), std::nullopt, release);
+    EXPECT_EQ(candidateIds(owned.fusion()), candidateIds(whole.fusion()));
+    EXPECT_TRUE(owned.profile().nvtx_ranges.empty());
+    EXPECT_EQ(owned.summary().nvtx_range_count, static_cast<int64_t>(run.nvtx_ranges.size()));
+    EXPECT_EQ(owned.kernelOps().names, whole.kernelOps().names);
+    EXPECT_EQ(owned.kernelOps().of_kernel, whole.kernelOps().of_kernel);
+    EXPECT_EQ(owned.nvtxOps().ops.size(), whole.nvtxOps().ops.size());
+    EXPECT_EQ(owned.frameworkOps().ops.size(), whole.frameworkOps().ops.size());
+    ASSERT_EQ(owned.opPlacements().size(), whole.opPlacements().size());
+    for (size_t i = 0; i < whole.opPlacements().size(); ++i) {
+      EXPECT_EQ(owned.opPlacements()[i].label, whole.opPlacements()[i].label);
+      EXPECT_EQ(owned.opPlacements()[i].calls, whole.opPlacements()[i].calls);
+    }
+  }
+  // With a baseline the comparison reads both runs' ranges: both are kept.
+  const core::Profile base = load("torch_mlp_eager_h100.fprof");
+  const core::Profile cur = load("torch_mlp_compile_h100.fprof");
+  ASSERT_FALSE(base.nvtx_ranges.empty());
+  ASSERT_FALSE(cur.nvtx_ranges.empty());
+  AnalysisOptions release;
+  release.release_nvtx_ranges = true;
+  const RunAnalysis compared = RunAnalysis::owning(core::Profile(cur), core::Profile(base), release);
+  ASSERT_NE(compared.comparison(), nullptr);
+  EXPECT_EQ(compared.profile().nvtx_ranges.size(), cur.nvtx_ranges.size());
+  EXPECT_EQ(compared.baseline()->profile().nvtx_ranges.size(), base.nvtx_ranges.size());
+}
+
 TEST(RunAnalysis, BaselineGivesItsAnalysisAndTheComparison) {
   const core::Profile base = load("torch_mlp_eager_h100.fprof");
   const core::Profile cur = load("torch_mlp_compile_h100.fprof");

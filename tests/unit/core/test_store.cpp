@@ -283,6 +283,119 @@ TEST(Store, LoadsOutOfOrderRowsSorted) {
   EXPECT_EQ(p->kernel_args[2].value, 0xbu);
 }
 
+// The reader sorts in place (each row moved once along the permutation's cycles): every order a
+// long table comes in, kernels and NVTX ranges alike, gives what a stable sort by start gives.
+TEST(Store, LoadsShuffledTablesInStableStartOrder) {
+  const std::string path = tempPath("shuffled.fprof");
+  auto w = Writer::create(path);
+  ASSERT_TRUE(w.ok());
+  constexpr uint32_t kRows = 5000;
+  std::vector<std::pair<int64_t, uint32_t>> expected;  // (start, write order)
+  uint64_t seed = 12345;
+  for (uint32_t i = 0; i < kRows; ++i) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    const auto start = static_cast<int64_t>((seed >> 33) % 700);  // many ties
+    expected.emplace_back(start, i);
+    (*w)->add(makeKernel("k" + std::to_string(i), start, 1, 100 + i));
+    NvtxRangeRecord r;
+    r.key = i + 1;
+    r.process_id = 1;
+    r.message = "r" + std::to_string(i);
+    r.start_ns = start;
+    r.end_ns = start + 1;
+    (*w)->add(r);
+  }
+  ASSERT_TRUE((*w)->close());
+  std::stable_sort(expected.begin(), expected.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  auto p = loadProfile(path);
+  ASSERT_TRUE(p.ok()) << p.error();
+  ASSERT_EQ(p->kernels.size(), kRows);
+  ASSERT_EQ(p->nvtx_ranges.size(), kRows);
+  for (size_t j = 0; j < kRows; ++j) {
+    EXPECT_EQ(p->str(p->kernels[j].name_id), "k" + std::to_string(expected[j].second)) << "position " << j;
+    EXPECT_EQ(p->nvtx_ranges[j].message.view(), "r" + std::to_string(expected[j].second)) << "position " << j;
+  }
+}
+
+namespace {
+auto argFields(const KernelArgRecord& a) {
+  return std::tie(a.correlation_id, a.process_id, a.index, a.offset_bytes, a.size_bytes, a.value);
+}
+auto eventFields(const MemoryEventRecord& e) {
+  return std::tie(e.process_id, e.device_id, e.context_id, e.stream_id, e.correlation_id, e.timestamp_ns, e.is_alloc,
+                  e.address, e.bytes, e.memory_kind);
+}
+}  // namespace
+
+// A profile loaded without its launch tables, and the tables read afterwards, are what one load
+// gives: the same rows in the same order (recordings, a merged two-rank job whose arguments are
+// not in launch order in the file, and a file written out of time order).
+TEST(Store, LaunchTablesReadLaterAreTheLoadersOwn) {
+  const std::string data = std::string(FPROF_SOURCE_DIR) + "/tests/data/";
+  const std::string merged = tempPath("later_tables_job.fprof");
+  std::filesystem::remove(merged);
+  ASSERT_TRUE(mergeDatabases({data + "torchrun_allreduce_h200x2.rank0.fprof",
+                              data + "torchrun_allreduce_h200x2.rank1.fprof"},
+                             merged)
+                  .ok());
+  const std::string shuffled = tempPath("later_tables_shuffled.fprof");
+  {
+    auto w = Writer::create(shuffled);
+    ASSERT_TRUE(w.ok());
+    for (uint32_t i = 0; i < 3; ++i) (*w)->add(makeKernel("k" + std::to_string(i), 30 - 10 * i, 1, 100 + i));
+    (*w)->add(KernelArgRecord{102, 1, 1, 8, 8, 0xb});
+    (*w)->add(KernelArgRecord{101, 1, 0, 0, 8, 0xc});
+    (*w)->add(KernelArgRecord{102, 1, 0, 0, 8, 0xa});
+    ASSERT_TRUE((*w)->close());
+  }
+  for (const std::string& path : {data + "model_trace_h100.fprof", data + "torch_proof_gpt_bf16_emitnvtx_h100.fprof",
+                                  data + "torch_transformer_compile_h100.fprof", merged, shuffled}) {
+    SCOPED_TRACE(path);
+    auto whole = loadProfile(path);
+    ASSERT_TRUE(whole.ok()) << whole.error();
+    ASSERT_FALSE(whole->kernel_args.empty());
+    auto without = loadProfile(path, {.launch_tables = false});
+    ASSERT_TRUE(without.ok()) << without.error();
+    EXPECT_TRUE(without->kernel_args.empty());
+    EXPECT_TRUE(without->memory_events.empty());
+    EXPECT_EQ(without->kernels.size(), whole->kernels.size());
+    EXPECT_EQ(without->nvtx_ranges.size(), whole->nvtx_ranges.size());
+    EXPECT_EQ(without->warnings, whole->warnings);
+    auto later = loadLaunchTables(*without);
+    ASSERT_TRUE(later.ok()) << later.error();
+    ASSERT_EQ(later->kernel_args.size(), whole->kernel_args.size());
+    for (size_t i = 0; i < whole->kernel_args.size(); ++i) {
+      EXPECT_EQ(argFields(later->kernel_args[i]), argFields(whole->kernel_args[i])) << "argument " << i;
+    }
+    ASSERT_EQ(later->memory_events.size(), whole->memory_events.size());
+    for (size_t i = 0; i < whole->memory_events.size(); ++i) {
+      EXPECT_EQ(eventFields(later->memory_events[i]), eventFields(whole->memory_events[i])) << "event " << i;
+    }
+  }
+}
+
+// The tables are read only from the file the profile came from: replaced in between, it is an
+// error naming the cause, not another run's arguments.
+TEST(Store, LaunchTablesOfAReplacedFileAreRefused) {
+  const std::string data = std::string(FPROF_SOURCE_DIR) + "/tests/data/";
+  const std::string path = tempPath("later_tables_replaced.fprof");
+  const std::string other = tempPath("later_tables_other.fprof");
+  std::filesystem::copy_file(data + "torch_mlp_eager_h100.fprof", path, std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::copy_file(data + "torch_mlp_compile_h100.fprof", other,
+                             std::filesystem::copy_options::overwrite_existing);
+  auto without = loadProfile(path, {.launch_tables = false});
+  ASSERT_TRUE(without.ok()) << without.error();
+  ASSERT_TRUE(loadLaunchTables(*without).ok()) << "the same file, read again";
+  std::filesystem::rename(other, path);
+  auto later = loadLaunchTables(*without);
+  ASSERT_FALSE(later.ok());
+  EXPECT_EQ(later.error(), path + ": changed while fprof was reading it (replaced, rewritten or still being "
+                                  "written); run the command again once it is complete");
+  std::filesystem::remove(path);
+  auto gone = loadLaunchTables(*without);
+  EXPECT_FALSE(gone.ok());
+}
+
 // Merge reads its inputs table by table without loading them; rows whose file order is not the
 // reader's (arguments by launch, ranges by start) must still reach the merged file in the reader's
 // order, with the reader's repairs (a parent circle cut where it cuts it).

@@ -86,6 +86,34 @@ TEST_F(RankViewer, FilterShowsOneRankAsItsOwnFile) {
   EXPECT_EQ(v.document()->profile().kernels.size(), 27u);
 }
 
+// A rank's view of a recorded two-rank job has the data flow and the fusion candidates of the file
+// that rank wrote: the job's document keeps the launch tables the views are cut from.
+TEST_F(RankViewer, RankViewOfARecordedJobKeepsItsDataFlow) {
+  const std::string data = std::string(FPROF_SOURCE_DIR) + "/tests/data/";
+  const std::vector<std::string> ranks = {data + "torchrun_allreduce_h200x2.rank0.fprof",
+                                          data + "torchrun_allreduce_h200x2.rank1.fprof"};
+  const std::string job = dir_ + "/torchrun.fprof";
+  ASSERT_TRUE(core::mergeDatabases(ranks, job).ok());
+  Viewer v(Document::open(job));
+  frame(v);
+  for (int rank = 0; rank < 2; ++rank) {
+    SCOPED_TRACE(rank);
+    ASSERT_TRUE(v.setRank(rank).ok());
+    frame(v);
+    auto own = Document::open(ranks[static_cast<size_t>(rank)]);
+    ASSERT_TRUE(own.ok());
+    const analysis::DataFlow& mine = v.document()->analysis().dataFlow();
+    const analysis::DataFlow& theirs = (*own)->analysis().dataFlow();
+    ASSERT_TRUE(theirs.have_args);
+    ASSERT_FALSE(theirs.accesses.empty());
+    EXPECT_EQ(mine.have_args, theirs.have_args);
+    EXPECT_EQ(mine.accesses.size(), theirs.accesses.size());
+    EXPECT_EQ(mine.allocations.size(), theirs.allocations.size());
+    EXPECT_EQ(mine.edges.size(), theirs.edges.size());
+    EXPECT_EQ(v.document()->fusionViews().size(), (*own)->fusionViews().size());
+  }
+}
+
 TEST_F(RankViewer, BaselineFollowsTheRank) {
   // The baseline is the same job with rank 1 faster: only rank 1's diff moves.
   std::vector<std::string> base_inputs;

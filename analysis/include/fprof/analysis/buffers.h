@@ -154,14 +154,15 @@ class WrittenLifetimes {
   std::optional<int64_t> sizeAt(uint32_t allocation, uint64_t address, size_t kernel) const;
 
  private:
+  // 24 and 16 bytes: a long run holds one per access until finish().
   struct Lifetime {
     uint64_t address = 0;
-    int64_t first = 0, last = 0;  // kernels
+    uint32_t first = 0, last = 0;  // kernels
     int64_t bytes = 0;
   };
   struct Access {
     uint64_t address = 0;
-    int64_t kernel = 0;
+    uint32_t kernel = 0;
     bool write = false;
   };
   std::vector<Lifetime> lifetimesOf(std::vector<Access>& accesses) const;

@@ -75,10 +75,8 @@ struct DataFlow {
 // keep apart from their profile (an owning RunAnalysis with release_launch_tables takes them out of
 // its profile): data flow frees them once it has read them, before its largest step (the extents
 // and edges).
-struct OwnedLaunchTables {
-  std::vector<core::KernelArgRecord> kernel_args;      // by (process, correlation id)
-  std::vector<core::MemoryEventRecord> memory_events;  // by timestamp
-};
+// Kernel arguments by (process, correlation id), memory events by timestamp (core/store.h).
+using OwnedLaunchTables = core::LaunchTables;
 
 // The measured roles come from the profile's function_arg rows; the overloads take them from the
 // caller (tests, or a profile whose roles were measured separately), and the launch tables.

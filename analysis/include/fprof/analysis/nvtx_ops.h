@@ -29,15 +29,15 @@ struct OpTags {
 // None unless the message carries an op= token. Unknown keys are ignored (forward compatible).
 std::optional<OpTags> parseOpTags(std::string_view message);
 
-// A list of indices (op instances or kernels) held by the OpIndex: one array for every op's lists,
-// not three vectors an op (a file of a million ops would spend as much on the vectors as on
-// the indices).
+// A list of indices (op instances or kernels) held by the OpIndex: one array of 32-bit indices
+// for every op's lists, not three vectors an op (a file of a million ops would spend as much on
+// the vectors as on the indices).
 class IndexList {
  public:
   IndexList() = default;
-  IndexList(const size_t* first, size_t count) : first_(first), count_(count) {}
-  const size_t* begin() const { return first_; }
-  const size_t* end() const { return first_ + count_; }
+  IndexList(const uint32_t* first, size_t count) : first_(first), count_(count) {}
+  const uint32_t* begin() const { return first_; }
+  const uint32_t* end() const { return first_ + count_; }
   size_t size() const { return count_; }
   bool empty() const { return count_ == 0; }
   size_t operator[](size_t i) const { return first_[i]; }
@@ -46,23 +46,33 @@ class IndexList {
   std::vector<size_t> vector() const { return {begin(), end()}; }
 
  private:
-  const size_t* first_ = nullptr;
+  const uint32_t* first_ = nullptr;
   size_t count_ = 0;
 };
 
+// 56 bytes: a long run holds one per op call.
 struct OpInstance {
-  size_t range_index = 0;  // into Profile::nvtx_ranges
-  // Never null. Shared by the instances of one message (an op repeated a million times is parsed
-  // once).
-  std::shared_ptr<const OpTags> tags;
+  // Never null. Owned by the OpIndex and shared by the instances of one message (an op repeated a
+  // million times is parsed once).
+  const OpTags* tags = nullptr;
+  // Its three lists below, one after the other in OpIndex::lists (set by indexOps).
+  const uint32_t* lists = nullptr;
   std::optional<uint64_t> repeat;  // the payload
-  std::optional<size_t> parent;    // enclosing op instance
-  IndexList children;              // nested op instances, in start order
-  IndexList kernels;               // kernels whose innermost op is this one, in start order
-  IndexList all_kernels;           // this op's and its descendants', in start order
+  uint32_t range_index = 0;        // into Profile::nvtx_ranges
+  std::optional<uint32_t> parent;  // enclosing op instance
+
+  IndexList children() const { return {lists, child_count}; }  // nested op instances, in start order
+  // Kernels whose innermost op is this one, in start order.
+  IndexList kernels() const { return {lists + child_count, kernel_count}; }
+  // This op's and its descendants', in start order.
+  IndexList allKernels() const { return {lists + child_count + kernel_count, all_kernel_count}; }
+
+  uint32_t child_count = 0;
+  uint32_t kernel_count = 0;
+  uint32_t all_kernel_count = 0;
 };
 
-// Moved, not copied: the ops' lists point into `lists`.
+// Moved, not copied: the ops point into `tags` and `lists`.
 struct OpIndex {
   OpIndex() = default;
   OpIndex(OpIndex&&) = default;
@@ -70,9 +80,10 @@ struct OpIndex {
   OpIndex(const OpIndex&) = delete;
   OpIndex& operator=(const OpIndex&) = delete;
 
-  std::vector<OpInstance> ops;           // in range start order
-  std::vector<int32_t> kernel_op;        // innermost op instance per kernel, -1 if none
-  std::vector<size_t> lists;             // every op's children, kernels and all_kernels
+  std::vector<OpInstance> ops;                         // in range start order
+  std::vector<int32_t> kernel_op;                      // innermost op instance per kernel, -1 if none
+  std::vector<uint32_t> lists;                         // every op's children, kernels and all kernels
+  std::vector<std::unique_ptr<const OpTags>> tags;     // one per distinct op message
 };
 
 OpIndex indexOps(const core::Profile& p);

@@ -53,6 +53,12 @@ struct AnalysisOptions {
   // memory_events are then empty. For front ends that read the run only through this analysis
   // (a long run holds tens of bytes of those tables per kernel).
   bool release_launch_tables = false;
+  // An owning analysis without a baseline also lets the NVTX ranges go once they are read: the
+  // ops are indexed (nvtxOps, frameworkOps) and the summary has counted them before data flow
+  // starts, and profile().nvtx_ranges is empty from then on. For the same front ends (a PyTorch
+  // run under emit_nvtx holds several ranges of about a hundred characters a kernel). A comparison
+  // reads both runs' ranges, so with a baseline they are kept.
+  bool release_nvtx_ranges = false;
 };
 
 // The op each kernel is reported under, as a small id into `names` ("" = none): under fprof's op
@@ -86,6 +92,12 @@ class RunAnalysis {
   // Owns them (see AnalysisOptions::release_launch_tables).
   static RunAnalysis owning(core::Profile run, std::optional<core::Profile> baseline = std::nullopt,
                             const AnalysisOptions& options = {});
+  // Owns a run loaded without its launch tables (core::LoadOptions), for a front end that reads
+  // the run only through this analysis (release_launch_tables and release_nvtx_ranges are set):
+  // the ops are indexed and the NVTX ranges let go first, and only then are the launch tables
+  // read from the run's file (core::loadLaunchTables), so that the two never stand in memory
+  // together. An error where the file cannot be read again as it was.
+  static core::Expected<RunAnalysis> owningThenLoadingLaunchTables(core::Profile run, const AnalysisOptions& options = {});
   RunAnalysis(RunAnalysis&&) noexcept;
   RunAnalysis& operator=(RunAnalysis&&) noexcept;
   ~RunAnalysis();

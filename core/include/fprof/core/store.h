@@ -20,9 +20,22 @@ struct sqlite3;
 
 namespace fprof::core {
 
+// A file as stat saw it, and its write-ahead log (a writer that has not closed the file yet adds
+// pages there): a changed file has another stamp.
+struct FileStamp {
+  uint64_t device = 0;
+  uint64_t inode = 0;
+  int64_t size = 0;
+  int64_t modified_ns = 0;
+  int64_t wal_size = -1;  // -1: no -wal file
+  int64_t wal_modified_ns = 0;
+  bool operator==(const FileStamp&) const = default;
+};
+
 // Everything a .fprof database holds, loaded into memory.
 struct Profile {
   std::string path;
+  FileStamp file_stamp;  // the file when it was loaded (loadLaunchTables reads only that file)
   int schema_version = 0;
   std::map<std::string, std::string> metadata;
   std::vector<ProcessInfo> processes;
@@ -60,7 +73,22 @@ struct Profile {
 // text is cleaned (core/text.h: valid UTF-8, control characters made visible), and damage that
 // leaves the file readable is repaired in memory and said in Profile::warnings, so that whatever
 // a file holds, every walk over what is loaded ends.
-Expected<Profile> loadProfile(const std::string& path);
+struct LoadOptions {
+  // The kernel arguments and memory events, which only data flow reads (tens of bytes a kernel).
+  // Without them a front end reads them with loadLaunchTables when it needs them, once it has let
+  // go of what it no longer needs.
+  bool launch_tables = true;
+};
+Expected<Profile> loadProfile(const std::string& path, const LoadOptions& options = {});
+
+struct LaunchTables {
+  std::vector<KernelArgRecord> kernel_args;
+  std::vector<MemoryEventRecord> memory_events;
+};
+// The launch tables of a profile loaded without them, read from its file as loadProfile reads
+// them (the same rows in the same order); an error where the file is not the one the profile was
+// loaded from any more (replaced, rewritten, or still being written).
+Expected<LaunchTables> loadLaunchTables(const Profile& p);
 
 // Only validates (cheap): is it SQLite, an fprof database, complete, of a readable version?
 Status checkDatabase(const std::string& path);
