@@ -90,7 +90,6 @@ int readHeader(const std::string& path, std::array<unsigned char, 100>& header, 
   return 0;
 }
 
-// Checks the file itself before SQLite sees it, so a wrong or damaged file gets a precise sentence.
 int64_t modifiedNs(const struct stat& st) { return int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec; }
 
 FileStamp stampOf(const std::string& path) {
@@ -109,6 +108,7 @@ FileStamp stampOf(const std::string& path) {
   return stamp;
 }
 
+// Checks the file itself before SQLite sees it, so a wrong or damaged file gets a precise sentence.
 Status checkFile(const std::string& path, FileFacts& facts) {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -329,6 +329,14 @@ void sortByStart(std::vector<Row>& rows) {
   for (size_t i = 0; i < rows.size(); ++i) order[i] = {rows[i].start_ns, i};
   std::sort(order.begin(), order.end());
   permuteInPlace(rows, order);
+}
+
+// Kernel arguments by (process, launch, index), ties in rowid order.
+void sortKernelArgs(std::vector<KernelArgRecord>& args) {
+  auto arg_less = [](const KernelArgRecord& a, const KernelArgRecord& b) {
+    return std::tie(a.process_id, a.correlation_id, a.index) < std::tie(b.process_id, b.correlation_id, b.index);
+  };
+  if (!std::is_sorted(args.begin(), args.end(), arg_less)) std::stable_sort(args.begin(), args.end(), arg_less);
 }
 
 // Row count of a table's rowid range: tables whose rowids run first..first+count-1 (every table
@@ -937,6 +945,7 @@ class ProfileLoad {
   }
   Expected<Profile> run();
   Status runSmallTables();
+  Expected<LaunchTables> runLaunchTables();
 
  private:
   friend struct ProfileStream::Impl;
@@ -947,6 +956,7 @@ class ProfileLoad {
   Status planChunkedTables();
   Status readTables();
   void addEventTableTasks(const std::function<void(Task)>& add);
+  Task memoryEventTask();
   void addLaterTableTasks(const std::function<void(Task)>& add);
   void addFunctionTableTasks(const std::function<void(Task)>& add);
   template <const auto& kTable, class Row>
@@ -996,6 +1006,21 @@ Expected<Profile> ProfileLoad::run() {
   breakNvtxCycles(p_.nvtx_ranges, p_.path, p_.warnings);
   for (std::string& w : p_.warnings) cleanTextInPlace(w);  // the path is the user's, and may hold anything
   return std::move(p_);
+}
+
+// For loadLaunchTables: the file checked as run() checks it, and only its kernel arguments and
+// memory events read, by run()'s own tasks and sorted as run() sorts them.
+Expected<LaunchTables> ProfileLoad::runLaunchTables() {
+  if (Status s = openAndCheck(path(), h_, p_.schema_version); !s) return Error{s.error()};
+  if (Status s = planChunkedTables(); !s) return Error{s.error()};
+  std::vector<OrderedTask> tasks;
+  for (TableChunk& c : arg_chunks_) {
+    tasks.push_back({tasks.size(), [this, &c](Conn& conn) { return loadKernelArgs(conn, path(), c, p_.kernel_args); }});
+  }
+  tasks.push_back({tasks.size(), memoryEventTask()});
+  if (Status s = runTasks(h_, tasks, arg_chunks_.size()); !s) return Error{s.error()};
+  sortKernelArgs(p_.kernel_args);
+  return LaunchTables{std::move(p_.kernel_args), std::move(p_.memory_events)};
 }
 
 // For a stream: the file checked, and the tables of a few rows each (per process, device,
@@ -1144,16 +1169,18 @@ void ProfileLoad::addEventTableTasks(const std::function<void(Task)>& add) {
   add([this](Conn& conn) {
     return readTable<detail::kMemsetTable>(conn.db(), path(), version(), {.order = "start_ns, id"}, p_.memsets);
   });
-  if (options_.launch_tables) {
-    add([this](Conn& conn) {
-      return readTable<detail::kMemoryEventTable>(conn.db(), path(), version(), {.order = "timestamp_ns, id"},
-                                                  p_.memory_events);
-    });
-  }
+  if (options_.launch_tables) add(memoryEventTask());
   add([this](Conn& conn) {
     return readTable<detail::kCollectorEventTable>(conn.db(), path(), version(), {.order = "id"},
                                                    p_.collector_events);
   });
+}
+
+Task ProfileLoad::memoryEventTask() {
+  return [this](Conn& conn) {
+    return readTable<detail::kMemoryEventTable>(conn.db(), path(), version(), {.order = "timestamp_ns, id"},
+                                                p_.memory_events);
+  };
 }
 
 // The tables read after the counters, in the order a sequential read takes them (which error is
@@ -1291,12 +1318,7 @@ void ProfileLoad::nameFunctionRowsWithoutName() {
 void ProfileLoad::sortRows() {
   sortByStart(p_.kernels);
   settleDependencyWaits(p_.kernels);
-  auto arg_less = [](const KernelArgRecord& a, const KernelArgRecord& b) {
-    return std::tie(a.process_id, a.correlation_id, a.index) < std::tie(b.process_id, b.correlation_id, b.index);
-  };
-  if (!std::is_sorted(p_.kernel_args.begin(), p_.kernel_args.end(), arg_less)) {
-    std::stable_sort(p_.kernel_args.begin(), p_.kernel_args.end(), arg_less);
-  }
+  sortKernelArgs(p_.kernel_args);
   sortByStart(p_.nvtx_ranges);  // the collector writes ranges as they end
 }
 
@@ -1804,8 +1826,6 @@ template Expected<std::unique_ptr<RowStream<MemsetRecord>>> ProfileStream::rows<
 template Expected<std::unique_ptr<RowStream<MemoryEventRecord>>> ProfileStream::rows<MemoryEventRecord>();
 template Expected<std::unique_ptr<RowStream<CollectorEventRecord>>> ProfileStream::rows<CollectorEventRecord>();
 
-size_t ProfileStream::tableRows(const char* table) const { return rowCountOrZero(impl_->db(), table); }
-
 std::vector<std::string> ProfileStream::warnings() {
   Damage damage = impl_->damage();
   damage.add(impl_->kernel_damage);
@@ -1830,20 +1850,6 @@ Expected<Profile> loadProfile(const std::string& path, const LoadOptions& option
 
 namespace {
 
-template <class Row>
-Status readAllRows(ProfileStream& in, const char* table, std::vector<Row>& out) {
-  out.reserve(in.tableRows(table));  // grown a row at a time, a vector holds up to twice its rows
-  auto rows = in.rows<Row>();
-  if (!rows) return Error{rows.error()};
-  for (;;) {
-    Row row;
-    Expected<bool> more = (*rows)->next(row);
-    if (!more) return Error{more.error()};
-    if (!*more) return {};
-    out.push_back(std::move(row));
-  }
-}
-
 Status unchanged(const Profile& p) {
   if (stampOf(p.path) == p.file_stamp) return {};
   return makeError(p.path + ": changed while fprof was reading it (replaced, rewritten or still being written); "
@@ -1854,11 +1860,9 @@ Status unchanged(const Profile& p) {
 
 Expected<LaunchTables> loadLaunchTables(const Profile& p) {
   if (Status s = unchanged(p); !s) return Error{s.error()};
-  auto in = ProfileStream::open(p.path);
-  if (!in) return Error{in.error()};
-  LaunchTables t;
-  if (Status s = readAllRows(**in, detail::kKernelArgTable.info.name, t.kernel_args); !s) return Error{s.error()};
-  if (Status s = readAllRows(**in, detail::kMemoryEventTable.info.name, t.memory_events); !s) return Error{s.error()};
+  ProfileLoad load(p.path);
+  Expected<LaunchTables> t = load.runLaunchTables();
+  if (!t) return t;
   if (Status s = unchanged(p); !s) return Error{s.error()};  // not changed while they were read
   return t;
 }

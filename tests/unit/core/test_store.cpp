@@ -318,6 +318,14 @@ TEST(Store, LoadsShuffledTablesInStableStartOrder) {
 }
 
 namespace {
+// Three kernels written against time order, and their arguments against launch order.
+void addOutOfOrderLaunches(Writer& w) {
+  for (uint32_t i = 0; i < 3; ++i) w.add(makeKernel("k" + std::to_string(i), 30 - 10 * i, 1, 100 + i));
+  w.add(KernelArgRecord{102, 1, 1, 8, 8, 0xb});
+  w.add(KernelArgRecord{101, 1, 0, 0, 8, 0xc});
+  w.add(KernelArgRecord{102, 1, 0, 0, 8, 0xa});
+}
+
 auto argFields(const KernelArgRecord& a) {
   return std::tie(a.correlation_id, a.process_id, a.index, a.offset_bytes, a.size_bytes, a.value);
 }
@@ -342,10 +350,7 @@ TEST(Store, LaunchTablesReadLaterAreTheLoadersOwn) {
   {
     auto w = Writer::create(shuffled);
     ASSERT_TRUE(w.ok());
-    for (uint32_t i = 0; i < 3; ++i) (*w)->add(makeKernel("k" + std::to_string(i), 30 - 10 * i, 1, 100 + i));
-    (*w)->add(KernelArgRecord{102, 1, 1, 8, 8, 0xb});
-    (*w)->add(KernelArgRecord{101, 1, 0, 0, 8, 0xc});
-    (*w)->add(KernelArgRecord{102, 1, 0, 0, 8, 0xa});
+    addOutOfOrderLaunches(**w);
     ASSERT_TRUE((*w)->close());
   }
   for (const std::string& path : {data + "model_trace_h100.fprof", data + "torch_proof_gpt_bf16_emitnvtx_h100.fprof",
@@ -403,10 +408,7 @@ TEST(Store, MergeWritesOutOfOrderTablesInTheReadersOrder) {
   const std::string path = tempPath("merge_out_of_order.fprof");
   auto w = Writer::create(path);
   ASSERT_TRUE(w.ok());
-  for (uint32_t i = 0; i < 3; ++i) (*w)->add(makeKernel("k" + std::to_string(i), 30 - 10 * i, 1, 100 + i));
-  (*w)->add(KernelArgRecord{102, 1, 1, 8, 8, 0xb});
-  (*w)->add(KernelArgRecord{101, 1, 0, 0, 8, 0xc});
-  (*w)->add(KernelArgRecord{102, 1, 0, 0, 8, 0xa});
+  addOutOfOrderLaunches(**w);
   for (uint64_t key = 1; key <= 4; ++key) {
     NvtxRangeRecord r;
     r.key = key;

@@ -53,8 +53,6 @@ class ProfileStream {
   template <class Row>
   Expected<std::unique_ptr<RowStream<Row>>> rows();
 
-  // How many rows a table of the file holds, to size what keeps them (0 where it cannot say).
-  size_t tableRows(const char* table) const;
   // The kernels as Profile::kernels holds them: by start, ties by id, each one's dependency wait
   // settled (core/dependency_wait.h).
   Expected<std::unique_ptr<RowStream<KernelRow>>> kernelsByStart();
