@@ -954,6 +954,8 @@ class ProfileLoad {
   uint32_t internText(std::string_view raw);
   Status readProcessesAndDevices();
   Status planChunkedTables();
+  Status planArgumentChunks();
+  Status planRead(TableRead& read, const char* table, const char* rowid_column, const std::string& columns);
   Status readTables();
   void addEventTableTasks(const std::function<void(Task)>& add);
   Task memoryEventTask();
@@ -1012,7 +1014,7 @@ Expected<Profile> ProfileLoad::run() {
 // memory events read, by run()'s own tasks and sorted as run() sorts them.
 Expected<LaunchTables> ProfileLoad::runLaunchTables() {
   if (Status s = openAndCheck(path(), h_, p_.schema_version); !s) return Error{s.error()};
-  if (Status s = planChunkedTables(); !s) return Error{s.error()};
+  if (Status s = planArgumentChunks(); !s) return Error{s.error()};
   std::vector<OrderedTask> tasks;
   for (TableChunk& c : arg_chunks_) {
     tasks.push_back({tasks.size(), [this, &c](Conn& conn) { return loadKernelArgs(conn, path(), c, p_.kernel_args); }});
@@ -1094,21 +1096,33 @@ Status ProfileLoad::readProcessesAndDevices() {
 // same whatever the number of threads.
 Status ProfileLoad::planChunkedTables() {
   kernel_columns_ = chunkColumns<detail::kKernelTable>(version(), false);
-  arg_columns_ = chunkColumns<detail::kKernelArgTable>(version(), true);
   counter_columns_ = chunkColumns<detail::kKernelCounterTable>(version(), false);
-  for (auto [read, table, rowid, columns] :
-       {std::tuple{&kernel_read_, "kernel", "id", &kernel_columns_}, {&arg_read_, "kernel_arg", "rowid", &arg_columns_},
-        {&counter_read_, "kernel_counter", "kernel_id", &counter_columns_}}) {
-    read->table = table;
-    read->rowid_column = rowid;
-    read->columns = columns->c_str();
-    Expected<RowidSpan> span = rowidSpan(h_.db, path(), table);
-    if (!span) return Error{span.error()};
-    read->span = *span;
+  if (Status s = planRead(kernel_read_, "kernel", "id", kernel_columns_); !s) return s;
+  if (options_.launch_tables) {
+    if (Status s = planArgumentChunks(); !s) return s;
   }
+  if (Status s = planRead(counter_read_, "kernel_counter", "kernel_id", counter_columns_); !s) return s;
   planChunks(kernel_read_, kernel_chunks_);
-  if (options_.launch_tables) planChunks(arg_read_, arg_chunks_);
   planChunks(counter_read_, counter_chunks_);
+  return {};
+}
+
+// The kernel arguments' chunks: all that runLaunchTables reads in chunks.
+Status ProfileLoad::planArgumentChunks() {
+  arg_columns_ = chunkColumns<detail::kKernelArgTable>(version(), true);
+  if (Status s = planRead(arg_read_, "kernel_arg", "rowid", arg_columns_); !s) return s;
+  planChunks(arg_read_, arg_chunks_);
+  return {};
+}
+
+// One big table's rowid span, and the columns its chunks select.
+Status ProfileLoad::planRead(TableRead& read, const char* table, const char* rowid_column, const std::string& columns) {
+  read.table = table;
+  read.rowid_column = rowid_column;
+  read.columns = columns.c_str();
+  Expected<RowidSpan> span = rowidSpan(h_.db, path(), table);
+  if (!span) return Error{span.error()};
+  read.span = *span;
   return {};
 }
 
