@@ -100,6 +100,21 @@ struct RunAnalysis::State {
     });
   }
 
+  // The two op indexes and the summary, the readers of the NVTX ranges: the framework ops on a
+  // second thread (they take the longest), the others on this one.
+  void indexOpsTogether() {
+    std::future<void> framework;
+    try {
+      framework = std::async(std::launch::async, [this] { frameworkOps(); });
+    } catch (const std::system_error&) {
+      // No thread to be had: one after the other.
+    }
+    nvtxOps();
+    runSummary();
+    if (framework.valid()) framework.get();
+    frameworkOps();
+  }
+
   // Every reader of the ranges (the two op indexes and the summary) is done with them: a
   // concurrent caller of those waits for the one computing them, and gets what it made.
   void releaseNvtxRanges() {
@@ -167,8 +182,7 @@ core::Expected<RunAnalysis> RunAnalysis::owningThenLoadingLaunchTables(core::Pro
   s->options = options;
   s->options.release_launch_tables = true;
   s->options.release_nvtx_ranges = true;
-  s->nvtxOps();
-  s->frameworkOps();
+  s->indexOpsTogether();
   s->releaseNvtxRanges();
   core::Expected<core::LaunchTables> tables = core::loadLaunchTables(*s->owned_run);
   if (!tables) return core::Error{tables.error()};
