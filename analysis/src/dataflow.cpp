@@ -333,20 +333,25 @@ uint64_t streamKey(uint32_t process_id, uint32_t device_id, uint32_t stream_id) 
 
 uint64_t streamKey(const core::KernelRow& k) { return streamKey(k.process_id, k.device_id, k.stream_id); }
 
-// One written value: who wrote it, where and when, and how many kernels read it.
+// One written value: who wrote it, where and when, and how many kernels read it. 64 bytes: the
+// walk holds one per write of the run. Kernel indices are 32-bit, as the op index's are.
 struct Value {
-  std::optional<size_t> writer;  // none: an access of unknown role ended what was there
+  static constexpr uint32_t kNone = UINT32_MAX;
   uint64_t stream = 0;
-  uint64_t epoch = 0;  // the device's opaque-writer count at the write
-  RoleSource source = RoleSource::kPosition;
-  uint32_t allocation = 0;
+  uint64_t epoch = 0;    // the device's opaque-writer count at the write
   uint64_t address = 0;  // the write's pointer and its tensor's size (KernelAccess)
   int64_t tensor_bytes = 0;
+  uint32_t writer = kNone;  // kNone: an access of unknown role ended what was there
+  uint32_t allocation = 0;
   int32_t readers = 0;
   int32_t linked = 0;  // readers with an edge from it
-  size_t last_reader = SIZE_MAX;
-  size_t last_linked = SIZE_MAX;
+  uint32_t last_reader = kNone;
+  uint32_t last_linked = kNone;
+  RoleSource source = RoleSource::kPosition;
+
+  bool written() const { return writer != kNone; }
 };
+static_assert(sizeof(Value) <= 64);
 
 // Step 3: the walk in time order. For each kernel: what happened on its device since the last one
 // (frees end versions; copies and memsets advance the device's epoch), its reads (linked to the
@@ -421,7 +426,8 @@ class ProducerLinker {
     values_.push_back(val);
   }
 
-  void linkReads(size_t ki, uint64_t epoch) {
+  void linkReads(size_t kernel, uint64_t epoch) {
+    const auto ki = static_cast<uint32_t>(kernel);
     const uint64_t stream = streamKey(p_.kernels[ki]);
     found_.clear();
     for (uint32_t x = r_.access_begin[ki]; x < r_.access_begin[ki + 1]; ++x) {
@@ -438,7 +444,7 @@ class ProducerLinker {
           val.last_reader = ki;
           ++val.readers;  // an access of unknown role may have read it: a reader all the same
         }
-        if (acc.read && val.writer && *val.writer != ki && val.stream == stream && val.epoch == epoch) {
+        if (acc.read && val.written() && val.writer != ki && val.stream == stream && val.epoch == epoch) {
           if (val.last_linked != ki) {
             val.last_linked = ki;
             ++val.linked;
@@ -453,10 +459,10 @@ class ProducerLinker {
   // One edge per (producer, allocation) of this consumer; the values it passed are remembered.
   void addEdge(size_t ki, const KernelAccess& acc, const Value& val, int32_t v, int64_t bytes) {
     size_t e = 0;
-    while (e < found_.size() && (found_[e].producer != *val.writer || found_[e].allocation != acc.allocation)) ++e;
+    while (e < found_.size() && (found_[e].producer != val.writer || found_[e].allocation != acc.allocation)) ++e;
     if (e == found_.size()) {
       DataEdge edge;
-      edge.producer = *val.writer;
+      edge.producer = val.writer;
       edge.consumer = ki;
       edge.allocation = acc.allocation;
       edge.roles = val.source;
@@ -469,7 +475,7 @@ class ProducerLinker {
     const uint64_t hi = val.address + static_cast<uint64_t>(val.tensor_bytes);
     if (hi > lo) found_[e].tensor_bytes = std::max(found_[e].tensor_bytes, static_cast<int64_t>(hi - lo));
     found_[e].roles = weaker(found_[e].roles, weaker(val.source, acc.source));
-    found_values_.emplace_back(e, v);
+    found_values_.emplace_back(static_cast<uint32_t>(e), v);
   }
 
   // This consumer's edges into df, by producer.
@@ -484,7 +490,7 @@ class ProducerLinker {
     }
     slot_.resize(found_.size());
     for (size_t i = 0; i < order_.size(); ++i) {
-      slot_[order_[i]] = df_.edges.size();
+      slot_[order_[i]] = static_cast<uint32_t>(df_.edges.size());
       df_.edges.push_back(found_[order_[i]]);
     }
     for (const auto& [e, v] : found_values_) edge_values_.emplace_back(slot_[e], v);
@@ -498,7 +504,7 @@ class ProducerLinker {
       if (!acc.write && !acc.unknown) continue;
       Value val;
       if (acc.write) {
-        val.writer = ki;
+        val.writer = static_cast<uint32_t>(ki);
         Allocation& al = df_.allocations[acc.allocation];
         ++al.writer_launches;
         if (!al.first_writer) al.first_writer = ki;
@@ -524,7 +530,7 @@ class ProducerLinker {
     }
     std::vector<int32_t> written(df_.allocations.size(), 0), read_once(df_.allocations.size(), 0);
     for (const Value& v : values_) {
-      if (!v.writer) continue;
+      if (!v.written()) continue;
       ++written[v.allocation];
       if (v.readers == 1) ++read_once[v.allocation];
     }
@@ -550,9 +556,10 @@ class ProducerLinker {
   uint64_t last_device_ = ~uint64_t{0};
   uint64_t* epoch_slot_ = nullptr;
   std::vector<DataEdge> found_;                           // this consumer's edges
-  std::vector<std::pair<size_t, int32_t>> found_values_;  // (index in found_, value)
-  std::vector<std::pair<size_t, int32_t>> edge_values_;   // (edge, value)
-  std::vector<size_t> order_, slot_;                      // sorting this consumer's edges
+  std::vector<std::pair<uint32_t, int32_t>> found_values_;  // (index in found_, value)
+  std::vector<std::pair<uint32_t, int32_t>> edge_values_;   // (edge, value)
+  std::vector<size_t> order_;                               // sorting this consumer's edges
+  std::vector<uint32_t> slot_;
 };
 
 // Data flow's steps; `tables_read` is called once nothing reads the launch tables any more.
