@@ -88,15 +88,18 @@ struct RunAnalysis::State {
     return framework_ops.get([&] { return indexFrameworkOps(*run); });
   }
 
-  // The ops first: with release_nvtx_ranges the ranges are let go before data flow, the
-  // largest step, starts.
+  // Where the NVTX ranges are let go (releasesNvtxRanges), the ops come first, so that the ranges
+  // are gone before data flow, the largest step, starts. Elsewhere data flow comes first: on the
+  // second thread it then runs while the caller indexes the ops and builds what it shows (the
+  // viewer), instead of after, beside all of that.
   const FusionResult& fusionResult() {
     return fusion.get([&] {
-      const OpIndex& ops = nvtxOps();
-      const FrameworkOps& fops = frameworkOps();
-      releaseNvtxRanges();
+      if (releasesNvtxRanges()) {
+        indexOpsTogether();
+        releaseNvtxRanges();
+      }
       const DataFlow& df = dataFlow();
-      return analyzeFusion(*run, ops, fops, df, options.fusion);
+      return analyzeFusion(*run, nvtxOps(), frameworkOps(), df, options.fusion);
     });
   }
 
@@ -117,8 +120,9 @@ struct RunAnalysis::State {
 
   // Every reader of the ranges (the two op indexes and the summary) is done with them: a
   // concurrent caller of those waits for the one computing them, and gets what it made.
+  bool releasesNvtxRanges() const { return options.release_nvtx_ranges && owned_run && !baseline; }
   void releaseNvtxRanges() {
-    if (!options.release_nvtx_ranges || !owned_run || baseline) return;
+    if (!releasesNvtxRanges()) return;
     runSummary();
     std::vector<core::NvtxRangeRow>().swap(owned_run->nvtx_ranges);
   }
