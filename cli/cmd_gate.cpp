@@ -83,12 +83,10 @@ analysis::DiffSide diffSideOf(const core::Profile& p) {
 // one rank group is its own rank: its whole side is the rank's.
 core::Expected<GateFile> readGateFile(const std::string& path,
                                       const std::function<bool(const GateFile&)>& want_by_rank) {
-  auto p = loadProfile(path);
-  if (!p) return core::makeError(p.error());
   // The gate compares launch groups and ops: the launch arguments and memory events, which only
-  // data flow reads, are let go at once (tens of bytes per kernel).
-  std::vector<core::KernelArgRecord>().swap(p->kernel_args);
-  std::vector<core::MemoryEventRecord>().swap(p->memory_events);
+  // data flow reads, are not read (tens of bytes per kernel, and most of the reading time).
+  auto p = loadProfile(path, nullptr, {.launch_tables = false});
+  if (!p) return core::makeError(p.error());
   GateFile f;
   f.several_processes = p->processes.size() > 1;
   f.groups = core::rankGroups(*p);
