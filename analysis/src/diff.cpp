@@ -162,27 +162,54 @@ std::map<std::string, Accum> groupKernels(const core::Profile& p, const KernelOp
   return out;
 }
 
+// One kernel's time in one instance (NVTX range) of an op.
+struct InstanceTime {
+  Accum* op = nullptr;
+  uint64_t range_key = 0;
+  double ns = 0;
+};
+
+// One sample per op instance: its kernels' times summed, in launch order; each op's samples in
+// range-key order.
+void addInstanceSamples(std::vector<InstanceTime>& instances) {
+  std::stable_sort(instances.begin(), instances.end(), [](const InstanceTime& a, const InstanceTime& b) {
+    return a.op != b.op ? std::less<>()(a.op, b.op) : a.range_key < b.range_key;
+  });
+  for (size_t i = 0; i < instances.size();) {
+    double ns = 0;
+    size_t j = i;
+    for (; j < instances.size() && instances[j].op == instances[i].op && instances[j].range_key == instances[i].range_key; ++j) {
+      ns += instances[j].ns;
+    }
+    instances[i].op->s.samples_ns.push_back(ns);
+    i = j;
+  }
+}
+
 // Ops: kernels grouped by NVTX path, its framework ranges by their op names (framework_ops.h,
 // nvtxPathOpNames: "aten::linear/aten::addmm", not emit_nvtx's op_id and sizes of each call, which
 // would make every call an op of its own and match nothing once one run calls one op more); one
 // sample per range instance (the kernels under one range).
 std::map<std::string, Accum> groupOps(const core::Profile& p) {
   std::map<std::string, Accum> out;
-  std::map<std::pair<std::string, uint64_t>, double> instance_ns;
-  std::unordered_map<uint32_t, std::string> op_path_of;  // by recorded path id
+  std::vector<InstanceTime> instances;  // one per kernel in an op
+  std::unordered_map<uint32_t, Accum*> op_of_path;  // by recorded path id; map values stay put
   for (const core::KernelRow& k : p.kernels) {
     if (!k.nvtx_path_id) continue;
-    auto [named, added] = op_path_of.try_emplace(*k.nvtx_path_id);
-    if (added) named->second = nvtxPathOpNames(p.str(*k.nvtx_path_id));
-    const std::string& path = named->second;
-    Accum& a = out[path];
-    a.name = path;
-    a.path = path;
+    auto [named, added] = op_of_path.try_emplace(*k.nvtx_path_id, nullptr);
+    if (added) {
+      std::string path = nvtxPathOpNames(p.str(*k.nvtx_path_id));
+      Accum& a = out[path];
+      a.name = path;
+      a.path = std::move(path);
+      named->second = &a;
+    }
+    Accum& a = *named->second;
     a.s.calls += 1;
     a.s.total_ns += static_cast<double>(k.durationNs());
-    instance_ns[{path, k.nvtx_range_key.value_or(0)}] += static_cast<double>(k.durationNs());
+    instances.push_back({&a, k.nvtx_range_key.value_or(0), static_cast<double>(k.durationNs())});
   }
-  for (const auto& [key, ns] : instance_ns) out[key.first].s.samples_ns.push_back(ns);
+  addInstanceSamples(instances);
   return out;
 }
 

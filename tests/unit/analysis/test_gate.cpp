@@ -273,6 +273,28 @@ TEST(Gate, LaunchGroupsAndOpsAreKeyedByOpWithoutEmitNvtxIds) {
   EXPECT_EQ(d.ops[0].cur->samples_ns.size(), 12u);
 }
 
+TEST(Diff, AnOpsSamplesAreItsInstancesSummedInRangeOrder) {
+  // Two instances of one op, their kernels interleaved and the later range (key 1) launched last:
+  // one sample per instance, the sum of its kernels, the instances in range order.
+  DbBuilder db("op_instances");
+  db.range(2, std::nullopt, "step", 1000, 90000, 0, "");
+  db.range(1, std::nullopt, "step", 1000, 90000, 0, "");
+  int64_t t = 2000;
+  for (const auto& [key, ns] : std::vector<std::pair<uint64_t, int64_t>>{{2, 1000}, {1, 300}, {2, 2000}, {1, 400}, {2, 4000}}) {
+    auto k = db.kernel("work", t, ns);
+    k.nvtx_path = "step";
+    k.nvtx_range_key = key;
+    t = k.end_ns + 1000;
+    db.add(k);
+  }
+  const core::Profile p = db.load();
+  const RunDiff d = diffProfiles(p, p);
+  ASSERT_EQ(d.ops.size(), 1u);
+  ASSERT_TRUE(d.ops[0].base);
+  EXPECT_EQ(d.ops[0].base->calls, 5);
+  EXPECT_EQ(d.ops[0].base->samples_ns, (std::vector<double>{700, 7000}));
+}
+
 TEST(Diff, EmitNvtxRunsMatchTheirOpsWhateverTheirOpIds) {
   // Two H200 runs of one GPT under emit_nvtx, naive attention and then SDPA (tests/data/README.md):
   // from the first attention on, the second run's op ids differ. Its attention ops vanished and
