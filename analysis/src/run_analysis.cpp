@@ -50,6 +50,7 @@ struct RunAnalysis::State {
   std::vector<std::pair<uint64_t, Ceilings>> ceilings;  // per (process, device) of the run's devices
   Ceilings no_device;                                    // a kernel whose device was not recorded
   std::unique_ptr<RunAnalysis> baseline;
+  bool nvtx_released = false;  // indexOpsThenReleaseNvtxRanges has let the ranges go
 
   Lazy<RunSummary> summary;
   Lazy<RooflineResult> roofline;
@@ -88,43 +89,44 @@ struct RunAnalysis::State {
     return framework_ops.get([&] { return indexFrameworkOps(*run); });
   }
 
-  // Where the NVTX ranges are let go (releasesNvtxRanges), the ops come first, so that the ranges
-  // are gone before data flow, the largest step, starts. Elsewhere data flow comes first: on the
-  // second thread it then runs while the caller indexes the ops and builds what it shows (the
-  // viewer), instead of after, beside all of that.
+  // Where the NVTX ranges are let go, the ops come first, so that the ranges are gone before data
+  // flow, the largest step, starts. Elsewhere data flow comes first: on the second thread it then
+  // runs while the caller indexes the ops and builds what it shows (the viewer), instead of after,
+  // beside all of that.
   const FusionResult& fusionResult() {
     return fusion.get([&] {
-      if (releasesNvtxRanges()) {
-        indexOpsTogether();
-        releaseNvtxRanges();
-      }
+      indexOpsThenReleaseNvtxRanges();
       const DataFlow& df = dataFlow();
       return analyzeFusion(*run, nvtxOps(), frameworkOps(), df, options.fusion);
     });
   }
 
-  // The two op indexes and the summary, the readers of the NVTX ranges: the framework ops on a
-  // second thread (they take the longest), the others on this one.
-  void indexOpsTogether() {
+  // With release_nvtx_ranges, on an owned run without a baseline (whose comparison reads the
+  // ranges of both): every reader of the ranges (the two op indexes and the summary) done with
+  // them, they are let go; once. A concurrent caller of those readers waits for the one computing
+  // them, and gets what it made.
+  void indexOpsThenReleaseNvtxRanges() {
+    if (!options.release_nvtx_ranges || !owned_run || baseline || nvtx_released) return;
+    frameworkOpsAlongside([&] {
+      nvtxOps();
+      runSummary();
+    });
+    std::vector<core::NvtxRangeRow>().swap(owned_run->nvtx_ranges);
+    nvtx_released = true;
+  }
+
+  // The framework ops on a second thread (they take the longest), `alongside` on this one.
+  template <typename Alongside>
+  void frameworkOpsAlongside(Alongside&& alongside) {
     std::future<void> framework;
     try {
       framework = std::async(std::launch::async, [this] { frameworkOps(); });
     } catch (const std::system_error&) {
       // No thread to be had: one after the other.
     }
-    nvtxOps();
-    runSummary();
+    alongside();
     if (framework.valid()) framework.get();
     frameworkOps();
-  }
-
-  // Every reader of the ranges (the two op indexes and the summary) is done with them: a
-  // concurrent caller of those waits for the one computing them, and gets what it made.
-  bool releasesNvtxRanges() const { return options.release_nvtx_ranges && owned_run && !baseline; }
-  void releaseNvtxRanges() {
-    if (!releasesNvtxRanges()) return;
-    runSummary();
-    std::vector<core::NvtxRangeRow>().swap(owned_run->nvtx_ranges);
   }
 };
 
@@ -186,8 +188,7 @@ core::Expected<RunAnalysis> RunAnalysis::owningThenLoadingLaunchTables(core::Pro
   s->options = options;
   s->options.release_launch_tables = true;
   s->options.release_nvtx_ranges = true;
-  s->indexOpsTogether();
-  s->releaseNvtxRanges();
+  s->indexOpsThenReleaseNvtxRanges();
   core::Expected<core::LaunchTables> tables = core::loadLaunchTables(*s->owned_run);
   if (!tables) return core::Error{tables.error()};
   s->launch_tables = std::move(*tables);
