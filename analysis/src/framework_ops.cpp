@@ -68,7 +68,11 @@ std::vector<std::pair<uint64_t, int32_t>> parseInputOps(std::string_view s) {
 constexpr std::string_view kSeq = ", seq = ", kOpId = ", op_id = ", kSizes = ", sizes = ",
                            kInputOps = ", input_op_ids = ";
 
-bool parseTorch(std::string_view message, FrameworkRange& r) {
+// How much of a range is read: everything, or only what tells its kind and op id (no name,
+// shapes or input ops, so no allocation on emit_nvtx's ranges of a hundred characters).
+enum class RangeDetail { kAll, kKindAndId };
+
+bool parseTorch(std::string_view message, RangeDetail detail, FrameworkRange& r) {
   size_t first = std::string_view::npos;
   for (std::string_view key : {kSeq, kOpId, kSizes, kInputOps}) first = std::min(first, message.find(key));
   if (first == std::string_view::npos || first == 0) return false;
@@ -89,11 +93,13 @@ bool parseTorch(std::string_view message, FrameworkRange& r) {
   if (auto v = value(kOpId)) {
     if (auto id = parseInt(*v); id && *id > 0) r.op_id = static_cast<uint64_t>(*id);
   }
-  if (auto v = value(kSizes)) r.sizes = parseShapes(*v);
-  if (auto v = value(kInputOps)) r.input_ops = parseInputOps(*v);
-  constexpr std::string_view kBackward = "autograd::engine::evaluate_function: ";
-  if (startsWith(name, kBackward)) name.remove_prefix(kBackward.size());
-  r.name = std::string(name);
+  if (detail == RangeDetail::kAll) {
+    if (auto v = value(kSizes)) r.sizes = parseShapes(*v);
+    if (auto v = value(kInputOps)) r.input_ops = parseInputOps(*v);
+    constexpr std::string_view kBackward = "autograd::engine::evaluate_function: ";
+    if (startsWith(name, kBackward)) name.remove_prefix(kBackward.size());
+    r.name = std::string(name);
+  }
   // Dispatcher ops live in a namespace (aten::, prim::, a library's own); record_function scopes
   // under emit_nvtx carry the same suffixes but are regions the program named.
   const bool op = message.substr(0, first).find("::") != std::string_view::npos;
@@ -126,17 +132,21 @@ bool parseXla(std::string_view message, FrameworkRange& r) {
   return true;
 }
 
-}  // namespace
-
-FrameworkRange parseFrameworkRange(std::string_view domain, std::string_view message) {
+FrameworkRange parseRange(std::string_view domain, std::string_view message, RangeDetail detail) {
   FrameworkRange r;
   if (domain == kNvtxDomain || (domain.empty() && startsWith(message, "op="))) return r;
   if (parseXla(message, r)) return r;
-  if (parseTorch(message, r)) return r;
+  if (parseTorch(message, detail, r)) return r;
   if (message.empty()) return r;
   r.kind = FrameworkRangeKind::kUserRange;
-  r.name = std::string(message);
+  if (detail == RangeDetail::kAll) r.name = std::string(message);
   return r;
+}
+
+}  // namespace
+
+FrameworkRange parseFrameworkRange(std::string_view domain, std::string_view message) {
+  return parseRange(domain, message, RangeDetail::kAll);
 }
 
 namespace {
@@ -190,15 +200,17 @@ struct TorchOpId {
   uint64_t op_id = 0;
 };
 
-// Every range's kind and op id, kept from one parse (parseFrameworkRange); the rest of what a
-// range says (name, shapes, input ops) is parsed again where it is needed, for the few ranges that
-// own kernels or pass a producer on. Kept whole, the parsed ranges of a PyTorch run under
-// emit_nvtx (several a kernel, each with its shapes) took more memory than the run itself.
+// Every range's kind and op id, kept from one parse; the rest of what a range says (name, shapes,
+// input ops) is parsed again where it is needed, for the few ranges that own kernels or pass a
+// producer on. Kept whole, the parsed ranges of a PyTorch run under emit_nvtx (several a kernel,
+// each with its shapes) took more memory than the run itself. Ranges are read whole only until
+// one with input ops is seen (opGraph); the others only for their kind and op id.
 class ParsedRanges {
  public:
   explicit ParsedRanges(const core::Profile& p) : p_(p), kind_(p.nvtx_ranges.size(), FrameworkRangeKind::kNone) {
     for (size_t i = 0; i < p.nvtx_ranges.size(); ++i) {
-      const FrameworkRange r = parse(i);
+      const core::NvtxRangeRow& row = p.nvtx_ranges[i];
+      const FrameworkRange r = parseRange(row.domain, row.message, op_graph_ ? RangeDetail::kKindAndId : RangeDetail::kAll);
       kind_[i] = r.kind;
       if (r.kind == FrameworkRangeKind::kNone) continue;
       any_ = true;
