@@ -4,16 +4,20 @@
 // name (analysis/kernel_names.h).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <future>
 #include <memory>
 #include <nlohmann/json.hpp>
 
 #include <map>
 #include <set>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "command.h"
 #include "export_stream.h"
@@ -233,6 +237,31 @@ json kernelJson(const analysis::RunAnalysis& a, size_t i) {
           {"binding_roof", pl.binding.empty() ? json(nullptr) : json(pl.binding)}};
 }
 
+// The launches in order. Each one's text is made apart from the others, so blocks of them are
+// made on up to eight threads while the analysis, done by then, waits; a round of blocks is
+// written before the next is made, so a few MB are held whatever the number of launches.
+void kernelsJson(const analysis::RunAnalysis& a, JsonStream& out, RowWriter& w) {
+  constexpr size_t kBlock = 2048;
+  const size_t n = a.profile().kernels.size();
+  const size_t depth = out.depth();
+  const size_t threads = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8);
+  auto block_text = [&a, n, depth](size_t first) {
+    std::vector<std::string> texts;
+    for (size_t i = first; i < std::min(n, first + kBlock); ++i) texts.push_back(JsonStream::valueText(kernelJson(a, i), depth));
+    return texts;
+  };
+  for (size_t round = 0; round < n && w.ok(); round += kBlock * threads) {
+    std::vector<std::future<std::vector<std::string>>> blocks;
+    for (size_t first = round; first < std::min(n, round + kBlock * threads); first += kBlock) {
+      // On a thread of its own where one can be had, else when its texts are asked for.
+      blocks.push_back(std::async(std::launch::async | std::launch::deferred, block_text, first));
+    }
+    for (auto& block : blocks) {
+      for (const std::string& text : block.get()) out.writeValueText(text);
+    }
+  }
+}
+
 void kernelGroupsJson(const analysis::RunAnalysis& a, JsonStream& out) {
   const analysis::KernelNames& names = a.kernelNames();
   out.beginArray("kernel_groups");
@@ -348,7 +377,7 @@ core::Status exportJson(const analysis::RunAnalysis& a, RowWriter& w) {
   graphLaunchesJson(p, out);
   kernelGroupsJson(a, out);
   out.beginArray("kernels");
-  for (size_t i = 0; i < p.kernels.size() && w.ok(); ++i) out.value(kernelJson(a, i));
+  kernelsJson(a, out, w);
   out.end();
   out.value(a.roofline().kernels_with_counters, "kernels_with_counters");
   memoryJson(a, out);

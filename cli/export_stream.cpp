@@ -32,18 +32,29 @@ void JsonStream::begin(char bracket, std::string_view key) {
 }
 
 void JsonStream::value(const nlohmann::json& v, std::string_view key) {
-  child(key);
-  // A value dumped on its own starts at column 0: every line after its first moves in to the
-  // depth it sits at (JSON strings hold no raw line feed, so only the layout's are met).
+  writeValueText(valueText(v, depth()), key);
+}
+
+// A value dumped on its own starts at column 0: every line after its first moves in to the depth
+// it sits at (JSON strings hold no raw line feed, so only the layout's are met).
+std::string JsonStream::valueText(const nlohmann::json& v, size_t depth) {
   const std::string text = jsonText(v, 2);
-  const std::string indent = "\n" + std::string(open_.size() * 2, ' ');
+  const std::string indent = "\n" + std::string(depth * 2, ' ');
+  std::string out;
+  out.reserve(text.size() + text.size() / 8);
   size_t from = 0;
   for (size_t at = text.find('\n'); at != std::string::npos; at = text.find('\n', from)) {
-    w_.write(std::string_view(text).substr(from, at - from));
-    w_.write(indent);
+    out.append(text, from, at - from);
+    out += indent;
     from = at + 1;
   }
-  w_.write(std::string_view(text).substr(from));
+  out.append(text, from);
+  return out;
+}
+
+void JsonStream::writeValueText(std::string_view text, std::string_view key) {
+  child(key);
+  w_.write(text);
 }
 
 void JsonStream::end() {

@@ -56,6 +56,11 @@ class JsonStream {
   void beginArray(std::string_view key = {}) { begin('[', key); }
   void value(const nlohmann::json& v, std::string_view key = {});
   void end();  // the innermost open object or array; the document ends with a line feed
+  // A value in two steps, for values made on several threads: its text at a depth (the depth of a
+  // value in the innermost open object or array is depth()), then that text written in its place.
+  size_t depth() const { return open_.size(); }
+  static std::string valueText(const nlohmann::json& v, size_t depth);
+  void writeValueText(std::string_view text, std::string_view key = {});
 
  private:
   void begin(char bracket, std::string_view key);

@@ -7,10 +7,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <set>
 #include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "../core/test_util.h"
 #include "neutral_paths.h"
@@ -319,6 +323,72 @@ TEST(CliExport, EveryRecordingExportsAsJson) {
     EXPECT_EQ(r.code, 0) << entry.path();
     EXPECT_TRUE(r.out.size() > 2 && r.out.compare(r.out.size() - 2, 2, "}\n") == 0) << entry.path();
   }
+}
+
+// A copy of a recording with its kernel rows repeated `copies` more times, each repetition after
+// the previous one in time, with ids and correlation ids of its own and outside every NVTX range.
+std::string withKernelsRepeated(const std::string& src, const std::string& name, int copies) {
+  const std::string dst = testing::tempPath(name);
+  std::filesystem::copy_file(src, dst);
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open(dst.c_str(), &db), SQLITE_OK);
+  auto scalar = [&](const char* sql) {
+    sqlite3_stmt* q = nullptr;
+    EXPECT_EQ(sqlite3_prepare_v2(db, sql, -1, &q, nullptr), SQLITE_OK);
+    EXPECT_EQ(sqlite3_step(q), SQLITE_ROW);
+    const int64_t v = sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    return v;
+  };
+  const int64_t last_id = scalar("SELECT max(id) FROM kernel");
+  const int64_t span = scalar("SELECT max(end_ns) - min(start_ns) + 1000 FROM kernel");
+  std::string columns, values;
+  sqlite3_stmt* q = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(db, "SELECT name FROM pragma_table_info('kernel')", -1, &q, nullptr), SQLITE_OK);
+  while (sqlite3_step(q) == SQLITE_ROW) {
+    const std::string c = reinterpret_cast<const char*>(sqlite3_column_text(q, 0));
+    std::string v = c;
+    if (c == "id") v = "id + copy.k * " + std::to_string(last_id);
+    if (c == "correlation_id") v = "correlation_id + copy.k * 1000000";
+    if (c == "start_ns" || c == "end_ns") v = c + " + copy.k * " + std::to_string(span);
+    if (c == "nvtx_range_id" || c == "nvtx_path_id") v = "NULL";
+    columns += (columns.empty() ? "" : ", ") + c;
+    values += (values.empty() ? "" : ", ") + v;
+  }
+  sqlite3_finalize(q);
+  const std::string sql = "WITH RECURSIVE copy(k) AS (SELECT 1 UNION ALL SELECT k + 1 FROM copy WHERE k < " +
+                          std::to_string(copies) + ") INSERT INTO kernel (" + columns + ") SELECT " + values +
+                          " FROM kernel, copy WHERE kernel.id <= " + std::to_string(last_id);
+  EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  sqlite3_close(db);
+  return dst;
+}
+
+// More launches than the export makes texts for on its threads in one round (2048 a block, up to
+// eight blocks): every launch once, in start order, and the document laid out as nlohmann lays
+// out the whole of it.
+TEST(CliExport, ManyLaunchesExportInStartOrderAsOneDocument) {
+  const std::string big = withKernelsRepeated(std::string(FPROF_SOURCE_DIR) + "/tests/data/model_trace_h200.fprof",
+                                              "many_launches.fprof", 23);
+  const std::string out = testing::tempPath("many_launches.json");
+  const Result r = runFprof("export " + big + " --format json -o " + out);
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::ifstream in(out);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const nlohmann::json doc = nlohmann::json::parse(text);
+  EXPECT_EQ(text, doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  const nlohmann::json& kernels = doc.at("kernels");
+  ASSERT_EQ(kernels.size(), 1600u * 24);
+  std::set<int64_t> ids;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    ids.insert(kernels[i].at("id").get<int64_t>());
+    if (i > 0) {
+      ASSERT_LE(kernels[i - 1].at("start_ns").get<int64_t>(), kernels[i].at("start_ns").get<int64_t>()) << i;
+    }
+  }
+  EXPECT_EQ(ids.size(), kernels.size());
+  // The repetitions are the first launches again, later.
+  EXPECT_EQ(kernels[1600 * 7 + 5].at("name"), kernels[5].at("name"));
 }
 
 // A graph launch counted whole under application replay (tests/data/README.md): info says so with
