@@ -4,6 +4,7 @@
 #include "fprof/analysis/nvtx_ranges.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <unordered_map>
 #include <unordered_set>
@@ -72,22 +73,43 @@ constexpr std::string_view kSeq = ", seq = ", kOpId = ", op_id = ", kSizes = ", 
 // shapes or input ops, so no allocation on emit_nvtx's ranges of a hundred characters).
 enum class RangeDetail { kAll, kKindAndId };
 
+constexpr std::array<std::string_view, 4> kTorchKeys{kSeq, kOpId, kSizes, kInputOps};
+
+// Where each of emit_nvtx's keys occurs in a message (npos: nowhere), found in one pass over its
+// commas, since every key starts with one; none where a key occurs twice.
+std::optional<std::array<size_t, 4>> torchKeysOnce(std::string_view message) {
+  std::array<size_t, 4> at{};
+  at.fill(std::string_view::npos);
+  for (size_t c = message.find(','); c != std::string_view::npos; c = message.find(',', c + 1)) {
+    for (size_t k = 0; k < kTorchKeys.size(); ++k) {
+      if (message.compare(c, kTorchKeys[k].size(), kTorchKeys[k]) != 0) continue;
+      if (at[k] != std::string_view::npos) return std::nullopt;
+      at[k] = c;
+    }
+  }
+  return at;
+}
+
 bool parseTorch(std::string_view message, RangeDetail detail, FrameworkRange& r) {
+  // Each key's first place at or after `from`: from the one pass where every key occurs at most
+  // once (emit_nvtx's own texts), else searched for.
+  const std::optional<std::array<size_t, 4>> once = torchKeysOnce(message);
+  auto find = [&](size_t k, size_t from) {
+    if (!once) return message.find(kTorchKeys[k], from);
+    return (*once)[k] != std::string_view::npos && (*once)[k] >= from ? (*once)[k] : std::string_view::npos;
+  };
   size_t first = std::string_view::npos;
-  for (std::string_view key : {kSeq, kOpId, kSizes, kInputOps}) first = std::min(first, message.find(key));
+  for (size_t k = 0; k < kTorchKeys.size(); ++k) first = std::min(first, find(k, 0));
   if (first == std::string_view::npos || first == 0) return false;
   std::string_view name = message.substr(0, first);
-  std::string_view rest = message.substr(first);
   // Each value runs to the next key.
   auto value = [&](std::string_view key) -> std::optional<std::string_view> {
-    const size_t at = rest.find(key);
+    const auto k = static_cast<size_t>(std::find(kTorchKeys.begin(), kTorchKeys.end(), key) - kTorchKeys.begin());
+    const size_t at = find(k, 0);
     if (at == std::string_view::npos) return std::nullopt;
-    size_t end = rest.size();
-    for (std::string_view other : {kSeq, kOpId, kSizes, kInputOps}) {
-      const size_t o = rest.find(other, at + key.size());
-      if (o != std::string_view::npos) end = std::min(end, o);
-    }
-    return rest.substr(at + key.size(), end - at - key.size());
+    size_t end = message.size();
+    for (size_t o = 0; o < kTorchKeys.size(); ++o) end = std::min(end, find(o, at + key.size()));
+    return message.substr(at + key.size(), end - at - key.size());
   };
   if (auto v = value(kSeq)) r.seq = parseInt(*v);
   if (auto v = value(kOpId)) {

@@ -36,6 +36,26 @@ TEST(FrameworkRange, EmitNvtxMessages) {
   EXPECT_EQ(scope.name, "attention_block");
 }
 
+TEST(FrameworkRange, EachValueRunsToTheNextKeyWhereAKeyRepeats) {
+  // A key written twice (a region named with emit_nvtx's own words): each value still ends at the
+  // next key, and the first occurrence of a key is the one read.
+  const FrameworkRange twice = parseFrameworkRange("", "aten::add, seq = 4, op_id = 9, seq = 5");
+  EXPECT_EQ(twice.kind, Kind::kTorchOp);
+  EXPECT_EQ(twice.name, "aten::add");
+  EXPECT_EQ(twice.seq, 4);
+  EXPECT_EQ(twice.op_id, 9u);
+  // Keys out of emit_nvtx's order, each once: the same rule.
+  const FrameworkRange shuffled = parseFrameworkRange("", "aten::mul, op_id = 31, sizes = [[2, 3]], seq = 8");
+  EXPECT_EQ(shuffled.seq, 8);
+  EXPECT_EQ(shuffled.op_id, 31u);
+  EXPECT_EQ(shuffled.sizes, (std::vector<std::vector<int64_t>>{{2, 3}}));
+  // A comma inside the name is no key.
+  const FrameworkRange comma = parseFrameworkRange("", "step,2, op_id = 3");
+  EXPECT_EQ(comma.kind, Kind::kUserRange);
+  EXPECT_EQ(comma.name, "step,2");
+  EXPECT_EQ(comma.op_id, 3u);
+}
+
 TEST(FrameworkRange, UserRangesXlaAndTheFprofConvention) {
   const FrameworkRange module = parseFrameworkRange("", "model.layers.0.self_attn");
   EXPECT_EQ(module.kind, Kind::kUserRange);
