@@ -69,9 +69,10 @@ std::vector<std::pair<uint64_t, int32_t>> parseInputOps(std::string_view s) {
 constexpr std::string_view kSeq = ", seq = ", kOpId = ", op_id = ", kSizes = ", sizes = ",
                            kInputOps = ", input_op_ids = ";
 
-// How much of a range is read: everything, or only what tells its kind and op id (no name,
-// shapes or input ops, so no allocation on emit_nvtx's ranges of a hundred characters).
-enum class RangeDetail { kAll, kKindAndId };
+// How much of a range is read: everything; all but its shapes and input ops; or only what tells
+// its kind and op id (no name either, so no allocation on emit_nvtx's ranges of a hundred
+// characters).
+enum class RangeDetail { kAll, kWithoutShapes, kKindAndId };
 
 constexpr std::array<std::string_view, 4> kTorchKeys{kSeq, kOpId, kSizes, kInputOps};
 
@@ -118,6 +119,8 @@ bool parseTorch(std::string_view message, RangeDetail detail, FrameworkRange& r)
   if (detail == RangeDetail::kAll) {
     if (auto v = value(kSizes)) r.sizes = parseShapes(*v);
     if (auto v = value(kInputOps)) r.input_ops = parseInputOps(*v);
+  }
+  if (detail != RangeDetail::kKindAndId) {
     constexpr std::string_view kBackward = "autograd::engine::evaluate_function: ";
     if (startsWith(name, kBackward)) name.remove_prefix(kBackward.size());
     r.name = std::string(name);
@@ -161,7 +164,7 @@ FrameworkRange parseRange(std::string_view domain, std::string_view message, Ran
   if (parseTorch(message, detail, r)) return r;
   if (message.empty()) return r;
   r.kind = FrameworkRangeKind::kUserRange;
-  if (detail == RangeDetail::kAll) r.name = std::string(message);
+  if (detail != RangeDetail::kKindAndId) r.name = std::string(message);
   return r;
 }
 
@@ -247,9 +250,9 @@ class ParsedRanges {
   }
   size_t size() const { return kind_.size(); }
   FrameworkRangeKind kind(size_t range_index) const { return kind_[range_index]; }
-  FrameworkRange parse(size_t range_index) const {
+  FrameworkRange parse(size_t range_index, RangeDetail detail = RangeDetail::kAll) const {
     const core::NvtxRangeRow& r = p_.nvtx_ranges[range_index];
-    return parseFrameworkRange(r.domain, r.message);
+    return parseRange(r.domain, r.message, detail);
   }
   bool any() const { return any_; }
   bool pytorch() const { return pytorch_; }
@@ -352,21 +355,13 @@ void nameRegions(const core::Profile& p, const ParsedRanges& ranges, const NvtxR
     if (!range || ranges.kind(*range) != FrameworkRangeKind::kUserRange) continue;
     auto [r, inserted] = region_of_range.emplace(*range, 0);
     if (inserted) {
-      std::string name = ranges.parse(*range).name;
+      std::string name = ranges.parse(*range, RangeDetail::kWithoutShapes).name;
       auto [named, added] = region_of_name.emplace(name, static_cast<int32_t>(out.region_names.size()));
       if (added) out.region_names.push_back(std::move(name));
       r->second = named->second;
     }
     out.kernel_region[k] = r->second;
   }
-}
-
-// What an op keeps of its range: shapes and inputs are read again where the ops are linked (and
-// then kept on the links), since a PyTorch run holds about one op a kernel.
-FrameworkRange withoutShapes(FrameworkRange r) {
-  r.sizes = {};
-  r.input_ops = {};
-  return r;
 }
 
 // Each kernel to the op that owns its range; returns owning range -> op. The ops (in the order of
@@ -389,7 +384,9 @@ std::unordered_map<size_t, size_t> assignOwners(const core::Profile& p, const Pa
   out.ops.resize(kernels_of_op.size());
   for (const auto& [range, op] : op_of_range) {
     out.ops[op].range_index = range;
-    out.ops[op].range = withoutShapes(ranges.parse(range));
+    // Without its shapes and inputs: they are read again where the ops are linked (and then kept
+    // on the links), since a PyTorch run holds about one op a kernel.
+    out.ops[op].range = ranges.parse(range, RangeDetail::kWithoutShapes);
     out.ops[op].kernels.reserve(kernels_of_op[op]);
   }
   for (size_t k = 0; k < p.kernels.size(); ++k) {
