@@ -75,6 +75,7 @@ constexpr std::string_view kSeq = ", seq = ", kOpId = ", op_id = ", kSizes = ", 
 enum class RangeDetail { kAll, kWithoutShapes, kKindAndId };
 
 constexpr std::array<std::string_view, 4> kTorchKeys{kSeq, kOpId, kSizes, kInputOps};
+enum TorchKey : size_t { kSeqKey, kOpIdKey, kSizesKey, kInputOpsKey };  // indices into kTorchKeys
 
 // Where each of emit_nvtx's keys occurs in a message (npos: nowhere), found in one pass over its
 // commas, since every key starts with one; none where a key occurs twice.
@@ -104,21 +105,21 @@ bool parseTorch(std::string_view message, RangeDetail detail, FrameworkRange& r)
   if (first == std::string_view::npos || first == 0) return false;
   std::string_view name = message.substr(0, first);
   // Each value runs to the next key.
-  auto value = [&](std::string_view key) -> std::optional<std::string_view> {
-    const auto k = static_cast<size_t>(std::find(kTorchKeys.begin(), kTorchKeys.end(), key) - kTorchKeys.begin());
+  auto value = [&](TorchKey k) -> std::optional<std::string_view> {
     const size_t at = find(k, 0);
     if (at == std::string_view::npos) return std::nullopt;
+    const size_t from = at + kTorchKeys[k].size();
     size_t end = message.size();
-    for (size_t o = 0; o < kTorchKeys.size(); ++o) end = std::min(end, find(o, at + key.size()));
-    return message.substr(at + key.size(), end - at - key.size());
+    for (size_t o = 0; o < kTorchKeys.size(); ++o) end = std::min(end, find(o, from));
+    return message.substr(from, end - from);
   };
-  if (auto v = value(kSeq)) r.seq = parseInt(*v);
-  if (auto v = value(kOpId)) {
+  if (auto v = value(kSeqKey)) r.seq = parseInt(*v);
+  if (auto v = value(kOpIdKey)) {
     if (auto id = parseInt(*v); id && *id > 0) r.op_id = static_cast<uint64_t>(*id);
   }
   if (detail == RangeDetail::kAll) {
-    if (auto v = value(kSizes)) r.sizes = parseShapes(*v);
-    if (auto v = value(kInputOps)) r.input_ops = parseInputOps(*v);
+    if (auto v = value(kSizesKey)) r.sizes = parseShapes(*v);
+    if (auto v = value(kInputOpsKey)) r.input_ops = parseInputOps(*v);
   }
   if (detail != RangeDetail::kKindAndId) {
     constexpr std::string_view kBackward = "autograd::engine::evaluate_function: ";

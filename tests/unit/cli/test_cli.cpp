@@ -356,11 +356,10 @@ std::string withKernelsRepeated(const std::string& src, const std::string& name,
     values += (values.empty() ? "" : ", ") + v;
   }
   sqlite3_finalize(q);
-  const std::string sql = "WITH RECURSIVE copy(k) AS (SELECT 1 UNION ALL SELECT k + 1 FROM copy WHERE k < " +
-                          std::to_string(copies) + ") INSERT INTO kernel (" + columns + ") SELECT " + values +
-                          " FROM kernel, copy WHERE kernel.id <= " + std::to_string(last_id);
-  EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
   sqlite3_close(db);
+  testing::execSql(dst, "WITH RECURSIVE copy(k) AS (SELECT 1 UNION ALL SELECT k + 1 FROM copy WHERE k < " +
+                          std::to_string(copies) + ") INSERT INTO kernel (" + columns + ") SELECT " + values +
+                          " FROM kernel, copy WHERE kernel.id <= " + std::to_string(last_id));
   return dst;
 }
 
