@@ -4,6 +4,8 @@
 #include "fprof/analysis/dataflow.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -78,21 +80,61 @@ class LaunchArgs {
   size_t cursor_ = 0;
 };
 
+// Values appended in blocks and joined once into a vector of exactly their number: grown one value
+// at a time, a vector of a million accesses passes through 1.5 times its final size as it moves
+// and ends with up to twice it.
+template <class T>
+class BlockAppender {
+ public:
+  void append(const std::vector<T>& values) {
+    for (const T& v : values) {
+      if (blocks_.empty() || blocks_.back().size() == kBlock) {
+        blocks_.emplace_back();
+        blocks_.back().reserve(kBlock);
+      }
+      blocks_.back().push_back(v);
+    }
+    size_ += values.size();
+  }
+  size_t size() const { return size_; }
+  // Each block is let go as soon as it is copied.
+  std::vector<T> join() {
+    std::vector<T> out;
+    out.reserve(size_);
+    for (std::vector<T>& block : blocks_) {
+      out.insert(out.end(), block.begin(), block.end());
+      std::vector<T>().swap(block);
+    }
+    blocks_.clear();
+    size_ = 0;
+    return out;
+  }
+
+ private:
+  static constexpr size_t kBlock = 16384;
+  std::vector<std::vector<T>> blocks_;
+  size_t size_ = 0;
+};
+
 // Steps 1 and 2 for every kernel: its pointer arguments resolved to allocations with their roles
 // (accesses, without extents yet), whether it is opaque, and the frees that happened before it.
 struct ResolvedLaunches {
   std::vector<uint32_t> access_begin;
+  // In blocks as resolved, joined into `accesses` once the launch tables are let go (dataFlowOf):
+  // the join holds them twice over for a moment.
+  BlockAppender<KernelAccess> access_blocks;
   std::vector<KernelAccess> accesses;
   std::vector<uint8_t> args_known;
   std::vector<uint8_t> opaque;
   std::vector<std::pair<size_t, uint32_t>> frees;  // (kernel index it precedes, allocation)
 };
 
-// Merges the roles of arguments passing the same pointer (in place: read and written).
-void addAccess(std::vector<KernelAccess>& out, size_t begin, uint32_t allocation, uint64_t address, int32_t arg_offset,
+// Merges the roles of arguments passing the same pointer (in place: read and written) into one
+// launch's accesses.
+void addAccess(std::vector<KernelAccess>& out, uint32_t allocation, uint64_t address, int32_t arg_offset,
                const ArgRoleResult& role) {
   KernelAccess* a = nullptr;
-  for (size_t x = begin; x < out.size(); ++x) {
+  for (size_t x = 0; x < out.size(); ++x) {
     if (out[x].address == address) a = &out[x];
   }
   if (!a) {
@@ -146,10 +188,12 @@ ResolvedLaunches resolveLaunches(const core::Profile& p, const LaunchTables& tab
   };
   std::vector<Resolved> resolved;  // by argument index
   std::vector<std::optional<ArgRoleResult>> roles;
+  BlockAppender<KernelAccess> accesses;
+  std::vector<KernelAccess> launch_accesses;  // one launch's, merged
   for (size_t ki = 0; ki < p.kernels.size(); ++ki) {
     const core::KernelRow& k = p.kernels[ki];
     live.advanceTo(k.start_ns, [&](uint32_t freed) { r.frees.emplace_back(ki, freed); });
-    r.access_begin[ki] = static_cast<uint32_t>(r.accesses.size());
+    r.access_begin[ki] = static_cast<uint32_t>(accesses.size());
     if (kernel_args.empty()) continue;
     if (k.graph_id != 0 || args.shared(k)) {
       r.opaque[ki] = 1;  // anything may have been written
@@ -176,12 +220,14 @@ ResolvedLaunches resolveLaunches(const core::Profile& p, const LaunchTables& tab
     r.opaque[ki] = hides_writes ? 1 : 0;
     if (resolved.empty()) continue;
     argumentRoles(measured, sig->second, k.process_id, k.name_id, slots, roles);
-    const size_t begin = r.accesses.size();
+    launch_accesses.clear();
     for (size_t i = 0; i < resolved.size(); ++i) {
-      if (roles[i]) addAccess(r.accesses, begin, resolved[i].allocation, resolved[i].address, resolved[i].offset, *roles[i]);
+      if (roles[i]) addAccess(launch_accesses, resolved[i].allocation, resolved[i].address, resolved[i].offset, *roles[i]);
     }
+    accesses.append(launch_accesses);
   }
-  r.access_begin[p.kernels.size()] = static_cast<uint32_t>(r.accesses.size());
+  r.access_begin[p.kernels.size()] = static_cast<uint32_t>(accesses.size());
+  r.access_blocks = std::move(accesses);
   return r;
 }
 
@@ -209,10 +255,14 @@ struct SameWorkHash {
   }
 };
 
-// Step 2: the bytes each access covers, and its tensor's size.
-void assignExtents(const core::Profile& p, std::vector<KernelAccess>& accesses, const std::vector<uint32_t>& access_begin,
-                   const AllocationTable& table) {
-  // The lifetimes first, on their own: each of the three holds every access until it finishes.
+// No written tensor seen (WrittenLifetimes::sizeAt); held in KernelAccess::tensor_bytes between
+// the steps of assignExtents.
+constexpr int64_t kNoWrittenSize = INT64_MIN;
+
+// Each access's written tensor size, where its lifetimes give one, into tensor_bytes. The
+// lifetimes hold every access until they finish, and are let go before the extents are built.
+void writtenSizes(std::vector<KernelAccess>& accesses, const std::vector<uint32_t>& access_begin,
+                  const AllocationTable& table) {
   WrittenLifetimes lifetimes(table);
   for (size_t k = 0; k + 1 < access_begin.size(); ++k) {
     for (uint32_t x = access_begin[k]; x < access_begin[k + 1]; ++x) {
@@ -220,6 +270,44 @@ void assignExtents(const core::Profile& p, std::vector<KernelAccess>& accesses, 
     }
   }
   lifetimes.finish();
+  for (size_t k = 0; k + 1 < access_begin.size(); ++k) {
+    for (uint32_t x = access_begin[k]; x < access_begin[k + 1]; ++x) {
+      KernelAccess& a = accesses[x];
+      a.tensor_bytes = lifetimes.sizeAt(a.allocation, a.address, k).value_or(kNoWrittenSize);
+    }
+  }
+}
+
+// The sizes seen by the launches doing one work at one argument: a written tensor's are upper
+// bounds (the smallest is the tightest); without one, the launches around them say (the median).
+// Those of the launches around are kept only until a written size is seen.
+struct SameWorkSizes {
+  std::optional<int64_t> smallest_written;
+  std::vector<int64_t> near;
+  int64_t tensor_bytes = 0;
+
+  void addWritten(int64_t bytes) {
+    smallest_written = std::min(smallest_written.value_or(bytes), bytes);
+    std::vector<int64_t>().swap(near);
+  }
+  void addNear(int64_t bytes) {
+    if (!smallest_written) near.push_back(bytes);
+  }
+  void settle() {
+    if (smallest_written) {
+      tensor_bytes = *smallest_written;
+      return;
+    }
+    std::nth_element(near.begin(), near.begin() + static_cast<std::ptrdiff_t>(near.size() / 2), near.end());
+    tensor_bytes = near[near.size() / 2];
+    std::vector<int64_t>().swap(near);
+  }
+};
+
+// Step 2: the bytes each access covers, and its tensor's size.
+void assignExtents(const core::Profile& p, std::vector<KernelAccess>& accesses, const std::vector<uint32_t>& access_begin,
+                   const AllocationTable& table) {
+  writtenSizes(accesses, access_begin, table);
   Extents extents(table);
   NearExtents near(table, kNearLaunches);
   for (size_t k = 0; k + 1 < access_begin.size(); ++k) {
@@ -230,14 +318,10 @@ void assignExtents(const core::Profile& p, std::vector<KernelAccess>& accesses, 
   }
   extents.finish();
   near.finish();
-  // Per launches doing the same work: the written tensors' sizes (upper bounds: the smallest is
-  // the tightest), and the others' as the launches around them say (the median).
-  struct Sizes {
-    std::vector<int64_t> written, near;
-    int64_t tensor_bytes = 0;
-  };
-  std::unordered_map<SameWorkKey, Sizes, SameWorkHash> sizes;
-  std::vector<Sizes*> group(accesses.size(), nullptr);
+  // Per launches doing the same work, in the order first seen; each access's group by index.
+  std::unordered_map<SameWorkKey, uint32_t, SameWorkHash> group_of;
+  std::vector<SameWorkSizes> groups;
+  std::vector<uint32_t> group(accesses.size());
   for (size_t k = 0; k + 1 < access_begin.size(); ++k) {
     const core::KernelRow& kr = p.kernels[k];
     for (uint32_t x = access_begin[k]; x < access_begin[k + 1]; ++x) {
@@ -245,28 +329,22 @@ void assignExtents(const core::Profile& p, std::vector<KernelAccess>& accesses, 
       a.bytes = extents.of(a.allocation, a.address).bytes();
       const SameWorkKey key{kr.process_id, kr.demangled_id, {kr.grid_x, kr.grid_y, kr.grid_z},
                             {kr.block_x, kr.block_y, kr.block_z}, a.arg_offset};
-      group[x] = &sizes[key];  // unordered_map values stay put
-      if (const std::optional<int64_t> written = lifetimes.sizeAt(a.allocation, a.address, k)) {
-        group[x]->written.push_back(std::max(a.bytes, *written));
+      const auto [at, added] = group_of.emplace(key, static_cast<uint32_t>(groups.size()));
+      if (added) groups.emplace_back();
+      group[x] = at->second;
+      SameWorkSizes& sizes = groups[at->second];
+      if (a.tensor_bytes != kNoWrittenSize) {
+        sizes.addWritten(std::max(a.bytes, a.tensor_bytes));
       } else {
         const ByteRange t = a.write && !a.read ? near.ofWrite(a.allocation, a.address, k)
                                                : near.ofRead(a.allocation, a.address, k);
-        group[x]->near.push_back(std::max(a.bytes, t.bytes()));
+        sizes.addNear(std::max(a.bytes, t.bytes()));
       }
     }
   }
   // Once per group, not per access: a group holds every launch of its kernel and shape.
-  for (auto& [key, v] : sizes) {
-    if (!v.written.empty()) {
-      v.tensor_bytes = *std::min_element(v.written.begin(), v.written.end());
-    } else {
-      std::nth_element(v.near.begin(), v.near.begin() + static_cast<std::ptrdiff_t>(v.near.size() / 2), v.near.end());
-      v.tensor_bytes = v.near[v.near.size() / 2];
-    }
-  }
-  for (size_t x = 0; x < accesses.size(); ++x) {
-    if (group[x]) accesses[x].tensor_bytes = group[x]->tensor_bytes;
-  }
+  for (SameWorkSizes& sizes : groups) sizes.settle();
+  for (size_t x = 0; x < accesses.size(); ++x) accesses[x].tensor_bytes = groups[group[x]].tensor_bytes;
 }
 
 // Device-to-device copies whose driver call named their addresses (memcpy_address, schema 3), both
@@ -366,7 +444,7 @@ class ProducerLinker {
         versions_(df.allocations.size()),
         passes_(std::move(passes)),
         copies_(deviceWrites(p, passes_)) {
-    values_.reserve(r.accesses.size());
+    values_.reserve(valuesWritten());
   }
 
   void run() {
@@ -542,6 +620,14 @@ class ProducerLinker {
     }
   }
 
+  // A value for each access that may write (a write, or an access of unknown role) and each copy
+  // passing one on: known before the walk, so that values_ is sized once.
+  size_t valuesWritten() const {
+    const auto writes = std::count_if(r_.accesses.begin(), r_.accesses.end(),
+                                      [](const KernelAccess& a) { return a.write || a.unknown; });
+    return static_cast<size_t>(writes) + passes_.size();
+  }
+
   static ByteRange rangeOf(const KernelAccess& a) { return {a.address, a.address + static_cast<uint64_t>(a.bytes)}; }
 
   const core::Profile& p_;
@@ -574,6 +660,7 @@ DataFlow dataFlowOf(const core::Profile& p, const LaunchTables& tables, const Me
   ResolvedLaunches launches = resolveLaunches(p, tables, table, measured);
   std::vector<AddressedCopy> passes = addressedCopies(p, tables.memory_events, table);
   tables_read();
+  launches.accesses = launches.access_blocks.join();
   assignExtents(p, launches.accesses, launches.access_begin, table);
   df.allocations = std::move(table.allocations);
   df.timelines = std::move(table.timelines);
