@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <future>
@@ -215,27 +216,101 @@ json devicesJson(const analysis::RunAnalysis& a) {
   return devices;
 }
 
-// One launch, with its roofline verdict (the groups carry the full placement) and its op.
-json kernelJson(const analysis::RunAnalysis& a, size_t i) {
-  const core::Profile& p = a.profile();
-  const core::KernelRow& k = p.kernels[i];
-  const analysis::Placement pl = a.kernelPlacement(i);
-  const analysis::KernelOps& ops = a.kernelOps();
-  const std::string& op = ops.names[ops.of_kernel[i]];
-  return {{"id", k.id}, {"name", p.str(k.demangled_id)},
-          {"short_name", a.kernelNames().shortName(p.str(k.demangled_id))}, {"process_id", k.process_id},
-          {"device_id", k.device_id}, {"stream_id", k.stream_id}, {"start_ns", k.start_ns},
-          {"duration_ns", k.durationNs()}, {"dependency_wait_ns", k.dependency_wait_ns},
-          {"programmatic_launch", k.programmatic_launch}, {"grid", {k.grid_x, k.grid_y, k.grid_z}},
-          {"block", {k.block_x, k.block_y, k.block_z}}, {"registers_per_thread", k.registers_per_thread},
-          {"shared_bytes", k.static_shared_bytes + k.dynamic_shared_bytes},
-          {"local_bytes_per_thread", k.local_bytes_per_thread},
-          {"theoretical_occupancy", opt(k.theoretical_occupancy)}, {"graph_id", k.graph_id},
-          {"nvtx_path", k.nvtx_path_id ? json(p.str(*k.nvtx_path_id)) : json(nullptr)},
-          {"op", op.empty() ? json(nullptr) : json(op)}, {"origin", analysis::originName(a.origin(i))},
-          {"bound", analysis::boundName(pl.bound)}, {"roof_fraction", opt(pl.roof_fraction)},
-          {"binding_roof", pl.binding.empty() ? json(nullptr) : json(pl.binding)}};
-}
+// One launch, with its roofline verdict (the groups carry the full placement) and its op, as the
+// text JsonStream::valueText gives the object of these members at `depth`, made without building
+// it: members in nlohmann's order (by key), numbers in decimal, and strings and fractions written
+// by nlohmann itself (a name, path or op once per block of launches, not once per launch).
+class KernelTexts {
+ public:
+  KernelTexts(const analysis::RunAnalysis& a, size_t depth)
+      : a_(a), inner_("\n" + std::string((depth + 1) * 2, ' ')), element_(inner_ + "  "),
+        close_("\n" + std::string(depth * 2, ' ') + "}") {
+    for (size_t f = 0; f < kFields; ++f) order_[f] = f;
+    std::sort(order_.begin(), order_.end(), [](size_t x, size_t y) { return kKeys[x] < kKeys[y]; });
+  }
+
+  std::string of(size_t i) {
+    fill(i);
+    std::string out = "{";
+    for (size_t n = 0; n < kFields; ++n) {
+      out += n == 0 ? inner_ : "," + inner_;
+      out += '"';
+      out += kKeys[order_[n]];
+      out += "\": ";
+      out += values_[order_[n]];
+    }
+    out += close_;
+    return out;
+  }
+
+ private:
+  enum Field : size_t {
+    kId, kName, kShortName, kProcessId, kDeviceId, kStreamId, kStartNs, kDurationNs, kDependencyWaitNs,
+    kProgrammaticLaunch, kGrid, kBlock, kRegisters, kSharedBytes, kLocalBytes, kTheoreticalOccupancy, kGraphId,
+    kNvtxPath, kOp, kOrigin, kBound, kRoofFraction, kBindingRoof, kFields
+  };
+  static constexpr std::array<std::string_view, kFields> kKeys{
+      "id", "name", "short_name", "process_id", "device_id", "stream_id", "start_ns", "duration_ns",
+      "dependency_wait_ns", "programmatic_launch", "grid", "block", "registers_per_thread", "shared_bytes",
+      "local_bytes_per_thread", "theoretical_occupancy", "graph_id", "nvtx_path", "op", "origin", "bound",
+      "roof_fraction", "binding_roof"};
+
+  void fill(size_t i) {
+    const core::Profile& p = a_.profile();
+    const core::KernelRow& k = p.kernels[i];
+    const analysis::Placement pl = a_.kernelPlacement(i);
+    const analysis::KernelOps& ops = a_.kernelOps();
+    const uint32_t op = ops.of_kernel[i];
+    number(kId, k.id);
+    values_[kName] = cached(names_, k.demangled_id, [&] { return string(p.str(k.demangled_id)); });
+    values_[kShortName] =
+        cached(short_names_, k.demangled_id, [&] { return string(a_.kernelNames().shortName(p.str(k.demangled_id))); });
+    number(kProcessId, k.process_id);
+    number(kDeviceId, k.device_id);
+    number(kStreamId, k.stream_id);
+    number(kStartNs, k.start_ns);
+    number(kDurationNs, k.durationNs());
+    number(kDependencyWaitNs, k.dependency_wait_ns);
+    values_[kProgrammaticLaunch] = k.programmatic_launch ? "true" : "false";
+    triple(kGrid, k.grid_x, k.grid_y, k.grid_z);
+    triple(kBlock, k.block_x, k.block_y, k.block_z);
+    number(kRegisters, k.registers_per_thread);
+    number(kSharedBytes, k.static_shared_bytes + k.dynamic_shared_bytes);
+    number(kLocalBytes, k.local_bytes_per_thread);
+    values_[kTheoreticalOccupancy] = jsonText(opt(k.theoretical_occupancy), -1);
+    number(kGraphId, k.graph_id);
+    values_[kNvtxPath] =
+        k.nvtx_path_id ? cached(paths_, *k.nvtx_path_id, [&] { return string(p.str(*k.nvtx_path_id)); }) : "null";
+    values_[kOp] = cached(ops_, op, [&] { return ops.names[op].empty() ? "null" : string(ops.names[op]); });
+    values_[kOrigin] = string(analysis::originName(a_.origin(i)));
+    values_[kBound] = string(analysis::boundName(pl.bound));
+    values_[kRoofFraction] = jsonText(opt(pl.roof_fraction), -1);
+    values_[kBindingRoof] = pl.binding.empty() ? "null" : string(pl.binding);
+  }
+
+  static std::string string(std::string_view s) { return jsonText(json(std::string(s)), -1); }
+  template <class Int>
+  void number(Field f, Int v) {
+    values_[f].clear();
+    fmt::format_to(std::back_inserter(values_[f]), "{}", v);
+  }
+  // An array of three numbers, one a line.
+  void triple(Field f, int32_t x, int32_t y, int32_t z) {
+    values_[f] = fmt::format("[{0}{1},{0}{2},{0}{3}{4}]", element_, x, y, z, inner_);
+  }
+  template <class Make>
+  static const std::string& cached(std::unordered_map<uint32_t, std::string>& texts, uint32_t id, Make&& make) {
+    auto it = texts.find(id);
+    if (it == texts.end()) it = texts.emplace(id, make()).first;
+    return it->second;
+  }
+
+  const analysis::RunAnalysis& a_;
+  const std::string inner_, element_, close_;  // a member's line start, an array element's, the close
+  std::array<size_t, kFields> order_{};
+  std::array<std::string, kFields> values_;
+  std::unordered_map<uint32_t, std::string> names_, short_names_, paths_, ops_;
+};
 
 // The launches in order. Each one's text is made apart from the others, so blocks of them are
 // made on up to eight threads while the analysis, done by then, waits; a round of blocks is
@@ -246,8 +321,9 @@ void kernelsJson(const analysis::RunAnalysis& a, JsonStream& out, RowWriter& w) 
   const size_t depth = out.depth();
   const size_t threads = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8);
   auto block_text = [&a, n, depth](size_t first) {
+    KernelTexts kernels(a, depth);
     std::vector<std::string> texts;
-    for (size_t i = first; i < std::min(n, first + kBlock); ++i) texts.push_back(JsonStream::valueText(kernelJson(a, i), depth));
+    for (size_t i = first; i < std::min(n, first + kBlock); ++i) texts.push_back(kernels.of(i));
     return texts;
   };
   for (size_t round = 0; round < n && w.ok(); round += kBlock * threads) {
