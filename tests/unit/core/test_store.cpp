@@ -200,6 +200,35 @@ TEST(Store, RoundTripsEveryRecordKind) {
   EXPECT_EQ(p->ceilings[0].source, "measured");
 }
 
+// Texts held in a block read as their own do; a copy owns its text and outlives the block; a
+// text the block has no room for gets an allocation of its own.
+TEST(TextBlock, HoldsTextsItWasSizedForAndCopiesOwnTheirs) {
+  const std::vector<std::string> texts{"aten::mm, seq = 12, op_id = 724", "odd", std::string(), "nul\0in", "x"};
+  size_t bytes = 0;
+  for (const std::string& t : texts) bytes += TextBlock::bytesFor(t);
+  std::vector<PackedText> held, copies;
+  {
+    TextBlock block(bytes);
+    for (const std::string& t : texts) held.push_back(block.hold(t));
+    for (size_t i = 0; i < texts.size(); ++i) {
+      EXPECT_EQ(held[i].view(), texts[i]);
+      EXPECT_EQ(held[i].empty(), texts[i].empty());
+    }
+    // One after the other in the block, each at an even offset.
+    EXPECT_EQ(held[1].view().data(), held[0].view().data() + TextBlock::bytesFor(texts[0]));
+    const PackedText extra = block.hold("no room left");
+    EXPECT_EQ(extra.view(), "no room left");
+    EXPECT_TRUE(extra.view().data() < held[0].view().data() ||
+                extra.view().data() >= held[0].view().data() + static_cast<std::ptrdiff_t>(bytes));
+    for (const PackedText& t : held) copies.push_back(t);
+    PackedText moved = std::move(held[0]);
+    EXPECT_EQ(moved.view(), texts[0]);
+    EXPECT_TRUE(held[0].empty());
+    held[0] = std::move(moved);
+  }
+  for (size_t i = 0; i < texts.size(); ++i) EXPECT_EQ(copies[i].view(), texts[i]);
+}
+
 TEST(PackedText, HoldsItsTextWhateverItsLengthAndIsCopiedWhole) {
   const std::string long_text(100000, 'x');
   for (const std::string& text : {std::string(), std::string("op=gemm"), long_text,

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -138,43 +139,86 @@ struct NvtxRangeRecord {
 
 // An immutable text in one allocation of its length and 4 bytes, 8 bytes where empty (a
 // std::string takes 32 bytes besides its allocation). Profiles hold millions of NVTX messages.
+// A text may instead be borrowed from a TextBlock (below), which then outlives it.
 class PackedText {
  public:
   PackedText() = default;
   PackedText(std::string_view s) { assign(s); }                          // NOLINT: converts as std::string does
   PackedText(const std::string& s) : PackedText(std::string_view(s)) {}  // NOLINT
   PackedText(const char* s) : PackedText(std::string_view(s)) {}         // NOLINT
-  PackedText(const PackedText& o) { assign(o.view()); }
-  PackedText(PackedText&& o) noexcept : block_(std::exchange(o.block_, nullptr)) {}
+  PackedText(const PackedText& o) { assign(o.view()); }  // a copy owns its text
+  PackedText(PackedText&& o) noexcept : bits_(std::exchange(o.bits_, 0)) {}
   PackedText& operator=(PackedText o) noexcept {
-    std::swap(block_, o.block_);
+    std::swap(bits_, o.bits_);
     return *this;
   }
-  ~PackedText() { delete[] block_; }
+  ~PackedText() {
+    if (bits_ != 0 && (bits_ & kBorrowed) == 0) delete[] block();
+  }
 
-  std::string_view view() const { return block_ ? std::string_view(block_ + kHeader, size()) : std::string_view(); }
+  std::string_view view() const { return bits_ ? std::string_view(block() + kHeader, size()) : std::string_view(); }
   operator std::string_view() const { return view(); }  // NOLINT: reads as a string_view
   std::string str() const { return std::string(view()); }
   size_t size() const {
     uint32_t n = 0;
-    if (block_) std::memcpy(&n, block_, kHeader);
+    if (bits_) std::memcpy(&n, block(), kHeader);
     return n;
   }
-  bool empty() const { return block_ == nullptr; }
+  bool empty() const { return bits_ == 0; }
   friend bool operator==(const PackedText& a, std::string_view b) { return a.view() == b; }
   friend std::ostream& operator<<(std::ostream& os, const PackedText& t) { return os << t.view(); }
 
  private:
+  friend class TextBlock;
   static constexpr size_t kHeader = sizeof(uint32_t);
+  // The block's address, its lowest bit set where the block is a TextBlock's (blocks of their own
+  // come from new[], aligned; a TextBlock places texts at even offsets).
+  static constexpr uintptr_t kBorrowed = 1;
+  char* block() const { return reinterpret_cast<char*>(bits_ & ~kBorrowed); }
   // Texts come from SQLite, which holds none of 4 GiB.
+  static uint32_t lengthOf(std::string_view s) { return static_cast<uint32_t>(std::min<size_t>(s.size(), UINT32_MAX)); }
+  static void write(char* block, std::string_view s, uint32_t n) {
+    std::memcpy(block, &n, kHeader);
+    std::memcpy(block + kHeader, s.data(), n);
+  }
   void assign(std::string_view s) {
     if (s.empty()) return;
-    const auto n = static_cast<uint32_t>(std::min<size_t>(s.size(), UINT32_MAX));
-    block_ = new char[kHeader + n];
-    std::memcpy(block_, &n, kHeader);
-    std::memcpy(block_ + kHeader, s.data(), n);
+    const uint32_t n = lengthOf(s);
+    char* b = new char[kHeader + n];
+    write(b, s, n);
+    bits_ = reinterpret_cast<uintptr_t>(b);
   }
-  char* block_ = nullptr;
+  uintptr_t bits_ = 0;
+};
+
+// Texts one after the other in one allocation, sized for them up front. Texts of PackedText's
+// own are as many allocations among the others on the heap: letting most of a million of them go
+// leaves holes that later allocations of other sizes cannot use, and the memory stays taken.
+// Moved there, the texts kept leave the old ones' place free as a whole.
+class TextBlock {
+ public:
+  TextBlock() = default;
+  explicit TextBlock(size_t bytes) : bytes_(bytes ? new char[bytes] : nullptr), capacity_(bytes) {}
+  // What holding `s` takes of a block.
+  static size_t bytesFor(std::string_view s) {
+    return s.empty() ? 0 : (PackedText::kHeader + PackedText::lengthOf(s) + 1) & ~size_t{1};
+  }
+  // `s` in the block, borrowed from it: the block must outlive the text and its moves (copies own
+  // theirs). A text of its own where the block has no room left.
+  PackedText hold(std::string_view s) {
+    const size_t need = bytesFor(s);
+    if (need == 0 || need > capacity_ - used_) return PackedText(s);
+    char* at = bytes_.get() + used_;
+    PackedText::write(at, s, PackedText::lengthOf(s));
+    used_ += need;
+    PackedText t;
+    t.bits_ = reinterpret_cast<uintptr_t>(at) | PackedText::kBorrowed;
+    return t;
+  }
+
+ private:
+  std::unique_ptr<char[]> bytes_;
+  size_t capacity_ = 0, used_ = 0;
 };
 
 // What a reader returns for one NVTX range: the record's fields in 96 bytes instead of 152, its
