@@ -298,6 +298,11 @@ class Owners {
     const int64_t t = outermostTorch(r);
     return t >= 0 ? t : innermostXla(r);
   }
+  // A PyTorch op range inside another PyTorch op: it owns no kernels, and a tensor it made is
+  // the outer op's.
+  bool nestedTorchOp(size_t r) {
+    return ranges_.kind(r) == FrameworkRangeKind::kTorchOp && outermostTorch(r) != static_cast<int32_t>(r);
+  }
 
  private:
   // Range indices fit 32 bits (the lookup holds them so, nvtx_ranges.h); -1: none, kUnset: not
@@ -446,7 +451,32 @@ void countReaders(FrameworkOps& out) {
 
 }  // namespace
 
-FrameworkOps indexFrameworkOps(const core::Profile& p) {
+// Ops and regions are named, and links read, from the messages of outer ranges only: once every
+// range's kind is known, the messages of PyTorch op ranges nested in another op are let go and
+// the others moved into one block. The walk has owners of its own, so that the index's own walks
+// (and, in a file whose parent links loop, what they find) are those of a run that keeps its
+// messages.
+void letNestedOpMessagesGo(const core::Profile& p, const ParsedRanges& ranges, const NvtxRangeLookup& lookup,
+                           const NestedMessageRelease& release) {
+  release.others_done();
+  std::vector<core::NvtxRangeRow>& rows = *release.ranges;
+  // The nested ones go first, so that the block is made once they are gone.
+  size_t kept_bytes = 0;
+  {
+    Owners walk(p, ranges, lookup);
+    for (size_t r = 0; r < ranges.size(); ++r) {
+      if (walk.nestedTorchOp(r)) {
+        rows[r].message = core::PackedText();
+      } else {
+        kept_bytes += core::TextBlock::bytesFor(rows[r].message);
+      }
+    }
+  }
+  *release.kept = core::TextBlock(kept_bytes);
+  for (core::NvtxRangeRow& row : rows) row.message = release.kept->hold(row.message);
+}
+
+FrameworkOps indexOpsOf(const core::Profile& p, const NestedMessageRelease* release) {
   FrameworkOps out;
   out.kernel_op.assign(p.kernels.size(), -1);
   out.kernel_region.assign(p.kernels.size(), -1);
@@ -458,6 +488,7 @@ FrameworkOps indexFrameworkOps(const core::Profile& p) {
   const NvtxRangeLookup lookup(p);
   nameRegions(p, ranges, lookup, out);
   if (!out.pytorch && !out.xla) return out;
+  if (release && out.pytorch) letNestedOpMessagesGo(p, ranges, lookup, *release);
   Owners owners(p, ranges, lookup);
   const std::unordered_map<size_t, size_t> op_of_range = assignOwners(p, ranges, owners, lookup, out);
   if (out.op_graph) {
@@ -466,6 +497,12 @@ FrameworkOps indexFrameworkOps(const core::Profile& p) {
   }
   out.links.shrink_to_fit();  // grown one link at a time: up to twice its size otherwise
   return out;
+}
+
+FrameworkOps indexFrameworkOps(const core::Profile& p) { return indexOpsOf(p, nullptr); }
+
+FrameworkOps indexFrameworkOps(const core::Profile& p, const NestedMessageRelease& release) {
+  return indexOpsOf(p, &release);
 }
 
 std::string frameworkOpName(const core::Profile& /*p*/, const FrameworkOps& ops, size_t k) {

@@ -51,6 +51,8 @@ struct RunAnalysis::State {
   Ceilings no_device;                                    // a kernel whose device was not recorded
   std::unique_ptr<RunAnalysis> baseline;
   bool nvtx_released = false;  // indexOpsThenReleaseNvtxRanges has let the ranges go
+  // The messages of owned_run's ranges that framework-op indexing kept, until the ranges go.
+  core::TextBlock nvtx_kept_messages;
 
   Lazy<RunSummary> summary;
   Lazy<RooflineResult> roofline;
@@ -85,9 +87,15 @@ struct RunAnalysis::State {
   const OpIndex& nvtxOps() {
     return nvtx_ops.get([&] { return indexOps(*run); });
   }
+  // Where the ranges are let go after indexing, most of their messages go during it, once fprof's
+  // op index (the other reader of messages) is done.
   const FrameworkOps& frameworkOps() {
-    return framework_ops.get([&] { return indexFrameworkOps(*run); });
+    return framework_ops.get([&] {
+      if (!releasesNvtxRanges()) return indexFrameworkOps(*run);
+      return indexFrameworkOps(*run, {&owned_run->nvtx_ranges, &nvtx_kept_messages, [&] { nvtxOps(); }});
+    });
   }
+  bool releasesNvtxRanges() const { return options.release_nvtx_ranges && owned_run && !baseline; }
 
   // Where the NVTX ranges are let go, the ops come first, so that the ranges are gone before data
   // flow, the largest step, starts. Elsewhere data flow comes first: on the second thread it then
@@ -106,12 +114,13 @@ struct RunAnalysis::State {
   // them, they are let go; once. A concurrent caller of those readers waits for the one computing
   // them, and gets what it made.
   void indexOpsThenReleaseNvtxRanges() {
-    if (!options.release_nvtx_ranges || !owned_run || baseline || nvtx_released) return;
+    if (!releasesNvtxRanges() || nvtx_released) return;
     frameworkOpsAlongside([&] {
       nvtxOps();
       runSummary();
     });
     std::vector<core::NvtxRangeRow>().swap(owned_run->nvtx_ranges);
+    nvtx_kept_messages = core::TextBlock();
     nvtx_released = true;
   }
 

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -174,7 +175,24 @@ TEST(RunAnalysis, ReleasedNvtxRangesGiveTheSameOps) {
     EXPECT_EQ(owned.kernelOps().names, whole.kernelOps().names);
     EXPECT_EQ(owned.kernelOps().of_kernel, whole.kernelOps().of_kernel);
     EXPECT_EQ(owned.nvtxOps().ops.size(), whole.nvtxOps().ops.size());
-    EXPECT_EQ(owned.frameworkOps().ops.size(), whole.frameworkOps().ops.size());
+    // Named, and linked, from the messages kept while the nested op ranges' went.
+    const FrameworkOps& owned_ops = owned.frameworkOps();
+    const FrameworkOps& whole_ops = whole.frameworkOps();
+    ASSERT_EQ(owned_ops.ops.size(), whole_ops.ops.size());
+    for (size_t o = 0; o < whole_ops.ops.size(); ++o) {
+      EXPECT_EQ(owned_ops.ops[o].range.name, whole_ops.ops[o].range.name) << o;
+      EXPECT_EQ(owned_ops.ops[o].kernels, whole_ops.ops[o].kernels) << o;
+    }
+    ASSERT_EQ(owned_ops.links.size(), whole_ops.links.size());
+    if (std::string_view(file).find("emitnvtx") != std::string_view::npos) {
+      EXPECT_FALSE(whole_ops.links.empty());
+    }
+    for (size_t l = 0; l < whole_ops.links.size(); ++l) {
+      EXPECT_EQ(owned_ops.links[l].producer, whole_ops.links[l].producer) << l;
+      EXPECT_EQ(owned_ops.links[l].consumer, whole_ops.links[l].consumer) << l;
+      EXPECT_EQ(owned_ops.links[l].input_shape, whole_ops.links[l].input_shape) << l;
+    }
+    EXPECT_EQ(owned_ops.region_names, whole_ops.region_names);
     ASSERT_EQ(owned.opPlacements().size(), whole.opPlacements().size());
     for (size_t i = 0; i < whole.opPlacements().size(); ++i) {
       EXPECT_EQ(owned.opPlacements()[i].label, whole.opPlacements()[i].label);
