@@ -55,9 +55,10 @@ struct AnalysisOptions {
   bool release_launch_tables = false;
   // An owning analysis without a baseline also lets the NVTX ranges go once they are read: the
   // ops are indexed (nvtxOps, frameworkOps) and the summary has counted them before data flow
-  // starts, and profile().nvtx_ranges is empty from then on. For the same front ends (a PyTorch
-  // run under emit_nvtx holds several ranges of about a hundred characters a kernel). A comparison
-  // reads both runs' ranges, so with a baseline they are kept.
+  // starts, and profile().nvtx_ranges is empty from then on; while the framework ops are indexed,
+  // the messages of PyTorch op ranges nested in another op go first (framework_ops.h). For the
+  // same front ends (a PyTorch run under emit_nvtx holds several ranges of about a hundred
+  // characters a kernel). A comparison reads both runs' ranges, so with a baseline they are kept.
   bool release_nvtx_ranges = false;
 };
 
