@@ -79,6 +79,16 @@ analysis::DiffSide diffSideOf(const core::Profile& p) {
   return analysis::diffSideOf(p, a.kernelOps());
 }
 
+// A file compared whole only: its run is the analysis's own, which lets the NVTX ranges go once
+// the ops are indexed (a side reads the kernels' op names and NVTX paths, not the ranges).
+void readWholeOnly(core::Profile p, GateFile& f) {
+  analysis::AnalysisOptions options = gateAnalysisOptions();
+  options.release_nvtx_ranges = true;
+  const analysis::RunAnalysis a = analysis::RunAnalysis::owning(std::move(p), std::nullopt, options);
+  f.whole = analysis::diffSideOf(a.profile(), a.kernelOps());
+  f.kernel_names = analysis::distinctKernelNames(a.profile());
+}
+
 // Reads a file and keeps its sides; rank by rank where want_by_rank says so of its ranks. A file of
 // one rank group is its own rank: its whole side is the rank's.
 core::Expected<GateFile> readGateFile(const std::string& path,
@@ -91,9 +101,12 @@ core::Expected<GateFile> readGateFile(const std::string& path,
   f.several_processes = p->processes.size() > 1;
   f.groups = core::rankGroups(*p);
   f.ranks = ranksOf(f.groups);
+  if (!f.ranks || !want_by_rank(f)) {
+    readWholeOnly(std::move(*p), f);
+    return f;
+  }
   f.whole = diffSideOf(*p);
   f.kernel_names = analysis::distinctKernelNames(*p);
-  if (!f.ranks || !want_by_rank(f)) return f;
   if (f.groups.size() == 1 && f.groups.front().process_ids.size() == p->processes.size()) {
     f.by_rank.push_back(f.whole);
     return f;

@@ -50,7 +50,7 @@ struct RunAnalysis::State {
   std::vector<std::pair<uint64_t, Ceilings>> ceilings;  // per (process, device) of the run's devices
   Ceilings no_device;                                    // a kernel whose device was not recorded
   std::unique_ptr<RunAnalysis> baseline;
-  bool nvtx_released = false;  // indexOpsThenReleaseNvtxRanges has let the ranges go
+  std::once_flag nvtx_release;  // indexOpsThenReleaseNvtxRanges
   // The messages of owned_run's ranges that framework-op indexing kept, until the ranges go.
   core::TextBlock nvtx_kept_messages;
 
@@ -111,17 +111,18 @@ struct RunAnalysis::State {
 
   // With release_nvtx_ranges, on an owned run without a baseline (whose comparison reads the
   // ranges of both): every reader of the ranges (the two op indexes and the summary) done with
-  // them, they are let go; once. A concurrent caller of those readers waits for the one computing
-  // them, and gets what it made.
+  // them, they are let go; once. A concurrent caller of those readers, or of this, waits for the
+  // one computing them, and gets what it made.
   void indexOpsThenReleaseNvtxRanges() {
-    if (!releasesNvtxRanges() || nvtx_released) return;
-    frameworkOpsAlongside([&] {
-      nvtxOps();
-      runSummary();
+    if (!releasesNvtxRanges()) return;
+    std::call_once(nvtx_release, [&] {
+      frameworkOpsAlongside([&] {
+        nvtxOps();
+        runSummary();
+      });
+      std::vector<core::NvtxRangeRow>().swap(owned_run->nvtx_ranges);
+      nvtx_kept_messages = core::TextBlock();
     });
-    std::vector<core::NvtxRangeRow>().swap(owned_run->nvtx_ranges);
-    nvtx_kept_messages = core::TextBlock();
-    nvtx_released = true;
   }
 
   // The framework ops on a second thread (they take the longest), `alongside` on this one.
@@ -232,8 +233,13 @@ const OpIndex& RunAnalysis::nvtxOps() const { return s_->nvtxOps(); }
 
 const FrameworkOps& RunAnalysis::frameworkOps() const { return s_->frameworkOps(); }
 
+// Named from the kernels' NVTX paths and the two op indexes, not from the ranges: where those go
+// once indexed, they go before the names are made.
 const KernelOps& RunAnalysis::kernelOps() const {
-  return s_->kernel_ops.get([&] { return nameKernelOps(*s_->run, nvtxOps(), frameworkOps()); });
+  return s_->kernel_ops.get([&] {
+    s_->indexOpsThenReleaseNvtxRanges();
+    return nameKernelOps(*s_->run, nvtxOps(), frameworkOps());
+  });
 }
 
 const std::vector<GroupPlacement>& RunAnalysis::opPlacements() const {

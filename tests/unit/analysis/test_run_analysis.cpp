@@ -193,6 +193,13 @@ TEST(RunAnalysis, ReleasedNvtxRangesGiveTheSameOps) {
       EXPECT_EQ(owned_ops.links[l].input_shape, whole_ops.links[l].input_shape) << l;
     }
     EXPECT_EQ(owned_ops.region_names, whole_ops.region_names);
+    // Asked only for the kernels' ops (the gate), without fusion: the ranges go all the same.
+    AnalysisOptions ops_only = release;
+    ops_only.fusion_in_background = false;
+    const RunAnalysis named = RunAnalysis::owning(core::Profile(run), std::nullopt, ops_only);
+    EXPECT_EQ(named.kernelOps().of_kernel, whole.kernelOps().of_kernel);
+    EXPECT_EQ(named.kernelOps().names, whole.kernelOps().names);
+    EXPECT_TRUE(named.profile().nvtx_ranges.empty());
     ASSERT_EQ(owned.opPlacements().size(), whole.opPlacements().size());
     for (size_t i = 0; i < whole.opPlacements().size(); ++i) {
       EXPECT_EQ(owned.opPlacements()[i].label, whole.opPlacements()[i].label);
