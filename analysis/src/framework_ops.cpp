@@ -459,7 +459,7 @@ void countReaders(FrameworkOps& out) {
 void letNestedOpMessagesGo(const core::Profile& p, const ParsedRanges& ranges, const NvtxRangeLookup& lookup,
                            const NestedMessageRelease& release) {
   release.others_done();
-  std::vector<core::NvtxRangeRow>& rows = *release.ranges;
+  std::vector<core::NvtxRangeRow>& rows = release.run->nvtx_ranges;
   // The nested ones go first, so that the block is made once they are gone.
   size_t kept_bytes = 0;
   {
@@ -474,6 +474,7 @@ void letNestedOpMessagesGo(const core::Profile& p, const ParsedRanges& ranges, c
   }
   *release.kept = core::TextBlock(kept_bytes);
   for (core::NvtxRangeRow& row : rows) row.message = release.kept->hold(row.message);
+  release.run->nvtx_messages.reset();  // no message borrows from the reader's blocks any more
 }
 
 FrameworkOps indexOpsOf(const core::Profile& p, const NestedMessageRelease* release) {

@@ -92,7 +92,7 @@ struct RunAnalysis::State {
   const FrameworkOps& frameworkOps() {
     return framework_ops.get([&] {
       if (!releasesNvtxRanges()) return indexFrameworkOps(*run);
-      return indexFrameworkOps(*run, {&owned_run->nvtx_ranges, &nvtx_kept_messages, [&] { nvtxOps(); }});
+      return indexFrameworkOps(*run, {&*owned_run, &nvtx_kept_messages, [&] { nvtxOps(); }});
     });
   }
   bool releasesNvtxRanges() const { return options.release_nvtx_ranges && owned_run && !baseline; }
@@ -121,6 +121,7 @@ struct RunAnalysis::State {
         runSummary();
       });
       std::vector<core::NvtxRangeRow>().swap(owned_run->nvtx_ranges);
+      owned_run->nvtx_messages.reset();
       nvtx_kept_messages = core::TextBlock();
     });
   }

@@ -1172,10 +1172,11 @@ Status ProfileLoad::readTables() {
 void ProfileLoad::addEventTableTasks(const std::function<void(Task)>& add) {
   add([this](Conn& conn) {
     p_.nvtx_ranges.reserve(rowCountOrZero(conn.db(), detail::kNvtxRangeTable.info.name));
+    p_.nvtx_messages = std::make_shared<TextArena>();
     NoStrings none;
     return readTable<detail::kNvtxRangeTable, NvtxRangeRecord>(
         conn.db(), path(), version(), {}, none,
-        [&](const NvtxRangeRecord& row, NoStrings&) { p_.nvtx_ranges.emplace_back(row); });
+        [&](const NvtxRangeRecord& row, NoStrings&) { p_.nvtx_ranges.emplace_back(row, p_.nvtx_messages.get()); });
   });
   add([this](Conn& conn) {
     return readTable<detail::kMemcpyTable>(conn.db(), path(), version(), {.order = "start_ns, id"}, p_.memcpys);

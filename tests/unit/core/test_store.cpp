@@ -229,6 +229,19 @@ TEST(TextBlock, HoldsTextsItWasSizedForAndCopiesOwnTheirs) {
   for (size_t i = 0; i < texts.size(); ++i) EXPECT_EQ(copies[i].view(), texts[i]);
 }
 
+// More texts than one of its blocks takes, and one longer than a block: each reads back whole.
+TEST(TextArena, HoldsTextsAcrossBlocks) {
+  TextArena arena;
+  std::vector<std::string> texts;
+  std::vector<PackedText> held;
+  for (int i = 0; i < 100000; ++i) texts.push_back("aten::mm, seq = " + std::to_string(i) + std::string(i % 97, 'x'));
+  texts.push_back(std::string(size_t{5} << 20, 'y'));
+  texts.emplace_back();
+  for (const std::string& t : texts) held.push_back(arena.hold(t));
+  for (size_t i = 0; i < texts.size(); ++i) ASSERT_EQ(held[i].view(), texts[i]) << i;
+  EXPECT_TRUE(held.back().empty());
+}
+
 TEST(PackedText, HoldsItsTextWhateverItsLengthAndIsCopiedWhole) {
   const std::string long_text(100000, 'x');
   for (const std::string& text : {std::string(), std::string("op=gemm"), long_text,

@@ -89,11 +89,12 @@ FrameworkOps indexFrameworkOps(const core::Profile& p);
 // For a run whose NVTX ranges are let go once its ops are indexed (RunAnalysis with
 // release_nvtx_ranges): the same index, and meanwhile, before the ops and links are built, the
 // messages of PyTorch op ranges nested in another op (several a kernel under emit_nvtx, read by
-// nothing once their kinds are known) are let go from `ranges` (the run's own, p.nvtx_ranges),
-// and the other messages moved into `kept`, which must outlive them. `others_done` returns once
-// no other reader of the messages (fprof's op index) is running.
+// nothing once their kinds are known) are let go from `run` (the indexed profile itself, owned by
+// the caller), and the other messages moved into `kept`, which must outlive them; the blocks the
+// reader held them in go. `others_done` returns once no other reader of the messages (fprof's op
+// index) is running.
 struct NestedMessageRelease {
-  std::vector<core::NvtxRangeRow>* ranges = nullptr;
+  core::Profile* run = nullptr;
   core::TextBlock* kept = nullptr;
   std::function<void()> others_done;
 };

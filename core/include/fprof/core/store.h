@@ -44,6 +44,9 @@ struct Profile {
   std::vector<KernelRow> kernels;    // ordered by start_ns
   std::vector<KernelArgRecord> kernel_args;
   std::vector<NvtxRangeRow> nvtx_ranges;  // key = nvtx_range.id
+  // What the ranges' messages borrow, where the reader put them in blocks (none need be: a row
+  // made elsewhere owns its texts). Copies of the profile share it; their rows own their texts.
+  std::shared_ptr<TextArena> nvtx_messages;
   std::vector<MemcpyRecord> memcpys;
   std::vector<MemcpyAddressRecord> memcpy_addresses;  // ordered by (process_id, correlation_id); schema 3
   std::vector<MemsetRecord> memsets;
