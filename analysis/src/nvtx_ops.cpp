@@ -242,9 +242,15 @@ void fillLists(OpIndex& idx) {
 
 OpIndex indexOps(const core::Profile& p) {
   OpIndex idx;
-  const NvtxRangeLookup ranges(p);
   std::vector<int32_t> op_of_range;
   addOpInstances(p, idx, op_of_range);
+  if (idx.ops.empty()) {
+    // No range carries op tags (a PyTorch or JAX run): no kernel is in an op, and the ranges need
+    // no lookup (16 bytes a range, beside the framework ops' own).
+    idx.kernel_op.assign(p.kernels.size(), -1);
+    return idx;
+  }
+  const NvtxRangeLookup ranges(p);
   NearestOp nearest(ranges, op_of_range);
   linkParents(p, ranges, nearest, idx);
   findKernelOps(p, ranges, nearest, idx);
