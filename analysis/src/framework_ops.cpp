@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <memory>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -292,7 +293,7 @@ class ParsedRanges {
 class Owners {
  public:
   Owners(const core::Profile& p, const ParsedRanges& ranges, const NvtxRangeLookup& lookup)
-      : p_(p), ranges_(ranges), lookup_(lookup), torch_(ranges.size(), kUnset), xla_(ranges.size(), kUnset) {}
+      : p_(p), ranges_(ranges), lookup_(lookup), torch_(ranges.size(), kUnset) {}
 
   int64_t owner(size_t r) {
     const int64_t t = outermostTorch(r);
@@ -327,6 +328,8 @@ class Owners {
     return torch_[r];
   }
   int32_t innermostXla(size_t r) {
+    // Made when first walked: the walk for nested PyTorch ops never is.
+    if (xla_.empty()) xla_.assign(ranges_.size(), kUnset);
     std::vector<size_t> path;
     int32_t found = -1;
     for (std::optional<size_t> at = r; at; at = lookup_.parent(*at)) {
@@ -348,7 +351,7 @@ class Owners {
   const core::Profile& p_;
   const ParsedRanges& ranges_;
   const NvtxRangeLookup& lookup_;
-  std::vector<int32_t> torch_, xla_;
+  std::vector<int32_t> torch_, xla_;  // xla_ empty until innermostXla is first called
 };
 
 // Kernels in no framework op: the user range they were launched in, one name per distinct text
@@ -460,21 +463,29 @@ void letNestedOpMessagesGo(const core::Profile& p, const ParsedRanges& ranges, c
                            const NestedMessageRelease& release) {
   release.others_done();
   std::vector<core::NvtxRangeRow>& rows = release.run->nvtx_ranges;
-  // The nested ones go first, so that the block is made once they are gone.
+  std::vector<core::PackedText*> kept;
   size_t kept_bytes = 0;
   {
     Owners walk(p, ranges, lookup);
     for (size_t r = 0; r < ranges.size(); ++r) {
       if (walk.nestedTorchOp(r)) {
         rows[r].message = core::PackedText();
-      } else {
+      } else if (!rows[r].message.empty()) {
+        kept.push_back(&rows[r].message);
         kept_bytes += core::TextBlock::bytesFor(rows[r].message);
       }
     }
   }
+  // The reader's blocks, where no other profile shares them: the kept messages move down in them.
+  std::shared_ptr<core::TextArena>& read = release.run->nvtx_messages;
+  if (read && read.use_count() == 1) {
+    read->keepOnly(kept);
+    return;
+  }
+  // Else into one block of their own, and this run's share of the reader's goes.
   *release.kept = core::TextBlock(kept_bytes);
-  for (core::NvtxRangeRow& row : rows) row.message = release.kept->hold(row.message);
-  release.run->nvtx_messages.reset();  // no message borrows from the reader's blocks any more
+  for (core::PackedText* text : kept) *text = release.kept->hold(*text);
+  read.reset();
 }
 
 FrameworkOps indexOpsOf(const core::Profile& p, const NestedMessageRelease* release) {

@@ -242,6 +242,38 @@ TEST(TextArena, HoldsTextsAcrossBlocks) {
   EXPECT_TRUE(held.back().empty());
 }
 
+// Keeping some of its texts moves them down over the others: each kept one reads back whole, one
+// of its own is left as it is, and texts held afterwards read back too. A text of a block of its
+// own, after blocks whose texts all go, never lands in a block too small for it.
+TEST(TextArena, KeepsSomeTextsMovedDownOverTheOthers) {
+  for (const bool keep_small : {true, false}) {
+    SCOPED_TRACE(keep_small);
+    TextArena arena;
+    std::vector<std::string> texts;
+    for (int i = 0; i < 150000; ++i) texts.push_back("aten::addmm, op_id = " + std::to_string(i) + std::string(i % 61, 'z'));
+    texts.insert(texts.begin() + 70000, std::string(size_t{6} << 20, 'b'));
+    std::vector<PackedText> held;
+    for (const std::string& t : texts) held.push_back(arena.hold(t));
+    PackedText own("a text of its own");
+    std::vector<PackedText*> kept{&own};
+    std::vector<size_t> kept_index;
+    for (size_t i = 0; i < held.size(); ++i) {
+      const bool big = texts[i].size() > (size_t{4} << 20);
+      if (big || (keep_small && i % 3 == 1)) {
+        kept.push_back(&held[i]);
+        kept_index.push_back(i);
+      }
+    }
+    std::reverse(kept.begin(), kept.end());  // in any order
+    arena.keepOnly(kept);
+    for (size_t i : kept_index) ASSERT_EQ(held[i].view(), texts[i]) << i;
+    EXPECT_EQ(own.view(), "a text of its own");
+    const PackedText later = arena.hold("held after");
+    EXPECT_EQ(later.view(), "held after");
+    for (size_t i : kept_index) ASSERT_EQ(held[i].view(), texts[i]) << i;
+  }
+}
+
 TEST(PackedText, HoldsItsTextWhateverItsLengthAndIsCopiedWhole) {
   const std::string long_text(100000, 'x');
   for (const std::string& text : {std::string(), std::string("op=gemm"), long_text,

@@ -90,9 +90,10 @@ FrameworkOps indexFrameworkOps(const core::Profile& p);
 // release_nvtx_ranges): the same index, and meanwhile, before the ops and links are built, the
 // messages of PyTorch op ranges nested in another op (several a kernel under emit_nvtx, read by
 // nothing once their kinds are known) are let go from `run` (the indexed profile itself, owned by
-// the caller), and the other messages moved into `kept`, which must outlive them; the blocks the
-// reader held them in go. `others_done` returns once no other reader of the messages (fprof's op
-// index) is running.
+// the caller), and the others moved down in the blocks the reader held them in
+// (Profile::nvtx_messages), the blocks left empty let go; where another profile shares those
+// blocks, the others are moved into `kept` instead, which must outlive them. `others_done`
+// returns once no other reader of the messages (fprof's op index) is running.
 struct NestedMessageRelease {
   core::Profile* run = nullptr;
   core::TextBlock* kept = nullptr;

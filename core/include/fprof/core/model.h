@@ -170,6 +170,7 @@ class PackedText {
 
  private:
   friend class TextBlock;
+  friend class TextArena;
   static constexpr size_t kHeader = sizeof(uint32_t);
   // The block's address, its lowest bit set where the block is a TextBlock's (blocks of their own
   // come from new[], aligned; a TextBlock places texts at even offsets).
@@ -218,6 +219,7 @@ class TextBlock {
   }
 
  private:
+  friend class TextArena;
   std::unique_ptr<char[]> bytes_;
   size_t capacity_ = 0, used_ = 0;
 };
@@ -232,6 +234,10 @@ class TextArena {
     if (blocks_.empty() || !blocks_.back().fits(s)) blocks_.emplace_back(std::max(kBlockBytes, TextBlock::bytesFor(s)));
     return blocks_.back().hold(s);
   }
+  // Keeps only `texts` of those it holds: they are moved to the front of its blocks, in the order
+  // they were held, and the blocks left empty go. Its other texts are never to be read again;
+  // texts in `texts` held elsewhere stay as they are.
+  void keepOnly(const std::vector<PackedText*>& texts);
 
  private:
   static constexpr size_t kBlockBytes = size_t{4} << 20;
