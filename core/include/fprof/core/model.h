@@ -204,9 +204,9 @@ class TextBlock {
   static size_t bytesFor(std::string_view s) {
     return s.empty() ? 0 : (PackedText::kHeader + PackedText::lengthOf(s) + 1) & ~size_t{1};
   }
+  bool fits(std::string_view s) const { return bytesFor(s) <= capacity_ - used_; }
   // `s` in the block, borrowed from it: the block must outlive the text and its moves (copies own
   // theirs). A text of its own where the block has no room left.
-  bool fits(std::string_view s) const { return bytesFor(s) <= capacity_ - used_; }
   PackedText hold(std::string_view s) {
     const size_t need = bytesFor(s);
     if (need == 0 || need > capacity_ - used_) return PackedText(s);
