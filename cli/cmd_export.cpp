@@ -219,7 +219,8 @@ json devicesJson(const analysis::RunAnalysis& a) {
 // One launch, with its roofline verdict (the groups carry the full placement) and its op, as the
 // text JsonStream::valueText gives the object of these members at `depth`, made without building
 // it: members in nlohmann's order (by key), numbers in decimal, and strings and fractions written
-// by nlohmann itself (a name, path or op once per block of launches, not once per launch).
+// by nlohmann itself (a name, path, op, origin or roof once per block of launches, not once per
+// launch).
 class KernelTexts {
  public:
   KernelTexts(const analysis::RunAnalysis& a, size_t depth)
@@ -233,7 +234,8 @@ class KernelTexts {
     fill(i);
     std::string out = "{";
     for (size_t n = 0; n < kFields; ++n) {
-      out += n == 0 ? inner_ : "," + inner_;
+      if (n > 0) out += ',';
+      out += inner_;
       out += '"';
       out += kKeys[order_[n]];
       out += "\": ";
@@ -282,10 +284,11 @@ class KernelTexts {
     values_[kNvtxPath] =
         k.nvtx_path_id ? cached(paths_, *k.nvtx_path_id, [&] { return string(p.str(*k.nvtx_path_id)); }) : "null";
     values_[kOp] = cached(ops_, op, [&] { return ops.names[op].empty() ? "null" : string(ops.names[op]); });
-    values_[kOrigin] = string(analysis::originName(a_.origin(i)));
-    values_[kBound] = string(analysis::boundName(pl.bound));
+    values_[kOrigin] = cached(origins_, static_cast<uint32_t>(a_.origin(i)),
+                              [&] { return string(analysis::originName(a_.origin(i))); });
+    values_[kBound] = cached(bounds_, static_cast<uint32_t>(pl.bound), [&] { return string(analysis::boundName(pl.bound)); });
     values_[kRoofFraction] = jsonText(opt(pl.roof_fraction), -1);
-    values_[kBindingRoof] = pl.binding.empty() ? "null" : string(pl.binding);
+    values_[kBindingRoof] = pl.binding.empty() ? "null" : cached(roofs_, pl.binding, [&] { return string(pl.binding); });
   }
 
   static std::string string(std::string_view s) { return jsonText(json(std::string(s)), -1); }
@@ -298,8 +301,8 @@ class KernelTexts {
   void triple(Field f, int32_t x, int32_t y, int32_t z) {
     values_[f] = fmt::format("[{0}{1},{0}{2},{0}{3}{4}]", element_, x, y, z, inner_);
   }
-  template <class Make>
-  static const std::string& cached(std::unordered_map<uint32_t, std::string>& texts, uint32_t id, Make&& make) {
+  template <class Key, class Make>
+  static const std::string& cached(std::unordered_map<Key, std::string>& texts, const Key& id, Make&& make) {
     auto it = texts.find(id);
     if (it == texts.end()) it = texts.emplace(id, make()).first;
     return it->second;
@@ -309,7 +312,8 @@ class KernelTexts {
   const std::string inner_, element_, close_;  // a member's line start, an array element's, the close
   std::array<size_t, kFields> order_{};
   std::array<std::string, kFields> values_;
-  std::unordered_map<uint32_t, std::string> names_, short_names_, paths_, ops_;
+  std::unordered_map<uint32_t, std::string> names_, short_names_, paths_, ops_, origins_, bounds_;
+  std::unordered_map<std::string, std::string> roofs_;  // by binding roof
 };
 
 // The launches in order. Each one's text is made apart from the others, so blocks of them are

@@ -288,7 +288,7 @@ struct SameWorkSizes {
 
   void addWritten(int64_t bytes) {
     smallest_written = std::min(smallest_written.value_or(bytes), bytes);
-    std::vector<int64_t>().swap(near);
+    if (!near.empty()) std::vector<int64_t>().swap(near);
   }
   void addNear(int64_t bytes) {
     if (!smallest_written) near.push_back(bytes);
