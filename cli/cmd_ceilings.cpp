@@ -102,7 +102,7 @@ core::Status checkOutputs(const CeilingsOptions& opt) {
   if (!opt.output.empty()) {
     if (core::Status s = core::checkOutputPath(opt.output, databaseRules(opt)); !s) return s;
   }
-  if (!opt.save_json.empty()) return core::checkOutputPath(opt.save_json, saveJsonRules(opt));
+  if (!opt.save_json.empty() && opt.save_json != "-") return core::checkOutputPath(opt.save_json, saveJsonRules(opt));
   return {};
 }
 
@@ -140,10 +140,10 @@ core::Expected<Measurement> readMeasurement(const CeilingsOptions& opt, int& exi
 }
 
 core::Status saveJson(const CeilingsOptions& opt, const std::string& text) {
-  auto out = core::OutputFile::create(opt.save_json, saveJsonRules(opt));
+  auto out = core::TextOutput::open(opt.save_json, saveJsonRules(opt));
   if (!out) return core::Error{out.error()};
-  if (core::Status s = (*out)->write(text); !s) return s;
-  return (*out)->commit();
+  if (core::Status s = out->write(text); !s) return s;
+  return out->finish();
 }
 
 // The measured rows; the DRAM roof is the best any access pattern reached (read, write, copy
@@ -291,7 +291,8 @@ int runCeilings(const CeilingsOptions& opt) {
     return inputError("ceilings: the measurement lacks a field: " + std::string(e.what()));
   }
   if (core::Status s = writeCeilingsDatabase(output, opt, *m, by_name, rows); !s) return inputError(s.error());
-  printText(stdout, ceilingsTable(output, *m, by_name, rows, sheet));
+  // With --save-json -, standard output carries the measurement alone.
+  if (opt.save_json != "-") printText(stdout, ceilingsTable(output, *m, by_name, rows, sheet));
   return 0;
 }
 
@@ -311,7 +312,7 @@ Command addCeilingsCommand(CLI::App& root) {
   app->add_flag("--quick", opt->quick, "Smaller problem sizes: seconds instead of a minute, slightly lower roofs");
   app->add_option("--from-json", opt->from_json,
                   "Store a measurement saved earlier with --save-json instead of measuring (no GPU needed)");
-  app->add_option("--save-json", opt->save_json, "Also save the raw measurement as JSON");
+  app->add_option("--save-json", opt->save_json, "Also save the raw measurement as JSON ('-': standard output, instead of the table)");
   app->add_flag("-q,--quiet", opt->quiet, "No note and no progress line on stderr while measuring");
   app->footer(kOutputRulesFooter);
   return {app, [opt] { return runCeilings(*opt); }};

@@ -235,7 +235,7 @@ int runGate(const GateCliOptions& o) {
   }
   const std::string md = gateMarkdown(run);
   if (core::Status s = writeGateOutputs(*out, run, md); !s) return inputError(s.error());
-  if (!o.quiet) printText(stdout, md);
+  if (!o.quiet && !out->toStandardOutput()) printText(stdout, md);
   return run.passed() ? 0 : 1;
 }
 
@@ -266,7 +266,9 @@ Command addGateCommand(CLI::App& root) {
   app->add_option("--markdown", opt->markdown,
                   "Write the Markdown summary here (e.g. $GITHUB_STEP_SUMMARY, which the runner creates: add --force)");
   app->add_option("--json", opt->json, "Write the findings as JSON here");
-  app->add_option("--junit", opt->junit, "Write a JUnit XML report here");
+  app->add_option("--junit", opt->junit,
+                  "Write a JUnit XML report here. One of the three may be '-', standard output, which then carries "
+                  "it instead of the printed summary");
   app->add_flag("--force", opt->force, kForceHelp);
   app->footer(kOutputRulesFooter);
   app->add_flag("-q,--quiet", opt->quiet, "Print nothing; only the exit code and the files asked for");

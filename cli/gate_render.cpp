@@ -442,24 +442,31 @@ core::Expected<GateOutputs> openGateOutputs(const GateOutputPaths& paths, bool f
     rules.replace = force;
     rules.inputs = inputs;
     rules.what = what;
-    auto opened = core::OutputFile::create(*path, rules);
+    auto opened = core::TextOutput::open(*path, rules);
     if (!opened) return core::Error{opened.error()};
-    *file = std::move(*opened);
+    file->emplace(std::move(*opened));
   }
   return out;
+}
+
+bool GateOutputs::toStandardOutput() const {
+  for (const std::optional<core::TextOutput>* file : {&markdown, &json, &junit}) {
+    if (*file && (*file)->toStandardOutput()) return true;
+  }
+  return false;
 }
 
 core::Status writeGateOutputs(GateOutputs& out, const GateRun& run, const std::string& markdown) {
   const std::string json = gateJson(run).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   const std::string junit = out.junit ? gateJunit(run) : std::string();
-  for (auto [file, text] : {std::pair{out.markdown.get(), &markdown}, std::pair{out.json.get(), &json},
-                            std::pair{out.junit.get(), &junit}}) {
-    if (!file) continue;
-    if (core::Status s = file->write(*text); !s) return s;
+  for (auto [file, text] : {std::pair{&out.markdown, &markdown}, std::pair{&out.json, &json},
+                            std::pair{&out.junit, &junit}}) {
+    if (!*file) continue;
+    if (core::Status s = (*file)->write(*text); !s) return s;
   }
-  for (core::OutputFile* file : {out.markdown.get(), out.json.get(), out.junit.get()}) {
-    if (!file) continue;
-    if (core::Status s = file->commit(); !s) return s;
+  for (std::optional<core::TextOutput>* file : {&out.markdown, &out.json, &out.junit}) {
+    if (!*file) continue;
+    if (core::Status s = (*file)->finish(); !s) return s;
   }
   return {};
 }

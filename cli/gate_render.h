@@ -49,15 +49,18 @@ std::string gateJunit(const GateRun& run);
 
 // The files a gate writes (--markdown, --json, --junit), opened before the comparison so that a
 // name that cannot be written costs nothing, following core/output's rules (docs/outputs.md).
+// One of them may be "-", standard output, which then carries that output and no printed summary.
 struct GateOutputPaths {
   std::string markdown, json, junit;
 };
 struct GateOutputs {
-  std::unique_ptr<core::OutputFile> markdown, json, junit;
+  std::optional<core::TextOutput> markdown, json, junit;
+  bool toStandardOutput() const;
 };
 core::Expected<GateOutputs> openGateOutputs(const GateOutputPaths& paths, bool force,
                                             const std::vector<std::string>& inputs);
 // Every file is complete before any is put in place; a failure leaves none of them half-written.
+// (Standard output cannot wait: what goes there is written first.)
 core::Status writeGateOutputs(GateOutputs& out, const GateRun& run, const std::string& markdown);
 
 // XML 1.0 text: escaped, control characters made visible, U+FFFE/U+FFFF replaced.

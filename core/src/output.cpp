@@ -149,6 +149,11 @@ std::string systemCause(int err) {
 
 Status checkOutputPath(const std::string& path, const OutputRules& rules) {
   if (path.empty()) return makeError("no output file named for " + rules.what);
+  // "-" is standard output wherever a command writes text there (TextOutput); anywhere else it is
+  // refused rather than taken as a file of that name, which nobody who writes it means.
+  if (path == "-") {
+    return makeError("-: " + rules.what + " cannot be written to standard output; name a file (./- for a file named '-')");
+  }
   if (std::optional<std::string> input = inputNamedBy(path, rules.inputs)) return inputRefusal(path, *input, rules);
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0) {
@@ -179,6 +184,9 @@ Status checkDistinctOutputs(const std::vector<std::pair<std::string, std::string
     for (size_t j = i + 1; j < option_and_path.size(); ++j) {
       const auto& [opt_a, a] = option_and_path[i];
       const auto& [opt_b, b] = option_and_path[j];
+      if (a == "-" && b == "-") {
+        return makeError(opt_a + " and " + opt_b + " both name standard output (-); give each output its own");
+      }
       if (a.empty() || b.empty() || a == "-" || b == "-") continue;
       const std::optional<FileId> ia = fileId(a), ib = fileId(b);
       if (key(a) == key(b) || (ia && ia == ib)) {

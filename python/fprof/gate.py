@@ -213,6 +213,6 @@ def run_gate(args: GateArgs) -> int:
                    [list(w) for w in plan.warnings])
     markdown = gate.markdown(args.base, args.current, plan.note)
     gate.write(outputs, args.base, args.current, plan.note, markdown)
-    if not args.quiet:
+    if not args.quiet and not outputs.to_standard_output:
         sys.stdout.write(markdown)
     return 0 if gate.passed else 1

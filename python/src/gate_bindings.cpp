@@ -234,7 +234,10 @@ void bindGateFunctions(py::module_& m) {
       .def("__len__", [](const LaunchGroups& g) { return g.groups.size(); });
   m.def("launch_groups", &launchGroupsOf, py::arg("columns"), py::arg("sample_key"), py::arg("sample_ns"),
         "One rank's launch groups from its rows of rank_launch_groups and rank_launch_samples.");
-  py::class_<OpenOutputs>(m, "GateOutputs", "The gate's output files, opened (nothing is in place until written).");
+  py::class_<OpenOutputs>(m, "GateOutputs", "The gate's output files, opened (nothing is in place until written).")
+      .def_property_readonly(
+          "to_standard_output", [](const OpenOutputs& o) { return o.files.toStandardOutput(); },
+          "One of them is '-': standard output carries it, and the summary is not printed.");
   m.def("open_gate_outputs", &openOutputs, py::arg("markdown"), py::arg("json"), py::arg("junit"), py::arg("force"),
         py::arg("inputs"), "Opens --markdown, --json and --junit as fprof gate does (core/output's rules).");
   py::class_<JobGate>(m, "JobGate", "Two jobs compared rank by rank and as a whole by fprof gate's checks.")

@@ -139,6 +139,15 @@ def test_outputs_follow_the_gate_rules(jobs, tmp_path, fprof_bin):
     assert folder.returncode == 2 and "a folder that is not a job folder" in folder.stderr
 
 
+def test_one_output_can_go_to_standard_output_instead_of_the_summary(jobs, tmp_path):
+    done, found = gate_json(tmp_path, jobs["base"], jobs["slow"])
+    to_stdout = subprocess.run([sys.executable, "-m", "fprof", "gate", jobs["base"], jobs["slow"], "--json", "-"],
+                               capture_output=True, text=True, cwd=tmp_path)
+    assert to_stdout.returncode == done.returncode == 1, to_stdout.stderr
+    assert json.loads(to_stdout.stdout) == found and "## fprof gate" not in to_stdout.stdout
+    assert not (tmp_path / "-").exists()
+
+
 def test_a_job_folder_without_the_gate_tables_is_refused(jobs, tmp_path):
     old = tmp_path / "old"
     shutil.copytree(jobs["base"], old)

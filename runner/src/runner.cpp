@@ -68,6 +68,10 @@ core::Expected<std::string> checkedOutput(const RunOptions& opt) {
   }
   const std::string output =
       !opt.output.empty() ? opt.output : defaultOutput(opt.program.empty() ? "PROGRAM" : opt.program[0]);
+  if (output == "-") {
+    return core::makeError("-: the run's database cannot be written to standard output; name a file (./- for a file "
+                           "named '-')");
+  }
   std::error_code ec;
   if (fs::exists(output, ec) && !opt.force && !opt.explain) {
     return core::makeError(output + " exists; choose another name with -o or overwrite it with --force");

@@ -166,6 +166,13 @@ TEST(Cli, RunRefusesToOverwrite) {
       << r.out;
 }
 
+TEST(Cli, RunWritesNoDatabaseNamedDash) {
+  Result r = runFprof("run -o - true");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.out, "fprof: run: -: the run's database cannot be written to standard output; name a file (./- for a file "
+                   "named '-')\n");
+}
+
 TEST(Cli, SchemaMarkdownIsTheDoc) {
   Result r = runFprof("schema --markdown");
   EXPECT_EQ(r.code, 0);

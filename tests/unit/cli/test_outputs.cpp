@@ -314,6 +314,32 @@ TEST_P(Writers, LetExactlyOneOfTwoRacingWritersWin) {
   for (const std::string& name : left) EXPECT_EQ(name.find(".tmp"), std::string::npos) << name;
 }
 
+// "-" is standard output where a writer writes text; a database or a viewer's file cannot go
+// there, and "-" is refused rather than made a file of that name in the current folder.
+bool dashIsStandardOutput(const WriterCase& w) { return w.written != Written::kDatabase && !w.needs_window; }
+
+TEST_P(Writers, TakeADashAsStandardOutputOrRefuseIt) {
+  const std::string cwd = dir_ + "/cwd";
+  fs::create_directories(cwd);
+  const Result r = shell("cd '" + cwd + "' && " + command("-"));
+  EXPECT_FALSE(fs::exists(cwd + "/-")) << "a file named '-' was written";
+  if (!dashIsStandardOutput(GetParam())) {
+    EXPECT_EQ(r.code, 2) << r.out;
+    EXPECT_NE(r.out.find("cannot be written to standard output; name a file (./- for a file named '-')"),
+              std::string::npos)
+        << r.out;
+    return;
+  }
+  EXPECT_EQ(r.code, 0) << r.out;
+  const std::string want = expected();
+  if (GetParam().written == Written::kHtml) {
+    EXPECT_EQ(r.out.rfind("<!DOCTYPE html>", 0), 0u);
+    EXPECT_EQ(r.out.size(), want.size());
+  } else {
+    EXPECT_EQ(r.out, want) << "standard output carries the output alone";
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(EveryWriter, Writers, ::testing::ValuesIn(writers()),
                          [](const ::testing::TestParamInfo<WriterCase>& p) { return p.param.name; });
 
@@ -390,6 +416,26 @@ TEST(OutputOptions, TwoOptionsNamingOneFileAreRefused) {
   EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.out, "fprof: --json and --junit name the same file (" + dir + "/./g); give each output its own\n");
   EXPECT_TRUE(listDir(dir).empty());
+}
+
+// The gate prints its summary unless an output goes to standard output, which then carries that
+// output alone; two outputs cannot share it.
+TEST(OutputOptions, GateSendsOneOutputToStandardOutputInsteadOfItsSummary) {
+  const std::string dir = std::string(FPROF_TEST_TMP) + "/outputs/gate-dash";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string gate = std::string(FPROF_BIN) + " gate " + data("trace_test_h200.fprof") + " " +
+                           data("model_trace_h200.fprof");
+  const Result to_file = shell(gate + " --json " + dir + "/findings.json");
+  ASSERT_EQ(to_file.code, 1) << to_file.out;  // the model run is slower than the trace test
+  EXPECT_NE(to_file.out.find("## "), std::string::npos) << "the summary is printed: " << to_file.out;
+  const Result to_stdout = shell("cd '" + dir + "' && " + gate + " --json -");
+  EXPECT_EQ(to_stdout.code, 1) << to_stdout.out;
+  EXPECT_EQ(to_stdout.out, readBytes(dir + "/findings.json"));
+  const Result two = shell("cd '" + dir + "' && " + gate + " --json - --junit -");
+  EXPECT_EQ(two.code, 2);
+  EXPECT_EQ(two.out, "fprof: --json and --junit both name standard output (-); give each output its own\n");
+  EXPECT_EQ(listDir(dir), std::vector<std::string>{"findings.json"});
 }
 
 // Every command with an output option says the rules in its --help.

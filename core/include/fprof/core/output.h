@@ -33,11 +33,12 @@ enum class OutputKind {
 // The checks a target must pass, made before the work that fills it so that a mistake costs
 // nothing: a path is given, it is not a directory, not an input, and exists only where `replace`
 // allows. Its directory must exist. Whether the directory is writable shows when the output is
-// created (OutputFile::create), which gives the system's reason.
+// created (OutputFile::create), which gives the system's reason. "-" is refused: where a command
+// can write to standard output, TextOutput takes "-" before a file is made.
 Status checkOutputPath(const std::string& path, const OutputRules& rules);
 
 // Two outputs of one command (gate --json and --markdown) naming the same file is a mistake,
-// whichever would win: paths that are the same file, or will be, are refused.
+// whichever would win: paths that are the same file, or will be, are refused, and so are two "-".
 Status checkDistinctOutputs(const std::vector<std::pair<std::string, std::string>>& option_and_path);
 
 // One output file. Text outputs write through write(); a database output is written by a
