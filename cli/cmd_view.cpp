@@ -3,7 +3,6 @@
 
 #include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -67,7 +66,7 @@ int runView(const ViewOptions& opt) {
   argv.push_back(nullptr);
   std::fflush(stdout);
   execv(viewer.c_str(), argv.data());
-  return inputError("cannot start " + viewer + ": " + std::strerror(errno));
+  return inputError("cannot start " + viewer + ": " + core::systemCause(errno));
 }
 
 }  // namespace

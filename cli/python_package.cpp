@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <filesystem>
 
 #include "command.h"
@@ -73,7 +72,7 @@ int runPackageCommand(const std::vector<std::string>& args) {
   std::fflush(stdout);
   std::fflush(stderr);
   execvp(command.front().c_str(), argv.data());
-  return inputError(*python + ": cannot run: " + std::strerror(errno));
+  return inputError(*python + ": cannot run: " + core::systemCause(errno));
 }
 
 }  // namespace fprof::cli

@@ -6,11 +6,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <optional>
 
 #include "fprof/core/environment.h"
+#include "fprof/core/output.h"
 #include "fprof/core/store.h"
 #include "fprof/core/text.h"
 #include "fprof/runner/run_files.h"
@@ -208,7 +208,7 @@ WaitOutcome runProgramOnce(const RunContext& c, const PlannedRun& run, const Run
   const StartedProgram started = startProgram(c.options.program, mergedEnvironment(c.inherited, assigned));
   if (started.pid < 0) {
     std::fprintf(stderr, "fprof: run: %s %s: %s\n", started.exec_failed ? "cannot start" : "cannot fork for",
-                 c.options.program[0].c_str(), std::strerror(started.error));
+                 c.options.program[0].c_str(), core::systemCause(started.error).c_str());
     WaitOutcome failed;
     failed.ending = WaitOutcome::Ending::kNotStarted;
     failed.status = started.exec_failed ? 127 : 2;  // as a shell says a program it cannot run

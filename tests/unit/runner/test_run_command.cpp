@@ -116,7 +116,7 @@ TEST_F(RunCommandTest, ForceWithAProgramThatCannotStartLosesNothing) {
   writeText("job.rank0.fprof", "the previous run's rank 0");
   const Result r = run({"--force", "-o", path("job.fprof"), "/nonexistent/program"});
   EXPECT_EQ(r.code, 127) << r.err;
-  EXPECT_NE(r.err.find("cannot start /nonexistent/program: No such file or directory"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("cannot start /nonexistent/program: no such file or directory"), std::string::npos) << r.err;
   EXPECT_EQ(readText(path("job.fprof")), "the previous run");
   EXPECT_EQ(readText(path("job.rank0.fprof")), "the previous run's rank 0");
   for (const auto& e : fs::directory_iterator(dir_)) {
