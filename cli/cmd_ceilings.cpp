@@ -102,7 +102,10 @@ core::Status checkOutputs(const CeilingsOptions& opt) {
   if (!opt.output.empty()) {
     if (core::Status s = core::checkOutputPath(opt.output, databaseRules(opt)); !s) return s;
   }
-  if (!opt.save_json.empty() && opt.save_json != "-") return core::checkOutputPath(opt.save_json, saveJsonRules(opt));
+  if (!opt.save_json.empty() && opt.save_json != "-") {
+    if (core::Status s = core::checkOutputPath(opt.save_json, saveJsonRules(opt)); !s) return s;
+  }
+  if (!opt.from_json.empty()) return core::checkStandardOutputIsNoInput({opt.from_json}, "the table");
   return {};
 }
 

@@ -76,6 +76,9 @@ std::string appliedFusions(const analysis::RunAnalysis& analysed, bool full_name
 }
 
 int runDiff(const DiffOptions& opt) {
+  if (core::Status s = core::checkStandardOutputIsNoInput({opt.base, opt.cur}, "the comparison"); !s) {
+    return inputError(s.error());
+  }
   auto base = loadProfile(opt.base);
   if (!base) return inputError(base.error());
   auto cur = loadProfile(opt.cur);

@@ -165,6 +165,9 @@ core::Expected<analysis::GateOptions> gateOptions(const GateCliOptions& o) {
 core::Expected<GateOutputs> openOutputs(const GateCliOptions& o) {
   std::vector<std::string> inputs = {o.base, o.cur};
   if (!o.config.empty()) inputs.push_back(o.config);
+  if (!o.quiet) {
+    if (core::Status s = core::checkStandardOutputIsNoInput(inputs, "the summary"); !s) return core::Error{s.error()};
+  }
   return openGateOutputs({o.markdown, o.json, o.junit}, o.force, inputs);
 }
 

@@ -282,6 +282,7 @@ std::string warningsText(const core::Profile& p) {
 }
 
 int runInfo(const InfoOptions& opt) {
+  if (core::Status s = core::checkStandardOutputIsNoInput({opt.file}, "the summary"); !s) return inputError(s.error());
   Progress progress(Progress::wantedForFiles(opt.quiet, {opt.file}));
   auto selected = loadSelected(opt, progress);
   if (!selected) {

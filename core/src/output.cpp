@@ -66,6 +66,17 @@ std::optional<std::string> inputNamedBy(const std::string& path, const std::vect
   return std::nullopt;
 }
 
+// The input that standard output is (a shell's `>> run.fprof`), when it is a regular file.
+std::optional<std::string> inputStandardOutputIs(const std::vector<std::string>& inputs) {
+  struct stat st {};
+  if (::fstat(STDOUT_FILENO, &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  const FileId out{st.st_dev, st.st_ino};
+  for (const std::string& in : inputs) {
+    if (fileId(in) == out) return in;
+  }
+  return std::nullopt;
+}
+
 Status inputRefusal(const std::string& path, const std::string& input, const OutputRules& rules) {
   if (input == path) {
     return makeError(path + " is an input of this command; write " + rules.what + " to another file");
@@ -354,9 +365,19 @@ Status OutputFile::place() {
   return ::rename(temp, target) == 0 ? Status{} : cannotMove();
 }
 
+Status checkStandardOutputIsNoInput(const std::vector<std::string>& inputs, const std::string& what) {
+  const std::optional<std::string> input = inputStandardOutputIs(inputs);
+  if (!input) return {};
+  return makeError("standard output is the input " + *input + " (redirected onto it); write " + what +
+                   " to another file");
+}
+
 Expected<TextOutput> TextOutput::open(const std::string& path, const OutputRules& rules) {
   TextOutput out;
-  if (path.empty() || path == "-") return out;
+  if (path.empty() || path == "-") {
+    if (Status s = checkStandardOutputIsNoInput(rules.inputs, rules.what); !s) return Error{s.error()};
+    return out;
+  }
   auto file = OutputFile::create(path, rules);
   if (!file) return Error{file.error()};
   out.file_ = std::move(*file);

@@ -405,6 +405,46 @@ TEST(StreamedExports, SayWhenSQLitesTemporaryFolderHasNoRoom) {
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 40001) << "a header and a row per kernel";
 }
 
+// Standard output redirected onto an input (`>> run.fprof`, or onto a hard link of it) would write
+// into the database being read: every command that writes there refuses, and the input is kept.
+TEST(StandardOutput, RedirectedOntoAnInputIsRefused) {
+  const std::string dir = std::string(FPROF_TEST_TMP) + "/outputs/stdout-input";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string run = dir + "/run.fprof", link = dir + "/link.fprof", ceilings = dir + "/ceilings.json";
+  fs::copy_file(data("trace_test_h200.fprof"), run);
+  ASSERT_EQ(::link(run.c_str(), link.c_str()), 0);
+  fs::copy_file(data("ceilings_h200.json"), ceilings);
+  const std::string run_bytes = readBytes(run), ceilings_bytes = readBytes(ceilings);
+  const std::string other = data("model_trace_h200.fprof");
+  struct Case {
+    std::string args, onto, what;
+  };
+  for (const Case& c : std::vector<Case>{{"info " + run, run, "the summary"},
+                                         {"export " + run + " --format csv", link, "the export"},
+                                         {"export " + run + " --format json", run, "the export"},
+                                         {"export " + run + " --format chrome-trace -o -", run, "the export"},
+                                         {"report " + other + " --baseline " + run + " --format md", link, "the summary"},
+                                         {"report " + run + " -o -", run, "the report"},
+                                         {"diff " + other + " " + run, run, "the comparison"},
+                                         {"gate " + run + " " + other, link, "the summary"},
+                                         {"gate " + other + " " + run + " -q --junit -", run, "the JUnit report"},
+                                         {"ceilings --from-json " + ceilings + " -o " + dir + "/c.fprof", ceilings,
+                                          "the table"}}) {
+    const Result r = shell("(" + std::string(FPROF_BIN) + " " + c.args + " >> " + c.onto + ")");
+    EXPECT_EQ(r.code, 2) << c.args;
+    const std::string input = c.onto == ceilings ? ceilings : run;
+    EXPECT_EQ(r.out, "fprof: standard output is the input " + input + " (redirected onto it); write " + c.what +
+                         " to another file\n")
+        << c.args;
+    EXPECT_TRUE(readBytes(run) == run_bytes) << "the database changed: " << c.args;
+    EXPECT_TRUE(readBytes(ceilings) == ceilings_bytes) << "the measurement changed: " << c.args;
+  }
+  EXPECT_FALSE(fs::exists(dir + "/c.fprof"));
+  const Result elsewhere = shell("(" + std::string(FPROF_BIN) + " info " + run + " >> " + dir + "/info.txt)");
+  EXPECT_EQ(elsewhere.code, 0) << elsewhere.out;
+}
+
 // Two outputs of one command naming one file is refused before anything is read.
 TEST(OutputOptions, TwoOptionsNamingOneFileAreRefused) {
   const std::string dir = std::string(FPROF_TEST_TMP) + "/outputs/two-options";

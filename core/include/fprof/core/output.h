@@ -106,6 +106,11 @@ class TextOutput {
   uint64_t bytes_written_ = 0;
 };
 
+// Standard output redirected onto one of the command's inputs (`fprof info run.fprof >>
+// run.fprof`) would write into the file being read: refused, as a path naming an input is.
+// TextOutput::open checks it for "-"; commands that print call it before they read.
+Status checkStandardOutputIsNoInput(const std::vector<std::string>& inputs, const std::string& what);
+
 // Writes to standard output through stdio, remembering the first failure and its cause.
 Status writeStandardOutput(std::string_view bytes);
 // Flushes standard output: every failure since the start, with the system's cause
