@@ -9,6 +9,7 @@ import os
 import sys
 
 from ._core import FprofError
+from ._output import write_standard_output
 
 
 def job_parser(sub) -> None:
@@ -52,9 +53,10 @@ def run_job_command(args) -> int:
         print(f"fprof: warning: {p.message}", file=sys.stderr)
     for note in result.notes:
         print(f"fprof: note: {note}", file=sys.stderr)
-    print(f"fprof job: {result.ranks} ranks, {result.kernels} kernels: wrote {result.output} (report.html and the "
-          f"Parquet tables) in {result.seconds:.1f} s on {result.cluster}; {result.summarised} summarised, "
-          f"{result.cached} from the cache")
+    write_standard_output(
+        f"fprof job: {result.ranks} ranks, {result.kernels} kernels: wrote {result.output} (report.html and the "
+        f"Parquet tables) in {result.seconds:.1f} s on {result.cluster}; {result.summarised} summarised, "
+        f"{result.cached} from the cache\n")
     return 0
 
 
@@ -92,8 +94,23 @@ def run_gate_command(args) -> int:
                              quiet=args.quiet))
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, its --help written as every output is: argparse itself drops a failed
+    write of its help, which ended `fprof job --help > /dev/full` with 0."""
+
+    def print_help(self, file=None):
+        if file is not None and file is not sys.stdout:
+            super().print_help(file)
+            return
+        try:
+            write_standard_output(self.format_help())
+        except FprofError as err:
+            print(f"fprof: {err}", file=sys.stderr)
+            self.exit(2)
+
+
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="fprof", description="fprof's Python commands.")
+    parser = _Parser(prog="fprof", description="fprof's Python commands.")
     sub = parser.add_subparsers(dest="command", required=True)
     job_parser(sub)
     gate_parser(sub)

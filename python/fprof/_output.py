@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+import sys
 import tempfile
 
 from ._core import FprofError
@@ -29,6 +30,16 @@ def _inside(path: str, folder: str) -> bool:
 
 def _cause(err: OSError) -> str:
     return (err.strerror or str(err)).lower()
+
+
+def write_standard_output(text: str) -> None:
+    """Writes to standard output, flushed, a failure (a full disk behind a redirection, a closed
+    pipe) raised as FprofError with the system's cause: exit 2, as the fprof command's writes."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except OSError as err:
+        raise FprofError(f"standard output: {_cause(err)}") from err
 
 
 def check_output_file(path: str, force: bool, inputs=(), what: str = "the output") -> None:

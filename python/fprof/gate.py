@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,6 +22,7 @@ import pyarrow.parquet as pq
 
 from . import _core
 from ._core import FprofError
+from ._output import write_standard_output
 from ._reduce import describe_ranks
 
 GROUP_TABLE = "rank_launch_groups.parquet"
@@ -214,5 +214,5 @@ def run_gate(args: GateArgs) -> int:
     markdown = gate.markdown(args.base, args.current, plan.note)
     gate.write(outputs, args.base, args.current, plan.note, markdown)
     if not args.quiet and not outputs.to_standard_output:
-        sys.stdout.write(markdown)
+        write_standard_output(markdown)
     return 0 if gate.passed else 1

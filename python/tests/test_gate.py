@@ -146,6 +146,10 @@ def test_one_output_can_go_to_standard_output_instead_of_the_summary(jobs, tmp_p
     assert to_stdout.returncode == done.returncode == 1, to_stdout.stderr
     assert json.loads(to_stdout.stdout) == found and "## fprof gate" not in to_stdout.stdout
     assert not (tmp_path / "-").exists()
+    with open("/dev/full", "w") as full:
+        failed = subprocess.run([sys.executable, "-m", "fprof", "gate", jobs["base"], jobs["slow"]], stdout=full,
+                                stderr=subprocess.PIPE, text=True)
+    assert failed.returncode == 2 and failed.stderr == "fprof: standard output: no space left on device\n"
 
 
 def test_a_job_folder_without_the_gate_tables_is_refused(jobs, tmp_path):

@@ -271,6 +271,12 @@ def test_fprof_command_runs_the_package(tmp_path, data_dir, fprof_bin):
     assert "2 ranks" in done.stdout and (tmp_path / "job" / "report.html").is_file()
     shown = subprocess.run([fprof_bin, "job", "--help"], capture_output=True, text=True)
     assert shown.returncode == 0 and shown.stdout.startswith("usage: fprof job")
+    # Standard output is checked like a file: a failed write is exit 2 with the cause.
+    for args in (["job", "--help"], ["job", tmp_path / "ranks", "-o", tmp_path / "job-full", "--workers", "1"]):
+        with open("/dev/full", "w") as full:
+            failed = subprocess.run([fprof_bin, *args], stdout=full, stderr=subprocess.PIPE, text=True)
+        assert failed.returncode == 2 and failed.stderr.endswith("fprof: standard output: no space left on device\n"), \
+            failed.stderr
     # A copy of fprof with no package beside it and none on PATH says how to install it.
     (tmp_path / "bin").mkdir()
     alone = tmp_path / "bin" / "fprof"
