@@ -3,6 +3,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
+#include <cerrno>
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,6 +16,40 @@
 namespace fprof::cli {
 namespace {
 
+// What the tool printed, read through a pipe: fprof writes it to its own standard output, whose
+// failures (a full disk behind a redirection) are fprof's to say, as for every command.
+core::Expected<std::string> toolOutput(std::vector<std::string> args, int& exit_status) {
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  int fds[2];
+  if (::pipe(fds) != 0) return core::makeError("metrics: cannot start " + args[0] + ": " + core::systemCause(errno));
+  std::fflush(stdout);
+  const pid_t child = fork();
+  if (child < 0) return core::makeError("metrics: cannot start " + args[0] + ": " + core::systemCause(errno));
+  if (child == 0) {
+    ::dup2(fds[1], STDOUT_FILENO);
+    ::close(fds[0]);
+    ::close(fds[1]);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  ::close(fds[1]);
+  std::string out;
+  std::array<char, 4096> buf{};
+  for (ssize_t n; (n = ::read(fds[0], buf.data(), buf.size())) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    out.append(buf.data(), static_cast<size_t>(n));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return out;
+}
+
 int runList(const std::string& chip) {
   const std::string tool = findSibling("fprof-metrics-host");
   if (tool.empty()) {
@@ -20,18 +57,11 @@ int runList(const std::string& chip) {
   }
   std::vector<std::string> args = {tool, "--list"};
   if (!chip.empty()) args.insert(args.end(), {"--chip", chip});
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const pid_t child = fork();
-  if (child < 0) return inputError("metrics: cannot start " + tool);
-  if (child == 0) {
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  int status = 0;
-  waitpid(child, &status, 0);
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 2;
+  int exit_status = 0;
+  auto out = toolOutput(std::move(args), exit_status);
+  if (!out) return inputError(out.error());
+  printText(stdout, *out);
+  return exit_status == 0 ? 0 : 2;
 }
 
 }  // namespace

@@ -1,5 +1,4 @@
 // fprof schema: prints the .fprof schema as SQL or as the Markdown of docs/schema.md.
-#include <cstdio>
 #include <memory>
 
 #include "command.h"
@@ -14,7 +13,7 @@ Command addSchemaCommand(CLI::App& root) {
   app->add_flag("--markdown", *markdown, "Print docs/schema.md instead of SQL");
   return {app, [markdown] {
             const std::string text = *markdown ? core::schemaMarkdown() : core::schemaCreateSql();
-            std::fputs(text.c_str(), stdout);
+            (void)core::writeStandardOutput(text);  // a failure is said when fprof exits (exit 2)
             return 0;
           }};
 }

@@ -345,9 +345,19 @@ INSTANTIATE_TEST_SUITE_P(EveryWriter, Writers, ::testing::ValuesIn(writers()),
 
 // Standard output is an output too: a write that fails there is an error.
 TEST(StandardOutput, AFailedWriteExits2WithTheCause) {
-  for (const std::string& args : {"info " + data("trace_test_h200.fprof"),
-                                  "export " + data("model_trace_h200.fprof") + " --format json",
-                                  "report " + data("trace_test_h200.fprof") + " --format md", std::string("--help")}) {
+  const std::string trace = data("trace_test_h200.fprof");
+  std::vector<std::string> commands = {"info " + trace,
+                                       "export " + data("model_trace_h200.fprof") + " --format json",
+                                       "report " + trace + " --format md",
+                                       "diff " + trace + " " + trace,
+                                       "gate " + trace + " " + trace,
+                                       "schema",
+                                       "schema --markdown",
+                                       "run --explain true",
+                                       "--help"};
+  // The counter sets are listed by a tool beside fprof, built where CUPTI is; fprof prints its text.
+  if (fs::exists(fs::path(FPROF_BIN).parent_path() / "fprof-metrics-host")) commands.push_back("metrics list");
+  for (const std::string& args : commands) {
     const Result r = shell("(" + std::string(FPROF_BIN) + " " + args + " >/dev/full)");
     EXPECT_EQ(r.code, 2) << args;
     EXPECT_EQ(r.out, "fprof: standard output: no space left on device\n") << args;
