@@ -6,6 +6,7 @@ name beside the target and renamed into place once complete.
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import stat
@@ -35,6 +36,8 @@ def _cause(err: OSError) -> str:
 def write_standard_output(text: str) -> None:
     """Writes to standard output, flushed, a failure (a full disk behind a redirection, a closed
     pipe) raised as FprofError with the system's cause: exit 2, as the fprof command's writes."""
+    if sys.stdout is None:  # started with standard output closed
+        raise FprofError(f"standard output: {os.strerror(errno.EBADF).lower()}")
     try:
         sys.stdout.write(text)
         sys.stdout.flush()

@@ -277,6 +277,9 @@ def test_fprof_command_runs_the_package(tmp_path, data_dir, fprof_bin):
             failed = subprocess.run([fprof_bin, *args], stdout=full, stderr=subprocess.PIPE, text=True)
         assert failed.returncode == 2 and failed.stderr.endswith("fprof: standard output: no space left on device\n"), \
             failed.stderr
+    closed = subprocess.run([fprof_bin, "job", "--help"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: os.close(1))
+    assert closed.returncode == 2 and closed.stderr == "fprof: standard output: bad file descriptor\n", closed.stderr
     # A copy of fprof with no package beside it and none on PATH says how to install it.
     (tmp_path / "bin").mkdir()
     alone = tmp_path / "bin" / "fprof"
