@@ -73,6 +73,9 @@ core::Expected<std::string> checkedOutput(const RunOptions& opt) {
                            "named '-')");
   }
   std::error_code ec;
+  if (fs::is_directory(output, ec) && !opt.explain) {  // --force replaces a file, never a folder
+    return core::makeError(output + ": is a directory; name a file for the run's database");
+  }
   if (fs::exists(output, ec) && !opt.force && !opt.explain) {
     return core::makeError(output + " exists; choose another name with -o or overwrite it with --force");
   }

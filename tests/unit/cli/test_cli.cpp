@@ -166,6 +166,22 @@ TEST(Cli, RunRefusesToOverwrite) {
       << r.out;
 }
 
+// A folder at the output path is refused before the program starts, --force or not: the run
+// could never be put there.
+TEST(Cli, RunRefusesAFolderEvenWithForce) {
+  const std::string folder = testing::tempPath("folder.fprof");
+  std::filesystem::create_directories(folder);
+  const std::string marker = testing::tempPath("folder-run-started");
+  std::filesystem::remove(marker);
+  for (const char* force : {"", " --force"}) {
+    Result r = runFprof(std::string("run -o ") + folder + force + " touch " + marker);
+    EXPECT_EQ(r.code, 2) << force;
+    EXPECT_EQ(r.out, "fprof: run: " + folder + ": is a directory; name a file for the run's database\n") << force;
+    EXPECT_FALSE(std::filesystem::exists(marker)) << "the program was started";
+  }
+  EXPECT_TRUE(std::filesystem::is_directory(folder));
+}
+
 TEST(Cli, RunWritesNoDatabaseNamedDash) {
   Result r = runFprof("run -o - true");
   EXPECT_EQ(r.code, 2);
