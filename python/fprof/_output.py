@@ -33,6 +33,25 @@ def _cause(err: OSError) -> str:
     return (err.strerror or str(err)).lower()
 
 
+def check_standard_output_is_no_input(inputs, what: str) -> None:
+    """Standard output redirected onto an input (`fprof job ranks/ -o job >> ranks/rank0.fprof`)
+    would write into a file being read: refused before the work, as the fprof command does."""
+    try:
+        out = os.fstat(1)
+    except OSError:
+        return
+    if not stat.S_ISREG(out.st_mode):
+        return
+    for source in inputs:
+        try:
+            s = os.stat(source)
+        except OSError:
+            continue
+        if (s.st_dev, s.st_ino) == (out.st_dev, out.st_ino):
+            raise FprofError(f"standard output is the input {source} (redirected onto it); write {what} to another "
+                             "file")
+
+
 def write_standard_output(text: str) -> None:
     """Writes to standard output, flushed, a failure (a full disk behind a redirection, a closed
     pipe) raised as FprofError with the system's cause: exit 2, as the fprof command's writes."""

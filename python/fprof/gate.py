@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 
 from . import _core
 from ._core import FprofError
-from ._output import write_standard_output
+from ._output import check_standard_output_is_no_input, write_standard_output
 from ._reduce import describe_ranks
 
 GROUP_TABLE = "rank_launch_groups.parquet"
@@ -200,6 +200,8 @@ def run_gate(args: GateArgs) -> int:
     options = _core.gate_options(args.config, args.time_threshold, args.counter_threshold, args.alpha)
     base, cur = read_job(args.base), read_job(args.current)
     inputs = base.inputs + cur.inputs + ([args.config] if args.config else [])
+    if not args.quiet:
+        check_standard_output_is_no_input(inputs, "the summary")
     outputs = _core.open_gate_outputs(args.markdown, args.json, args.junit, args.force, inputs)
     plan = plan_ranks(base, cur)
     gate = _core.JobGate(options, len(plan.pairs))

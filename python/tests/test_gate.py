@@ -146,6 +146,13 @@ def test_one_output_can_go_to_standard_output_instead_of_the_summary(jobs, tmp_p
     assert to_stdout.returncode == done.returncode == 1, to_stdout.stderr
     assert json.loads(to_stdout.stdout) == found and "## fprof gate" not in to_stdout.stdout
     assert not (tmp_path / "-").exists()
+    job_json = jobs["slow"] / "job.json"
+    before = job_json.read_bytes()
+    with open(job_json, "a") as onto:
+        onto_input = subprocess.run([sys.executable, "-m", "fprof", "gate", jobs["base"], jobs["slow"]], stdout=onto,
+                                    stderr=subprocess.PIPE, text=True)
+    assert onto_input.returncode == 2 and "(redirected onto it); write the summary to another file" in onto_input.stderr
+    assert job_json.read_bytes() == before
     with open("/dev/full", "w") as full:
         failed = subprocess.run([sys.executable, "-m", "fprof", "gate", jobs["base"], jobs["slow"]], stdout=full,
                                 stderr=subprocess.PIPE, text=True)

@@ -277,6 +277,16 @@ def test_fprof_command_runs_the_package(tmp_path, data_dir, fprof_bin):
             failed = subprocess.run([fprof_bin, *args], stdout=full, stderr=subprocess.PIPE, text=True)
         assert failed.returncode == 2 and failed.stderr.endswith("fprof: standard output: no space left on device\n"), \
             failed.stderr
+    # Standard output redirected onto a rank file is refused before the job runs; the file is kept.
+    rank0 = sorted((tmp_path / "ranks").glob("*.fprof"))[0]
+    before = rank0.read_bytes()
+    with open(rank0, "a") as onto:
+        onto_input = subprocess.run([fprof_bin, "job", tmp_path / "ranks", "-o", tmp_path / "job-onto", "--workers", "1"],
+                                    stdout=onto, stderr=subprocess.PIPE, text=True)
+    assert onto_input.returncode == 2 and onto_input.stderr == (
+        f"fprof: standard output is the input {rank0} (redirected onto it); write the summary to another file\n"), \
+        onto_input.stderr
+    assert rank0.read_bytes() == before and not (tmp_path / "job-onto").exists()
     closed = subprocess.run([fprof_bin, "job", "--help"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: os.close(1))
     assert closed.returncode == 2 and closed.stderr == "fprof: standard output: bad file descriptor\n", closed.stderr
