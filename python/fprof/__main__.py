@@ -9,7 +9,7 @@ import os
 import sys
 
 from ._core import FprofError
-from ._output import write_standard_output
+from ._output import check_standard_output_is_no_input, write_standard_output
 
 
 def job_parser(sub) -> None:
@@ -42,7 +42,9 @@ def job_parser(sub) -> None:
 
 
 def run_job_command(args) -> int:
-    from .job import JobOptions, run_job
+    from .job import JobOptions, resolve_inputs, run_job
+    # The command's summary line goes to standard output, which must not be one of the rank files.
+    check_standard_output_is_no_input(resolve_inputs(args.inputs)[0], "the summary")
     options = JobOptions(inputs=args.inputs, output=args.output, force=args.force, scheduler=args.scheduler,
                          scheduler_file=args.scheduler_file, workers=args.workers, memory_limit=args.memory_limit,
                          dashboard=args.dashboard,

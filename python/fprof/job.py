@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 from . import _core
 from ._core import FprofError
 from ._job_report import render
-from ._output import OutputFolder, check_standard_output_is_no_input
+from ._output import OutputFolder
 from ._reduce import GROUP_DOCS, FprofErrorNoRanks, JobReducer, Problem, placement_docs
 from ._summary import summarise_rank
 
@@ -171,7 +171,6 @@ def run_job(options: JobOptions) -> JobResult:
     if options.ranks is not None and options.ranks <= 0:
         raise FprofError(f"--ranks {options.ranks}: a job has at least one rank")
     _check_step_regex(options.step_regex)
-    check_standard_output_is_no_input(files, "the summary")
     with OutputFolder(options.output, options.force, inputs=files) as folder:
         reducer = JobReducer(folder.path, expected_ranks=options.ranks)
         reducer.problems.extend(problems)
