@@ -1,54 +1,15 @@
 // fprof metrics list: the metric sets of `fprof run --metrics`, each metric checked against the
 // GPU's chip (or a named one) with the CUPTI host API, and the replay passes each set costs.
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <array>
-#include <cerrno>
-#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "command.h"
+#include "fprof/core/child_output.h"
 #include "paths.h"
 
 namespace fprof::cli {
 namespace {
-
-// What the tool printed, read through a pipe: fprof writes it to its own standard output, whose
-// failures (a full disk behind a redirection) are fprof's to say, as for every command.
-core::Expected<std::string> toolOutput(std::vector<std::string> args, int& exit_status) {
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  int fds[2];
-  if (::pipe(fds) != 0) return core::makeError("metrics: cannot start " + args[0] + ": " + core::systemCause(errno));
-  std::fflush(stdout);
-  const pid_t child = fork();
-  if (child < 0) return core::makeError("metrics: cannot start " + args[0] + ": " + core::systemCause(errno));
-  if (child == 0) {
-    ::dup2(fds[1], STDOUT_FILENO);
-    ::close(fds[0]);
-    ::close(fds[1]);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  ::close(fds[1]);
-  std::string out;
-  std::array<char, 4096> buf{};
-  for (ssize_t n; (n = ::read(fds[0], buf.data(), buf.size())) != 0;) {
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) break;
-    out.append(buf.data(), static_cast<size_t>(n));
-  }
-  ::close(fds[0]);
-  int status = 0;
-  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
-  }
-  exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return out;
-}
 
 int runList(const std::string& chip) {
   const std::string tool = findSibling("fprof-metrics-host");
@@ -57,11 +18,11 @@ int runList(const std::string& chip) {
   }
   std::vector<std::string> args = {tool, "--list"};
   if (!chip.empty()) args.insert(args.end(), {"--chip", chip});
-  int exit_status = 0;
-  auto out = toolOutput(std::move(args), exit_status);
-  if (!out) return inputError(out.error());
-  printText(stdout, *out);
-  return exit_status == 0 ? 0 : 2;
+  // Its table is printed by fprof, whose writes to standard output are checked (a full disk).
+  const auto out = core::childOutput(std::move(args), core::ChildErrors::kShown);
+  if (!out) return inputError("metrics: " + out.error());
+  printText(stdout, out->text);
+  return out->exit_status == 0 ? 0 : 2;
 }
 
 }  // namespace

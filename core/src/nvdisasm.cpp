@@ -1,20 +1,15 @@
 // Cubin symbols and nvdisasm (see nvdisasm.h).
 #include "fprof/core/nvdisasm.h"
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
+#include "fprof/core/child_output.h"
 #include "fprof/core/environment.h"
-
-extern char** environ;
 
 namespace fprof::core {
 namespace {
@@ -23,49 +18,10 @@ namespace fs = std::filesystem;
 
 bool executable(const fs::path& p) { return ::access(p.c_str(), X_OK) == 0; }
 
-// The environment without the variables that would inject fprof (or anything) into the child.
-std::vector<char*> childEnvironment() {
-  static constexpr const char* kDropped[] = {"LD_PRELOAD=", "CUDA_INJECTION64_PATH=", "NVTX_INJECTION64_PATH="};
-  std::vector<char*> env;
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-    bool dropped = false;
-    for (const char* d : kDropped) dropped = dropped || std::strncmp(*e, d, std::strlen(d)) == 0;
-    if (!dropped) env.push_back(*e);
-  }
-  env.push_back(nullptr);
-  return env;
-}
-
-// Runs argv[0] with argv, returns its standard output when it exits with 0, else "".
+// Its standard output when it exits with 0, else "".
 std::string outputOf(std::vector<std::string> args) {
-  int out[2];
-  if (::pipe2(out, O_CLOEXEC) != 0) return {};
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  std::vector<char*> env = childEnvironment();
-  pid_t pid = 0;
-  const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), env.data());
-  posix_spawn_file_actions_destroy(&actions);
-  ::close(out[1]);
-  std::string text;
-  if (rc == 0) {
-    char buffer[1 << 16];
-    ssize_t n;
-    while ((n = ::read(out[0], buffer, sizeof buffer)) > 0 || (n < 0 && errno == EINTR)) {
-      if (n > 0) text.append(buffer, static_cast<size_t>(n));
-    }
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) text.clear();
-  }
-  ::close(out[0]);
-  return text;
+  const Expected<ChildOutput> out = childOutput(std::move(args), ChildErrors::kDiscarded);
+  return out && out->exit_status == 0 ? out->text : std::string();
 }
 
 template <typename T>
