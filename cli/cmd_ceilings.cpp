@@ -1,9 +1,7 @@
 // fprof ceilings: measures this GPU's roofs with fprof-ceilings and stores them, next to the
 // datasheet values, in a .fprof database that `fprof run` and the analysis can attach.
 #include <fmt/format.h>
-#include <sys/wait.h>
 
-#include <array>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -14,6 +12,7 @@
 
 #include "command.h"
 #include "fprof/analysis/ceilings.h"
+#include "fprof/core/child_output.h"
 #include "fprof/core/store.h"
 #include "paths.h"
 #include "progress.h"
@@ -39,22 +38,18 @@ core::Expected<std::string> runMeasurement(bool quick, bool quiet) {
   if (exe.empty()) {
     return core::makeError("ceilings: fprof-ceilings not found next to fprof (this build has no CUDA compiler)");
   }
-  const std::string cmd = "'" + exe + "'" + (quick ? " --quick" : "");
+  std::vector<std::string> args{exe};
+  if (quick) args.emplace_back("--quick");
   if (!quiet) std::fprintf(stderr, "[fprof] measuring ceilings with %s (about a minute)\n", exe.c_str());
   Progress progress(Progress::wanted(quiet));
   progress.step(quick ? "measuring ceilings (a few seconds)" : "measuring ceilings (about a minute)");
-  FILE* f = popen(cmd.c_str(), "r");
-  if (!f) return core::makeError("ceilings: cannot start " + exe);
-  std::string out;
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), f)) > 0) out.append(buf.data(), n);
-  const int status = pclose(f);
+  core::Expected<core::ChildOutput> out = core::childOutput(std::move(args), core::ChildErrors::kShown);
   progress.done();
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+  if (!out) return core::makeError("ceilings: " + out.error());
+  if (out->exit_status != 0) {
     return core::makeError("ceilings: fprof-ceilings failed (see its message above); is a GPU present?");
   }
-  return out;
+  return std::move(out->text);
 }
 
 core::DeviceInfo deviceFromJson(const json& d) {

@@ -8,7 +8,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
 
+#include "fprof/core/child_output.h"
 #include "fprof/core/environment.h"
 #include "fprof/core/output.h"
 #include "fprof/core/store.h"
@@ -34,16 +38,16 @@ int inputError(const std::string& message) {
 // no GPU work), or none where the tool is missing or cannot say.
 std::optional<int> hardwarePasses(const std::string& tool, const std::vector<std::string>& metrics) {
   if (tool.empty() || metrics.empty()) return std::nullopt;
-  std::string command = "'" + tool + "'";
-  for (const std::string& m : metrics) command += " '" + m + "'";  // metric names: [a-z0-9_.]
-  std::FILE* pipe = popen((command + " 2>/dev/null").c_str(), "r");
-  if (pipe == nullptr) return std::nullopt;
+  std::vector<std::string> args{tool};
+  args.insert(args.end(), metrics.begin(), metrics.end());  // as arguments: no shell reads them
+  const core::Expected<core::ChildOutput> out = core::childOutput(std::move(args), core::ChildErrors::kDiscarded);
+  if (!out || out->exit_status != 0) return std::nullopt;
   std::optional<int> passes;
-  char line[512];
-  while (std::fgets(line, sizeof line, pipe) != nullptr) {
-    if (int n = 0; std::sscanf(line, "passes %d", &n) == 1 && n > 0) passes = n;
+  std::istringstream lines(out->text);
+  for (std::string line; std::getline(lines, line);) {
+    if (int n = 0; std::sscanf(line.c_str(), "passes %d", &n) == 1 && n > 0) passes = n;
   }
-  return pclose(pipe) == 0 ? passes : std::nullopt;
+  return passes;
 }
 
 // --cupti, else FPROF_CUPTI, as an absolute path; "" for the toolkit's.

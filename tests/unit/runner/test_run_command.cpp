@@ -232,6 +232,23 @@ TEST_F(RunCommandTest, ExplainPrintsThePlanAndRunsNothing) {
   EXPECT_EQ(run({"--explain"}).code, 0) << "no program needed to explain";
 }
 
+// The metric names are given to fprof-metrics-host, which counts their passes, as arguments: a
+// name holding a quote and a command is only a name that cannot be counted, never a command run.
+TEST_F(RunCommandTest, MetricNamesReachThePassCounterAsArgumentsNotAsAShellCommand) {
+  if (!fs::exists(fs::path(FPROF_BIN).parent_path() / "fprof-metrics-host")) {
+    GTEST_SKIP() << "this build has no fprof-metrics-host (no CUDA compiler)";
+  }
+  const Result counted = run({"--explain", "--metrics", "dram__bytes_read.sum", FPROF_FAKE_PROGRAM});
+  EXPECT_EQ(counted.code, 0) << counted.err;
+  EXPECT_NE(counted.err.find("fit one pass"), std::string::npos) << counted.err;
+  const std::string planted = path("planted");
+  const Result hostile =
+      run({"--explain", "--metrics", "dram__bytes_read.sum';touch " + planted + ";'", FPROF_FAKE_PROGRAM});
+  EXPECT_EQ(hostile.code, 0) << hostile.err;
+  EXPECT_NE(hostile.err.find("could not be told here"), std::string::npos) << hostile.err;
+  EXPECT_FALSE(fs::exists(planted)) << "a metric name ran as a shell command";
+}
+
 // A program whose side processes (torch.compile's compile workers) write databases without
 // kernels beside the program's own: the last line names the program's.
 TEST_F(RunCommandTest, TheFileWithTheKernelsIsNamedLast) {
