@@ -41,6 +41,7 @@
 #include "cupti/cupti_counting_backend.h"
 #include "cupti/l2_sweep.h"
 #include "cupti/own_checkpoint.h"
+#include "fprof/core/output.h"
 #include "fprof/core/store.h"
 #include "injection/config.h"
 #include "injection/log.h"
@@ -252,12 +253,12 @@ bool Collector::openDatabase() {
   path_ = ranked;
   if (!claimPath(path_)) {
     if (errno != EEXIST) {
-      logWarning("cannot create %s: %s; collection is off", path_.c_str(), std::strerror(errno));
+      logWarning("cannot create %s: %s; collection is off", path_.c_str(), core::systemCause(errno).c_str());
       return false;
     }
     path_ = pidOutputPath(ranked, getpid());
     if (!claimPath(path_) && !(config_.force && errno == EEXIST)) {
-      logWarning("cannot create %s: %s; collection is off", path_.c_str(), std::strerror(errno));
+      logWarning("cannot create %s: %s; collection is off", path_.c_str(), core::systemCause(errno).c_str());
       return false;
     }
   }
@@ -456,7 +457,7 @@ void Collector::enableActivityRecords() {
 
 void Collector::startWriterThread() {
   if (pipe2(wake_pipe_, O_CLOEXEC | O_NONBLOCK) != 0 || pipe2(done_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) {
-    logWarning("pipe2 failed: %s; records are written only at exit", std::strerror(errno));
+    logWarning("pipe2 failed: %s; records are written only at exit", core::systemCause(errno).c_str());
   }
   // The writer never runs the handler of an asynchronous signal: the handler waits for it.
   sigset_t blocked, previous;
