@@ -57,10 +57,29 @@ def read_cache(path: str, key: dict) -> dict[str, pa.Table] | None:
         return None  # no cache, a stale one or a damaged one: summarise again
 
 
+def is_summary_cache(folder: str) -> bool:
+    """Whether folder is a summary fprof wrote (a folder, not a link, whose key.json is a key):
+    the only thing at a cache path fprof replaces."""
+    if os.path.islink(folder) or not os.path.isdir(folder):
+        return False
+    try:
+        with open(os.path.join(folder, "key.json")) as f:
+            key = json.load(f)
+    except (OSError, ValueError):
+        return False
+    return isinstance(key, dict) and "sha256" in key and "summary_version" in key
+
+
 def write_cache(path: str, key: dict, tables: dict[str, pa.Table]) -> str:
-    """Writes the summary beside the rank file; returns "" or why it could not be kept."""
+    """Writes the summary beside the rank file; returns "" or why it could not be kept.
+
+    A stale summary is replaced; anything else at the cache path (a user's file or folder, a link)
+    is left as it is and the summary is not cached.
+    """
     folder = cache_folder(path)
     parent = os.path.dirname(folder)
+    if os.path.lexists(folder) and not is_summary_cache(folder):
+        return f"summary of {path} not cached: {folder} is not a summary fprof wrote; it is left as it is"
     try:
         os.makedirs(parent, exist_ok=True)
         temp = tempfile.mkdtemp(prefix=f".{os.path.basename(folder)}.", suffix=".fprof-tmp", dir=parent)

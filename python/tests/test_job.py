@@ -248,6 +248,38 @@ def test_cache_redoes_only_what_changed(tmp_path, data_dir):
     assert b["cached"].tolist() == [True, True, False, True, False]
 
 
+def test_cache_replaces_only_a_summary_fprof_wrote(tmp_path, data_dir):
+    make_ranks(data_dir, tmp_path / "ranks", TRACE_RANK, 3)
+    cache = tmp_path / "ranks" / ".fprof-summary"
+    cache.mkdir()
+    (cache / "rank0.fprof").mkdir()
+    (cache / "rank0.fprof" / "mine.txt").write_text("mine")
+    (cache / "rank1.fprof").write_text("a file")
+    (cache / "elsewhere").mkdir()
+    (cache / "rank2.fprof").symlink_to("elsewhere")
+    done = run_job(tmp_path / "ranks", "-o", tmp_path / "job")
+    assert "3 summarised, 0 from the cache" in done.stdout
+    for rank in ("rank0.fprof", "rank1.fprof", "rank2.fprof"):
+        assert (f"fprof: note: summary of {tmp_path / 'ranks' / rank} not cached: {cache / rank} is not a summary "
+                "fprof wrote; it is left as it is") in done.stderr, done.stderr
+    assert (cache / "rank0.fprof" / "mine.txt").read_text() == "mine"
+    assert sorted(os.listdir(cache / "rank0.fprof")) == ["mine.txt"]
+    assert (cache / "rank1.fprof").read_text() == "a file"
+    assert os.readlink(cache / "rank2.fprof") == "elsewhere" and os.listdir(cache / "elsewhere") == []
+    assert [p for p in os.listdir(cache) if "tmp" in p or p.endswith(".old")] == []
+    # A stale summary fprof wrote is replaced: the next job writes over its own cache.
+    (cache / "rank0.fprof" / "mine.txt").unlink()
+    (cache / "rank0.fprof").rmdir()
+    run_job(tmp_path / "ranks", "-o", tmp_path / "job2")
+    key = cache / "rank0.fprof" / "key.json"
+    stale = json.loads(key.read_text())
+    stale["sha256"] = "0" * 64
+    key.write_text(json.dumps(stale))
+    again = run_job(tmp_path / "ranks", "-o", tmp_path / "job3")
+    assert "3 summarised, 0 from the cache" in again.stdout and "rank0.fprof not cached" not in again.stderr
+    assert json.loads(key.read_text())["sha256"] != "0" * 64
+
+
 def test_existing_output_is_kept_without_force(tmp_path, data_dir):
     make_ranks(data_dir, tmp_path / "ranks", TRACE_RANK, 2)
     out = tmp_path / "job"
