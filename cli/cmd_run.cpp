@@ -31,7 +31,7 @@ void addRunOptions(CLI::App* app, RunOptions& opt) {
                   "Database to write (default: PROGRAM.fprof, or PROGRAM-2.fprof, ... if that exists)");
   app->add_flag("--force", opt.force,
                 "Replace the output database if it exists, once this run has written its own: the new files are "
-                "written into a folder beside it (.NAME.run<PID>) and moved over the files of the same names when "
+                "written into a folder beside it (.NAME.run<PID>-XXXXXX) and moved over the files of the same names when "
                 "the program has ended (fprof killed meanwhile leaves them there); files of ranks or processes "
                 "this run did not write stay. A program that cannot be started changes nothing");
   app->add_flag("--explain", opt.explain,

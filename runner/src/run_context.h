@@ -24,6 +24,7 @@ struct RunContext {
   std::string output;                  // where the collector writes (OutputPlace::workingOutput)
   std::vector<std::string> inherited;  // fprof's environment, "NAME=value"
   core::env::Lookup parent;            // the same, looked up
+  std::string scratch;                 // metrics mode: the run's own folder (makeScratchFolder)
 };
 
 // Starts the program as `run` with `files`, waits for it (until `deadline`), and says on stderr

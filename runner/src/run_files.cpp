@@ -5,6 +5,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+
+#include "fprof/core/output.h"
 
 namespace fprof::runner {
 namespace {
@@ -24,6 +28,16 @@ std::string readyLine(const std::string& db, std::optional<int64_t> kernels) {
   const std::string count = !kernels ? "" : *kernels == 0 ? "no kernels; " :
                             withCommas(*kernels) + (*kernels == 1 ? " kernel; " : " kernels; ");
   return "profile ready: " + db + " (" + count + "next: fprof info " + db + ", fprof report " + db + ")";
+}
+
+// A new folder named `pattern` with its trailing XXXXXX made unique (mkdtemp); `what` says what
+// it is for, in the error.
+core::Expected<std::string> newFolder(const std::string& pattern, const std::string& what) {
+  std::string folder = pattern;
+  if (::mkdtemp(folder.data()) == nullptr) {
+    return core::makeError("cannot create " + pattern + " for " + what + ": " + core::systemCause(errno));
+  }
+  return folder;
 }
 
 }  // namespace
@@ -75,20 +89,26 @@ void removeDatabaseFiles(const std::string& path) {
   for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path + suffix, ec);
 }
 
+
 core::Expected<OutputPlace> OutputPlace::prepare(const std::string& output, bool force) {
   OutputPlace place;
   place.output_ = place.working_ = output;
   if (!force) return place;
   const fs::path out(output);
-  const fs::path folder = out.parent_path() / ("." + out.filename().string() + ".run" + std::to_string(getpid()));
-  std::error_code ec;
-  fs::remove_all(folder, ec);  // a folder of an earlier fprof of this pid, gone
-  if (!fs::create_directory(folder, ec)) {
-    return core::makeError("cannot create " + folder.string() + " for the new files: " + ec.message());
-  }
-  place.folder_ = folder.string();
-  place.working_ = (folder / out.filename()).string();
+  // A name of its own: a folder left by an earlier fprof that was killed holds that run's
+  // databases, and is kept.
+  const auto folder = newFolder(
+      (out.parent_path() / ("." + out.filename().string() + ".run" + std::to_string(getpid()) + "-XXXXXX")).string(),
+      "the new files");
+  if (!folder) return core::Error{folder.error()};
+  place.folder_ = *folder;
+  place.working_ = (fs::path(*folder) / out.filename()).string();
   return place;
+}
+
+core::Expected<std::string> makeScratchFolder(const std::string& output) {
+  const fs::path out = fs::absolute(output);
+  return newFolder((out.parent_path() / ("." + out.filename().string() + ".work-XXXXXX")).string(), "the saved cubins");
 }
 
 std::string OutputPlace::finalPath(const std::string& working) const {

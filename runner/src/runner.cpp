@@ -159,10 +159,20 @@ int abandoned(const RunContext& c) {
 int profile(RunContext& c, OutputPlace& place) {
   std::string cubin_dir;  // metrics mode: the collector saves each module's cubin here
   if (c.plan.metrics_mode) {
+    const core::Expected<std::string> scratch = makeScratchFolder(c.output);
+    if (!scratch) {
+      place.discard();
+      return inputError(scratch.error());
+    }
+    c.scratch = *scratch;
+    cubin_dir = c.scratch + "/cubins";
     std::error_code ec;
-    cubin_dir = fs::absolute(c.output).string() + ".cubins";
-    fs::create_directories(cubin_dir, ec);
-    if (ec) cubin_dir.clear();
+    fs::create_directory(cubin_dir, ec);
+    if (ec) {
+      fs::remove_all(c.scratch, ec);
+      place.discard();
+      return inputError("cannot create " + cubin_dir + " for the saved cubins: " + core::systemCause(ec.value()));
+    }
   }
   const PlannedRun& first = c.plan.runs.front();
   const bool duplicates = first.sass_duplicate && !cubin_dir.empty();
@@ -178,7 +188,7 @@ int profile(RunContext& c, OutputPlace& place) {
   timer.done("the decoding under way as the program ended");
   if (waited.ending == WaitOutcome::Ending::kNotStarted) {
     std::error_code ec;
-    fs::remove_all(cubin_dir, ec);
+    if (!c.scratch.empty()) fs::remove_all(c.scratch, ec);
     place.discard();
     return waited.status;
   }
@@ -201,7 +211,7 @@ int profile(RunContext& c, OutputPlace& place) {
     for (const std::string& f : files) fs::remove(duplicatesPcFile(f), ec);
   }
   for (const std::string& f : complete) completeDatabase(c, f, cubin_dir);
-  if (!cubin_dir.empty()) fs::remove_all(cubin_dir, ec);
+  if (!c.scratch.empty()) fs::remove_all(c.scratch, ec);
   timer.done("remove the saved cubins");
   putInPlace(place, complete);
   return code;
@@ -259,7 +269,7 @@ int runProgram(const RunOptions& opt, const Tools& tools) {
   std::vector<std::string> inherited;
   for (char** e = environ; *e != nullptr; ++e) inherited.emplace_back(*e);
   RunContext context{opt, *plan, tools, Injection{tools.collector, tools.preload, *cupti}, place->workingOutput(),
-                     inherited, core::env::processEnvironment()};
+                     inherited, core::env::processEnvironment(), {}};
   return profile(context, *place);
 }
 

@@ -140,7 +140,7 @@ struct SecondRunScratch {
 
 SecondRunScratch prepareScratch(const RunContext& c, const PlannedRun& second, const std::vector<std::string>& counted) {
   SecondRunScratch s;
-  s.db = fs::absolute(c.output).string() + ".second-run.fprof";
+  s.db = c.scratch + "/second-run.fprof";
   for (const std::string& stale : runDatabases(s.db)) removeDatabaseFiles(stale);
   for (const std::string& f : counted) s.tags.push_back(processTag(f, c.output));
   if (second.writes_pc_counts) {

@@ -2,12 +2,13 @@
 // does in its place what the tests need of one: writes a database at FPROF_OUTPUT (ranked as the
 // collector names it), records the signals it receives, sleeps, exits with a given code.
 //   fprof_fake_program [--database KERNELS] [--side-processes N] [--sleep-ms N] [--signals FILE]
-//                      [--pid-file FILE] [--ignore-sigint] [--exit CODE]
+//                      [--pid-file FILE] [--ignore-sigint] [--exit CODE] [--cubin-dir-file FILE]
 // --side-processes: N child processes each write a database without kernels where the collector
 // of a process whose name is taken writes (NAME.pid<PID>.fprof), as torch.compile's workers do.
 // With --signals, SIGTERM and SIGHUP are recorded, the database (if asked) is written and the
 // signal raised again with its default action, as a program that cleans up at a signal does;
-// SIGINT is recorded and, with --ignore-sigint, the program sleeps on.
+// SIGINT is recorded and, with --ignore-sigint, the program sleeps on. --cubin-dir-file saves a
+// cubin where the collector of a metrics run would and writes that folder's name to FILE.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -96,6 +97,14 @@ void record(int sig) {
 
 void onSignal(int sig) { g_pending = sig; }
 
+// As the collector does in metrics mode: a module's cubin saved in FPROF_CUBIN_DIR; the folder's
+// name written to `file`.
+void saveCubin(const std::string& file) {
+  const char* dir = std::getenv("FPROF_CUBIN_DIR");
+  std::ofstream(file) << (dir ? dir : "") << "\n";
+  if (dir) std::ofstream(std::string(dir) + "/pid" + std::to_string(getpid()) + ".module1.cubin") << "not a cubin";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -110,6 +119,7 @@ int main(int argc, char** argv) {
     else if (a == "--pid-file") std::ofstream(next) << getpid() << "\n", ++i;
     else if (a == "--ignore-sigint") g_ignore_sigint = true;
     else if (a == "--exit") exit_code = std::atoi(next), ++i;
+    else if (a == "--cubin-dir-file") saveCubin(next), ++i;
   }
   if (!outputPath().empty()) runSideProcesses(side_processes);
   if (!g_signal_file.empty()) {

@@ -125,6 +125,30 @@ TEST_F(RunCommandTest, ForceWithAProgramThatCannotStartLosesNothing) {
   }
 }
 
+// A metrics run keeps its saved cubins (and a second run's files) in a folder made for it, removed
+// when it ends: a folder or file of the user's named after the output (OUTPUT.cubins,
+// OUTPUT.second-run.fprof, or the folder's own pattern) is not touched.
+TEST_F(RunCommandTest, AMetricsRunRemovesOnlyItsOwnScratchFolder) {
+  fs::create_directory(path("job.fprof.cubins"));
+  writeText("job.fprof.cubins/mine.txt", "mine");
+  writeText("job.fprof.second-run.fprof", "mine too");
+  writeText(".job.fprof.work-XXXXXX", "and this");
+  const std::string seen = path("cubin_dir.txt");
+  const Result r = run({"--metrics", "memory", "-o", path("job.fprof"), FPROF_FAKE_PROGRAM, "--database", "3",
+                        "--cubin-dir-file", seen});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(meta(path("job.fprof"), "exit_status"), "exited with 0");
+  const std::string cubin_dir = readText(seen);
+  EXPECT_EQ(cubin_dir.rfind(path(".job.fprof.work-"), 0), 0u) << cubin_dir;
+  EXPECT_EQ(readText(path("job.fprof.cubins/mine.txt")), "mine");
+  EXPECT_EQ(readText(path("job.fprof.second-run.fprof")), "mine too");
+  EXPECT_EQ(readText(path(".job.fprof.work-XXXXXX")), "and this");
+  for (const auto& e : fs::directory_iterator(dir_)) {
+    const std::string name = e.path().filename().string();
+    EXPECT_TRUE(name.rfind(".job.fprof.work-", 0) != 0 || name == ".job.fprof.work-XXXXXX") << name << " left behind";
+  }
+}
+
 TEST_F(RunCommandTest, ForceReplacesOnlyTheFilesTheRunWrote) {
   writeText("job.fprof", "the previous run");
   writeText("job.fprof-wal", "the previous run's wal");

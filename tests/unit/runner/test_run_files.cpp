@@ -2,6 +2,7 @@
 // files put over only the old ones of the same names, and the database holding the program's
 // kernels named last.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -109,6 +110,29 @@ TEST_F(RunFilesTest, ForcePutsOnlyTheNewFilesOverTheOldOnes) {
   EXPECT_EQ(readText(path("job.fprof")), "new main");
   EXPECT_FALSE(fs::exists(path("job.fprof-wal"))) << "the old database's wal would be read as the new one's";
   again->discard();
+}
+
+// A staging folder left by an earlier fprof of the same process id (killed before it moved its
+// files) holds that run's databases: a new run stages in a folder of its own and keeps it.
+TEST_F(RunFilesTest, ForceKeepsTheFolderOfAnEarlierRunOfTheSamePid) {
+  const std::string left = path(".job.fprof.run" + std::to_string(getpid()));
+  fs::create_directory(left);
+  std::ofstream(left + "/job.fprof") << "killed run's database";
+  for (const std::string& name : {left + "-", left + "-XXXXXX"}) {
+    fs::create_directory(name);
+    std::ofstream(name + "/job.fprof") << "killed run's database";
+  }
+  auto place = OutputPlace::prepare(path("job.fprof"), true);
+  ASSERT_TRUE(place.ok()) << place.error();
+  EXPECT_EQ(fs::path(place->folder()).filename().string().rfind(".job.fprof.run" + std::to_string(getpid()) + "-", 0),
+            0u);
+  for (const std::string& name : {left, left + "-", left + "-XXXXXX"}) {
+    EXPECT_NE(place->folder(), name);
+    EXPECT_EQ(readText(name + "/job.fprof"), "killed run's database");
+  }
+  place->discard();
+  EXPECT_FALSE(fs::exists(place->folder()));
+  EXPECT_EQ(readText(left + "/job.fprof"), "killed run's database");
 }
 
 TEST_F(RunFilesTest, KernelCountsOfDatabases) {

@@ -30,9 +30,15 @@ std::string processTag(const std::string& file, const std::string& output);
 // A database and the SQLite files beside it (-wal, -shm).
 void removeDatabaseFiles(const std::string& path);
 
+// A folder of this run's own beside `output` (.NAME.work-XXXXXX, made by mkdtemp), for what the
+// run needs only until it ends: the saved cubins, and a second run's databases and per-PC counts.
+// Removing it after the run touches no file of the user's, nor of another run of the same output
+// (a concurrent one, or one killed before it cleaned up).
+core::Expected<std::string> makeScratchFolder(const std::string& output);
+
 // Where the collector writes. Without --force, at the output itself (the collector never replaces
-// a file). With --force, in a fresh folder beside it (.NAME.run<PID>), so that nothing old is
-// touched until the run has written its databases: publish() then moves each over the file of
+// a file). With --force, in a fresh folder beside it (.NAME.run<PID>-XXXXXX), so that nothing old
+// is touched until the run has written its databases: publish() then moves each over the file of
 // the same name, and files of other ranks or processes stay as they were.
 class OutputPlace {
  public:
