@@ -148,10 +148,12 @@ void putInPlace(OutputPlace& place, const std::vector<std::string>& complete) {
 // What is said when fprof stops waiting at a second SIGINT: the program runs on, and its
 // collector completes its database where it writes it.
 int abandoned(const RunContext& c) {
+  const std::string cubins =
+      c.scratch.empty() ? "" : "; the cubins it saves stay in " + c.scratch + ", for you to remove";
   std::fprintf(stderr,
                "[fprof] a second SIGINT: fprof stops waiting for %s, which runs on; its collector completes %s "
-               "when it ends (no SASS step, ceilings or second run then)\n",
-               c.options.program[0].c_str(), c.output.c_str());
+               "when it ends (no SASS step, ceilings or second run then)%s\n",
+               c.options.program[0].c_str(), c.output.c_str(), cubins.c_str());
   return 130;
 }
 
