@@ -89,7 +89,6 @@ void removeDatabaseFiles(const std::string& path) {
   for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path + suffix, ec);
 }
 
-
 core::Expected<OutputPlace> OutputPlace::prepare(const std::string& output, bool force) {
   OutputPlace place;
   place.output_ = place.working_ = output;

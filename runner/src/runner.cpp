@@ -157,24 +157,32 @@ int abandoned(const RunContext& c) {
   return 130;
 }
 
+// Metrics mode: the run's own folder (c.scratch) and in it the one where the collector saves each
+// module's cubin, whose path is returned.
+core::Expected<std::string> makeCubinFolder(RunContext& c) {
+  const core::Expected<std::string> scratch = makeScratchFolder(c.output);
+  if (!scratch) return core::Error{scratch.error()};
+  const std::string cubin_dir = *scratch + "/cubins";
+  std::error_code ec;
+  if (!fs::create_directory(cubin_dir, ec)) {
+    const std::string cause = core::systemCause(ec.value());
+    fs::remove_all(*scratch, ec);
+    return core::makeError("cannot create " + cubin_dir + " for the saved cubins: " + cause);
+  }
+  c.scratch = *scratch;
+  return cubin_dir;
+}
+
 // The first (or only) run and everything after it.
 int profile(RunContext& c, OutputPlace& place) {
   std::string cubin_dir;  // metrics mode: the collector saves each module's cubin here
   if (c.plan.metrics_mode) {
-    const core::Expected<std::string> scratch = makeScratchFolder(c.output);
-    if (!scratch) {
+    const core::Expected<std::string> cubins = makeCubinFolder(c);
+    if (!cubins) {
       place.discard();
-      return inputError(scratch.error());
+      return inputError(cubins.error());
     }
-    c.scratch = *scratch;
-    cubin_dir = c.scratch + "/cubins";
-    std::error_code ec;
-    fs::create_directory(cubin_dir, ec);
-    if (ec) {
-      fs::remove_all(c.scratch, ec);
-      place.discard();
-      return inputError("cannot create " + cubin_dir + " for the saved cubins: " + core::systemCause(ec.value()));
-    }
+    cubin_dir = *cubins;
   }
   const PlannedRun& first = c.plan.runs.front();
   const bool duplicates = first.sass_duplicate && !cubin_dir.empty();
