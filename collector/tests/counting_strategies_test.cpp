@@ -304,6 +304,19 @@ TEST_F(DuplicateLaunch, CountsADuplicateBetweenDrainAndSweepAndWritesItsCounts) 
   EXPECT_FALSE(windows.covers(7, 1201, 1250));
 }
 
+// Under `fprof run` the counts go into the run's own folder (FPROF_CUBIN_DIR): a file of the
+// user's named like them beside the database is not touched.
+TEST_F(DuplicateLaunch, WritesItsCountsInTheRunsFolderNotBesideTheDatabase) {
+  std::filesystem::create_directories(dir.file("work"));
+  config.cubin_dir = dir.file("work");
+  std::ofstream(dir.file("run.fprof.pcs")) << "a file of the user's";
+  ASSERT_TRUE(startWithDatabase());
+  launch("_Z4axpyv", 1, 11);
+  finish();
+  EXPECT_EQ(readFile(dir.file("work/run.fprof.pcs")), core::sassPcLaunchText({1, 0, countedFunctions("_Z4axpyv", 50)}));
+  EXPECT_EQ(readFile(dir.file("run.fprof.pcs")), "a file of the user's");
+}
+
 TEST_F(DuplicateLaunch, ALaunchFprofCannotRepeatStopsThemForTheRun) {
   ASSERT_TRUE(startWithDatabase());
   LaunchRequest r = launchOf("_Z4axpyv", 1, 11);

@@ -93,7 +93,7 @@ constexpr std::array kTable = {
     Spec{Var::kSassDuplicate, "FPROF_SASS_DUPLICATE", Kind::kFlag, Audience::kContract, kCollector, "0", "", "", 0,
          0,
          "`1` (application replay): the SASS counters come from a duplicate of each profiled launch between a "
-         "checkpoint of the memory it can write and its restore, written to the database's path + `.pcs`."},
+         "checkpoint of the memory it can write and its restore, written to `DATABASE_NAME.pcs` in `FPROF_CUBIN_DIR` (beside the database, + `.pcs`, without one)."},
     Spec{Var::kCubinDir, "FPROF_CUBIN_DIR", Kind::kPath, Audience::kContract, kCollector, "", "no cubins saved",
          "", 0, 0,
          "Metrics mode: the collector saves each loaded module's cubin here, for `fprof run`'s SASS step, which "

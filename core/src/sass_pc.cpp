@@ -136,6 +136,12 @@ Expected<std::vector<SassPcLaunch>> parseSassPcText(std::string_view text) {
   return out;
 }
 
+std::string duplicatesPcFile(const std::string& database, const std::string& cubin_dir) {
+  if (cubin_dir.empty()) return database + ".pcs";
+  const size_t slash = database.rfind('/');
+  return cubin_dir + "/" + (slash == std::string::npos ? database : database.substr(slash + 1)) + ".pcs";
+}
+
 std::string sassPcProgressText(std::string_view text) {
   const auto launches = parseSassPcText(text);
   if (!launches) return "its counts unreadable (" + launches.error() + ")";

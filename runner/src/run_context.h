@@ -45,8 +45,6 @@ inline constexpr const char* kSassCountersLost = "FLOPs and instructions stay un
 // second run.
 std::vector<std::string> joinDuplicateCounts(const RunContext& context, const std::vector<std::string>& complete,
                                              const std::string& cubin_dir);
-// Where the collector wrote the per-PC counts of a database's duplicates.
-std::string duplicatesPcFile(const std::string& db);
 
 // The second run of application replay for the first run's databases `firsts` (see second_run.cpp).
 void runSecondTime(const RunContext& context, const PlannedRun& second, const std::vector<std::string>& firsts,

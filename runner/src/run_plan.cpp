@@ -143,7 +143,7 @@ void planTwoParts(const RunOptions& opt, RunPlan& plan) {
 void addJoinsAndFallbacks(RunPlan& plan) {
   const PlannedRun* second = plan.run(PlannedRun::Role::kSecond);
   if (plan.duplicates) {
-    plan.joins.push_back("each database's duplicates: their per-PC counts (DATABASE.pcs) and the counted functions' "
+    plan.joins.push_back("each database's duplicates: their per-PC counts (in the run's folder) and the counted functions' "
                          "SASS give each profiled launch its SASS counters, joined by correlation id");
     plan.fallbacks.push_back({"a process's duplicates did not count every profiled launch (a checkpoint too slow, a "
                               "launch they cannot repeat, the program ended first)",

@@ -149,7 +149,7 @@ void putInPlace(OutputPlace& place, const std::vector<std::string>& complete) {
 // collector completes its database where it writes it.
 int abandoned(const RunContext& c) {
   const std::string cubins =
-      c.scratch.empty() ? "" : "; the cubins it saves stay in " + c.scratch + ", for you to remove";
+      c.scratch.empty() ? "" : "; the cubins and counts it saves stay in " + c.scratch + ", for you to remove";
   std::fprintf(stderr,
                "[fprof] a second SIGINT: fprof stops waiting for %s, which runs on; its collector completes %s "
                "when it ends (no SASS step, ceilings or second run then)%s\n",
@@ -189,7 +189,7 @@ int profile(RunContext& c, OutputPlace& place) {
   const auto started = fs::file_time_type::clock::now();
   const auto first_started = std::chrono::steady_clock::now();
   std::optional<SassPrefetch> prefetch;  // the duplicates' functions decoded while the program runs
-  if (duplicates) prefetch.emplace(c.output, cubin_dir);
+  if (duplicates) prefetch.emplace(cubin_dir);
   const WaitOutcome waited = runProgramOnce(c, first, RunFiles{c.output, cubin_dir, ""});
   const double first_run_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - first_started).count();
@@ -216,11 +216,8 @@ int profile(RunContext& c, OutputPlace& place) {
   }
   const std::vector<std::string> complete = completeDatabases(files, c.plan, waited);
   countSassCounters(c, complete, cubin_dir, duplicates, code, first_run_seconds);
-  std::error_code ec;
-  if (duplicates) {
-    for (const std::string& f : files) fs::remove(duplicatesPcFile(f), ec);
-  }
   for (const std::string& f : complete) completeDatabase(c, f, cubin_dir);
+  std::error_code ec;
   if (!c.scratch.empty()) fs::remove_all(c.scratch, ec);
   timer.done("remove the saved cubins");
   putInPlace(place, complete);

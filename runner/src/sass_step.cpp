@@ -437,18 +437,6 @@ std::optional<int> markedSm(const std::string& cubin_dir) {
   return *sms.begin();
 }
 
-bool endsWith(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
-// Whether `name` is the per-PC file of one of the run's databases: OUTPUT.pcs, or a per-rank or
-// per-process sibling's (STEM.rank3.fprof.pcs, STEM.pid812.fprof.pcs).
-bool isRunPcFile(const std::string& name, const fs::path& output) {
-  if (name == output.filename().string() + ".pcs") return true;
-  const std::string stem = output.stem().string();
-  const bool sibling = name.rfind(stem + ".rank", 0) == 0 || name.rfind(stem + ".pid", 0) == 0;
-  return sibling && endsWith(name, ".fprof.pcs");
-}
 
 // The whole lines of `file` after byte `from` (a line still being written is left for later);
 // `from` moves past them. A file now shorter than `from` was written anew: read from its start.
@@ -467,8 +455,7 @@ std::string wholeLinesAfter(const fs::path& file, uint64_t& from) {
 
 }  // namespace
 
-SassPrefetch::SassPrefetch(std::string output, std::string cubin_dir)
-    : output_(std::move(output)), cubin_dir_(std::move(cubin_dir)), nvdisasm_(core::findNvdisasm()) {
+SassPrefetch::SassPrefetch(std::string cubin_dir) : cubin_dir_(std::move(cubin_dir)), nvdisasm_(core::findNvdisasm()) {
   if (!nvdisasm_.empty() && !cubin_dir_.empty()) thread_ = std::thread([this] { watch(); });
 }
 
@@ -501,10 +488,9 @@ void SassPrefetch::watch() {
 // The names on the per-PC files' function lines ("F <crc> <name>") not seen before.
 std::set<std::string> SassPrefetch::newCountedNames() {
   std::set<std::string> out;
-  const fs::path output(output_);
   std::error_code ec;
-  for (const auto& e : fs::directory_iterator(output.parent_path().empty() ? fs::path(".") : output.parent_path(), ec)) {
-    if (!isRunPcFile(e.path().filename().string(), output)) continue;
+  for (const auto& e : fs::directory_iterator(cubin_dir_, ec)) {
+    if (e.path().extension() != ".pcs") continue;  // every database's, in the run's own folder
     const std::string text = wholeLinesAfter(e.path(), read_up_to_[e.path().string()]);
     size_t at = 0;
     for (size_t end; (end = text.find('\n', at)) != std::string::npos; at = end + 1) {

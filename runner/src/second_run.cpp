@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "fprof/core/replay_merge.h"
+#include "fprof/core/sass_pc.h"
 #include "fprof/core/store.h"
 #include "fprof/runner/run_files.h"
 #include "fprof/runner/sass_step.h"
@@ -208,8 +209,6 @@ void runSecondTime(const RunContext& c, const PlannedRun& second, const std::vec
   removeScratch();
 }
 
-std::string duplicatesPcFile(const std::string& db) { return db + ".pcs"; }
-
 std::vector<std::string> joinDuplicateCounts(const RunContext& c, const std::vector<std::string>& complete,
                                              const std::string& cubin_dir) {
   std::vector<std::string> again;
@@ -231,7 +230,7 @@ std::vector<std::string> joinDuplicateCounts(const RunContext& c, const std::vec
       continue;
     }
     std::string summary;
-    auto counted = sassCountersOfPatchedRun(f, duplicatesPcFile(f), cubin_dir, summary);
+    auto counted = sassCountersOfPatchedRun(f, core::duplicatesPcFile(f, cubin_dir), cubin_dir, summary);
     if (!counted) {
       sayReplay(label + "the duplicates' SASS counts could not be read: " + counted.error() + "; " + kSassCountersLost);
       continue;

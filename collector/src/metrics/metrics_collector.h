@@ -23,6 +23,7 @@
 
 #include "cupti/own_checkpoint_map.h"
 #include "fprof/core/model.h"
+#include "fprof/core/sass_pc.h"
 #include "metrics/counter_ledger.h"
 #include "metrics/counting_backend.h"
 #include "metrics/counting_strategy.h"
@@ -46,9 +47,10 @@ class MetricsCollector {
   // Functions are patched in this run (a second run by SASS patching, or duplicates in the first):
   // the same activity kind as countsBySassPatching, and the saved cubins named by CRC.
   bool patchesSass() const { return countsBySassPatching() || duplicatesLaunches(); }
-  // The database this process writes: duplicates write their per-PC counts beside it (+ ".pcs").
+  // The database this process writes: duplicates write their per-PC counts to the file named
+  // after it in the run's cubin folder (core::duplicatesPcFile).
   void setDatabasePath(const std::string& path) {
-    if (run_.config.sass_duplicate) run_.config.sass_pc_file = path + ".pcs";
+    if (run_.config.sass_duplicate) run_.config.sass_pc_file = core::duplicatesPcFile(path, run_.config.cubin_dir);
   }
   // Where a profiled launch's duplicate and the checkpoint around it ran (for the translator).
   void recordOwnWindowsIn(OwnKernelWindows* windows) { run_.own_windows = windows; }

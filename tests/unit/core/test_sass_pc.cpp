@@ -146,5 +146,14 @@ TEST(SassCountersOfLaunch, NoCountersWhereACountedInstructionHasNoCode) {
   EXPECT_EQ(valueOf(*idle, kInstructionsSassMetric), 0);
 }
 
+// Each database's own file in the run's folder, its rank's or process's name kept; beside the
+// database where no folder was given.
+TEST(DuplicatesPcFile, IsNamedAfterTheDatabaseInTheRunsFolder) {
+  EXPECT_EQ(duplicatesPcFile("/runs/job.rank3.fprof", "/runs/.job.fprof.work-a1/cubins"),
+            "/runs/.job.fprof.work-a1/cubins/job.rank3.fprof.pcs");
+  EXPECT_EQ(duplicatesPcFile("job.pid812.fprof", "work"), "work/job.pid812.fprof.pcs");
+  EXPECT_EQ(duplicatesPcFile("/runs/job.fprof", ""), "/runs/job.fprof.pcs");
+}
+
 }  // namespace
 }  // namespace fprof::core

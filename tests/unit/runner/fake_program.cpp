@@ -3,12 +3,16 @@
 // collector names it), records the signals it receives, sleeps, exits with a given code.
 //   fprof_fake_program [--database KERNELS] [--side-processes N] [--sleep-ms N] [--signals FILE]
 //                      [--pid-file FILE] [--ignore-sigint] [--exit CODE] [--cubin-dir-file FILE]
+//                      [--duplicate-counts TEXT]
 // --side-processes: N child processes each write a database without kernels where the collector
 // of a process whose name is taken writes (NAME.pid<PID>.fprof), as torch.compile's workers do.
 // With --signals, SIGTERM and SIGHUP are recorded, the database (if asked) is written and the
 // signal raised again with its default action, as a program that cleans up at a signal does;
 // SIGINT is recorded and, with --ignore-sigint, the program sleeps on. --cubin-dir-file saves a
 // cubin where the collector of a metrics run would and writes that folder's name to FILE.
+// --duplicate-counts: as the collector of a one-run metrics run whose duplicates counted every
+// profiled launch: a metrics database, and TEXT as its per-PC counts where that collector writes
+// them (core::duplicatesPcFile).
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,6 +25,7 @@
 #include <string>
 #include <thread>
 
+#include "fprof/core/sass_pc.h"
 #include "fprof/core/store.h"
 
 namespace {
@@ -28,6 +33,7 @@ namespace {
 std::string g_signal_file;
 int g_kernels = -1;  // -1: no database
 bool g_ignore_sigint = false;
+const char* g_duplicate_counts = nullptr;  // --duplicate-counts
 volatile sig_atomic_t g_pending = 0;
 
 std::string outputPath() {
@@ -56,7 +62,12 @@ void writeDatabaseAt(const std::string& path) {
   p.host = "test";
   p.command_line = "fprof_fake_program";
   auto pid = (*w)->addProcess(p);
-  (void)(*w)->setMetadata("mode", "trace");
+  (void)(*w)->setMetadata("mode", g_duplicate_counts ? "metrics" : "trace");
+  if (g_duplicate_counts) {
+    (void)(*w)->setMetadata("sass_in_first_run", "every profiled launch");
+    const char* cubin_dir = std::getenv("FPROF_CUBIN_DIR");
+    std::ofstream(fprof::core::duplicatesPcFile(path, cubin_dir ? cubin_dir : "")) << g_duplicate_counts;
+  }
   for (int i = 0; i < g_kernels; ++i) {
     fprof::core::KernelRecord k;
     k.process_id = pid ? *pid : 1;
@@ -120,6 +131,7 @@ int main(int argc, char** argv) {
     else if (a == "--ignore-sigint") g_ignore_sigint = true;
     else if (a == "--exit") exit_code = std::atoi(next), ++i;
     else if (a == "--cubin-dir-file") saveCubin(next), ++i;
+    else if (a == "--duplicate-counts") g_duplicate_counts = next, ++i;
   }
   if (!outputPath().empty()) runSideProcesses(side_processes);
   if (!g_signal_file.empty()) {

@@ -149,6 +149,24 @@ TEST_F(RunCommandTest, AMetricsRunRemovesOnlyItsOwnScratchFolder) {
   }
 }
 
+// A one-run metrics run's duplicates write their per-PC counts in the run's own folder, where the
+// runner reads them; a file of that name beside the database is the user's and is kept.
+TEST_F(RunCommandTest, TheDuplicatesCountsAreReadFromTheRunsFolderNotBesideTheDatabase) {
+  writeText("job.fprof.pcs", "mine");
+  const Result r = run({"--metrics", "roofline", "-o", path("job.fprof"), FPROF_FAKE_PROGRAM, "--database", "2",
+                        "--duplicate-counts", "not a count"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  const std::string said = "the duplicates' SASS counts could not be read: " + path(".job.fprof.work-");
+  const size_t at = r.err.find(said);
+  ASSERT_NE(at, std::string::npos) << r.err;
+  EXPECT_EQ(r.err.compare(at + said.size() + 6, 59, "/cubins/job.fprof.pcs: line 1 is not a PC count record: not"), 0)
+      << r.err;
+  EXPECT_EQ(readText(path("job.fprof.pcs")), "mine");
+  for (const auto& e : fs::directory_iterator(dir_)) {
+    EXPECT_NE(e.path().filename().string().rfind(".job.fprof.work-", 0), 0u) << e.path() << " left behind";
+  }
+}
+
 TEST_F(RunCommandTest, ForceReplacesOnlyTheFilesTheRunWrote) {
   writeText("job.fprof", "the previous run");
   writeText("job.fprof-wal", "the previous run's wal");

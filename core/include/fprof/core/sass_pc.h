@@ -56,6 +56,12 @@ Expected<std::vector<SassPcLaunch>> parseSassPcText(std::string_view text);
 // (_Z4axpyifPKfPf)", "no launch counted", or why the text cannot be read.
 std::string sassPcProgressText(std::string_view text);
 
+// Where the duplicates of a metrics run write a database's per-PC counts: in the run's cubin
+// folder (FPROF_CUBIN_DIR, a folder `fprof run` made for the run) as DATABASE_NAME.pcs, so that no
+// file beside the database is touched; beside the database (DATABASE.pcs) where there is none, as
+// when the collector is injected without `fprof run`.
+std::string duplicatesPcFile(const std::string& database, const std::string& cubin_dir);
+
 // Instruction text (opcode with modifiers, then operands) by byte offset in one function's code.
 using SassInstructions = std::map<uint32_t, std::string>;
 

@@ -34,15 +34,15 @@ core::Expected<core::LaunchRawCounters> sassCountersOfPatchedRun(const std::stri
 std::string patchedRunProgress(const std::string& pc_file);
 
 // While the program of a one-run metrics run is running: the functions its duplicates count, read
-// from the per-PC files the collector appends beside `output` (OUTPUT.pcs and the per-rank or
-// per-process siblings'), cut from the cubins it saves in `cubin_dir` and decoded by nvdisasm as
+// from the per-PC files the collector appends in `cubin_dir` (one per database,
+// core::duplicatesPcFile), cut from the cubins it saves there and decoded by nvdisasm as
 // they appear, on a thread of `fprof run` (which otherwise only waits), so that the steps after the
 // run (sassCountersOfPatchedRun, applySassStep) find most of them decoded. It needs the device's SM,
 // which the collector marks in `cubin_dir` ("device.sm90"); with none or several SMs it decodes
 // nothing. Functions it did not reach are decoded after the run, as without it.
 class SassPrefetch {
  public:
-  SassPrefetch(std::string output, std::string cubin_dir);
+  explicit SassPrefetch(std::string cubin_dir);
   ~SassPrefetch();
   // Stops watching and waits for the decoding under way (its results stay for the steps after).
   void finish();
@@ -52,7 +52,7 @@ class SassPrefetch {
   void decodeNewFunctions();
   std::set<std::string> newCountedNames();
 
-  std::string output_, cubin_dir_, nvdisasm_;
+  std::string cubin_dir_, nvdisasm_;
   int sm_ = 0;
   std::map<std::string, uint64_t> read_up_to_;  // per-PC file -> bytes of whole lines read
   std::set<std::string> names_seen_;
