@@ -1,7 +1,8 @@
 // Application replay with SASS counts in the same run: before each profiled launch's own run, a
 // duplicate of the launch is counted by SASS patching between a checkpoint of the context's memory
 // (fprof's own where it can vouch for everything the launch may write, CUPTI's elsewhere) and its
-// restore (duplicate_launch.h); its per-PC counts go to the database's path + ".pcs". Where a
+// restore (duplicate_launch.h); its per-PC counts go to the file core::duplicatesPcFile names (in
+// the run's cubin folder). Where a
 // duplicate cannot be had (a launch fprof cannot repeat, a checkpoint through host memory, a slow
 // or failed count), duplicates stop for the rest of the run and `fprof run` counts the SASS
 // counters in a second run instead.

@@ -65,8 +65,8 @@ struct MetricsConfig {
   std::string sass_pc_file;
   // FPROF_SASS_DUPLICATE=1 (application replay): each profiled launch's SASS counts come from a
   // duplicate of it counted by SASS patching between a checkpoint of the context's memory and its
-  // restore (duplicate_launch.h), into the database's path + ".pcs" (each process its own, whatever
-  // its rank); no second run unless they stop.
+  // restore (duplicate_launch.h), into the file core::duplicatesPcFile names after the database, in
+  // the run's cubin folder (each process its own, whatever its rank); no second run unless they stop.
   bool sass_duplicate = false;
   // FPROF_OWN_CHECKPOINT=0: every duplicate takes CUPTI's checkpoint of the whole context instead of
   // fprof's own where it can vouch for the launch (own_checkpoint.h), to compare the two.
