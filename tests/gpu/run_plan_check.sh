@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# On a GPU: `fprof run` under each replay mode, its plan, --force, signals and the file naming of a
-# torch.compile program, with what to check printed beside each result.
+# On a GPU: `fprof run` under each replay mode, its plan, the user's files beside its output (kept),
+# --force, signals and the file naming of a torch.compile program, with what to check printed
+# beside each result.
 #
-#   FPROF_BUILD=build-gpu tests/gpu/run_plan_check.sh [WORK_DIR]
+#   FPROF_BUILD=build-gpu tests/gpu/run_plan_check.sh [WORK_DIR]   (scripts/gpu-check run-plan)
 #
-# Each check prints "ok" or "FAIL <why>"; the exit code is the number of failures. About 3 minutes
-# on an H200 (the reference model's attention ops under five modes, two short PyTorch runs).
+# Each check prints "ok" or "FAIL <why>"; the exit code is the number of failures. About a minute
+# on an H100 (the reference model's attention ops under five modes, two short PyTorch runs).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 build=${FPROF_BUILD:-build}
@@ -42,10 +43,19 @@ modes=("default:--metrics roofline" "kernel:--metrics roofline --replay kernel"
 for entry in "${modes[@]}"; do
   IFS=: read -r name options <<<"$entry"
   db=$work/$name.fprof
+  # Files of the user's at the names a run once used for its scratch: the run's own folder holds
+  # its cubins, per-PC counts and second run, so these stay as they are.
+  rm -rf "$db.pcs" "$db.cubins" "$db.second-run.fprof"
+  printf 'counts of mine\n' >"$db.pcs"
+  mkdir -p "$db.cubins" && printf 'mine\n' >"$db.cubins/mine.txt"
+  printf 'a second run of mine\n' >"$db.second-run.fprof"
   # shellcheck disable=SC2086
   "$fprof" run --force -o "$db" $options "$model" --ops attention >"$work/$name.log" 2>&1
   code=$?
   check "$name: exit 0" test "$code" = 0
+  check "$name: the user's files beside the output kept" sh -c "grep -qx 'counts of mine' '$db.pcs' &&
+    grep -qx mine '$db.cubins/mine.txt' && grep -qx 'a second run of mine' '$db.second-run.fprof'"
+  check "$name: the run's own folder removed" sh -c "! ls -A '$work' | grep -q '^\.$name\.fprof\.'"
   check "$name: profile ready is the last line" sh -c "tail -1 '$work/$name.log' | grep -q 'profile ready: $db'"
   check "$name: run_plan recorded" test "$(meta "$db" run_plan | head -1)" = "fprof run plan"
   check "$name: kernels with counters" test "$(sql "$db" 'select count(*) from kernel_counter')" -gt 0
