@@ -1172,11 +1172,13 @@ Status ProfileLoad::readTables() {
 void ProfileLoad::addEventTableTasks(const std::function<void(Task)>& add) {
   add([this](Conn& conn) {
     p_.nvtx_ranges.reserve(rowCountOrZero(conn.db(), detail::kNvtxRangeTable.info.name));
-    p_.nvtx_messages = std::make_shared<TextArena>();
+    p_.nvtx_messages_loaded = options_.nvtx_messages;
+    if (options_.nvtx_messages) p_.nvtx_messages = std::make_shared<TextArena>();
     NoStrings none;
     return readTable<detail::kNvtxRangeTable, NvtxRangeRecord>(
-        conn.db(), path(), version(), {}, none,
-        [&](const NvtxRangeRecord& row, NoStrings&) { p_.nvtx_ranges.emplace_back(row, p_.nvtx_messages.get()); });
+        conn.db(), path(), version(), {}, none, [&](const NvtxRangeRecord& row, NoStrings&) {
+          p_.nvtx_ranges.emplace_back(row, p_.nvtx_messages.get(), options_.nvtx_messages);
+        });
   });
   add([this](Conn& conn) {
     return readTable<detail::kMemcpyTable>(conn.db(), path(), version(), {.order = "start_ns, id"}, p_.memcpys);
@@ -1865,13 +1867,85 @@ Expected<Profile> loadProfile(const std::string& path, const LoadOptions& option
 
 namespace {
 
-Status unchanged(const Profile& p) {
-  if (stampOf(p.path) == p.file_stamp) return {};
+Status changedWhileRead(const Profile& p) {
   return makeError(p.path + ": changed while fprof was reading it (replaced, rewritten or still being written); "
                    "run the command again once it is complete");
 }
 
+Status unchanged(const Profile& p) {
+  if (stampOf(p.path) == p.file_stamp) return {};
+  return changedWhileRead(p);
+}
+
+// Range index by key: a dense vector where the keys are (nearly) dense, as fprof writes them; else
+// a sorted one.
+class RangeIndexByKey {
+ public:
+  explicit RangeIndexByKey(const std::vector<NvtxRangeRow>& ranges) {
+    if (ranges.empty()) return;
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (const NvtxRangeRow& r : ranges) {
+      lo = std::min(lo, r.key);
+      hi = std::max(hi, r.key);
+    }
+    if (hi - lo < 2 * static_cast<uint64_t>(ranges.size())) {
+      first_ = lo;
+      dense_.assign(static_cast<size_t>(hi - lo + 1), kNone);
+      for (size_t i = 0; i < ranges.size(); ++i) dense_[static_cast<size_t>(ranges[i].key - lo)] = static_cast<uint32_t>(i);
+      return;
+    }
+    sorted_.reserve(ranges.size());
+    for (size_t i = 0; i < ranges.size(); ++i) sorted_.emplace_back(ranges[i].key, static_cast<uint32_t>(i));
+    std::sort(sorted_.begin(), sorted_.end());
+  }
+
+  std::optional<size_t> of(uint64_t key) const {
+    if (!dense_.empty()) {
+      if (key < first_ || key - first_ >= dense_.size()) return std::nullopt;
+      const uint32_t at = dense_[static_cast<size_t>(key - first_)];
+      return at == kNone ? std::nullopt : std::optional<size_t>(at);
+    }
+    const auto it = std::lower_bound(sorted_.begin(), sorted_.end(), std::make_pair(key, uint32_t{0}));
+    if (it == sorted_.end() || it->first != key) return std::nullopt;
+    return it->second;
+  }
+
+ private:
+  static constexpr uint32_t kNone = UINT32_MAX;
+  uint64_t first_ = 0;
+  std::vector<uint32_t> dense_;
+  std::vector<std::pair<uint64_t, uint32_t>> sorted_;
+};
+
 }  // namespace
+
+Status forEachNvtxMessage(const Profile& p, const std::function<void(size_t, std::string_view)>& see) {
+  if (Status s = unchanged(p); !s) return s;
+  Db h;
+  int version = 0;
+  if (Status s = openAndCheck(p.path, h, version); !s) return s;
+  const RangeIndexByKey index(p.nvtx_ranges);
+  size_t rows = 0;
+  bool stray = false;
+  // Each key and message decoded as loadProfile decodes them (readValue: the text cleaned).
+  Status s = forEachRow(h.db, p.path, "SELECT id, message FROM nvtx_range", [&](Statement& st) {
+    const std::optional<size_t> at = index.of(static_cast<uint64_t>(st.i64(0)));
+    if (!at) {
+      stray = true;
+      return;
+    }
+    ++rows;
+    const std::string_view message = st.textView(1);
+    if (isCleanText(message)) {
+      see(*at, message);
+    } else {
+      see(*at, cleanText(message));
+    }
+  });
+  if (!s) return s;
+  if (stray || rows != p.nvtx_ranges.size()) return changedWhileRead(p);
+  return unchanged(p);
+}
 
 Expected<LaunchTables> loadLaunchTables(const Profile& p) {
   if (Status s = unchanged(p); !s) return Error{s.error()};

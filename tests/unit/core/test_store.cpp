@@ -475,6 +475,68 @@ TEST(Store, LaunchTablesOfAReplacedFileAreRefused) {
   EXPECT_FALSE(gone.ok());
 }
 
+// Loaded without their messages, the ranges are the same rows with empty messages, and
+// forEachNvtxMessage hands each range the message a whole load gives it.
+TEST(Store, NvtxMessagesReadLaterAreTheLoadedOnes) {
+  const std::string data = std::string(FPROF_SOURCE_DIR) + "/tests/data/";
+  for (const char* name : {"torch_proof_gpt_bf16_emitnvtx_h100.fprof", "model_trace_h100.fprof",
+                           "torch_transformer_compile_h100.fprof"}) {
+    SCOPED_TRACE(name);
+    auto whole = loadProfile(data + name);
+    ASSERT_TRUE(whole.ok()) << whole.error();
+    ASSERT_FALSE(whole->nvtx_ranges.empty());
+    EXPECT_TRUE(whole->nvtx_messages_loaded);
+    auto without = loadProfile(data + name, {.launch_tables = false, .nvtx_messages = false});
+    ASSERT_TRUE(without.ok()) << without.error();
+    EXPECT_FALSE(without->nvtx_messages_loaded);
+    ASSERT_EQ(without->nvtx_ranges.size(), whole->nvtx_ranges.size());
+    for (size_t i = 0; i < whole->nvtx_ranges.size(); ++i) {
+      const NvtxRangeRow& w = whole->nvtx_ranges[i];
+      const NvtxRangeRow& o = without->nvtx_ranges[i];
+      EXPECT_TRUE(o.message.empty()) << i;
+      EXPECT_EQ(o.key, w.key) << i;
+      EXPECT_EQ(o.parent_key, w.parent_key) << i;
+      EXPECT_EQ(o.start_ns, w.start_ns) << i;
+      EXPECT_EQ(o.end_ns, w.end_ns) << i;
+      EXPECT_EQ(o.thread_id, w.thread_id) << i;
+    }
+    EXPECT_EQ(without->warnings, whole->warnings);
+    std::vector<std::string> read(whole->nvtx_ranges.size());
+    std::vector<int> times(whole->nvtx_ranges.size(), 0);
+    ASSERT_TRUE(forEachNvtxMessage(*without, [&](size_t at, std::string_view message) {
+      ASSERT_LT(at, read.size());
+      read[at] = std::string(message);
+      ++times[at];
+    }));
+    for (size_t i = 0; i < whole->nvtx_ranges.size(); ++i) {
+      EXPECT_EQ(times[i], 1) << i;
+      EXPECT_EQ(read[i], whole->nvtx_ranges[i].message.view()) << i;
+    }
+  }
+}
+
+// The messages too are read only from the file the profile came from.
+TEST(Store, NvtxMessagesOfAReplacedFileAreRefused) {
+  const std::string data = std::string(FPROF_SOURCE_DIR) + "/tests/data/";
+  const std::string path = tempPath("later_messages_replaced.fprof");
+  const std::string other = tempPath("later_messages_other.fprof");
+  std::filesystem::copy_file(data + "torch_mlp_eager_h100.fprof", path, std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::copy_file(data + "torch_mlp_compile_h100.fprof", other,
+                             std::filesystem::copy_options::overwrite_existing);
+  auto without = loadProfile(path, {.nvtx_messages = false});
+  ASSERT_TRUE(without.ok()) << without.error();
+  size_t seen = 0;
+  ASSERT_TRUE(forEachNvtxMessage(*without, [&](size_t, std::string_view) { ++seen; })) << "the same file, read again";
+  EXPECT_EQ(seen, without->nvtx_ranges.size());
+  std::filesystem::rename(other, path);
+  const Status later = forEachNvtxMessage(*without, [](size_t, std::string_view) {});
+  ASSERT_FALSE(later.ok());
+  EXPECT_EQ(later.error(), path + ": changed while fprof was reading it (replaced, rewritten or still being "
+                                  "written); run the command again once it is complete");
+  std::filesystem::remove(path);
+  EXPECT_FALSE(forEachNvtxMessage(*without, [](size_t, std::string_view) {}).ok());
+}
+
 // Merge reads its inputs table by table without loading them; rows whose file order is not the
 // reader's (arguments by launch, ranges by start) must still reach the merged file in the reader's
 // order, with the reader's repairs (a parent circle cut where it cuts it).

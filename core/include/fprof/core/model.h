@@ -250,14 +250,15 @@ class TextArena {
 struct NvtxRangeRow {
   NvtxRangeRow() = default;
   NvtxRangeRow(const NvtxRangeRecord& r) : NvtxRangeRow(r, nullptr) {}  // NOLINT: a record is a row
-  // Its message held in `messages` where given (which must then outlive the row).
-  NvtxRangeRow(const NvtxRangeRecord& r, TextArena* messages)
+  // Its message held in `messages` where given (which must then outlive the row); none where
+  // `with_message` is false.
+  NvtxRangeRow(const NvtxRangeRecord& r, TextArena* messages, bool with_message = true)
       : key(r.key),
         process_id(r.process_id),
         thread_id(r.thread_id),
         parent_key(r.parent_key),
         domain(r.domain),
-        message(messages ? messages->hold(r.message) : PackedText(r.message)),
+        message(!with_message ? PackedText() : messages ? messages->hold(r.message) : PackedText(r.message)),
         payload(r.payload),
         start_ns(r.start_ns),
         end_ns(r.end_ns),

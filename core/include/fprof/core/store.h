@@ -47,6 +47,9 @@ struct Profile {
   // What the ranges' messages borrow, where the reader put them in blocks (none need be: a row
   // made elsewhere owns its texts). Copies of the profile share it; their rows own their texts.
   std::shared_ptr<TextArena> nvtx_messages;
+  // False where the ranges were loaded without their messages (LoadOptions::nvtx_messages): every
+  // message is then empty until read from the file (forEachNvtxMessage).
+  bool nvtx_messages_loaded = true;
   std::vector<MemcpyRecord> memcpys;
   std::vector<MemcpyAddressRecord> memcpy_addresses;  // ordered by (process_id, correlation_id); schema 3
   std::vector<MemsetRecord> memsets;
@@ -81,8 +84,17 @@ struct LoadOptions {
   // Without them a front end reads them with loadLaunchTables when it needs them, once it has let
   // go of what it no longer needs.
   bool launch_tables = true;
+  // The NVTX ranges' messages (a PyTorch run under emit_nvtx records several ranges of about a
+  // hundred characters a kernel). Without them a front end reads them with forEachNvtxMessage,
+  // keeping only those it needs.
+  bool nvtx_messages = true;
 };
 Expected<Profile> loadProfile(const std::string& path, const LoadOptions& options = {});
+
+// Hands each NVTX range's message to see(range index into p.nvtx_ranges, message), as
+// loadProfile reads it, in the file's order; for a profile loaded without them. An error where
+// the file is not the one the profile was loaded from any more (as loadLaunchTables).
+Status forEachNvtxMessage(const Profile& p, const std::function<void(size_t, std::string_view)>& see);
 
 struct LaunchTables {
   std::vector<KernelArgRecord> kernel_args;
