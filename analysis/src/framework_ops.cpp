@@ -220,72 +220,80 @@ std::string nvtxPathOpNames(std::string_view path) {
 
 namespace {
 
-// A PyTorch op range that carries an op id: the ranges an emit_nvtx input_op_ids names.
-struct TorchOpId {
-  uint32_t process_id = 0;
-  uint32_t range = 0;  // index into Profile::nvtx_ranges
-  uint64_t op_id = 0;
-};
-
 // Every range's kind and op id, kept from one parse; the rest of what a range says (name, shapes,
 // input ops) is parsed again where it is needed, for the few ranges that own kernels or pass a
 // producer on. Kept whole, the parsed ranges of a PyTorch run under emit_nvtx (several a kernel,
 // each with its shapes) took more memory than the run itself. Ranges are read whole only until
 // one with input ops is seen (opGraph); the others only for their kind and op id.
-class ParsedRanges {
+class RangeKindParser {
  public:
-  explicit ParsedRanges(const core::Profile& p) : p_(p), kind_(p.nvtx_ranges.size(), FrameworkRangeKind::kNone) {
-    for (size_t i = 0; i < p.nvtx_ranges.size(); ++i) {
-      const core::NvtxRangeRow& row = p.nvtx_ranges[i];
-      const FrameworkRange r = parseRange(row.domain, row.message, op_graph_ ? RangeDetail::kKindAndId : RangeDetail::kAll);
-      kind_[i] = r.kind;
-      if (r.kind == FrameworkRangeKind::kNone) continue;
-      any_ = true;
-      pytorch_ = pytorch_ || r.kind == FrameworkRangeKind::kTorchOp;
-      op_graph_ = op_graph_ || !r.input_ops.empty();
-      xla_ = xla_ || r.kind == FrameworkRangeKind::kXlaOp;
-      if (r.kind == FrameworkRangeKind::kTorchOp && r.op_id) {
-        torch_op_ids_.push_back({p.nvtx_ranges[i].process_id, static_cast<uint32_t>(i), *r.op_id});
-      }
-    }
-    sortTorchOpIds();
+  explicit RangeKindParser(size_t ranges) { k_.kind.assign(ranges, FrameworkRangeKind::kNone); }
+  FrameworkRangeKind see(size_t i, uint32_t process_id, std::string_view domain, std::string_view message) {
+    const FrameworkRange r = parseRange(domain, message, k_.op_graph ? RangeDetail::kKindAndId : RangeDetail::kAll);
+    k_.kind[i] = r.kind;
+    if (r.kind == FrameworkRangeKind::kNone) return r.kind;
+    k_.any = true;
+    k_.pytorch = k_.pytorch || r.kind == FrameworkRangeKind::kTorchOp;
+    k_.op_graph = k_.op_graph || !r.input_ops.empty();
+    k_.xla = k_.xla || r.kind == FrameworkRangeKind::kXlaOp;
+    if (r.kind == FrameworkRangeKind::kTorchOp && r.op_id) k_.torch_op_ids.push_back({process_id, static_cast<uint32_t>(i), *r.op_id});
+    return r.kind;
   }
-  size_t size() const { return kind_.size(); }
-  FrameworkRangeKind kind(size_t range_index) const { return kind_[range_index]; }
-  FrameworkRange parse(size_t range_index, RangeDetail detail = RangeDetail::kAll) const {
-    const core::NvtxRangeRow& r = p_.nvtx_ranges[range_index];
-    return parseRange(r.domain, r.message, detail);
+  // Sorted by (process, op id, range), exactly sized: a PyTorch run has about one a range.
+  NvtxRangeKinds finish() {
+    k_.torch_op_ids.shrink_to_fit();
+    std::sort(k_.torch_op_ids.begin(), k_.torch_op_ids.end(), opIdLess);
+    return std::move(k_);
   }
-  bool any() const { return any_; }
-  bool pytorch() const { return pytorch_; }
-  bool opGraph() const { return op_graph_; }
-  bool xla() const { return xla_; }
-  // The PyTorch op range with this op id in this process (the last one, should the id repeat).
-  std::optional<size_t> rangeOfOpId(uint32_t process_id, uint64_t op_id) const {
-    const TorchOpId last{process_id, UINT32_MAX, op_id};
-    const auto after = std::upper_bound(torch_op_ids_.begin(), torch_op_ids_.end(), last, opIdLess);
-    if (after == torch_op_ids_.begin()) return std::nullopt;
-    const TorchOpId& found = *std::prev(after);
-    if (found.process_id != process_id || found.op_id != op_id) return std::nullopt;
-    return found.range;
-  }
-
- private:
-  static bool opIdLess(const TorchOpId& a, const TorchOpId& b) {
+  static bool opIdLess(const TorchOpRange& a, const TorchOpRange& b) {
     if (a.process_id != b.process_id) return a.process_id < b.process_id;
     if (a.op_id != b.op_id) return a.op_id < b.op_id;
     return a.range < b.range;
   }
-  // Sorted by (process, op id, range), exactly sized: a PyTorch run has about one a range.
-  void sortTorchOpIds() {
-    torch_op_ids_.shrink_to_fit();
-    std::sort(torch_op_ids_.begin(), torch_op_ids_.end(), opIdLess);
-  }
 
+ private:
+  NvtxRangeKinds k_;
+};
+
+NvtxRangeKinds parseRangeKinds(const core::Profile& p) {
+  RangeKindParser parser(p.nvtx_ranges.size());
+  for (size_t i = 0; i < p.nvtx_ranges.size(); ++i) {
+    const core::NvtxRangeRow& row = p.nvtx_ranges[i];
+    parser.see(i, row.process_id, row.domain, row.message);
+  }
+  return parser.finish();
+}
+
+// The ranges' kinds and op ids (parsed from the messages, or as readNvtxMessages read them), and
+// the rest of a range parsed from its message where asked.
+class ParsedRanges {
+ public:
+  explicit ParsedRanges(const core::Profile& p) : ParsedRanges(p, parseRangeKinds(p)) {}
+  ParsedRanges(const core::Profile& p, NvtxRangeKinds kinds) : p_(p), k_(std::move(kinds)) {}
+  size_t size() const { return k_.kind.size(); }
+  FrameworkRangeKind kind(size_t range_index) const { return k_.kind[range_index]; }
+  FrameworkRange parse(size_t range_index, RangeDetail detail = RangeDetail::kAll) const {
+    const core::NvtxRangeRow& r = p_.nvtx_ranges[range_index];
+    return parseRange(r.domain, r.message, detail);
+  }
+  bool any() const { return k_.any; }
+  bool pytorch() const { return k_.pytorch; }
+  bool opGraph() const { return k_.op_graph; }
+  bool xla() const { return k_.xla; }
+  // The PyTorch op range with this op id in this process (the last one, should the id repeat).
+  std::optional<size_t> rangeOfOpId(uint32_t process_id, uint64_t op_id) const {
+    const TorchOpRange last{process_id, UINT32_MAX, op_id};
+    const auto after = std::upper_bound(k_.torch_op_ids.begin(), k_.torch_op_ids.end(), last, RangeKindParser::opIdLess);
+    if (after == k_.torch_op_ids.begin()) return std::nullopt;
+    const TorchOpRange& found = *std::prev(after);
+    if (found.process_id != process_id || found.op_id != op_id) return std::nullopt;
+    return found.range;
+  }
+  NvtxRangeKinds takeKinds() { return std::move(k_); }
+
+ private:
   const core::Profile& p_;
-  std::vector<FrameworkRangeKind> kind_;
-  std::vector<TorchOpId> torch_op_ids_;
-  bool any_ = false, pytorch_ = false, op_graph_ = false, xla_ = false;
+  NvtxRangeKinds k_;
 };
 
 // Per range, the range that owns kernels launched inside it: the outermost PyTorch op around it
@@ -492,7 +500,7 @@ FrameworkOps indexOpsOf(const core::Profile& p, const NestedMessageRelease* rele
   FrameworkOps out;
   out.kernel_op.assign(p.kernels.size(), -1);
   out.kernel_region.assign(p.kernels.size(), -1);
-  const ParsedRanges ranges(p);
+  const ParsedRanges ranges = release && release->kinds ? ParsedRanges(p, std::move(*release->kinds)) : ParsedRanges(p);
   out.pytorch = ranges.pytorch();
   out.op_graph = ranges.opGraph();
   out.xla = ranges.xla();
@@ -515,6 +523,37 @@ FrameworkOps indexFrameworkOps(const core::Profile& p) { return indexOpsOf(p, nu
 
 FrameworkOps indexFrameworkOps(const core::Profile& p, const NestedMessageRelease& release) {
   return indexOpsOf(p, &release);
+}
+
+// Pass one parses every message for its kind and holds those of all but PyTorch ops, which are
+// all that a run without PyTorch ops holds; pass two, once the nesting of PyTorch ops is known,
+// holds those of the ones not nested in another.
+core::Expected<NvtxRangeKinds> readNvtxMessages(core::Profile& run) {
+  auto messages = std::make_shared<core::TextArena>();
+  RangeKindParser parser(run.nvtx_ranges.size());
+  core::Status read = core::forEachNvtxMessage(run, [&](size_t i, std::string_view message) {
+    core::NvtxRangeRow& r = run.nvtx_ranges[i];
+    if (parser.see(i, r.process_id, r.domain, message) != FrameworkRangeKind::kTorchOp) r.message = messages->hold(message);
+  });
+  if (!read) return core::Error{read.error()};
+  ParsedRanges ranges(run, parser.finish());
+  if (ranges.pytorch()) {
+    std::vector<uint8_t> held(run.nvtx_ranges.size(), 0);
+    {
+      const NvtxRangeLookup lookup(run);
+      Owners walk(run, ranges, lookup);
+      for (size_t r = 0; r < held.size(); ++r) {
+        held[r] = ranges.kind(r) == FrameworkRangeKind::kTorchOp && !walk.nestedTorchOp(r) ? 1 : 0;
+      }
+    }
+    read = core::forEachNvtxMessage(run, [&](size_t i, std::string_view message) {
+      if (held[i]) run.nvtx_ranges[i].message = messages->hold(message);
+    });
+    if (!read) return core::Error{read.error()};
+  }
+  run.nvtx_messages = std::move(messages);
+  run.nvtx_messages_loaded = true;
+  return ranges.takeKinds();
 }
 
 std::string frameworkOpName(const core::Profile& /*p*/, const FrameworkOps& ops, size_t k) {

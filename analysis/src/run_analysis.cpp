@@ -53,6 +53,10 @@ struct RunAnalysis::State {
   std::once_flag nvtx_release;  // indexOpsThenReleaseNvtxRanges
   // The messages of owned_run's ranges that framework-op indexing kept, until the ranges go.
   core::TextBlock nvtx_kept_messages;
+  // A run loaded without its NVTX messages: its ranges' kinds as they were read from its file
+  // (readNvtxMessages), until framework-op indexing takes them, and whether they could be read.
+  std::optional<NvtxRangeKinds> nvtx_kinds;
+  core::Status nvtx_read;
 
   Lazy<RunSummary> summary;
   Lazy<RooflineResult> roofline;
@@ -92,7 +96,8 @@ struct RunAnalysis::State {
   const FrameworkOps& frameworkOps() {
     return framework_ops.get([&] {
       if (!releasesNvtxRanges()) return indexFrameworkOps(*run);
-      return indexFrameworkOps(*run, {&*owned_run, &nvtx_kept_messages, [&] { nvtxOps(); }});
+      return indexFrameworkOps(*run, {&*owned_run, &nvtx_kept_messages, [&] { nvtxOps(); },
+                                      nvtx_kinds ? &*nvtx_kinds : nullptr});
     });
   }
   bool releasesNvtxRanges() const { return options.release_nvtx_ranges && owned_run && !baseline; }
@@ -116,6 +121,7 @@ struct RunAnalysis::State {
   void indexOpsThenReleaseNvtxRanges() {
     if (!releasesNvtxRanges()) return;
     std::call_once(nvtx_release, [&] {
+      if (!readMessagesNotLoaded()) return;
       frameworkOpsAlongside([&] {
         nvtxOps();
         runSummary();
@@ -124,6 +130,19 @@ struct RunAnalysis::State {
       owned_run->nvtx_messages.reset();
       nvtx_kept_messages = core::TextBlock();
     });
+  }
+
+  // A run loaded without its NVTX messages has them read from its file first (readNvtxMessages):
+  // false where they could not be (nvtx_read says why).
+  bool readMessagesNotLoaded() {
+    if (owned_run->nvtx_messages_loaded) return true;
+    core::Expected<NvtxRangeKinds> kinds = readNvtxMessages(*owned_run);
+    if (!kinds) {
+      nvtx_read = core::Error{kinds.error()};
+      return false;
+    }
+    nvtx_kinds = std::move(*kinds);
+    return true;
   }
 
   // The framework ops on a second thread (they take the longest), `alongside` on this one.
@@ -200,6 +219,7 @@ core::Expected<RunAnalysis> RunAnalysis::owningThenLoadingLaunchTables(core::Pro
   s->options.release_launch_tables = true;
   s->options.release_nvtx_ranges = true;
   s->indexOpsThenReleaseNvtxRanges();
+  if (!s->nvtx_read) return core::Error{s->nvtx_read.error()};
   core::Expected<core::LaunchTables> tables = core::loadLaunchTables(*s->owned_run);
   if (!tables) return core::Error{tables.error()};
   s->launch_tables = std::move(*tables);

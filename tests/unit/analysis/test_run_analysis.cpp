@@ -31,6 +31,22 @@ std::vector<std::string> candidateIds(const FusionResult& r) {
   return ids;
 }
 
+// The same framework ops, by name and kernels, and the same links between them.
+void expectSameFrameworkOps(const FrameworkOps& got, const FrameworkOps& want) {
+  ASSERT_EQ(got.ops.size(), want.ops.size());
+  for (size_t o = 0; o < want.ops.size(); ++o) {
+    EXPECT_EQ(got.ops[o].range.name, want.ops[o].range.name) << o;
+    EXPECT_EQ(got.ops[o].kernels, want.ops[o].kernels) << o;
+  }
+  ASSERT_EQ(got.links.size(), want.links.size());
+  for (size_t l = 0; l < want.links.size(); ++l) {
+    EXPECT_EQ(got.links[l].producer, want.links[l].producer) << l;
+    EXPECT_EQ(got.links[l].consumer, want.links[l].consumer) << l;
+    EXPECT_EQ(got.links[l].input_shape, want.links[l].input_shape) << l;
+  }
+  EXPECT_EQ(got.region_names, want.region_names);
+}
+
 TEST(RunAnalysis, EachResultIsWhatItsStepComputes) {
   const core::Profile p = load("torch_proof_gpt_bf16_eager_h100.fprof");
   const RunAnalysis a = RunAnalysis::of(p);
@@ -176,23 +192,10 @@ TEST(RunAnalysis, ReleasedNvtxRangesGiveTheSameOps) {
     EXPECT_EQ(owned.kernelOps().of_kernel, whole.kernelOps().of_kernel);
     EXPECT_EQ(owned.nvtxOps().ops.size(), whole.nvtxOps().ops.size());
     // Named, and linked, from the messages kept while the nested op ranges' went.
-    const FrameworkOps& owned_ops = owned.frameworkOps();
-    const FrameworkOps& whole_ops = whole.frameworkOps();
-    ASSERT_EQ(owned_ops.ops.size(), whole_ops.ops.size());
-    for (size_t o = 0; o < whole_ops.ops.size(); ++o) {
-      EXPECT_EQ(owned_ops.ops[o].range.name, whole_ops.ops[o].range.name) << o;
-      EXPECT_EQ(owned_ops.ops[o].kernels, whole_ops.ops[o].kernels) << o;
-    }
-    ASSERT_EQ(owned_ops.links.size(), whole_ops.links.size());
+    expectSameFrameworkOps(owned.frameworkOps(), whole.frameworkOps());
     if (std::string_view(file).find("emitnvtx") != std::string_view::npos) {
-      EXPECT_FALSE(whole_ops.links.empty());
+      EXPECT_FALSE(whole.frameworkOps().links.empty());
     }
-    for (size_t l = 0; l < whole_ops.links.size(); ++l) {
-      EXPECT_EQ(owned_ops.links[l].producer, whole_ops.links[l].producer) << l;
-      EXPECT_EQ(owned_ops.links[l].consumer, whole_ops.links[l].consumer) << l;
-      EXPECT_EQ(owned_ops.links[l].input_shape, whole_ops.links[l].input_shape) << l;
-    }
-    EXPECT_EQ(owned_ops.region_names, whole_ops.region_names);
     // Asked only for the kernels' ops (the gate), without fusion: the ranges go all the same.
     AnalysisOptions ops_only = release;
     ops_only.fusion_in_background = false;
@@ -217,6 +220,57 @@ TEST(RunAnalysis, ReleasedNvtxRangesGiveTheSameOps) {
   ASSERT_NE(compared.comparison(), nullptr);
   EXPECT_EQ(compared.profile().nvtx_ranges.size(), cur.nvtx_ranges.size());
   EXPECT_EQ(compared.baseline()->profile().nvtx_ranges.size(), base.nvtx_ranges.size());
+}
+
+// A run loaded without its launch tables and NVTX messages, the analysis reading them from the
+// file in its own time (the export and the report), gives the ops, links and fusion of a run
+// loaded whole; on a PyTorch run under emit_nvtx, one with fprof's op convention and a compiled one.
+TEST(RunAnalysis, MessagesAndTablesReadLaterGiveTheSameAnalysis) {
+  for (const char* file : {"torch_proof_gpt_bf16_emitnvtx_h100.fprof", "model_trace_h100.fprof",
+                           "torch_transformer_compile_h100.fprof"}) {
+    SCOPED_TRACE(file);
+    const core::Profile run = load(file);
+    const RunAnalysis whole = RunAnalysis::of(run);
+    auto bare = core::loadProfile(kData + file, {.launch_tables = false, .nvtx_messages = false});
+    ASSERT_TRUE(bare.ok()) << bare.error();
+    AnalysisOptions release;
+    release.release_launch_tables = true;
+    release.release_nvtx_ranges = true;
+    auto later = RunAnalysis::owningThenLoadingLaunchTables(std::move(*bare), release);
+    ASSERT_TRUE(later.ok()) << later.error();
+    const RunAnalysis& owned = *later;
+    EXPECT_EQ(owned.kernelOps().names, whole.kernelOps().names);
+    EXPECT_EQ(owned.kernelOps().of_kernel, whole.kernelOps().of_kernel);
+    ASSERT_EQ(owned.nvtxOps().ops.size(), whole.nvtxOps().ops.size());
+    expectSameFrameworkOps(owned.frameworkOps(), whole.frameworkOps());
+    EXPECT_EQ(owned.summary().nvtx_range_count, whole.summary().nvtx_range_count);
+    EXPECT_EQ(owned.dataFlow().edges.size(), whole.dataFlow().edges.size());
+    EXPECT_EQ(candidateIds(owned.fusion()), candidateIds(whole.fusion()));
+    ASSERT_EQ(owned.opPlacements().size(), whole.opPlacements().size());
+    for (size_t i = 0; i < whole.opPlacements().size(); ++i) {
+      EXPECT_EQ(owned.opPlacements()[i].label, whole.opPlacements()[i].label);
+    }
+  }
+}
+
+// The messages are read from the run's file: replaced after the load, the analysis is an error
+// naming the cause, not another run's ops.
+TEST(RunAnalysis, MessagesOfAReplacedFileAreAnError) {
+  const std::string dir = std::string(FPROF_TEST_TMP) + "/run_analysis_messages";
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/run.fprof";
+  std::filesystem::copy_file(kData + "torch_mlp_eager_h100.fprof", path, std::filesystem::copy_options::overwrite_existing);
+  auto bare = core::loadProfile(path, {.launch_tables = false, .nvtx_messages = false});
+  ASSERT_TRUE(bare.ok()) << bare.error();
+  std::filesystem::copy_file(kData + "torch_mlp_compile_h100.fprof", dir + "/other.fprof",
+                             std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::rename(dir + "/other.fprof", path);
+  AnalysisOptions release;
+  release.release_launch_tables = true;
+  release.release_nvtx_ranges = true;
+  auto later = RunAnalysis::owningThenLoadingLaunchTables(std::move(*bare), release);
+  ASSERT_FALSE(later.ok());
+  EXPECT_NE(later.error().find("changed while fprof was reading it"), std::string::npos) << later.error();
 }
 
 TEST(RunAnalysis, BaselineGivesItsAnalysisAndTheComparison) {

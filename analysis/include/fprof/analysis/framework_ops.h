@@ -94,12 +94,36 @@ FrameworkOps indexFrameworkOps(const core::Profile& p);
 // (Profile::nvtx_messages), the blocks left empty let go; where another profile shares those
 // blocks, the others are moved into `kept` instead, which must outlive them. `others_done`
 // returns once no other reader of the messages (fprof's op index) is running.
+struct NvtxRangeKinds;
 struct NestedMessageRelease {
   core::Profile* run = nullptr;
   core::TextBlock* kept = nullptr;
   std::function<void()> others_done;
+  // Where given, every range's kind and op id as readNvtxMessages read them (the messages of
+  // nested PyTorch ops were never held), taken instead of parsing the messages.
+  NvtxRangeKinds* kinds = nullptr;
 };
 FrameworkOps indexFrameworkOps(const core::Profile& p, const NestedMessageRelease& release);
+
+// A PyTorch op range that carries an op id: the ranges an emit_nvtx input_op_ids names.
+struct TorchOpRange {
+  uint32_t process_id = 0;
+  uint32_t range = 0;  // index into Profile::nvtx_ranges
+  uint64_t op_id = 0;
+};
+// Every range's kind and op id, from one parse of the messages.
+struct NvtxRangeKinds {
+  std::vector<FrameworkRangeKind> kind;  // per range
+  std::vector<TorchOpRange> torch_op_ids;  // by (process, op id, range)
+  bool any = false, pytorch = false, op_graph = false, xla = false;
+};
+// For a run loaded without its NVTX messages (core::LoadOptions::nvtx_messages = false), whose
+// ranges are let go once its ops are indexed: the messages read from its file twice, first for
+// every range's kind and op id (returned, for indexFrameworkOps), then to hold in the run those of
+// every range but the PyTorch ops nested in another op, which nothing reads once their kinds are
+// known (NestedMessageRelease). A PyTorch run's messages (several ranges of about a hundred
+// characters a kernel, most of them nested) then never stand in memory whole.
+core::Expected<NvtxRangeKinds> readNvtxMessages(core::Profile& run);
 
 // The name a kernel's op goes by in reports: its framework op, else the innermost user range,
 // else "" (fprof's op= convention is read by nvtx_ops.h).

@@ -93,11 +93,12 @@ class RunAnalysis {
   // Owns them (see AnalysisOptions::release_launch_tables).
   static RunAnalysis owning(core::Profile run, std::optional<core::Profile> baseline = std::nullopt,
                             const AnalysisOptions& options = {});
-  // Owns a run loaded without its launch tables (core::LoadOptions), for a front end that reads
-  // the run only through this analysis (release_launch_tables and release_nvtx_ranges are set):
-  // the ops are indexed and the NVTX ranges let go first, and only then are the launch tables
-  // read from the run's file (core::loadLaunchTables), so that the two never stand in memory
-  // together. An error where the file cannot be read again as it was.
+  // Owns a run loaded without its launch tables (core::LoadOptions), and maybe without its NVTX
+  // messages, for a front end that reads the run only through this analysis (release_launch_tables
+  // and release_nvtx_ranges are set): the messages are read from the run's file, keeping only
+  // those indexing reads (readNvtxMessages), the ops are indexed and the NVTX ranges let go, and
+  // only then are the launch tables read (core::loadLaunchTables), so that none of these stand
+  // in memory together. An error where the file cannot be read again as it was.
   static core::Expected<RunAnalysis> owningThenLoadingLaunchTables(core::Profile run, const AnalysisOptions& options = {});
   RunAnalysis(RunAnalysis&&) noexcept;
   RunAnalysis& operator=(RunAnalysis&&) noexcept;
