@@ -623,7 +623,7 @@ core::Status exportStreamed(const ExportOptions& o, core::ProfileStream& in, Row
 // The run is read through the analysis alone: its launch tables are read once its NVTX ranges
 // have been indexed and let go.
 core::Status exportAnalysed(const ExportOptions& o, RowWriter& w) {
-  auto loaded = loadProfile(o.file, nullptr, {.launch_tables = false});
+  auto loaded = loadProfile(o.file, nullptr, {.launch_tables = false, .nvtx_messages = false});
   if (!loaded) return core::makeError(loaded.error());
   auto analysed = analysis::RunAnalysis::owningThenLoadingLaunchTables(std::move(*loaded));
   if (!analysed) return core::makeError(analysed.error());

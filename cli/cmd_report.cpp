@@ -82,7 +82,8 @@ bool launchTablesLater(const ReportOptions& opt) { return opt.baseline.empty() &
 
 core::Expected<LoadedRuns> loadRuns(const ReportOptions& opt, Progress& progress) {
   progress.step("reading " + opt.file);
-  auto run = loadProfile(opt.file, &progress, {.launch_tables = !launchTablesLater(opt)});
+  const bool later = launchTablesLater(opt);
+  auto run = loadProfile(opt.file, &progress, {.launch_tables = !later, .nvtx_messages = !later});
   if (!run) return core::Error{run.error()};
   LoadedRuns runs{std::move(*run), std::nullopt};
   if (!opt.baseline.empty()) {
