@@ -12,6 +12,10 @@
 #include "help_format.h"
 #include "progress.h"
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 namespace fprof::cli {
 
 int inputError(const std::string& message) {
@@ -121,6 +125,13 @@ int exitChecked(int code) {
 
 int main(int argc, char** argv) {
   using namespace fprof::cli;
+#ifdef __GLIBC__
+  // A fixed threshold: blocks of a mebibyte or more (the tables of a large run) are mapped on
+  // their own and go back to the system when freed. glibc's default raises the threshold as such
+  // blocks are freed, so later ones land in the heap and stay resident after the step that used
+  // them, adding to the peak of the steps after it.
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
+#endif
   CLI::App app{"fprof " FPROF_VERSION_STRING
                ": GPU profiling and roofline analysis for CUDA programs.\n"
                "Profile a program, see where each kernel sits on the roofline, find the fusions that pay."};
