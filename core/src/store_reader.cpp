@@ -1947,6 +1947,19 @@ Status forEachNvtxMessage(const Profile& p, const std::function<void(size_t, std
   return unchanged(p);
 }
 
+Status loadNvtxMessages(Profile& p) {
+  if (p.nvtx_messages_loaded) return {};
+  auto arena = std::make_shared<TextArena>();
+  std::vector<PackedText> messages(p.nvtx_ranges.size());
+  if (Status s = forEachNvtxMessage(p, [&](size_t at, std::string_view m) { messages[at] = arena->hold(m); }); !s) {
+    return s;
+  }
+  for (size_t i = 0; i < messages.size(); ++i) p.nvtx_ranges[i].message = std::move(messages[i]);
+  p.nvtx_messages = std::move(arena);
+  p.nvtx_messages_loaded = true;
+  return {};
+}
+
 Expected<LaunchTables> loadLaunchTables(const Profile& p) {
   if (Status s = unchanged(p); !s) return Error{s.error()};
   ProfileLoad load(p.path);

@@ -512,6 +512,12 @@ TEST(Store, NvtxMessagesReadLaterAreTheLoadedOnes) {
       EXPECT_EQ(times[i], 1) << i;
       EXPECT_EQ(read[i], whole->nvtx_ranges[i].message.view()) << i;
     }
+    // Given back to the profile, they are a whole load's.
+    ASSERT_TRUE(loadNvtxMessages(*without));
+    EXPECT_TRUE(without->nvtx_messages_loaded);
+    for (size_t i = 0; i < whole->nvtx_ranges.size(); ++i) {
+      EXPECT_EQ(without->nvtx_ranges[i].message.view(), whole->nvtx_ranges[i].message.view()) << i;
+    }
   }
 }
 
@@ -533,6 +539,10 @@ TEST(Store, NvtxMessagesOfAReplacedFileAreRefused) {
   ASSERT_FALSE(later.ok());
   EXPECT_EQ(later.error(), path + ": changed while fprof was reading it (replaced, rewritten or still being "
                                   "written); run the command again once it is complete");
+  // Nor given to the profile: it keeps its empty messages.
+  EXPECT_EQ(loadNvtxMessages(*without).error(), later.error());
+  EXPECT_FALSE(without->nvtx_messages_loaded);
+  for (const NvtxRangeRow& r : without->nvtx_ranges) EXPECT_TRUE(r.message.empty());
   std::filesystem::remove(path);
   EXPECT_FALSE(forEachNvtxMessage(*without, [](size_t, std::string_view) {}).ok());
 }

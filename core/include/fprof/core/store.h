@@ -95,6 +95,9 @@ Expected<Profile> loadProfile(const std::string& path, const LoadOptions& option
 // loadProfile reads it, in the file's order; for a profile loaded without them. An error where
 // the file is not the one the profile was loaded from any more (as loadLaunchTables).
 Status forEachNvtxMessage(const Profile& p, const std::function<void(size_t, std::string_view)>& see);
+// Gives a profile loaded without its NVTX messages every message, as loadProfile would have
+// (nvtx_messages_loaded is then true); the same error as forEachNvtxMessage, the profile unchanged.
+Status loadNvtxMessages(Profile& p);
 
 struct LaunchTables {
   std::vector<KernelArgRecord> kernel_args;
