@@ -211,19 +211,33 @@ RunAnalysis RunAnalysis::owning(core::Profile run, std::optional<core::Profile> 
   return RunAnalysis(std::move(s));
 }
 
-core::Expected<RunAnalysis> RunAnalysis::owningThenLoadingLaunchTables(core::Profile run, const AnalysisOptions& options) {
+core::Expected<std::unique_ptr<RunAnalysis::State>> RunAnalysis::indexedState(core::Profile run,
+                                                                              const AnalysisOptions& options) {
   auto s = std::make_unique<State>();
   s->owned_run.emplace(std::move(run));
   s->run = &*s->owned_run;
   s->options = options;
-  s->options.release_launch_tables = true;
   s->options.release_nvtx_ranges = true;
   s->indexOpsThenReleaseNvtxRanges();
   if (!s->nvtx_read) return core::Error{s->nvtx_read.error()};
-  core::Expected<core::LaunchTables> tables = core::loadLaunchTables(*s->owned_run);
+  return s;
+}
+
+core::Expected<RunAnalysis> RunAnalysis::owningIndexed(core::Profile run, const AnalysisOptions& options) {
+  core::Expected<std::unique_ptr<State>> s = indexedState(std::move(run), options);
+  if (!s) return core::Error{s.error()};
+  return RunAnalysis(std::move(*s));
+}
+
+core::Expected<RunAnalysis> RunAnalysis::owningThenLoadingLaunchTables(core::Profile run, const AnalysisOptions& options) {
+  AnalysisOptions later = options;
+  later.release_launch_tables = true;
+  core::Expected<std::unique_ptr<State>> s = indexedState(std::move(run), later);
+  if (!s) return core::Error{s.error()};
+  core::Expected<core::LaunchTables> tables = core::loadLaunchTables(*(*s)->owned_run);
   if (!tables) return core::Error{tables.error()};
-  s->launch_tables = std::move(*tables);
-  return RunAnalysis(std::move(s));
+  (*s)->launch_tables = std::move(*tables);
+  return RunAnalysis(std::move(*s));
 }
 
 const core::Profile& RunAnalysis::profile() const { return *s_->run; }

@@ -250,6 +250,16 @@ TEST(RunAnalysis, MessagesAndTablesReadLaterGiveTheSameAnalysis) {
     for (size_t i = 0; i < whole.opPlacements().size(); ++i) {
       EXPECT_EQ(owned.opPlacements()[i].label, whole.opPlacements()[i].label);
     }
+    // Indexed without the launch tables (the gate): the same ops.
+    auto bare_again = core::loadProfile(kData + file, {.launch_tables = false, .nvtx_messages = false});
+    ASSERT_TRUE(bare_again.ok()) << bare_again.error();
+    AnalysisOptions ops_only;
+    ops_only.fusion_in_background = false;
+    auto indexed = RunAnalysis::owningIndexed(std::move(*bare_again), ops_only);
+    ASSERT_TRUE(indexed.ok()) << indexed.error();
+    EXPECT_TRUE(indexed->profile().nvtx_ranges.empty());
+    EXPECT_EQ(indexed->kernelOps().names, whole.kernelOps().names);
+    EXPECT_EQ(indexed->kernelOps().of_kernel, whole.kernelOps().of_kernel);
   }
 }
 
@@ -262,6 +272,8 @@ TEST(RunAnalysis, MessagesOfAReplacedFileAreAnError) {
   std::filesystem::copy_file(kData + "torch_mlp_eager_h100.fprof", path, std::filesystem::copy_options::overwrite_existing);
   auto bare = core::loadProfile(path, {.launch_tables = false, .nvtx_messages = false});
   ASSERT_TRUE(bare.ok()) << bare.error();
+  auto bare_indexed = core::loadProfile(path, {.launch_tables = false, .nvtx_messages = false});
+  ASSERT_TRUE(bare_indexed.ok()) << bare_indexed.error();
   std::filesystem::copy_file(kData + "torch_mlp_compile_h100.fprof", dir + "/other.fprof",
                              std::filesystem::copy_options::overwrite_existing);
   std::filesystem::rename(dir + "/other.fprof", path);
@@ -271,6 +283,10 @@ TEST(RunAnalysis, MessagesOfAReplacedFileAreAnError) {
   auto later = RunAnalysis::owningThenLoadingLaunchTables(std::move(*bare), release);
   ASSERT_FALSE(later.ok());
   EXPECT_NE(later.error().find("changed while fprof was reading it"), std::string::npos) << later.error();
+  // Without the launch tables to read, the messages alone find it out.
+  auto indexed = RunAnalysis::owningIndexed(std::move(*bare_indexed));
+  ASSERT_FALSE(indexed.ok());
+  EXPECT_NE(indexed.error().find("changed while fprof was reading it"), std::string::npos) << indexed.error();
 }
 
 TEST(RunAnalysis, BaselineGivesItsAnalysisAndTheComparison) {

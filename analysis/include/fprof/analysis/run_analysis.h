@@ -100,6 +100,11 @@ class RunAnalysis {
   // only then are the launch tables read (core::loadLaunchTables), so that none of these stand
   // in memory together. An error where the file cannot be read again as it was.
   static core::Expected<RunAnalysis> owningThenLoadingLaunchTables(core::Profile run, const AnalysisOptions& options = {});
+  // Owns a run, maybe loaded without its NVTX messages, for a front end that reads its kernels and
+  // ops but not its ranges (the gate): as above, the messages read from the file where they were
+  // not loaded, the ops indexed at once and the ranges let go (release_nvtx_ranges is set); the
+  // launch tables are those the run was loaded with. An error where the messages cannot be read.
+  static core::Expected<RunAnalysis> owningIndexed(core::Profile run, const AnalysisOptions& options = {});
   RunAnalysis(RunAnalysis&&) noexcept;
   RunAnalysis& operator=(RunAnalysis&&) noexcept;
   ~RunAnalysis();
@@ -136,6 +141,8 @@ class RunAnalysis {
  private:
   struct State;
   explicit RunAnalysis(std::unique_ptr<State> state);
+  // The state of owningIndexed, before the analysis starts (its fusion may start at once).
+  static core::Expected<std::unique_ptr<State>> indexedState(core::Profile run, const AnalysisOptions& options);
   std::unique_ptr<State> s_;
 };
 
