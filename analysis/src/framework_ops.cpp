@@ -525,35 +525,56 @@ FrameworkOps indexFrameworkOps(const core::Profile& p, const NestedMessageReleas
   return indexOpsOf(p, &release);
 }
 
-// Pass one parses every message for its kind and holds those of all but PyTorch ops, which are
-// all that a run without PyTorch ops holds; pass two, once the nesting of PyTorch ops is known,
-// holds those of the ones not nested in another.
+namespace {
+
+// Whether each range lies inside a PyTorch op range, as far as the ranges read so far tell. The
+// file hands ranges over in key order, and a range's key is above its parent's (a parent starts
+// first), so the answer is known as each range comes; where a parent comes later (a file written
+// otherwise), it is unknown.
+class InsideTorchOp {
+ public:
+  enum class Answer : uint8_t { kUnread, kNo, kYes, kUnknown };
+  explicit InsideTorchOp(const core::Profile& run) : lookup_(run), covered_(run.nvtx_ranges.size(), Answer::kUnread) {}
+
+  // Range r, of this kind, read: whether it is inside a PyTorch op.
+  Answer see(size_t r, FrameworkRangeKind kind) {
+    const Answer inside = insideOf(r);
+    covered_[r] = kind == FrameworkRangeKind::kTorchOp ? Answer::kYes : inside;
+    return inside;
+  }
+
+ private:
+  Answer insideOf(size_t r) const {
+    const std::optional<size_t> parent = lookup_.parent(r);
+    if (!parent) return Answer::kNo;
+    const Answer above = covered_[*parent];
+    return above == Answer::kUnread ? Answer::kUnknown : above;
+  }
+
+  const NvtxRangeLookup lookup_;
+  std::vector<Answer> covered_;  // the range is a PyTorch op or inside one
+};
+
+}  // namespace
+
+// One pass parses every message for its kind and holds all but those of PyTorch ops nested in
+// another PyTorch op (most of them, under emit_nvtx): those are known nested as they come, their
+// parents read before them. Where nesting is not known yet, the message is held: a few more than
+// indexing needs, never fewer.
 core::Expected<NvtxRangeKinds> readNvtxMessages(core::Profile& run) {
   auto messages = std::make_shared<core::TextArena>();
   RangeKindParser parser(run.nvtx_ranges.size());
+  InsideTorchOp nesting(run);
   core::Status read = core::forEachNvtxMessage(run, [&](size_t i, std::string_view message) {
     core::NvtxRangeRow& r = run.nvtx_ranges[i];
-    if (parser.see(i, r.process_id, r.domain, message) != FrameworkRangeKind::kTorchOp) r.message = messages->hold(message);
+    const FrameworkRangeKind kind = parser.see(i, r.process_id, r.domain, message);
+    const InsideTorchOp::Answer inside = nesting.see(i, kind);
+    if (kind != FrameworkRangeKind::kTorchOp || inside != InsideTorchOp::Answer::kYes) r.message = messages->hold(message);
   });
   if (!read) return core::Error{read.error()};
-  ParsedRanges ranges(run, parser.finish());
-  if (ranges.pytorch()) {
-    std::vector<uint8_t> held(run.nvtx_ranges.size(), 0);
-    {
-      const NvtxRangeLookup lookup(run);
-      Owners walk(run, ranges, lookup);
-      for (size_t r = 0; r < held.size(); ++r) {
-        held[r] = ranges.kind(r) == FrameworkRangeKind::kTorchOp && !walk.nestedTorchOp(r) ? 1 : 0;
-      }
-    }
-    read = core::forEachNvtxMessage(run, [&](size_t i, std::string_view message) {
-      if (held[i]) run.nvtx_ranges[i].message = messages->hold(message);
-    });
-    if (!read) return core::Error{read.error()};
-  }
   run.nvtx_messages = std::move(messages);
   run.nvtx_messages_loaded = true;
-  return ranges.takeKinds();
+  return parser.finish();
 }
 
 std::string frameworkOpName(const core::Profile& /*p*/, const FrameworkOps& ops, size_t k) {

@@ -5,6 +5,7 @@
 
 #include "fixture.h"
 #include "fprof/analysis/framework_ops.h"
+#include "fprof/analysis/run_analysis.h"
 
 namespace fprof::analysis {
 namespace {
@@ -95,24 +96,36 @@ TEST(FrameworkRange, PathsNamedByTheirOps) {
 
 // One GPT-2 MLP under emit_nvtx(record_shapes=True): linear (t + addmm) -> gelu -> view -> linear.
 // The views own no kernel, so the second linear's input is linked through them to gelu.
-core::Profile mlpProfile(const std::string& name) {
+// With `parents_last` the keys run the other way (a range's key below its parent's), as a file
+// written otherwise than by fprof's collector may hold them.
+std::string mlpDatabase(const std::string& name, bool parents_last = false) {
   DbBuilder db(name);
+  struct Keyed {
+    DbBuilder& db;
+    bool reversed;
+    uint64_t key(uint64_t k) const { return reversed ? 9 - k : k; }
+    void range(uint64_t k, std::optional<uint64_t> parent, const std::string& message, int64_t start_ns, int64_t end_ns,
+               uint64_t payload, const std::string& domain) {
+      db.range(key(k), parent ? std::optional<uint64_t>(key(*parent)) : std::nullopt, message, start_ns, end_ns, payload,
+               domain);
+    }
+  } keyed{db, parents_last};
   const std::string half_gemm = "nvjet_sm90_hsh_64x64_64x13_1x2_h_bz_bias_TNT";
-  db.range(1, std::nullopt, "model.mlp", 0, 100000, 0, "");
-  db.range(2, 1, "aten::linear, seq = 1, op_id = 10, sizes = [[512, 256], [1024, 256], [1024]], input_op_ids = [(0,0), (0,0), (0,0)]",
+  keyed.range(1, std::nullopt, "model.mlp", 0, 100000, 0, "");
+  keyed.range(2, 1, "aten::linear, seq = 1, op_id = 10, sizes = [[512, 256], [1024, 256], [1024]], input_op_ids = [(0,0), (0,0), (0,0)]",
            0, 20000, 0, "");
-  db.range(3, 2, "aten::t, seq = 2, op_id = 11, sizes = [[1024, 256]], input_op_ids = [(0,0)]", 0, 100, 0, "");
-  db.range(4, 2, "aten::addmm, seq = 3, op_id = 12, sizes = [[1024], [512, 256], [256, 1024]], input_op_ids = [(0,0), (0,0), (11,0)]",
+  keyed.range(3, 2, "aten::t, seq = 2, op_id = 11, sizes = [[1024, 256]], input_op_ids = [(0,0)]", 0, 100, 0, "");
+  keyed.range(4, 2, "aten::addmm, seq = 3, op_id = 12, sizes = [[1024], [512, 256], [256, 1024]], input_op_ids = [(0,0), (0,0), (11,0)]",
            100, 20000, 0, "");
-  db.range(5, 1, "aten::gelu, seq = 4, op_id = 13, sizes = [[512, 1024]], input_op_ids = [(10,0)]", 20000, 40000, 0, "");
-  db.range(6, 1, "aten::view, seq = 5, op_id = 14, sizes = [[512, 1024], []], input_op_ids = [(13,0), (0,0)]", 40000, 40100,
+  keyed.range(5, 1, "aten::gelu, seq = 4, op_id = 13, sizes = [[512, 1024]], input_op_ids = [(10,0)]", 20000, 40000, 0, "");
+  keyed.range(6, 1, "aten::view, seq = 5, op_id = 14, sizes = [[512, 1024], []], input_op_ids = [(13,0), (0,0)]", 40000, 40100,
            0, "");
-  db.range(7, 1, "aten::linear, seq = 6, op_id = 15, sizes = [[512, 1024], [256, 1024], [256]], input_op_ids = [(14,0), (0,0), (0,0)]",
+  keyed.range(7, 1, "aten::linear, seq = 6, op_id = 15, sizes = [[512, 1024], [256, 1024], [256]], input_op_ids = [(14,0), (0,0), (0,0)]",
            40100, 80000, 0, "");
-  db.range(8, 7, "aten::addmm, seq = 7, op_id = 16, sizes = [[256], [512, 1024], [1024, 256]], input_op_ids = [(0,0), (14,0), (0,0)]",
+  keyed.range(8, 7, "aten::addmm, seq = 7, op_id = 16, sizes = [[256], [512, 1024], [1024, 256]], input_op_ids = [(0,0), (14,0), (0,0)]",
            40200, 80000, 0, "");
   auto k1 = db.kernel(half_gemm, 1000, 10000);
-  k1.nvtx_range_key = 4;
+  k1.nvtx_range_key = keyed.key(4);
   auto k2 = db.kernel(
       "void at::native::vectorized_elementwise_kernel<8, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, "
       "at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#3}::operator()() const::{lambda(c10::Half)#1}, "
@@ -120,13 +133,69 @@ core::Profile mlpProfile(const std::string& name) {
       "at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#3}::operator()() const::{lambda(c10::Half)#1}, "
       "std::array<char*, 2ul>)",
       21000, 5000);
-  k2.nvtx_range_key = 5;
+  k2.nvtx_range_key = keyed.key(5);
   auto k3 = db.kernel(half_gemm, 41000, 10000);
-  k3.nvtx_range_key = 8;
+  k3.nvtx_range_key = keyed.key(8);
   auto k4 = db.kernel("loose_kernel", 90000, 1000);
-  k4.nvtx_range_key = 1;
+  k4.nvtx_range_key = keyed.key(1);
   for (auto* k : {&k1, &k2, &k3, &k4}) db.add(*k);
-  return db.load();
+  EXPECT_TRUE(db.writer().close().ok());
+  return db.path();
+}
+
+core::Profile mlpProfile(const std::string& name) {
+  auto p = core::loadProfile(mlpDatabase(name));
+  EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.error());
+  return std::move(*p);
+}
+
+// Read from the file for a run loaded without them, the messages give every range the kind a
+// whole load gives it, and the ones held are all but those of PyTorch ops nested in another; where
+// a range's parent comes after it in the file, its nesting is not known as it is read, and its
+// message is held all the same. The ops indexed from them are a whole load's either way.
+TEST(FrameworkOps, MessagesReadFromTheFileGiveTheWholeLoadsOps) {
+  for (const bool parents_last : {false, true}) {
+    SCOPED_TRACE(parents_last ? "parents last" : "parents first");
+    const std::string path = mlpDatabase(parents_last ? "fw_read_parents_last" : "fw_read_parents_first", parents_last);
+    auto whole = core::loadProfile(path);
+    ASSERT_TRUE(whole.ok()) << whole.error();
+    auto bare = core::loadProfile(path, {.launch_tables = false, .nvtx_messages = false});
+    ASSERT_TRUE(bare.ok()) << bare.error();
+    auto kinds = readNvtxMessages(*bare);
+    ASSERT_TRUE(kinds.ok()) << kinds.error();
+    EXPECT_TRUE(bare->nvtx_messages_loaded);
+    EXPECT_TRUE(kinds->pytorch);
+    EXPECT_TRUE(kinds->op_graph);
+    const FrameworkOps want = indexFrameworkOps(*whole);
+    std::vector<std::string> held;
+    for (size_t i = 0; i < bare->nvtx_ranges.size(); ++i) {
+      const std::string_view m = bare->nvtx_ranges[i].message.view();
+      EXPECT_TRUE(m.empty() || m == whole->nvtx_ranges[i].message.view()) << i;
+      if (!m.empty()) held.push_back(std::string(m.substr(0, m.find(','))));
+    }
+    std::sort(held.begin(), held.end());
+    if (parents_last) {
+      EXPECT_EQ(held.size(), bare->nvtx_ranges.size()) << "no parent read before its range: every message held";
+    } else {
+      EXPECT_EQ(held, (std::vector<std::string>{"aten::gelu", "aten::linear", "aten::linear", "aten::view", "model.mlp"}))
+          << "the addmm and t inside the linears left in the file";
+    }
+    AnalysisOptions ops_only;
+    ops_only.fusion_in_background = false;
+    auto again = core::loadProfile(path, {.launch_tables = false, .nvtx_messages = false});
+    ASSERT_TRUE(again.ok()) << again.error();
+    auto indexed = RunAnalysis::owningIndexed(std::move(*again), ops_only);
+    ASSERT_TRUE(indexed.ok()) << indexed.error();
+    const FrameworkOps& got = indexed->frameworkOps();
+    ASSERT_EQ(got.ops.size(), want.ops.size());
+    for (size_t o = 0; o < want.ops.size(); ++o) EXPECT_EQ(got.ops[o].range.name, want.ops[o].range.name) << o;
+    EXPECT_EQ(got.kernel_op, want.kernel_op);
+    ASSERT_EQ(got.links.size(), want.links.size());
+    for (size_t l = 0; l < want.links.size(); ++l) {
+      EXPECT_EQ(got.links[l].producer, want.links[l].producer) << l;
+      EXPECT_EQ(got.links[l].consumer, want.links[l].consumer) << l;
+    }
+  }
 }
 
 TEST(FrameworkOps, TheOutermostPytorchOpOwnsItsKernels) {

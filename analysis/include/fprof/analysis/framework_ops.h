@@ -118,11 +118,11 @@ struct NvtxRangeKinds {
   bool any = false, pytorch = false, op_graph = false, xla = false;
 };
 // For a run loaded without its NVTX messages (core::LoadOptions::nvtx_messages = false), whose
-// ranges are let go once its ops are indexed: the messages read from its file twice, first for
-// every range's kind and op id (returned, for indexFrameworkOps), then to hold in the run those of
-// every range but the PyTorch ops nested in another op, which nothing reads once their kinds are
-// known (NestedMessageRelease). A PyTorch run's messages (several ranges of about a hundred
-// characters a kernel, most of them nested) then never stand in memory whole.
+// ranges are let go once its ops are indexed: the messages read from its file once, each parsed
+// for its range's kind and op id (returned, for indexFrameworkOps), and held in the run unless the
+// range is a PyTorch op nested in another, which nothing reads once its kind is known
+// (NestedMessageRelease). A PyTorch run's messages (several ranges of about a hundred characters
+// a kernel, most of them nested) then never stand in memory whole.
 core::Expected<NvtxRangeKinds> readNvtxMessages(core::Profile& run);
 
 // The name a kernel's op goes by in reports: its framework op, else the innermost user range,
