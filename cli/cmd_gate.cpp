@@ -79,14 +79,15 @@ analysis::DiffSide diffSideOf(const core::Profile& p) {
   return analysis::diffSideOf(p, a.kernelOps());
 }
 
-// A file compared whole only: its run is the analysis's own, which lets the NVTX ranges go once
-// the ops are indexed (a side reads the kernels' op names and NVTX paths, not the ranges).
-void readWholeOnly(core::Profile p, GateFile& f) {
-  analysis::AnalysisOptions options = gateAnalysisOptions();
-  options.release_nvtx_ranges = true;
-  const analysis::RunAnalysis a = analysis::RunAnalysis::owning(std::move(p), std::nullopt, options);
-  f.whole = analysis::diffSideOf(a.profile(), a.kernelOps());
-  f.kernel_names = analysis::distinctKernelNames(a.profile());
+// A file compared whole only: its run is the analysis's own, which reads the NVTX messages it
+// needs from the file and lets the ranges go once the ops are indexed (a side reads the kernels'
+// op names and NVTX paths, not the ranges).
+core::Status readWholeOnly(core::Profile p, GateFile& f) {
+  core::Expected<analysis::RunAnalysis> a = analysis::RunAnalysis::owningIndexed(std::move(p), gateAnalysisOptions());
+  if (!a) return core::makeError(a.error());
+  f.whole = analysis::diffSideOf(a->profile(), a->kernelOps());
+  f.kernel_names = analysis::distinctKernelNames(a->profile());
+  return {};
 }
 
 // Reads a file and keeps its sides; rank by rank where want_by_rank says so of its ranks. A file of
@@ -94,17 +95,20 @@ void readWholeOnly(core::Profile p, GateFile& f) {
 core::Expected<GateFile> readGateFile(const std::string& path,
                                       const std::function<bool(const GateFile&)>& want_by_rank) {
   // The gate compares launch groups and ops: the launch arguments and memory events, which only
-  // data flow reads, are not read (tens of bytes per kernel, and most of the reading time).
-  auto p = loadProfile(path, nullptr, {.launch_tables = false});
+  // data flow reads, are not read (tens of bytes per kernel, and most of the reading time), and the
+  // NVTX messages are read once the file's ranks are known, only those the op index needs where
+  // the file is compared whole.
+  auto p = loadProfile(path, nullptr, {.launch_tables = false, .nvtx_messages = false});
   if (!p) return core::makeError(p.error());
   GateFile f;
   f.several_processes = p->processes.size() > 1;
   f.groups = core::rankGroups(*p);
   f.ranks = ranksOf(f.groups);
   if (!f.ranks || !want_by_rank(f)) {
-    readWholeOnly(std::move(*p), f);
+    if (core::Status s = readWholeOnly(std::move(*p), f); !s) return core::makeError(s.error());
     return f;
   }
+  if (core::Status s = core::loadNvtxMessages(*p); !s) return core::makeError(s.error());
   f.whole = diffSideOf(*p);
   f.kernel_names = analysis::distinctKernelNames(*p);
   if (f.groups.size() == 1 && f.groups.front().process_ids.size() == p->processes.size()) {
