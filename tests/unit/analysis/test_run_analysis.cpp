@@ -224,10 +224,11 @@ TEST(RunAnalysis, ReleasedNvtxRangesGiveTheSameOps) {
 
 // A run loaded without its launch tables and NVTX messages, the analysis reading them from the
 // file in its own time (the export and the report), gives the ops, links and fusion of a run
-// loaded whole; on a PyTorch run under emit_nvtx, one with fprof's op convention and a compiled one.
+// loaded whole; on PyTorch runs under emit_nvtx (a training step among them), one with fprof's
+// op convention and a compiled one.
 TEST(RunAnalysis, MessagesAndTablesReadLaterGiveTheSameAnalysis) {
   for (const char* file : {"torch_proof_gpt_bf16_emitnvtx_h100.fprof", "model_trace_h100.fprof",
-                           "torch_transformer_compile_h100.fprof"}) {
+                           "torch_transformer_compile_h100.fprof", "torch_hfgpt2_train_step_nvtx_h100.fprof"}) {
     SCOPED_TRACE(file);
     const core::Profile run = load(file);
     const RunAnalysis whole = RunAnalysis::of(run);

@@ -480,7 +480,7 @@ TEST(Store, LaunchTablesOfAReplacedFileAreRefused) {
 TEST(Store, NvtxMessagesReadLaterAreTheLoadedOnes) {
   const std::string data = std::string(FPROF_SOURCE_DIR) + "/tests/data/";
   for (const char* name : {"torch_proof_gpt_bf16_emitnvtx_h100.fprof", "model_trace_h100.fprof",
-                           "torch_transformer_compile_h100.fprof"}) {
+                           "torch_transformer_compile_h100.fprof", "torch_hfgpt2_train_step_nvtx_h100.fprof"}) {
     SCOPED_TRACE(name);
     auto whole = loadProfile(data + name);
     ASSERT_TRUE(whole.ok()) << whole.error();
