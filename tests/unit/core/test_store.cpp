@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <map>
 #include <numeric>
+#include <utility>
 
 #include "fprof/core/merge.h"
 #include "fprof/core/schema.h"
@@ -453,15 +454,22 @@ TEST(Store, LaunchTablesReadLaterAreTheLoadersOwn) {
   }
 }
 
-// The tables are read only from the file the profile came from: replaced in between, it is an
-// error naming the cause, not another run's arguments.
-TEST(Store, LaunchTablesOfAReplacedFileAreRefused) {
+// A run copied to NAME_replaced.fprof, and another run beside it (NAME_other.fprof) to rename over
+// it once the first has been loaded.
+std::pair<std::string, std::string> runAndItsReplacement(const std::string& name) {
   const std::string data = std::string(FPROF_SOURCE_DIR) + "/tests/data/";
-  const std::string path = tempPath("later_tables_replaced.fprof");
-  const std::string other = tempPath("later_tables_other.fprof");
+  const std::string path = tempPath(name + "_replaced.fprof");
+  const std::string other = tempPath(name + "_other.fprof");
   std::filesystem::copy_file(data + "torch_mlp_eager_h100.fprof", path, std::filesystem::copy_options::overwrite_existing);
   std::filesystem::copy_file(data + "torch_mlp_compile_h100.fprof", other,
                              std::filesystem::copy_options::overwrite_existing);
+  return {path, other};
+}
+
+// The tables are read only from the file the profile came from: replaced in between, it is an
+// error naming the cause, not another run's arguments.
+TEST(Store, LaunchTablesOfAReplacedFileAreRefused) {
+  const auto [path, other] = runAndItsReplacement("later_tables");
   auto without = loadProfile(path, {.launch_tables = false});
   ASSERT_TRUE(without.ok()) << without.error();
   ASSERT_TRUE(loadLaunchTables(*without).ok()) << "the same file, read again";
@@ -523,12 +531,7 @@ TEST(Store, NvtxMessagesReadLaterAreTheLoadedOnes) {
 
 // The messages too are read only from the file the profile came from.
 TEST(Store, NvtxMessagesOfAReplacedFileAreRefused) {
-  const std::string data = std::string(FPROF_SOURCE_DIR) + "/tests/data/";
-  const std::string path = tempPath("later_messages_replaced.fprof");
-  const std::string other = tempPath("later_messages_other.fprof");
-  std::filesystem::copy_file(data + "torch_mlp_eager_h100.fprof", path, std::filesystem::copy_options::overwrite_existing);
-  std::filesystem::copy_file(data + "torch_mlp_compile_h100.fprof", other,
-                             std::filesystem::copy_options::overwrite_existing);
+  const auto [path, other] = runAndItsReplacement("later_messages");
   auto without = loadProfile(path, {.nvtx_messages = false});
   ASSERT_TRUE(without.ok()) << without.error();
   size_t seen = 0;
