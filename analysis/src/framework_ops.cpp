@@ -500,15 +500,20 @@ FrameworkOps indexOpsOf(const core::Profile& p, const NestedMessageRelease* rele
   FrameworkOps out;
   out.kernel_op.assign(p.kernels.size(), -1);
   out.kernel_region.assign(p.kernels.size(), -1);
-  const ParsedRanges ranges = release && release->kinds ? ParsedRanges(p, std::move(*release->kinds)) : ParsedRanges(p);
+  // Kinds read with the messages (readNvtxMessages) come with the lookup made then, and without the
+  // nested ops' messages: there are none to let go.
+  const bool read_with_messages = release && release->kinds;
+  const std::shared_ptr<const NvtxRangeLookup> read_lookup = read_with_messages ? release->kinds->lookup : nullptr;
+  const ParsedRanges ranges = read_with_messages ? ParsedRanges(p, std::move(*release->kinds)) : ParsedRanges(p);
   out.pytorch = ranges.pytorch();
   out.op_graph = ranges.opGraph();
   out.xla = ranges.xla();
   if (!ranges.any()) return out;  // only fprof's own convention, or no ranges
-  const NvtxRangeLookup lookup(p);
+  std::optional<NvtxRangeLookup> made;
+  const NvtxRangeLookup& lookup = read_lookup ? *read_lookup : made.emplace(p);
   nameRegions(p, ranges, lookup, out);
   if (!out.pytorch && !out.xla) return out;
-  if (release && out.pytorch) letNestedOpMessagesGo(p, ranges, lookup, *release);
+  if (release && out.pytorch && !read_with_messages) letNestedOpMessagesGo(p, ranges, lookup, *release);
   Owners owners(p, ranges, lookup);
   const std::unordered_map<size_t, size_t> op_of_range = assignOwners(p, ranges, owners, lookup, out);
   if (out.op_graph) {
@@ -534,7 +539,9 @@ namespace {
 class InsideTorchOp {
  public:
   enum class Answer : uint8_t { kUnread, kNo, kYes, kUnknown };
-  explicit InsideTorchOp(const core::Profile& run) : lookup_(run), covered_(run.nvtx_ranges.size(), Answer::kUnread) {}
+  explicit InsideTorchOp(const core::Profile& run)
+      : lookup_(std::make_shared<const NvtxRangeLookup>(run)), covered_(run.nvtx_ranges.size(), Answer::kUnread) {}
+  std::shared_ptr<const NvtxRangeLookup> lookup() const { return lookup_; }
 
   // Range r, of this kind, read: whether it is inside a PyTorch op.
   Answer see(size_t r, FrameworkRangeKind kind) {
@@ -545,13 +552,13 @@ class InsideTorchOp {
 
  private:
   Answer insideOf(size_t r) const {
-    const std::optional<size_t> parent = lookup_.parent(r);
+    const std::optional<size_t> parent = lookup_->parent(r);
     if (!parent) return Answer::kNo;
     const Answer above = covered_[*parent];
     return above == Answer::kUnread ? Answer::kUnknown : above;
   }
 
-  const NvtxRangeLookup lookup_;
+  std::shared_ptr<const NvtxRangeLookup> lookup_;
   std::vector<Answer> covered_;  // the range is a PyTorch op or inside one
 };
 
@@ -574,7 +581,9 @@ core::Expected<NvtxRangeKinds> readNvtxMessages(core::Profile& run) {
   if (!read) return core::Error{read.error()};
   run.nvtx_messages = std::move(messages);
   run.nvtx_messages_loaded = true;
-  return parser.finish();
+  NvtxRangeKinds kinds = parser.finish();
+  kinds.lookup = nesting.lookup();
+  return kinds;
 }
 
 std::string frameworkOpName(const core::Profile& /*p*/, const FrameworkOps& ops, size_t k) {

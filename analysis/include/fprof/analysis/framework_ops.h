@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -95,12 +96,13 @@ FrameworkOps indexFrameworkOps(const core::Profile& p);
 // blocks, the others are moved into `kept` instead, which must outlive them. `others_done`
 // returns once no other reader of the messages (fprof's op index) is running.
 struct NvtxRangeKinds;
+class NvtxRangeLookup;
 struct NestedMessageRelease {
   core::Profile* run = nullptr;
   core::TextBlock* kept = nullptr;
   std::function<void()> others_done;
   // Where given, every range's kind and op id as readNvtxMessages read them (the messages of
-  // nested PyTorch ops were never held), taken instead of parsing the messages.
+  // nested PyTorch ops were never held, so none are let go), taken instead of parsing the messages.
   NvtxRangeKinds* kinds = nullptr;
 };
 FrameworkOps indexFrameworkOps(const core::Profile& p, const NestedMessageRelease& release);
@@ -116,6 +118,8 @@ struct NvtxRangeKinds {
   std::vector<FrameworkRangeKind> kind;  // per range
   std::vector<TorchOpRange> torch_op_ids;  // by (process, op id, range)
   bool any = false, pytorch = false, op_graph = false, xla = false;
+  // The ranges' parent lookup readNvtxMessages made for the run, which indexing then uses.
+  std::shared_ptr<const NvtxRangeLookup> lookup;
 };
 // For a run loaded without its NVTX messages (core::LoadOptions::nvtx_messages = false), whose
 // ranges are let go once its ops are indexed: the messages read from its file once, each parsed
