@@ -195,7 +195,7 @@ RunAnalysis RunAnalysis::owning(core::Profile run, std::optional<core::Profile> 
                                 const AnalysisOptions& options) {
   auto s = std::make_unique<State>();
   if (options.release_launch_tables) {
-    s->launch_tables = OwnedLaunchTables{std::move(run.kernel_args), std::move(run.memory_events)};
+    s->launch_tables = OwnedLaunchTables{std::move(run.kernel_args), std::move(run.memory_events), {}};
     run.kernel_args.clear();
     run.memory_events.clear();
   }

@@ -501,13 +501,40 @@ bool bindRow(const T& t, Statement& st, const W& w, Ctx& ctx) {
   return ok;
 }
 
+// Whether a column's value has the kind its declared SQL type says: an INTEGER column an integer,
+// a REAL column a number, either one NULL. SQLite keeps what the column's type cannot take as it
+// came (text that is no number, a blob, a fraction in an INTEGER column); reading such a value as
+// a number converts it silently. Asked before the value is read, which may convert it.
+template <class Row>
+bool holdsDeclaredKind(const Row& row, int i, const char* declared_type) {
+  const int type = row.type(i);
+  if (type == SQLITE_NULL) return true;
+  if (declared_type[0] == 'I') return type == SQLITE_INTEGER;
+  if (declared_type[0] == 'R') return type == SQLITE_INTEGER || type == SQLITE_FLOAT;
+  return true;
+}
+
+// A number column of a row whose value is of another kind (holdsDeclaredKind), as readRow found it.
+struct WrongKind {
+  const char* column = nullptr;  // nullptr: every number column held a number
+  int type = 0;                  // what it held: SQLITE_TEXT, SQLITE_BLOB or SQLITE_FLOAT
+  explicit operator bool() const { return column != nullptr; }
+};
+
 // Reads one row (a Statement's or a ValueRow's columns from `first`) into `r`, in declared order.
+// Returns the first number column whose value was of another kind, read as SQLite converts it:
+// the caller counts the row as damaged.
 template <class T, class Row, class R, class Ctx>
-void readRow(const T& t, const Row& row, R& r, Ctx& ctx, int first = 0) {
+WrongKind readRow(const T& t, const Row& row, R& r, Ctx& ctx, int first = 0) {
   int i = first;
+  WrongKind wrong;
   t.forEach([&](const auto& c) {
-    if constexpr (std::decay_t<decltype(c.access)>::kRead) c.access.read(row, i++, r, ctx);
+    if constexpr (std::decay_t<decltype(c.access)>::kRead) {
+      if (!wrong && !holdsDeclaredKind(row, i, c.info.type)) wrong = {c.info.name, row.type(i)};
+      c.access.read(row, i++, r, ctx);
+    }
   });
+  return wrong;
 }
 
 // The record the writer takes from a row the reader returned; `str(id)` gives a string id's text.

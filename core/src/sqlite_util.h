@@ -64,7 +64,9 @@ class Statement {
 
   int64_t i64(int col) const { return sqlite3_column_int64(stmt_, col); }
   double f64(int col) const { return sqlite3_column_double(stmt_, col); }
-  bool isNull(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+  // The value's type as stored (SQLITE_INTEGER, ...): meaningful only before i64/f64/text convert it.
+  int type(int col) const { return sqlite3_column_type(stmt_, col); }
+  bool isNull(int col) const { return type(col) == SQLITE_NULL; }
   std::string text(int col) const {
     const unsigned char* t = sqlite3_column_text(stmt_, col);
     return t ? std::string(reinterpret_cast<const char*>(t), static_cast<size_t>(sqlite3_column_bytes(stmt_, col)))
@@ -98,7 +100,8 @@ class ValueRow {
   explicit ValueRow(sqlite3_value** values) : v_(values) {}
   int64_t i64(int col) const { return sqlite3_value_int64(v_[col]); }
   double f64(int col) const { return sqlite3_value_double(v_[col]); }
-  bool isNull(int col) const { return sqlite3_value_type(v_[col]) == SQLITE_NULL; }
+  int type(int col) const { return sqlite3_value_type(v_[col]); }
+  bool isNull(int col) const { return type(col) == SQLITE_NULL; }
   std::string_view textView(int col) const {
     const unsigned char* t = sqlite3_value_text(v_[col]);
     return t ? std::string_view(reinterpret_cast<const char*>(t), static_cast<size_t>(sqlite3_value_bytes(v_[col])))

@@ -460,6 +460,42 @@ struct Dangling {
   }
 };
 
+// Rows holding a value of another kind in a number column (detail::holdsDeclaredKind): damage, or
+// a writer that is not fprof's. Each such value is read as SQLite converts it; the rows are
+// counted per table and said once, as every other damage is. The tasks that read tables side by
+// side share one.
+class WrongKinds {
+ public:
+  void see(const char* table, const detail::WrongKind& wrong) {
+    std::lock_guard lock(mutex_);
+    Table& t = tables_[table];
+    if (t.rows++ == 0) t.first = wrong;
+  }
+  // In table order, whatever order the tasks ran in.
+  void sayTo(const std::string& path, std::vector<std::string>& warnings) const {
+    std::lock_guard lock(mutex_);
+    for (const auto& [table, t] : tables_) {
+      warnings.push_back(path + ": " + std::to_string(t.rows) + (t.rows == 1 ? " row of " : " rows of ") + table +
+                         (t.rows == 1 ? " holds" : " hold") + " a value of the wrong type in a number column (first: " +
+                         t.first.column + " holds " + heldAsRead(t.first.type) + ")");
+    }
+  }
+
+ private:
+  struct Table {
+    int64_t rows = 0;
+    detail::WrongKind first;
+  };
+  // What a value of that type held, and how it was read.
+  static const char* heldAsRead(int type) {
+    if (type == SQLITE_FLOAT) return "a fraction, read cut to its integer part";
+    if (type == SQLITE_BLOB) return "a blob, read as the number its bytes begin with, else 0";
+    return "text, read as the number it begins with, else 0";
+  }
+  mutable std::mutex mutex_;
+  std::map<std::string, Table, std::less<>> tables_;
+};
+
 struct TableChunk {
   ChunkRows rows;
 };
@@ -677,15 +713,15 @@ size_t rowCountOrZero(sqlite3* db, const char* table) {
   return static_cast<size_t>(std::max<int64_t>(0, st.i64(0)));
 }
 
-// Reads a whole table: each row decoded by its declaration, then handed to sink(row, context),
-// which keeps it (and repairs what the context found).
+// Reads a whole table: each row decoded by its declaration (values of the wrong kind counted in
+// `wrong`), then handed to sink(row, context), which keeps it (and repairs what the context found).
 template <const auto& kTable, class Row, class Ctx, class Sink>
-Status readTable(sqlite3* db, const std::string& path, int schema_version, const TableQuery& query, Ctx& ctx,
-                 Sink&& sink) {
+Status readTable(sqlite3* db, const std::string& path, int schema_version, WrongKinds& wrong, const TableQuery& query,
+                 Ctx& ctx, Sink&& sink) {
   const std::string sql = selectSql<kTable>(schema_version, query);
   return forEachRow(db, path, sql.c_str(), [&](Statement& st) {
     Row row{};
-    detail::readRow(kTable, st, row, ctx);
+    if (detail::WrongKind w = detail::readRow(kTable, st, row, ctx)) wrong.see(kTable.info.name, w);
     sink(row, ctx);
   });
 }
@@ -693,11 +729,11 @@ Status readTable(sqlite3* db, const std::string& path, int schema_version, const
 // The same, every row appended to `out`, sized for the table first: grown row by row, a table of
 // a million NVTX ranges would keep up to twice its size for as long as the profile is held.
 template <const auto& kTable, class Row>
-Status readTable(sqlite3* db, const std::string& path, int schema_version, const TableQuery& query,
+Status readTable(sqlite3* db, const std::string& path, int schema_version, WrongKinds& wrong, const TableQuery& query,
                  std::vector<Row>& out) {
   if (!*query.from) out.reserve(out.size() + rowCountOrZero(db, kTable.info.name));
   NoStrings none;
-  return readTable<kTable, Row>(db, path, schema_version, query, none,
+  return readTable<kTable, Row>(db, path, schema_version, wrong, query, none,
                                 [&](Row& row, NoStrings&) { out.push_back(std::move(row)); });
 }
 
@@ -728,26 +764,32 @@ void repairCounters(KernelCounters& k, CounterChunk& c) {
   }
 }
 
-Status loadKernels(Conn& conn, const std::string& path, const StringIds& str_id, KernelChunk& c,
+Status loadKernels(Conn& conn, const std::string& path, const StringIds& str_id, WrongKinds& wrong, KernelChunk& c,
                    std::vector<KernelRow>& out) {
   return loadChunk(conn, path, c.rows, out, [&](const detail::ValueRow& row, KernelRow& k) {
     KernelStrings strings{&str_id, &c.texts, {}, {}};
-    detail::readRow(detail::kKernelTable, row, k, strings);
+    if (detail::WrongKind w = detail::readRow(detail::kKernelTable, row, k, strings)) wrong.see("kernel", w);
     repairKernel(k, strings, c);
   });
 }
 
-Status loadKernelArgs(Conn& conn, const std::string& path, TableChunk& c, std::vector<KernelArgRecord>& out) {
-  return loadChunk(conn, path, c.rows, out, [](const detail::ValueRow& row, KernelArgRecord& a) {
+Status loadKernelArgs(Conn& conn, const std::string& path, WrongKinds& wrong, TableChunk& c,
+                      std::vector<KernelArgRecord>& out) {
+  return loadChunk(conn, path, c.rows, out, [&wrong](const detail::ValueRow& row, KernelArgRecord& a) {
     NoStrings none;
-    detail::readRow(detail::kKernelArgTable, row, a, none, /*first=*/1);
+    if (detail::WrongKind w = detail::readRow(detail::kKernelArgTable, row, a, none, /*first=*/1)) {
+      wrong.see("kernel_arg", w);
+    }
   });
 }
 
-Status loadCounters(Conn& conn, const std::string& path, CounterChunk& c, std::vector<KernelCounters>& out) {
-  return loadChunk(conn, path, c.rows, out, [&c](const detail::ValueRow& row, KernelCounters& k) {
+Status loadCounters(Conn& conn, const std::string& path, WrongKinds& wrong, CounterChunk& c,
+                    std::vector<KernelCounters>& out) {
+  return loadChunk(conn, path, c.rows, out, [&](const detail::ValueRow& row, KernelCounters& k) {
     NoStrings none;
-    detail::readRow(detail::kKernelCounterTable, row, k, none);
+    if (detail::WrongKind w = detail::readRow(detail::kKernelCounterTable, row, k, none)) {
+      wrong.see("kernel_counter", w);
+    }
     repairCounters(k, c);
   });
 }
@@ -992,6 +1034,7 @@ class ProfileLoad {
   std::vector<CounterChunk> counter_chunks_;
   FunctionNamesMissing function_names_missing_;
   Damage damage_;
+  WrongKinds wrong_kinds_;
 };
 
 Expected<Profile> ProfileLoad::run() {
@@ -1005,6 +1048,7 @@ Expected<Profile> ProfileLoad::run() {
   nameFunctionRowsWithoutName();
   sortRows();
   damage_.sayTo(path(), p_.warnings);
+  wrong_kinds_.sayTo(path(), p_.warnings);
   breakNvtxCycles(p_.nvtx_ranges, p_.path, p_.warnings);
   for (std::string& w : p_.warnings) cleanTextInPlace(w);  // the path is the user's, and may hold anything
   return std::move(p_);
@@ -1017,12 +1061,16 @@ Expected<LaunchTables> ProfileLoad::runLaunchTables() {
   if (Status s = planArgumentChunks(); !s) return Error{s.error()};
   std::vector<OrderedTask> tasks;
   for (TableChunk& c : arg_chunks_) {
-    tasks.push_back({tasks.size(), [this, &c](Conn& conn) { return loadKernelArgs(conn, path(), c, p_.kernel_args); }});
+    tasks.push_back({tasks.size(),
+                     [this, &c](Conn& conn) { return loadKernelArgs(conn, path(), wrong_kinds_, c, p_.kernel_args); }});
   }
   tasks.push_back({tasks.size(), memoryEventTask()});
   if (Status s = runTasks(h_, tasks, arg_chunks_.size()); !s) return Error{s.error()};
   sortKernelArgs(p_.kernel_args);
-  return LaunchTables{std::move(p_.kernel_args), std::move(p_.memory_events)};
+  std::vector<std::string> warnings;
+  wrong_kinds_.sayTo(path(), warnings);
+  for (std::string& w : warnings) cleanTextInPlace(w);
+  return LaunchTables{std::move(p_.kernel_args), std::move(p_.memory_events), std::move(warnings)};
 }
 
 // For a stream: the file checked, and the tables of a few rows each (per process, device,
@@ -1086,9 +1134,10 @@ uint32_t ProfileLoad::internText(std::string_view raw) {
 }
 
 Status ProfileLoad::readProcessesAndDevices() {
-  Status s = readTable<detail::kProcessTable>(h_.db, path(), version(), {.order = "id"}, p_.processes);
+  Status s = readTable<detail::kProcessTable>(h_.db, path(), version(), wrong_kinds_, {.order = "id"}, p_.processes);
   if (!s) return s;
-  return readTable<detail::kDeviceTable>(h_.db, path(), version(), {.order = "process_id, id"}, p_.devices);
+  return readTable<detail::kDeviceTable>(h_.db, path(), version(), wrong_kinds_, {.order = "process_id, id"},
+                                         p_.devices);
 }
 
 // The big tables are read in rowid chunks by up to four threads, one connection each; every other
@@ -1136,19 +1185,19 @@ Status ProfileLoad::readTables() {
   };
   auto add_whole = [&](Task task) { add(whole_tasks, std::move(task)); };
   for (KernelChunk& c : kernel_chunks_) {
-    add(kernel_tasks, [this, &c](Conn& conn) { return loadKernels(conn, path(), ids_, c, p_.kernels); });
+    add(kernel_tasks, [this, &c](Conn& conn) { return loadKernels(conn, path(), ids_, wrong_kinds_, c, p_.kernels); });
   }
   for (TableChunk& c : arg_chunks_) {
-    add(arg_tasks, [this, &c](Conn& conn) { return loadKernelArgs(conn, path(), c, p_.kernel_args); });
+    add(arg_tasks, [this, &c](Conn& conn) { return loadKernelArgs(conn, path(), wrong_kinds_, c, p_.kernel_args); });
   }
   addEventTableTasks(add_whole);
   for (CounterChunk& c : counter_chunks_) {
-    add(counter_tasks, [this, &c](Conn& conn) { return loadCounters(conn, path(), c, p_.counters); });
+    add(counter_tasks, [this, &c](Conn& conn) { return loadCounters(conn, path(), wrong_kinds_, c, p_.counters); });
   }
   if (detail::kKernelCounterMissingTable.existsIn(version())) {
     add_whole([this](Conn& conn) {
-      return readTable<detail::kKernelCounterMissingTable>(conn.db(), path(), version(), {.order = "kernel_id"},
-                                                           p_.counters_missing);
+      return readTable<detail::kKernelCounterMissingTable>(conn.db(), path(), version(), wrong_kinds_,
+                                                           {.order = "kernel_id"}, p_.counters_missing);
     });
   }
   addLaterTableTasks(add_whole);
@@ -1176,27 +1225,29 @@ void ProfileLoad::addEventTableTasks(const std::function<void(Task)>& add) {
     if (options_.nvtx_messages) p_.nvtx_messages = std::make_shared<TextArena>();
     NoStrings none;
     return readTable<detail::kNvtxRangeTable, NvtxRangeRecord>(
-        conn.db(), path(), version(), {}, none, [&](const NvtxRangeRecord& row, NoStrings&) {
+        conn.db(), path(), version(), wrong_kinds_, {}, none, [&](const NvtxRangeRecord& row, NoStrings&) {
           p_.nvtx_ranges.emplace_back(row, p_.nvtx_messages.get(), options_.nvtx_messages);
         });
   });
   add([this](Conn& conn) {
-    return readTable<detail::kMemcpyTable>(conn.db(), path(), version(), {.order = "start_ns, id"}, p_.memcpys);
+    return readTable<detail::kMemcpyTable>(conn.db(), path(), version(), wrong_kinds_, {.order = "start_ns, id"},
+                                           p_.memcpys);
   });
   add([this](Conn& conn) {
-    return readTable<detail::kMemsetTable>(conn.db(), path(), version(), {.order = "start_ns, id"}, p_.memsets);
+    return readTable<detail::kMemsetTable>(conn.db(), path(), version(), wrong_kinds_, {.order = "start_ns, id"},
+                                           p_.memsets);
   });
   if (options_.launch_tables) add(memoryEventTask());
   add([this](Conn& conn) {
-    return readTable<detail::kCollectorEventTable>(conn.db(), path(), version(), {.order = "id"},
+    return readTable<detail::kCollectorEventTable>(conn.db(), path(), version(), wrong_kinds_, {.order = "id"},
                                                    p_.collector_events);
   });
 }
 
 Task ProfileLoad::memoryEventTask() {
   return [this](Conn& conn) {
-    return readTable<detail::kMemoryEventTable>(conn.db(), path(), version(), {.order = "timestamp_ns, id"},
-                                                p_.memory_events);
+    return readTable<detail::kMemoryEventTable>(conn.db(), path(), version(), wrong_kinds_,
+                                                {.order = "timestamp_ns, id"}, p_.memory_events);
   };
 }
 
@@ -1206,7 +1257,7 @@ void ProfileLoad::addLaterTableTasks(const std::function<void(Task)>& add) {
   if (detail::kFunctionTable.existsIn(version())) addFunctionTableTasks(add);
   if (detail::kMemcpyAddressTable.existsIn(version())) {
     add([this](Conn& conn) {
-      return readTable<detail::kMemcpyAddressTable>(conn.db(), path(), version(),
+      return readTable<detail::kMemcpyAddressTable>(conn.db(), path(), version(), wrong_kinds_,
                                                     {.order = "process_id, correlation_id"}, p_.memcpy_addresses);
     });
   }
@@ -1232,7 +1283,7 @@ void ProfileLoad::addFunctionTableTask(const std::function<void(Task)>& add, con
                                        std::vector<std::pair<size_t, int64_t>>& missing) {
   add([this, order, &out, &missing](Conn& conn) {
     RowStrings strings{&ids_, {}};
-    return readTable<kTable, Row>(conn.db(), path(), version(), {.order = order}, strings,
+    return readTable<kTable, Row>(conn.db(), path(), version(), wrong_kinds_, {.order = order}, strings,
                                   [&](Row& row, RowStrings& s) {
                                     if (s.missing) missing.emplace_back(out.size(), *std::exchange(s.missing, {}));
                                     out.push_back(std::move(row));
@@ -1245,14 +1296,16 @@ Status ProfileLoad::readGraphLaunches(sqlite3* db) {
   std::map<std::pair<uint32_t, uint32_t>, size_t> index;
   NoStrings none;
   Status s = readTable<detail::kGraphLaunchCounterTable, GraphLaunchCounters>(
-      db, path(), version(), {.order = "process_id, correlation_id"}, none, [&](GraphLaunchCounters& g, NoStrings&) {
+      db, path(), version(), wrong_kinds_, {.order = "process_id, correlation_id"}, none,
+      [&](GraphLaunchCounters& g, NoStrings&) {
         index[{g.process_id, g.correlation_id}] = p_.graph_launch_counters.size();
         p_.graph_launch_counters.push_back(std::move(g));
       });
   if (!s) return s;
   JoinedMetricName name{detail::readColumnCount(detail::kGraphLaunchMetricTable), "(unknown metric)", {}};
   return readTable<detail::kGraphLaunchMetricTable, GraphLaunchMetricRecord>(
-      db, path(), version(), kGraphLaunchMetricQuery, name, [&](GraphLaunchMetricRecord& m, JoinedMetricName&) {
+      db, path(), version(), wrong_kinds_, kGraphLaunchMetricQuery, name,
+      [&](GraphLaunchMetricRecord& m, JoinedMetricName&) {
         auto it = index.find({m.process_id, m.correlation_id});
         if (it == index.end()) return;  // a metric without its launch row: nothing to attach to
         p_.graph_launch_counters[it->second].raw.emplace_back(std::move(m.metric), m.value);
@@ -1262,7 +1315,7 @@ Status ProfileLoad::readGraphLaunches(sqlite3* db) {
 Status ProfileLoad::readMetrics(sqlite3* db) {
   JoinedMetricName name{detail::readColumnCount(detail::kKernelMetricTable), nullptr, {}};
   return readTable<detail::kKernelMetricTable, KernelMetricRecord>(
-      db, path(), version(), kKernelMetricQuery, name, [&](KernelMetricRecord& m, JoinedMetricName& n) {
+      db, path(), version(), wrong_kinds_, kKernelMetricQuery, name, [&](KernelMetricRecord& m, JoinedMetricName& n) {
         if (n.missing) damage_.missing_metric_names.see(m.kernel_id, *std::exchange(n.missing, {}));
         // Raw values are kept as recorded (merge copies them); a non-finite one is said.
         if (!std::isfinite(m.value) && damage_.metrics_non_finite++ == 0) damage_.first_metric_non_finite = m.kernel_id;
@@ -1274,7 +1327,7 @@ Status ProfileLoad::readMetrics(sqlite3* db) {
 // such a row is left out.
 Status ProfileLoad::readCeilings(sqlite3* db) {
   NoStrings none;
-  return readTable<detail::kCeilingTable, CeilingRecord>(db, path(), version(),
+  return readTable<detail::kCeilingTable, CeilingRecord>(db, path(), version(), wrong_kinds_,
                                                          {.order = "device_name, ceiling, source"}, none,
                                                          [&](CeilingRecord& c, NoStrings&) {
                                                            if (!std::isfinite(c.value)) {
@@ -1374,15 +1427,16 @@ struct StreamStrings {
 template <const auto& kTable, class Row, class Ctx, class Repair>
 class QueryStream : public RowStream<Row> {
  public:
-  QueryStream(sqlite3* db, std::string path, const std::string& sql, Ctx ctx, Repair repair)
-      : db_(db), path_(std::move(path)), st_(db, sql.c_str()), ctx_(std::move(ctx)), repair_(std::move(repair)) {}
+  QueryStream(sqlite3* db, std::string path, WrongKinds& wrong, const std::string& sql, Ctx ctx, Repair repair)
+      : db_(db), path_(std::move(path)), wrong_(wrong), st_(db, sql.c_str()), ctx_(std::move(ctx)),
+        repair_(std::move(repair)) {}
   Expected<bool> next(Row& row) override {
     if (!st_.ok()) return queryError(path_, db_);
     const int rc = st_.step();
     if (rc == SQLITE_DONE) return false;
     if (rc != SQLITE_ROW) return queryError(path_, db_);
     row = Row{};
-    detail::readRow(kTable, st_, row, ctx_);
+    if (detail::WrongKind w = detail::readRow(kTable, st_, row, ctx_)) wrong_.see(kTable.info.name, w);
     repair_(row, ctx_);
     return true;
   }
@@ -1390,6 +1444,7 @@ class QueryStream : public RowStream<Row> {
  private:
   sqlite3* db_;
   std::string path_;
+  WrongKinds& wrong_;
   Statement st_;
   Ctx ctx_;
   Repair repair_;
@@ -1414,14 +1469,16 @@ class VectorStream : public RowStream<Row> {
 constexpr auto kAsRead = [](auto&, auto&) {};
 
 template <const auto& kTable, class Row, class Ctx, class Repair>
-std::unique_ptr<RowStream<Row>> queryStream(sqlite3* db, const std::string& path, const std::string& sql, Ctx ctx,
-                                            Repair repair) {
-  return std::make_unique<QueryStream<kTable, Row, Ctx, Repair>>(db, path, sql, std::move(ctx), std::move(repair));
+std::unique_ptr<RowStream<Row>> queryStream(sqlite3* db, const std::string& path, WrongKinds& wrong,
+                                            const std::string& sql, Ctx ctx, Repair repair) {
+  return std::make_unique<QueryStream<kTable, Row, Ctx, Repair>>(db, path, wrong, sql, std::move(ctx),
+                                                                 std::move(repair));
 }
 
 template <const auto& kTable, class Row>
-std::unique_ptr<RowStream<Row>> plainStream(sqlite3* db, const std::string& path, int version, const char* order) {
-  return queryStream<kTable, Row>(db, path, selectSql<kTable>(version, {.order = order}), NoStrings{}, kAsRead);
+std::unique_ptr<RowStream<Row>> plainStream(sqlite3* db, const std::string& path, int version, WrongKinds& wrong,
+                                            const char* order) {
+  return queryStream<kTable, Row>(db, path, wrong, selectSql<kTable>(version, {.order = order}), NoStrings{}, kAsRead);
 }
 
 }  // namespace
@@ -1436,6 +1493,7 @@ struct ProfileStream::Impl {
   ProfileLoad load;
   Profile& p() { return load.p_; }
   const Damage& damage() { return load.damage_; }
+  WrongKinds& wrongKinds() { return load.wrong_kinds_; }
   sqlite3* db() { return load.h_.db; }
   const std::string& path() { return load.p_.path; }
   int version() { return load.p_.schema_version; }
@@ -1632,25 +1690,25 @@ Status ProfileStream::Impl::lookOverOtherTables() {
 
 std::unique_ptr<RowStream<KernelRow>> ProfileStream::Impl::kernels(const char* order) {
   StreamStrings strings{&load.ids_, [this](std::string_view t) { return load.internText(t); }, {}, {}};
-  return queryStream<kKernelTable, KernelRow>(
-      db(), path(), selectSql<kKernelTable>(version(), {.order = order}), std::move(strings),
-      [this](KernelRow& k, StreamStrings& s) {
-        repairKernel(k, s, kernel_damage);
-        s.missing_name.reset();
-        s.missing_path.reset();
-      });
+  return queryStream<kKernelTable, KernelRow>(db(), path(), load.wrong_kinds_,
+                                              selectSql<kKernelTable>(version(), {.order = order}), std::move(strings),
+                                              [this](KernelRow& k, StreamStrings& s) {
+                                                repairKernel(k, s, kernel_damage);
+                                                s.missing_name.reset();
+                                                s.missing_path.reset();
+                                              });
 }
 
 std::unique_ptr<RowStream<KernelCounters>> ProfileStream::Impl::counters() {
   return queryStream<kKernelCounterTable, KernelCounters>(
-      db(), path(), selectSql<kKernelCounterTable>(version(), {.order = "kernel_id"}), NoStrings{},
+      db(), path(), load.wrong_kinds_, selectSql<kKernelCounterTable>(version(), {.order = "kernel_id"}), NoStrings{},
       [this](KernelCounters& k, NoStrings&) { repairCounters(k, counter_damage); });
 }
 
 std::unique_ptr<RowStream<KernelMetricRecord>> ProfileStream::Impl::metrics() {
   Damage& damage = load.damage_;
   return queryStream<kKernelMetricTable, KernelMetricRecord>(
-      db(), path(), selectSql<kKernelMetricTable>(version(), kKernelMetricQuery),
+      db(), path(), load.wrong_kinds_, selectSql<kKernelMetricTable>(version(), kKernelMetricQuery),
       JoinedMetricName{readColumnCount(kKernelMetricTable), nullptr, {}},
       [&damage](KernelMetricRecord& m, JoinedMetricName& n) {
         if (n.missing) damage.missing_metric_names.see(m.kernel_id, *std::exchange(n.missing, {}));
@@ -1659,9 +1717,11 @@ std::unique_ptr<RowStream<KernelMetricRecord>> ProfileStream::Impl::metrics() {
 }
 
 Expected<std::unique_ptr<RowStream<KernelArgRecord>>> ProfileStream::Impl::kernelArgs() {
-  if (args_in_file_order) return plainStream<kKernelArgTable, KernelArgRecord>(db(), path(), version(), "rowid");
+  if (args_in_file_order) {
+    return plainStream<kKernelArgTable, KernelArgRecord>(db(), path(), version(), load.wrong_kinds_, "rowid");
+  }
   std::vector<KernelArgRecord> rows;
-  if (Status s = readTable<kKernelArgTable>(db(), path(), version(), {.order = "rowid"}, rows); !s) {
+  if (Status s = readTable<kKernelArgTable>(db(), path(), version(), load.wrong_kinds_, {.order = "rowid"}, rows); !s) {
     return Error{s.error()};
   }
   std::stable_sort(rows.begin(), rows.end(), [](const KernelArgRecord& a, const KernelArgRecord& b) {
@@ -1676,7 +1736,7 @@ Expected<std::unique_ptr<RowStream<KernelArgRecord>>> ProfileStream::Impl::kerne
 Expected<std::unique_ptr<RowStream<NvtxRangeRecord>>> ProfileStream::Impl::nvtxRanges() {
   const char* order = nvtx_in_file_order ? "" : "CAST(start_ns AS INTEGER), rowid";
   return queryStream<kNvtxRangeTable, NvtxRangeRecord>(
-      db(), path(), selectSql<kNvtxRangeTable>(version(), {.order = order}), NoStrings{},
+      db(), path(), load.wrong_kinds_, selectSql<kNvtxRangeTable>(version(), {.order = order}), NoStrings{},
       [this, at = size_t{0}, cut = size_t{0}](NvtxRangeRecord& r, NoStrings&) mutable {
         if (cut < nvtx_cut.size() && nvtx_cut[cut] == at) {
           r.parent_key.reset();
@@ -1811,23 +1871,24 @@ Expected<std::unique_ptr<RowStream<Row>>> ProfileStream::rows() {
     return m.metrics();
   } else if constexpr (std::is_same_v<Row, KernelCounterMissing>) {
     if (!kKernelCounterMissingTable.existsIn(m.version())) return none();
-    return plainStream<kKernelCounterMissingTable, Row>(m.db(), m.path(), m.version(), "kernel_id");
+    return plainStream<kKernelCounterMissingTable, Row>(m.db(), m.path(), m.version(), m.wrongKinds(), "kernel_id");
   } else if constexpr (std::is_same_v<Row, KernelArgRecord>) {
     return m.kernelArgs();
   } else if constexpr (std::is_same_v<Row, NvtxRangeRecord>) {
     return m.nvtxRanges();
   } else if constexpr (std::is_same_v<Row, MemcpyRecord>) {
-    return plainStream<kMemcpyTable, Row>(m.db(), m.path(), m.version(), "start_ns, id");
+    return plainStream<kMemcpyTable, Row>(m.db(), m.path(), m.version(), m.wrongKinds(), "start_ns, id");
   } else if constexpr (std::is_same_v<Row, MemcpyAddressRecord>) {
     if (!kMemcpyAddressTable.existsIn(m.version())) return none();
-    return plainStream<kMemcpyAddressTable, Row>(m.db(), m.path(), m.version(), "process_id, correlation_id");
+    return plainStream<kMemcpyAddressTable, Row>(m.db(), m.path(), m.version(), m.wrongKinds(),
+                                                 "process_id, correlation_id");
   } else if constexpr (std::is_same_v<Row, MemsetRecord>) {
-    return plainStream<kMemsetTable, Row>(m.db(), m.path(), m.version(), "start_ns, id");
+    return plainStream<kMemsetTable, Row>(m.db(), m.path(), m.version(), m.wrongKinds(), "start_ns, id");
   } else if constexpr (std::is_same_v<Row, MemoryEventRecord>) {
-    return plainStream<kMemoryEventTable, Row>(m.db(), m.path(), m.version(), "timestamp_ns, id");
+    return plainStream<kMemoryEventTable, Row>(m.db(), m.path(), m.version(), m.wrongKinds(), "timestamp_ns, id");
   } else {
     static_assert(std::is_same_v<Row, CollectorEventRecord>, "a row type without a stream");
-    return plainStream<kCollectorEventTable, Row>(m.db(), m.path(), m.version(), "id");
+    return plainStream<kCollectorEventTable, Row>(m.db(), m.path(), m.version(), m.wrongKinds(), "id");
   }
 }
 
@@ -1849,6 +1910,7 @@ std::vector<std::string> ProfileStream::warnings() {
   damage.add(impl_->counter_damage);
   std::vector<std::string> said;
   damage.sayTo(impl_->path(), said);
+  impl_->wrongKinds().sayTo(impl_->path(), said);
   said.insert(said.end(), impl_->cycle_warnings.begin(), impl_->cycle_warnings.end());
   for (std::string& w : said) cleanTextInPlace(w);
   return said;

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "fprof/core/profile_stream.h"
 #include "fprof/core/store.h"
 #include "fprof/core/text.h"
 #include "test_util.h"
@@ -186,6 +187,71 @@ TEST(DamagedFiles, HugeAndNegativeStringIdsStillResolve) {
   EXPECT_EQ(p->str(p->kernels.at(3).demangled_id), "kernel_4");
   EXPECT_EQ(p->kernels.at(3).id, 1099511627776);
   EXPECT_EQ(p->str(*p->kernels.at(3).nvtx_path_id), "app::range 4");
+}
+
+// A value SQLite kept in a number column as it came (text that is no number, a blob, a fraction in
+// an INTEGER column) is read as SQLite converts it, never silently: each table says how many of its
+// rows hold one, and the first.
+TEST(DamagedFiles, NumbersOfTheWrongTypeAreReadAsConvertedAndSaidPerTable) {
+  const std::string path = writeRun("damage_types.fprof");
+  execSql(path,
+          "UPDATE kernel SET grid_x = 2.5 WHERE id = 2;"
+          "UPDATE kernel SET block_x = '128 threads' WHERE id = 3;"
+          "UPDATE nvtx_range SET depth = 'deep' WHERE id = 1;"
+          "UPDATE nvtx_range SET depth = x'07' WHERE id = 2;"
+          "UPDATE kernel_counter SET flops_fp32 = 'many' WHERE kernel_id = 4;");
+  auto p = loadProfile(path);
+  ASSERT_TRUE(p.ok()) << p.error();
+  EXPECT_EQ(p->kernels.at(1).grid_x, 2);
+  EXPECT_EQ(p->kernels.at(2).block_x, 128);
+  EXPECT_EQ(rangeOf(*p, 1).depth, 0);
+  EXPECT_EQ(p->counters.at(3).flops_fp32, std::optional<double>(0.0));
+  const std::vector<std::string> said{
+      path + ": 2 rows of kernel hold a value of the wrong type in a number column (first: grid_x holds a fraction, "
+             "read cut to its integer part)",
+      path + ": 1 row of kernel_counter holds a value of the wrong type in a number column (first: flops_fp32 holds "
+             "text, read as the number it begins with, else 0)",
+      path + ": 2 rows of nvtx_range hold a value of the wrong type in a number column (first: depth holds text, "
+             "read as the number it begins with, else 0)"};
+  EXPECT_EQ(p->warnings, said);
+}
+
+// The same damage in the tables a stream reads, and in the launch tables read after the rest.
+TEST(DamagedFiles, NumbersOfTheWrongTypeAreSaidByAStreamAndByTheLaunchTables) {
+  const std::string path = writeRun("damage_types_later.fprof");
+  execSql(path,
+          "INSERT INTO kernel_arg(process_id, correlation_id, arg_index, offset_bytes, size_bytes, value) "
+          "SELECT process_id, correlation_id, 0, 0, 8, 'a pointer' FROM kernel WHERE id = 1;"
+          "UPDATE kernel SET stream_id = x'01' WHERE id = 4;");
+  const std::string args_said = path + ": 1 row of kernel_arg holds a value of the wrong type in a number column "
+                                       "(first: value holds text, read as the number it begins with, else 0)";
+  const std::string kernels_said = path + ": 1 row of kernel holds a value of the wrong type in a number column "
+                                          "(first: stream_id holds a blob, read as the number its bytes begin with, "
+                                          "else 0)";
+  auto whole = loadProfile(path);
+  ASSERT_TRUE(whole.ok()) << whole.error();
+  EXPECT_EQ(whole->warnings, (std::vector<std::string>{kernels_said, args_said}));
+
+  auto without = loadProfile(path, {.launch_tables = false});
+  ASSERT_TRUE(without.ok()) << without.error();
+  EXPECT_EQ(without->warnings, std::vector<std::string>{kernels_said});
+  auto later = loadLaunchTables(*without);
+  ASSERT_TRUE(later.ok()) << later.error();
+  ASSERT_EQ(later->kernel_args.size(), 1u);
+  EXPECT_EQ(later->kernel_args[0].value, 0u);
+  EXPECT_EQ(later->warnings, std::vector<std::string>{args_said});
+
+  auto in = ProfileStream::open(path);
+  ASSERT_TRUE(in.ok()) << in.error();
+  auto kernels = (*in)->kernelsByStart();
+  ASSERT_TRUE(kernels.ok()) << kernels.error();
+  KernelRow k;
+  for (;;) {
+    Expected<bool> more = (*kernels)->next(k);
+    ASSERT_TRUE(more.ok()) << more.error();
+    if (!*more) break;
+  }
+  EXPECT_EQ((*in)->warnings(), std::vector<std::string>{kernels_said});
 }
 
 }  // namespace

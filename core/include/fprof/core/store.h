@@ -102,6 +102,7 @@ Status loadNvtxMessages(Profile& p);
 struct LaunchTables {
   std::vector<KernelArgRecord> kernel_args;
   std::vector<MemoryEventRecord> memory_events;
+  std::vector<std::string> warnings;  // the damage reading them found, said as Profile::warnings say it
 };
 // The launch tables of a profile loaded without them, read from its file as loadProfile reads
 // them (the same rows in the same order); an error where the file is not the one the profile was
