@@ -625,8 +625,10 @@ core::Status exportStreamed(const ExportOptions& o, core::ProfileStream& in, Row
 core::Status exportAnalysed(const ExportOptions& o, RowWriter& w) {
   auto loaded = loadProfile(o.file, nullptr, {.launch_tables = false, .nvtx_messages = false});
   if (!loaded) return core::makeError(loaded.error());
+  const size_t printed = loaded->warnings.size();
   auto analysed = analysis::RunAnalysis::owningThenLoadingLaunchTables(std::move(*loaded));
   if (!analysed) return core::makeError(analysed.error());
+  printWarningsAfter(analysed->profile().warnings, printed);
   return exportJson(*analysed, w);
 }
 

@@ -125,8 +125,10 @@ int runReport(const ReportOptions& opt) {
   auto runs = loadRuns(opt, progress);
   if (!runs) return fail(runs.error());
   progress.step(fmt::format("analysing {} kernels", runs->run.kernels.size()));
+  const size_t printed = runs->run.warnings.size();
   auto analysed = analyse(opt, std::move(*runs));
   if (!analysed) return fail(analysed.error());
+  printWarningsAfter(analysed->profile().warnings, printed, &progress);
   const reports::ReportData data = reports::buildReport(analysis::RunAnalysis(std::move(*analysed)));
   progress.step(opt.format == "md" ? "writing the Markdown summary" : "writing the HTML report");
   const std::string text = opt.format == "md" ? reports::renderMarkdown(data) : reports::renderHtml(data);

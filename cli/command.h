@@ -48,6 +48,9 @@ core::Expected<core::Profile> loadProfile(const std::string& path, Progress* pro
                                           const core::LoadOptions& options = {});
 // The same warnings, for a file read as a stream (core/profile_stream.h).
 void printWarnings(const std::vector<std::string>& warnings);
+// Those a profile gained after loadProfile printed the first `printed` of them (its launch tables,
+// read by RunAnalysis::owningThenLoadingLaunchTables), the progress line cleared as loadProfile does.
+void printWarningsAfter(const std::vector<std::string>& warnings, size_t printed, Progress* progress = nullptr);
 
 // The rules an output of a command follows (core/output.h): replace an existing file only with
 // --force (`force`), never one of `inputs`; `what` names the output in messages ("the report").

@@ -36,6 +36,12 @@ void printWarnings(const std::vector<std::string>& warnings) {
   for (const std::string& w : warnings) printText(stderr, "fprof: warning: " + core::cleanText(w) + "\n");
 }
 
+void printWarningsAfter(const std::vector<std::string>& warnings, size_t printed, Progress* progress) {
+  if (warnings.size() <= printed) return;
+  if (progress) progress->done();
+  printWarnings({warnings.begin() + static_cast<std::ptrdiff_t>(printed), warnings.end()});
+}
+
 void printText(std::FILE* stream, const std::string& text) {
   const std::string clean = core::cleanText(text, core::TextLines::kKeepLineBreaks);
   if (stream == stdout) {

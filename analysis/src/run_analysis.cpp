@@ -236,6 +236,9 @@ core::Expected<RunAnalysis> RunAnalysis::owningThenLoadingLaunchTables(core::Pro
   if (!s) return core::Error{s.error()};
   core::Expected<core::LaunchTables> tables = core::loadLaunchTables(*(*s)->owned_run);
   if (!tables) return core::Error{tables.error()};
+  std::vector<std::string>& warnings = (*s)->owned_run->warnings;
+  warnings.insert(warnings.end(), tables->warnings.begin(), tables->warnings.end());
+  tables->warnings.clear();
   (*s)->launch_tables = std::move(*tables);
   return RunAnalysis(std::move(*s));
 }

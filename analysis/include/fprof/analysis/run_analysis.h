@@ -98,7 +98,8 @@ class RunAnalysis {
   // and release_nvtx_ranges are set): the messages are read from the run's file, keeping only
   // those indexing reads (readNvtxMessages), the ops are indexed and the NVTX ranges let go, and
   // only then are the launch tables read (core::loadLaunchTables), so that none of these stand
-  // in memory together. An error where the file cannot be read again as it was.
+  // in memory together; the damage their reading found is added to profile().warnings. An error
+  // where the file cannot be read again as it was.
   static core::Expected<RunAnalysis> owningThenLoadingLaunchTables(core::Profile run, const AnalysisOptions& options = {});
   // Owns a run, maybe loaded without its NVTX messages, for a front end that reads its kernels and
   // ops but not its ranges (the gate): as above, the messages read from the file where they were
