@@ -413,6 +413,25 @@ TEST(CliExport, ManyLaunchesExportInStartOrderAsOneDocument) {
   EXPECT_EQ(kernels[1600 * 7 + 5].at("name"), kernels[5].at("name"));
 }
 
+// The launch tables the JSON export and a report read after the rest of the run (their analysis
+// reads them once the NVTX ranges are let go): damage found there is said, as a whole load says it.
+TEST(CliExport, DamageInTheLaunchTablesReadLaterIsSaid) {
+  const std::string path = testing::tempPath("wrong_type_arg.fprof");
+  std::filesystem::copy_file(std::string(FPROF_SOURCE_DIR) + "/tests/data/torch_mlp_eager_h100.fprof", path,
+                             std::filesystem::copy_options::overwrite_existing);
+  testing::execSql(path, "UPDATE kernel_arg SET value = 'a pointer' WHERE rowid IN (1, 2)");
+  const std::string said = "fprof: warning: " + path +
+                           ": 2 rows of kernel_arg hold a value of the wrong type in a number column (first: value "
+                           "holds text, read as the number it begins with, else 0)\n";
+  for (const std::string& command :
+       {"export " + path + " --format json --force -o " + testing::tempPath("wrong_type.json"),
+        "report " + path + " -q --force -o " + testing::tempPath("wrong_type.html"), "info " + path}) {
+    const Result r = runFprof(command);
+    ASSERT_EQ(r.code, 0) << command << "\n" << r.out;
+    EXPECT_NE(r.out.find(said), std::string::npos) << command << "\n" << r.out;
+  }
+}
+
 // A graph launch counted whole under application replay (tests/data/README.md): info says so with
 // the launch's sums, and every kernel still has counters (the graph's copied from eager twins).
 TEST(CliRecorded, InfoShowsGraphLaunchesCountedWhole) {
