@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "fprof/core/expected.h"
 
@@ -119,6 +120,24 @@ class ValueRow {
 
  private:
   sqlite3_value** v_;
+};
+
+// A Statement's current row read as a ValueRow: each column's value taken once
+// (sqlite3_column_value), so that reading it -- its type, then its number or text -- makes no
+// sqlite3_column_* call per read. Valid until the statement steps again; one buffer serves every
+// row. For a connection used by one thread at a time, as every reader's is (the values are
+// unprotected: SQLite takes no lock to read them).
+class ColumnValues {
+ public:
+  ValueRow of(const Statement& st) {
+    const int n = sqlite3_column_count(st.get());
+    values_.resize(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) values_[static_cast<size_t>(i)] = sqlite3_column_value(st.get(), i);
+    return ValueRow(values_.data());
+  }
+
+ private:
+  std::vector<sqlite3_value*> values_;
 };
 
 // SQLite's message for its last error, or the system's where SQLite only says a write failed: a

@@ -719,9 +719,10 @@ template <const auto& kTable, class Row, class Ctx, class Sink>
 Status readTable(sqlite3* db, const std::string& path, int schema_version, WrongKinds& wrong, const TableQuery& query,
                  Ctx& ctx, Sink&& sink) {
   const std::string sql = selectSql<kTable>(schema_version, query);
+  detail::ColumnValues values;
   return forEachRow(db, path, sql.c_str(), [&](Statement& st) {
     Row row{};
-    if (detail::WrongKind w = detail::readRow(kTable, st, row, ctx)) wrong.see(kTable.info.name, w);
+    if (detail::WrongKind w = detail::readRow(kTable, values.of(st), row, ctx)) wrong.see(kTable.info.name, w);
     sink(row, ctx);
   });
 }
@@ -1436,7 +1437,7 @@ class QueryStream : public RowStream<Row> {
     if (rc == SQLITE_DONE) return false;
     if (rc != SQLITE_ROW) return queryError(path_, db_);
     row = Row{};
-    if (detail::WrongKind w = detail::readRow(kTable, st_, row, ctx_)) wrong_.see(kTable.info.name, w);
+    if (detail::WrongKind w = detail::readRow(kTable, values_.of(st_), row, ctx_)) wrong_.see(kTable.info.name, w);
     repair_(row, ctx_);
     return true;
   }
@@ -1446,6 +1447,7 @@ class QueryStream : public RowStream<Row> {
   std::string path_;
   WrongKinds& wrong_;
   Statement st_;
+  detail::ColumnValues values_;
   Ctx ctx_;
   Repair repair_;
 };
