@@ -507,11 +507,10 @@ bool bindRow(const T& t, Statement& st, const W& w, Ctx& ctx) {
 // a number converts it silently. Asked before the value is read, which may convert it.
 template <class Row>
 bool holdsDeclaredKind(const Row& row, int i, const char* declared_type) {
+  const bool integer = declared_type[0] == 'I';
+  if (!integer && declared_type[0] != 'R') return true;  // a TEXT column: any value reads as text
   const int type = row.type(i);
-  if (type == SQLITE_NULL) return true;
-  if (declared_type[0] == 'I') return type == SQLITE_INTEGER;
-  if (declared_type[0] == 'R') return type == SQLITE_INTEGER || type == SQLITE_FLOAT;
-  return true;
+  return type == SQLITE_NULL || type == SQLITE_INTEGER || (!integer && type == SQLITE_FLOAT);
 }
 
 // A number column of a row whose value is of another kind (holdsDeclaredKind), as readRow found it.

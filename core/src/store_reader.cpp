@@ -769,7 +769,9 @@ Status loadKernels(Conn& conn, const std::string& path, const StringIds& str_id,
                    std::vector<KernelRow>& out) {
   return loadChunk(conn, path, c.rows, out, [&](const detail::ValueRow& row, KernelRow& k) {
     KernelStrings strings{&str_id, &c.texts, {}, {}};
-    if (detail::WrongKind w = detail::readRow(detail::kKernelTable, row, k, strings)) wrong.see("kernel", w);
+    if (detail::WrongKind w = detail::readRow(detail::kKernelTable, row, k, strings)) {
+      wrong.see(detail::kKernelTable.info.name, w);
+    }
     repairKernel(k, strings, c);
   });
 }
@@ -779,7 +781,7 @@ Status loadKernelArgs(Conn& conn, const std::string& path, WrongKinds& wrong, Ta
   return loadChunk(conn, path, c.rows, out, [&wrong](const detail::ValueRow& row, KernelArgRecord& a) {
     NoStrings none;
     if (detail::WrongKind w = detail::readRow(detail::kKernelArgTable, row, a, none, /*first=*/1)) {
-      wrong.see("kernel_arg", w);
+      wrong.see(detail::kKernelArgTable.info.name, w);
     }
   });
 }
@@ -789,7 +791,7 @@ Status loadCounters(Conn& conn, const std::string& path, WrongKinds& wrong, Coun
   return loadChunk(conn, path, c.rows, out, [&](const detail::ValueRow& row, KernelCounters& k) {
     NoStrings none;
     if (detail::WrongKind w = detail::readRow(detail::kKernelCounterTable, row, k, none)) {
-      wrong.see("kernel_counter", w);
+      wrong.see(detail::kKernelCounterTable.info.name, w);
     }
     repairCounters(k, c);
   });
@@ -1529,6 +1531,7 @@ struct ProfileStream::Impl {
   uint32_t nameId(int64_t db_id);
   // countersOf's lookup, prepared on first use; none where the file holds no counters.
   std::optional<Statement> counter_lookup;
+  ColumnValues counter_values;  // the lookup's row, read as the streams read theirs
   bool counters_looked_for = false;
   std::unique_ptr<RowStream<KernelMetricRecord>> metrics();
   Expected<std::unique_ptr<RowStream<KernelArgRecord>>> kernelArgs();
@@ -1793,7 +1796,7 @@ Expected<std::optional<KernelCounters>> ProfileStream::countersOf(int64_t kernel
   if (rc != SQLITE_ROW) return queryError(m.path(), m.db());
   KernelCounters c;
   NoStrings none;
-  readRow(kKernelCounterTable, st, c, none);
+  readRow(kKernelCounterTable, m.counter_values.of(st), c, none);
   CounterChunk not_counted;
   repairCounters(c, not_counted);
   return std::optional<KernelCounters>{std::move(c)};
