@@ -236,7 +236,9 @@ class RangeKindParser {
     k_.pytorch = k_.pytorch || r.kind == FrameworkRangeKind::kTorchOp;
     k_.op_graph = k_.op_graph || !r.input_ops.empty();
     k_.xla = k_.xla || r.kind == FrameworkRangeKind::kXlaOp;
-    if (r.kind == FrameworkRangeKind::kTorchOp && r.op_id) k_.torch_op_ids.push_back({process_id, static_cast<uint32_t>(i), *r.op_id});
+    if (r.kind == FrameworkRangeKind::kTorchOp && r.op_id) {
+      k_.torch_op_ids.push_back({process_id, static_cast<uint32_t>(i), *r.op_id});
+    }
     return r.kind;
   }
   // Sorted by (process, op id, range), exactly sized: a PyTorch run has about one a range.
@@ -289,7 +291,6 @@ class ParsedRanges {
     if (found.process_id != process_id || found.op_id != op_id) return std::nullopt;
     return found.range;
   }
-  NvtxRangeKinds takeKinds() { return std::move(k_); }
 
  private:
   const core::Profile& p_;

@@ -87,6 +87,10 @@ struct FrameworkOps {
 };
 
 FrameworkOps indexFrameworkOps(const core::Profile& p);
+
+struct NvtxRangeKinds;
+class NvtxRangeLookup;
+
 // For a run whose NVTX ranges are let go once its ops are indexed (RunAnalysis with
 // release_nvtx_ranges): the same index, and meanwhile, before the ops and links are built, the
 // messages of PyTorch op ranges nested in another op (several a kernel under emit_nvtx, read by
@@ -95,8 +99,6 @@ FrameworkOps indexFrameworkOps(const core::Profile& p);
 // (Profile::nvtx_messages), the blocks left empty let go; where another profile shares those
 // blocks, the others are moved into `kept` instead, which must outlive them. `others_done`
 // returns once no other reader of the messages (fprof's op index) is running.
-struct NvtxRangeKinds;
-class NvtxRangeLookup;
 struct NestedMessageRelease {
   core::Profile* run = nullptr;
   core::TextBlock* kept = nullptr;
